@@ -1,0 +1,72 @@
+// Every error Causeway itself answers with is a CausewayError, made here from one table:
+// a stable snake_case reason -> JSON-RPC code, HTTP status and default message. Errors the
+// upstream returned in-band are not CausewayErrors; they are relayed by the dialect on HTTP 200.
+
+import type { JsonValue } from './jsonrpc.js';
+
+export const ERROR_TABLE = {
+  // Front door and envelope: the client's request is at fault.
+  parse_error: { code: -32700, status: 400, message: 'Parse error' },
+  invalid_request: { code: -32600, status: 400, message: 'Invalid request' },
+  batch_not_supported: { code: -32600, status: 400, message: 'Batch requests are not supported' },
+  body_too_large: { code: -32600, status: 413, message: 'Request body too large' },
+  request_timeout: { code: -32600, status: 408, message: 'Request body not received in time' },
+  not_acceptable: {
+    code: -32600,
+    status: 406,
+    message: 'Accept must list application/json and text/event-stream',
+  },
+  unsupported_media_type: { code: -32600, status: 415, message: 'Content-Type must be application/json' },
+  forbidden_origin: { code: -32600, status: 403, message: 'Origin not allowed' },
+  forbidden_host: { code: -32600, status: 403, message: 'Host not allowed' },
+  method_not_allowed: { code: -32600, status: 405, message: 'Method not allowed' },
+  not_found: { code: -32600, status: 404, message: 'Not found' },
+  missing_meta: { code: -32602, status: 400, message: 'Missing required _meta' },
+  invalid_params: { code: -32602, status: 400, message: 'Invalid params' },
+  header_mismatch: { code: -32020, status: 400, message: 'Header mismatch' },
+  missing_client_capability: { code: -32021, status: 400, message: 'Missing required client capability' },
+  unsupported_protocol_version: { code: -32022, status: 400, message: 'Unsupported protocol version' },
+  method_not_found: { code: -32601, status: 404, message: 'Method not found' },
+  notification_not_accepted: { code: -32600, status: 400, message: 'Notification not accepted' },
+  // Causeway or its upstream is at fault: never blamed on the client.
+  upstream_unavailable: { code: -32603, status: 502, message: 'Upstream unavailable' },
+  upstream_bad_response: { code: -32603, status: 502, message: 'Upstream sent an invalid response' },
+  upstream_timeout: { code: -32603, status: 504, message: 'Upstream did not answer in time' },
+  draining: { code: -32603, status: 503, message: 'Server is shutting down' },
+  overloaded: { code: -32603, status: 503, message: 'Too many requests in flight' },
+  internal_error: { code: -32603, status: 500, message: 'Internal error' },
+} as const satisfies Record<string, { code: number; status: number; message: string }>;
+
+export type ErrorReason = keyof typeof ERROR_TABLE;
+
+export class CausewayError extends Error {
+  readonly reason: ErrorReason;
+  readonly code: number;
+  readonly status: number;
+  readonly data: JsonValue | undefined;
+
+  constructor(reason: ErrorReason, message?: string, data?: JsonValue, options?: { cause?: unknown }) {
+    const row = ERROR_TABLE[reason];
+    super(message ?? row.message, options);
+    this.name = 'CausewayError';
+    this.reason = reason;
+    this.code = row.code;
+    this.status = row.status;
+    this.data = data;
+  }
+}
+
+export function causewayError(
+  reason: ErrorReason,
+  message?: string,
+  data?: JsonValue,
+  cause?: unknown,
+): CausewayError {
+  return new CausewayError(reason, message, data, cause === undefined ? undefined : { cause });
+}
+
+/** Anything thrown that is not a CausewayError becomes internal_error, its text never shown. */
+export function toCausewayError(err: unknown): CausewayError {
+  if (err instanceof CausewayError) return err;
+  return new CausewayError('internal_error', undefined, undefined, { cause: err });
+}
