@@ -1,0 +1,126 @@
+// Composition root: builds each stage once from the Config and wires them together. No logic.
+
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config/schema.js';
+import type { CacheHint } from './dialect/results.js';
+import { originPolicy } from './envelope/index.js';
+import { frontDoor } from './ingress/front-door.js';
+import { createIngress } from './ingress/server.js';
+import type { Logger } from './log.js';
+import { createMetrics } from './metrics/registry.js';
+import { LegacyPassthrough } from './passthrough/legacy.js';
+import { MemorySessionStore, SessionPool, type SessionStore } from './pool/index.js';
+import { IdMinter } from './upstream/ids.js';
+import { UpstreamClient } from './upstream/legacy-client.js';
+
+export const VERSION = '0.1.0';
+
+export interface App {
+  listen(): Promise<AddressInfo>;
+  /** Graceful stop: readyz fails, new requests get 503, in-flight ones finish (up to drain.timeoutMs). */
+  drain(): Promise<void>;
+  readonly url: string | undefined;
+}
+
+export function createApp(config: Config, log: Logger, store: SessionStore = new MemorySessionStore()): App {
+  const metrics = createMetrics();
+  const upstreamName = config.upstream.name;
+  const client = new UpstreamClient(
+    {
+      name: upstreamName,
+      url: config.upstream.url,
+      headers: config.upstream.headers,
+      connectTimeoutMs: config.upstream.connectTimeoutMs,
+      requestTimeoutMs: config.upstream.requestTimeoutMs,
+      maxResponseBytes: config.upstream.maxResponseBytes,
+    },
+    log.child({ stage: 'upstream', upstream: upstreamName }),
+  );
+  const pool = new SessionPool(
+    store,
+    client,
+    {
+      protocolVersion: config.upstream.protocolVersion,
+      clientInfo: { name: 'causeway', version: VERSION },
+      idleTtlMs: config.store.idleTtlMs,
+      maxSessions: config.store.maxSessions,
+      lockTtlMs: Math.min(config.upstream.requestTimeoutMs, 15_000),
+      touchIntervalMs: 5_000,
+    },
+    log.child({ stage: 'pool', upstream: upstreamName }),
+    {
+      onInitialize: (ms, reason) => {
+        metrics.sessionInitializations.inc({ upstream: upstreamName, reason });
+        metrics.initializeDuration.observe({ upstream: upstreamName }, ms / 1000);
+      },
+      onHit: () => metrics.poolLookups.inc({ upstream: upstreamName, result: 'hit' }),
+      onMiss: () => metrics.poolLookups.inc({ upstream: upstreamName, result: 'miss' }),
+    },
+  );
+  const passthrough = new LegacyPassthrough(
+    {
+      url: config.upstream.url,
+      headers: config.upstream.headers,
+      connectTimeoutMs: config.upstream.connectTimeoutMs,
+      requestTimeoutMs: config.upstream.requestTimeoutMs,
+    },
+    log.child({ stage: 'passthrough' }),
+  );
+  const cacheHint = (method: string): CacheHint => {
+    const o = config.cache.methods[method];
+    return { ttlMs: o?.ttlMs ?? config.cache.ttlMs, cacheScope: o?.scope ?? config.cache.scope };
+  };
+
+  let draining = false;
+  const inFlight = { count: 0 };
+  const ingress = createIngress(
+    {
+      host: config.listen.host,
+      port: config.listen.port,
+      tlsCertFile: config.listen.tlsCertFile,
+      tlsKeyFile: config.listen.tlsKeyFile,
+      maxHeaderBytes: config.limits.maxHeaderBytes,
+      maxConcurrentStreams: config.limits.maxConcurrentStreams,
+      bodyTimeoutMs: config.limits.bodyTimeoutMs,
+    },
+    frontDoor({
+      path: config.listen.path,
+      maxHeaderBytes: config.limits.maxHeaderBytes,
+      maxInFlight: config.limits.maxInFlight,
+      body: { maxBytes: config.limits.maxBodyBytes, timeoutMs: config.limits.bodyTimeoutMs },
+      origin: originPolicy(config.listen.host, config.security.allowedHosts, config.security.allowedOrigins),
+      passthrough,
+      modern: { upstreamName, client, pool, ids: new IdMinter(), principal: config.principal, cacheHint },
+      log,
+      ready: () => !draining,
+      draining: () => draining,
+      metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+      inFlight,
+    }),
+  );
+
+  let url: string | undefined;
+  return {
+    get url() {
+      return url;
+    },
+    async listen() {
+      const addr = await ingress.listen();
+      const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+      url = `${ingress.protocol}://${host}:${addr.port}${config.listen.path}`;
+      return addr;
+    },
+    async drain() {
+      if (draining) return;
+      draining = true;
+      ingress.stopAccepting();
+      ingress.closeConnections(false);
+      const deadline = Date.now() + config.drain.timeoutMs;
+      while (inFlight.count > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      ingress.closeConnections(true);
+      await pool.close();
+      await store.close();
+      await Promise.allSettled([client.close(), passthrough.close()]);
+    },
+  };
+}

@@ -1,0 +1,192 @@
+// Builds the one immutable Config: defaults, then a JSON file (--config or CAUSEWAY_CONFIG),
+// then CAUSEWAY_* environment variables, then --flags. Every problem found is reported at
+// once; nothing reads process.env after start-up.
+
+import { readFileSync } from 'node:fs';
+import { SETTINGS, type Config, type Setting } from './schema.js';
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function envName(path: string): string {
+  return 'CAUSEWAY_' + path.replace(/\./g, '_').replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
+}
+
+export function flagName(path: string): string {
+  return '--' + path;
+}
+
+function getPath(obj: Record<string, unknown>, path: string): unknown {
+  let cur: unknown = obj;
+  for (const part of path.split('.')) {
+    if (typeof cur !== 'object' || cur === null) return undefined;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur;
+}
+
+function setPath(obj: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let cur = obj;
+  for (const part of parts.slice(0, -1)) {
+    const next = cur[part];
+    if (typeof next !== 'object' || next === null) cur[part] = {};
+    cur = cur[part] as Record<string, unknown>;
+  }
+  cur[parts[parts.length - 1]!] = value;
+}
+
+/** Parses a string from env or a flag into the setting's kind. */
+function fromText(s: Setting, text: string): unknown {
+  switch (s.kind) {
+    case 'string':
+      return text;
+    case 'number':
+      return text.trim() === '' ? NaN : Number(text);
+    case 'boolean':
+      return text === 'true' || text === '1';
+    case 'list':
+      return text
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
+    case 'map': {
+      const out: Record<string, string> = {};
+      for (const pair of text.split(',')) {
+        const eq = pair.indexOf('=');
+        if (eq > 0) out[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim();
+      }
+      return out;
+    }
+    case 'json':
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        return Symbol('invalid json');
+      }
+  }
+}
+
+function check(s: Setting, v: unknown): string | undefined {
+  const bad = (what: string) => `${s.path}: expected ${what}`;
+  switch (s.kind) {
+    case 'string':
+      if (typeof v !== 'string') return bad('a string');
+      if (s.choices && !s.choices.includes(v)) return bad(`one of ${s.choices.join(', ')}`);
+      return undefined;
+    case 'number':
+      return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? undefined : bad('a non-negative number');
+    case 'boolean':
+      return typeof v === 'boolean' ? undefined : bad('true or false');
+    case 'list':
+      return Array.isArray(v) && v.every((x) => typeof x === 'string') ? undefined : bad('a list of strings');
+    case 'map':
+      return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string')
+        ? undefined
+        : bad('an object of strings');
+    case 'json':
+      return typeof v === 'object' && v !== null && !Array.isArray(v) ? undefined : bad('a JSON object');
+  }
+}
+
+function parseFlags(argv: readonly string[]): { flags: Map<string, string>; problems: string[] } {
+  const flags = new Map<string, string>();
+  const problems: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) {
+      problems.push(`unexpected argument ${arg}`);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    if (eq > 0) flags.set(arg.slice(2, eq), arg.slice(eq + 1));
+    else if (i + 1 < argv.length) flags.set(arg.slice(2), argv[++i]!);
+    else problems.push(`${arg} needs a value`);
+  }
+  return { flags, problems };
+}
+
+function deepFreeze<T>(o: T): T {
+  if (typeof o === 'object' && o !== null) {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
+}
+
+export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Config {
+  const { flags, problems } = parseFlags(argv);
+  const cfg: Record<string, unknown> = {};
+  for (const s of SETTINGS) setPath(cfg, s.path, structuredClone(s.default));
+
+  const file = flags.get('config') ?? env.CAUSEWAY_CONFIG;
+  flags.delete('config');
+  if (file) {
+    try {
+      const fromFile = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+      for (const s of SETTINGS) {
+        const v = getPath(fromFile, s.path);
+        if (v !== undefined) setPath(cfg, s.path, v);
+      }
+      const known = new Set(SETTINGS.map((s) => s.path));
+      for (const [section, body] of Object.entries(fromFile)) {
+        if (typeof body !== 'object' || body === null) {
+          if (!known.has(section)) problems.push(`${file}: unknown setting ${section}`);
+          continue;
+        }
+        for (const key of Object.keys(body)) {
+          if (!known.has(`${section}.${key}`)) problems.push(`${file}: unknown setting ${section}.${key}`);
+        }
+      }
+    } catch (err) {
+      problems.push(`cannot read config file ${file}: ${(err as Error).message}`);
+    }
+  }
+  for (const s of SETTINGS) {
+    const text = env[envName(s.path)];
+    if (text !== undefined) setPath(cfg, s.path, fromText(s, text));
+  }
+  for (const [name, text] of flags) {
+    const s = SETTINGS.find((x) => x.path === name);
+    if (!s) problems.push(`unknown flag --${name}`);
+    else setPath(cfg, s.path, fromText(s, text));
+  }
+  for (const s of SETTINGS) {
+    const p = check(s, getPath(cfg, s.path));
+    if (p) problems.push(p);
+  }
+  const config = cfg as unknown as Config;
+  if (problems.length === 0) problems.push(...crossChecks(config));
+  if (problems.length > 0) throw new ConfigError(problems);
+  return deepFreeze(config);
+}
+
+function crossChecks(c: Config): string[] {
+  const problems: string[] = [];
+  try {
+    const u = new URL(c.upstream.url);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') problems.push('upstream.url: must be http(s)');
+  } catch {
+    problems.push('upstream.url: required, an absolute http(s) URL');
+  }
+  if (c.principal.mode !== 'none' && c.principal.hashSecret.length < 16) {
+    problems.push('principal.hashSecret: required (16+ characters) when principal.mode is not none');
+  }
+  if (Boolean(c.listen.tlsCertFile) !== Boolean(c.listen.tlsKeyFile)) {
+    problems.push('listen.tlsCertFile and listen.tlsKeyFile go together');
+  }
+  if (!c.listen.path.startsWith('/')) problems.push('listen.path: must start with /');
+  for (const [method, o] of Object.entries(c.cache.methods)) {
+    if (o.scope !== undefined && o.scope !== 'public' && o.scope !== 'private') {
+      problems.push(`cache.methods.${method}.scope: expected public or private`);
+    }
+    if (o.ttlMs !== undefined && !(Number.isInteger(o.ttlMs) && o.ttlMs >= 0)) {
+      problems.push(`cache.methods.${method}.ttlMs: expected a non-negative integer`);
+    }
+  }
+  return problems;
+}

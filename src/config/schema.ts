@@ -1,0 +1,125 @@
+// The Config type, its defaults and one doc line per key. Every setting Causeway has is a row
+// of SETTINGS; the file, env and flag loaders all go through it, and the README's table is
+// checked against it by a test.
+
+export type CacheScope = 'public' | 'private';
+export type PrincipalMode = 'none' | 'header' | 'bearer';
+export type StoreKind = 'memory' | 'redis';
+
+export interface Config {
+  listen: { host: string; port: number; path: string; tlsCertFile: string; tlsKeyFile: string };
+  limits: {
+    maxBodyBytes: number;
+    maxHeaderBytes: number;
+    bodyTimeoutMs: number;
+    maxConcurrentStreams: number;
+    maxInFlight: number;
+  };
+  security: { allowedHosts: string[]; allowedOrigins: string[] };
+  principal: { mode: PrincipalMode; header: string; hashSecret: string };
+  upstream: {
+    name: string;
+    url: string;
+    headers: Record<string, string>;
+    protocolVersion: string;
+    connectTimeoutMs: number;
+    requestTimeoutMs: number;
+    maxResponseBytes: number;
+  };
+  cache: { ttlMs: number; scope: CacheScope; methods: Record<string, { ttlMs?: number; scope?: CacheScope }> };
+  store: { kind: StoreKind; idleTtlMs: number; maxSessions: number };
+  log: { level: string };
+  drain: { timeoutMs: number };
+}
+
+type Kind = 'string' | 'number' | 'boolean' | 'list' | 'map' | 'json';
+
+export interface Setting {
+  path: string;
+  kind: Kind;
+  default: unknown;
+  doc: string;
+  choices?: readonly string[];
+}
+
+export const SETTINGS: readonly Setting[] = [
+  { path: 'listen.host', kind: 'string', default: '127.0.0.1', doc: 'Address the data port binds to.' },
+  { path: 'listen.port', kind: 'number', default: 8080, doc: 'Data port: HTTP/1.1 and h2c (or TLS with ALPN h2, http/1.1).' },
+  { path: 'listen.path', kind: 'string', default: '/mcp', doc: 'Path of the MCP endpoint.' },
+  { path: 'listen.tlsCertFile', kind: 'string', default: '', doc: 'PEM certificate; with tlsKeyFile, serve TLS instead of cleartext.' },
+  { path: 'listen.tlsKeyFile', kind: 'string', default: '', doc: 'PEM private key for listen.tlsCertFile.' },
+  { path: 'limits.maxBodyBytes', kind: 'number', default: 1_048_576, doc: 'Largest request body accepted (413 above).' },
+  { path: 'limits.maxHeaderBytes', kind: 'number', default: 16_384, doc: 'Largest request header block accepted (431 above).' },
+  { path: 'limits.bodyTimeoutMs', kind: 'number', default: 10_000, doc: 'Time allowed to receive a request body (408 after).' },
+  { path: 'limits.maxConcurrentStreams', kind: 'number', default: 256, doc: 'HTTP/2 streams per connection.' },
+  { path: 'limits.maxInFlight', kind: 'number', default: 4096, doc: 'Requests handled at once; more get 503.' },
+  {
+    path: 'security.allowedHosts',
+    kind: 'list',
+    default: [],
+    doc: 'Host header names accepted (403 otherwise). Empty: localhost names when bound to loopback, any otherwise.',
+  },
+  {
+    path: 'security.allowedOrigins',
+    kind: 'list',
+    default: [],
+    doc: 'Origin values accepted when present (403 otherwise). Empty: only origins whose host is an allowed host.',
+  },
+  {
+    path: 'principal.mode',
+    kind: 'string',
+    default: 'none',
+    choices: ['none', 'header', 'bearer'],
+    doc: 'What tells principals apart for session pooling: nobody, a header, or the bearer token.',
+  },
+  { path: 'principal.header', kind: 'string', default: 'x-causeway-principal', doc: 'Header naming the principal when mode is header.' },
+  {
+    path: 'principal.hashSecret',
+    kind: 'string',
+    default: '',
+    doc: 'Key of the HMAC that turns a principal into its stored hash. Required unless mode is none.',
+  },
+  { path: 'upstream.name', kind: 'string', default: 'default', doc: 'Name of the upstream in logs and metrics.' },
+  { path: 'upstream.url', kind: 'string', default: '', doc: 'Streamable HTTP endpoint of the legacy server (required).' },
+  { path: 'upstream.headers', kind: 'map', default: {}, doc: 'Extra headers sent upstream (e.g. its own credential).' },
+  {
+    path: 'upstream.protocolVersion',
+    kind: 'string',
+    default: '2025-11-25',
+    doc: 'Version offered in the upstream initialize; the upstream may negotiate an older one.',
+  },
+  { path: 'upstream.connectTimeoutMs', kind: 'number', default: 5_000, doc: 'Upstream TCP connect timeout.' },
+  { path: 'upstream.requestTimeoutMs', kind: 'number', default: 60_000, doc: 'Longest wait for an upstream answer (504 after).' },
+  { path: 'upstream.maxResponseBytes', kind: 'number', default: 16_777_216, doc: 'Largest upstream response accepted.' },
+  { path: 'cache.ttlMs', kind: 'number', default: 0, doc: 'ttlMs put on cacheable results (discover, lists, resources/read).' },
+  {
+    path: 'cache.scope',
+    kind: 'string',
+    default: 'private',
+    choices: ['public', 'private'],
+    doc: 'cacheScope on cacheable results; public only when the upstream answers the same to every principal.',
+  },
+  {
+    path: 'cache.methods',
+    kind: 'json',
+    default: {},
+    doc: 'Per-method overrides, e.g. {"tools/list":{"ttlMs":60000,"scope":"public"}}.',
+  },
+  {
+    path: 'store.kind',
+    kind: 'string',
+    default: 'memory',
+    choices: ['memory', 'redis'],
+    doc: 'Where pooled upstream sessions are recorded.',
+  },
+  { path: 'store.idleTtlMs', kind: 'number', default: 900_000, doc: 'An upstream session unused this long is closed.' },
+  { path: 'store.maxSessions', kind: 'number', default: 10_000, doc: 'Most pooled upstream sessions; the least recently used goes first.' },
+  {
+    path: 'log.level',
+    kind: 'string',
+    default: 'info',
+    choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+    doc: 'pino log level.',
+  },
+  { path: 'drain.timeoutMs', kind: 'number', default: 10_000, doc: 'On SIGTERM, longest wait for in-flight requests.' },
+];

@@ -1,0 +1,42 @@
+// Capability translation across the eras. Upstream, Causeway declares exactly what the modern
+// client declared, in legacy shape. Downstream, it advertises only what it can translate.
+
+import { isObject, type JsonObject } from '../jsonrpc.js';
+
+/** 2026 ClientCapabilities -> 2025-11-25 ClientCapabilities (no extensions; roots without listChanged). */
+export function toLegacyClientCapabilities(modern: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  if (isObject(modern.experimental)) out.experimental = modern.experimental;
+  // roots/list_changed is gone in 2026: roots arrive per request, so never promise the notification.
+  if (isObject(modern.roots)) out.roots = {};
+  if (isObject(modern.sampling)) out.sampling = modern.sampling;
+  if (isObject(modern.elicitation)) out.elicitation = modern.elicitation;
+  return out;
+}
+
+/** Canonical JSON: same capabilities, same text, whatever the key order. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (typeof v === 'object' && v !== null) {
+    const entries = Object.entries(v as Record<string, unknown>)
+      .filter(([, x]) => x !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJson(x)}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/**
+ * Legacy ServerCapabilities -> what the modern face advertises. Kept: tools, prompts, resources,
+ * completions, logging (per-request logLevel is translated). Dropped: tasks (an extension in 2026),
+ * and listChanged / subscribe, which need subscriptions/listen.
+ */
+export function toModernServerCapabilities(legacy: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  for (const key of ['tools', 'prompts', 'resources'] as const) {
+    if (isObject(legacy[key])) out[key] = {};
+  }
+  if (isObject(legacy.completions)) out.completions = {};
+  if (isObject(legacy.logging)) out.logging = {};
+  return out;
+}

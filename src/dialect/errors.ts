@@ -1,0 +1,28 @@
+// Legacy JSON-RPC errors -> 2026-07-28 errors [BASE "Error codes"]. -32002 becomes -32602 with
+// data.uri; nothing in the MCP-reserved range -32020..-32099 leaks unless 2026 defines it; -32042
+// (URL elicitation required) never leaks.
+
+import { isObject, type JsonObject, type JsonRpcErrorObject } from '../jsonrpc.js';
+
+const MCP_RESERVED_LOW = -32099;
+const MCP_RESERVED_HIGH = -32020;
+const DEFINED_2026 = new Set([-32020, -32021, -32022]);
+
+export function translateError(err: JsonRpcErrorObject, params: JsonObject): JsonRpcErrorObject {
+  const code = typeof err.code === 'number' ? err.code : -32603;
+  const message = typeof err.message === 'string' ? err.message : 'Upstream error';
+  if (code === -32002) {
+    const data = isObject(err.data) ? err.data : {};
+    const uri = typeof data.uri === 'string' ? data.uri : typeof params.uri === 'string' ? params.uri : undefined;
+    return { code: -32602, message, data: uri === undefined ? data : { ...data, uri } };
+  }
+  if (code >= MCP_RESERVED_LOW && code <= MCP_RESERVED_HIGH && !DEFINED_2026.has(code)) {
+    return { code: -32603, message };
+  }
+  return err.data === undefined ? { code, message } : { code, message, data: err.data };
+}
+
+/** HTTP status for an in-band upstream error: -32601 is 404 over HTTP [SHTTP]; others ride on 200. */
+export function statusForUpstreamError(code: number): number {
+  return code === -32601 ? 404 : 200;
+}

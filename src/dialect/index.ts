@@ -1,0 +1,4 @@
+export { toLegacyClientCapabilities, toModernServerCapabilities, canonicalJson } from './capabilities.js';
+export { discoverResult, serverInfoOf } from './discover.js';
+export { translateResult, withResultMeta, normalizeToolsList, type CacheHint, type ResultContext } from './results.js';
+export { translateError, statusForUpstreamError } from './errors.js';

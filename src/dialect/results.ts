@@ -1,0 +1,59 @@
+// Legacy result -> 2026-07-28 result [BASE][CACHE]: resultType, ttlMs / cacheScope on the
+// cacheable methods, serverInfo in result _meta, tools/list in a deterministic order.
+
+import { paramHeaders } from '../envelope/headers.js';
+import { META_SERVER_INFO } from '../envelope/meta.js';
+import { isObject, type JsonObject, type JsonValue } from '../jsonrpc.js';
+import type { CacheScope } from '../config/schema.js';
+
+export interface CacheHint {
+  ttlMs: number;
+  cacheScope: CacheScope;
+}
+
+export interface ResultContext {
+  serverInfo: JsonObject | undefined;
+  /** Present only for the cacheable methods. */
+  cache: CacheHint | undefined;
+}
+
+export function withResultMeta(result: JsonObject, ctx: ResultContext): JsonObject {
+  const out: JsonObject = { ...result, resultType: typeof result.resultType === 'string' ? result.resultType : 'complete' };
+  if (ctx.cache) {
+    out.ttlMs = ctx.cache.ttlMs;
+    out.cacheScope = ctx.cache.cacheScope;
+  }
+  if (ctx.serverInfo) {
+    const meta = isObject(result._meta) ? result._meta : {};
+    out._meta = { ...meta, [META_SERVER_INFO]: ctx.serverInfo };
+  }
+  return out;
+}
+
+function byName(a: JsonValue, b: JsonValue): number {
+  const an = isObject(a) && typeof a.name === 'string' ? a.name : '';
+  const bn = isObject(b) && typeof b.name === 'string' ? b.name : '';
+  return an < bn ? -1 : an > bn ? 1 : 0;
+}
+
+/**
+ * tools/list: sorted by name [TOOLS "deterministic order"], and tools whose x-mcp-header
+ * annotations are invalid are left out, as every HTTP client must drop them anyway [SHTTP].
+ */
+export function normalizeToolsList(result: JsonObject): { result: JsonObject; dropped: string[] } {
+  if (!Array.isArray(result.tools)) return { result, dropped: [] };
+  const dropped: string[] = [];
+  const tools = result.tools.filter((tool) => {
+    if (!isObject(tool)) return false;
+    if (paramHeaders(tool.inputSchema) !== undefined) return true;
+    dropped.push(String(tool.name));
+    return false;
+  });
+  return { result: { ...result, tools: [...tools].sort(byName) }, dropped };
+}
+
+/** What the 2026 result of a forwarded method looks like, given the legacy one. */
+export function translateResult(method: string, result: JsonObject, ctx: ResultContext): JsonObject {
+  const body = method === 'tools/list' ? normalizeToolsList(result).result : result;
+  return withResultMeta(body, ctx);
+}

@@ -1,0 +1,51 @@
+// The only writer of plain JSON answers: results, JSON-RPC errors with the echoed id and the
+// status from the error table, and bodiless statuses. Safe to call after the client went away.
+
+import type { ServerResponse } from 'node:http';
+import type { Http2ServerResponse } from 'node:http2';
+import type { CausewayError } from '../errors.js';
+import type { JsonObject, JsonRpcErrorObject, RequestId } from '../jsonrpc.js';
+
+export type HttpResponse = ServerResponse | Http2ServerResponse;
+
+function writable(res: HttpResponse): boolean {
+  return !res.headersSent && !res.writableEnded && !res.destroyed;
+}
+
+export function sendJson(res: HttpResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (!writable(res)) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+    ...headers,
+  });
+  res.end(text);
+}
+
+export function sendResult(res: HttpResponse, id: RequestId, result: JsonObject): void {
+  sendJson(res, 200, { jsonrpc: '2.0', id, result });
+}
+
+/** A JSON-RPC error; `id` is omitted only when it could not be read [BASE]. */
+export function errorBody(id: RequestId | null, error: JsonRpcErrorObject): JsonObject {
+  const body: JsonObject = { jsonrpc: '2.0', error: error as unknown as JsonObject };
+  if (id !== null) body.id = id;
+  return body;
+}
+
+export function sendRpcError(res: HttpResponse, status: number, id: RequestId | null, error: JsonRpcErrorObject): void {
+  sendJson(res, status, errorBody(id, error), status === 405 ? { allow: 'POST' } : {});
+}
+
+export function sendCausewayError(res: HttpResponse, err: CausewayError, id: RequestId | null): void {
+  const error: JsonRpcErrorObject = { code: err.code, message: err.message };
+  if (err.data !== undefined) error.data = err.data;
+  sendRpcError(res, err.status, id, error);
+}
+
+export function sendStatus(res: HttpResponse, status: number): void {
+  if (!writable(res)) return;
+  res.writeHead(status, { 'content-length': '0' });
+  res.end();
+}

@@ -1,0 +1,130 @@
+// Mirrored-header checks for the modern face [SHTTP "Standard headers"]: MCP-Protocol-Version,
+// Mcp-Method, Mcp-Name and the Mcp-Param-* headers of x-mcp-header tool arguments. Values are
+// decoded (=?base64?...?=) before comparing; any disagreement is -32020 / 400.
+
+import type { JsonObject, JsonValue } from '../jsonrpc.js';
+
+export type HeaderBag = Readonly<Record<string, string | undefined>>;
+
+export type HeaderCheck = { ok: true } | { ok: false; message: string };
+
+const OK: HeaderCheck = { ok: true };
+
+const VISIBLE_ASCII = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+const SENTINEL = /^=\?base64\?(.*)\?=$/s;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Decodes one header value; undefined when it is malformed (bad base64, bad UTF-8, control chars). */
+export function decodeHeaderValue(raw: string): string | undefined {
+  const value = raw.trim();
+  const m = SENTINEL.exec(value);
+  if (m) {
+    const b64 = m[1]!;
+    if (!BASE64.test(b64)) return undefined;
+    try {
+      return utf8.decode(Buffer.from(b64, 'base64'));
+    } catch {
+      return undefined;
+    }
+  }
+  if (value === '') return '';
+  return VISIBLE_ASCII.test(value) ? value : undefined;
+}
+
+function mismatch(header: string, got: string, want: string): HeaderCheck {
+  return { ok: false, message: `Header mismatch: ${header} header value '${got}' does not match body value '${want}'` };
+}
+
+/** One mirrored header: required when the body has a value, must equal it after decoding. */
+function checkMirrored(headers: HeaderBag, header: string, bodyValue: string | undefined): HeaderCheck {
+  const raw = headers[header.toLowerCase()];
+  if (raw === undefined) {
+    return bodyValue === undefined ? OK : { ok: false, message: `Missing required header ${header}` };
+  }
+  const decoded = decodeHeaderValue(raw);
+  if (decoded === undefined) return { ok: false, message: `Invalid characters in header ${header}` };
+  if (bodyValue === undefined) return OK;
+  return decoded === bodyValue ? OK : mismatch(header, decoded, bodyValue);
+}
+
+export function checkVersionHeader(headers: HeaderBag, metaVersion: string): HeaderCheck {
+  return checkMirrored(headers, 'MCP-Protocol-Version', metaVersion);
+}
+
+export function checkMethodHeader(headers: HeaderBag, method: string): HeaderCheck {
+  return checkMirrored(headers, 'Mcp-Method', method);
+}
+
+export function checkNameHeader(headers: HeaderBag, name: string | undefined): HeaderCheck {
+  return checkMirrored(headers, 'Mcp-Name', name);
+}
+
+/** The x-mcp-header annotations reachable from a tool's inputSchema through `properties` only. */
+export interface ParamHeader {
+  header: string;
+  path: string[];
+  type: 'string' | 'integer' | 'boolean';
+}
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** Returns the annotations, or undefined when the schema's annotations are invalid [SHTTP]. */
+export function paramHeaders(inputSchema: JsonValue | undefined): ParamHeader[] | undefined {
+  const out: ParamHeader[] = [];
+  const seen = new Set<string>();
+  let valid = true;
+  const walk = (schema: JsonValue | undefined, path: string[]): void => {
+    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return;
+    const annotation = schema['x-mcp-header'];
+    if (annotation !== undefined && path.length > 0) {
+      const type = schema.type;
+      if (
+        typeof annotation !== 'string' ||
+        !TOKEN.test(annotation) ||
+        seen.has(annotation.toLowerCase()) ||
+        (type !== 'string' && type !== 'integer' && type !== 'boolean')
+      ) {
+        valid = false;
+        return;
+      }
+      seen.add(annotation.toLowerCase());
+      out.push({ header: annotation, path, type });
+    }
+    const props = schema.properties;
+    if (typeof props === 'object' && props !== null && !Array.isArray(props)) {
+      for (const [k, v] of Object.entries(props)) walk(v, [...path, k]);
+    }
+  };
+  walk(inputSchema, []);
+  return valid ? out : undefined;
+}
+
+function valueAt(args: JsonObject | undefined, path: string[]): JsonValue | undefined {
+  let cur: JsonValue | undefined = args;
+  for (const p of path) {
+    if (typeof cur !== 'object' || cur === null || Array.isArray(cur)) return undefined;
+    cur = cur[p];
+  }
+  return cur;
+}
+
+export function checkParamHeaders(headers: HeaderBag, params: ParamHeader[], args: JsonObject | undefined): HeaderCheck {
+  for (const p of params) {
+    const name = `Mcp-Param-${p.header}`;
+    const raw = headers[name.toLowerCase()];
+    const value = valueAt(args, p.path);
+    if (value === undefined || value === null) continue;
+    if (raw === undefined) return { ok: false, message: `Missing required header ${name}` };
+    const decoded = decodeHeaderValue(raw);
+    if (decoded === undefined) return { ok: false, message: `Invalid characters in header ${name}` };
+    const same =
+      p.type === 'integer' && typeof value === 'number'
+        ? decoded.trim() !== '' && Number(decoded) === value
+        : p.type === 'boolean'
+          ? decoded === String(value)
+          : decoded === value;
+    if (!same) return mismatch(name, decoded, String(value));
+  }
+  return OK;
+}

@@ -1,0 +1,34 @@
+// The 2026-07-28 method registry: what the modern face serves and how each method is checked.
+// A method removed in 2026 (ping, initialize, logging/setLevel, resources/subscribe, ...) is
+// simply absent, so it gets 404 / -32601 like any unknown method [SHTTP][SEP-2575].
+
+export type ServerCapabilityName = 'tools' | 'prompts' | 'resources' | 'completions';
+
+export interface MethodSpec {
+  /** Body field mirrored in the Mcp-Name header, when the method has one. */
+  nameParam?: 'name' | 'uri';
+  /** Result carries ttlMs / cacheScope [CACHE]. */
+  cacheable: boolean;
+  /** May answer input_required [MRTR]. */
+  multiRound: boolean;
+  /** Upstream capability that must be advertised, else -32601. */
+  capability?: ServerCapabilityName;
+  /** Relayed to the upstream as the same legacy method. */
+  forwarded: boolean;
+}
+
+export const MODERN_METHODS: Readonly<Record<string, MethodSpec>> = {
+  'server/discover': { cacheable: true, multiRound: false, forwarded: false },
+  'tools/list': { cacheable: true, multiRound: false, capability: 'tools', forwarded: true },
+  'tools/call': { nameParam: 'name', cacheable: false, multiRound: true, capability: 'tools', forwarded: true },
+  'prompts/list': { cacheable: true, multiRound: false, capability: 'prompts', forwarded: true },
+  'prompts/get': { nameParam: 'name', cacheable: false, multiRound: true, capability: 'prompts', forwarded: true },
+  'resources/list': { cacheable: true, multiRound: false, capability: 'resources', forwarded: true },
+  'resources/templates/list': { cacheable: true, multiRound: false, capability: 'resources', forwarded: true },
+  'resources/read': { nameParam: 'uri', cacheable: true, multiRound: true, capability: 'resources', forwarded: true },
+  'completion/complete': { cacheable: false, multiRound: false, capability: 'completions', forwarded: true },
+};
+
+export function methodSpec(method: string): MethodSpec | undefined {
+  return Object.prototype.hasOwnProperty.call(MODERN_METHODS, method) ? MODERN_METHODS[method] : undefined;
+}

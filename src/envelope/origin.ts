@@ -1,0 +1,62 @@
+// Host and Origin validation against DNS rebinding [SHTTP "Security Warning"]. A Host that is
+// not allowed, or an Origin that is present and not allowed, is refused with 403.
+
+import type { ErrorReason } from '../errors.js';
+
+export interface OriginPolicy {
+  /** Lower-case host names (no port); empty means any. */
+  hosts: ReadonlySet<string>;
+  /** Exact Origin values (scheme://host[:port]); empty means "its host is an allowed host". */
+  origins: ReadonlySet<string>;
+}
+
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]', '::1'];
+
+export function isLoopbackAddress(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
+export function originPolicy(listenHost: string, allowedHosts: readonly string[], allowedOrigins: readonly string[]): OriginPolicy {
+  const hosts = allowedHosts.length > 0 ? allowedHosts : isLoopbackAddress(listenHost) ? LOOPBACK_NAMES : [];
+  return {
+    hosts: new Set(hosts.map((h) => h.toLowerCase())),
+    origins: new Set(allowedOrigins),
+  };
+}
+
+/** Host header value without its port, lower-cased; IPv6 literals keep their brackets. */
+export function hostName(hostHeader: string): string {
+  const h = hostHeader.trim().toLowerCase();
+  if (h.startsWith('[')) {
+    const end = h.indexOf(']');
+    return end > 0 ? h.slice(0, end + 1) : h;
+  }
+  const colon = h.indexOf(':');
+  return colon >= 0 ? h.slice(0, colon) : h;
+}
+
+function hostAllowed(policy: OriginPolicy, name: string): boolean {
+  return policy.hosts.size === 0 || policy.hosts.has(name) || (name.startsWith('[') && policy.hosts.has(name.slice(1, -1)));
+}
+
+export function checkOrigin(
+  policy: OriginPolicy,
+  host: string | undefined,
+  origin: string | undefined,
+): { ok: true } | { ok: false; reason: ErrorReason } {
+  if (policy.hosts.size > 0 && (host === undefined || !hostAllowed(policy, hostName(host)))) {
+    return { ok: false, reason: 'forbidden_host' };
+  }
+  if (origin === undefined) return { ok: true };
+  if (policy.origins.size > 0) return policy.origins.has(origin) ? { ok: true } : { ok: false, reason: 'forbidden_origin' };
+  let originHost: string;
+  try {
+    originHost = new URL(origin).host;
+  } catch {
+    return { ok: false, reason: 'forbidden_origin' };
+  }
+  const name = hostName(originHost);
+  if (policy.hosts.size > 0) return hostAllowed(policy, name) ? { ok: true } : { ok: false, reason: 'forbidden_origin' };
+  // No host list: a browser origin must at least name the host it is talking to.
+  return host !== undefined && hostName(host) === name ? { ok: true } : { ok: false, reason: 'forbidden_origin' };
+}

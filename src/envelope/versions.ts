@@ -1,0 +1,18 @@
+// Protocol revisions on each side of Causeway.
+
+export const MODERN_VERSIONS: readonly string[] = ['2026-07-28'];
+
+export const LEGACY_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
+
+export function isModernVersion(v: string): boolean {
+  return MODERN_VERSIONS.includes(v);
+}
+
+export function isLegacyVersion(v: string): boolean {
+  return LEGACY_VERSIONS.includes(v);
+}
+
+/** Revisions before 2025-06-18 have no MCP-Protocol-Version header [T0326]. */
+export function sendsVersionHeader(negotiated: string): boolean {
+  return negotiated !== '2025-03-26' && negotiated !== '2024-11-05';
+}

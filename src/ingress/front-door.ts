@@ -1,0 +1,162 @@
+// The request handler behind the ingress: ops endpoints, drain and load shedding, Host/Origin,
+// HTTP method, body limits, then the classifier's verdict: legacy passthrough, a modern
+// request for the pipeline, or the spec's error. Nothing thrown here reaches the client as a
+// stack trace.
+
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { sendCausewayError, sendJson, type HttpResponse } from '../egress/index.js';
+import { checkOrigin, classifyPost, type HeaderBag, type OriginPolicy } from '../envelope/index.js';
+import { causewayError, toCausewayError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { LegacyPassthrough } from '../passthrough/legacy.js';
+import { handleModern, type ModernDeps } from '../pipeline.js';
+import { parseJson, readBody, type BodyLimits } from './read-body.js';
+import type { IngressHandler, IngressRequest } from './server.js';
+
+export interface FrontDoorDeps {
+  path: string;
+  maxHeaderBytes: number;
+  maxInFlight: number;
+  body: BodyLimits;
+  origin: OriginPolicy;
+  passthrough: LegacyPassthrough;
+  modern: ModernDeps;
+  log: Logger;
+  /** Answers /readyz: false while draining or before the store is usable. */
+  ready(): boolean;
+  draining(): boolean;
+  metrics(): Promise<{ contentType: string; body: string }>;
+  inFlight: { count: number };
+}
+
+function headerBag(headers: IncomingHttpHeaders): HeaderBag {
+  const bag: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) {
+    if (v !== undefined && !k.startsWith(':')) bag[k] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return bag;
+}
+
+function headerBytes(req: IngressRequest): number {
+  let n = 0;
+  const raw = req.rawHeaders;
+  for (const h of raw) n += h.length + 2;
+  return n;
+}
+
+function pathOf(req: IngressRequest): string {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  return q >= 0 ? url.slice(0, q) : url;
+}
+
+export function frontDoor(deps: FrontDoorDeps): IngressHandler {
+  return (req, res) => {
+    const reqId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : randomUUID();
+    const log = deps.log.child({ reqId });
+    res.setHeader('x-request-id', reqId);
+    handle(req, res, deps, log).catch((err: unknown) => {
+      log.error({ err }, 'unhandled error at the front door');
+      sendCausewayError(res, toCausewayError(err), null);
+    });
+  };
+}
+
+async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDeps, log: Logger): Promise<void> {
+  const path = pathOf(req);
+  const method = req.method ?? 'GET';
+  if (method === 'GET' && path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+  if (method === 'GET' && path === '/readyz') {
+    const ready = deps.ready();
+    return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' });
+  }
+  if (method === 'GET' && path === '/metrics') {
+    const m = await deps.metrics();
+    res.writeHead(200, { 'content-type': m.contentType });
+    res.end(m.body);
+    return;
+  }
+  if (deps.draining()) {
+    if ('httpVersionMajor' in req && req.httpVersionMajor === 1) res.setHeader('connection', 'close');
+    return sendCausewayError(res, causewayError('draining'), null);
+  }
+  if (path !== deps.path) return sendCausewayError(res, causewayError('not_found'), null);
+  if (headerBytes(req) > deps.maxHeaderBytes) {
+    res.writeHead(431, { 'content-length': '0' });
+    res.end();
+    return;
+  }
+  const headers = headerBag(req.headers);
+  const originCheck = checkOrigin(deps.origin, headers.host ?? headers[':authority'] ?? authorityOf(req), headers.origin);
+  if (!originCheck.ok) return sendCausewayError(res, causewayError(originCheck.reason), null);
+
+  if (deps.inFlight.count >= deps.maxInFlight) return sendCausewayError(res, causewayError('overloaded'), null);
+  deps.inFlight.count++;
+  const abort = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) abort.abort();
+  };
+  res.on('close', onClose);
+  try {
+    await dispatch(req, res, method, headers, deps, log, abort.signal);
+  } finally {
+    deps.inFlight.count--;
+  }
+}
+
+function authorityOf(req: IngressRequest): string | undefined {
+  return 'authority' in req ? req.authority : undefined;
+}
+
+async function dispatch(
+  req: IngressRequest,
+  res: HttpResponse,
+  method: string,
+  headers: HeaderBag,
+  deps: FrontDoorDeps,
+  log: Logger,
+  signal: AbortSignal,
+): Promise<void> {
+  if (method === 'GET' || method === 'DELETE') {
+    if (headers['mcp-session-id'] === undefined) {
+      return sendCausewayError(res, causewayError('method_not_allowed', `${method} needs a legacy Mcp-Session-Id`), null);
+    }
+    return deps.passthrough.forward(method, req.headers, undefined, res, signal);
+  }
+  if (method !== 'POST') return sendCausewayError(res, causewayError('method_not_allowed'), null);
+
+  const contentType = headers['content-type'];
+  if (contentType !== undefined && !/^application\/json\b/i.test(contentType.trim())) {
+    req.resume();
+    return sendCausewayError(res, causewayError('unsupported_media_type'), null);
+  }
+  let body: Buffer;
+  try {
+    body = await readBody(req, deps.body);
+  } catch (err) {
+    if (signal.aborted) return;
+    return sendCausewayError(res, toCausewayError(err), null);
+  }
+  const parsed = parseJson(body);
+  const verdict = classifyPost({ headers, body: parsed.ok ? parsed.value : undefined, parseError: !parsed.ok });
+  switch (verdict.era) {
+    case 'legacy':
+      return deps.passthrough.forward('POST', req.headers, body, res, signal);
+    case 'reject': {
+      const r = verdict.rejection;
+      log.debug({ reason: r.reason }, 'request rejected');
+      return sendCausewayError(res, causewayError(r.reason, r.message, r.data), r.id);
+    }
+    case 'modern': {
+      const accept = headers.accept;
+      if (accept !== undefined && !/application\/json|text\/event-stream|\*\/\*/i.test(accept)) {
+        return sendCausewayError(res, causewayError('not_acceptable'), verdict.request.id);
+      }
+      return handleModern(
+        { request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }) },
+        deps.modern,
+      );
+    }
+  }
+}

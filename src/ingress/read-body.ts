@@ -1,0 +1,61 @@
+// Reads a request body within its byte and time limits, then parses it as JSON. Over the limit
+// is 413, too slow is 408; a body that is not JSON is reported, not thrown, so the classifier
+// decides (a legacy session may still want it forwarded).
+
+import { causewayError } from '../errors.js';
+import type { IngressRequest } from './server.js';
+
+export interface BodyLimits {
+  maxBytes: number;
+  timeoutMs: number;
+}
+
+export function readBody(req: IngressRequest, limits: BodyLimits): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limits.maxBytes) {
+    req.resume();
+    return Promise.reject(causewayError('body_too_large'));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (err?: Error) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('aborted', onAborted);
+      if (err) {
+        // Keep draining quietly so the connection can still carry the error reply.
+        req.resume();
+        reject(err);
+      } else resolve(Buffer.concat(chunks, size));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limits.maxBytes) finish(causewayError('body_too_large'));
+      else chunks.push(chunk);
+    };
+    const onEnd = () => finish();
+    const onError = (err: Error) => finish(err);
+    const onAborted = () => finish(new Error('client aborted the request'));
+    const timer = setTimeout(() => finish(causewayError('request_timeout')), limits.timeoutMs);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('aborted', onAborted);
+  });
+}
+
+export type ParsedBody = { ok: true; value: unknown } | { ok: false };
+
+export function parseJson(body: Buffer): ParsedBody {
+  try {
+    return { ok: true, value: JSON.parse(body.toString('utf8')) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env node
+// bin `causeway`: load the config, start serving, drain gracefully on SIGTERM / SIGINT.
+
+import { createApp } from './app.js';
+import { ConfigError, loadConfig } from './config/load.js';
+import { createLogger } from './log.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(process.argv.slice(2), process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger(config.log.level);
+  const app = createApp(config, log);
+  const addr = await app.listen();
+  log.info({ url: app.url, port: addr.port, upstream: config.upstream.name }, 'causeway listening');
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'draining');
+    app.drain().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'drain failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`causeway failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,208 @@
+// handleModern(): a validated 2026-07-28 request, from principal to reply, readable top to
+// bottom. Each stage either hands a value to the next or ends the request with a typed error.
+
+import type { CacheHint } from './dialect/results.js';
+import { discoverResult, serverInfoOf, statusForUpstreamError, translateError, translateResult } from './dialect/index.js';
+import { ToolCatalog } from './dialect/tool-catalog.js';
+import { SseStream, sendCausewayError, sendJson, type HttpResponse } from './egress/index.js';
+import { checkParamHeaders, levelAtLeast, type HeaderBag, type ModernRequest } from './envelope/index.js';
+import { causewayError, toCausewayError, CausewayError } from './errors.js';
+import { isErrorResponse, isObject, type JsonObject, type JsonRpcResponse } from './jsonrpc.js';
+import type { Logger } from './log.js';
+import { sessionKey, type PooledSession, type SessionPool } from './pool/index.js';
+import { principalHash, type PrincipalPolicy } from './routing/principal.js';
+import { relayCall, type CallObserver } from './upstream/call.js';
+import type { IdMinter } from './upstream/ids.js';
+import type { UpstreamClient } from './upstream/legacy-client.js';
+
+export interface ModernDeps {
+  upstreamName: string;
+  client: UpstreamClient;
+  pool: SessionPool;
+  ids: IdMinter;
+  principal: PrincipalPolicy;
+  cacheHint(method: string): CacheHint;
+}
+
+export interface ModernExchange {
+  request: ModernRequest;
+  headers: HeaderBag;
+  res: HttpResponse;
+  /** Aborted when the client goes away before the answer. */
+  signal: AbortSignal;
+  log: Logger;
+}
+
+export async function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void> {
+  const { request } = ex;
+  try {
+    const key = sessionKey(deps.upstreamName, principalHash(deps.principal, ex.headers), request.meta.clientCapabilities);
+    if (request.method === 'server/discover') {
+      const session = await deps.pool.acquire(key);
+      sendJson(ex.res, 200, {
+        jsonrpc: '2.0',
+        id: request.id,
+        result: discoverResult(session.record.initializeResult, deps.cacheHint(request.method)),
+      });
+      return;
+    }
+    const stream = wantsStream(request) ? new SseStream(ex.res) : undefined;
+    const response = await deps.pool.withSession(key, (session) => forward(ex, deps, session, stream));
+    reply(ex, deps, response.session, response.upstream, stream);
+  } catch (err) {
+    fail(ex, err);
+  }
+}
+
+function wantsStream(request: ModernRequest): boolean {
+  return request.meta.progressToken !== undefined || request.meta.logLevel !== undefined;
+}
+
+async function forward(
+  ex: ModernExchange,
+  deps: ModernDeps,
+  session: PooledSession,
+  stream: SseStream | undefined,
+): Promise<{ session: PooledSession; upstream: JsonRpcResponse }> {
+  const { request } = ex;
+  const ref = { sessionId: session.record.sessionId, protocolVersion: session.record.protocolVersion };
+  const capability = request.spec.capability;
+  const advertised = session.record.initializeResult.capabilities;
+  if (capability && !(isObject(advertised) && isObject(advertised[capability]))) {
+    throw causewayError('method_not_found', `Method not found: ${request.method}`);
+  }
+  if (request.method === 'tools/call') await checkToolHeaders(ex, deps, session);
+  if (request.meta.logLevel !== undefined) await enableUpstreamLogging(deps, session, ex.log);
+
+  const level = request.meta.logLevel;
+  const observer: CallObserver = {
+    onProgress: (n) => stream?.send(n),
+    onLog: (n) => {
+      const l = isObject(n.params) ? n.params.level : undefined;
+      if (stream && level !== undefined && typeof l === 'string' && levelAtLeast(l, level)) stream.send(n);
+    },
+    onServerRequest: (r) => {
+      ex.log.warn({ method: r.method }, 'upstream asked the client mid-call; refusing');
+      deps.client
+        .respond(ref, { jsonrpc: '2.0', id: r.id, error: { code: -32601, message: `${r.method} is not available through this gateway` } })
+        .catch((err: unknown) => ex.log.debug({ err }, 'answering an upstream request failed'));
+    },
+  };
+  const upstream = await relayCall(
+    deps.client,
+    ref,
+    deps.ids,
+    { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: upstreamHeaders(request) },
+    observer,
+    ex.log,
+    ex.signal,
+  );
+  if (request.method === 'tools/list' && !isErrorResponse(upstream)) catalogOf(session).learn(upstream.result);
+  return { session, upstream };
+}
+
+function upstreamHeaders(request: ModernRequest): Record<string, string> {
+  const h: Record<string, string> = { 'mcp-method': request.method };
+  if (request.name !== undefined) h['mcp-name'] = encodeHeaderValue(request.name);
+  return h;
+}
+
+/** Plain visible ASCII as is; anything else in the =?base64?...?= form [SHTTP]. */
+export function encodeHeaderValue(v: string): string {
+  return /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(v) && !/^=\?base64\?.*\?=$/.test(v)
+    ? v
+    : `=?base64?${Buffer.from(v, 'utf8').toString('base64')}?=`;
+}
+
+function catalogOf(session: PooledSession): ToolCatalog {
+  let c = session.memo.get('tools') as ToolCatalog | undefined;
+  if (!c) {
+    c = new ToolCatalog();
+    session.memo.set('tools', c);
+  }
+  return c;
+}
+
+/** Mcp-Param-* checks need the tool's schema: learned from tools/list, fetched once when unknown. */
+async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: PooledSession): Promise<void> {
+  const name = ex.request.name!;
+  const catalog = catalogOf(session);
+  if (catalog.headersOf(name) === undefined && !catalog.complete) {
+    const ref = { sessionId: session.record.sessionId, protocolVersion: session.record.protocolVersion };
+    let cursor: string | undefined;
+    for (let page = 0; page < 50; page++) {
+      const r = await deps.client.request(
+        ref,
+        { jsonrpc: '2.0', id: deps.ids.requestId(), method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
+        {},
+        ex.signal,
+      );
+      if (isErrorResponse(r)) break;
+      catalog.learn(r.result);
+      cursor = typeof r.result.nextCursor === 'string' ? r.result.nextCursor : undefined;
+      if (cursor === undefined) {
+        catalog.complete = true;
+        break;
+      }
+    }
+  }
+  const params = catalog.headersOf(name);
+  if (!params) return;
+  const args = isObject(ex.request.params.arguments) ? ex.request.params.arguments : undefined;
+  const check = checkParamHeaders(ex.headers, params, args);
+  if (!check.ok) throw causewayError('header_mismatch', check.message);
+}
+
+/** Legacy logging is per session; ask for everything once and filter per request. */
+async function enableUpstreamLogging(deps: ModernDeps, session: PooledSession, log: Logger): Promise<void> {
+  if (session.memo.get('logLevel') === 'debug') return;
+  const caps = session.record.initializeResult.capabilities;
+  if (!(isObject(caps) && isObject(caps.logging))) return;
+  const ref = { sessionId: session.record.sessionId, protocolVersion: session.record.protocolVersion };
+  const r = await deps.client.request(
+    ref,
+    { jsonrpc: '2.0', id: deps.ids.requestId(), method: 'logging/setLevel', params: { level: 'debug' } },
+    {},
+  );
+  if (isErrorResponse(r)) log.warn({ code: r.error.code }, 'upstream refused logging/setLevel');
+  session.memo.set('logLevel', 'debug');
+}
+
+function reply(
+  ex: ModernExchange,
+  deps: ModernDeps,
+  session: PooledSession,
+  upstream: JsonRpcResponse,
+  stream: SseStream | undefined,
+): void {
+  const { request } = ex;
+  let status = 200;
+  let body: JsonObject;
+  if (isErrorResponse(upstream)) {
+    const error = translateError(upstream.error, request.params);
+    status = statusForUpstreamError(error.code);
+    body = { jsonrpc: '2.0', id: request.id, error: error as unknown as JsonObject };
+  } else {
+    const cache = request.spec.cacheable ? deps.cacheHint(request.method) : undefined;
+    const result = translateResult(request.method, upstream.result, {
+      serverInfo: serverInfoOf(session.record.initializeResult),
+      cache,
+    });
+    body = { jsonrpc: '2.0', id: request.id, result };
+  }
+  if (stream && ex.res.headersSent) stream.end(body);
+  else sendJson(ex.res, status, body);
+}
+
+function fail(ex: ModernExchange, err: unknown): void {
+  if (ex.signal.aborted) return;
+  const e = toCausewayError(err);
+  if (!(err instanceof CausewayError)) ex.log.error({ err }, 'request failed');
+  else if (e.status >= 500) ex.log.warn({ reason: e.reason, err: e.cause }, 'request failed');
+  if (ex.res.headersSent) {
+    const s = new SseStream(ex.res);
+    s.end({ jsonrpc: '2.0', id: ex.request.id, error: { code: e.code, message: e.message } });
+    return;
+  }
+  sendCausewayError(ex.res, e, ex.request.id);
+}

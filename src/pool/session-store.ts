@@ -1,0 +1,36 @@
+// Where pooled upstream sessions are recorded, so that any replica can use a session another
+// one opened. The store holds only what a replica needs to speak on a session; the principal
+// appears in a key only as a keyed hash.
+
+import type { JsonObject } from '../jsonrpc.js';
+
+export interface SessionRecord {
+  key: string;
+  /** Absent for upstreams that issue no session id (legacy "stateless" mode). */
+  sessionId: string | undefined;
+  protocolVersion: string;
+  initializeResult: JsonObject;
+  createdAt: number;
+  lastUsedAt: number;
+  /** Bumped by every replacement, so a stale replica's compare-and-set loses. */
+  generation: number;
+}
+
+export interface SessionStore {
+  readonly kind: string;
+  get(key: string): Promise<SessionRecord | undefined>;
+  /** Stores the record when its key has none; returns the record stored afterwards. */
+  insert(record: SessionRecord): Promise<SessionRecord>;
+  /** Replaces the stored record only while it still has generation `expected`; returns the record stored afterwards. */
+  replace(expected: number, record: SessionRecord): Promise<SessionRecord>;
+  /** Removes the record only while it still has `generation`; true when this call removed it. */
+  remove(key: string, generation: number): Promise<boolean>;
+  touch(entries: ReadonlyArray<{ key: string; lastUsedAt: number }>): Promise<void>;
+  /** Cross-replica single flight: true when `owner` now holds the creation lock of `key`. */
+  lock(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  unlock(key: string, owner: string): Promise<void>;
+  /** Records last used before `before`, oldest first. */
+  idle(before: number, limit: number): Promise<SessionRecord[]>;
+  count(): Promise<number>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,70 @@
+import t from 'tap';
+import { checkParamHeaders, decodeHeaderValue, paramHeaders } from '../../src/envelope/headers.js';
+import { checkOrigin, originPolicy } from '../../src/envelope/origin.js';
+
+t.test('header value decoding', async (t) => {
+  t.equal(decodeHeaderValue('plain'), 'plain');
+  t.equal(decodeHeaderValue('  trimmed  '), 'trimmed');
+  t.equal(decodeHeaderValue(`=?base64?${Buffer.from('héllo wörld').toString('base64')}?=`), 'héllo wörld');
+  t.equal(decodeHeaderValue('=?base64?aGk=?='), 'hi');
+  t.equal(decodeHeaderValue('=?BASE64?aGk=?='), '=?BASE64?aGk=?=', 'markers are case-sensitive: no decoding');
+  t.equal(decodeHeaderValue('=?base64?a?=' ), undefined, 'bad padding');
+  t.equal(decodeHeaderValue('caf\u00e9'), undefined, 'raw non-ASCII refused');
+  t.equal(decodeHeaderValue('a\tb'), undefined, 'control characters refused');
+});
+
+const schema = {
+  type: 'object',
+  properties: {
+    region: { type: 'string', 'x-mcp-header': 'Region' },
+    count: { type: 'integer', 'x-mcp-header': 'Count' },
+    flag: { type: 'boolean', 'x-mcp-header': 'Flag' },
+    nested: { type: 'object', properties: { deep: { type: 'string', 'x-mcp-header': 'Deep' } } },
+    free: { type: 'string' },
+  },
+};
+
+t.test('x-mcp-header annotations', async (t) => {
+  const ph = paramHeaders(schema)!;
+  t.same(ph.map((p) => p.header).sort(), ['Count', 'Deep', 'Flag', 'Region']);
+  t.equal(paramHeaders({ type: 'object', properties: { x: { type: 'number', 'x-mcp-header': 'X' } } }), undefined, 'number refused');
+  t.equal(
+    paramHeaders({ type: 'object', properties: { a: { type: 'string', 'x-mcp-header': 'A' }, b: { type: 'string', 'x-mcp-header': 'a' } } }),
+    undefined,
+    'case-insensitive duplicate refused',
+  );
+  t.equal(paramHeaders({ type: 'object', properties: { a: { type: 'string', 'x-mcp-header': 'bad name' } } }), undefined, 'non-token refused');
+});
+
+t.test('Mcp-Param-* checks', async (t) => {
+  const ph = paramHeaders(schema)!;
+  const args = { region: 'eu-west', count: 42, flag: true, nested: { deep: 'ü' } };
+  const good = {
+    'mcp-param-region': 'eu-west',
+    'mcp-param-count': '42.0',
+    'mcp-param-flag': 'true',
+    'mcp-param-deep': `=?base64?${Buffer.from('ü').toString('base64')}?=`,
+  };
+  t.ok(checkParamHeaders(good, ph, args).ok);
+  t.notOk(checkParamHeaders({ ...good, 'mcp-param-region': 'us-east' }, ph, args).ok, 'mismatch');
+  const { ['mcp-param-count']: _omit, ...missing } = good;
+  t.notOk(checkParamHeaders(missing, ph, args).ok, 'missing header while the body has the value');
+  t.ok(checkParamHeaders({}, ph, { free: 'x' }).ok, 'absent values need no header');
+  t.ok(checkParamHeaders({}, ph, { region: null } as never).ok, 'null values need no header');
+});
+
+t.test('Host and Origin', async (t) => {
+  const loop = originPolicy('127.0.0.1', [], []);
+  t.ok(checkOrigin(loop, '127.0.0.1:8080', undefined).ok);
+  t.ok(checkOrigin(loop, 'localhost:8080', 'http://localhost:3000').ok);
+  t.same(checkOrigin(loop, 'evil.example:8080', undefined), { ok: false, reason: 'forbidden_host' });
+  t.same(checkOrigin(loop, 'localhost:8080', 'http://evil.example'), { ok: false, reason: 'forbidden_origin' });
+  t.same(checkOrigin(loop, 'localhost:8080', 'not a url'), { ok: false, reason: 'forbidden_origin' });
+  const open = originPolicy('0.0.0.0', [], []);
+  t.ok(checkOrigin(open, 'mcp.internal', undefined).ok, 'any host when bound widely and no list');
+  t.ok(checkOrigin(open, 'mcp.internal', 'https://mcp.internal').ok, 'same-host origin');
+  t.notOk(checkOrigin(open, 'mcp.internal', 'https://evil.example').ok, 'foreign origin');
+  const listed = originPolicy('0.0.0.0', ['mcp.internal'], ['https://app.example']);
+  t.ok(checkOrigin(listed, 'mcp.internal:443', 'https://app.example').ok);
+  t.notOk(checkOrigin(listed, 'other.internal', undefined).ok);
+});

@@ -1,0 +1,88 @@
+// Starts Causeway for a test: in this process (fast, for most tests) or as a child process of
+// the built bin (for kill / restart / drain tests). Settings are given as flags, so the real
+// config loader is exercised too.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Writable } from 'node:stream';
+import { createApp, type App } from '../../src/app.js';
+import { loadConfig } from '../../src/config/load.js';
+import { createLogger } from '../../src/log.js';
+
+export interface RunningCauseway {
+  url: string;
+  port: number;
+  /** JSON log lines written so far (in-process: captured; child: its stdout). */
+  logs: string[];
+  close(): Promise<void>;
+}
+
+export type Settings = Record<string, string | number>;
+
+function flags(settings: Settings): string[] {
+  return Object.entries(settings).flatMap(([k, v]) => [`--${k}`, String(v)]);
+}
+
+export async function startCauseway(settings: Settings): Promise<RunningCauseway & { app: App }> {
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line) logs.push(line);
+      cb();
+    },
+  });
+  const config = loadConfig(flags({ 'listen.port': 0, 'log.level': 'debug', ...settings }), {});
+  const app = createApp(config, createLogger(config.log.level, sink));
+  const addr = await app.listen();
+  return { app, url: app.url!, port: addr.port, logs, close: () => app.drain() };
+}
+
+const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+
+export async function spawnCauseway(settings: Settings, env: NodeJS.ProcessEnv = {}): Promise<RunningCauseway & { child: ChildProcess }> {
+  const child = spawn(process.execPath, [MAIN, ...flags({ 'listen.port': 0, 'log.level': 'info', ...settings })], {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: string[] = [];
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let buf = '';
+    const timer = setTimeout(() => reject(new Error(`causeway did not start: ${stderr}`)), 10_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        logs.push(line);
+        try {
+          const j = JSON.parse(line) as { msg?: string; url?: string };
+          if (j.msg === 'causeway listening' && j.url) {
+            clearTimeout(timer);
+            resolve(j.url);
+          }
+        } catch {
+          /* not a log line */
+        }
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`causeway exited with ${code}: ${stderr}`));
+    });
+  });
+  return {
+    child,
+    url,
+    port: Number(new URL(url).port),
+    logs,
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
