@@ -2,7 +2,7 @@
 // bottom. Each stage either hands a value to the next or ends the request with a typed error.
 
 import type { CacheHint } from './dialect/results.js';
-import { discoverResult, serverInfoOf, statusForUpstreamError, translateError, translateResult } from './dialect/index.js';
+import { declares, discoverResult, requiredCapability, serverInfoOf, statusForUpstreamError, translateError, translateResult } from './dialect/index.js';
 import { ToolCatalog } from './dialect/tool-catalog.js';
 import { SseStream, sendCausewayError, sendJson, type HttpResponse } from './egress/index.js';
 import { checkParamHeaders, levelAtLeast, type HeaderBag, type ModernRequest } from './envelope/index.js';
@@ -75,6 +75,11 @@ async function forward(
   if (request.meta.logLevel !== undefined) await enableUpstreamLogging(deps, session, ex.log);
 
   const level = request.meta.logLevel;
+  // Aborted when the client leaves, or when the upstream asks for what this client cannot give.
+  const call = new AbortController();
+  const onClientGone = () => call.abort();
+  ex.signal.addEventListener('abort', onClientGone, { once: true });
+  let refusal: CausewayError | undefined;
   const observer: CallObserver = {
     onProgress: (n) => stream?.send(n),
     onLog: (n) => {
@@ -82,21 +87,36 @@ async function forward(
       if (stream && level !== undefined && typeof l === 'string' && levelAtLeast(l, level)) stream.send(n);
     },
     onServerRequest: (r) => {
-      ex.log.warn({ method: r.method }, 'upstream asked the client mid-call; refusing');
+      const required = requiredCapability(r.method, r.params);
+      const missing = required !== undefined && !declares(request.meta.clientCapabilities, required);
+      if (missing && refusal === undefined) {
+        refusal = causewayError('missing_client_capability', `The upstream needs ${r.method}, which this request did not declare`, {
+          requiredCapabilities: required,
+        });
+        call.abort();
+      }
       deps.client
         .respond(ref, { jsonrpc: '2.0', id: r.id, error: { code: -32601, message: `${r.method} is not available through this gateway` } })
         .catch((err: unknown) => ex.log.debug({ err }, 'answering an upstream request failed'));
     },
   };
-  const upstream = await relayCall(
-    deps.client,
-    ref,
-    deps.ids,
-    { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: upstreamHeaders(request) },
-    observer,
-    ex.log,
-    ex.signal,
-  );
+  let upstream: JsonRpcResponse;
+  try {
+    upstream = await relayCall(
+      deps.client,
+      ref,
+      deps.ids,
+      { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: upstreamHeaders(request) },
+      observer,
+      ex.log,
+      call.signal,
+    );
+  } catch (err) {
+    if (refusal) throw refusal;
+    throw err;
+  } finally {
+    ex.signal.removeEventListener('abort', onClientGone);
+  }
   if (request.method === 'tools/list' && !isErrorResponse(upstream)) catalogOf(session).learn(upstream.result);
   return { session, upstream };
 }
@@ -179,7 +199,7 @@ function reply(
   let status = 200;
   let body: JsonObject;
   if (isErrorResponse(upstream)) {
-    const error = translateError(upstream.error, request.params);
+    const error = translateError(request.method, upstream.error, request.params);
     status = statusForUpstreamError(error.code);
     body = { jsonrpc: '2.0', id: request.id, error: error as unknown as JsonObject };
   } else {

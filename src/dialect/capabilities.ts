@@ -40,3 +40,36 @@ export function toModernServerCapabilities(legacy: JsonObject): JsonObject {
   if (isObject(legacy.logging)) out.logging = {};
   return out;
 }
+
+/** The client capability a legacy server->client request needs, in 2026 shape [MRTR "capabilities"]. */
+export function requiredCapability(method: string, params: JsonObject | undefined): JsonObject | undefined {
+  switch (method) {
+    case 'sampling/createMessage': {
+      const needsTools = params !== undefined && (params.tools !== undefined || params.toolChoice !== undefined);
+      return { sampling: needsTools ? { tools: {} } : {} };
+    }
+    case 'elicitation/create':
+      return { elicitation: params?.mode === 'url' ? { url: {} } : { form: {} } };
+    case 'roots/list':
+      return { roots: {} };
+    default:
+      return undefined;
+  }
+}
+
+/** Whether the declared 2026 ClientCapabilities cover `required` (`elicitation: {}` means form only). */
+export function declares(declared: JsonObject, required: JsonObject): boolean {
+  if (isObject(required.sampling)) {
+    if (!isObject(declared.sampling)) return false;
+    if (isObject(required.sampling.tools) && !isObject(declared.sampling.tools)) return false;
+  }
+  if (isObject(required.elicitation)) {
+    const e = declared.elicitation;
+    if (!isObject(e)) return false;
+    const formOnly = Object.keys(e).length === 0;
+    if (isObject(required.elicitation.url) && !isObject(e.url)) return false;
+    if (isObject(required.elicitation.form) && !(formOnly || isObject(e.form))) return false;
+  }
+  if (isObject(required.roots) && !isObject(declared.roots)) return false;
+  return true;
+}

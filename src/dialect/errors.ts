@@ -8,10 +8,11 @@ const MCP_RESERVED_LOW = -32099;
 const MCP_RESERVED_HIGH = -32020;
 const DEFINED_2026 = new Set([-32020, -32021, -32022]);
 
-export function translateError(err: JsonRpcErrorObject, params: JsonObject): JsonRpcErrorObject {
+export function translateError(method: string, err: JsonRpcErrorObject, params: JsonObject): JsonRpcErrorObject {
   const code = typeof err.code === 'number' ? err.code : -32603;
   const message = typeof err.message === 'string' ? err.message : 'Upstream error';
-  if (code === -32002) {
+  // Resource not found: -32602 with data.uri in 2026 [RES]; older SDKs say -32002, or -32602 without data.
+  if (code === -32002 || (code === -32602 && method === 'resources/read')) {
     const data = isObject(err.data) ? err.data : {};
     const uri = typeof data.uri === 'string' ? data.uri : typeof params.uri === 'string' ? params.uri : undefined;
     return { code: -32602, message, data: uri === undefined ? data : { ...data, uri } };
@@ -22,7 +23,9 @@ export function translateError(err: JsonRpcErrorObject, params: JsonObject): Jso
   return err.data === undefined ? { code, message } : { code, message, data: err.data };
 }
 
-/** HTTP status for an in-band upstream error: -32601 is 404 over HTTP [SHTTP]; others ride on 200. */
+/** HTTP status for a relayed upstream error: those 2026 pins to a status keep it [SHTTP][BASE]; others ride on 200. */
 export function statusForUpstreamError(code: number): number {
-  return code === -32601 ? 404 : 200;
+  if (code === -32601) return 404;
+  if (code === -32020 || code === -32021 || code === -32022) return 400;
+  return 200;
 }

@@ -1,4 +1,4 @@
-export { toLegacyClientCapabilities, toModernServerCapabilities, canonicalJson } from './capabilities.js';
+export { toLegacyClientCapabilities, toModernServerCapabilities, canonicalJson, requiredCapability, declares } from './capabilities.js';
 export { discoverResult, serverInfoOf } from './discover.js';
 export { translateResult, withResultMeta, normalizeToolsList, type CacheHint, type ResultContext } from './results.js';
 export { translateError, statusForUpstreamError } from './errors.js';

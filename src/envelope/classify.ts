@@ -65,8 +65,9 @@ function hasModernMeta(body: JsonObject): boolean {
 function isLegacy(headers: HeaderBag, body: unknown): boolean {
   if (headers['mcp-session-id'] !== undefined) return true;
   if (!isObject(body)) return false;
-  if (body.method === 'initialize') return true;
+  // A modern envelope wins even on `initialize`: then it is a removed method, 404 [SHTTP].
   if (hasModernMeta(body)) return false;
+  if (body.method === 'initialize') return true;
   const version = headers['mcp-protocol-version']?.trim();
   return version === undefined || isLegacyVersion(version);
 }

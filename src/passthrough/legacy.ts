@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { Agent, request as undiciRequest } from 'undici';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
+import { toCausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { toUpstreamError } from '../upstream/errors.js';
 
@@ -82,7 +83,7 @@ export class LegacyPassthrough {
     } catch (err) {
       if (signal.aborted) return;
       this.log.warn({ err: (err as Error).message }, 'legacy passthrough failed');
-      sendCausewayError(res, toUpstreamError(err), null);
+      sendCausewayError(res, toCausewayError(toUpstreamError(err)), null);
       return;
     }
     if (res.headersSent || res.destroyed) {

@@ -61,6 +61,7 @@ const cases: Case[] = [
   { name: 'removed logging/setLevel', headers: h('logging/setLevel'), body: req('logging/setLevel', { level: 'info' }), era: 'reject', code: -32601, status: 404, id: 7 },
   { name: 'removed resources/subscribe', headers: h('resources/subscribe'), body: req('resources/subscribe', { uri: 'x' }), era: 'reject', code: -32601, status: 404, id: 7 },
   { name: 'unknown method', headers: h('foo/bar'), body: req('foo/bar'), era: 'reject', code: -32601, status: 404, id: 7 },
+  { name: 'initialize with a modern envelope is a removed method', headers: h('initialize'), body: req('initialize'), era: 'reject', code: -32601, status: 404, id: 7 },
   { name: 'legacy initialize', headers: {}, body: { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' } } }, era: 'legacy' },
   { name: 'legacy session', headers: { 'mcp-session-id': 'abc', 'mcp-protocol-version': '2025-11-25' }, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, era: 'legacy' },
   { name: 'legacy session garbage still forwarded', headers: { 'mcp-session-id': 'abc' }, body: undefined, parseError: true, era: 'legacy' },

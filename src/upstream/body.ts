@@ -1,0 +1,51 @@
+// Bounded reads of undici response bodies. Exceeding the byte cap, or a Content-Length announcing
+// more than it, is upstream_bad_response; the body is destroyed rather than drained.
+
+import { CausewayError } from '../errors.js';
+
+export interface ResponseBody extends AsyncIterable<Uint8Array> {
+  destroy(err?: Error): unknown;
+  dump(opts?: { limit?: number }): Promise<void>;
+}
+
+function tooLarge(max: number): CausewayError {
+  return new CausewayError('upstream_bad_response', `Upstream response exceeds ${max} bytes`);
+}
+
+export function checkContentLength(header: string | string[] | undefined, max: number): void {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value !== undefined && Number(value) > max) throw tooLarge(max);
+}
+
+/** Yields the body's chunks and fails once more than `max` bytes went through. */
+export async function* limitBytes(body: ResponseBody, max: number): AsyncGenerator<Uint8Array, void, undefined> {
+  let total = 0;
+  for await (const chunk of body) {
+    total += chunk.byteLength;
+    if (total > max) {
+      body.destroy();
+      throw tooLarge(max);
+    }
+    yield chunk;
+  }
+}
+
+export async function readText(body: ResponseBody, max: number): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of limitBytes(body, max)) chunks.push(chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Frees the connection after a response we do not read; never throws. */
+export async function discard(body: ResponseBody): Promise<void> {
+  try {
+    await body.dump({ limit: 64 * 1024 });
+  } catch {
+    body.destroy();
+  }
+}
+
+export function mediaType(header: string | string[] | undefined): string {
+  const value = Array.isArray(header) ? header[0] : header;
+  return (value ?? '').split(';')[0]!.trim().toLowerCase();
+}

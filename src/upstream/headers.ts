@@ -1,0 +1,50 @@
+// Request headers for a legacy Streamable HTTP upstream. Protocol headers (Accept, Content-Type,
+// Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID) always win over configured and extra ones;
+// names are lower-cased so nothing is sent twice. 2024-11-05 and 2025-03-26 get no version header.
+
+export interface SessionRef {
+  sessionId: string | undefined;
+  protocolVersion: string;
+}
+
+export type UpstreamRequestKind = 'post' | 'get' | 'delete' | 'initialize';
+
+/** [L-TR] 2025-06-18 introduced MCP-Protocol-Version; older peers predate it. */
+const VERSIONS_WITHOUT_HEADER: ReadonlySet<string> = new Set(['2024-11-05', '2025-03-26']);
+
+export function sendsVersionHeader(protocolVersion: string): boolean {
+  return !VERSIONS_WITHOUT_HEADER.has(protocolVersion);
+}
+
+export function upstreamHeaders(
+  kind: UpstreamRequestKind,
+  session: SessionRef | undefined,
+  configured: Record<string, string> | undefined,
+  extra?: Record<string, string>,
+  lastEventId?: string,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(configured ?? {})) out[k.toLowerCase()] = v;
+  for (const [k, v] of Object.entries(extra ?? {})) out[k.toLowerCase()] = v;
+
+  if (kind === 'post' || kind === 'initialize') {
+    out['accept'] = 'application/json, text/event-stream';
+    out['content-type'] = 'application/json';
+  } else if (kind === 'get') {
+    out['accept'] = 'text/event-stream';
+  }
+  delete out['mcp-session-id'];
+  delete out['mcp-protocol-version'];
+  delete out['last-event-id'];
+  if (kind === 'initialize' || session === undefined) return out;
+
+  if (session.sessionId !== undefined) out['mcp-session-id'] = session.sessionId;
+  if (sendsVersionHeader(session.protocolVersion)) out['mcp-protocol-version'] = session.protocolVersion;
+  if (lastEventId !== undefined && kind === 'get') out['last-event-id'] = lastEventId;
+  return out;
+}
+
+/** [L-TR] A session id is visible ASCII, 0x21..0x7E. */
+export function isValidSessionId(v: string): boolean {
+  return /^[\x21-\x7e]+$/.test(v);
+}

@@ -1,0 +1,611 @@
+// Speaks legacy Streamable HTTP (2024-11-05 .. 2025-11-25) as a client to one upstream [spec §10]:
+// the initialize handshake, requests answered as JSON or SSE (a dropped stream resumed with GET +
+// Last-Event-ID after `retry:`), upstream pings answered, the standalone GET stream, DELETE. Every
+// failure is a CausewayError (upstream_*), SessionExpiredError (404 on a session), or the caller's
+// own abort reason. JSON-RPC ids are sent as given; session ids and header values are never logged.
+
+import { Agent, type Dispatcher } from 'undici';
+import { CausewayError } from '../errors.js';
+import type {
+  JsonObject,
+  JsonRpcErrorResponse,
+  JsonRpcNotification,
+  JsonRpcRequest,
+  JsonRpcResponse,
+  RequestId,
+} from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { checkContentLength, discard, limitBytes, mediaType, readText } from './body.js';
+import { CallScope } from './call-scope.js';
+import { reasonForTransportError, SessionExpiredError } from './errors.js';
+import { isValidSessionId, upstreamHeaders, type SessionRef, type UpstreamRequestKind } from './headers.js';
+import { decodeMessages, type UpstreamMessage } from './messages.js';
+import { DEFAULT_MAX_EVENT_BYTES, parseSse } from './sse.js';
+
+export type { SessionRef } from './headers.js';
+
+export interface UpstreamEndpoint {
+  name: string;
+  url: string;
+  headers?: Record<string, string>;
+  connectTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxResponseBytes: number;
+}
+
+export interface StreamHandlers {
+  onNotification?(n: JsonRpcNotification): void;
+  onServerRequest?(r: JsonRpcRequest): void;
+}
+
+export interface HandshakeResult extends SessionRef {
+  initializeResult: JsonObject;
+}
+
+export interface UpstreamClientOptions {
+  /** Largest single SSE event; request-scoped streams are also held to maxResponseBytes. */
+  maxEventBytes?: number;
+  /** Wait before resuming when the upstream sent no `retry:`. */
+  defaultRetryMs?: number;
+  /** Upper bound on any `retry:` the upstream asks for. */
+  maxRetryMs?: number;
+  /** Consecutive resumes without progress before giving up. */
+  maxResumeAttempts?: number;
+}
+
+export const UPSTREAM_CLIENT_DEFAULTS = Object.freeze({
+  maxEventBytes: DEFAULT_MAX_EVENT_BYTES,
+  defaultRetryMs: 1000,
+  maxRetryMs: 10_000,
+  maxResumeAttempts: 5,
+});
+
+/** A standalone stream that lived this long counts as healthy even if it carried no event. */
+const STREAM_HEALTHY_MS = 5000;
+const ERROR_BODY_LIMIT = 64 * 1024;
+const INITIALIZE_ID = 0;
+
+interface Cursor {
+  lastEventId: string | undefined;
+  retryMs: number | undefined;
+}
+
+interface Exchange {
+  session: SessionRef;
+  handlers: StreamHandlers;
+  id: RequestId | undefined;
+  scope: CallScope;
+  /** Standalone streams skip bad events instead of failing a request. */
+  lenient: boolean;
+}
+
+type Outcome = { response: JsonRpcResponse } | { ended: true; events: number } | { dropped: unknown; events: number };
+
+function bad(detail: string): CausewayError {
+  return new CausewayError('upstream_bad_response', `Upstream sent an invalid response: ${detail}`);
+}
+
+function httpRefusal(status: number, detail?: string): CausewayError {
+  return new CausewayError('upstream_unavailable', `Upstream answered HTTP ${status}${detail ? `: ${detail}` : ''}`);
+}
+
+function resumable(err: unknown): boolean {
+  return !(err instanceof CausewayError) && reasonForTransportError(err) === 'upstream_unavailable';
+}
+
+function firstHeader(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export class UpstreamClient {
+  private readonly endpoint: UpstreamEndpoint;
+  private readonly log: Logger;
+  private readonly opts: Required<UpstreamClientOptions>;
+  private readonly dispatcher: Agent;
+  private readonly origin: string;
+  private readonly path: string;
+  private readonly lifetime = new AbortController();
+  private readonly quiesce = new AbortController();
+  private readonly inflight = new Set<Promise<unknown>>();
+  private state: 'open' | 'closing' | 'closed' = 'open';
+  private closing: Promise<void> | undefined;
+
+  constructor(endpoint: UpstreamEndpoint, log: Logger, options: UpstreamClientOptions = {}) {
+    const url = new URL(endpoint.url);
+    this.endpoint = endpoint;
+    this.log = log;
+    this.opts = { ...UPSTREAM_CLIENT_DEFAULTS, ...options };
+    this.origin = url.origin;
+    this.path = `${url.pathname}${url.search}`;
+    const timeout = Math.max(1, Math.ceil(endpoint.requestTimeoutMs));
+    this.dispatcher = new Agent({
+      connect: { timeout: Math.max(1, Math.ceil(endpoint.connectTimeoutMs)) },
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+    });
+  }
+
+  initialize(
+    params: { protocolVersion: string; capabilities: JsonObject; clientInfo: JsonObject },
+    signal?: AbortSignal,
+  ): Promise<HandshakeResult> {
+    return this.track(true, async () => {
+      const scope = this.scope(signal, this.endpoint.requestTimeoutMs);
+      const ctx: Exchange = {
+        session: { sessionId: undefined, protocolVersion: params.protocolVersion },
+        handlers: {},
+        id: INITIALIZE_ID,
+        scope,
+        lenient: false,
+      };
+      let opened = false;
+      try {
+        const msg: JsonRpcRequest = { jsonrpc: '2.0', id: INITIALIZE_ID, method: 'initialize', params: { ...params } };
+        const response = await this.exchange(ctx, 'initialize', JSON.stringify(msg));
+        opened = true;
+        if ('error' in response) {
+          throw new CausewayError('upstream_unavailable', response.error.message, undefined, { cause: response.error });
+        }
+        const version = response.result.protocolVersion;
+        if (typeof version !== 'string' || version === '') throw bad('initialize result has no protocolVersion');
+        const session: SessionRef = { sessionId: ctx.session.sessionId, protocolVersion: version };
+        ctx.session = session;
+        await this.postOneWay(scope, session, { jsonrpc: '2.0', method: 'notifications/initialized' });
+        this.log.info(
+          { protocolVersion: version, sessionful: session.sessionId !== undefined },
+          'upstream session initialized',
+        );
+        return { ...session, initializeResult: response.result };
+      } catch (err) {
+        if (opened && ctx.session.sessionId !== undefined) void this.terminate(ctx.session);
+        throw scope.settle(err);
+      } finally {
+        scope.dispose();
+      }
+    });
+  }
+
+  request(
+    session: SessionRef,
+    msg: JsonRpcRequest,
+    handlers: StreamHandlers,
+    signal?: AbortSignal,
+    extraHeaders?: Record<string, string>,
+  ): Promise<JsonRpcResponse> {
+    return this.track(true, async () => {
+      const scope = this.scope(signal, this.endpoint.requestTimeoutMs);
+      try {
+        this.log.debug({ method: msg.method }, 'upstream request');
+        const ctx: Exchange = { session, handlers, id: msg.id, scope, lenient: false };
+        return await this.exchange(ctx, 'post', JSON.stringify(msg), extraHeaders);
+      } catch (err) {
+        throw scope.settle(err);
+      } finally {
+        scope.dispose();
+      }
+    });
+  }
+
+  notify(session: SessionRef, n: JsonRpcNotification): Promise<void> {
+    return this.oneWay(session, n);
+  }
+
+  respond(session: SessionRef, r: JsonRpcResponse): Promise<void> {
+    return this.oneWay(session, r);
+  }
+
+  openStream(
+    session: SessionRef,
+    handlers: StreamHandlers,
+    signal: AbortSignal,
+  ): Promise<'unsupported' | { done: Promise<void> }> {
+    return this.track(true, async () => {
+      const scope = new CallScope(signal, [this.lifetime.signal, this.quiesce.signal], undefined);
+      const cursor: Cursor = { lastEventId: undefined, retryMs: undefined };
+      let first: Dispatcher.ResponseData | 'unsupported';
+      try {
+        first = await this.connectStream(session, cursor, scope);
+      } catch (err) {
+        scope.dispose();
+        throw scope.settle(err);
+      }
+      if (first === 'unsupported') {
+        scope.dispose();
+        return 'unsupported';
+      }
+      const ctx: Exchange = { session, handlers, id: undefined, scope, lenient: true };
+      const done = this.register(this.pump(ctx, first, cursor));
+      return { done };
+    });
+  }
+
+  async terminate(session: SessionRef): Promise<void> {
+    if (session.sessionId === undefined || this.state === 'closed') return;
+    await this.track(false, async () => {
+      const scope = this.scope(undefined, this.endpoint.requestTimeoutMs);
+      try {
+        const res = await this.send('DELETE', this.headers('delete', session), undefined, scope.signal);
+        await discard(res.body);
+        this.log.debug({ status: res.statusCode }, 'upstream session terminated');
+      } catch (err) {
+        this.log.debug({ err: scope.settle(err) }, 'upstream session termination failed');
+      } finally {
+        scope.dispose();
+      }
+    });
+  }
+
+  /** Refuses new work, ends standalone streams, lets in-flight calls finish, then closes sockets. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (this.state === 'open') this.state = 'closing';
+      this.quiesce.abort();
+      while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+      this.state = 'closed';
+      await this.dispatcher.close().catch(() => undefined);
+    })();
+    return this.closing;
+  }
+
+  /** Aborts every call and stream now; they reject with upstream_unavailable. */
+  async destroy(): Promise<void> {
+    this.state = 'closed';
+    this.quiesce.abort();
+    this.lifetime.abort();
+    await this.dispatcher.destroy().catch(() => undefined);
+  }
+
+  private async exchange(
+    ctx: Exchange,
+    kind: 'initialize' | 'post',
+    body: string,
+    extraHeaders?: Record<string, string>,
+  ): Promise<JsonRpcResponse> {
+    const headers = kind === 'initialize' ? this.headers('initialize', undefined) : this.headers('post', ctx.session, extraHeaders);
+    const res = await this.send('POST', headers, body, ctx.scope.signal);
+    if (kind === 'initialize') {
+      const sessionId = firstHeader(res.headers['mcp-session-id']);
+      if (sessionId !== undefined && !isValidSessionId(sessionId)) {
+        await discard(res.body);
+        throw bad('malformed Mcp-Session-Id');
+      }
+      ctx.session = { sessionId, protocolVersion: ctx.session.protocolVersion };
+    }
+    return this.answer(ctx, res);
+  }
+
+  private async answer(ctx: Exchange, res: Dispatcher.ResponseData): Promise<JsonRpcResponse> {
+    const status = res.statusCode;
+    if (status === 404 && ctx.session.sessionId !== undefined) {
+      await discard(res.body);
+      throw new SessionExpiredError(this.endpoint.name);
+    }
+    if (status >= 400) return this.httpError(ctx, res);
+    if (status < 200 || status >= 300 || status === 202 || status === 204) {
+      await discard(res.body);
+      throw bad(`HTTP ${status} to a request`);
+    }
+    const type = mediaType(res.headers['content-type']);
+    if (type === 'application/json') {
+      checkContentLength(res.headers['content-length'], this.endpoint.maxResponseBytes);
+      const answer = this.route(ctx, decodeMessages(await readText(res.body, this.endpoint.maxResponseBytes)));
+      if (answer === undefined) throw bad('no response carries the request id');
+      return answer;
+    }
+    if (type === 'text/event-stream') return this.readRequestStream(ctx, res);
+    await discard(res.body);
+    throw bad(`unexpected content-type ${JSON.stringify(type.slice(0, 80))}`);
+  }
+
+  /** A 4xx with a JSON-RPC error body is the upstream's in-band answer; anything else is a refusal. */
+  private async httpError(ctx: Exchange, res: Dispatcher.ResponseData): Promise<JsonRpcErrorResponse> {
+    const status = res.statusCode;
+    const rpc = await this.readErrorBody(res);
+    if (status < 500 && rpc !== undefined && ctx.id !== undefined) {
+      return { jsonrpc: '2.0', id: ctx.id, error: rpc.error };
+    }
+    throw httpRefusal(status, rpc?.error.message.slice(0, 200));
+  }
+
+  private async readErrorBody(res: Dispatcher.ResponseData): Promise<JsonRpcErrorResponse | undefined> {
+    try {
+      const [m] = decodeMessages(await readText(res.body, ERROR_BODY_LIMIT));
+      return m?.kind === 'response' && 'error' in m.message ? m.message : undefined;
+    } catch {
+      res.body.destroy();
+      return undefined;
+    }
+  }
+
+  /** [L-TR] SEP-1699: the upstream may close after an event id; resume with GET + Last-Event-ID. */
+  private async readRequestStream(ctx: Exchange, res: Dispatcher.ResponseData): Promise<JsonRpcResponse> {
+    const cursor: Cursor = { lastEventId: undefined, retryMs: undefined };
+    let outcome = await this.consume(ctx, res, cursor);
+    let attempts = 0;
+    let lastError: unknown;
+    while (!('response' in outcome)) {
+      if ('dropped' in outcome) lastError = outcome.dropped;
+      if (cursor.lastEventId === undefined || cursor.lastEventId === '') {
+        if ('dropped' in outcome) throw outcome.dropped;
+        throw bad('SSE stream ended without a response');
+      }
+      if (outcome.events > 0) attempts = 0;
+      attempts += 1;
+      if (attempts > this.opts.maxResumeAttempts) {
+        throw new CausewayError('upstream_unavailable', 'Upstream SSE stream could not be resumed', undefined, {
+          cause: lastError,
+        });
+      }
+      const delayMs = this.retryDelay(cursor);
+      this.log.debug({ attempt: attempts, delayMs }, 'resuming upstream SSE stream');
+      await ctx.scope.sleep(delayMs);
+      outcome = await this.resume(ctx, cursor);
+    }
+    return outcome.response;
+  }
+
+  private async resume(ctx: Exchange, cursor: Cursor): Promise<Outcome> {
+    let res: Dispatcher.ResponseData;
+    try {
+      const headers = this.headers('get', ctx.session, undefined, cursor.lastEventId);
+      res = await this.send('GET', headers, undefined, ctx.scope.signal);
+    } catch (err) {
+      if (ctx.scope.aborted || !resumable(err)) throw err;
+      return { dropped: err, events: 0 };
+    }
+    const status = res.statusCode;
+    if (status === 404 && ctx.session.sessionId !== undefined) {
+      await discard(res.body);
+      throw new SessionExpiredError(this.endpoint.name);
+    }
+    if (status >= 500) {
+      await discard(res.body);
+      return { dropped: httpRefusal(status), events: 0 };
+    }
+    if (status !== 200) {
+      const rpc = await this.readErrorBody(res);
+      throw httpRefusal(status, rpc?.error.message.slice(0, 200));
+    }
+    if (mediaType(res.headers['content-type']) !== 'text/event-stream') {
+      await discard(res.body);
+      throw bad('resumed stream is not text/event-stream');
+    }
+    return this.consume(ctx, res, cursor);
+  }
+
+  /** Reads one SSE connection: routes every message, stops at the awaited response, never leaks. */
+  private async consume(ctx: Exchange, res: Dispatcher.ResponseData, cursor: Cursor): Promise<Outcome> {
+    const max = this.endpoint.maxResponseBytes;
+    const source = ctx.lenient ? res.body : limitBytes(res.body, max);
+    const maxEventBytes = ctx.lenient ? this.opts.maxEventBytes : Math.min(this.opts.maxEventBytes, max);
+    let events = 0;
+    try {
+      for await (const ev of parseSse(source, { maxEventBytes })) {
+        events += 1;
+        if (ev.id !== undefined) cursor.lastEventId = ev.id;
+        if (ev.retry !== undefined) cursor.retryMs = ev.retry;
+        if (ev.data === '' || (ev.event !== undefined && ev.event !== 'message')) continue;
+        let messages: UpstreamMessage[];
+        try {
+          messages = decodeMessages(ev.data);
+        } catch (err) {
+          if (!ctx.lenient) throw err;
+          this.log.warn({ err }, 'skipping an invalid event on the upstream GET stream');
+          continue;
+        }
+        const answer = this.route(ctx, messages);
+        if (answer !== undefined) return { response: answer };
+      }
+      return { ended: true, events };
+    } catch (err) {
+      if (ctx.scope.aborted) throw err;
+      if (ctx.lenient || resumable(err)) return { dropped: err, events };
+      throw err;
+    }
+  }
+
+  private route(ctx: Exchange, messages: UpstreamMessage[]): JsonRpcResponse | undefined {
+    let answer: JsonRpcResponse | undefined;
+    for (const m of messages) {
+      if (m.kind === 'notification') {
+        this.deliver(() => ctx.handlers.onNotification?.(m.message), m.message.method);
+      } else if (m.kind === 'request') {
+        this.serverRequest(ctx, m.message);
+      } else if (ctx.id !== undefined && m.message.id === ctx.id) {
+        answer = m.message;
+      } else if (m.message.id === undefined || m.message.id === null) {
+        if (!('error' in m.message)) {
+          if (ctx.lenient) continue;
+          throw bad('response without id');
+        }
+        if (ctx.id !== undefined) answer = { jsonrpc: '2.0', id: ctx.id, error: m.message.error };
+      } else {
+        this.log.debug('dropping an upstream response for another request');
+      }
+    }
+    return answer;
+  }
+
+  /** [L-PING] pings are answered here, promptly; other server requests go to the caller. */
+  private serverRequest(ctx: Exchange, r: JsonRpcRequest): void {
+    if (r.method === 'ping') {
+      this.reply(ctx.session, { jsonrpc: '2.0', id: r.id, result: {} }, r.method);
+      return;
+    }
+    const onServerRequest = ctx.handlers.onServerRequest;
+    if (onServerRequest === undefined) {
+      this.reply(ctx.session, { jsonrpc: '2.0', id: r.id, error: { code: -32601, message: 'Method not found' } }, r.method);
+      return;
+    }
+    this.deliver(() => onServerRequest(r), r.method);
+  }
+
+  private reply(session: SessionRef, r: JsonRpcResponse, method: string): void {
+    this.respond(session, r).catch((err: unknown) => {
+      this.log.warn({ err, method }, 'could not answer an upstream request');
+    });
+  }
+
+  private deliver(fn: () => void, method: string): void {
+    try {
+      fn();
+    } catch (err) {
+      this.log.error({ err, method }, 'upstream message handler threw');
+    }
+  }
+
+  private async connectStream(
+    session: SessionRef,
+    cursor: Cursor,
+    scope: CallScope,
+  ): Promise<Dispatcher.ResponseData | 'unsupported'> {
+    const lastEventId = cursor.lastEventId === '' ? undefined : cursor.lastEventId;
+    const res = await this.send('GET', this.headers('get', session, undefined, lastEventId), undefined, scope.signal, true);
+    const status = res.statusCode;
+    if (status === 405) {
+      await discard(res.body);
+      return 'unsupported';
+    }
+    if (status === 404 && session.sessionId !== undefined) {
+      await discard(res.body);
+      throw new SessionExpiredError(this.endpoint.name);
+    }
+    if (status !== 200) {
+      const rpc = await this.readErrorBody(res);
+      throw httpRefusal(status, rpc?.error.message.slice(0, 200));
+    }
+    if (mediaType(res.headers['content-type']) !== 'text/event-stream') {
+      await discard(res.body);
+      throw bad('GET stream is not text/event-stream');
+    }
+    return res;
+  }
+
+  /** Keeps the standalone stream up until its signal aborts; rejects only when it cannot. */
+  private async pump(ctx: Exchange, first: Dispatcher.ResponseData, cursor: Cursor): Promise<void> {
+    let res: Dispatcher.ResponseData | undefined = first;
+    let failures = 0;
+    let lastError: unknown;
+    try {
+      for (;;) {
+        if (res !== undefined) {
+          const openedAt = Date.now();
+          const outcome = await this.consume(ctx, res, cursor);
+          if ('dropped' in outcome) {
+            lastError = outcome.dropped;
+            this.log.debug({ err: outcome.dropped }, 'upstream GET stream dropped');
+          }
+          if (!('response' in outcome) && (outcome.events > 0 || Date.now() - openedAt >= STREAM_HEALTHY_MS)) {
+            failures = 0;
+          }
+        }
+        failures += 1;
+        if (failures > this.opts.maxResumeAttempts) {
+          throw new CausewayError('upstream_unavailable', 'Upstream GET stream could not be re-opened', undefined, {
+            cause: lastError,
+          });
+        }
+        await ctx.scope.sleep(this.retryDelay(cursor));
+        try {
+          const next = await this.connectStream(ctx.session, cursor, ctx.scope);
+          if (next === 'unsupported') return;
+          res = next;
+        } catch (err) {
+          if (ctx.scope.aborted || err instanceof SessionExpiredError) throw err;
+          lastError = err;
+          res = undefined;
+        }
+      }
+    } catch (err) {
+      if (ctx.scope.aborted) return;
+      throw ctx.scope.settle(err);
+    } finally {
+      ctx.scope.dispose();
+    }
+  }
+
+  private async oneWay(session: SessionRef, message: JsonRpcNotification | JsonRpcResponse): Promise<void> {
+    return this.track(false, async () => {
+      const scope = this.scope(undefined, this.endpoint.requestTimeoutMs);
+      try {
+        await this.postOneWay(scope, session, message);
+      } catch (err) {
+        throw scope.settle(err);
+      } finally {
+        scope.dispose();
+      }
+    });
+  }
+
+  /** [L-TR] A notification or response POST is answered 202 (200 and 204 are tolerated). */
+  private async postOneWay(
+    scope: CallScope,
+    session: SessionRef,
+    message: JsonRpcNotification | JsonRpcResponse,
+  ): Promise<void> {
+    const res = await this.send('POST', this.headers('post', session), JSON.stringify(message), scope.signal);
+    const status = res.statusCode;
+    if (status === 202 || status === 200 || status === 204) {
+      await discard(res.body);
+      return;
+    }
+    if (status === 404 && session.sessionId !== undefined) {
+      await discard(res.body);
+      throw new SessionExpiredError(this.endpoint.name);
+    }
+    const rpc = await this.readErrorBody(res);
+    throw httpRefusal(status, rpc?.error.message.slice(0, 200));
+  }
+
+  private send(
+    method: 'POST' | 'GET' | 'DELETE',
+    headers: Record<string, string>,
+    body: string | undefined,
+    signal: AbortSignal,
+    longLived = false,
+  ): Promise<Dispatcher.ResponseData> {
+    return this.dispatcher.request({
+      origin: this.origin,
+      path: this.path,
+      method,
+      headers,
+      body,
+      signal,
+      ...(longLived ? { bodyTimeout: 0 } : {}),
+    });
+  }
+
+  private headers(
+    kind: UpstreamRequestKind,
+    session: SessionRef | undefined,
+    extra?: Record<string, string>,
+    lastEventId?: string,
+  ): Record<string, string> {
+    return upstreamHeaders(kind, session, this.endpoint.headers, extra, lastEventId);
+  }
+
+  private scope(signal: AbortSignal | undefined, timeoutMs: number): CallScope {
+    return new CallScope(signal, [this.lifetime.signal], timeoutMs);
+  }
+
+  private retryDelay(cursor: Cursor): number {
+    return Math.min(cursor.retryMs ?? this.opts.defaultRetryMs, this.opts.maxRetryMs);
+  }
+
+  /** New calls are refused once closing; one-way sends still go so in-flight calls can finish. */
+  private track<T>(isNewWork: boolean, fn: () => Promise<T>): Promise<T> {
+    if (this.state === 'closed' || (isNewWork && this.state === 'closing')) {
+      return Promise.reject(new CausewayError('upstream_unavailable', 'Upstream client is closed'));
+    }
+    return this.register(fn());
+  }
+
+  private register<T>(p: Promise<T>): Promise<T> {
+    this.inflight.add(p);
+    const forget = (): void => {
+      this.inflight.delete(p);
+    };
+    p.then(forget, forget);
+    return p;
+  }
+}
