@@ -11,6 +11,8 @@ import { createMetrics } from './metrics/registry.js';
 import { LegacyPassthrough } from './passthrough/legacy.js';
 import { MemorySessionStore, SessionPool, type SessionStore } from './pool/index.js';
 import { IdMinter } from './upstream/ids.js';
+import { HeldCalls } from './mrtr/holder.js';
+import { StateSealer } from './mrtr/request-state.js';
 import { UpstreamClient } from './upstream/legacy-client.js';
 
 export const VERSION = '0.1.0';
@@ -71,6 +73,8 @@ export function createApp(config: Config, log: Logger, store: SessionStore = new
     return { ttlMs: o?.ttlMs ?? config.cache.ttlMs, cacheScope: o?.scope ?? config.cache.scope };
   };
 
+  const ids = new IdMinter();
+  const held = new HeldCalls(config.mrtr.maxPending, config.mrtr.maxPendingPerPrincipal);
   let draining = false;
   const inFlight = { count: 0 };
   const ingress = createIngress(
@@ -90,7 +94,22 @@ export function createApp(config: Config, log: Logger, store: SessionStore = new
       body: { maxBytes: config.limits.maxBodyBytes, timeoutMs: config.limits.bodyTimeoutMs },
       origin: originPolicy(config.listen.host, config.security.allowedHosts, config.security.allowedOrigins),
       passthrough,
-      modern: { upstreamName, client, pool, ids: new IdMinter(), principal: config.principal, cacheHint },
+      modern: {
+        upstreamName,
+        client,
+        pool,
+        ids,
+        principal: config.principal,
+        cacheHint,
+        bridge: {
+          client,
+          ids,
+          held,
+          sealer: new StateSealer(config.mrtr.stateKeys),
+          collectWindowMs: config.mrtr.collectWindowMs,
+          stateTtlMs: config.mrtr.stateTtlMs,
+        },
+      },
       log,
       ready: () => !draining,
       draining: () => draining,
@@ -118,6 +137,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = new
       const deadline = Date.now() + config.drain.timeoutMs;
       while (inFlight.count > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
       ingress.closeConnections(true);
+      held.cancelAll();
       await pool.close();
       await store.close();
       await Promise.allSettled([client.close(), passthrough.close()]);

@@ -14,9 +14,11 @@ import { principalHash, type PrincipalPolicy } from './routing/principal.js';
 import { relayCall, type CallObserver } from './upstream/call.js';
 import type { IdMinter } from './upstream/ids.js';
 import type { UpstreamClient } from './upstream/legacy-client.js';
+import { runRound, type BridgeDeps, type RoundResult } from './mrtr/bridge.js';
 
 export interface ModernDeps {
   upstreamName: string;
+  bridge: BridgeDeps;
   client: UpstreamClient;
   pool: SessionPool;
   ids: IdMinter;
@@ -36,7 +38,8 @@ export interface ModernExchange {
 export async function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void> {
   const { request } = ex;
   try {
-    const key = sessionKey(deps.upstreamName, principalHash(deps.principal, ex.headers), request.meta.clientCapabilities);
+    const principal = principalHash(deps.principal, ex.headers);
+    const key = sessionKey(deps.upstreamName, principal, request.meta.clientCapabilities);
     if (request.method === 'server/discover') {
       const session = await deps.pool.acquire(key);
       sendJson(ex.res, 200, {
@@ -47,8 +50,9 @@ export async function handleModern(ex: ModernExchange, deps: ModernDeps): Promis
       return;
     }
     const stream = wantsStream(request) ? new SseStream(ex.res) : undefined;
-    const response = await deps.pool.withSession(key, (session) => forward(ex, deps, session, stream));
-    reply(ex, deps, response.session, response.upstream, stream);
+    const outcome = await deps.pool.withSession(key, (session) => forward(ex, deps, session, stream, principal));
+    if (outcome.result.kind === 'input') replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: outcome.result.result }, stream);
+    else reply(ex, deps, outcome.session, outcome.result.response, stream);
   } catch (err) {
     fail(ex, err);
   }
@@ -63,7 +67,8 @@ async function forward(
   deps: ModernDeps,
   session: PooledSession,
   stream: SseStream | undefined,
-): Promise<{ session: PooledSession; upstream: JsonRpcResponse }> {
+  principal: string,
+): Promise<{ session: PooledSession; result: RoundResult }> {
   const { request } = ex;
   const ref = { sessionId: session.record.sessionId, protocolVersion: session.record.protocolVersion };
   const capability = request.spec.capability;
@@ -73,6 +78,14 @@ async function forward(
   }
   if (request.method === 'tools/call') await checkToolHeaders(ex, deps, session);
   if (request.meta.logLevel !== undefined) await enableUpstreamLogging(deps, session, ex.log);
+  if (request.spec.multiRound) {
+    const result = await runRound(
+      { request, principal, signal: ex.signal, log: ex.log, send: (n) => stream?.send(n), upstreamHeaders: upstreamHeaders(request) },
+      ref,
+      deps.bridge,
+    );
+    return { session, result };
+  }
 
   const level = request.meta.logLevel;
   // Aborted when the client leaves, or when the upstream asks for what this client cannot give.
@@ -118,7 +131,7 @@ async function forward(
     ex.signal.removeEventListener('abort', onClientGone);
   }
   if (request.method === 'tools/list' && !isErrorResponse(upstream)) catalogOf(session).learn(upstream.result);
-  return { session, upstream };
+  return { session, result: { kind: 'upstream', response: upstream } };
 }
 
 function upstreamHeaders(request: ModernRequest): Record<string, string> {
@@ -210,6 +223,10 @@ function reply(
     });
     body = { jsonrpc: '2.0', id: request.id, result };
   }
+  replyBody(ex, status, body, stream);
+}
+
+function replyBody(ex: ModernExchange, status: number, body: JsonObject, stream: SseStream | undefined): void {
   if (stream && ex.res.headersSent) stream.end(body);
   else sendJson(ex.res, status, body);
 }

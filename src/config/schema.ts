@@ -28,6 +28,13 @@ export interface Config {
   };
   cache: { ttlMs: number; scope: CacheScope; methods: Record<string, { ttlMs?: number; scope?: CacheScope }> };
   store: { kind: StoreKind; idleTtlMs: number; maxSessions: number };
+  mrtr: {
+    stateKeys: string[];
+    stateTtlMs: number;
+    collectWindowMs: number;
+    maxPending: number;
+    maxPendingPerPrincipal: number;
+  };
   log: { level: string };
   drain: { timeoutMs: number };
 }
@@ -114,6 +121,16 @@ export const SETTINGS: readonly Setting[] = [
   },
   { path: 'store.idleTtlMs', kind: 'number', default: 900_000, doc: 'An upstream session unused this long is closed.' },
   { path: 'store.maxSessions', kind: 'number', default: 10_000, doc: 'Most pooled upstream sessions; the least recently used goes first.' },
+  {
+    path: 'mrtr.stateKeys',
+    kind: 'list',
+    default: [],
+    doc: 'AES-256-GCM keys (base64, 32 bytes) sealing requestState, newest first; every replica needs the same list. Empty: a random key per process.',
+  },
+  { path: 'mrtr.stateTtlMs', kind: 'number', default: 300_000, doc: 'How long an input_required round may wait for its retry before the upstream call is cancelled.' },
+  { path: 'mrtr.collectWindowMs', kind: 'number', default: 20, doc: 'Asks arriving this close together go into one input_required round.' },
+  { path: 'mrtr.maxPending', kind: 'number', default: 10_000, doc: 'Most upstream calls held open between rounds on one replica.' },
+  { path: 'mrtr.maxPendingPerPrincipal', kind: 'number', default: 100, doc: 'Most held calls per principal on one replica.' },
   {
     path: 'log.level',
     kind: 'string',

@@ -1,0 +1,177 @@
+// Multi-round bridge [MRTR]: tools/call, prompts/get and resources/read relayed so that a
+// legacy server's mid-call asks (elicitation, sampling, roots) become input_required rounds.
+// The upstream call is held open between rounds; answers given up front, or on a retry, are
+// passed upstream by key. A retry whose holder is gone replays the call and answers the
+// repeated questions from the responses the client already gave.
+
+import { declares, requiredCapability } from '../dialect/capabilities.js';
+import { causewayError, CausewayError } from '../errors.js';
+import { isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { relayCall } from '../upstream/call.js';
+import type { IdMinter } from '../upstream/ids.js';
+import type { SessionRef, UpstreamClient } from '../upstream/legacy-client.js';
+import type { ModernRequest } from '../envelope/index.js';
+import { levelAtLeast } from '../envelope/index.js';
+import { HeldCalls, PendingCall, type RoundListener } from './holder.js';
+import { paramsDigest, type StateSealer } from './request-state.js';
+
+export interface BridgeDeps {
+  client: UpstreamClient;
+  ids: IdMinter;
+  held: HeldCalls;
+  sealer: StateSealer;
+  collectWindowMs: number;
+  stateTtlMs: number;
+}
+
+export interface RoundExchange {
+  request: ModernRequest;
+  principal: string;
+  signal: AbortSignal;
+  log: Logger;
+  /** Receives this round's progress / log notifications (already filtered and re-tokened). */
+  send(n: JsonRpcNotification): void;
+  upstreamHeaders: Record<string, string>;
+}
+
+export type RoundResult = { kind: 'upstream'; response: JsonRpcResponse } | { kind: 'input'; result: JsonObject };
+
+function invalid(message: string): CausewayError {
+  return causewayError('invalid_params', message);
+}
+
+function readResponses(params: JsonObject): Record<string, JsonObject> {
+  const v = params.inputResponses;
+  if (v === undefined) return {};
+  if (!isObject(v)) throw invalid('inputResponses must be an object');
+  const out: Record<string, JsonObject> = {};
+  for (const [k, r] of Object.entries(v)) if (isObject(r)) out[k] = r;
+  return out;
+}
+
+export async function runRound(ex: RoundExchange, session: SessionRef, deps: BridgeDeps): Promise<RoundResult> {
+  const { request } = ex;
+  const responses = readResponses(request.params);
+  const digest = paramsDigest(request.params);
+  let pending: PendingCall | undefined;
+
+  const state = request.params.requestState;
+  if (state !== undefined) {
+    if (typeof state !== 'string') throw invalid('requestState must be a string');
+    const claims = deps.sealer.open(state);
+    if (!claims) throw invalid('requestState is not valid');
+    if (claims.p !== ex.principal || claims.m !== request.method || claims.d !== digest) {
+      throw invalid('requestState does not belong to this request');
+    }
+    if (claims.e <= Date.now()) throw invalid('requestState has expired');
+    if (claims.c !== '') {
+      if (deps.held.wasFinished(claims.c)) throw invalid('requestState was already used');
+      pending = deps.held.get(claims.c);
+      if (pending && (pending.round !== claims.r || pending.busy)) throw invalid('requestState was already used');
+    }
+  }
+
+  if (pending) {
+    pending.stopTimer();
+    pending.answer(responses);
+  } else {
+    if (!deps.held.hasRoom(ex.principal)) throw causewayError('overloaded', 'Too many multi-round calls pending');
+    pending = start(ex, session, deps, digest);
+    pending.answer(responses);
+  }
+  return await nextRound(ex, pending, deps);
+}
+
+function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digest: string): PendingCall {
+  const { request } = ex;
+  const pending = new PendingCall(ex.principal, request.method, digest, (upstreamId, result) => {
+    deps.client
+      .respond(session, { jsonrpc: '2.0', id: upstreamId, result })
+      .catch((err: unknown) => ex.log.warn({ err }, 'answering an upstream ask failed'));
+  });
+  const abort = new AbortController();
+  pending.cancel = () => abort.abort();
+  const declared = request.meta.clientCapabilities;
+  relayCall(
+    deps.client,
+    session,
+    deps.ids,
+    { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: ex.upstreamHeaders },
+    {
+      onProgress: (n) => pending.listener?.onProgress(n),
+      onLog: (n) => pending.listener?.onLog(n),
+      onServerRequest: (r) => {
+        const required = requiredCapability(r.method, r.params);
+        if (required === undefined || !declares(declared, required)) {
+          deps.client
+            .respond(session, { jsonrpc: '2.0', id: r.id, error: { code: -32601, message: `${r.method} was not declared by the client` } })
+            .catch(() => undefined);
+          if (required !== undefined && !pending.refusal) {
+            pending.refusal = causewayError('missing_client_capability', `The upstream needs ${r.method}, which this request did not declare`, {
+              requiredCapabilities: required,
+            });
+            abort.abort();
+          }
+          return;
+        }
+        pending.ask(r);
+      },
+    },
+    ex.log,
+    abort.signal,
+  ).then(
+    (response) => pending.settle(response),
+    (err: unknown) => pending.fail(err),
+  );
+  return pending;
+}
+
+function listenerFor(ex: RoundExchange): RoundListener {
+  const token = ex.request.meta.progressToken;
+  const level = ex.request.meta.logLevel;
+  return {
+    onProgress: (n) => {
+      if (token !== undefined && isObject(n.params)) ex.send({ ...n, params: { ...n.params, progressToken: token as RequestId } });
+    },
+    onLog: (n) => {
+      const l = isObject(n.params) ? n.params.level : undefined;
+      if (level !== undefined && typeof l === 'string' && levelAtLeast(l, level)) ex.send(n);
+    },
+  };
+}
+
+async function nextRound(ex: RoundExchange, pending: PendingCall, deps: BridgeDeps): Promise<RoundResult> {
+  pending.busy = true;
+  pending.listener = listenerFor(ex);
+  try {
+    const outcome = await pending.next(deps.collectWindowMs, ex.signal);
+    const stateExpiry = Date.now() + deps.stateTtlMs;
+    if (outcome.kind === 'done') {
+      deps.held.release(pending, stateExpiry);
+      return { kind: 'upstream', response: outcome.response };
+    }
+    if (outcome.kind === 'failed') {
+      pending.cancel();
+      deps.held.release(pending, stateExpiry);
+      throw outcome.error;
+    }
+    pending.round++;
+    deps.held.hold(pending);
+    pending.expireAfter(deps.stateTtlMs, () => deps.held.release(pending, stateExpiry));
+    const inputRequests: JsonObject = {};
+    for (const ask of outcome.asks) inputRequests[ask.key] = ask.input;
+    const requestState = deps.sealer.seal({
+      p: pending.principal,
+      m: pending.method,
+      d: pending.digest,
+      c: pending.id,
+      r: pending.round,
+      e: stateExpiry,
+    });
+    return { kind: 'input', result: { resultType: 'input_required', inputRequests, requestState } };
+  } finally {
+    pending.busy = false;
+    pending.listener = undefined;
+  }
+}

@@ -1,0 +1,178 @@
+// The holder: a legacy call that asked the client something stays open upstream while the
+// client answers through input_required rounds. A PendingCall gathers the call's asks, answers
+// them from the client's inputResponses, and tells its current round when the upstream either
+// finished or is waiting on questions only the client can answer.
+
+import { randomUUID } from 'node:crypto';
+import type { CausewayError } from '../errors.js';
+import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.js';
+import { toAsk, validAnswer, type Ask } from './asks.js';
+
+export type Outcome = { kind: 'done'; response: JsonRpcResponse } | { kind: 'failed'; error: unknown } | { kind: 'input'; asks: Ask[] };
+
+/** Sends one answer to an upstream ask. */
+export type AnswerSink = (upstreamId: string | number, result: JsonObject) => void;
+
+/** Where the call's progress and log notifications go during the current round. */
+export interface RoundListener {
+  onProgress(n: JsonRpcNotification): void;
+  onLog(n: JsonRpcNotification): void;
+}
+
+export class PendingCall {
+  readonly id = randomUUID();
+  round = 0;
+  /** Asks sent to the client and not yet answered upstream, by key. */
+  private readonly outstanding = new Map<string, Ask>();
+  /** Answers the client gave, by key: they also answer repeated and later asks. */
+  private answers: Record<string, JsonObject> = {};
+  private outcome: { kind: 'done'; response: JsonRpcResponse } | { kind: 'failed'; error: unknown } | undefined;
+  private lastAskAt = 0;
+  private wake: (() => void) | undefined;
+  private expiry: NodeJS.Timeout | undefined;
+  listener: RoundListener | undefined;
+  /** Set by the owner: abort the upstream call. */
+  cancel: () => void = () => undefined;
+  refusal: CausewayError | undefined;
+
+  constructor(
+    readonly principal: string,
+    readonly method: string,
+    readonly digest: string,
+    private readonly sink: AnswerSink,
+  ) {}
+
+  /** An ask arrived on the upstream stream. */
+  ask(r: JsonRpcRequest): void {
+    const ask = toAsk(r, new Set(this.outstanding.keys()));
+    const given = this.answers[ask.key];
+    if (given !== undefined && validAnswer(r.method, given)) {
+      this.sink(r.id, given);
+      return;
+    }
+    this.outstanding.set(ask.key, ask);
+    this.lastAskAt = Date.now();
+    this.wake?.();
+  }
+
+  settle(response: JsonRpcResponse): void {
+    this.outcome ??= { kind: 'done', response };
+    this.wake?.();
+  }
+
+  fail(error: unknown): void {
+    this.outcome ??= { kind: 'failed', error };
+    this.wake?.();
+  }
+
+  /**
+   * Takes a request's answers: well-formed ones for outstanding asks go upstream now, and all
+   * are kept for asks still to come. A missing or ill-formed answer leaves its ask outstanding,
+   * so the client gets the same question again; nothing ill-formed is passed upstream.
+   */
+  answer(responses: Record<string, JsonObject>): void {
+    this.answers = { ...this.answers, ...responses };
+    for (const [key, ask] of [...this.outstanding]) {
+      const r = responses[key];
+      if (r === undefined || !validAnswer(String(ask.input.method), r)) continue;
+      this.outstanding.delete(key);
+      this.sink(ask.upstreamId, r);
+    }
+  }
+
+  /** One retry at a time per held call; a second one is a replay. */
+  busy = false;
+
+  /** Waits until the call is over, or until it waits on the client and no new ask came for `windowMs`. */
+  async next(windowMs: number, signal: AbortSignal): Promise<Outcome> {
+    for (;;) {
+      if (this.refusal) return { kind: 'failed', error: this.refusal };
+      if (this.outcome) return this.outcome;
+      if (signal.aborted) return { kind: 'failed', error: signal.reason };
+      const quietFor = Date.now() - this.lastAskAt;
+      if (this.outstanding.size > 0 && quietFor >= windowMs) return { kind: 'input', asks: [...this.outstanding.values()] };
+      await new Promise<void>((resolve) => {
+        const timer = this.outstanding.size > 0 ? setTimeout(resolve, windowMs - quietFor) : undefined;
+        const onAbort = () => resolve();
+        signal.addEventListener('abort', onAbort, { once: true });
+        this.wake = () => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+  }
+
+  /** Drops the call after `ttlMs` without a retry: the upstream call is cancelled. */
+  expireAfter(ttlMs: number, onExpire: () => void): void {
+    clearTimeout(this.expiry);
+    this.expiry = setTimeout(() => {
+      this.cancel();
+      onExpire();
+    }, ttlMs);
+    this.expiry.unref();
+  }
+
+  stopTimer(): void {
+    clearTimeout(this.expiry);
+  }
+}
+
+/** The pending calls this replica holds, with bounds per principal and in total. */
+export class HeldCalls {
+  private readonly calls = new Map<string, PendingCall>();
+  /** Ids of calls that finished, kept until their states expire, so a used state cannot start the call again. */
+  private readonly finished = new Map<string, number>();
+  private readonly perPrincipal = new Map<string, number>();
+
+  constructor(
+    private readonly maxTotal: number,
+    private readonly maxPerPrincipal: number,
+  ) {}
+
+  get size(): number {
+    return this.calls.size;
+  }
+
+  hasRoom(principal: string): boolean {
+    return this.calls.size < this.maxTotal && (this.perPrincipal.get(principal) ?? 0) < this.maxPerPrincipal;
+  }
+
+  hold(call: PendingCall): void {
+    if (this.calls.has(call.id)) return;
+    this.calls.set(call.id, call);
+    this.perPrincipal.set(call.principal, (this.perPrincipal.get(call.principal) ?? 0) + 1);
+  }
+
+  get(id: string): PendingCall | undefined {
+    return this.calls.get(id);
+  }
+
+  wasFinished(id: string): boolean {
+    const until = this.finished.get(id);
+    return until !== undefined && until > Date.now();
+  }
+
+  release(call: PendingCall, stateExpiresAt = 0): void {
+    call.stopTimer();
+    if (stateExpiresAt > Date.now()) this.finished.set(call.id, stateExpiresAt);
+    if (this.finished.size > 4 * this.maxTotal) {
+      const now = Date.now();
+      for (const [id, until] of this.finished) if (until <= now) this.finished.delete(id);
+    }
+    if (!this.calls.delete(call.id)) return;
+    const n = (this.perPrincipal.get(call.principal) ?? 1) - 1;
+    if (n <= 0) this.perPrincipal.delete(call.principal);
+    else this.perPrincipal.set(call.principal, n);
+  }
+
+  /** Cancels every held call (shutdown). */
+  cancelAll(): void {
+    for (const c of [...this.calls.values()]) {
+      c.cancel();
+      this.release(c);
+    }
+  }
+}

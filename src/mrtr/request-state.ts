@@ -1,0 +1,72 @@
+// requestState is attacker-controlled input [MRTR "requestState integrity"], so Causeway seals
+// it: AES-256-GCM under the newest configured key (any configured key opens), binding the
+// principal, the method, a digest of the original params, the pending call, the round and an
+// expiry. Anything that fails to open or to match is refused before reaching the upstream.
+
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { canonicalJson } from '../dialect/capabilities.js';
+import type { JsonObject } from '../jsonrpc.js';
+
+export interface StateClaims {
+  /** Principal hash. */
+  p: string;
+  /** Method. */
+  m: string;
+  /** Digest of the original params. */
+  d: string;
+  /** Pending call id (empty when no call is held, e.g. a re-issue after a URL elicitation). */
+  c: string;
+  /** Round number the state answers. */
+  r: number;
+  /** Expiry, ms since the epoch. */
+  e: number;
+}
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+export class StateSealer {
+  private readonly keys: Buffer[];
+
+  /** `keys`: base64 32-byte keys, newest first; none means a random per-process key. */
+  constructor(keys: readonly string[]) {
+    this.keys = keys.length > 0 ? keys.map((k) => Buffer.from(k, 'base64')) : [randomBytes(32)];
+    for (const k of this.keys) if (k.length !== 32) throw new Error('mrtr.stateKeys: every key must be 32 bytes, base64');
+  }
+
+  seal(claims: StateClaims): string {
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.keys[0]!, iv);
+    const body = Buffer.concat([cipher.update(JSON.stringify(claims), 'utf8'), cipher.final()]);
+    return Buffer.concat([Buffer.from([0]), iv, body, cipher.getAuthTag()]).toString('base64url');
+  }
+
+  /** The claims, or undefined when the state was not sealed by any configured key. */
+  open(state: string): StateClaims | undefined {
+    const raw = Buffer.from(state, 'base64url');
+    if (raw.length < 1 + IV_BYTES + TAG_BYTES + 2 || raw[0] !== 0 || raw.toString('base64url') !== state) return undefined;
+    const iv = raw.subarray(1, 1 + IV_BYTES);
+    const tag = raw.subarray(raw.length - TAG_BYTES);
+    const body = raw.subarray(1 + IV_BYTES, raw.length - TAG_BYTES);
+    for (const key of this.keys) {
+      try {
+        const decipher = createDecipheriv('aes-256-gcm', key, iv);
+        decipher.setAuthTag(tag);
+        const text = Buffer.concat([decipher.update(body), decipher.final()]).toString('utf8');
+        return JSON.parse(text) as StateClaims;
+      } catch {
+        // next key
+      }
+    }
+    return undefined;
+  }
+}
+
+/** The params that identify the request: everything but _meta and the multi-round fields. */
+export function paramsDigest(params: JsonObject): string {
+  const { _meta, inputResponses, requestState, ...rest } = params;
+  void _meta;
+  void inputResponses;
+  void requestState;
+  return createHash('sha256').update(canonicalJson(rest)).digest('base64url').slice(0, 22);
+}
