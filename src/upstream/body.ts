@@ -1,5 +1,6 @@
 // Bounded reads of undici response bodies. Exceeding the byte cap, or a Content-Length announcing
-// more than it, is upstream_bad_response; the body is destroyed rather than drained.
+// more than it, is upstream_bad_response and the body is destroyed. Unread bodies are drained in the
+// background (so keep-alive sockets are reused) but never waited on for long.
 
 import { CausewayError } from '../errors.js';
 
@@ -12,9 +13,15 @@ function tooLarge(max: number): CausewayError {
   return new CausewayError('upstream_bad_response', `Upstream response exceeds ${max} bytes`);
 }
 
-export function checkContentLength(header: string | string[] | undefined, max: number): void {
+const DISCARD_LIMIT = 64 * 1024;
+const DISCARD_WAIT_MS = 1000;
+
+export function checkContentLength(body: ResponseBody, header: string | string[] | undefined, max: number): void {
   const value = Array.isArray(header) ? header[0] : header;
-  if (value !== undefined && Number(value) > max) throw tooLarge(max);
+  if (value !== undefined && Number(value) > max) {
+    body.destroy();
+    throw tooLarge(max);
+  }
 }
 
 /** Yields the body's chunks and fails once more than `max` bytes went through. */
@@ -36,13 +43,14 @@ export async function readText(body: ResponseBody, max: number): Promise<string>
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** Frees the connection after a response we do not read; never throws. */
-export async function discard(body: ResponseBody): Promise<void> {
-  try {
-    await body.dump({ limit: 64 * 1024 });
-  } catch {
-    body.destroy();
-  }
+/** Frees the connection after a response we do not read, without waiting; never throws. */
+export function discard(body: ResponseBody): void {
+  const timer = setTimeout(() => body.destroy(), DISCARD_WAIT_MS);
+  timer.unref();
+  body
+    .dump({ limit: DISCARD_LIMIT })
+    .catch(() => body.destroy())
+    .finally(() => clearTimeout(timer));
 }
 
 export function mediaType(header: string | string[] | undefined): string {

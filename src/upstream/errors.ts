@@ -1,7 +1,8 @@
 // Transport failures from undici and node:net become CausewayErrors through one table, the original
-// kept as `cause`. A failure before the request reached the upstream is upstream_unavailable, one after
-// it is upstream_timeout or upstream_bad_response. SessionExpiredError is the one failure callers
-// recover from: the upstream answered 404 to a request bearing a session id, so re-initialize.
+// kept as `cause`. Failing to reach the upstream is upstream_unavailable, a slow or malformed answer
+// upstream_timeout or upstream_bad_response, a request undici refuses to send our own internal_error.
+// SessionExpiredError is the one failure callers recover from: the upstream answered 404 to a
+// request bearing a session id, so re-initialize.
 
 import { CausewayError, type ErrorReason } from '../errors.js';
 
@@ -28,6 +29,8 @@ export const TRANSPORT_ERROR_REASONS: Readonly<Record<string, ErrorReason>> = Ob
   ENETUNREACH: 'upstream_unavailable',
   ENOTFOUND: 'upstream_unavailable',
   EAI_AGAIN: 'upstream_unavailable',
+  UND_ERR_INVALID_ARG: 'internal_error',
+  UND_ERR_NOT_SUPPORTED: 'internal_error',
 });
 
 /** llhttp parse errors (HPE_INVALID_CONSTANT, ...) are too many to list: the upstream spoke bad HTTP. */
@@ -65,4 +68,9 @@ export function toUpstreamError(err: unknown): unknown {
   const reason = reasonForTransportError(err);
   if (reason === undefined) return err;
   return new CausewayError(reason, undefined, undefined, { cause: err });
+}
+
+/** A dropped or refused connection (not a timeout, not garbage): worth resuming a stream after. */
+export function isConnectionDrop(err: unknown): boolean {
+  return !(err instanceof CausewayError) && reasonForTransportError(err) === 'upstream_unavailable';
 }

@@ -4,6 +4,7 @@
 // failure is a CausewayError (upstream_*), SessionExpiredError (404 on a session), or the caller's
 // own abort reason. JSON-RPC ids are sent as given; session ids and header values are never logged.
 
+import { setMaxListeners } from 'node:events';
 import { Agent, type Dispatcher } from 'undici';
 import { CausewayError } from '../errors.js';
 import type {
@@ -12,17 +13,26 @@ import type {
   JsonRpcNotification,
   JsonRpcRequest,
   JsonRpcResponse,
-  RequestId,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { checkContentLength, discard, limitBytes, mediaType, readText } from './body.js';
+import { checkContentLength, discard, mediaType, readText } from './body.js';
 import { CallScope } from './call-scope.js';
-import { reasonForTransportError, SessionExpiredError } from './errors.js';
+import { isConnectionDrop, SessionExpiredError } from './errors.js';
 import { isValidSessionId, upstreamHeaders, type SessionRef, type UpstreamRequestKind } from './headers.js';
-import { decodeMessages, type UpstreamMessage } from './messages.js';
-import { DEFAULT_MAX_EVENT_BYTES, parseSse } from './sse.js';
+import {
+  consume,
+  route,
+  type Cursor,
+  type Exchange,
+  type Inbound,
+  type Outcome,
+  type StreamHandlers,
+} from './inbound.js';
+import { badResponse, decodeMessages } from './messages.js';
+import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
 
 export type { SessionRef } from './headers.js';
+export type { StreamHandlers } from './inbound.js';
 
 export interface UpstreamEndpoint {
   name: string;
@@ -31,11 +41,6 @@ export interface UpstreamEndpoint {
   connectTimeoutMs: number;
   requestTimeoutMs: number;
   maxResponseBytes: number;
-}
-
-export interface StreamHandlers {
-  onNotification?(n: JsonRpcNotification): void;
-  onServerRequest?(r: JsonRpcRequest): void;
 }
 
 export interface HandshakeResult extends SessionRef {
@@ -65,32 +70,8 @@ const STREAM_HEALTHY_MS = 5000;
 const ERROR_BODY_LIMIT = 64 * 1024;
 const INITIALIZE_ID = 0;
 
-interface Cursor {
-  lastEventId: string | undefined;
-  retryMs: number | undefined;
-}
-
-interface Exchange {
-  session: SessionRef;
-  handlers: StreamHandlers;
-  id: RequestId | undefined;
-  scope: CallScope;
-  /** Standalone streams skip bad events instead of failing a request. */
-  lenient: boolean;
-}
-
-type Outcome = { response: JsonRpcResponse } | { ended: true; events: number } | { dropped: unknown; events: number };
-
-function bad(detail: string): CausewayError {
-  return new CausewayError('upstream_bad_response', `Upstream sent an invalid response: ${detail}`);
-}
-
 function httpRefusal(status: number, detail?: string): CausewayError {
   return new CausewayError('upstream_unavailable', `Upstream answered HTTP ${status}${detail ? `: ${detail}` : ''}`);
-}
-
-function resumable(err: unknown): boolean {
-  return !(err instanceof CausewayError) && reasonForTransportError(err) === 'upstream_unavailable';
 }
 
 function firstHeader(v: string | string[] | undefined): string | undefined {
@@ -107,6 +88,7 @@ export class UpstreamClient {
   private readonly lifetime = new AbortController();
   private readonly quiesce = new AbortController();
   private readonly inflight = new Set<Promise<unknown>>();
+  private readonly io: Inbound;
   private state: 'open' | 'closing' | 'closed' = 'open';
   private closing: Promise<void> | undefined;
 
@@ -114,8 +96,17 @@ export class UpstreamClient {
     const url = new URL(endpoint.url);
     this.endpoint = endpoint;
     this.log = log;
+    this.io = {
+      log,
+      reply: (session, r, method) => {
+        this.respond(session, r).catch((err: unknown) => {
+          log.warn({ err, method }, 'could not answer an upstream request');
+        });
+      },
+    };
     this.opts = { ...UPSTREAM_CLIENT_DEFAULTS, ...options };
     this.origin = url.origin;
+    setMaxListeners(0, this.lifetime.signal, this.quiesce.signal);
     this.path = `${url.pathname}${url.search}`;
     const timeout = Math.max(1, Math.ceil(endpoint.requestTimeoutMs));
     this.dispatcher = new Agent({
@@ -147,7 +138,9 @@ export class UpstreamClient {
           throw new CausewayError('upstream_unavailable', response.error.message, undefined, { cause: response.error });
         }
         const version = response.result.protocolVersion;
-        if (typeof version !== 'string' || version === '') throw bad('initialize result has no protocolVersion');
+        if (typeof version !== 'string' || version === '') {
+          throw badResponse('initialize result has no protocolVersion');
+        }
         const session: SessionRef = { sessionId: ctx.session.sessionId, protocolVersion: version };
         ctx.session = session;
         await this.postOneWay(scope, session, { jsonrpc: '2.0', method: 'notifications/initialized' });
@@ -225,7 +218,7 @@ export class UpstreamClient {
       const scope = this.scope(undefined, this.endpoint.requestTimeoutMs);
       try {
         const res = await this.send('DELETE', this.headers('delete', session), undefined, scope.signal);
-        await discard(res.body);
+        discard(res.body);
         this.log.debug({ status: res.statusCode }, 'upstream session terminated');
       } catch (err) {
         this.log.debug({ err: scope.settle(err) }, 'upstream session termination failed');
@@ -261,13 +254,14 @@ export class UpstreamClient {
     body: string,
     extraHeaders?: Record<string, string>,
   ): Promise<JsonRpcResponse> {
-    const headers = kind === 'initialize' ? this.headers('initialize', undefined) : this.headers('post', ctx.session, extraHeaders);
+    const headers =
+      kind === 'initialize' ? this.headers('initialize', undefined) : this.headers('post', ctx.session, extraHeaders);
     const res = await this.send('POST', headers, body, ctx.scope.signal);
     if (kind === 'initialize') {
       const sessionId = firstHeader(res.headers['mcp-session-id']);
       if (sessionId !== undefined && !isValidSessionId(sessionId)) {
-        await discard(res.body);
-        throw bad('malformed Mcp-Session-Id');
+        discard(res.body);
+        throw badResponse('malformed Mcp-Session-Id');
       }
       ctx.session = { sessionId, protocolVersion: ctx.session.protocolVersion };
     }
@@ -277,24 +271,24 @@ export class UpstreamClient {
   private async answer(ctx: Exchange, res: Dispatcher.ResponseData): Promise<JsonRpcResponse> {
     const status = res.statusCode;
     if (status === 404 && ctx.session.sessionId !== undefined) {
-      await discard(res.body);
+      discard(res.body);
       throw new SessionExpiredError(this.endpoint.name);
     }
     if (status >= 400) return this.httpError(ctx, res);
     if (status < 200 || status >= 300 || status === 202 || status === 204) {
-      await discard(res.body);
-      throw bad(`HTTP ${status} to a request`);
+      discard(res.body);
+      throw badResponse(`HTTP ${status} to a request`);
     }
     const type = mediaType(res.headers['content-type']);
     if (type === 'application/json') {
-      checkContentLength(res.headers['content-length'], this.endpoint.maxResponseBytes);
-      const answer = this.route(ctx, decodeMessages(await readText(res.body, this.endpoint.maxResponseBytes)));
-      if (answer === undefined) throw bad('no response carries the request id');
+      checkContentLength(res.body, res.headers['content-length'], this.endpoint.maxResponseBytes);
+      const answer = route(this.io, ctx, decodeMessages(await readText(res.body, this.endpoint.maxResponseBytes)));
+      if (answer === undefined) throw badResponse('no response carries the request id');
       return answer;
     }
     if (type === 'text/event-stream') return this.readRequestStream(ctx, res);
-    await discard(res.body);
-    throw bad(`unexpected content-type ${JSON.stringify(type.slice(0, 80))}`);
+    discard(res.body);
+    throw badResponse(`unexpected content-type ${JSON.stringify(type.slice(0, 80))}`);
   }
 
   /** A 4xx with a JSON-RPC error body is the upstream's in-band answer; anything else is a refusal. */
@@ -320,14 +314,14 @@ export class UpstreamClient {
   /** [L-TR] SEP-1699: the upstream may close after an event id; resume with GET + Last-Event-ID. */
   private async readRequestStream(ctx: Exchange, res: Dispatcher.ResponseData): Promise<JsonRpcResponse> {
     const cursor: Cursor = { lastEventId: undefined, retryMs: undefined };
-    let outcome = await this.consume(ctx, res, cursor);
+    let outcome = await this.read(ctx, res, cursor);
     let attempts = 0;
     let lastError: unknown;
     while (!('response' in outcome)) {
       if ('dropped' in outcome) lastError = outcome.dropped;
       if (cursor.lastEventId === undefined || cursor.lastEventId === '') {
         if ('dropped' in outcome) throw outcome.dropped;
-        throw bad('SSE stream ended without a response');
+        throw badResponse('SSE stream ended without a response');
       }
       if (outcome.events > 0) attempts = 0;
       attempts += 1;
@@ -350,16 +344,16 @@ export class UpstreamClient {
       const headers = this.headers('get', ctx.session, undefined, cursor.lastEventId);
       res = await this.send('GET', headers, undefined, ctx.scope.signal);
     } catch (err) {
-      if (ctx.scope.aborted || !resumable(err)) throw err;
+      if (ctx.scope.aborted || !isConnectionDrop(err)) throw err;
       return { dropped: err, events: 0 };
     }
     const status = res.statusCode;
     if (status === 404 && ctx.session.sessionId !== undefined) {
-      await discard(res.body);
+      discard(res.body);
       throw new SessionExpiredError(this.endpoint.name);
     }
     if (status >= 500) {
-      await discard(res.body);
+      discard(res.body);
       return { dropped: httpRefusal(status), events: 0 };
     }
     if (status !== 200) {
@@ -367,91 +361,19 @@ export class UpstreamClient {
       throw httpRefusal(status, rpc?.error.message.slice(0, 200));
     }
     if (mediaType(res.headers['content-type']) !== 'text/event-stream') {
-      await discard(res.body);
-      throw bad('resumed stream is not text/event-stream');
+      discard(res.body);
+      throw badResponse('resumed stream is not text/event-stream');
     }
-    return this.consume(ctx, res, cursor);
+    return this.read(ctx, res, cursor);
   }
 
-  /** Reads one SSE connection: routes every message, stops at the awaited response, never leaks. */
-  private async consume(ctx: Exchange, res: Dispatcher.ResponseData, cursor: Cursor): Promise<Outcome> {
+  /** Request streams are held to maxResponseBytes per HTTP response; standalone ones per event. */
+  private read(ctx: Exchange, res: Dispatcher.ResponseData, cursor: Cursor): Promise<Outcome> {
     const max = this.endpoint.maxResponseBytes;
-    const source = ctx.lenient ? res.body : limitBytes(res.body, max);
-    const maxEventBytes = ctx.lenient ? this.opts.maxEventBytes : Math.min(this.opts.maxEventBytes, max);
-    let events = 0;
-    try {
-      for await (const ev of parseSse(source, { maxEventBytes })) {
-        events += 1;
-        if (ev.id !== undefined) cursor.lastEventId = ev.id;
-        if (ev.retry !== undefined) cursor.retryMs = ev.retry;
-        if (ev.data === '' || (ev.event !== undefined && ev.event !== 'message')) continue;
-        let messages: UpstreamMessage[];
-        try {
-          messages = decodeMessages(ev.data);
-        } catch (err) {
-          if (!ctx.lenient) throw err;
-          this.log.warn({ err }, 'skipping an invalid event on the upstream GET stream');
-          continue;
-        }
-        const answer = this.route(ctx, messages);
-        if (answer !== undefined) return { response: answer };
-      }
-      return { ended: true, events };
-    } catch (err) {
-      if (ctx.scope.aborted) throw err;
-      if (ctx.lenient || resumable(err)) return { dropped: err, events };
-      throw err;
-    }
-  }
-
-  private route(ctx: Exchange, messages: UpstreamMessage[]): JsonRpcResponse | undefined {
-    let answer: JsonRpcResponse | undefined;
-    for (const m of messages) {
-      if (m.kind === 'notification') {
-        this.deliver(() => ctx.handlers.onNotification?.(m.message), m.message.method);
-      } else if (m.kind === 'request') {
-        this.serverRequest(ctx, m.message);
-      } else if (ctx.id !== undefined && m.message.id === ctx.id) {
-        answer = m.message;
-      } else if (m.message.id === undefined || m.message.id === null) {
-        if (!('error' in m.message)) {
-          if (ctx.lenient) continue;
-          throw bad('response without id');
-        }
-        if (ctx.id !== undefined) answer = { jsonrpc: '2.0', id: ctx.id, error: m.message.error };
-      } else {
-        this.log.debug('dropping an upstream response for another request');
-      }
-    }
-    return answer;
-  }
-
-  /** [L-PING] pings are answered here, promptly; other server requests go to the caller. */
-  private serverRequest(ctx: Exchange, r: JsonRpcRequest): void {
-    if (r.method === 'ping') {
-      this.reply(ctx.session, { jsonrpc: '2.0', id: r.id, result: {} }, r.method);
-      return;
-    }
-    const onServerRequest = ctx.handlers.onServerRequest;
-    if (onServerRequest === undefined) {
-      this.reply(ctx.session, { jsonrpc: '2.0', id: r.id, error: { code: -32601, message: 'Method not found' } }, r.method);
-      return;
-    }
-    this.deliver(() => onServerRequest(r), r.method);
-  }
-
-  private reply(session: SessionRef, r: JsonRpcResponse, method: string): void {
-    this.respond(session, r).catch((err: unknown) => {
-      this.log.warn({ err, method }, 'could not answer an upstream request');
+    return consume(this.io, ctx, res.body, cursor, {
+      maxEventBytes: ctx.lenient ? this.opts.maxEventBytes : Math.min(this.opts.maxEventBytes, max),
+      maxBodyBytes: ctx.lenient ? undefined : max,
     });
-  }
-
-  private deliver(fn: () => void, method: string): void {
-    try {
-      fn();
-    } catch (err) {
-      this.log.error({ err, method }, 'upstream message handler threw');
-    }
   }
 
   private async connectStream(
@@ -460,14 +382,15 @@ export class UpstreamClient {
     scope: CallScope,
   ): Promise<Dispatcher.ResponseData | 'unsupported'> {
     const lastEventId = cursor.lastEventId === '' ? undefined : cursor.lastEventId;
-    const res = await this.send('GET', this.headers('get', session, undefined, lastEventId), undefined, scope.signal, true);
+    const headers = this.headers('get', session, undefined, lastEventId);
+    const res = await this.send('GET', headers, undefined, scope.signal, true);
     const status = res.statusCode;
     if (status === 405) {
-      await discard(res.body);
+      discard(res.body);
       return 'unsupported';
     }
     if (status === 404 && session.sessionId !== undefined) {
-      await discard(res.body);
+      discard(res.body);
       throw new SessionExpiredError(this.endpoint.name);
     }
     if (status !== 200) {
@@ -475,8 +398,8 @@ export class UpstreamClient {
       throw httpRefusal(status, rpc?.error.message.slice(0, 200));
     }
     if (mediaType(res.headers['content-type']) !== 'text/event-stream') {
-      await discard(res.body);
-      throw bad('GET stream is not text/event-stream');
+      discard(res.body);
+      throw badResponse('GET stream is not text/event-stream');
     }
     return res;
   }
@@ -490,7 +413,7 @@ export class UpstreamClient {
       for (;;) {
         if (res !== undefined) {
           const openedAt = Date.now();
-          const outcome = await this.consume(ctx, res, cursor);
+          const outcome = await this.read(ctx, res, cursor);
           if ('dropped' in outcome) {
             lastError = outcome.dropped;
             this.log.debug({ err: outcome.dropped }, 'upstream GET stream dropped');
@@ -546,11 +469,11 @@ export class UpstreamClient {
     const res = await this.send('POST', this.headers('post', session), JSON.stringify(message), scope.signal);
     const status = res.statusCode;
     if (status === 202 || status === 200 || status === 204) {
-      await discard(res.body);
+      discard(res.body);
       return;
     }
     if (status === 404 && session.sessionId !== undefined) {
-      await discard(res.body);
+      discard(res.body);
       throw new SessionExpiredError(this.endpoint.name);
     }
     const rpc = await this.readErrorBody(res);

@@ -18,7 +18,7 @@ export type UpstreamMessage =
   | { kind: 'request'; message: JsonRpcRequest }
   | { kind: 'notification'; message: JsonRpcNotification };
 
-function bad(detail: string, cause?: unknown): CausewayError {
+export function badResponse(detail: string, cause?: unknown): CausewayError {
   return new CausewayError(
     'upstream_bad_response',
     `Upstream sent an invalid response: ${detail}`,
@@ -37,12 +37,12 @@ function wellFormedResponse(m: JsonRpcResponse): boolean {
 
 export function classify(value: unknown): UpstreamMessage {
   if (isResponse(value)) {
-    if (!wellFormedResponse(value)) throw bad('malformed JSON-RPC response');
+    if (!wellFormedResponse(value)) throw badResponse('malformed JSON-RPC response');
     return { kind: 'response', message: value };
   }
   if (isRequest(value)) return { kind: 'request', message: value };
   if (isNotification(value)) return { kind: 'notification', message: value };
-  throw bad('not a JSON-RPC message');
+  throw badResponse('not a JSON-RPC message');
 }
 
 export function decodeMessages(text: string): UpstreamMessage[] {
@@ -50,10 +50,10 @@ export function decodeMessages(text: string): UpstreamMessage[] {
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw bad('body is not JSON', err);
+    throw badResponse('body is not JSON', err);
   }
   if (Array.isArray(parsed)) {
-    if (parsed.length === 0) throw bad('empty batch');
+    if (parsed.length === 0) throw badResponse('empty batch');
     return parsed.map(classify);
   }
   return [classify(parsed)];

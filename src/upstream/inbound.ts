@@ -1,0 +1,129 @@
+// What the upstream sends on a call's stream, routed: the response awaited by the call is returned,
+// notifications and server->client requests go to the caller's handlers, pings are answered at once
+// [L-PING], and a request nobody handles is refused with -32601 so the upstream never waits on it.
+// consume() reads one SSE connection and reports a clean end or a drop, so the caller can resume.
+
+import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { limitBytes, type ResponseBody } from './body.js';
+import type { CallScope } from './call-scope.js';
+import { isConnectionDrop } from './errors.js';
+import type { SessionRef } from './headers.js';
+import { badResponse, decodeMessages, type UpstreamMessage } from './messages.js';
+import { parseSse } from './sse.js';
+
+export interface StreamHandlers {
+  onNotification?(n: JsonRpcNotification): void;
+  onServerRequest?(r: JsonRpcRequest): void;
+}
+
+/** Where an SSE stream is, for a resume with Last-Event-ID after `retry:` ms. */
+export interface Cursor {
+  lastEventId: string | undefined;
+  retryMs: number | undefined;
+}
+
+export interface Exchange {
+  session: SessionRef;
+  handlers: StreamHandlers;
+  /** The id of the awaited response; undefined on the standalone GET stream. */
+  id: RequestId | undefined;
+  scope: CallScope;
+  /** Standalone streams skip bad events instead of failing a call. */
+  lenient: boolean;
+}
+
+export interface Inbound {
+  log: Logger;
+  /** POSTs an answer to a server->client request; never throws. */
+  reply(session: SessionRef, r: JsonRpcResponse, method: string): void;
+}
+
+export interface ReadLimits {
+  maxEventBytes: number;
+  /** Cap on one HTTP response body; undefined for long-lived streams. */
+  maxBodyBytes: number | undefined;
+}
+
+export type Outcome =
+  | { response: JsonRpcResponse }
+  | { ended: true; events: number }
+  | { dropped: unknown; events: number };
+
+export async function consume(
+  io: Inbound,
+  ctx: Exchange,
+  body: ResponseBody,
+  cursor: Cursor,
+  limits: ReadLimits,
+): Promise<Outcome> {
+  const source = limits.maxBodyBytes === undefined ? body : limitBytes(body, limits.maxBodyBytes);
+  let events = 0;
+  try {
+    for await (const ev of parseSse(source, { maxEventBytes: limits.maxEventBytes })) {
+      events += 1;
+      if (ev.id !== undefined) cursor.lastEventId = ev.id;
+      if (ev.retry !== undefined) cursor.retryMs = ev.retry;
+      if (ev.data === '' || (ev.event !== undefined && ev.event !== 'message')) continue;
+      let messages: UpstreamMessage[];
+      try {
+        messages = decodeMessages(ev.data);
+      } catch (err) {
+        if (!ctx.lenient) throw err;
+        io.log.warn({ err }, 'skipping an invalid event on the upstream GET stream');
+        continue;
+      }
+      const answer = route(io, ctx, messages);
+      if (answer !== undefined) return { response: answer };
+    }
+    return { ended: true, events };
+  } catch (err) {
+    if (ctx.scope.aborted) throw err;
+    if (ctx.lenient || isConnectionDrop(err)) return { dropped: err, events };
+    throw err;
+  }
+}
+
+/** An id-less error answers the call it arrived on; an id-less result is garbage. */
+export function route(io: Inbound, ctx: Exchange, messages: UpstreamMessage[]): JsonRpcResponse | undefined {
+  let answer: JsonRpcResponse | undefined;
+  for (const m of messages) {
+    if (m.kind === 'notification') {
+      deliver(io, () => ctx.handlers.onNotification?.(m.message), m.message.method);
+    } else if (m.kind === 'request') {
+      serverRequest(io, ctx, m.message);
+    } else if (ctx.id !== undefined && m.message.id === ctx.id) {
+      answer = m.message;
+    } else if (m.message.id === undefined || m.message.id === null) {
+      if (!('error' in m.message)) {
+        if (ctx.lenient) continue;
+        throw badResponse('response without id');
+      }
+      if (ctx.id !== undefined) answer = { jsonrpc: '2.0', id: ctx.id, error: m.message.error };
+    } else {
+      io.log.debug('dropping an upstream response for another request');
+    }
+  }
+  return answer;
+}
+
+function serverRequest(io: Inbound, ctx: Exchange, r: JsonRpcRequest): void {
+  if (r.method === 'ping') {
+    io.reply(ctx.session, { jsonrpc: '2.0', id: r.id, result: {} }, r.method);
+    return;
+  }
+  const onServerRequest = ctx.handlers.onServerRequest;
+  if (onServerRequest === undefined) {
+    io.reply(ctx.session, { jsonrpc: '2.0', id: r.id, error: { code: -32601, message: 'Method not found' } }, r.method);
+    return;
+  }
+  deliver(io, () => onServerRequest(r), r.method);
+}
+
+function deliver(io: Inbound, fn: () => void, method: string): void {
+  try {
+    fn();
+  } catch (err) {
+    io.log.error({ err, method }, 'upstream message handler threw');
+  }
+}
