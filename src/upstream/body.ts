@@ -43,14 +43,14 @@ export async function readText(body: ResponseBody, max: number): Promise<string>
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** Frees the connection after a response we do not read, without waiting; never throws. */
-export function discard(body: ResponseBody): void {
+/** Frees the connection after a response we do not read; settles within a second, never rejects. */
+export function discard(body: ResponseBody): Promise<void> {
   const timer = setTimeout(() => body.destroy(), DISCARD_WAIT_MS);
   timer.unref();
-  body
+  return body
     .dump({ limit: DISCARD_LIMIT })
     .catch(() => body.destroy())
-    .finally(() => clearTimeout(timer));
+    .then(() => clearTimeout(timer));
 }
 
 export function mediaType(header: string | string[] | undefined): string {

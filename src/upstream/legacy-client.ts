@@ -144,10 +144,7 @@ export class UpstreamClient {
         const session: SessionRef = { sessionId: ctx.session.sessionId, protocolVersion: version };
         ctx.session = session;
         await this.postOneWay(scope, session, { jsonrpc: '2.0', method: 'notifications/initialized' });
-        this.log.info(
-          { protocolVersion: version, sessionful: session.sessionId !== undefined },
-          'upstream session initialized',
-        );
+        this.log.debug({ protocolVersion: version, sessionful: session.sessionId !== undefined }, 'upstream initialized');
         return { ...session, initializeResult: response.result };
       } catch (err) {
         if (opened && ctx.session.sessionId !== undefined) void this.terminate(ctx.session);
@@ -218,7 +215,7 @@ export class UpstreamClient {
       const scope = this.scope(undefined, this.endpoint.requestTimeoutMs);
       try {
         const res = await this.send('DELETE', this.headers('delete', session), undefined, scope.signal);
-        discard(res.body);
+        void discard(res.body);
         this.log.debug({ status: res.statusCode }, 'upstream session terminated');
       } catch (err) {
         this.log.debug({ err: scope.settle(err) }, 'upstream session termination failed');
@@ -260,7 +257,7 @@ export class UpstreamClient {
     if (kind === 'initialize') {
       const sessionId = firstHeader(res.headers['mcp-session-id']);
       if (sessionId !== undefined && !isValidSessionId(sessionId)) {
-        discard(res.body);
+        void discard(res.body);
         throw badResponse('malformed Mcp-Session-Id');
       }
       ctx.session = { sessionId, protocolVersion: ctx.session.protocolVersion };
@@ -271,12 +268,12 @@ export class UpstreamClient {
   private async answer(ctx: Exchange, res: Dispatcher.ResponseData): Promise<JsonRpcResponse> {
     const status = res.statusCode;
     if (status === 404 && ctx.session.sessionId !== undefined) {
-      discard(res.body);
+      void discard(res.body);
       throw new SessionExpiredError(this.endpoint.name);
     }
     if (status >= 400) return this.httpError(ctx, res);
     if (status < 200 || status >= 300 || status === 202 || status === 204) {
-      discard(res.body);
+      void discard(res.body);
       throw badResponse(`HTTP ${status} to a request`);
     }
     const type = mediaType(res.headers['content-type']);
@@ -287,7 +284,7 @@ export class UpstreamClient {
       return answer;
     }
     if (type === 'text/event-stream') return this.readRequestStream(ctx, res);
-    discard(res.body);
+    void discard(res.body);
     throw badResponse(`unexpected content-type ${JSON.stringify(type.slice(0, 80))}`);
   }
 
@@ -349,11 +346,11 @@ export class UpstreamClient {
     }
     const status = res.statusCode;
     if (status === 404 && ctx.session.sessionId !== undefined) {
-      discard(res.body);
+      void discard(res.body);
       throw new SessionExpiredError(this.endpoint.name);
     }
     if (status >= 500) {
-      discard(res.body);
+      void discard(res.body);
       return { dropped: httpRefusal(status), events: 0 };
     }
     if (status !== 200) {
@@ -361,7 +358,7 @@ export class UpstreamClient {
       throw httpRefusal(status, rpc?.error.message.slice(0, 200));
     }
     if (mediaType(res.headers['content-type']) !== 'text/event-stream') {
-      discard(res.body);
+      void discard(res.body);
       throw badResponse('resumed stream is not text/event-stream');
     }
     return this.read(ctx, res, cursor);
@@ -386,11 +383,11 @@ export class UpstreamClient {
     const res = await this.send('GET', headers, undefined, scope.signal, true);
     const status = res.statusCode;
     if (status === 405) {
-      discard(res.body);
+      void discard(res.body);
       return 'unsupported';
     }
     if (status === 404 && session.sessionId !== undefined) {
-      discard(res.body);
+      void discard(res.body);
       throw new SessionExpiredError(this.endpoint.name);
     }
     if (status !== 200) {
@@ -398,7 +395,7 @@ export class UpstreamClient {
       throw httpRefusal(status, rpc?.error.message.slice(0, 200));
     }
     if (mediaType(res.headers['content-type']) !== 'text/event-stream') {
-      discard(res.body);
+      void discard(res.body);
       throw badResponse('GET stream is not text/event-stream');
     }
     return res;
@@ -469,11 +466,11 @@ export class UpstreamClient {
     const res = await this.send('POST', this.headers('post', session), JSON.stringify(message), scope.signal);
     const status = res.statusCode;
     if (status === 202 || status === 200 || status === 204) {
-      discard(res.body);
+      await discard(res.body);
       return;
     }
     if (status === 404 && session.sessionId !== undefined) {
-      discard(res.body);
+      void discard(res.body);
       throw new SessionExpiredError(this.endpoint.name);
     }
     const rpc = await this.readErrorBody(res);

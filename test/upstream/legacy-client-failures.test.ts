@@ -64,6 +64,12 @@ t.test('legacy_client-to-raw_upstream-http_status: in-band 4xx, 404 session, 5xx
     { id: 5, error: { message: 'status 404' } },
     'without a session id a 404 is an ordinary in-band error',
   );
+  status = 200;
+  t.same(
+    await client.request(SESSION, LIST, {}),
+    { jsonrpc: '2.0', id: 5, error: { code: -32000, message: 'status 200' } },
+    'an id-less error answers the call it arrived on',
+  );
   status = 401;
   t.equal(reasonOf(await failure(client.request(SESSION, LIST, {}))), 'upstream_unavailable');
   status = 503;

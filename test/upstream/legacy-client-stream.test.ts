@@ -250,3 +250,16 @@ t.test('legacy_client-to-raw_upstream-close: ends standalone streams, then resol
   t.pass('close() does not wait on an idle GET stream');
   t.equal(reasonOf(await client.request(SESSION, CALL, {}).catch((e: unknown) => e)), 'upstream_unavailable');
 });
+
+t.test('legacy_client-to-raw_upstream-keep_alive: sockets are reused across calls', async (t) => {
+  const { url, connections } = await rawServer(t, (_req, res, body) => {
+    if (isPost(body, 'method', 'tools/list')) json(res, 200, { jsonrpc: '2.0', id: 1, result: {} });
+    else res.writeHead(202).end();
+  });
+  const { client } = rawClient(t, url);
+  for (let i = 0; i < 3; i++) {
+    await client.request(SESSION, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, {});
+    await client.notify(SESSION, { jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+  }
+  t.ok(connections() <= 2, `${connections()} sockets for 6 calls`);
+});

@@ -27,8 +27,15 @@ export type RawHandler = (req: IncomingMessage, res: ServerResponse, body: unkno
 export const SESSION: SessionRef = { sessionId: 'sess-raw-0123', protocolVersion: '2025-11-25' };
 export const RAW_SECRET = 'Bearer raw-secret-token';
 
-export async function rawServer(t: HasTeardown, handler: RawHandler): Promise<{ url: string; seen: RawSeen[] }> {
+export interface RawServer {
+  url: string;
+  seen: RawSeen[];
+  connections(): number;
+}
+
+export async function rawServer(t: HasTeardown, handler: RawHandler): Promise<RawServer> {
   const seen: RawSeen[] = [];
+  let connections = 0;
   const http = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -39,13 +46,14 @@ export async function rawServer(t: HasTeardown, handler: RawHandler): Promise<{ 
       Promise.resolve(handler(req, res, body)).catch(() => res.destroy());
     });
   });
+  http.on('connection', () => (connections += 1));
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   t.teardown(async () => {
     http.closeAllConnections();
     await new Promise<void>((resolve) => http.close(() => resolve()));
   });
   const { port } = http.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/mcp`, seen };
+  return { url: `http://127.0.0.1:${port}/mcp`, seen, connections: () => connections };
 }
 
 export function rawClient(
