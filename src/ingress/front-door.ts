@@ -5,6 +5,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { constants as h2constants, type Http2ServerRequest } from 'node:http2';
 import { sendCausewayError, sendJson, type HttpResponse } from '../egress/index.js';
 import { checkOrigin, classifyPost, type HeaderBag, type OriginPolicy } from '../envelope/index.js';
 import { causewayError, toCausewayError } from '../errors.js';
@@ -79,19 +80,30 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
   }
   if (deps.draining()) {
     if ('httpVersionMajor' in req && req.httpVersionMajor === 1) res.setHeader('connection', 'close');
+    closeAfterReply(req, res);
     return sendCausewayError(res, causewayError('draining'), null);
   }
-  if (path !== deps.path) return sendCausewayError(res, causewayError('not_found'), null);
+  if (path !== deps.path) {
+    closeAfterReply(req, res);
+    return sendCausewayError(res, causewayError('not_found'), null);
+  }
   if (headerBytes(req) > deps.maxHeaderBytes) {
+    closeAfterReply(req, res);
     res.writeHead(431, { 'content-length': '0' });
     res.end();
     return;
   }
   const headers = headerBag(req.headers);
   const originCheck = checkOrigin(deps.origin, headers.host ?? headers[':authority'] ?? authorityOf(req), headers.origin);
-  if (!originCheck.ok) return sendCausewayError(res, causewayError(originCheck.reason), null);
+  if (!originCheck.ok) {
+    closeAfterReply(req, res);
+    return sendCausewayError(res, causewayError(originCheck.reason), null);
+  }
 
-  if (deps.inFlight.count >= deps.maxInFlight) return sendCausewayError(res, causewayError('overloaded'), null);
+  if (deps.inFlight.count >= deps.maxInFlight) {
+    closeAfterReply(req, res);
+    return sendCausewayError(res, causewayError('overloaded'), null);
+  }
   deps.inFlight.count++;
   const abort = new AbortController();
   const onClose = () => {
@@ -103,6 +115,29 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
   } finally {
     deps.inFlight.count--;
   }
+}
+
+/**
+ * A request refused before its body was read to the end must not have the rest read: close the
+ * HTTP/1.1 connection after the reply, or reset the h2 stream with NO_ERROR once the reply is sent
+ * [RFC 9113 §8.1]. Otherwise the discarded body is read without bound. No-op when there is no body.
+ */
+function closeAfterReply(req: IngressRequest, res: HttpResponse): void {
+  if (!bodyPending(req)) return;
+  if (req.httpVersionMajor >= 2) {
+    // The stream's own 'finish' (reply sent): the compat response's fires only once the stream closes.
+    const stream = (req as Http2ServerRequest).stream;
+    stream.once('finish', () => {
+      if (!stream.closed) stream.close(h2constants.NGHTTP2_NO_ERROR);
+    });
+  } else if (!res.headersSent) res.setHeader('connection', 'close');
+}
+
+function bodyPending(req: IngressRequest): boolean {
+  if (req.complete || req.readableEnded) return false;
+  if (req.httpVersionMajor >= 2) return !(req as Http2ServerRequest).stream.endAfterHeaders;
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length.trim() !== '0');
 }
 
 function authorityOf(req: IngressRequest): string | undefined {
@@ -124,11 +159,15 @@ async function dispatch(
     }
     return deps.passthrough.forward(method, req.headers, undefined, res, signal);
   }
-  if (method !== 'POST') return sendCausewayError(res, causewayError('method_not_allowed'), null);
+  if (method !== 'POST') {
+    closeAfterReply(req, res);
+    return sendCausewayError(res, causewayError('method_not_allowed'), null);
+  }
 
   const contentType = headers['content-type'];
   if (contentType !== undefined && !/^application\/json\b/i.test(contentType.trim())) {
     req.resume();
+    closeAfterReply(req, res);
     return sendCausewayError(res, causewayError('unsupported_media_type'), null);
   }
   let body: Buffer;
@@ -136,6 +175,7 @@ async function dispatch(
     body = await readBody(req, deps.body);
   } catch (err) {
     if (signal.aborted) return;
+    closeAfterReply(req, res);
     return sendCausewayError(res, toCausewayError(err), null);
   }
   const parsed = parseJson(body);

@@ -347,7 +347,8 @@ export class UpstreamClient {
     const status = res.statusCode;
     if (status === 404 && ctx.session.sessionId !== undefined) {
       void discard(res.body);
-      throw new SessionExpiredError(this.endpoint.name);
+      // The call may have run before the session went away: never let the pool replay it.
+      throw new CausewayError('upstream_unavailable', 'Upstream session ended while the call was running; its outcome is unknown');
     }
     if (status >= 500) {
       void discard(res.body);

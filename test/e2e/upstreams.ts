@@ -1,0 +1,142 @@
+// Upstreams for the fault tests: the legacy fixture as a child process (so it can be killed and
+// brought back on the same port), and a raw node:http upstream that speaks just enough legacy
+// Streamable HTTP to open a session, then misbehaves on tools/call as told.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import type { LegacyServerStats } from '../fixtures/legacy-server.js';
+
+const FIXTURE_CLI = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
+
+export interface FixtureProcess {
+  url: string;
+  port: number;
+  child: ChildProcess;
+  stats(): Promise<LegacyServerStats>;
+  expireSessions(): Promise<number>;
+  /** SIGKILL: no goodbye to anyone. */
+  kill(): Promise<void>;
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<void>;
+}
+
+export async function spawnFixture(port = 0, args: string[] = []): Promise<FixtureProcess> {
+  const child = spawn(process.execPath, [FIXTURE_CLI, '--port', String(port), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const info = await new Promise<{ url: string; port: number }>((resolve, reject) => {
+    let buf = '';
+    const timer = setTimeout(() => reject(new Error(`fixture did not start: ${stderr}`)), 10_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const nl = buf.indexOf('\n');
+      if (nl < 0) return;
+      clearTimeout(timer);
+      try {
+        resolve(JSON.parse(buf.slice(0, nl)) as { url: string; port: number });
+      } catch (err) {
+        reject(err as Error);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`fixture exited with ${code}: ${stderr}`));
+    });
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const base = new URL(info.url);
+  const stopWith = (signal: NodeJS.Signals) => async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+  };
+  return {
+    ...info,
+    child,
+    stats: async () => (await (await fetch(new URL('/__stats', base))).json()) as LegacyServerStats,
+    expireSessions: async () =>
+      ((await (await fetch(new URL('/__expire-sessions', base), { method: 'POST' })).json()) as { expired: number }).expired,
+    kill: stopWith('SIGKILL'),
+    stop: stopWith('SIGTERM'),
+  };
+}
+
+export type CallBehaviour = (res: ServerResponse, msg: { id: unknown; method: string }) => void;
+
+export interface RawUpstream {
+  url: string;
+  /** Methods received, in order (notifications included). */
+  methods: string[];
+  close(): Promise<void>;
+}
+
+const SESSION_ID = 'raw-session-0001';
+
+function json(res: ServerResponse, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(200, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+/**
+ * A legacy upstream that initializes normally and lists one tool, then answers tools/call with
+ * `onCall`. With `hangAll`, it accepts every connection and never answers anything.
+ */
+export async function rawUpstream(opts: { onCall?: CallBehaviour; hangAll?: boolean }): Promise<RawUpstream> {
+  const methods: string[] = [];
+  const sockets = new Set<Socket>();
+  const server = http.createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      let msg: { id?: unknown; method?: string } = {};
+      try {
+        msg = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as typeof msg;
+      } catch {
+        /* not JSON: treated as unknown */
+      }
+      methods.push(msg.method ?? `${req.method ?? '?'} (no method)`);
+      if (opts.hangAll) return;
+      if (req.method === 'DELETE') return void res.writeHead(200).end();
+      if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      switch (msg.method) {
+        case 'initialize':
+          return json(
+            res,
+            {
+              jsonrpc: '2.0',
+              id: msg.id,
+              result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'raw', version: '1.0.0' } },
+            },
+            { 'mcp-session-id': SESSION_ID },
+          );
+        case 'tools/list':
+          return json(res, {
+            jsonrpc: '2.0',
+            id: msg.id,
+            result: { tools: [{ name: 'misbehave', inputSchema: { type: 'object', properties: {} } }] },
+          });
+        case 'tools/call':
+          return opts.onCall ? opts.onCall(res, { id: msg.id, method: msg.method }) : undefined;
+        default:
+          return json(res, { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
+      }
+    });
+  });
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    methods,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
