@@ -9,11 +9,16 @@ import { createIngress } from './ingress/server.js';
 import type { Logger } from './log.js';
 import { createMetrics } from './metrics/registry.js';
 import { LegacyPassthrough } from './passthrough/legacy.js';
-import { MemorySessionStore, SessionPool, type SessionStore } from './pool/index.js';
+import { createRedisClient, createStore, redisConnection, SessionPool, type SessionStore } from './pool/index.js';
+import { RedisBus } from './bus/message-bus.js';
+import { Handoff } from './mrtr/handoff.js';
+import { serveHandedRounds, type BridgeDeps } from './mrtr/bridge.js';
+import { randomUUID } from 'node:crypto';
 import { IdMinter } from './upstream/ids.js';
 import { HeldCalls } from './mrtr/holder.js';
 import { StateSealer } from './mrtr/request-state.js';
 import { UpstreamClient } from './upstream/legacy-client.js';
+import { InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
 
 export const VERSION = '0.1.0';
 
@@ -24,7 +29,7 @@ export interface App {
   readonly url: string | undefined;
 }
 
-export function createApp(config: Config, log: Logger, store: SessionStore = new MemorySessionStore()): App {
+export function createApp(config: Config, log: Logger, store: SessionStore = createStore(config, log.child({ stage: 'store' }))): App {
   const metrics = createMetrics();
   const upstreamName = config.upstream.name;
   const client = new UpstreamClient(
@@ -57,6 +62,8 @@ export function createApp(config: Config, log: Logger, store: SessionStore = new
       },
       onHit: () => metrics.poolLookups.inc({ upstream: upstreamName, result: 'hit' }),
       onMiss: () => metrics.poolLookups.inc({ upstream: upstreamName, result: 'miss' }),
+      onStoreError: (op) => metrics.storeErrors.inc({ upstream: upstreamName, op }),
+      onLocalSession: () => metrics.localSessions.inc({ upstream: upstreamName }),
     },
   );
   const passthrough = new LegacyPassthrough(
@@ -75,6 +82,39 @@ export function createApp(config: Config, log: Logger, store: SessionStore = new
 
   const ids = new IdMinter();
   const held = new HeldCalls(config.mrtr.maxPending, config.mrtr.maxPendingPerPrincipal);
+  const replicaId = randomUUID();
+  // With a shared store, a retry may land on any replica: hand it to the one holding its call.
+  const handoff =
+    config.store.kind === 'redis'
+      ? new Handoff(
+          new RedisBus(createRedisClient(redisConnection(config.store))),
+          replicaId,
+          config.store.keyPrefix,
+          1_000,
+          log.child({ stage: 'handoff' }),
+        )
+      : undefined;
+  const bridge: BridgeDeps = {
+    replicaId,
+    handoff,
+    client,
+    ids,
+    held,
+    sealer: new StateSealer(config.mrtr.stateKeys),
+    collectWindowMs: config.mrtr.collectWindowMs,
+    stateTtlMs: config.mrtr.stateTtlMs,
+  };
+  // One replica: change notifications travel in-process (a shared bus comes with cross-replica listen).
+  const sessionEvents = new InProcessSessionEventBus(log.child({ stage: 'subscriptions' }));
+  const subscriptions = new Subscriptions(
+    { pool, client, ids, bus: sessionEvents, log: log.child({ stage: 'subscriptions' }) },
+    {
+      maxListeners: config.subscriptions.maxListeners,
+      maxPerPrincipal: config.subscriptions.maxPerPrincipal,
+      keepAliveMs: config.subscriptions.keepAliveMs,
+      maxUrisPerListen: config.subscriptions.maxUrisPerListen,
+    },
+  );
   let draining = false;
   const inFlight = { count: 0 };
   const ingress = createIngress(
@@ -101,14 +141,8 @@ export function createApp(config: Config, log: Logger, store: SessionStore = new
         ids,
         principal: config.principal,
         cacheHint,
-        bridge: {
-          client,
-          ids,
-          held,
-          sealer: new StateSealer(config.mrtr.stateKeys),
-          collectWindowMs: config.mrtr.collectWindowMs,
-          stateTtlMs: config.mrtr.stateTtlMs,
-        },
+        bridge,
+        subscriptions,
       },
       log,
       ready: () => !draining,
@@ -124,6 +158,9 @@ export function createApp(config: Config, log: Logger, store: SessionStore = new
       return url;
     },
     async listen() {
+      await handoff?.serve(serveHandedRounds(bridge)).catch((err: unknown) => {
+        log.warn({ err }, 'cannot receive handed-over retries yet; retries landing elsewhere will replay');
+      });
       const addr = await ingress.listen();
       const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
       url = `${ingress.protocol}://${host}:${addr.port}${config.listen.path}`;
@@ -135,9 +172,13 @@ export function createApp(config: Config, log: Logger, store: SessionStore = new
       ingress.stopAccepting();
       ingress.closeConnections(false);
       const deadline = Date.now() + config.drain.timeoutMs;
+      // Listen streams never finish on their own: end them with the closing result [SUBS].
+      await subscriptions.close(config.drain.timeoutMs);
+      await sessionEvents.close();
       while (inFlight.count > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
       ingress.closeConnections(true);
       held.cancelAll();
+      await handoff?.close();
       await pool.close();
       await store.close();
       await Promise.allSettled([client.close(), passthrough.close()]);

@@ -4,6 +4,7 @@
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { createLogger } from './log.js';
+import { createStore, storeReady } from './pool/index.js';
 
 async function main(): Promise<void> {
   let config;
@@ -17,7 +18,16 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.log.level);
-  const app = createApp(config, log);
+  let store;
+  try {
+    store = createStore(config, log.child({ stage: 'store' }));
+  } catch (err) {
+    process.stderr.write(`invalid configuration:\n  ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(2);
+  }
+  // A shared store gets a moment to connect; without it Causeway still starts, with replica-local sessions.
+  if (!(await storeReady(store, 2_000))) log.warn({ store: store.kind }, 'session store not reachable at start; serving with replica-local sessions');
+  const app = createApp(config, log, store);
   const addr = await app.listen();
   log.info({ url: app.url, port: addr.port, upstream: config.upstream.name }, 'causeway listening');
   let stopping = false;

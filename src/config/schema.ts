@@ -27,13 +27,33 @@ export interface Config {
     maxResponseBytes: number;
   };
   cache: { ttlMs: number; scope: CacheScope; methods: Record<string, { ttlMs?: number; scope?: CacheScope }> };
-  store: { kind: StoreKind; idleTtlMs: number; maxSessions: number };
+  store: {
+    kind: StoreKind;
+    idleTtlMs: number;
+    maxSessions: number;
+    keyPrefix: string;
+    redisUrl: string;
+    redisUsername: string;
+    redisPassword: string;
+    redisTlsCaFile: string;
+    redisSentinels: string[];
+    redisSentinelName: string;
+    redisSentinelPassword: string;
+    redisCluster: string[];
+    redisCommandTimeoutMs: number;
+  };
   mrtr: {
     stateKeys: string[];
     stateTtlMs: number;
     collectWindowMs: number;
     maxPending: number;
     maxPendingPerPrincipal: number;
+  };
+  subscriptions: {
+    maxListeners: number;
+    maxPerPrincipal: number;
+    keepAliveMs: number;
+    maxUrisPerListen: number;
   };
   log: { level: string };
   drain: { timeoutMs: number };
@@ -122,6 +142,41 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'store.idleTtlMs', kind: 'number', default: 900_000, doc: 'An upstream session unused this long is closed.' },
   { path: 'store.maxSessions', kind: 'number', default: 10_000, doc: 'Most pooled upstream sessions; the least recently used goes first.' },
   {
+    path: 'store.keyPrefix',
+    kind: 'string',
+    default: 'causeway:',
+    doc: 'Prefix of every Redis key Causeway writes (no braces); deployments sharing one Redis need different prefixes.',
+  },
+  {
+    path: 'store.redisUrl',
+    kind: 'string',
+    default: 'redis://127.0.0.1:6379',
+    doc: 'Redis when store.kind is redis: redis://[user:password@]host:port[/db], rediss:// for TLS. With Sentinel or Cluster only its scheme, credentials and db are used.',
+  },
+  { path: 'store.redisUsername', kind: 'string', default: '', doc: 'Redis ACL user; overrides the one in store.redisUrl.' },
+  { path: 'store.redisPassword', kind: 'string', default: '', doc: 'Redis password; overrides the one in store.redisUrl (prefer the env var).' },
+  { path: 'store.redisTlsCaFile', kind: 'string', default: '', doc: 'PEM CA bundle trusted for rediss:// (default: the system CAs).' },
+  {
+    path: 'store.redisSentinels',
+    kind: 'list',
+    default: [],
+    doc: 'Sentinel host:port list; when set, the Redis master is found through Sentinel.',
+  },
+  { path: 'store.redisSentinelName', kind: 'string', default: 'mymaster', doc: 'Master name the Sentinels watch.' },
+  { path: 'store.redisSentinelPassword', kind: 'string', default: '', doc: 'Password of the Sentinels themselves, if they require one.' },
+  {
+    path: 'store.redisCluster',
+    kind: 'list',
+    default: [],
+    doc: 'Redis Cluster seed nodes as host:port; when set, Causeway talks Cluster protocol.',
+  },
+  {
+    path: 'store.redisCommandTimeoutMs',
+    kind: 'number',
+    default: 500,
+    doc: 'Longest wait for one Redis command; past it the request carries on with a replica-local session.',
+  },
+  {
     path: 'mrtr.stateKeys',
     kind: 'list',
     default: [],
@@ -131,6 +186,10 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'mrtr.collectWindowMs', kind: 'number', default: 20, doc: 'Asks arriving this close together go into one input_required round.' },
   { path: 'mrtr.maxPending', kind: 'number', default: 10_000, doc: 'Most upstream calls held open between rounds on one replica.' },
   { path: 'mrtr.maxPendingPerPrincipal', kind: 'number', default: 100, doc: 'Most held calls per principal on one replica.' },
+  { path: 'subscriptions.maxListeners', kind: 'number', default: 10_000, doc: 'Most subscriptions/listen streams open at once on one replica (503 beyond).' },
+  { path: 'subscriptions.maxPerPrincipal', kind: 'number', default: 100, doc: 'Most listen streams open at once per principal on one replica (503 beyond).' },
+  { path: 'subscriptions.keepAliveMs', kind: 'number', default: 15_000, doc: 'Interval of the `:` keep-alive comments on listen streams; 0 sends none.' },
+  { path: 'subscriptions.maxUrisPerListen', kind: 'number', default: 100, doc: 'Most resourceSubscriptions URIs one listen request may name (-32602 beyond).' },
   {
     path: 'log.level',
     kind: 'string',

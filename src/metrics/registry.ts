@@ -40,6 +40,18 @@ export function createMetrics() {
       labelNames: ['upstream', 'result'] as const,
       registers: [registry],
     }),
+    storeErrors: new Counter({
+      name: 'causeway_session_store_errors_total',
+      help: 'Failed session store (Redis) commands, by operation; requests carry on with replica-local sessions.',
+      labelNames: ['upstream', 'op'] as const,
+      registers: [registry],
+    }),
+    localSessions: new Counter({
+      name: 'causeway_session_local_total',
+      help: 'Upstream sessions opened replica-local because the shared store was unavailable.',
+      labelNames: ['upstream'] as const,
+      registers: [registry],
+    }),
   };
 }
 

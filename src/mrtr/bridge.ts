@@ -9,14 +9,19 @@ import { causewayError, CausewayError } from '../errors.js';
 import { isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { relayCall } from '../upstream/call.js';
+import { SessionExpiredError } from '../upstream/errors.js';
 import type { IdMinter } from '../upstream/ids.js';
 import type { SessionRef, UpstreamClient } from '../upstream/legacy-client.js';
 import type { ModernRequest } from '../envelope/index.js';
 import { levelAtLeast } from '../envelope/index.js';
+import { Handoff, type ForwardedRound, type HandedResult } from './handoff.js';
 import { HeldCalls, PendingCall, type RoundListener } from './holder.js';
 import { paramsDigest, type StateSealer } from './request-state.js';
 
 export interface BridgeDeps {
+  replicaId: string;
+  /** Hands retries to the replica holding their call; absent on a single replica. */
+  handoff: Handoff | undefined;
   client: UpstreamClient;
   ids: IdMinter;
   held: HeldCalls;
@@ -32,6 +37,8 @@ export interface RoundExchange {
   log: Logger;
   /** Receives this round's progress / log notifications (already filtered and re-tokened). */
   send(n: JsonRpcNotification): void;
+  /** Any other notification on the call's stream (list_changed, resources/updated), for the session's listeners. */
+  onChange?(n: JsonRpcNotification): void;
   upstreamHeaders: Record<string, string>;
 }
 
@@ -55,6 +62,7 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
   const responses = readResponses(request.params);
   const digest = paramsDigest(request.params);
   let pending: PendingCall | undefined;
+  let replayOf: string | undefined;
 
   const state = request.params.requestState;
   if (state !== undefined) {
@@ -69,6 +77,22 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
       if (deps.held.wasFinished(claims.c)) throw invalid('requestState was already used');
       pending = deps.held.get(claims.c);
       if (pending && (pending.round !== claims.r || pending.busy)) throw invalid('requestState was already used');
+      // The upstream dropped the held call while it waited on the client (session lost, deadline): replay it.
+      if (pending?.lost) {
+        deps.held.release(pending);
+        pending = undefined;
+      }
+      if (!pending && claims.h !== deps.replicaId && deps.handoff) {
+        const handed = await deps.handoff.forward(claims.h, { callId: claims.c, round: claims.r, inputResponses: responses }, ex.signal);
+        if (handed !== 'unreachable') return fromHanded(handed);
+        ex.log.info('the replica holding this call is gone; replaying it');
+      }
+      // Holder gone: this state may start one replay on this replica, not more.
+      if (!pending) {
+        if (deps.held.wasFinished(claims.c)) throw invalid('requestState was already used');
+        deps.held.remember(claims.c, claims.e);
+        replayOf = claims.c;
+      }
     }
   }
 
@@ -76,11 +100,30 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
     pending.stopTimer();
     pending.answer(responses);
   } else {
-    if (!deps.held.hasRoom(ex.principal)) throw causewayError('overloaded', 'Too many multi-round calls pending');
     pending = start(ex, session, deps, digest);
+    pending.replayOf = replayOf;
     pending.answer(responses);
   }
-  return await nextRound(ex, pending, deps);
+  return await nextRound(pending, deps, listenerFor(ex), ex.signal);
+}
+
+function fromHanded(h: HandedResult): RoundResult {
+  return h.kind === 'input' ? h : { kind: 'upstream', response: h.response as unknown as JsonRpcResponse };
+}
+
+/** The holder's side of a handed-over retry: the same round logic, results sent back over the bus. */
+export function serveHandedRounds(deps: BridgeDeps): (round: ForwardedRound) => Promise<HandedResult | 'missing'> {
+  return async ({ callId, round, inputResponses }) => {
+    if (deps.held.wasFinished(callId)) throw invalid('requestState was already used');
+    const pending = deps.held.get(callId);
+    if (!pending) return 'missing';
+    if (pending.round !== round || pending.busy) throw invalid('requestState was already used');
+    pending.stopTimer();
+    pending.answer(inputResponses);
+    const quiet: RoundListener = { onProgress: () => undefined, onLog: () => undefined };
+    const r = await nextRound(pending, deps, quiet, AbortSignal.timeout(deps.stateTtlMs));
+    return r.kind === 'input' ? r : { kind: 'upstream', response: r.response as unknown as JsonObject };
+  };
 }
 
 function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digest: string): PendingCall {
@@ -101,6 +144,7 @@ function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digest:
     {
       onProgress: (n) => pending.listener?.onProgress(n),
       onLog: (n) => pending.listener?.onLog(n),
+      onOtherNotification: (n) => ex.onChange?.(n),
       onServerRequest: (r) => {
         const required = requiredCapability(r.method, r.params);
         if (required === undefined || !declares(declared, required)) {
@@ -141,11 +185,11 @@ function listenerFor(ex: RoundExchange): RoundListener {
   };
 }
 
-async function nextRound(ex: RoundExchange, pending: PendingCall, deps: BridgeDeps): Promise<RoundResult> {
+async function nextRound(pending: PendingCall, deps: BridgeDeps, listener: RoundListener, signal: AbortSignal): Promise<RoundResult> {
   pending.busy = true;
-  pending.listener = listenerFor(ex);
+  pending.listener = listener;
   try {
-    const outcome = await pending.next(deps.collectWindowMs, ex.signal);
+    const outcome = await pending.next(deps.collectWindowMs, signal);
     const stateExpiry = Date.now() + deps.stateTtlMs;
     if (outcome.kind === 'done') {
       deps.held.release(pending, stateExpiry);
@@ -153,11 +197,23 @@ async function nextRound(ex: RoundExchange, pending: PendingCall, deps: BridgeDe
     }
     if (outcome.kind === 'failed') {
       pending.cancel();
-      deps.held.release(pending, stateExpiry);
+      if (outcome.error instanceof SessionExpiredError) {
+        // The pool re-runs this round on a new session, which replays the call from these answers.
+        deps.held.release(pending);
+        if (pending.replayOf !== undefined) deps.held.forget(pending.replayOf);
+      } else deps.held.release(pending, stateExpiry);
       throw outcome.error;
     }
+    // The bound applies when a call first needs holding; check and hold with no await between.
+    if (deps.held.get(pending.id) === undefined) {
+      if (!deps.held.hasRoom(pending.principal)) {
+        pending.cancel();
+        deps.held.release(pending);
+        throw causewayError('overloaded', 'Too many multi-round calls pending');
+      }
+      deps.held.hold(pending);
+    }
     pending.round++;
-    deps.held.hold(pending);
     pending.expireAfter(deps.stateTtlMs, () => deps.held.release(pending, stateExpiry));
     const inputRequests: JsonObject = {};
     for (const ask of outcome.asks) inputRequests[ask.key] = ask.input;
@@ -167,6 +223,7 @@ async function nextRound(ex: RoundExchange, pending: PendingCall, deps: BridgeDe
       d: pending.digest,
       c: pending.id,
       r: pending.round,
+      h: deps.replicaId,
       e: stateExpiry,
     });
     return { kind: 'input', result: { resultType: 'input_required', inputRequests, requestState } };

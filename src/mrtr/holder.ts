@@ -55,6 +55,11 @@ export class PendingCall {
     this.wake?.();
   }
 
+  /** The upstream call failed on its own while held (not refused by capability): nothing was decided. */
+  get lost(): boolean {
+    return this.outcome?.kind === 'failed' && this.refusal === undefined && !this.busy;
+  }
+
   settle(response: JsonRpcResponse): void {
     this.outcome ??= { kind: 'done', response };
     this.wake?.();
@@ -79,6 +84,9 @@ export class PendingCall {
       this.sink(ask.upstreamId, r);
     }
   }
+
+  /** The held call whose state this call replays (its holder was gone). */
+  replayOf: string | undefined;
 
   /** One retry at a time per held call; a second one is a replay. */
   busy = false;
@@ -155,12 +163,25 @@ export class HeldCalls {
     return until !== undefined && until > Date.now();
   }
 
+  /** Marks a state's call used without holding it (its holder is gone; the state starts one replay). */
+  remember(id: string, until: number): void {
+    if (until > Date.now()) this.finished.set(id, until);
+  }
+
+  /** Undoes remember() when the replay it allowed never reached the upstream (the session was gone). */
+  forget(id: string): void {
+    this.finished.delete(id);
+  }
+
   release(call: PendingCall, stateExpiresAt = 0): void {
     call.stopTimer();
-    if (stateExpiresAt > Date.now()) this.finished.set(call.id, stateExpiresAt);
-    if (this.finished.size > 4 * this.maxTotal) {
-      const now = Date.now();
-      for (const [id, until] of this.finished) if (until <= now) this.finished.delete(id);
+    const now = Date.now();
+    // Only a call that handed out a state (round >= 1) can be replayed.
+    if (call.round > 0 && stateExpiresAt > now) this.finished.set(call.id, stateExpiresAt);
+    // One TTL for all, so insertion order is expiry order: expired entries are at the front.
+    for (const [id, until] of this.finished) {
+      if (until > now) break;
+      this.finished.delete(id);
     }
     if (!this.calls.delete(call.id)) return;
     const n = (this.perPrincipal.get(call.principal) ?? 1) - 1;

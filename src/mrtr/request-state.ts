@@ -18,6 +18,8 @@ export interface StateClaims {
   c: string;
   /** Round number the state answers. */
   r: number;
+  /** Replica holding the call. */
+  h: string;
   /** Expiry, ms since the epoch. */
   e: number;
 }

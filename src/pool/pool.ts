@@ -1,7 +1,13 @@
 // The session pool: acquire(key) gives an upstream session for (upstream, principal,
 // capabilities), opening one with initialize only when no replica has. Creation and
 // replacement are single-flight, locally by promise and across replicas by the store's lock
-// and compare-and-set. A warm session is served from this replica's memory with no store call.
+// and compare-and-set. A warm session is served from this replica's memory with no store call;
+// its last use reaches the store in batches, every touchIntervalMs.
+//
+// When the store fails (Redis down or too slow), the pool keeps serving: a session it cannot
+// load or share is opened replica-local (`localOnly`). When the store answers again (or its
+// connection comes back) the pool publishes what it opened meanwhile, insert-if-absent, and
+// adopts whatever another replica published first, so the replicas converge on one session per key.
 
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log.js';
@@ -19,6 +25,10 @@ export interface PoolOptions {
   /** How long a creation lock is held before another replica may take over. */
   lockTtlMs: number;
   touchIntervalMs: number;
+  /** After a store failure, new sessions skip the store this long before trying it again. Default 1000. */
+  storeRetryMs?: number;
+  /** A session superseded when replicas converge after an outage is ended upstream this much later. Default 30000. */
+  retireGraceMs?: number;
 }
 
 /** A session as this replica knows it, with replica-local facts learned while using it. */
@@ -28,13 +38,42 @@ export interface PooledSession {
   /** Local memo slots for facts derived from this session (tool header annotations, log level set). */
   memo: Map<string, unknown>;
   lastUsedAt: number;
+  /** Opened while the store failed: known to this replica only until it is published. */
+  localOnly: boolean;
 }
 
 export interface PoolEvents {
   onInitialize?(durationMs: number, reason: 'new' | 'expired'): void;
   onHit?(): void;
   onMiss?(): void;
+  /** A store command failed (op: get, lock, insert, replace, remove, touch, idle, count, probe); e.g. a Redis error. */
+  onStoreError?(op: string): void;
+  /** A session was opened replica-local because the store failed. */
+  onLocalSession?(): void;
 }
+
+/** Optional store capability: told when its connection comes back (a restarted Redis may have lost records). */
+interface ReconnectSignal {
+  onReconnect?(listener: () => void): void;
+}
+
+/** A store command failed; the pool falls back to replica-local sessions. */
+class StoreUnavailable extends Error {
+  constructor(
+    readonly op: string,
+    cause: unknown,
+  ) {
+    super(`session store ${op} failed`, { cause });
+    this.name = 'StoreUnavailable';
+  }
+}
+
+/** The same upstream session (not merely the same key). */
+export function sameRecord(a: SessionRecord, b: SessionRecord): boolean {
+  return a.generation === b.generation && a.sessionId === b.sessionId && a.createdAt === b.createdAt;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class SessionPool {
   private readonly local = new Map<string, PooledSession>();
@@ -42,7 +81,17 @@ export class SessionPool {
   private readonly dirty = new Map<string, number>();
   private readonly owner = randomUUID();
   private readonly timers: NodeJS.Timeout[] = [];
+  /** A replica-local session opened to replace a dead one: the record it replaces, for the CAS when it is published. */
+  private readonly replacing = new WeakMap<PooledSession, SessionRecord>();
+  /** Superseded sessions waiting for their DELETE. */
+  private readonly retiring = new Map<NodeJS.Timeout, SessionRecord>();
+  /** Shared by replicas (Redis): local eviction only forgets, and shutdown leaves sessions alive. */
+  private readonly shared: boolean;
   private closed = false;
+  private storeUp = true;
+  private storeRetryAt = 0;
+  private probing = false;
+  private republishing: Promise<void> | undefined;
 
   constructor(
     private readonly store: SessionStore,
@@ -51,11 +100,18 @@ export class SessionPool {
     private readonly log: Logger,
     private readonly events: PoolEvents = {},
   ) {
+    this.shared = store.kind !== 'memory';
     const sweep = setInterval(() => void this.sweep(), Math.max(1000, Math.min(opts.idleTtlMs / 4, 30_000)));
-    const flush = setInterval(() => void this.flushTouches(), opts.touchIntervalMs);
+    const flush = setInterval(() => void this.tick(), opts.touchIntervalMs);
     sweep.unref();
     flush.unref();
     this.timers.push(sweep, flush);
+    (store as SessionStore & ReconnectSignal).onReconnect?.(() => {
+      if (this.closed) return;
+      this.log.info('session store reconnected; publishing this replica’s sessions');
+      this.storeUp = true;
+      this.startRepublish();
+    });
   }
 
   get size(): number {
@@ -89,19 +145,33 @@ export class SessionPool {
   replace(stale: PooledSession): Promise<PooledSession> {
     return this.singleFlight(stale.key.id, async () => {
       const current = this.local.get(stale.key.id);
-      if (current && current.record.generation > stale.record.generation) return current;
-      const stored = await this.store.get(stale.key.id);
-      if (stored && stored.generation > stale.record.generation) return this.adopt(stale.key, stored);
-      const record = await this.createLocked(stale.key, 'expired', stale.record.generation);
-      return this.adopt(stale.key, record);
+      if (current && current !== stale && !sameRecord(current.record, stale.record)) return current;
+      // Records known dead: the stale one, and the one a replica-local stale session itself replaced.
+      const replaced = this.replacing.get(stale);
+      const dead = (r: SessionRecord) => sameRecord(r, stale.record) || (replaced !== undefined && sameRecord(r, replaced));
+      const local = async () => {
+        const s = await this.openLocal(stale.key, 'expired', stale.record.generation + 1);
+        if (!stale.localOnly) this.replacing.set(s, stale.record);
+        else if (replaced) this.replacing.set(s, replaced);
+        return s;
+      };
+      if (!this.storeUsable()) return local();
+      try {
+        const stored = await this.st('get', () => this.store.get(stale.key.id));
+        if (stored && !dead(stored)) return this.adopt(stale.key, stored);
+        return await this.openShared(stale.key, 'expired', stored ?? stale.record);
+      } catch (err) {
+        if (!(err instanceof StoreUnavailable)) throw err;
+        return local();
+      }
     });
   }
 
   /** Forget a session everywhere and end it upstream (it is not coming back). */
   async drop(session: PooledSession): Promise<void> {
-    this.local.delete(session.key.id);
-    if (await this.store.remove(session.key.id, session.record.generation)) {
-      await this.client.terminate({ sessionId: session.record.sessionId, protocolVersion: session.record.protocolVersion });
+    if (this.local.get(session.key.id) === session) this.local.delete(session.key.id);
+    if (session.localOnly || (await this.store.remove(session.key.id, session.record.generation))) {
+      await this.terminate(session.record);
     }
   }
 
@@ -109,10 +179,20 @@ export class SessionPool {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     await this.flushTouches();
-    // A memory store dies with this process, so its sessions are ended; shared ones stay for the other replicas.
-    if (this.store.kind === 'memory') {
-      await Promise.allSettled([...this.local.values()].map((s) => this.drop(s)));
+    await this.republishing;
+    const ending: Array<Promise<unknown>> = [];
+    for (const [timer, record] of this.retiring) {
+      clearTimeout(timer);
+      ending.push(this.terminate(record));
     }
+    this.retiring.clear();
+    for (const s of this.local.values()) {
+      // A memory store dies with this process, so its sessions are ended; shared ones stay for the
+      // other replicas, except those this replica alone knows.
+      if (!this.shared) ending.push(this.drop(s));
+      else if (s.localOnly) ending.push(this.terminate(s.record));
+    }
+    await Promise.allSettled(ending);
     this.local.clear();
   }
 
@@ -125,34 +205,63 @@ export class SessionPool {
   }
 
   private async load(key: SessionKey): Promise<PooledSession> {
-    const stored = await this.store.get(key.id);
-    if (stored) return this.adopt(key, stored);
-    await this.makeRoom();
-    return this.adopt(key, await this.createLocked(key, 'new', undefined));
+    if (!this.storeUsable()) return this.openLocal(key, 'new', 1);
+    try {
+      const stored = await this.st('get', () => this.store.get(key.id));
+      if (stored) return this.adopt(key, stored);
+      await this.makeRoom();
+      return await this.openShared(key, 'new', undefined);
+    } catch (err) {
+      if (!(err instanceof StoreUnavailable)) throw err;
+      return this.openLocal(key, 'new', 1);
+    }
   }
 
   /**
-   * Opens a session under the store's lock. Another replica holding the lock is creating the
-   * same session: wait for its record instead of initializing a second one.
+   * Opens a session under the store's lock, replacing `stale` if given. Another replica holding
+   * the lock is opening the same session: wait for its record instead of initializing a second one.
+   * A session opened here that the store then fails to record is kept, replica-local.
    */
-  private async createLocked(key: SessionKey, reason: 'new' | 'expired', staleGeneration: number | undefined): Promise<SessionRecord> {
+  private async openShared(key: SessionKey, reason: 'new' | 'expired', stale: SessionRecord | undefined): Promise<PooledSession> {
+    const fresh = (r: SessionRecord) => stale === undefined || !sameRecord(r, stale);
     const deadline = Date.now() + this.opts.lockTtlMs * 2;
     for (;;) {
-      if (await this.store.lock(key.id, this.owner, this.opts.lockTtlMs)) {
+      if (await this.st('lock', () => this.store.lock(key.id, this.owner, this.opts.lockTtlMs))) {
+        let opened: SessionRecord | undefined;
         try {
-          const stored = await this.store.get(key.id);
-          if (stored && (staleGeneration === undefined || stored.generation > staleGeneration)) return stored;
-          const record = await this.initialize(key, reason, (stored?.generation ?? 0) + 1);
-          return stored ? await this.store.replace(stored.generation, record) : await this.store.insert(record);
+          const stored = await this.st('get', () => this.store.get(key.id));
+          if (stored && fresh(stored)) return this.adopt(key, stored);
+          const record = (opened = await this.initialize(key, reason, (stored?.generation ?? 0) + 1));
+          const after = await this.st(stored ? 'replace' : 'insert', () =>
+            stored ? this.store.replace(stored.generation, record) : this.store.insert(record),
+          );
+          // Our lock ran out mid-initialize and another replica's session was stored first: use that one.
+          if (!sameRecord(after, record)) void this.terminate(record);
+          return this.adopt(key, after);
+        } catch (err) {
+          if (opened && err instanceof StoreUnavailable) {
+            this.events.onLocalSession?.();
+            return this.adopt(key, opened, true);
+          }
+          throw err;
         } finally {
-          await this.store.unlock(key.id, this.owner);
+          await this.st('unlock', () => this.store.unlock(key.id, this.owner)).catch(() => undefined);
         }
       }
-      await new Promise((r) => setTimeout(r, 20));
-      const stored = await this.store.get(key.id);
-      if (stored && (staleGeneration === undefined || stored.generation > staleGeneration)) return stored;
+      await sleep(20);
+      const stored = await this.st('get', () => this.store.get(key.id));
+      if (stored && fresh(stored)) return this.adopt(key, stored);
       if (Date.now() > deadline) throw new Error('timed out waiting for another replica to open the upstream session');
     }
+  }
+
+  /** Opens a session without the store: it failed just now, or recently. */
+  private async openLocal(key: SessionKey, reason: 'new' | 'expired', generation: number): Promise<PooledSession> {
+    await this.makeRoom().catch(() => undefined);
+    const record = await this.initialize(key, reason, generation);
+    this.events.onLocalSession?.();
+    this.log.debug({ reason }, 'upstream session opened replica-local (session store unavailable)');
+    return this.adopt(key, record, true);
   }
 
   private async initialize(key: SessionKey, reason: 'new' | 'expired', generation: number): Promise<SessionRecord> {
@@ -176,10 +285,13 @@ export class SessionPool {
     };
   }
 
-  private adopt(key: SessionKey, record: SessionRecord): PooledSession {
+  private adopt(key: SessionKey, record: SessionRecord, localOnly = false): PooledSession {
     const existing = this.local.get(key.id);
-    if (existing && existing.record.generation === record.generation) return existing;
-    const session: PooledSession = { key, record, memo: new Map(), lastUsedAt: Date.now() };
+    if (existing && sameRecord(existing.record, record)) {
+      if (!localOnly) existing.localOnly = false;
+      return existing;
+    }
+    const session: PooledSession = { key, record, memo: new Map(), lastUsedAt: Date.now(), localOnly };
     this.local.set(key.id, session);
     return session;
   }
@@ -193,19 +305,146 @@ export class SessionPool {
     this.local.set(s.key.id, s);
   }
 
+  /**
+   * Keeps this replica under maxSessions (memory store: ending the least recently used; shared
+   * store: only forgetting it, since other replicas may use it) and, for a shared store, keeps the
+   * store under maxSessions by ending its least recently used sessions.
+   */
   private async makeRoom(): Promise<void> {
     while (this.local.size >= this.opts.maxSessions) {
       const oldest = this.local.values().next().value as PooledSession | undefined;
-      if (!oldest) return;
-      await this.drop(oldest).catch((err: unknown) => this.log.warn({ err }, 'evicting an upstream session failed'));
+      if (!oldest) break;
+      this.local.delete(oldest.key.id);
+      if (!this.shared || oldest.localOnly) {
+        await this.drop(oldest).catch((err: unknown) => this.log.warn({ err }, 'evicting an upstream session failed'));
+      }
     }
+    if (!this.shared || !this.storeUp) return;
+    const count = await this.st('count', () => this.store.count());
+    if (count < this.opts.maxSessions) return;
+    const oldest = await this.st('idle', () => this.store.idle(Date.now() + 1, count - this.opts.maxSessions + 1));
+    for (const record of oldest) await this.end(record);
   }
 
+  /** Removes a stored record (compare-and-set) and, if this call removed it, ends it upstream. */
+  private async end(record: SessionRecord): Promise<void> {
+    if (!(await this.st('remove', () => this.store.remove(record.key, record.generation)))) return;
+    const s = this.local.get(record.key);
+    if (s && sameRecord(s.record, record)) this.local.delete(record.key);
+    await this.terminate(record);
+  }
+
+  private terminate(record: SessionRecord): Promise<void> {
+    return this.client
+      .terminate({ sessionId: record.sessionId, protocolVersion: record.protocolVersion })
+      .catch((err: unknown) => this.log.debug({ err }, 'ending an upstream session failed'));
+  }
+
+  /** Ends a superseded session later, so calls already running on it can finish. */
+  private retire(record: SessionRecord): void {
+    const timer = setTimeout(() => {
+      this.retiring.delete(timer);
+      void this.terminate(record);
+    }, this.opts.retireGraceMs ?? 30_000);
+    timer.unref();
+    this.retiring.set(timer, record);
+  }
+
+  /** Runs a store command; a failure is counted, logged once per outage, and thrown as StoreUnavailable. */
+  private async st<T>(op: string, fn: () => Promise<T>): Promise<T> {
+    let value: T;
+    try {
+      value = await fn();
+    } catch (err) {
+      this.events.onStoreError?.(op);
+      this.storeRetryAt = Date.now() + (this.opts.storeRetryMs ?? 1000);
+      if (this.storeUp) {
+        this.storeUp = false;
+        this.log.warn({ op, err }, 'session store unavailable; new sessions are replica-local until it answers again');
+      } else {
+        this.log.debug({ op, err }, 'session store still unavailable');
+      }
+      throw new StoreUnavailable(op, err);
+    }
+    if (!this.storeUp) {
+      this.storeUp = true;
+      this.log.info({ op }, 'session store answering again; sessions are shared again');
+      this.startRepublish();
+    }
+    return value;
+  }
+
+  /** True unless the store failed within storeRetryMs. */
+  private storeUsable(): boolean {
+    return this.storeUp || Date.now() >= this.storeRetryAt;
+  }
+
+  private startRepublish(): void {
+    if (this.closed || this.republishing) return;
+    this.republishing = this.republish().finally(() => (this.republishing = undefined));
+  }
+
+  /**
+   * After an outage: store every session this replica holds, insert-if-absent. Where another
+   * replica's session got there first, adopt it and retire ours; either way one session per key.
+   */
+  private async republish(): Promise<void> {
+    const sessions = [...this.local.values()];
+    let published = 0;
+    let superseded = 0;
+    for (let i = 0; i < sessions.length; i += 64) {
+      if (this.closed || !this.storeUp) return;
+      const results = await Promise.allSettled(
+        sessions.slice(i, i + 64).map(async (s) => {
+          if (this.local.get(s.key.id) !== s) return;
+          const mine: SessionRecord = { ...s.record, lastUsedAt: Math.max(s.record.lastUsedAt, s.lastUsedAt) };
+          let stored = await this.st('insert', () => this.store.insert(mine));
+          // Ours replaced a session that died during the outage, and the store still holds that one: replace it (CAS).
+          const replaced = this.replacing.get(s);
+          if (replaced && sameRecord(stored, replaced)) {
+            stored = await this.st('replace', () => this.store.replace(replaced.generation, { ...mine, generation: replaced.generation + 1 }));
+            if (stored.sessionId === mine.sessionId && stored.createdAt === mine.createdAt) s.record = stored;
+          }
+          if (this.local.get(s.key.id) !== s) return;
+          if (sameRecord(stored, s.record)) {
+            if (s.localOnly) published += 1;
+            s.localOnly = false;
+            this.replacing.delete(s);
+            return;
+          }
+          superseded += 1;
+          this.adopt(s.key, stored);
+          this.retire(s.record);
+        }),
+      );
+      if (results.some((r) => r.status === 'rejected')) return;
+    }
+    if (published + superseded > 0) this.log.info({ published, superseded }, 'replica-local sessions reconciled with the session store');
+  }
+
+  private async tick(): Promise<void> {
+    if (this.closed) return;
+    if (!this.storeUp && !this.probing) {
+      this.probing = true;
+      await this.st('probe', () => this.store.count())
+        .catch(() => undefined)
+        .finally(() => (this.probing = false));
+    }
+    await this.flushTouches();
+  }
+
+  /** One store.touch for every shared session used since the last flush. Kept while the store is down. */
   private async flushTouches(): Promise<void> {
-    if (this.dirty.size === 0) return;
-    const entries = [...this.dirty].map(([key, lastUsedAt]) => ({ key, lastUsedAt }));
+    if (this.dirty.size === 0 || !this.storeUp) return;
+    const entries: Array<{ key: string; lastUsedAt: number }> = [];
+    for (const [key, lastUsedAt] of this.dirty) {
+      if (this.local.get(key)?.localOnly === false) entries.push({ key, lastUsedAt });
+    }
     this.dirty.clear();
-    await this.store.touch(entries).catch((err: unknown) => this.log.warn({ err }, 'recording session use failed'));
+    if (entries.length === 0) return;
+    await this.st('touch', () => this.store.touch(entries)).catch(() => {
+      for (const e of entries) if (!this.dirty.has(e.key)) this.dirty.set(e.key, e.lastUsedAt);
+    });
   }
 
   private async sweep(): Promise<void> {
@@ -214,17 +453,16 @@ export class SessionPool {
     for (const s of [...this.local.values()]) {
       if (s.lastUsedAt < before) {
         this.local.delete(s.key.id);
+        // Nobody else knows a replica-local session.
+        if (s.localOnly) void this.terminate(s.record);
       }
     }
+    if (!this.storeUp) return;
     try {
       await this.flushTouches();
-      for (const record of await this.store.idle(before, 100)) {
-        if (await this.store.remove(record.key, record.generation)) {
-          await this.client.terminate({ sessionId: record.sessionId, protocolVersion: record.protocolVersion });
-        }
-      }
+      for (const record of await this.st('idle', () => this.store.idle(before, 100))) await this.end(record);
     } catch (err) {
-      this.log.warn({ err }, 'idle session sweep failed');
+      if (!(err instanceof StoreUnavailable)) this.log.warn({ err }, 'idle session sweep failed');
     }
   }
 }

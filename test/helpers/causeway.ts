@@ -80,7 +80,7 @@ export async function spawnCauseway(settings: Settings, env: NodeJS.ProcessEnv =
     logs,
     close: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       }),

@@ -1,0 +1,73 @@
+// Messages between replicas: publish to a channel, subscribe to one. LocalBus serves a single
+// process (and tests that run several apps in one); RedisBus carries messages between
+// processes over Redis pub/sub, on a connection of its own as pub/sub requires.
+
+import type { Redis, Cluster } from 'ioredis';
+
+export interface MessageBus {
+  publish(channel: string, message: string): Promise<void>;
+  /** Resolves once subscribed; the returned function unsubscribes. */
+  subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+export class LocalBus implements MessageBus {
+  private readonly handlers = new Map<string, Set<(m: string) => void>>();
+
+  async publish(channel: string, message: string): Promise<void> {
+    for (const h of this.handlers.get(channel) ?? []) queueMicrotask(() => h(message));
+  }
+
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>> {
+    let set = this.handlers.get(channel);
+    if (!set) this.handlers.set(channel, (set = new Set()));
+    set.add(onMessage);
+    return async () => {
+      set.delete(onMessage);
+      if (set.size === 0) this.handlers.delete(channel);
+    };
+  }
+
+  async close(): Promise<void> {
+    this.handlers.clear();
+  }
+}
+
+export class RedisBus implements MessageBus {
+  private readonly sub: Redis | Cluster;
+  private readonly handlers = new Map<string, Set<(m: string) => void>>();
+
+  constructor(private readonly pub: Redis | Cluster) {
+    // Subscriptions are re-sent by ioredis after a reconnect; they may wait for the connection.
+    this.sub = pub.duplicate({ enableOfflineQueue: true } as never) as Redis | Cluster;
+    this.sub.on('error', () => undefined);
+    this.sub.on('message', (channel: string, message: string) => {
+      for (const h of this.handlers.get(channel) ?? []) h(message);
+    });
+  }
+
+  async publish(channel: string, message: string): Promise<void> {
+    await this.pub.publish(channel, message);
+  }
+
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>> {
+    let set = this.handlers.get(channel);
+    if (!set) {
+      this.handlers.set(channel, (set = new Set()));
+      await this.sub.subscribe(channel);
+    }
+    set.add(onMessage);
+    return async () => {
+      set.delete(onMessage);
+      if (set.size === 0) {
+        this.handlers.delete(channel);
+        await this.sub.unsubscribe(channel).catch(() => undefined);
+      }
+    };
+  }
+
+  async close(): Promise<void> {
+    this.handlers.clear();
+    this.sub.disconnect();
+  }
+}

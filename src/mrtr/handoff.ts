@@ -1,0 +1,124 @@
+// Cross-replica retries [MRTR]: a retry whose held call lives on another replica is handed to
+// that replica over the message bus, which answers the round and sends back its result. The
+// holder acknowledges at once; no acknowledgment within ackTimeoutMs means the holder is gone,
+// and the caller falls back to replaying the call.
+
+import { randomUUID } from 'node:crypto';
+import type { MessageBus } from '../bus/message-bus.js';
+import { CausewayError, causewayError, type ErrorReason } from '../errors.js';
+import type { JsonObject } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+
+export interface ForwardedRound {
+  callId: string;
+  round: number;
+  inputResponses: Record<string, JsonObject>;
+}
+
+export type HandedResult = { kind: 'upstream'; response: JsonObject } | { kind: 'input'; result: JsonObject };
+
+type Wire =
+  | ({ t: 'round'; id: string; from: string } & ForwardedRound)
+  | { t: 'ack'; id: string }
+  | { t: 'reply'; id: string; result?: HandedResult; error?: { reason: ErrorReason; message: string; data?: unknown }; missing?: boolean };
+
+export type RoundServer = (round: ForwardedRound) => Promise<HandedResult | 'missing'>;
+
+interface Waiting {
+  acked: boolean;
+  resolve(v: HandedResult | 'unreachable'): void;
+  reject(err: unknown): void;
+}
+
+export class Handoff {
+  private readonly waiting = new Map<string, Waiting>();
+  private unsubscribe: (() => Promise<void>) | undefined;
+
+  constructor(
+    private readonly bus: MessageBus,
+    readonly replicaId: string,
+    private readonly channelPrefix: string,
+    private readonly ackTimeoutMs: number,
+    private readonly log: Logger,
+  ) {}
+
+  private channel(replica: string): string {
+    return `${this.channelPrefix}mrtr:${replica}`;
+  }
+
+  /** Starts answering rounds handed to this replica. */
+  async serve(server: RoundServer): Promise<void> {
+    this.unsubscribe = await this.bus.subscribe(this.channel(this.replicaId), (text) => void this.onMessage(text, server));
+  }
+
+  private async onMessage(text: string, server: RoundServer): Promise<void> {
+    let msg: Wire;
+    try {
+      msg = JSON.parse(text) as Wire;
+    } catch {
+      return;
+    }
+    if (msg.t === 'round') {
+      const to = this.channel(msg.from);
+      await this.send(to, { t: 'ack', id: msg.id });
+      let reply: Wire;
+      try {
+        const r = await server({ callId: msg.callId, round: msg.round, inputResponses: msg.inputResponses });
+        reply = r === 'missing' ? { t: 'reply', id: msg.id, missing: true } : { t: 'reply', id: msg.id, result: r };
+      } catch (err) {
+        const e = err instanceof CausewayError ? err : causewayError('internal_error');
+        reply = { t: 'reply', id: msg.id, error: { reason: e.reason, message: e.message, data: e.data } };
+      }
+      await this.send(to, reply);
+      return;
+    }
+    const w = this.waiting.get(msg.id);
+    if (!w) return;
+    if (msg.t === 'ack') {
+      w.acked = true;
+      return;
+    }
+    this.waiting.delete(msg.id);
+    if (msg.missing) w.resolve('unreachable');
+    else if (msg.error) w.reject(causewayError(msg.error.reason, msg.error.message, msg.error.data as never));
+    else if (msg.result) w.resolve(msg.result);
+  }
+
+  private async send(channel: string, msg: Wire): Promise<void> {
+    await this.bus.publish(channel, JSON.stringify(msg)).catch((err: unknown) => this.log.warn({ err }, 'handoff publish failed'));
+  }
+
+  /** Hands a retry to the holder replica: its result, or 'unreachable' when no replica holds the call. */
+  async forward(holder: string, round: ForwardedRound, signal: AbortSignal): Promise<HandedResult | 'unreachable'> {
+    if (!this.unsubscribe) return 'unreachable';
+    const id = randomUUID();
+    const done = new Promise<HandedResult | 'unreachable'>((resolve, reject) => {
+      const w: Waiting = { acked: false, resolve, reject };
+      this.waiting.set(id, w);
+      const timer = setTimeout(() => {
+        if (!w.acked) {
+          this.waiting.delete(id);
+          resolve('unreachable');
+        }
+      }, this.ackTimeoutMs);
+      signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          this.waiting.delete(id);
+          reject(signal.reason);
+        },
+        { once: true },
+      );
+    });
+    await this.send(this.channel(holder), { t: 'round', id, from: this.replicaId, ...round });
+    return done;
+  }
+
+  async close(): Promise<void> {
+    await this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    for (const w of this.waiting.values()) w.resolve('unreachable');
+    this.waiting.clear();
+  }
+}

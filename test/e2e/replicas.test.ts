@@ -1,0 +1,295 @@
+// Three Causeway processes sharing one Redis in front of one legacy fixture process: sessions are
+// opened once per (principal, capability set) whichever replica serves, the fixture's per-session
+// counter proves every replica uses the same upstream session, a restarted upstream is re-opened
+// once (not once per replica), a dead Redis fails no request, and a warm request costs Redis nothing.
+
+import t from 'tap';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { JsonObject } from '../../src/jsonrpc.js';
+import { principalHash } from '../../src/routing/principal.js';
+import { sessionKey } from '../../src/pool/session-key.js';
+import { spawnCauseway, type RunningCauseway } from '../helpers/causeway.js';
+import { freePort, startRedis } from '../helpers/redis.js';
+
+const SECRET = 'replicas-test-hash-secret-0123456789';
+const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---- one legacy fixture process, restartable on its port ----
+const fixturePort = await freePort();
+let fixture: ChildProcess | undefined;
+async function startFixture(): Promise<void> {
+  const child = spawn(process.execPath, [FIXTURE, '--port', String(fixturePort)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  fixture = child;
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`fixture did not start: ${err}`)), 10_000);
+    child.stdout!.once('data', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`fixture exited with ${code}: ${err}`)));
+  });
+}
+async function killFixture(): Promise<void> {
+  const child = fixture;
+  fixture = undefined;
+  if (!child || child.exitCode !== null) return;
+  await new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
+}
+const upstreamUrl = `http://127.0.0.1:${fixturePort}/mcp`;
+async function fixtureStats(): Promise<{ initializeCount: number; sessionsOpen: number }> {
+  const res = await fetch(`http://127.0.0.1:${fixturePort}/__stats`);
+  return (await res.json()) as { initializeCount: number; sessionsOpen: number };
+}
+
+// ---- Redis, fixture, three replicas ----
+const redis = await startRedis();
+await startFixture();
+process.once('exit', () => fixture?.kill('SIGKILL'));
+const settings = {
+  'upstream.url': upstreamUrl,
+  'store.kind': 'redis',
+  'store.redisUrl': redis.url,
+  'principal.mode': 'header',
+  'principal.hashSecret': SECRET,
+};
+const replicas: RunningCauseway[] = await Promise.all([spawnCauseway(settings), spawnCauseway(settings), spawnCauseway(settings)]);
+t.teardown(async () => {
+  await Promise.all(replicas.map((r) => r.close()));
+  await killFixture();
+  await redis.stop();
+});
+
+// ---- modern requests ----
+let nextId = 1;
+let rr = 0;
+interface Outcome {
+  ok: boolean;
+  count?: number;
+  replica: number;
+  status?: number;
+  error?: string;
+}
+async function counter(principal: string, caps: JsonObject = {}, replica = rr++ % replicas.length): Promise<Outcome> {
+  const id = nextId++;
+  try {
+    const res = await fetch(replicas[replica]!.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/call',
+        'mcp-name': 'counter',
+        'x-causeway-principal': principal,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: {
+          name: 'counter',
+          arguments: {},
+          _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': caps },
+        },
+      }),
+    });
+    const text = await res.text();
+    const body = (text.startsWith('{') ? JSON.parse(text) : JSON.parse(/^data: (.*)$/m.exec(text)?.[1] ?? '{}')) as {
+      result?: { content?: Array<{ text?: string }> };
+      error?: { message?: string };
+    };
+    const n = Number(body.result?.content?.[0]?.text);
+    if (res.status === 200 && Number.isInteger(n)) return { ok: true, count: n, replica };
+    return { ok: false, replica, status: res.status, error: body.error?.message ?? text.slice(0, 200) };
+  } catch (err) {
+    return { ok: false, replica, error: (err as Error).message };
+  }
+}
+
+/** `total` requests, `concurrency` at a time, each for the principal (and caps) `pick(i)` chooses. */
+async function load(
+  total: number,
+  concurrency: number,
+  pick: (i: number) => [string, JsonObject?],
+  replicaOf: (i: number) => number = (i) => i % replicas.length,
+): Promise<Array<Outcome & { who: string }>> {
+  const out: Array<Outcome & { who: string }> = [];
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (i < total) {
+        const n = i++;
+        const [who, caps] = pick(n);
+        out.push({ ...(await counter(who, caps, replicaOf(n))), who: caps && Object.keys(caps).length ? `${who}+caps` : who });
+      }
+    }),
+  );
+  return out;
+}
+
+/** Runs requests until `stop()` resolves. */
+async function loadUntil(stop: Promise<unknown>, concurrency: number, pick: (i: number) => string) {
+  const out: Array<Outcome & { who: string; sentAt: number }> = [];
+  let done = false;
+  void stop.then(() => (done = true));
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (!done) {
+        const who = pick(i++);
+        const sentAt = Date.now();
+        out.push({ ...(await counter(who)), who, sentAt });
+        await sleep(2);
+      }
+    }),
+  );
+  return out;
+}
+
+const countsOf = (outs: Array<Outcome & { who: string }>, who: string) =>
+  outs
+    .filter((o) => o.ok && o.who === who)
+    .map((o) => o.count!)
+    .sort((a, b) => a - b);
+const oneToN = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+const storeKey = (principal: string, caps: JsonObject = {}) =>
+  `causeway:session:{${sessionKey('default', principalHash({ mode: 'header', header: 'x-causeway-principal', hashSecret: SECRET }, { 'x-causeway-principal': principal }), caps).id}}`;
+
+const all: Array<Outcome & { who: string }> = [];
+
+t.test('a warm request sends no Redis command', async (t) => {
+  // Open alice's session, then make it warm on every replica.
+  for (let r = 0; r < replicas.length; r++) all.push({ ...(await counter('alice', {}, r)), who: 'alice' });
+  t.ok(all.every((o) => o.ok), 'warm-up requests succeeded');
+  const before = await redis.commandStats();
+  const warm = await load(90, 6, () => ['alice']);
+  const after = await redis.commandStats();
+  all.push(...warm);
+  t.ok(warm.every((o) => o.ok), '90 warm requests succeeded');
+  const delta: Record<string, number> = {};
+  for (const [cmd, n] of Object.entries(after)) if (n - (before[cmd] ?? 0) > 0) delta[cmd] = n - (before[cmd] ?? 0);
+  delete delta.info; // this test's own INFO commandstats
+  // The one periodic batch (every 5 s, per replica) is ZADD XX GT + PEXPIREs; anything else would be per request.
+  const touch = (delta.zadd ?? 0) + (delta.pexpire ?? 0);
+  const other = Object.entries(delta).filter(([cmd]) => cmd !== 'zadd' && cmd !== 'pexpire');
+  t.same(other, [], `no Redis command but the periodic touch batch (touch commands seen: ${touch})`);
+  t.ok(touch <= 6, 'at most one touch batch per replica in the window');
+  t.comment(`redis commands during 90 warm requests: ${JSON.stringify(delta)} -> ${(Object.values(delta).reduce((a, b) => a + b, 0) / 90).toFixed(3)} per request (touch batch only)`);
+});
+
+t.test('a few hundred requests round-robin: one initialize per (principal, capability set), counters gapless', async (t) => {
+  const statsBefore = await fixtureStats();
+  t.equal(statsBefore.initializeCount, 1, 'alice was opened once by three replicas');
+  const who = (i: number): [string, JsonObject?] =>
+    i % 3 === 0 ? ['alice'] : i % 3 === 1 ? ['bob'] : ['alice', { elicitation: {} }];
+  // Each principal goes round all three replicas.
+  const outs = await load(300, 12, who, (i) => (i + Math.floor(i / 3)) % 3);
+  all.push(...outs);
+  const failed = outs.filter((o) => !o.ok);
+  t.same(failed, [], 'every request succeeded');
+  const stats = await fixtureStats();
+  t.equal(stats.initializeCount, 3, 'alice, bob, alice+elicitation: three initializes in all');
+  t.same(countsOf(all, 'alice'), oneToN(93 + 100), 'alice counts 1..193 with no gap or repeat, across replicas');
+  t.same(countsOf(outs, 'bob'), oneToN(100), 'bob has his own session: 1..100');
+  t.same(countsOf(outs, 'alice+caps'), oneToN(100), 'another capability set is another session');
+  for (let r = 0; r < replicas.length; r++) t.ok(outs.some((o) => o.replica === r && o.who === 'bob'), `replica ${r} served bob`);
+  t.comment(`fixture initializeCount after ${all.length} requests: ${stats.initializeCount}`);
+});
+
+t.test('upstream restart under load: one new initialize per key, not per replica', async (t) => {
+  let restartedAt = Infinity;
+  let killedAt = Infinity;
+  const restart = (async () => {
+    await sleep(400);
+    await killFixture();
+    killedAt = Date.now();
+    await sleep(300);
+    await startFixture();
+    restartedAt = Date.now();
+    await sleep(1200);
+  })();
+  const outs = await loadUntil(restart, 6, (i) => (i % 2 ? 'alice' : 'bob'));
+  const stats = await fixtureStats();
+  t.equal(stats.initializeCount, 2, 'the restarted fixture saw exactly one initialize per key (alice, bob)');
+  t.same(
+    outs.filter((o) => o.sentAt >= restartedAt && !o.ok),
+    [],
+    'every request sent after the restart succeeded',
+  );
+  // Whatever succeeded after the old process died was served by the new one.
+  const after = outs.filter((o) => o.sentAt >= killedAt);
+  for (const who of ['alice', 'bob']) {
+    const c = countsOf(after, who);
+    t.ok(c.length > 5, `${who}: ${c.length} requests after the restart`);
+    t.same(c, oneToN(c.length), `${who}: the new session counts 1..${c.length} across replicas`);
+  }
+  for (let r = 0; r < replicas.length; r++) t.ok(after.some((o) => o.ok && o.replica === r), `replica ${r} recovered`);
+  t.comment(
+    `during the restart: ${outs.filter((o) => !o.ok).length} of ${outs.length} requests failed (upstream down); initializeCount after restart: ${stats.initializeCount}`,
+  );
+});
+
+t.test('Redis killed under load: no request fails; restarted: sharing resumes', async (t) => {
+  const initBefore = (await fixtureStats()).initializeCount;
+  const phase = (async () => {
+    await sleep(300);
+    await redis.kill();
+    await sleep(1000);
+    for (const r of replicas) {
+      const res = await fetch(new URL('/readyz', r.url));
+      t.equal(res.status, 200, 'readyz stays ready without Redis');
+    }
+    await redis.restart();
+    await sleep(800);
+  })();
+  const outs = await loadUntil(phase, 6, (i) => (i % 2 ? 'alice' : 'bob'));
+  t.same(
+    outs.filter((o) => !o.ok),
+    [],
+    `none of ${outs.length} requests failed while Redis died and came back`,
+  );
+  t.equal((await fixtureStats()).initializeCount, initBefore, 'warm sessions carried on: no new initialize');
+  t.comment(`${outs.length} requests while Redis was killed and restarted, ${outs.filter((o) => !o.ok).length} failed`);
+
+  // Every replica reconnects (and republishes what it holds).
+  const deadline = Date.now() + 10_000;
+  while (replicas.some((r) => !r.logs.some((l) => l.includes('redis reachable again'))) && Date.now() < deadline) await sleep(50);
+  for (const [i, r] of replicas.entries()) {
+    t.equal(r.logs.filter((l) => l.includes('redis unreachable')).length, 1, `replica ${i} logged the outage once`);
+    t.ok(r.logs.some((l) => l.includes('redis reachable again')), `replica ${i} reconnected`);
+  }
+  await sleep(200);
+  t.equal(await redis.admin.exists(storeKey('alice')), 1, 'the sessions Redis lost were republished');
+  t.equal(await redis.admin.exists(storeKey('bob')), 1);
+
+  const c = await load(30, 6, () => ['carol']);
+  t.same(c.filter((o) => !o.ok), [], 'carol’s requests succeeded');
+  t.equal((await fixtureStats()).initializeCount, initBefore + 1, 'a new principal’s session is opened once');
+  t.same(countsOf(c, 'carol'), oneToN(30), 'and shared by all replicas: 1..30');
+  for (let r = 0; r < replicas.length; r++) t.ok(c.some((o) => o.replica === r), `replica ${r} served carol`);
+  t.equal(await redis.admin.exists(storeKey('carol')), 1, 'carol’s session is in Redis');
+});
+
+t.test('Redis holds no raw principal', async (t) => {
+  const keys = await redis.admin.keys('*');
+  const values = await Promise.all(keys.filter((k) => k.includes(':session:')).map((k) => redis.admin.hgetall(k)));
+  const dump = JSON.stringify([keys, values]);
+  for (const who of ['alice', 'bob', 'carol']) t.notOk(dump.includes(who), `no "${who}" in Redis`);
+  t.ok(keys.every((k) => k.startsWith('causeway:')), 'every key carries the prefix');
+});
+
+t.test('a replica shutting down leaves the shared sessions to the others', async (t) => {
+  const before = await fetch(`http://127.0.0.1:${fixturePort}/__stats`).then((r) => r.json() as Promise<{ sessionsDeleted: number }>);
+  await replicas[0]!.close();
+  const after = await fetch(`http://127.0.0.1:${fixturePort}/__stats`).then((r) => r.json() as Promise<{ sessionsDeleted: number }>);
+  t.equal(after.sessionsDeleted, before.sessionsDeleted, 'no DELETE sent upstream on graceful shutdown');
+  const next = await counter('carol', {}, 1);
+  t.equal(next.count, 31, 'another replica carries on with the same session');
+});

@@ -1,0 +1,200 @@
+// PendingCall (one held legacy call: its asks, answers and rounds) and HeldCalls (the replica's
+// bounded set of them), without sockets.
+
+import t from 'tap';
+import { HeldCalls, PendingCall } from '../../src/mrtr/holder.js';
+import { INPUT_KEY_META } from '../../src/mrtr/asks.js';
+import type { JsonObject, JsonRpcRequest } from '../../src/jsonrpc.js';
+
+const elicit = (id: number, key?: string, message = 'What is your name?'): JsonRpcRequest => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'elicitation/create',
+  params: {
+    message,
+    requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
+    ...(key === undefined ? {} : { _meta: { [INPUT_KEY_META]: key } }),
+  },
+});
+const roots = (id: number, key: string): JsonRpcRequest => ({ jsonrpc: '2.0', id, method: 'roots/list', params: { _meta: { [INPUT_KEY_META]: key } } });
+const accept = (name: string): JsonObject => ({ action: 'accept', content: { name } });
+
+function newCall(principal = 'p'): { call: PendingCall; sent: Array<[string | number, JsonObject]> } {
+  const sent: Array<[string | number, JsonObject]> = [];
+  const call = new PendingCall(principal, 'tools/call', 'digest', (id, r) => sent.push([id, r]));
+  return { call, sent };
+}
+
+const never = new AbortController().signal;
+
+t.test('an ask becomes a round after the collect window; concurrent asks share it', async (t) => {
+  const { call } = newCall();
+  const next = call.next(30, never);
+  call.ask(elicit(1, 'user_name'));
+  setTimeout(() => call.ask(roots(2, 'client_roots')), 5);
+  const t0 = Date.now();
+  const out = await next;
+  t.ok(Date.now() - t0 >= 25, 'waited for the window');
+  t.equal(out.kind, 'input');
+  if (out.kind === 'input') t.same(out.asks.map((a) => a.key).sort(), ['client_roots', 'user_name']);
+});
+
+t.test('answers: valid ones go upstream by key, invalid and unknown ones do not', async (t) => {
+  const { call, sent } = newCall();
+  call.ask(elicit(7, 'user_name'));
+  call.ask(roots(8, 'client_roots'));
+  call.answer({ user_name: { action: 'maybe' }, client_roots: { roots: [{ uri: 'file:///a' }] }, bogus: accept('x') });
+  t.same(sent, [[8, { roots: [{ uri: 'file:///a' }] }]], 'only the well-formed answer to an outstanding ask');
+  const out = await call.next(0, never);
+  t.equal(out.kind, 'input');
+  if (out.kind === 'input') t.same(out.asks.map((a) => a.key), ['user_name'], 'the ill-formed one is asked again');
+  call.answer({ user_name: accept('Ada') });
+  t.same(sent[1], [7, accept('Ada')]);
+  call.answer({ user_name: accept('Again') });
+  t.equal(sent.length, 2, 'an ask is answered upstream once');
+});
+
+t.test('answers given before the ask answer it when it comes', async (t) => {
+  const { call, sent } = newCall();
+  call.answer({ user_name: accept('Early') });
+  call.ask(elicit(3, 'user_name'));
+  t.same(sent, [[3, accept('Early')]]);
+  call.ask(elicit(4, 'other'));
+  t.equal(sent.length, 1, 'an ask without an answer waits');
+  call.settle({ jsonrpc: '2.0', id: 'x', result: { content: [] } });
+  const out = await call.next(1000, never);
+  t.equal(out.kind, 'done', 'the upstream answer wins over outstanding asks');
+});
+
+t.test('an ill-formed early answer is not used', async (t) => {
+  const { call, sent } = newCall();
+  call.answer({ user_name: { action: 'accept', content: 'Ada' } });
+  call.ask(elicit(3, 'user_name'));
+  t.same(sent, []);
+});
+
+t.test('next() ends with the upstream outcome, a refusal, or the abort', async (t) => {
+  const a = newCall().call;
+  const pa = a.next(10, never);
+  a.fail(new Error('boom'));
+  const oa = await pa;
+  t.equal(oa.kind, 'failed');
+
+  const b = newCall().call;
+  const ac = new AbortController();
+  const pb = b.next(10, ac.signal);
+  ac.abort(new Error('client left'));
+  const ob = await pb;
+  t.equal(ob.kind, 'failed');
+  if (ob.kind === 'failed') t.match(String(ob.error), /client left/);
+});
+
+t.test('expireAfter cancels the call and tells the owner; stopTimer prevents it', async (t) => {
+  const { call } = newCall();
+  let cancelled = 0;
+  let expired = 0;
+  call.cancel = () => cancelled++;
+  call.expireAfter(20, () => expired++);
+  await new Promise((r) => setTimeout(r, 50));
+  t.same([cancelled, expired], [1, 1]);
+  const other = newCall().call;
+  other.cancel = () => cancelled++;
+  other.expireAfter(20, () => expired++);
+  other.stopTimer();
+  await new Promise((r) => setTimeout(r, 50));
+  t.same([cancelled, expired], [1, 1], 'stopped in time');
+});
+
+t.test('HeldCalls: per-principal and total bounds, release frees the slot', async (t) => {
+  const held = new HeldCalls(3, 2);
+  const a1 = newCall('a').call;
+  const a2 = newCall('a').call;
+  t.ok(held.hasRoom('a'));
+  held.hold(a1);
+  held.hold(a1);
+  t.equal(held.size, 1, 'hold is idempotent');
+  held.hold(a2);
+  t.notOk(held.hasRoom('a'), 'a is at its limit');
+  t.ok(held.hasRoom('b'));
+  held.hold(newCall('b').call);
+  t.notOk(held.hasRoom('c'), 'the replica is full');
+  t.equal(held.get(a1.id), a1);
+  held.release(a1);
+  t.ok(held.hasRoom('a'));
+  t.equal(held.get(a1.id), undefined);
+  held.release(a1);
+  held.release(a1);
+  held.hold(newCall('a').call);
+  t.notOk(held.hasRoom('a'), 'releasing twice did not free two slots');
+});
+
+t.test('HeldCalls: a released call is remembered until its state expires', async (t) => {
+  const held = new HeldCalls(10, 10);
+  const c = newCall().call;
+  c.round = 1;
+  held.hold(c);
+  held.release(c, Date.now() + 40);
+  t.ok(held.wasFinished(c.id));
+  await new Promise((r) => setTimeout(r, 60));
+  t.notOk(held.wasFinished(c.id), 'forgotten once its state expired');
+  const d = newCall().call;
+  d.round = 1;
+  held.hold(d);
+  held.release(d);
+  t.notOk(held.wasFinished(d.id), 'no expiry given: not remembered');
+});
+
+t.test('HeldCalls: cancelAll cancels and releases every held call', async (t) => {
+  const held = new HeldCalls(10, 10);
+  let cancelled = 0;
+  for (let i = 0; i < 3; i++) {
+    const c = newCall(`p${i}`).call;
+    c.cancel = () => cancelled++;
+    held.hold(c);
+  }
+  held.cancelAll();
+  t.equal(cancelled, 3);
+  t.equal(held.size, 0);
+  t.ok(held.hasRoom('p0'));
+});
+
+/** A Map that counts how many entries its iterators hand out. */
+class CountingMap<K, V> extends Map<K, V> {
+  visited = 0;
+  override *[Symbol.iterator](): MapIterator<[K, V]> {
+    for (const e of super.entries()) {
+      this.visited++;
+      yield e;
+    }
+  }
+  override *entries(): MapIterator<[K, V]> {
+    yield* this[Symbol.iterator]();
+  }
+}
+
+t.test(
+  'HeldCalls: a call that never handed out a state leaves no replay record',
+  async (t) => {
+    const held = new HeldCalls(10, 10);
+    const c = newCall().call;
+    held.release(c, Date.now() + 300_000);
+    t.notOk(held.wasFinished(c.id), 'round 0: no state names this call');
+  },
+);
+
+t.test(
+  'HeldCalls: release stays cheap beyond 4 x maxPending remembered calls',
+  async (t) => {
+    const held = new HeldCalls(10, 10);
+    const finished = new CountingMap<string, number>();
+    (held as unknown as { finished: Map<string, number> }).finished = finished;
+    const N = 2000;
+    for (let i = 0; i < N; i++) {
+      const c = newCall().call;
+      c.round = 1;
+      held.hold(c);
+      held.release(c, Date.now() + 300_000);
+    }
+    t.ok(finished.visited <= 4 * N, `entries visited by ${N} releases: ${finished.visited} (amortised O(1) would be <= ${4 * N})`);
+  },
+);

@@ -1,0 +1,270 @@
+// SessionPool against a store shared by several pools (as replicas share Redis), with a stub
+// upstream: single flight, one replacement per 404, no store command on the warm path, fallback to
+// replica-local sessions when the store fails, and convergence when it comes back.
+
+import t from 'tap';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../src/log.js';
+import type { JsonObject } from '../../src/jsonrpc.js';
+import { MemorySessionStore, SessionPool, sessionKey, type PoolEvents, type PoolOptions, type SessionRecord, type SessionStore } from '../../src/pool/index.js';
+import { SessionExpiredError } from '../../src/upstream/errors.js';
+import type { UpstreamClient } from '../../src/upstream/legacy-client.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+class StubUpstream {
+  initialized = 0;
+  terminated: Array<string | undefined> = [];
+  async initialize(_p: { protocolVersion: string; capabilities: JsonObject; clientInfo: JsonObject }) {
+    const n = ++this.initialized;
+    await sleep(30);
+    return { sessionId: `s${n}`, protocolVersion: '2025-11-25', initializeResult: { capabilities: { tools: {} } } as JsonObject };
+  }
+  async terminate(ref: { sessionId: string | undefined }) {
+    this.terminated.push(ref.sessionId);
+  }
+}
+
+/** A store shared by pools (kind redis: shared semantics), that can be taken down and counts calls. */
+class SharedStore implements SessionStore {
+  readonly kind = 'redis';
+  down = false;
+  failOnly: string | undefined;
+  calls: string[] = [];
+  constructor(readonly inner = new MemorySessionStore()) {}
+  private run<T>(op: string, f: () => Promise<T>): Promise<T> {
+    this.calls.push(op);
+    if (this.down || this.failOnly === op) return Promise.reject(new Error(`store ${op}: ECONNREFUSED`));
+    return f();
+  }
+  get(key: string) {
+    return this.run('get', () => this.inner.get(key));
+  }
+  insert(r: SessionRecord) {
+    return this.run('insert', () => this.inner.insert(r));
+  }
+  replace(expected: number, r: SessionRecord) {
+    return this.run('replace', () => this.inner.replace(expected, r));
+  }
+  remove(key: string, generation: number) {
+    return this.run('remove', () => this.inner.remove(key, generation));
+  }
+  touch(entries: ReadonlyArray<{ key: string; lastUsedAt: number }>) {
+    return this.run('touch', () => this.inner.touch(entries));
+  }
+  lock(key: string, owner: string, ttlMs: number) {
+    return this.run('lock', () => this.inner.lock(key, owner, ttlMs));
+  }
+  unlock(key: string, owner: string) {
+    return this.run('unlock', () => this.inner.unlock(key, owner));
+  }
+  idle(before: number, limit: number) {
+    return this.run('idle', () => this.inner.idle(before, limit));
+  }
+  count() {
+    return this.run('count', () => this.inner.count());
+  }
+  async close() {}
+}
+
+const OPTS: PoolOptions = {
+  protocolVersion: '2025-11-25',
+  clientInfo: { name: 'test', version: '0' },
+  idleTtlMs: 900_000,
+  maxSessions: 1000,
+  lockTtlMs: 2000,
+  touchIntervalMs: 60_000,
+  storeRetryMs: 100,
+  retireGraceMs: 50,
+};
+
+function replica(store: SessionStore, upstream: StubUpstream, opts: Partial<PoolOptions> = {}, events: PoolEvents = {}) {
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _e, cb) {
+      logs.push(...chunk.toString().split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  const pool = new SessionPool(store, upstream as unknown as UpstreamClient, { ...OPTS, ...opts }, createLogger('debug', sink), events);
+  t.teardown(() => pool.close());
+  return { pool, logs };
+}
+
+const KEY = sessionKey('up', 'principal-hash', {});
+
+t.test('single flight across replicas: one initialize for many concurrent first requests', async (t) => {
+  const store = new SharedStore();
+  const up = new StubUpstream();
+  const pools = [replica(store, up).pool, replica(store, up).pool, replica(store, up).pool];
+  const sessions = await Promise.all(Array.from({ length: 30 }, (_, i) => pools[i % 3]!.acquire(KEY)));
+  t.equal(up.initialized, 1);
+  t.same(new Set(sessions.map((s) => s.record.sessionId)), new Set(['s1']));
+  t.notOk(sessions.some((s) => s.localOnly));
+});
+
+t.test('the warm path sends no store command; uses are touched in one batch', async (t) => {
+  const store = new SharedStore();
+  const up = new StubUpstream();
+  const { pool } = replica(store, up);
+  const other = sessionKey('up', 'someone-else', {});
+  await pool.acquire(KEY);
+  await pool.acquire(other);
+  const cold = store.calls.length;
+  for (let i = 0; i < 200; i++) await pool.acquire(i % 2 ? KEY : other);
+  t.equal(store.calls.length - cold, 0, '200 warm acquires, 0 store calls');
+  await pool.close();
+  t.same(store.calls.slice(cold), ['touch'], 'close flushes one touch for both sessions');
+});
+
+t.test('a 404 is replaced once, not once per replica', async (t) => {
+  const store = new SharedStore();
+  const up = new StubUpstream();
+  const pools = [replica(store, up).pool, replica(store, up).pool, replica(store, up).pool];
+  const stale = await Promise.all(pools.map((p) => p.acquire(KEY)));
+  const fresh = await Promise.all(stale.flatMap((s, i) => [pools[i]!.replace(s), pools[i]!.replace(s)]));
+  t.equal(up.initialized, 2, 'one initialize to open, one to replace');
+  t.same(new Set(fresh.map((s) => s.record.sessionId)), new Set(['s2']));
+  t.equal((await store.get(KEY.id))?.generation, 2, 'the stored generation moved on');
+
+  let calls = 0;
+  const r = await pools[0]!.withSession(KEY, async (s) => {
+    calls += 1;
+    if (s.record.sessionId === 's2') throw new SessionExpiredError('up');
+    return s.record.sessionId;
+  });
+  t.equal(r, 's3', 'withSession replaces on SessionExpiredError and runs again');
+  t.equal(calls, 2);
+  t.equal((await pools[1]!.replace(fresh[2]!)).record.sessionId, 's3', 'another replica holding the stale one adopts the replacement');
+  t.equal(up.initialized, 3);
+});
+
+t.test('store down: replica-local sessions, counted and logged once; back: converge on one session', async (t) => {
+  const store = new SharedStore();
+  const up = new StubUpstream();
+  const errors: string[] = [];
+  let local = 0;
+  const events: PoolEvents = { onStoreError: (op) => errors.push(op), onLocalSession: () => (local += 1) };
+  const a = replica(store, up, { touchIntervalMs: 50 }, events);
+  const b = replica(store, up, { touchIntervalMs: 50 }, events);
+  store.down = true;
+  const [sa, sb] = await Promise.all([a.pool.acquire(KEY), b.pool.acquire(KEY)]);
+  t.ok(sa.localOnly && sb.localOnly, 'both replica-local');
+  t.equal(up.initialized, 2, 'one initialize per replica while the store is down');
+  t.equal(local, 2);
+  t.ok(errors.length >= 2, `store errors counted (${errors.join(',')})`);
+  // Warm requests keep working; more failures are not logged at warn again.
+  for (let i = 0; i < 20; i++) t.equal((await a.pool.acquire(KEY)).record.sessionId, sa.record.sessionId);
+  await sleep(200);
+  const warns = a.logs.filter((l) => l.includes('"level":40') && l.includes('session store unavailable'));
+  t.equal(warns.length, 1, 'logged once per outage');
+  t.notOk(a.logs.some((l) => l.includes('principal-hash') && l.includes('"level":40')), 'no key in the warning');
+
+  store.down = false;
+  await sleep(300);
+  const [ra, rb] = [await a.pool.acquire(KEY), await b.pool.acquire(KEY)];
+  t.equal(ra.record.sessionId, rb.record.sessionId, 'both replicas use one session again');
+  t.notOk(ra.localOnly || rb.localOnly);
+  t.equal((await store.get(KEY.id))?.sessionId, ra.record.sessionId, 'and it is the stored one');
+  await sleep(150);
+  const loser = ra.record.sessionId === 's1' ? 's2' : 's1';
+  t.same(up.terminated, [loser], 'the losing replica-local session is ended upstream, once');
+  t.ok(a.logs.some((l) => l.includes('session store answering again')));
+
+  // New sessions are shared again.
+  const k2 = sessionKey('up', 'new-principal', {});
+  const [n1, n2] = await Promise.all([a.pool.acquire(k2), b.pool.acquire(k2)]);
+  t.equal(n1.record.sessionId, n2.record.sessionId);
+  t.equal(up.initialized, 3);
+});
+
+t.test('a replacement made during an outage is published over the dead record it replaced', async (t) => {
+  const store = new SharedStore();
+  const up = new StubUpstream();
+  const a = replica(store, up, { touchIntervalMs: 50 }).pool;
+  const b = replica(store, up, { touchIntervalMs: 50 }).pool;
+  const s1 = await a.acquire(KEY);
+  const s1b = await b.acquire(KEY);
+  store.down = true;
+  const local = await a.replace(s1); // the upstream answered 404 while Redis was down
+  t.ok(local.localOnly);
+  t.equal(local.record.sessionId, 's2');
+  store.down = false;
+  await sleep(300);
+  const stored = await store.get(KEY.id);
+  t.equal(stored?.sessionId, 's2', 'the live replacement replaced the dead record (CAS), not the other way round');
+  t.equal(stored?.generation, 2);
+  t.notOk((await a.acquire(KEY)).localOnly, 'and is shared now');
+  t.equal((await b.replace(s1b)).record.sessionId, 's2', 'a replica still holding the dead one adopts it on its 404');
+  t.equal(up.initialized, 2);
+  t.same(up.terminated, [], 'nothing live was ended');
+});
+
+t.test('a session opened but not recorded (store failed at insert) is kept replica-local, not reopened', async (t) => {
+  const store = new SharedStore();
+  const up = new StubUpstream();
+  const { pool } = replica(store, up);
+  store.failOnly = 'insert';
+  const s = await pool.acquire(KEY);
+  t.equal(up.initialized, 1);
+  t.ok(s.localOnly);
+  t.equal(await store.inner.lock(KEY.id, 'someone', 1000), true, 'the creation lock was released');
+});
+
+t.test('a reconnect signal republishes sessions a restarted store lost', async (t) => {
+  let reconnect: (() => void) | undefined;
+  const store = Object.assign(new SharedStore(), { onReconnect: (l: () => void) => (reconnect = l) });
+  const up = new StubUpstream();
+  const { pool } = replica(store, up);
+  const s = await pool.acquire(KEY);
+  await store.inner.remove(KEY.id, s.record.generation); // Redis restarted empty
+  reconnect!();
+  await sleep(20);
+  t.equal((await store.get(KEY.id))?.sessionId, s.record.sessionId, 'the known session is stored again');
+  t.equal(up.initialized, 1);
+});
+
+t.test('close: a shared store keeps shared sessions, ends replica-local ones; a memory store ends all', async (t) => {
+  const store = new SharedStore();
+  const up = new StubUpstream();
+  const { pool } = replica(store, up);
+  await pool.acquire(KEY);
+  store.down = true;
+  await pool.acquire(sessionKey('up', 'other', {}));
+  store.down = false;
+  await pool.close();
+  t.same(up.terminated, ['s2'], 'only the replica-local session is ended');
+  t.ok(await store.get(KEY.id), 'the shared one stays for the other replicas');
+
+  const memUp = new StubUpstream();
+  const mem = replica(new MemorySessionStore(), memUp).pool;
+  await mem.acquire(KEY);
+  await mem.close();
+  t.same(memUp.terminated, ['s1']);
+});
+
+t.test('idle sweep ends an idle session once, whichever replica sweeps', async (t) => {
+  const store = new SharedStore();
+  const up = new StubUpstream();
+  const pools = [replica(store, up, { idleTtlMs: 100 }).pool, replica(store, up, { idleTtlMs: 100 }).pool];
+  await Promise.all(pools.map((p) => p.acquire(KEY)));
+  await sleep(1300);
+  t.same(up.terminated, ['s1'], 'DELETE sent once');
+  t.equal(await store.count(), 0);
+  t.equal(pools[0]!.size + pools[1]!.size, 0);
+});
+
+t.test('maxSessions bounds the shared store: the least recently used session is ended', async (t) => {
+  const store = new SharedStore();
+  const up = new StubUpstream();
+  const a = replica(store, up, { maxSessions: 2 }).pool;
+  const b = replica(store, up, { maxSessions: 2 }).pool;
+  await a.acquire(sessionKey('up', 'p1', {}));
+  await sleep(5);
+  await b.acquire(sessionKey('up', 'p2', {}));
+  await sleep(5);
+  await a.acquire(sessionKey('up', 'p3', {}));
+  t.equal(await store.count(), 2);
+  t.same(up.terminated, ['s1']);
+  t.equal(await store.get(sessionKey('up', 'p1', {}).id), undefined);
+});
