@@ -128,3 +128,8 @@ export function checkParamHeaders(headers: HeaderBag, params: ParamHeader[], arg
   }
   return OK;
 }
+
+/** Plain visible ASCII as is; anything else, or a value that looks like the sentinel, as =?base64?...?= [SHTTP]. */
+export function encodeHeaderValue(v: string): string {
+  return VISIBLE_ASCII.test(v) && !SENTINEL.test(v) ? v : `=?base64?${Buffer.from(v, 'utf8').toString('base64')}?=`;
+}

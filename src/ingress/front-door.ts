@@ -10,7 +10,7 @@ import { sendCausewayError, sendJson, type HttpResponse } from '../egress/index.
 import { checkOrigin, classifyPost, type HeaderBag, type OriginPolicy } from '../envelope/index.js';
 import { causewayError, toCausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { LegacyPassthrough } from '../passthrough/legacy.js';
+import { routingHeaders, type LegacyPassthrough } from '../passthrough/legacy.js';
 import { handleModern, type ModernDeps } from '../pipeline.js';
 import { parseJson, readBody, type BodyLimits } from './read-body.js';
 import type { IngressHandler, IngressRequest } from './server.js';
@@ -182,7 +182,7 @@ async function dispatch(
   const verdict = classifyPost({ headers, body: parsed.ok ? parsed.value : undefined, parseError: !parsed.ok });
   switch (verdict.era) {
     case 'legacy':
-      return deps.passthrough.forward('POST', req.headers, body, res, signal);
+      return deps.passthrough.forward('POST', req.headers, body, res, signal, routingHeaders(req.headers, parsed.ok ? parsed.value : undefined));
     case 'reject': {
       const r = verdict.rejection;
       log.debug({ reason: r.reason }, 'request rejected');

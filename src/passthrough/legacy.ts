@@ -7,6 +7,8 @@ import { pipeline } from 'node:stream/promises';
 import { Agent, request as undiciRequest } from 'undici';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
 import { toCausewayError } from '../errors.js';
+import { encodeHeaderValue } from '../envelope/headers.js';
+import { isObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { toUpstreamError } from '../upstream/errors.js';
 
@@ -45,6 +47,20 @@ function forwardable(headers: IncomingHttpHeaders | Record<string, string | stri
     if (value === undefined || lower.startsWith(':') || HOP_BY_HOP.has(lower) || named.has(lower)) continue;
     out[lower] = Array.isArray(value) ? value.join(', ') : value;
   }
+  return out;
+}
+
+/**
+ * Mcp-Method / Mcp-Name for a legacy POST, so a header-routing balancer between Causeway and the
+ * servers can use them; what the client sent itself is kept.
+ */
+export function routingHeaders(headers: IncomingHttpHeaders, body: unknown): Record<string, string> {
+  if (!isObject(body) || typeof body.method !== 'string') return {};
+  const out: Record<string, string> = {};
+  if (headers['mcp-method'] === undefined) out['mcp-method'] = encodeHeaderValue(body.method);
+  const params = isObject(body.params) ? body.params : {};
+  const name = body.method === 'resources/read' ? params.uri : body.method === 'tools/call' || body.method === 'prompts/get' ? params.name : undefined;
+  if (typeof name === 'string' && headers['mcp-name'] === undefined) out['mcp-name'] = encodeHeaderValue(name);
   return out;
 }
 
