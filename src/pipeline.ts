@@ -15,6 +15,7 @@ import { relayCall, type CallObserver } from './upstream/call.js';
 import type { IdMinter } from './upstream/ids.js';
 import type { UpstreamClient } from './upstream/legacy-client.js';
 import { runRound, type BridgeDeps, type RoundResult } from './mrtr/bridge.js';
+import type { Subscriptions } from './subscriptions/index.js';
 
 export interface ModernDeps {
   upstreamName: string;
@@ -23,6 +24,8 @@ export interface ModernDeps {
   pool: SessionPool;
   ids: IdMinter;
   principal: PrincipalPolicy;
+  /** subscriptions/listen, and the sink for change notifications seen on call streams. */
+  subscriptions: Subscriptions;
   cacheHint(method: string): CacheHint;
 }
 
@@ -47,6 +50,10 @@ export async function handleModern(ex: ModernExchange, deps: ModernDeps): Promis
         id: request.id,
         result: discoverResult(session.record.initializeResult, deps.cacheHint(request.method)),
       });
+      return;
+    }
+    if (request.method === 'subscriptions/listen') {
+      await deps.subscriptions.listen({ request, key, principal, res: ex.res, signal: ex.signal, log: ex.log });
       return;
     }
     const stream = wantsStream(request) ? new SseStream(ex.res) : undefined;
@@ -80,7 +87,15 @@ async function forward(
   if (request.meta.logLevel !== undefined) await enableUpstreamLogging(deps, session, ex.log);
   if (request.spec.multiRound) {
     const result = await runRound(
-      { request, principal, signal: ex.signal, log: ex.log, send: (n) => stream?.send(n), upstreamHeaders: upstreamHeaders(request) },
+      {
+        request,
+        principal,
+        signal: ex.signal,
+        log: ex.log,
+        send: (n) => stream?.send(n),
+        onChange: (n) => deps.subscriptions.publishChange(session, n),
+        upstreamHeaders: upstreamHeaders(request),
+      },
       ref,
       deps.bridge,
     );
@@ -95,6 +110,7 @@ async function forward(
   let refusal: CausewayError | undefined;
   const observer: CallObserver = {
     onProgress: (n) => stream?.send(n),
+    onOtherNotification: (n) => deps.subscriptions.publishChange(session, n),
     onLog: (n) => {
       const l = isObject(n.params) ? n.params.level : undefined;
       if (stream && level !== undefined && typeof l === 'string' && levelAtLeast(l, level)) stream.send(n);

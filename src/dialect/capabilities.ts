@@ -28,13 +28,18 @@ export function canonicalJson(v: unknown): string {
 
 /**
  * Legacy ServerCapabilities -> what the modern face advertises. Kept: tools, prompts, resources,
- * completions, logging (per-request logLevel is translated). Dropped: tasks (an extension in 2026),
- * and listChanged / subscribe, which need subscriptions/listen.
+ * completions, logging (per-request logLevel is translated), and listChanged / subscribe where
+ * the upstream declared them (bridged by subscriptions/listen). Dropped: tasks (an extension in 2026).
  */
 export function toModernServerCapabilities(legacy: JsonObject): JsonObject {
   const out: JsonObject = {};
   for (const key of ['tools', 'prompts', 'resources'] as const) {
-    if (isObject(legacy[key])) out[key] = {};
+    const cap = legacy[key];
+    if (!isObject(cap)) continue;
+    const modern: JsonObject = {};
+    if (cap.listChanged === true) modern.listChanged = true;
+    if (key === 'resources' && cap.subscribe === true) modern.subscribe = true;
+    out[key] = modern;
   }
   if (isObject(legacy.completions)) out.completions = {};
   if (isObject(legacy.logging)) out.logging = {};

@@ -27,6 +27,8 @@ export const MODERN_METHODS: Readonly<Record<string, MethodSpec>> = {
   'resources/templates/list': { cacheable: true, multiRound: false, capability: 'resources', forwarded: true },
   'resources/read': { nameParam: 'uri', cacheable: true, multiRound: true, capability: 'resources', forwarded: true },
   'completion/complete': { cacheable: false, multiRound: false, capability: 'completions', forwarded: true },
+  // Served by src/subscriptions from the legacy GET stream and resources/subscribe [SUBS].
+  'subscriptions/listen': { cacheable: false, multiRound: false, forwarded: false },
 };
 
 export function methodSpec(method: string): MethodSpec | undefined {

@@ -65,7 +65,11 @@ t.test('discover', async (t) => {
     },
     { ttlMs: 0, cacheScope: 'private' },
   );
-  t.same(d.capabilities, { tools: {}, resources: {}, completions: {}, logging: {} }, 'tasks and not-yet-bridged sub-capabilities dropped');
+  t.same(
+    d.capabilities,
+    { tools: { listChanged: true }, resources: { subscribe: true }, completions: {}, logging: {} },
+    'tasks dropped; listChanged / subscribe kept (bridged by subscriptions/listen)',
+  );
   t.same(d.supportedVersions, ['2026-07-28']);
   t.equal(d.instructions, 'be nice');
   t.equal(d.resultType, 'complete');

@@ -1,0 +1,278 @@
+// One upstream session's listeners on this replica. The session's change notifications come in
+// over the bus and go to every member. While it has members the channel holds the session's
+// standalone GET stream (the upstream client resumes it with Last-Event-ID), follows the pool
+// when the session is replaced (stream and resource subscriptions re-made on the new one, then
+// a synthetic change of every kind, since some may have been missed), and keeps
+// resources/subscribe reference-counted: subscribed for the first member of a URI, unsubscribed
+// after the last. State changes run one at a time, in arrival order.
+
+import { setTimeout as sleep } from 'node:timers/promises';
+import { causewayError } from '../errors.js';
+import { isErrorResponse, type JsonRpcNotification } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { sameRecord, type PooledSession, type SessionKey, type SessionPool } from '../pool/index.js';
+import { SessionExpiredError } from '../upstream/errors.js';
+import type { IdMinter } from '../upstream/ids.js';
+import type { SessionRef, UpstreamClient } from '../upstream/legacy-client.js';
+import type { SessionEventBus } from './bus.js';
+import { gapNotifications, isChange, staleMemos } from './filter.js';
+
+export interface ChannelDeps {
+  pool: SessionPool;
+  client: UpstreamClient;
+  ids: IdMinter;
+  bus: SessionEventBus;
+  log: Logger;
+}
+
+export interface ChannelMember {
+  /** A change notification of this session, not yet filtered. */
+  deliver(n: JsonRpcNotification): void;
+  /** The channel cannot carry on (its upstream is gone): the member should end its stream. */
+  lost(err: unknown): void;
+}
+
+/** First GET attempts before a listen fails; a stream the upstream has not yet seen close may be refused (409) for a moment. */
+const OPEN_ATTEMPTS = 4;
+const OPEN_BACKOFF_MS = 100;
+
+export function sessionRef(s: PooledSession): SessionRef {
+  return { sessionId: s.record.sessionId, protocolVersion: s.record.protocolVersion };
+}
+
+export class SessionChannel {
+  /** Each member with the URIs it holds a reference on. */
+  private readonly members = new Map<ChannelMember, string[]>();
+  private readonly refs = new Map<string, number>();
+  private queue: Promise<unknown> = Promise.resolve();
+  /** attach() calls queued but not yet run: the channel must not end under them. */
+  private waiting = 0;
+  private holder: AbortController | undefined;
+  private unsubscribe: (() => Promise<void>) | undefined;
+  private opened = false;
+  private ended = false;
+  private broken: Error | undefined;
+
+  constructor(
+    readonly key: SessionKey,
+    private session: PooledSession,
+    private readonly deps: ChannelDeps,
+    private readonly onEnd: (channel: SessionChannel) => void,
+  ) {}
+
+  get size(): number {
+    return this.members.size;
+  }
+
+  /** URIs subscribed upstream, each with its reference count. */
+  get subscriptions(): ReadonlyMap<string, number> {
+    return this.refs;
+  }
+
+  /** Joins `member`; resolves with the URIs the upstream accepted a subscription for. */
+  attach(member: ChannelMember, uris: readonly string[]): Promise<string[]> {
+    this.waiting += 1;
+    return this.serial(async () => {
+      this.waiting -= 1;
+      try {
+        await this.open();
+        const accepted = await Promise.all(uris.map(async (u) => ((await this.ref(u)) ? u : undefined)));
+        const held = accepted.filter((u): u is string => u !== undefined);
+        this.members.set(member, held);
+        return held;
+      } catch (err) {
+        if (this.members.size === 0 && this.waiting === 0) await this.end();
+        throw err;
+      }
+    });
+  }
+
+  /** Leaves; the last member out unsubscribes its URIs, closes the GET stream and ends the channel. */
+  detach(member: ChannelMember): Promise<void> {
+    return this.serial(async () => {
+      const held = this.members.get(member);
+      if (held === undefined) return;
+      this.members.delete(member);
+      await Promise.all(held.map((u) => this.unref(u)));
+      if (this.members.size === 0 && this.waiting === 0) await this.end();
+    });
+  }
+
+  /** Keeps the pooled session in use while listened to, and follows the pool to a replacement. */
+  touch(): void {
+    if (this.members.size === 0) return;
+    this.serial(async () => {
+      if (this.ended || this.broken) return;
+      let current: PooledSession;
+      try {
+        current = await this.deps.pool.acquire(this.key);
+      } catch (err) {
+        this.deps.log.debug({ err }, 'could not refresh the pooled session of a listen channel');
+        return;
+      }
+      if (current === this.session) return;
+      if (sameRecord(current.record, this.session.record)) {
+        this.session = current;
+        return;
+      }
+      this.deps.log.info('the pool moved a listened key to another upstream session; following it');
+      await this.switchTo(current, true);
+    }).catch((err: unknown) => this.lose(err));
+  }
+
+  private async open(): Promise<void> {
+    if (this.broken) throw this.broken;
+    if (this.opened) return;
+    this.unsubscribe ??= await this.deps.bus.subscribe(this.key.id, (n) => this.receive(n));
+    try {
+      await this.startStream();
+    } catch (err) {
+      if (!(err instanceof SessionExpiredError)) throw err;
+      await this.switchTo(await this.deps.pool.replace(this.session), false);
+    }
+    this.opened = true;
+  }
+
+  /** Opens the GET stream of the current session; resolves once the upstream accepted it (or has none). */
+  private async startStream(): Promise<void> {
+    this.holder?.abort();
+    const holder = new AbortController();
+    this.holder = holder;
+    const ref = sessionRef(this.session);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const opened = await this.deps.client.openStream(ref, { onNotification: (n) => this.publish(n) }, holder.signal);
+        if (opened === 'unsupported') {
+          this.deps.log.info('the upstream offers no GET stream; only changes sent on call streams reach listeners');
+          return;
+        }
+        this.watch(opened.done, holder);
+        return;
+      } catch (err) {
+        if (holder.signal.aborted) return;
+        if (err instanceof SessionExpiredError || attempt >= OPEN_ATTEMPTS) throw err;
+        await sleep(OPEN_BACKOFF_MS * attempt, undefined, { signal: holder.signal }).catch(() => undefined);
+        if (holder.signal.aborted) return;
+      }
+    }
+  }
+
+  /** The stream ends only when it cannot be resumed: re-make it, on a new session if the upstream forgot this one. */
+  private watch(done: Promise<void>, holder: AbortController): void {
+    done.then(
+      () => {
+        if (!holder.signal.aborted) this.deps.log.info('the upstream stopped offering its GET stream');
+      },
+      (err: unknown) => {
+        if (holder.signal.aborted) return;
+        this.serial(async () => {
+          if (this.holder !== holder || this.ended || this.broken) return;
+          if (err instanceof SessionExpiredError) {
+            this.deps.log.info('the upstream forgot a listened session; listening on its replacement');
+            await this.switchTo(await this.deps.pool.replace(this.session), true);
+            return;
+          }
+          this.deps.log.warn({ err }, 'upstream GET stream lost; opening it again');
+          await this.startStream();
+          await this.announceGap();
+        }).catch((e: unknown) => this.lose(e));
+      },
+    );
+  }
+
+  private async switchTo(session: PooledSession, gap: boolean): Promise<void> {
+    this.session = session;
+    await this.startStream();
+    for (const uri of this.refs.keys()) {
+      if (!(await this.call('resources/subscribe', uri, false))) {
+        this.deps.log.warn('a resource subscription could not be renewed on the new upstream session');
+      }
+    }
+    if (gap) await this.announceGap();
+  }
+
+  /** After a gap nothing is known about what changed: tell every member everything may have. */
+  private async announceGap(): Promise<void> {
+    for (const n of gapNotifications(this.refs.keys())) await this.deps.bus.publish(this.key.id, n);
+  }
+
+  private async ref(uri: string): Promise<boolean> {
+    const n = this.refs.get(uri);
+    if (n !== undefined) {
+      this.refs.set(uri, n + 1);
+      return true;
+    }
+    if (!(await this.call('resources/subscribe', uri, true))) return false;
+    this.refs.set(uri, (this.refs.get(uri) ?? 0) + 1);
+    return true;
+  }
+
+  private async unref(uri: string): Promise<void> {
+    const n = this.refs.get(uri) ?? 0;
+    if (n > 1) {
+      this.refs.set(uri, n - 1);
+      return;
+    }
+    this.refs.delete(uri);
+    // A lost session took its subscriptions with it.
+    if (!this.broken) await this.call('resources/unsubscribe', uri, false);
+  }
+
+  /** resources/subscribe or /unsubscribe upstream; false when refused or failed. */
+  private async call(method: 'resources/subscribe' | 'resources/unsubscribe', uri: string, renew: boolean): Promise<boolean> {
+    try {
+      const r = await this.deps.client.request(
+        sessionRef(this.session),
+        { jsonrpc: '2.0', id: this.deps.ids.requestId(), method, params: { uri } },
+        { onNotification: (n) => this.publish(n) },
+      );
+      if (!isErrorResponse(r)) return true;
+      this.deps.log.info({ method, code: r.error.code }, 'the upstream refused a resource subscription change');
+      return false;
+    } catch (err) {
+      if (err instanceof SessionExpiredError && renew) {
+        await this.switchTo(await this.deps.pool.replace(this.session), true);
+        return this.call(method, uri, false);
+      }
+      this.deps.log.warn({ err, method }, 'a resource subscription change failed upstream');
+      return false;
+    }
+  }
+
+  /** Bus delivery: what Causeway memoized of the session is stale, then every member hears of it. */
+  private receive(n: JsonRpcNotification): void {
+    for (const slot of staleMemos(n.method)) this.session.memo.delete(slot);
+    for (const m of this.members.keys()) m.deliver(n);
+  }
+
+  /** A notification on one of this channel's upstream streams. */
+  private publish(n: JsonRpcNotification): void {
+    if (!isChange(n.method)) return;
+    this.deps.bus.publish(this.key.id, n).catch((err: unknown) => this.deps.log.warn({ err }, 'publishing a session event failed'));
+  }
+
+  private lose(err: unknown): void {
+    if (this.broken || this.ended) return;
+    this.broken = causewayError('upstream_unavailable', 'The upstream session behind this subscription is gone', undefined, err);
+    this.holder?.abort();
+    this.deps.log.warn({ err }, 'a listen channel lost its upstream session; ending its listen streams');
+    for (const m of [...this.members.keys()]) m.lost(this.broken);
+  }
+
+  private async end(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    this.holder?.abort();
+    this.holder = undefined;
+    this.onEnd(this);
+    const unsubscribe = this.unsubscribe;
+    this.unsubscribe = undefined;
+    await unsubscribe?.().catch((err: unknown) => this.deps.log.debug({ err }, 'leaving the session event bus failed'));
+  }
+
+  private serial<T>(op: () => Promise<T>): Promise<T> {
+    const p = this.queue.then(op);
+    this.queue = p.catch(() => undefined);
+    return p;
+  }
+}

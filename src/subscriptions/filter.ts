@@ -1,0 +1,149 @@
+// The vocabulary of subscriptions/listen [SUBS]: what a listen request asks for, the part of it
+// Causeway can honour for one upstream, which change notifications then reach the stream and
+// in what shape, and which of Causeway's memos of a session each change makes stale. Pure: no
+// I/O, never throws.
+
+import { META_SUBSCRIPTION_ID } from '../envelope/index.js';
+import { isObject, type JsonObject, type JsonRpcNotification, type RequestId } from '../jsonrpc.js';
+
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+
+/** The `notifications` object of a listen request, and of its acknowledgment [S26 SubscriptionFilter]. */
+export interface ListenFilter {
+  toolsListChanged?: true;
+  promptsListChanged?: true;
+  resourcesListChanged?: true;
+  resourceSubscriptions?: string[];
+}
+
+export type ReadFilter =
+  | { ok: true; filter: ListenFilter; /** taskIds were asked for (tasks extension). */ taskIds: boolean }
+  | { ok: false; message: string };
+
+type ListKind = 'toolsListChanged' | 'promptsListChanged' | 'resourcesListChanged';
+
+/** Change notification -> the filter field that opts in to it. */
+const LIST_CHANGES: Readonly<Record<string, ListKind>> = {
+  'notifications/tools/list_changed': 'toolsListChanged',
+  'notifications/prompts/list_changed': 'promptsListChanged',
+  'notifications/resources/list_changed': 'resourcesListChanged',
+};
+export const RESOURCE_UPDATED = 'notifications/resources/updated';
+
+/** Legacy capability that backs each list kind: `<capability>.listChanged`. */
+const LIST_CAPABILITY: Readonly<Record<ListKind, 'tools' | 'prompts' | 'resources'>> = {
+  toolsListChanged: 'tools',
+  promptsListChanged: 'prompts',
+  resourcesListChanged: 'resources',
+};
+
+/** Memo slots of a pooled session (see pipeline.ts) that a change notification makes stale. */
+const STALE_MEMOS: Readonly<Record<string, readonly string[]>> = {
+  'notifications/tools/list_changed': ['tools'],
+};
+
+/** The notifications a listen stream can carry; every other upstream notification is dropped. */
+export function isChange(method: string): boolean {
+  return method === RESOURCE_UPDATED || Object.prototype.hasOwnProperty.call(LIST_CHANGES, method);
+}
+
+export function staleMemos(method: string): readonly string[] {
+  return Object.prototype.hasOwnProperty.call(STALE_MEMOS, method) ? STALE_MEMOS[method]! : [];
+}
+
+/** params.notifications, checked against the schema; duplicate URIs are folded. */
+export function readFilter(params: JsonObject, maxUris: number): ReadFilter {
+  const n = params.notifications;
+  if (!isObject(n)) return { ok: false, message: 'subscriptions/listen needs a notifications object' };
+  const filter: ListenFilter = {};
+  for (const kind of Object.values(LIST_CHANGES)) {
+    const v = n[kind];
+    if (v === undefined) continue;
+    if (typeof v !== 'boolean') return { ok: false, message: `notifications.${kind} must be a boolean` };
+    if (v) filter[kind] = true;
+  }
+  const uris = n.resourceSubscriptions;
+  if (uris !== undefined) {
+    if (!Array.isArray(uris) || !uris.every((u) => typeof u === 'string' && u !== '')) {
+      return { ok: false, message: 'notifications.resourceSubscriptions must be a list of URIs' };
+    }
+    const unique = [...new Set(uris as string[])];
+    if (unique.length > maxUris) {
+      return { ok: false, message: `notifications.resourceSubscriptions lists more than ${maxUris} URIs` };
+    }
+    filter.resourceSubscriptions = unique;
+  }
+  const taskIds = n.taskIds;
+  if (taskIds !== undefined && !Array.isArray(taskIds)) return { ok: false, message: 'notifications.taskIds must be a list' };
+  return { ok: true, filter, taskIds: Array.isArray(taskIds) && taskIds.length > 0 };
+}
+
+function declared(capability: unknown, flag: string): boolean {
+  return isObject(capability) && capability[flag] === true;
+}
+
+/**
+ * The part of `requested` this upstream can back, from its legacy InitializeResult capabilities:
+ * a list kind only if it declared `<kind>.listChanged`, resource subscriptions only if it
+ * declared `resources.subscribe`. Task ids are never honoured (Causeway offers no tasks).
+ */
+export function honour(requested: ListenFilter, upstreamCapabilities: unknown): ListenFilter {
+  const caps = isObject(upstreamCapabilities) ? upstreamCapabilities : {};
+  const out: ListenFilter = {};
+  for (const [kind, capability] of Object.entries(LIST_CAPABILITY) as Array<[ListKind, string]>) {
+    if (requested[kind] && declared(caps[capability], 'listChanged')) out[kind] = true;
+  }
+  if (requested.resourceSubscriptions !== undefined && declared(caps.resources, 'subscribe')) {
+    out.resourceSubscriptions = [...requested.resourceSubscriptions];
+  }
+  return out;
+}
+
+/** Whether the filter asks for anything at all. */
+export function isEmpty(filter: ListenFilter): boolean {
+  return !filter.toolsListChanged && !filter.promptsListChanged && !filter.resourcesListChanged && !filter.resourceSubscriptions?.length;
+}
+
+/** `uri` is the subscribed resource or one of its sub-resources [S26 ResourceUpdatedNotification]. */
+export function covers(subscribed: string, uri: string): boolean {
+  if (uri === subscribed) return true;
+  if (!uri.startsWith(subscribed)) return false;
+  return subscribed.endsWith('/') || '/?#'.includes(uri.charAt(subscribed.length));
+}
+
+/** Whether a change notification belongs on a stream with this (honoured) filter. */
+export function admits(filter: ListenFilter, n: JsonRpcNotification): boolean {
+  if (n.method === RESOURCE_UPDATED) {
+    const uri = isObject(n.params) ? n.params.uri : undefined;
+    return typeof uri === 'string' && (filter.resourceSubscriptions ?? []).some((s) => covers(s, uri));
+  }
+  const kind = Object.prototype.hasOwnProperty.call(LIST_CHANGES, n.method) ? LIST_CHANGES[n.method] : undefined;
+  return kind !== undefined && filter[kind] === true;
+}
+
+/** The 2026 shape on a listen stream: only the spec's params, tagged with the subscription id [SUBS]. */
+export function forStream(n: JsonRpcNotification, subscriptionId: RequestId): JsonRpcNotification {
+  const params: JsonObject = { _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } };
+  if (n.method === RESOURCE_UPDATED && isObject(n.params) && typeof n.params.uri === 'string') params.uri = n.params.uri;
+  return { jsonrpc: '2.0', method: n.method, params };
+}
+
+export function acknowledgment(filter: ListenFilter, subscriptionId: RequestId): JsonRpcNotification {
+  return {
+    jsonrpc: '2.0',
+    method: 'notifications/subscriptions/acknowledged',
+    params: { _meta: { [META_SUBSCRIPTION_ID]: subscriptionId }, notifications: filter as JsonObject },
+  };
+}
+
+/** The graceful end of a listen stream [SUBS "Ending"]. */
+export function closingResult(subscriptionId: RequestId): JsonObject {
+  return { jsonrpc: '2.0', id: subscriptionId, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } } };
+}
+
+/** Synthetic changes sent after a gap in the upstream stream: everything a filter may have missed. */
+export function gapNotifications(subscribedUris: Iterable<string>): JsonRpcNotification[] {
+  const out: JsonRpcNotification[] = Object.keys(LIST_CHANGES).map((method) => ({ jsonrpc: '2.0', method }));
+  for (const uri of subscribedUris) out.push({ jsonrpc: '2.0', method: RESOURCE_UPDATED, params: { uri } });
+  return out;
+}

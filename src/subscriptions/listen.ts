@@ -1,0 +1,254 @@
+// subscriptions/listen on the modern face [SUBS]: the acknowledgment first, naming only what this
+// upstream can back; then the opted-in change notifications, tagged with the subscription id;
+// `:` keep-alive comments between; on drain the closing result, on a lost upstream an abrupt end
+// (the client re-listens). A client that goes away frees its slot, its resource subscriptions and,
+// if it was the last listener of its session, the upstream GET stream. Listen streams are bounded
+// per principal and per replica.
+
+import { SseStream, type HttpResponse } from '../egress/index.js';
+import type { ModernRequest } from '../envelope/index.js';
+import { causewayError } from '../errors.js';
+import { isObject, type JsonRpcNotification } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import type { PooledSession, SessionKey, SessionPool } from '../pool/index.js';
+import type { IdMinter } from '../upstream/ids.js';
+import type { UpstreamClient } from '../upstream/legacy-client.js';
+import type { SessionEventBus } from './bus.js';
+import { SessionChannel, type ChannelMember } from './channel.js';
+import {
+  acknowledgment,
+  admits,
+  closingResult,
+  forStream,
+  honour,
+  isChange,
+  isEmpty,
+  readFilter,
+  staleMemos,
+  TASKS_EXTENSION,
+  type ListenFilter,
+} from './filter.js';
+
+export interface SubscriptionLimits {
+  /** Listen streams open at once on this replica. */
+  maxListeners: number;
+  /** Listen streams open at once per principal on this replica. */
+  maxPerPrincipal: number;
+  /** Interval of `:` keep-alive comments; 0 sends none. */
+  keepAliveMs: number;
+  /** Most resourceSubscriptions URIs in one listen request. */
+  maxUrisPerListen: number;
+}
+
+export interface SubscriptionDeps {
+  pool: SessionPool;
+  client: UpstreamClient;
+  ids: IdMinter;
+  bus: SessionEventBus;
+  log: Logger;
+}
+
+export interface ListenExchange {
+  request: ModernRequest;
+  key: SessionKey;
+  principal: string;
+  res: HttpResponse;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+  log: Logger;
+}
+
+type Ending = 'drain' | 'client' | 'lost';
+
+interface OpenListen {
+  stream: SseStream;
+  end(why: Ending): void;
+}
+
+export class Subscriptions {
+  private readonly channels = new Map<string, SessionChannel>();
+  private readonly open = new Set<OpenListen>();
+  private readonly running = new Set<Promise<void>>();
+  private readonly perPrincipal = new Map<string, number>();
+  private count = 0;
+  private ticker: NodeJS.Timeout | undefined;
+  private closing = false;
+
+  constructor(
+    private readonly deps: SubscriptionDeps,
+    private readonly limits: SubscriptionLimits,
+  ) {}
+
+  /** Listen streams on this replica, counting those not yet acknowledged. */
+  get size(): number {
+    return this.count;
+  }
+
+  /** The channel of a session key, if it has listeners here (for tests and diagnostics). */
+  channel(keyId: string): SessionChannel | undefined {
+    return this.channels.get(keyId);
+  }
+
+  /** Serves one subscriptions/listen. Throws (nothing written yet) when it cannot be acknowledged. */
+  listen(ex: ListenExchange): Promise<void> {
+    const run = this.serve(ex);
+    const tracked = run.catch(() => undefined);
+    this.running.add(tracked);
+    void tracked.finally(() => this.running.delete(tracked));
+    return run;
+  }
+
+  /**
+   * A notification that arrived on a call's stream of `session` (tools/call, lists, ...): what is
+   * memoized of the session goes stale, and the key's listeners, wherever they are, hear of it.
+   */
+  publishChange(session: PooledSession, n: JsonRpcNotification): void {
+    if (!isChange(n.method)) return;
+    for (const slot of staleMemos(n.method)) session.memo.delete(slot);
+    this.deps.bus
+      .publish(session.key.id, n)
+      .catch((err: unknown) => this.deps.log.warn({ err }, 'publishing a session event failed'));
+  }
+
+  /** Ends every listen stream with the closing result and waits (up to timeoutMs) for them to let go upstream. */
+  async close(timeoutMs = 5000): Promise<void> {
+    this.closing = true;
+    for (const l of [...this.open]) l.end('drain');
+    const waited = Promise.allSettled([...this.running]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([waited, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
+    this.stopTicker();
+  }
+
+  private async serve(ex: ListenExchange): Promise<void> {
+    if (this.closing) throw causewayError('draining');
+    const { request } = ex;
+    const read = readFilter(request.params, this.limits.maxUrisPerListen);
+    if (!read.ok) throw causewayError('invalid_params', read.message);
+    if (read.taskIds && !declaresTasks(request.meta.clientCapabilities)) {
+      throw causewayError('missing_client_capability', 'taskIds need the tasks extension', {
+        requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+      });
+    }
+    const release = this.reserve(ex.principal);
+    try {
+      await this.stream(ex, read.filter);
+    } finally {
+      release();
+    }
+  }
+
+  private async stream(ex: ListenExchange, requested: ListenFilter): Promise<void> {
+    const id = ex.request.id;
+    const session = await this.deps.pool.acquire(ex.key);
+    let filter = honour(requested, session.record.initializeResult.capabilities);
+
+    let acknowledged = false;
+    const early: JsonRpcNotification[] = [];
+    const stream = new SseStream(ex.res);
+    let finish!: (why: Ending) => void;
+    const ended = new Promise<Ending>((resolve) => (finish = resolve));
+    const member: ChannelMember = {
+      deliver: (n) => {
+        if (!admits(filter, n)) return;
+        if (acknowledged) stream.send(forStream(n, id));
+        else early.push(n);
+      },
+      lost: () => finish('lost'),
+    };
+
+    let channel: SessionChannel | undefined;
+    try {
+      if (!isEmpty(filter)) {
+        channel = this.channelFor(ex.key, session);
+        const held = await channel.attach(member, filter.resourceSubscriptions ?? []);
+        if (filter.resourceSubscriptions !== undefined) filter = { ...filter, resourceSubscriptions: held };
+      }
+      if (ex.signal.aborted) return;
+      if (this.closing) throw causewayError('draining');
+
+      // [SUBS] The acknowledgment is the first message carrying this subscription id.
+      stream.send(acknowledgment(filter, id));
+      acknowledged = true;
+      for (const n of early.splice(0)) stream.send(forStream(n, id));
+
+      const onAbort = () => finish('client');
+      ex.signal.addEventListener('abort', onAbort, { once: true });
+      if (ex.signal.aborted) finish('client');
+      const entry: OpenListen = { stream, end: finish };
+      this.open.add(entry);
+      this.startTicker();
+      ex.log.debug({ subscription: describe(filter) }, 'listen stream open');
+      let why: Ending;
+      try {
+        why = await ended;
+      } finally {
+        this.open.delete(entry);
+        ex.signal.removeEventListener('abort', onAbort);
+      }
+      if (why === 'drain') stream.end(closingResult(id));
+      // A lost upstream ends the stream without the result: the client treats it as a drop and re-listens.
+      else if (why === 'lost') stream.end();
+      ex.log.debug({ why }, 'listen stream ended');
+    } finally {
+      if (channel) await channel.detach(member);
+      if (this.open.size === 0) this.stopTicker();
+    }
+  }
+
+  private channelFor(key: SessionKey, session: PooledSession): SessionChannel {
+    let c = this.channels.get(key.id);
+    if (!c) {
+      c = new SessionChannel(key, session, this.deps, (ended) => {
+        if (this.channels.get(ended.key.id) === ended) this.channels.delete(ended.key.id);
+      });
+      this.channels.set(key.id, c);
+    }
+    return c;
+  }
+
+  /** Takes a listener slot or throws overloaded; the function returned gives it back. */
+  private reserve(principal: string): () => void {
+    const mine = this.perPrincipal.get(principal) ?? 0;
+    if (this.count >= this.limits.maxListeners) throw causewayError('overloaded', 'Too many subscriptions/listen streams open');
+    if (mine >= this.limits.maxPerPrincipal) throw causewayError('overloaded', 'Too many subscriptions/listen streams open for this principal');
+    this.count += 1;
+    this.perPrincipal.set(principal, mine + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.count -= 1;
+      const left = (this.perPrincipal.get(principal) ?? 1) - 1;
+      if (left > 0) this.perPrincipal.set(principal, left);
+      else this.perPrincipal.delete(principal);
+    };
+  }
+
+  /** One timer for every stream: keep-alive comments, and the listened sessions kept in use. */
+  private startTicker(): void {
+    if (this.ticker || this.limits.keepAliveMs <= 0) return;
+    this.ticker = setInterval(() => {
+      for (const l of this.open) l.stream.comment();
+      for (const c of this.channels.values()) c.touch();
+    }, this.limits.keepAliveMs);
+    this.ticker.unref();
+  }
+
+  private stopTicker(): void {
+    if (this.ticker) clearInterval(this.ticker);
+    this.ticker = undefined;
+  }
+}
+
+function declaresTasks(capabilities: unknown): boolean {
+  return isObject(capabilities) && isObject(capabilities.extensions) && isObject(capabilities.extensions[TASKS_EXTENSION]);
+}
+
+/** Kinds only, for logs: never the URIs. */
+function describe(f: ListenFilter): string[] {
+  const kinds = (['toolsListChanged', 'promptsListChanged', 'resourcesListChanged'] as const).filter((k) => f[k]);
+  return f.resourceSubscriptions ? [...kinds, `resources:${f.resourceSubscriptions.length}`] : kinds;
+}
+
