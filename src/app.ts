@@ -148,6 +148,11 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       ready: () => !draining,
       draining: () => draining,
       metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+      observe: ({ era, method, status, seconds }) => {
+        const outcome = status < 400 ? 'ok' : status < 500 ? 'client_error' : 'server_error';
+        metrics.requests.inc({ era, method, outcome });
+        metrics.requestDuration.observe({ era, method }, seconds);
+      },
       inFlight,
     }),
   );

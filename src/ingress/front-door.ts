@@ -28,7 +28,18 @@ export interface FrontDoorDeps {
   ready(): boolean;
   draining(): boolean;
   metrics(): Promise<{ contentType: string; body: string }>;
+  /** Called once per MCP request when its response ends. */
+  observe(sample: RequestSample): void;
   inFlight: { count: number };
+}
+
+/** What a request was, in bounded label values, for metrics. */
+export interface RequestSample {
+  era: 'modern' | 'legacy' | 'rejected';
+  /** A method of the modern registry, a legacy method name for passthrough, or 'none'. */
+  method: string;
+  status: number;
+  seconds: number;
 }
 
 function headerBag(headers: IncomingHttpHeaders): HeaderBag {
@@ -106,12 +117,15 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
   }
   deps.inFlight.count++;
   const abort = new AbortController();
+  const started = performance.now();
+  const tag: Pick<RequestSample, 'era' | 'method'> = { era: 'rejected', method: 'none' };
   const onClose = () => {
     if (!res.writableFinished) abort.abort();
+    deps.observe({ ...tag, status: res.statusCode, seconds: (performance.now() - started) / 1000 });
   };
   res.on('close', onClose);
   try {
-    await dispatch(req, res, method, headers, deps, log, abort.signal);
+    await dispatch(req, res, method, headers, deps, log, abort.signal, tag);
   } finally {
     deps.inFlight.count--;
   }
@@ -140,6 +154,31 @@ function bodyPending(req: IngressRequest): boolean {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length.trim() !== '0');
 }
 
+const LEGACY_METHODS = new Set([
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'completion/complete',
+  'logging/setLevel',
+]);
+
+/** Bounded: a known legacy method, 'notification', 'response' or 'other'. */
+function legacyMethodLabel(body: unknown): string {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'other';
+  const m = (body as { method?: unknown; id?: unknown }).method;
+  if (typeof m !== 'string') return 'response';
+  if (m.startsWith('notifications/')) return 'notification';
+  return LEGACY_METHODS.has(m) ? m : 'other';
+}
+
 function authorityOf(req: IngressRequest): string | undefined {
   return 'authority' in req ? req.authority : undefined;
 }
@@ -152,6 +191,7 @@ async function dispatch(
   deps: FrontDoorDeps,
   log: Logger,
   signal: AbortSignal,
+  tag: Pick<RequestSample, 'era' | 'method'>,
 ): Promise<void> {
   if (method === 'GET' || method === 'DELETE') {
     if (headers['mcp-session-id'] === undefined) {
@@ -182,6 +222,8 @@ async function dispatch(
   const verdict = classifyPost({ headers, body: parsed.ok ? parsed.value : undefined, parseError: !parsed.ok });
   switch (verdict.era) {
     case 'legacy':
+      tag.era = 'legacy';
+      tag.method = legacyMethodLabel(parsed.ok ? parsed.value : undefined);
       return deps.passthrough.forward('POST', req.headers, body, res, signal, routingHeaders(req.headers, parsed.ok ? parsed.value : undefined));
     case 'reject': {
       const r = verdict.rejection;
@@ -189,6 +231,8 @@ async function dispatch(
       return sendCausewayError(res, causewayError(r.reason, r.message, r.data), r.id);
     }
     case 'modern': {
+      tag.era = 'modern';
+      tag.method = verdict.request.method;
       const accept = headers.accept;
       if (accept !== undefined && !/application\/json|text\/event-stream|\*\/\*/i.test(accept)) {
         return sendCausewayError(res, causewayError('not_acceptable'), verdict.request.id);

@@ -10,7 +10,7 @@ export function createMetrics() {
     registry,
     requests: new Counter({
       name: 'causeway_requests_total',
-      help: 'Requests answered, by era, method and outcome (ok, upstream_error or a local error reason).',
+      help: 'MCP requests answered, by era (modern, legacy, rejected), method and outcome (ok, client_error, server_error by HTTP status).',
       labelNames: ['era', 'method', 'outcome'] as const,
       registers: [registry],
     }),
