@@ -2,10 +2,10 @@
 // bottom. Each stage either hands a value to the next or ends the request with a typed error.
 
 import type { CacheHint } from './dialect/results.js';
-import { declares, discoverResult, requiredCapability, serverInfoOf, statusForUpstreamError, translateError, translateResult } from './dialect/index.js';
+import { discoverResult, serverInfoOf, statusForUpstreamError, translateError, translateResult } from './dialect/index.js';
 import { ToolCatalog } from './dialect/tool-catalog.js';
 import { SseStream, sendCausewayError, sendJson, type HttpResponse } from './egress/index.js';
-import { checkParamHeaders, levelAtLeast, type HeaderBag, type ModernRequest } from './envelope/index.js';
+import { checkParamHeaders, encodeHeaderValue, levelAtLeast, type HeaderBag, type ModernRequest } from './envelope/index.js';
 import { causewayError, toCausewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
@@ -103,11 +103,6 @@ async function forward(
   }
 
   const level = request.meta.logLevel;
-  // Aborted when the client leaves, or when the upstream asks for what this client cannot give.
-  const call = new AbortController();
-  const onClientGone = () => call.abort();
-  ex.signal.addEventListener('abort', onClientGone, { once: true });
-  let refusal: CausewayError | undefined;
   const observer: CallObserver = {
     onProgress: (n) => stream?.send(n),
     onOtherNotification: (n) => deps.subscriptions.publishChange(session, n),
@@ -115,37 +110,22 @@ async function forward(
       const l = isObject(n.params) ? n.params.level : undefined;
       if (stream && level !== undefined && typeof l === 'string' && levelAtLeast(l, level)) stream.send(n);
     },
+    // Only tools/call, prompts/get and resources/read may ask the client [MRTR]; other asks are refused.
     onServerRequest: (r) => {
-      const required = requiredCapability(r.method, r.params);
-      const missing = required !== undefined && !declares(request.meta.clientCapabilities, required);
-      if (missing && refusal === undefined) {
-        refusal = causewayError('missing_client_capability', `The upstream needs ${r.method}, which this request did not declare`, {
-          requiredCapabilities: required,
-        });
-        call.abort();
-      }
       deps.client
-        .respond(ref, { jsonrpc: '2.0', id: r.id, error: { code: -32601, message: `${r.method} is not available through this gateway` } })
+        .respond(ref, { jsonrpc: '2.0', id: r.id, error: { code: -32601, message: `${r.method} is not available during ${request.method}` } })
         .catch((err: unknown) => ex.log.debug({ err }, 'answering an upstream request failed'));
     },
   };
-  let upstream: JsonRpcResponse;
-  try {
-    upstream = await relayCall(
-      deps.client,
-      ref,
-      deps.ids,
-      { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: upstreamHeaders(request) },
-      observer,
-      ex.log,
-      call.signal,
-    );
-  } catch (err) {
-    if (refusal) throw refusal;
-    throw err;
-  } finally {
-    ex.signal.removeEventListener('abort', onClientGone);
-  }
+  const upstream = await relayCall(
+    deps.client,
+    ref,
+    deps.ids,
+    { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: upstreamHeaders(request) },
+    observer,
+    ex.log,
+    ex.signal,
+  );
   if (request.method === 'tools/list' && !isErrorResponse(upstream)) catalogOf(session).learn(upstream.result);
   return { session, result: { kind: 'upstream', response: upstream } };
 }
@@ -154,13 +134,6 @@ function upstreamHeaders(request: ModernRequest): Record<string, string> {
   const h: Record<string, string> = { 'mcp-method': request.method };
   if (request.name !== undefined) h['mcp-name'] = encodeHeaderValue(request.name);
   return h;
-}
-
-/** Plain visible ASCII as is; anything else in the =?base64?...?= form [SHTTP]. */
-export function encodeHeaderValue(v: string): string {
-  return /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(v) && !/^=\?base64\?.*\?=$/.test(v)
-    ? v
-    : `=?base64?${Buffer.from(v, 'utf8').toString('base64')}?=`;
 }
 
 function catalogOf(session: PooledSession): ToolCatalog {
