@@ -6,7 +6,7 @@
 
 import { declares, requiredCapability } from '../dialect/capabilities.js';
 import { causewayError, CausewayError } from '../errors.js';
-import { isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
+import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { relayCall } from '../upstream/call.js';
 import { SessionExpiredError } from '../upstream/errors.js';
@@ -15,6 +15,7 @@ import type { SessionRef, UpstreamClient } from '../upstream/legacy-client.js';
 import type { ModernRequest } from '../envelope/index.js';
 import { levelAtLeast } from '../envelope/index.js';
 import { Handoff, type ForwardedRound, type HandedResult } from './handoff.js';
+import { toAsk } from './asks.js';
 import { HeldCalls, PendingCall, type RoundListener } from './holder.js';
 import { paramsDigest, type StateSealer } from './request-state.js';
 
@@ -84,7 +85,7 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
       }
       if (!pending && claims.h !== deps.replicaId && deps.handoff) {
         const handed = await deps.handoff.forward(claims.h, { callId: claims.c, round: claims.r, inputResponses: responses }, ex.signal);
-        if (handed !== 'unreachable') return fromHanded(handed);
+        if (handed !== 'unreachable') return urlElicitationRound(ex, deps, fromHanded(handed));
         ex.log.info('the replica holding this call is gone; replaying it');
       }
       // Holder gone: this state may start one replay on this replica, not more.
@@ -104,7 +105,42 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
     pending.replayOf = replayOf;
     pending.answer(responses);
   }
-  return await nextRound(pending, deps, listenerFor(ex), ex.signal);
+  return urlElicitationRound(ex, deps, await nextRound(pending, deps, listenerFor(ex), ex.signal));
+}
+
+/**
+ * A 2025-11-25 `-32042` (URL elicitation required) never reaches a 2026 client [BASE]: with
+ * elicitation.url declared it becomes a url-mode round whose retry re-issues the call; without
+ * it, -32021.
+ */
+function urlElicitationRound(ex: RoundExchange, deps: BridgeDeps, r: RoundResult): RoundResult {
+  if (r.kind !== 'upstream' || !isErrorResponse(r.response) || r.response.error.code !== -32042) return r;
+  const data = r.response.error.data;
+  const elicitations = isObject(data) && Array.isArray(data.elicitations) ? data.elicitations.filter(isObject) : [];
+  const required = { elicitation: { url: {} } };
+  if (!declares(ex.request.meta.clientCapabilities, required)) {
+    throw causewayError('missing_client_capability', 'The upstream needs URL elicitation, which this request did not declare', {
+      requiredCapabilities: required,
+    });
+  }
+  if (elicitations.length === 0) throw causewayError('upstream_bad_response', 'URL elicitation required, but no URL given');
+  const inputRequests: JsonObject = {};
+  const taken = new Set<string>();
+  for (const [i, el] of elicitations.entries()) {
+    const ask = toAsk({ jsonrpc: '2.0', id: i, method: 'elicitation/create', params: { ...el, mode: 'url' } }, taken);
+    taken.add(ask.key);
+    inputRequests[ask.key] = ask.input;
+  }
+  const requestState = deps.sealer.seal({
+    p: ex.principal,
+    m: ex.request.method,
+    d: paramsDigest(ex.request.params),
+    c: '',
+    r: 1,
+    h: deps.replicaId,
+    e: Date.now() + deps.stateTtlMs,
+  });
+  return { kind: 'input', result: { resultType: 'input_required', inputRequests, requestState } };
 }
 
 function fromHanded(h: HandedResult): RoundResult {
