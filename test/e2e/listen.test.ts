@@ -95,7 +95,14 @@ async function rawListen(url: string, id: string | number, notifications: Record
   return {
     status: res.status,
     contentType: res.headers.get('content-type'),
-    next: pull,
+    /** The next JSON-RPC message; undefined once the stream ended. Fails after `ms` of silence. */
+    next: (ms = 5000): Promise<any | undefined> => {
+      let timer: NodeJS.Timeout | undefined;
+      const silence = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no listen-stream message within ${ms} ms`)), ms);
+      });
+      return Promise.race([pull(), silence]).finally(() => clearTimeout(timer));
+    },
     get comments() {
       return comments;
     },
