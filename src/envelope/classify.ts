@@ -35,6 +35,8 @@ export interface Rejection {
 
 export type Classified =
   | { era: 'legacy' }
+  /** A notification that needs no action: answered 202 with no body. */
+  | { era: 'accepted' }
   | { era: 'modern'; request: ModernRequest }
   | { era: 'reject'; rejection: Rejection };
 
@@ -89,7 +91,11 @@ export function classifyPost(input: InboundPost): Classified {
       ? 'Clients do not send JSON-RPC responses in 2026-07-28'
       : 'method must be a string');
   }
-  if (rawId === undefined) return reject('notification_not_accepted', null, `Notification ${body.method} is not accepted`);
+  if (rawId === undefined) {
+    // Clients still post it when closing a stream; closing the stream already cancelled the request [SHTTP].
+    if (body.method === 'notifications/cancelled') return { era: 'accepted' };
+    return reject('notification_not_accepted', null, `Notification ${body.method} is not accepted`);
+  }
   if (id === null) return reject('invalid_request', null, 'id must be a string or an integer');
   const method = body.method;
   if (body.params !== undefined && !isObject(body.params)) return reject('invalid_params', id, 'params must be an object');

@@ -225,6 +225,12 @@ async function dispatch(
       tag.era = 'legacy';
       tag.method = legacyMethodLabel(parsed.ok ? parsed.value : undefined);
       return deps.passthrough.forward('POST', req.headers, body, res, signal, routingHeaders(req.headers, parsed.ok ? parsed.value : undefined));
+    case 'accepted':
+      tag.era = 'modern';
+      tag.method = 'notification';
+      res.writeHead(202, { 'content-length': '0' });
+      res.end();
+      return;
     case 'reject': {
       const r = verdict.rejection;
       log.debug({ reason: r.reason }, 'request rejected');

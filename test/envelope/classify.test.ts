@@ -15,7 +15,7 @@ interface Case {
   headers: Record<string, string>;
   body: unknown;
   parseError?: boolean;
-  era: 'legacy' | 'modern' | 'reject';
+  era: 'legacy' | 'modern' | 'reject' | 'accepted';
   code?: number;
   status?: number;
   id?: unknown;
@@ -33,7 +33,8 @@ const cases: Case[] = [
   { name: 'string id echoed', headers: h('nope'), body: req('nope', {}, 'abc'), era: 'reject', code: -32601, status: 404, id: 'abc' },
   { name: 'method not a string', headers: h('tools/list'), body: { jsonrpc: '2.0', id: 3, method: 5, params: { _meta: meta } }, era: 'reject', code: -32600, status: 400, id: 3 },
   { name: 'client response', headers: h('tools/list'), body: { jsonrpc: '2.0', id: 3, result: {} }, era: 'reject', code: -32600, status: 400, id: 3 },
-  { name: 'notification', headers: h('notifications/cancelled'), body: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { _meta: meta } }, era: 'reject', code: -32600, status: 400, id: null },
+  { name: 'notification', headers: h('notifications/initialized'), body: { jsonrpc: '2.0', method: 'notifications/initialized', params: { _meta: meta } }, era: 'reject', code: -32600, status: 400, id: null },
+  { name: 'notifications/cancelled is accepted and ignored', headers: h('notifications/cancelled'), body: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: meta } }, era: 'accepted' },
   { name: 'params not an object', headers: h('tools/list'), body: { jsonrpc: '2.0', id: 8, method: 'tools/list', params: [1] }, era: 'reject', code: -32602, status: 400, id: 8 },
   { name: 'missing _meta', headers: h('tools/list'), body: { jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} }, era: 'reject', code: -32602, status: 400, id: 9 },
   { name: 'missing clientCapabilities', headers: h('tools/list'), body: { jsonrpc: '2.0', id: 9, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': V } } }, era: 'reject', code: -32602, status: 400, id: 9 },
