@@ -103,6 +103,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     sealer: new StateSealer(config.mrtr.stateKeys),
     collectWindowMs: config.mrtr.collectWindowMs,
     stateTtlMs: config.mrtr.stateTtlMs,
+    upstreamTimeoutMs: config.upstream.requestTimeoutMs,
   };
   // One replica: change notifications travel in-process (a shared bus comes with cross-replica listen).
   const sessionEvents = new InProcessSessionEventBus(log.child({ stage: 'subscriptions' }));

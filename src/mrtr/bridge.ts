@@ -29,6 +29,8 @@ export interface BridgeDeps {
   sealer: StateSealer;
   collectWindowMs: number;
   stateTtlMs: number;
+  /** The upstream's own request timeout, for the stretches where the upstream is working. */
+  upstreamTimeoutMs: number;
 }
 
 export interface RoundExchange {
@@ -176,7 +178,14 @@ function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digest:
     deps.client,
     session,
     deps.ids,
-    { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: ex.upstreamHeaders },
+    {
+      method: request.method,
+      params: request.params,
+      progressToken: request.meta.progressToken,
+      headers: ex.upstreamHeaders,
+      // Held between rounds, the call waits on a person: it may live as long as its state.
+      timeoutMs: deps.stateTtlMs + deps.upstreamTimeoutMs,
+    },
     {
       onProgress: (n) => pending.listener?.onProgress(n),
       onLog: (n) => pending.listener?.onLog(n),
@@ -225,7 +234,13 @@ async function nextRound(pending: PendingCall, deps: BridgeDeps, listener: Round
   pending.busy = true;
   pending.listener = listener;
   try {
-    const outcome = await pending.next(deps.collectWindowMs, signal);
+    // While a round runs the upstream is working, so its usual timeout applies; between rounds
+    // the call waits on a person and only the state's TTL bounds it.
+    const working = AbortSignal.timeout(deps.upstreamTimeoutMs);
+    const outcome = await pending.next(deps.collectWindowMs, AbortSignal.any([signal, working]));
+    if (outcome.kind === 'failed' && working.aborted && !signal.aborted) {
+      outcome.error = causewayError('upstream_timeout');
+    }
     const stateExpiry = Date.now() + deps.stateTtlMs;
     if (outcome.kind === 'done') {
       deps.held.release(pending, stateExpiry);

@@ -25,6 +25,8 @@ export interface LegacyCall {
   progressToken: string | number | undefined;
   /** Headers for balancers between Causeway and the upstream. */
   headers?: Record<string, string>;
+  /** Deadline for the whole call when it may wait on a person; the upstream timeout otherwise. */
+  timeoutMs?: number;
 }
 
 const MODERN_ONLY_PARAMS = ['inputResponses', 'requestState'];
@@ -77,7 +79,7 @@ export async function relayCall(
     },
   };
   try {
-    return await client.request(session, request, handlers, signal, call.headers);
+    return await client.request(session, request, handlers, signal, call.headers, call.timeoutMs);
   } catch (err) {
     if (signal?.aborted) {
       const cancel: JsonRpcNotification = {

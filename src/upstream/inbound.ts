@@ -31,6 +31,8 @@ export interface Exchange {
   scope: CallScope;
   /** Standalone streams skip bad events instead of failing a call. */
   lenient: boolean;
+  /** A call that may sit silent for long (held for a multi-round answer): no idle body timeout. */
+  patient?: boolean;
 }
 
 export interface Inbound {

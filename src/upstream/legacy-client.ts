@@ -161,12 +161,14 @@ export class UpstreamClient {
     handlers: StreamHandlers,
     signal?: AbortSignal,
     extraHeaders?: Record<string, string>,
+    /** A longer deadline for calls that wait on a person (multi-round); silence is then no error. */
+    timeoutMs?: number,
   ): Promise<JsonRpcResponse> {
     return this.track(true, async () => {
-      const scope = this.scope(signal, this.endpoint.requestTimeoutMs);
+      const scope = this.scope(signal, timeoutMs ?? this.endpoint.requestTimeoutMs);
       try {
         this.log.debug({ method: msg.method }, 'upstream request');
-        const ctx: Exchange = { session, handlers, id: msg.id, scope, lenient: false };
+        const ctx: Exchange = { session, handlers, id: msg.id, scope, lenient: false, patient: timeoutMs !== undefined };
         return await this.exchange(ctx, 'post', JSON.stringify(msg), extraHeaders);
       } catch (err) {
         throw scope.settle(err);
@@ -253,7 +255,7 @@ export class UpstreamClient {
   ): Promise<JsonRpcResponse> {
     const headers =
       kind === 'initialize' ? this.headers('initialize', undefined) : this.headers('post', ctx.session, extraHeaders);
-    const res = await this.send('POST', headers, body, ctx.scope.signal);
+    const res = await this.send('POST', headers, body, ctx.scope.signal, ctx.patient === true);
     if (kind === 'initialize') {
       const sessionId = firstHeader(res.headers['mcp-session-id']);
       if (sessionId !== undefined && !isValidSessionId(sessionId)) {
@@ -339,7 +341,7 @@ export class UpstreamClient {
     let res: Dispatcher.ResponseData;
     try {
       const headers = this.headers('get', ctx.session, undefined, cursor.lastEventId);
-      res = await this.send('GET', headers, undefined, ctx.scope.signal);
+      res = await this.send('GET', headers, undefined, ctx.scope.signal, ctx.patient === true);
     } catch (err) {
       if (ctx.scope.aborted || !isConnectionDrop(err)) throw err;
       return { dropped: err, events: 0 };

@@ -69,9 +69,11 @@ t.test(
     });
     t.teardown(() => c.close());
     const r1 = await callTool(c.url, ELICIT);
+    const calls = upstream.stats().toolCalls[ELICIT];
     await sleep(700);
     const r2 = await callTool(c.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: r1.body.result.requestState });
     t.equal(textOf(r2), 'Hello, Ada!', `the user answered within stateTtlMs: ${JSON.stringify(r2.body).slice(0, 200)}`);
+    t.equal(upstream.stats().toolCalls[ELICIT], calls, 'the held call itself completed: no replay');
   },
 );
 
