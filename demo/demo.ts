@@ -28,6 +28,7 @@ process.stdout.write(
   [
     `legacy MCP server (2025-11-25, SDK 1.x): ${legacy.url}`,
     `causeway (MCP 2026-07-28 face):          ${app.url}`,
+    ...(app.adminUrl ? [`causeway metrics:                        ${app.adminUrl}/metrics`] : []),
     '',
     'try:',
     `curl -s ${app.url} \\`,

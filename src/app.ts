@@ -4,10 +4,11 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config/schema.js';
 import type { CacheHint } from './dialect/results.js';
 import { originPolicy } from './envelope/index.js';
+import { createAdmin } from './ingress/admin.js';
 import { frontDoor } from './ingress/front-door.js';
 import { createIngress } from './ingress/server.js';
 import type { Logger } from './log.js';
-import { createMetrics } from './metrics/registry.js';
+import { createMetrics, RequestMetrics, UpstreamMetrics } from './metrics/index.js';
 import { LegacyPassthrough } from './passthrough/legacy.js';
 import { createRedisClient, createStore, redisConnection, SessionPool, type SessionStore } from './pool/index.js';
 import { RedisBus } from './bus/message-bus.js';
@@ -18,7 +19,7 @@ import { IdMinter } from './upstream/ids.js';
 import { HeldCalls } from './mrtr/holder.js';
 import { StateSealer } from './mrtr/request-state.js';
 import { UpstreamClient } from './upstream/legacy-client.js';
-import { InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
+import { crossReplicaListen, InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
 
 export const VERSION = '0.1.0';
 
@@ -27,11 +28,16 @@ export interface App {
   /** Graceful stop: readyz fails, new requests get 503, in-flight ones finish (up to drain.timeoutMs). */
   drain(): Promise<void>;
   readonly url: string | undefined;
+  /** Origin of the admin port (/metrics, /healthz, /readyz) once listening; undefined when disabled. */
+  readonly adminUrl: string | undefined;
 }
 
 export function createApp(config: Config, log: Logger, store: SessionStore = createStore(config, log.child({ stage: 'store' }))): App {
-  const metrics = createMetrics();
+  // Probes are read at scrape time, when held and subscriptions exist.
+  const metrics = createMetrics({ pendingCalls: () => held.size, listenStreams: () => subscriptions.size });
   const upstreamName = config.upstream.name;
+  const requestMetrics = new RequestMetrics(metrics);
+  const upstreamMetrics = new UpstreamMetrics(metrics, upstreamName);
   const client = new UpstreamClient(
     {
       name: upstreamName,
@@ -42,6 +48,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       maxResponseBytes: config.upstream.maxResponseBytes,
     },
     log.child({ stage: 'upstream', upstream: upstreamName }),
+    { onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds) },
   );
   const pool = new SessionPool(
     store,
@@ -56,14 +63,11 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     },
     log.child({ stage: 'pool', upstream: upstreamName }),
     {
-      onInitialize: (ms, reason) => {
-        metrics.sessionInitializations.inc({ upstream: upstreamName, reason });
-        metrics.initializeDuration.observe({ upstream: upstreamName }, ms / 1000);
-      },
-      onHit: () => metrics.poolLookups.inc({ upstream: upstreamName, result: 'hit' }),
-      onMiss: () => metrics.poolLookups.inc({ upstream: upstreamName, result: 'miss' }),
-      onStoreError: (op) => metrics.storeErrors.inc({ upstream: upstreamName, op }),
-      onLocalSession: () => metrics.localSessions.inc({ upstream: upstreamName }),
+      onInitialize: (ms, reason) => upstreamMetrics.initialized(reason, ms / 1000),
+      onHit: () => upstreamMetrics.poolLookup('hit'),
+      onMiss: () => upstreamMetrics.poolLookup('miss'),
+      onStoreError: (op) => upstreamMetrics.storeError(op),
+      onLocalSession: () => upstreamMetrics.localSession(),
     },
   );
   const passthrough = new LegacyPassthrough(
@@ -104,11 +108,26 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     collectWindowMs: config.mrtr.collectWindowMs,
     stateTtlMs: config.mrtr.stateTtlMs,
     upstreamTimeoutMs: config.upstream.requestTimeoutMs,
+    onRetry: (method, via) => upstreamMetrics.retry(method, via),
   };
-  // One replica: change notifications travel in-process (a shared bus comes with cross-replica listen).
-  const sessionEvents = new InProcessSessionEventBus(log.child({ stage: 'subscriptions' }));
+  // With a shared store, listen works across replicas: change notifications travel over Redis
+  // pub/sub, one replica holds each session's GET stream, subscriptions are counted in Redis.
+  const crossReplica =
+    config.store.kind === 'redis'
+      ? crossReplicaListen(
+          createRedisClient(redisConnection(config.store)),
+          {
+            keyPrefix: config.store.keyPrefix,
+            replicaId,
+            keepAliveMs: config.subscriptions.keepAliveMs,
+            onStale: (keyId, slots) => slots.forEach((slot) => pool.peek(keyId)?.memo.delete(slot)),
+          },
+          log.child({ stage: 'subscriptions' }),
+        )
+      : undefined;
+  const sessionEvents = crossReplica?.bus ?? new InProcessSessionEventBus(log.child({ stage: 'subscriptions' }));
   const subscriptions = new Subscriptions(
-    { pool, client, ids, bus: sessionEvents, log: log.child({ stage: 'subscriptions' }) },
+    { pool, client, ids, bus: sessionEvents, coordinator: crossReplica?.coordinator, log: log.child({ stage: 'subscriptions' }) },
     {
       maxListeners: config.subscriptions.maxListeners,
       maxPerPrincipal: config.subscriptions.maxPerPrincipal,
@@ -144,30 +163,50 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         cacheHint,
         bridge,
         subscriptions,
+        metrics: upstreamMetrics,
       },
       log,
       ready: () => !draining,
       draining: () => draining,
-      metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
-      observe: ({ era, method, status, seconds }) => {
-        const outcome = status < 400 ? 'ok' : status < 500 ? 'client_error' : 'server_error';
-        metrics.requests.inc({ era, method, outcome });
-        metrics.requestDuration.observe({ era, method }, seconds);
-      },
+      observe: (s) => requestMetrics.request(s.era, s.method, s.status, s.revision, s.seconds),
       inFlight,
     }),
   );
 
+  const admin =
+    config.admin.port < 0
+      ? undefined
+      : createAdmin(
+          { host: config.admin.host, port: config.admin.port },
+          {
+            ready: () => !draining,
+            metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+            log: log.child({ stage: 'admin' }),
+          },
+        );
+
   let url: string | undefined;
+  let adminUrl: string | undefined;
   return {
     get url() {
       return url;
+    },
+    get adminUrl() {
+      return adminUrl;
     },
     async listen() {
       await handoff?.serve(serveHandedRounds(bridge)).catch((err: unknown) => {
         log.warn({ err }, 'cannot receive handed-over retries yet; retries landing elsewhere will replay');
       });
-      const addr = await ingress.listen();
+      await crossReplica?.start();
+      if (admin) {
+        const a = await admin.listen();
+        adminUrl = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+      }
+      const addr = await ingress.listen().catch(async (err: unknown) => {
+        await admin?.close();
+        throw err;
+      });
       const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
       url = `${ingress.protocol}://${host}:${addr.port}${config.listen.path}`;
       return addr;
@@ -175,19 +214,25 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     async drain() {
       if (draining) return;
       draining = true;
-      ingress.stopAccepting();
-      ingress.closeConnections(false);
-      const deadline = Date.now() + config.drain.timeoutMs;
-      // Listen streams never finish on their own: end them with the closing result [SUBS].
-      await subscriptions.close(config.drain.timeoutMs);
-      await sessionEvents.close();
-      while (inFlight.count > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
-      ingress.closeConnections(true);
-      held.cancelAll();
-      await handoff?.close();
-      await pool.close();
-      await store.close();
-      await Promise.allSettled([client.close(), passthrough.close()]);
+      try {
+        ingress.stopAccepting();
+        ingress.closeConnections(false);
+        const deadline = Date.now() + config.drain.timeoutMs;
+        // Listen streams never finish on their own: end them with the closing result [SUBS].
+        await subscriptions.close(config.drain.timeoutMs);
+        await sessionEvents.close();
+        await crossReplica?.close();
+        while (inFlight.count > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+        ingress.closeConnections(true);
+        held.cancelAll();
+        await handoff?.close();
+        await pool.close();
+        await store.close();
+        await Promise.allSettled([client.close(), passthrough.close()]);
+      } finally {
+        // Last, so the drain itself can be scraped.
+        await admin?.close();
+      }
     },
   };
 }

@@ -15,6 +15,7 @@ import { relayCall, type CallObserver } from './upstream/call.js';
 import type { IdMinter } from './upstream/ids.js';
 import type { UpstreamClient } from './upstream/legacy-client.js';
 import { runRound, type BridgeDeps, type RoundResult } from './mrtr/bridge.js';
+import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
 import type { Subscriptions } from './subscriptions/index.js';
 
 export interface ModernDeps {
@@ -27,7 +28,12 @@ export interface ModernDeps {
   /** subscriptions/listen, and the sink for change notifications seen on call streams. */
   subscriptions: Subscriptions;
   cacheHint(method: string): CacheHint;
+  /** Learns the upstream's tool / prompt / template names; records each answer once. */
+  metrics: UpstreamMetrics;
 }
+
+/** What a request was answered with, for its metric: set by the stage that answered. */
+type Answered = 'complete' | 'input_required' | 'upstream_error';
 
 export interface ModernExchange {
   request: ModernRequest;
@@ -39,30 +45,45 @@ export interface ModernExchange {
 }
 
 export async function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void> {
-  const { request } = ex;
+  const started = performance.now();
+  let resultType: ResultType;
+  let outcome: AnswerOutcome;
   try {
-    const principal = principalHash(deps.principal, ex.headers);
-    const key = sessionKey(deps.upstreamName, principal, request.meta.clientCapabilities);
-    if (request.method === 'server/discover') {
-      const session = await deps.pool.acquire(key);
-      sendJson(ex.res, 200, {
-        jsonrpc: '2.0',
-        id: request.id,
-        result: discoverResult(session.record.initializeResult, deps.cacheHint(request.method)),
-      });
-      return;
-    }
-    if (request.method === 'subscriptions/listen') {
-      await deps.subscriptions.listen({ request, key, principal, res: ex.res, signal: ex.signal, log: ex.log });
-      return;
-    }
-    const stream = wantsStream(request) ? new SseStream(ex.res) : undefined;
-    const outcome = await deps.pool.withSession(key, (session) => forward(ex, deps, session, stream, principal));
-    if (outcome.result.kind === 'input') replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: outcome.result.result }, stream);
-    else reply(ex, deps, outcome.session, outcome.result.response, stream);
+    const answered = await answer(ex, deps);
+    resultType = answered === 'upstream_error' ? 'error' : answered;
+    outcome = answered === 'upstream_error' ? 'upstream_error' : 'ok';
   } catch (err) {
-    fail(ex, err);
+    resultType = 'error';
+    outcome = fail(ex, err);
   }
+  deps.metrics.answered(ex.request.method, ex.request.name, resultType, outcome, (performance.now() - started) / 1000);
+}
+
+async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
+  const { request } = ex;
+  const principal = principalHash(deps.principal, ex.headers);
+  const key = sessionKey(deps.upstreamName, principal, request.meta.clientCapabilities);
+  if (request.method === 'server/discover') {
+    const session = await deps.pool.acquire(key);
+    sendJson(ex.res, 200, {
+      jsonrpc: '2.0',
+      id: request.id,
+      result: discoverResult(session.record.initializeResult, deps.cacheHint(request.method)),
+    });
+    return 'complete';
+  }
+  if (request.method === 'subscriptions/listen') {
+    // Counted when the stream ends, however it ends (drain, client gone, upstream lost).
+    await deps.subscriptions.listen({ request, key, principal, res: ex.res, signal: ex.signal, log: ex.log });
+    return 'complete';
+  }
+  const stream = wantsStream(request) ? new SseStream(ex.res) : undefined;
+  const outcome = await deps.pool.withSession(key, (session) => forward(ex, deps, session, stream, principal));
+  if (outcome.result.kind === 'input') {
+    replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: outcome.result.result }, stream);
+    return 'input_required';
+  }
+  return reply(ex, deps, outcome.session, outcome.result.response, stream);
 }
 
 function wantsStream(request: ModernRequest): boolean {
@@ -126,7 +147,10 @@ async function forward(
     ex.log,
     ex.signal,
   );
-  if (request.method === 'tools/list' && !isErrorResponse(upstream)) catalogOf(session).learn(upstream.result);
+  if (!isErrorResponse(upstream)) {
+    if (request.method === 'tools/list') catalogOf(session).learn(upstream.result);
+    deps.metrics.learn(request.method, upstream.result);
+  }
   return { session, result: { kind: 'upstream', response: upstream } };
 }
 
@@ -161,6 +185,7 @@ async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: P
       );
       if (isErrorResponse(r)) break;
       catalog.learn(r.result);
+      deps.metrics.learn('tools/list', r.result);
       cursor = typeof r.result.nextCursor === 'string' ? r.result.nextCursor : undefined;
       if (cursor === undefined) {
         catalog.complete = true;
@@ -196,7 +221,7 @@ function reply(
   session: PooledSession,
   upstream: JsonRpcResponse,
   stream: SseStream | undefined,
-): void {
+): Answered {
   const { request } = ex;
   let status = 200;
   let body: JsonObject;
@@ -213,6 +238,7 @@ function reply(
     body = { jsonrpc: '2.0', id: request.id, result };
   }
   replyBody(ex, status, body, stream);
+  return isErrorResponse(upstream) ? 'upstream_error' : 'complete';
 }
 
 function replyBody(ex: ModernExchange, status: number, body: JsonObject, stream: SseStream | undefined): void {
@@ -220,15 +246,17 @@ function replyBody(ex: ModernExchange, status: number, body: JsonObject, stream:
   else sendJson(ex.res, status, body);
 }
 
-function fail(ex: ModernExchange, err: unknown): void {
-  if (ex.signal.aborted) return;
+/** Answers with the error and returns its reason, or 'cancelled' when the client is gone. */
+function fail(ex: ModernExchange, err: unknown): AnswerOutcome {
+  if (ex.signal.aborted) return 'cancelled';
   const e = toCausewayError(err);
   if (!(err instanceof CausewayError)) ex.log.error({ err }, 'request failed');
   else if (e.status >= 500) ex.log.warn({ reason: e.reason, err: e.cause }, 'request failed');
   if (ex.res.headersSent) {
     const s = new SseStream(ex.res);
     s.end({ jsonrpc: '2.0', id: ex.request.id, error: { code: e.code, message: e.message } });
-    return;
+    return e.reason;
   }
   sendCausewayError(ex.res, e, ex.request.id);
+  return e.reason;
 }

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 const DEMO = fileURLToPath(new URL('../demo/demo.js', import.meta.url));
 
 t.test('npm run demo prints a curl line that answers through Causeway', async (t) => {
-  const child = spawn(process.execPath, [DEMO, '--listen.port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [DEMO, '--listen.port', '0', '--admin.port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => {
     child.kill('SIGTERM');
   });

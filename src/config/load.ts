@@ -78,8 +78,11 @@ function check(s: Setting, v: unknown): string | undefined {
       if (typeof v !== 'string') return bad('a string');
       if (s.choices && !s.choices.includes(v)) return bad(`one of ${s.choices.join(', ')}`);
       return undefined;
-    case 'number':
-      return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? undefined : bad('a non-negative number');
+    case 'number': {
+      const min = s.min ?? 0;
+      if (typeof v === 'number' && Number.isFinite(v) && v >= min) return undefined;
+      return bad(min === 0 ? 'a non-negative number' : `a number >= ${min}`);
+    }
     case 'boolean':
       return typeof v === 'boolean' ? undefined : bad('true or false');
     case 'list':
@@ -180,6 +183,8 @@ function crossChecks(c: Config): string[] {
     problems.push('listen.tlsCertFile and listen.tlsKeyFile go together');
   }
   if (!c.listen.path.startsWith('/')) problems.push('listen.path: must start with /');
+  if (!Number.isInteger(c.admin.port) || c.admin.port > 65_535) problems.push('admin.port: expected -1 (off), 0 (any free port) or a port number');
+  else if (c.admin.port > 0 && c.admin.port === c.listen.port) problems.push('admin.port: must differ from listen.port');
   for (const [method, o] of Object.entries(c.cache.methods)) {
     if (o.scope !== undefined && o.scope !== 'public' && o.scope !== 'private') {
       problems.push(`cache.methods.${method}.scope: expected public or private`);

@@ -8,6 +8,7 @@ export type StoreKind = 'memory' | 'redis';
 
 export interface Config {
   listen: { host: string; port: number; path: string; tlsCertFile: string; tlsKeyFile: string };
+  admin: { host: string; port: number };
   limits: {
     maxBodyBytes: number;
     maxHeaderBytes: number;
@@ -67,6 +68,8 @@ export interface Setting {
   default: unknown;
   doc: string;
   choices?: readonly string[];
+  /** Smallest number accepted (numbers only); 0 unless given. */
+  min?: number;
 }
 
 export const SETTINGS: readonly Setting[] = [
@@ -75,6 +78,14 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'listen.path', kind: 'string', default: '/mcp', doc: 'Path of the MCP endpoint.' },
   { path: 'listen.tlsCertFile', kind: 'string', default: '', doc: 'PEM certificate; with tlsKeyFile, serve TLS instead of cleartext.' },
   { path: 'listen.tlsKeyFile', kind: 'string', default: '', doc: 'PEM private key for listen.tlsCertFile.' },
+  { path: 'admin.host', kind: 'string', default: '127.0.0.1', doc: 'Address the admin port (/metrics, /healthz, /readyz) binds to.' },
+  {
+    path: 'admin.port',
+    kind: 'number',
+    default: 9464,
+    min: -1,
+    doc: 'Admin port, plain HTTP/1.1: /metrics, /healthz, /readyz. 0 picks a free port; -1 disables it.',
+  },
   { path: 'limits.maxBodyBytes', kind: 'number', default: 1_048_576, doc: 'Largest request body accepted (413 above).' },
   { path: 'limits.maxHeaderBytes', kind: 'number', default: 16_384, doc: 'Largest request header block accepted (431 above).' },
   { path: 'limits.bodyTimeoutMs', kind: 'number', default: 10_000, doc: 'Time allowed to receive a request body (408 after).' },

@@ -34,3 +34,20 @@ export const MODERN_METHODS: Readonly<Record<string, MethodSpec>> = {
 export function methodSpec(method: string): MethodSpec | undefined {
   return Object.prototype.hasOwnProperty.call(MODERN_METHODS, method) ? MODERN_METHODS[method] : undefined;
 }
+
+/** Methods a legacy (2024-11-05 .. 2025-11-25) client may send: the bound on legacy method labels. */
+export const LEGACY_METHODS: ReadonlySet<string> = new Set([
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'completion/complete',
+  'logging/setLevel',
+]);

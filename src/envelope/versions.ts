@@ -16,3 +16,9 @@ export function isLegacyVersion(v: string): boolean {
 export function sendsVersionHeader(negotiated: string): boolean {
   return negotiated !== '2025-03-26' && negotiated !== '2024-11-05';
 }
+
+/** A revision a client stated, as a bounded label: a known revision, `none` when absent, else `_other`. */
+export function revisionLabel(v: unknown): string {
+  if (v === undefined) return 'none';
+  return typeof v === 'string' && (isModernVersion(v) || isLegacyVersion(v)) ? v : '_other';
+}

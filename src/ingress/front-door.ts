@@ -1,4 +1,5 @@
-// The request handler behind the ingress: ops endpoints, drain and load shedding, Host/Origin,
+// The request handler behind the ingress: probes (/healthz, /readyz; /metrics is on the admin
+// port only), drain and load shedding, Host/Origin,
 // HTTP method, body limits, then the classifier's verdict: legacy passthrough, a modern
 // request for the pipeline, or the spec's error. Nothing thrown here reaches the client as a
 // stack trace.
@@ -7,7 +8,15 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { constants as h2constants, type Http2ServerRequest } from 'node:http2';
 import { sendCausewayError, sendJson, type HttpResponse } from '../egress/index.js';
-import { checkOrigin, classifyPost, type HeaderBag, type OriginPolicy } from '../envelope/index.js';
+import {
+  checkOrigin,
+  classifyPost,
+  LEGACY_METHODS,
+  META_VERSION,
+  revisionLabel,
+  type HeaderBag,
+  type OriginPolicy,
+} from '../envelope/index.js';
 import { causewayError, toCausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { routingHeaders, type LegacyPassthrough } from '../passthrough/legacy.js';
@@ -27,7 +36,6 @@ export interface FrontDoorDeps {
   /** Answers /readyz: false while draining or before the store is usable. */
   ready(): boolean;
   draining(): boolean;
-  metrics(): Promise<{ contentType: string; body: string }>;
   /** Called once per MCP request when its response ends. */
   observe(sample: RequestSample): void;
   inFlight: { count: number };
@@ -38,6 +46,8 @@ export interface RequestSample {
   era: 'modern' | 'legacy' | 'rejected';
   /** A method of the modern registry, a legacy method name for passthrough, or 'none'. */
   method: string;
+  /** The protocol revision the client stated (_meta, initialize or MCP-Protocol-Version), bounded. */
+  revision: string;
   status: number;
   seconds: number;
 }
@@ -83,12 +93,6 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
     const ready = deps.ready();
     return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' });
   }
-  if (method === 'GET' && path === '/metrics') {
-    const m = await deps.metrics();
-    res.writeHead(200, { 'content-type': m.contentType });
-    res.end(m.body);
-    return;
-  }
   if (deps.draining()) {
     if ('httpVersionMajor' in req && req.httpVersionMajor === 1) res.setHeader('connection', 'close');
     closeAfterReply(req, res);
@@ -118,7 +122,7 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
   deps.inFlight.count++;
   const abort = new AbortController();
   const started = performance.now();
-  const tag: Pick<RequestSample, 'era' | 'method'> = { era: 'rejected', method: 'none' };
+  const tag: Tag = { era: 'rejected', method: 'none', revision: 'none' };
   const onClose = () => {
     if (!res.writableFinished) abort.abort();
     deps.observe({ ...tag, status: res.statusCode, seconds: (performance.now() - started) / 1000 });
@@ -154,21 +158,7 @@ function bodyPending(req: IngressRequest): boolean {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length.trim() !== '0');
 }
 
-const LEGACY_METHODS = new Set([
-  'initialize',
-  'ping',
-  'tools/list',
-  'tools/call',
-  'prompts/list',
-  'prompts/get',
-  'resources/list',
-  'resources/templates/list',
-  'resources/read',
-  'resources/subscribe',
-  'resources/unsubscribe',
-  'completion/complete',
-  'logging/setLevel',
-]);
+type Tag = Pick<RequestSample, 'era' | 'method' | 'revision'>;
 
 /** Bounded: a known legacy method, 'notification', 'response' or 'other'. */
 function legacyMethodLabel(body: unknown): string {
@@ -177,6 +167,22 @@ function legacyMethodLabel(body: unknown): string {
   if (typeof m !== 'string') return 'response';
   if (m.startsWith('notifications/')) return 'notification';
   return LEGACY_METHODS.has(m) ? m : 'other';
+}
+
+/**
+ * The revision a client spoke, read without trusting it: the modern `_meta` protocolVersion, an
+ * initialize's protocolVersion, else the MCP-Protocol-Version header (absent on 2025-03-26 and older).
+ */
+function clientRevision(headers: HeaderBag, body: unknown): string {
+  if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
+    const { method, params } = body as { method?: unknown; params?: unknown };
+    if (typeof params === 'object' && params !== null) {
+      const meta = (params as { _meta?: unknown })._meta;
+      if (typeof meta === 'object' && meta !== null && META_VERSION in meta) return revisionLabel((meta as Record<string, unknown>)[META_VERSION]);
+      if (method === 'initialize') return revisionLabel((params as { protocolVersion?: unknown }).protocolVersion);
+    }
+  }
+  return revisionLabel(headers['mcp-protocol-version']?.trim());
 }
 
 function authorityOf(req: IngressRequest): string | undefined {
@@ -191,12 +197,15 @@ async function dispatch(
   deps: FrontDoorDeps,
   log: Logger,
   signal: AbortSignal,
-  tag: Pick<RequestSample, 'era' | 'method'>,
+  tag: Tag,
 ): Promise<void> {
+  tag.revision = revisionLabel(headers['mcp-protocol-version']?.trim());
   if (method === 'GET' || method === 'DELETE') {
     if (headers['mcp-session-id'] === undefined) {
       return sendCausewayError(res, causewayError('method_not_allowed', `${method} needs a legacy Mcp-Session-Id`), null);
     }
+    tag.era = 'legacy';
+    tag.method = method === 'GET' ? 'stream' : 'terminate';
     return deps.passthrough.forward(method, req.headers, undefined, res, signal);
   }
   if (method !== 'POST') {
@@ -220,6 +229,7 @@ async function dispatch(
   }
   const parsed = parseJson(body);
   const verdict = classifyPost({ headers, body: parsed.ok ? parsed.value : undefined, parseError: !parsed.ok });
+  tag.revision = clientRevision(headers, parsed.ok ? parsed.value : undefined);
   switch (verdict.era) {
     case 'legacy':
       tag.era = 'legacy';

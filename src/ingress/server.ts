@@ -80,7 +80,7 @@ export function createIngress(opts: IngressOptions, handler: IngressHandler): In
   );
   const h2 = http2.createServer({ settings: h2settings }, handler);
   trackSessions(h2);
-  const front = net.createServer((socket) => routeConnection(socket, h1, h2));
+  const front = net.createServer({ noDelay: true }, (socket) => routeConnection(socket, h1, h2));
   return wrap(front, 'http', opts, (force) => {
     force ? h1.closeAllConnections() : h1.closeIdleConnections();
     for (const s of sessions) force ? s.destroy() : s.close();

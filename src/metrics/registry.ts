@@ -1,9 +1,20 @@
 // Every Prometheus metric Causeway exports, declared in one place with bounded label sets.
-// Labels never carry session ids, tokens or principals.
+// Labels never carry session ids, tokens or principals; `name` only takes what the upstream
+// listed (see names.ts), everything else is `_other`.
 
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-export function createMetrics() {
+/** Replica-wide levels read at scrape time. */
+export interface Probes {
+  /** Multi-round calls held open upstream between rounds (HeldCalls.size). */
+  pendingCalls(): number;
+  /** subscriptions/listen streams open. */
+  listenStreams(): number;
+}
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export function createMetrics(probes: Probes) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   return {
@@ -18,8 +29,62 @@ export function createMetrics() {
       name: 'causeway_request_duration_seconds',
       help: 'Time from request to final answer, by era and method.',
       labelNames: ['era', 'method'] as const,
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      buckets: LATENCY_BUCKETS,
       registers: [registry],
+    }),
+    clientRevisions: new Counter({
+      name: 'causeway_client_revision_requests_total',
+      help: 'MCP requests by the protocol revision the client spoke (a known revision, none, or _other), by era.',
+      labelNames: ['era', 'revision'] as const,
+      registers: [registry],
+    }),
+    modernRequests: new Counter({
+      name: 'causeway_modern_requests_total',
+      help: 'Modern (2026-07-28) requests answered, by upstream, method, name, result_type (complete, input_required, error) and outcome (ok, upstream_error, cancelled, or the local error reason).',
+      labelNames: ['upstream', 'method', 'name', 'result_type', 'outcome'] as const,
+      registers: [registry],
+    }),
+    modernDuration: new Histogram({
+      name: 'causeway_modern_request_duration_seconds',
+      help: 'Time a modern request took from classification to the end of its answer, by upstream, method, name and result_type.',
+      labelNames: ['upstream', 'method', 'name', 'result_type'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    upstreamDuration: new Histogram({
+      name: 'causeway_upstream_request_duration_seconds',
+      help: 'Time the upstream took to answer one request Causeway sent, by upstream, legacy method and result (ok, error, failed, cancelled). Calls that waited on the client (multi-round asks) are left out.',
+      labelNames: ['upstream', 'method', 'result'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    mrtrRounds: new Counter({
+      name: 'causeway_mrtr_rounds_total',
+      help: 'input_required rounds sent to clients, by upstream and method.',
+      labelNames: ['upstream', 'method'] as const,
+      registers: [registry],
+    }),
+    mrtrRetries: new Counter({
+      name: 'causeway_mrtr_retries_total',
+      help: 'Multi-round retries carrying a requestState, by how they were served: held (the call was held here), handoff (sent to the holding replica), replay (holder gone, call replayed), reissue (url elicitation).',
+      labelNames: ['upstream', 'method', 'via'] as const,
+      registers: [registry],
+    }),
+    pendingCalls: new Gauge({
+      name: 'causeway_mrtr_pending_calls',
+      help: 'Multi-round calls this replica holds open upstream between rounds.',
+      registers: [registry],
+      collect() {
+        this.set(probes.pendingCalls());
+      },
+    }),
+    listenStreams: new Gauge({
+      name: 'causeway_listen_streams',
+      help: 'subscriptions/listen streams open on this replica.',
+      registers: [registry],
+      collect() {
+        this.set(probes.listenStreams());
+      },
     }),
     sessionInitializations: new Counter({
       name: 'causeway_upstream_initialize_total',

@@ -31,7 +31,12 @@ export interface BridgeDeps {
   stateTtlMs: number;
   /** The upstream's own request timeout, for the stretches where the upstream is working. */
   upstreamTimeoutMs: number;
+  /** Told how each retry carrying a requestState is served. */
+  onRetry?(method: string, via: RetryVia): void;
 }
+
+/** held: the call is held here; handoff: sent to the replica holding it; replay: holder gone; reissue: a url-mode retry. */
+export type RetryVia = 'held' | 'handoff' | 'replay' | 'reissue';
 
 export interface RoundExchange {
   request: ModernRequest;
@@ -87,7 +92,10 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
       }
       if (!pending && claims.h !== deps.replicaId && deps.handoff) {
         const handed = await deps.handoff.forward(claims.h, { callId: claims.c, round: claims.r, inputResponses: responses }, ex.signal);
-        if (handed !== 'unreachable') return urlElicitationRound(ex, deps, fromHanded(handed));
+        if (handed !== 'unreachable') {
+          deps.onRetry?.(request.method, 'handoff');
+          return urlElicitationRound(ex, deps, fromHanded(handed));
+        }
         ex.log.info('the replica holding this call is gone; replaying it');
       }
       // Holder gone: this state may start one replay on this replica, not more.
@@ -97,6 +105,7 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
         replayOf = claims.c;
       }
     }
+    deps.onRetry?.(request.method, claims.c === '' ? 'reissue' : pending ? 'held' : 'replay');
   }
 
   if (pending) {

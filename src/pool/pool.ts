@@ -118,6 +118,11 @@ export class SessionPool {
     return this.local.size;
   }
 
+  /** The session this replica holds for a key id, if any: no store call, no use recorded. */
+  peek(keyId: string): PooledSession | undefined {
+    return this.local.get(keyId);
+  }
+
   /** Runs `use` on the key's session; if the upstream forgot that session, replaces it once and runs `use` again. */
   async withSession<T>(key: SessionKey, use: (s: PooledSession) => Promise<T>): Promise<T> {
     const session = await this.acquire(key);

@@ -1,10 +1,12 @@
 // One upstream session's listeners on this replica. The session's change notifications come in
-// over the bus and go to every member. While it has members the channel holds the session's
-// standalone GET stream (the upstream client resumes it with Last-Event-ID), follows the pool
-// when the session is replaced (stream and resource subscriptions re-made on the new one, then
-// a synthetic change of every kind, since some may have been missed), and keeps
-// resources/subscribe reference-counted: subscribed for the first member of a URI, unsubscribed
-// after the last. State changes run one at a time, in arrival order.
+// over the bus and go to every member. While it has members the channel takes part in its key's
+// coordination (coordination.ts): if it holds the key's GET-stream lease it holds the session's
+// standalone GET stream (the upstream client resumes it with Last-Event-ID), follows the pool when
+// the session is replaced (stream and resource subscriptions re-made on the new one, then a
+// synthetic change of every kind, since some may have been missed), and takes the stream over
+// when the previous holder is gone. Otherwise it only hears the bus. resources/subscribe is
+// counted across every channel of the key: subscribed when the first listener anywhere holds a
+// URI, unsubscribed after the last. State changes run one at a time, in arrival order.
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { causewayError } from '../errors.js';
@@ -15,6 +17,7 @@ import { SessionExpiredError } from '../upstream/errors.js';
 import type { IdMinter } from '../upstream/ids.js';
 import type { SessionRef, UpstreamClient } from '../upstream/legacy-client.js';
 import type { SessionEventBus } from './bus.js';
+import { LocalCoordinator, type ChannelCoordination, type HoldResult, type ListenCoordinator, type Transitions } from './coordination.js';
 import { gapNotifications, isChange, staleMemos } from './filter.js';
 
 export interface ChannelDeps {
@@ -23,6 +26,8 @@ export interface ChannelDeps {
   ids: IdMinter;
   bus: SessionEventBus;
   log: Logger;
+  /** Who holds the GET stream and how subscriptions are counted across replicas; default: this replica alone. */
+  coordinator?: ListenCoordinator;
 }
 
 export interface ChannelMember {
@@ -36,6 +41,11 @@ export interface ChannelMember {
 const OPEN_ATTEMPTS = 4;
 const OPEN_BACKOFF_MS = 100;
 
+/** Sent on the bus by a channel that gives the GET-stream lease up, so a listening channel elsewhere takes it at once. Never a change: no listener sees it. */
+export const HOLDER_RELEASED = 'causeway/listen-holder-released';
+
+const singleReplica = new LocalCoordinator();
+
 export function sessionRef(s: PooledSession): SessionRef {
   return { sessionId: s.record.sessionId, protocolVersion: s.record.protocolVersion };
 }
@@ -43,10 +53,14 @@ export function sessionRef(s: PooledSession): SessionRef {
 export class SessionChannel {
   /** Each member with the URIs it holds a reference on. */
   private readonly members = new Map<ChannelMember, string[]>();
+  /** This channel's count of members per URI. */
   private readonly refs = new Map<string, number>();
+  private readonly coordination: ChannelCoordination;
   private queue: Promise<unknown> = Promise.resolve();
   /** attach() calls queued but not yet run: the channel must not end under them. */
   private waiting = 0;
+  /** This channel holds the key's GET-stream lease (and so the stream). */
+  private holding = false;
   private holder: AbortController | undefined;
   private unsubscribe: (() => Promise<void>) | undefined;
   private opened = false;
@@ -58,15 +72,22 @@ export class SessionChannel {
     private session: PooledSession,
     private readonly deps: ChannelDeps,
     private readonly onEnd: (channel: SessionChannel) => void,
-  ) {}
+  ) {
+    this.coordination = (deps.coordinator ?? singleReplica).join(key.id);
+  }
 
   get size(): number {
     return this.members.size;
   }
 
-  /** URIs subscribed upstream, each with its reference count. */
+  /** URIs this channel's members hold, each with its reference count. */
   get subscriptions(): ReadonlyMap<string, number> {
     return this.refs;
+  }
+
+  /** Whether this channel holds the session's GET stream (for tests and diagnostics). */
+  get holdsStream(): boolean {
+    return this.holding;
   }
 
   /** Joins `member`; resolves with the URIs the upstream accepted a subscription for. */
@@ -76,8 +97,15 @@ export class SessionChannel {
       this.waiting -= 1;
       try {
         await this.open();
-        const accepted = await Promise.all(uris.map(async (u) => ((await this.ref(u)) ? u : undefined)));
-        const held = accepted.filter((u): u is string => u !== undefined);
+        for (const u of uris) this.count(u, 1);
+        const refused = await this.apply(await this.coordination.sync(this.refs));
+        const mine = [...refused].filter((u) => uris.includes(u));
+        if (mine.length > 0) {
+          for (const u of mine) this.count(u, -1);
+          // Nothing to undo upstream for a URI it refused.
+          await this.apply(await this.coordination.sync(this.refs), new Set(mine));
+        }
+        const held = uris.filter((u) => !refused.has(u));
         this.members.set(member, held);
         return held;
       } catch (err) {
@@ -87,48 +115,99 @@ export class SessionChannel {
     });
   }
 
-  /** Leaves; the last member out unsubscribes its URIs, closes the GET stream and ends the channel. */
+  /** Leaves; the last member out closes the GET stream and ends the channel. URIs no one holds any more are unsubscribed. */
   detach(member: ChannelMember): Promise<void> {
     return this.serial(async () => {
       const held = this.members.get(member);
       if (held === undefined) return;
       this.members.delete(member);
-      await Promise.all(held.map((u) => this.unref(u)));
+      for (const u of held) this.count(u, -1);
+      await this.apply(await this.coordination.sync(this.refs));
       if (this.members.size === 0 && this.waiting === 0) await this.end();
     });
   }
 
-  /** Keeps the pooled session in use while listened to, and follows the pool to a replacement. */
+  /**
+   * The listen tick: keeps the pooled session in use and follows the pool to a replacement;
+   * renews the GET-stream lease, or takes it over when its holder is gone; states this channel's
+   * counts again (which keeps them alive and releases those of dead replicas).
+   */
   touch(): void {
     if (this.members.size === 0) return;
     this.serial(async () => {
       if (this.ended || this.broken) return;
-      let current: PooledSession;
-      try {
-        current = await this.deps.pool.acquire(this.key);
-      } catch (err) {
-        this.deps.log.debug({ err }, 'could not refresh the pooled session of a listen channel');
-        return;
-      }
-      if (current === this.session) return;
-      if (sameRecord(current.record, this.session.record)) {
-        this.session = current;
-        return;
-      }
-      this.deps.log.info('the pool moved a listened key to another upstream session; following it');
-      await this.switchTo(current, true);
+      await this.follow();
+      await this.renew(await this.coordination.hold());
+      if (this.ended || this.broken) return;
+      await this.apply(await this.coordination.sync(this.refs));
     }).catch((err: unknown) => this.lose(err));
+  }
+
+  private async follow(): Promise<void> {
+    let current: PooledSession;
+    try {
+      current = await this.deps.pool.acquire(this.key);
+    } catch (err) {
+      this.deps.log.debug({ err }, 'could not refresh the pooled session of a listen channel');
+      return;
+    }
+    if (current === this.session) return;
+    if (sameRecord(current.record, this.session.record)) {
+      this.session = current;
+      return;
+    }
+    this.deps.log.info('the pool moved a listened key to another upstream session; following it');
+    await this.switchTo(current, true);
+  }
+
+  /** Acts on the lease as the tick found it. */
+  private async renew(lease: HoldResult): Promise<void> {
+    if (lease === 'unknown' || lease === 'renewed') return;
+    if (lease === 'taken') {
+      if (!this.holding) return;
+      this.deps.log.warn('another replica took the GET stream of a listened session over; leaving it to that one');
+      this.holding = false;
+      this.holder?.abort();
+      this.holder = undefined;
+      return;
+    }
+    if (this.holding) return;
+    // The holder is gone (or let go): this channel holds the stream from now on.
+    this.holding = true;
+    this.deps.log.info('taking over the GET stream of a listened session');
+    try {
+      await this.startStream();
+    } catch (err) {
+      if (err instanceof SessionExpiredError) {
+        await this.switchTo(await this.deps.pool.replace(this.session), true);
+        return;
+      }
+      this.deps.log.warn({ err }, 'could not take the GET stream over; another listening replica may');
+      this.holding = false;
+      this.holder?.abort();
+      this.holder = undefined;
+      await this.coordination.release();
+      return;
+    }
+    await this.announceGap();
   }
 
   private async open(): Promise<void> {
     if (this.broken) throw this.broken;
     if (this.opened) return;
     this.unsubscribe ??= await this.deps.bus.subscribe(this.key.id, (n) => this.receive(n));
-    try {
-      await this.startStream();
-    } catch (err) {
-      if (!(err instanceof SessionExpiredError)) throw err;
-      await this.switchTo(await this.deps.pool.replace(this.session), false);
+    const lease = await this.coordination.hold();
+    // Unknown (the coordination store is away): hold it, as a lone replica would.
+    this.holding = lease !== 'taken';
+    if (this.holding) {
+      try {
+        await this.startStream();
+      } catch (err) {
+        if (!(err instanceof SessionExpiredError)) throw err;
+        await this.switchTo(await this.deps.pool.replace(this.session), false);
+      }
+      // Listeners elsewhere went without a stream for a while. Published before this member joins.
+      if (lease === 'acquired-others') await this.announceGap();
     }
     this.opened = true;
   }
@@ -180,10 +259,12 @@ export class SessionChannel {
     );
   }
 
+  /** A new upstream session for the key. Its stream and subscriptions are the holder's to re-make. */
   private async switchTo(session: PooledSession, gap: boolean): Promise<void> {
     this.session = session;
+    if (!this.holding) return;
     await this.startStream();
-    for (const uri of this.refs.keys()) {
+    for (const uri of await this.coordination.uris()) {
       if (!(await this.call('resources/subscribe', uri, false))) {
         this.deps.log.warn('a resource subscription could not be renewed on the new upstream session');
       }
@@ -191,31 +272,33 @@ export class SessionChannel {
     if (gap) await this.announceGap();
   }
 
-  /** After a gap nothing is known about what changed: tell every member everything may have. */
+  /** After a gap nothing is known about what changed: tell every listener of the key everything may have. */
   private async announceGap(): Promise<void> {
-    for (const n of gapNotifications(this.refs.keys())) await this.deps.bus.publish(this.key.id, n);
+    for (const n of gapNotifications(await this.coordination.uris())) await this.deps.bus.publish(this.key.id, n);
   }
 
-  private async ref(uri: string): Promise<boolean> {
-    const n = this.refs.get(uri);
-    if (n !== undefined) {
-      this.refs.set(uri, n + 1);
-      return true;
-    }
-    if (!(await this.call('resources/subscribe', uri, true))) return false;
-    this.refs.set(uri, (this.refs.get(uri) ?? 0) + 1);
-    return true;
+  private count(uri: string, delta: number): void {
+    const n = (this.refs.get(uri) ?? 0) + delta;
+    if (n > 0) this.refs.set(uri, n);
+    else this.refs.delete(uri);
   }
 
-  private async unref(uri: string): Promise<void> {
-    const n = this.refs.get(uri) ?? 0;
-    if (n > 1) {
-      this.refs.set(uri, n - 1);
-      return;
+  /**
+   * Brings the upstream in line with the key's counts: subscribes what went from 0, unsubscribes
+   * what went to 0 (but `keep`). Resolves with the URIs whose subscription was refused.
+   */
+  private async apply(change: Transitions, keep?: ReadonlySet<string>): Promise<Set<string>> {
+    const refused = new Set<string>();
+    for (const uri of change.subscribe) {
+      if (!(await this.call('resources/subscribe', uri, true))) refused.add(uri);
     }
-    this.refs.delete(uri);
     // A lost session took its subscriptions with it.
-    if (!this.broken) await this.call('resources/unsubscribe', uri, false);
+    const dropped = change.unsubscribe.filter((u) => !keep?.has(u));
+    if (dropped.length === 0 || this.broken) return refused;
+    for (const uri of dropped) await this.call('resources/unsubscribe', uri, false);
+    // A channel elsewhere may have subscribed one of them again meanwhile, and its subscribe may have reached the upstream first.
+    for (const uri of await this.coordination.held(dropped)) await this.call('resources/subscribe', uri, false);
+    return refused;
   }
 
   /** resources/subscribe or /unsubscribe upstream; false when refused or failed. */
@@ -241,6 +324,15 @@ export class SessionChannel {
 
   /** Bus delivery: what Causeway memoized of the session is stale, then every member hears of it. */
   private receive(n: JsonRpcNotification): void {
+    if (n.method === HOLDER_RELEASED) {
+      if (!this.holding && this.members.size > 0) {
+        this.serial(async () => {
+          if (this.ended || this.broken || this.holding) return;
+          await this.renew(await this.coordination.hold());
+        }).catch((err: unknown) => this.lose(err));
+      }
+      return;
+    }
     for (const slot of staleMemos(n.method)) this.session.memo.delete(slot);
     for (const m of this.members.keys()) m.deliver(n);
   }
@@ -268,6 +360,15 @@ export class SessionChannel {
     const unsubscribe = this.unsubscribe;
     this.unsubscribe = undefined;
     await unsubscribe?.().catch((err: unknown) => this.deps.log.debug({ err }, 'leaving the session event bus failed'));
+    if (this.holding) {
+      this.holding = false;
+      await this.coordination.release();
+      await this.deps.bus
+        .publish(this.key.id, { jsonrpc: '2.0', method: HOLDER_RELEASED })
+        .catch((err: unknown) => this.deps.log.debug({ err }, 'announcing the GET stream free failed'));
+    }
+    const left = await this.coordination.leave();
+    if (!this.broken) for (const uri of left.unsubscribe) await this.call('resources/unsubscribe', uri, false);
   }
 
   private serial<T>(op: () => Promise<T>): Promise<T> {

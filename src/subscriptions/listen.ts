@@ -15,6 +15,7 @@ import type { IdMinter } from '../upstream/ids.js';
 import type { UpstreamClient } from '../upstream/legacy-client.js';
 import type { SessionEventBus } from './bus.js';
 import { SessionChannel, type ChannelMember } from './channel.js';
+import { listenTickMs, type ListenCoordinator } from './coordination.js';
 import {
   acknowledgment,
   admits,
@@ -34,7 +35,7 @@ export interface SubscriptionLimits {
   maxListeners: number;
   /** Listen streams open at once per principal on this replica. */
   maxPerPrincipal: number;
-  /** Interval of `:` keep-alive comments; 0 sends none. */
+  /** Interval of `:` keep-alive comments, and of the channels' housekeeping; 0 sends no comments (housekeeping then every 15 s). */
   keepAliveMs: number;
   /** Most resourceSubscriptions URIs in one listen request. */
   maxUrisPerListen: number;
@@ -46,6 +47,8 @@ export interface SubscriptionDeps {
   ids: IdMinter;
   bus: SessionEventBus;
   log: Logger;
+  /** GET-stream lease and subscription counts across replicas; default: this replica alone. */
+  coordinator?: ListenCoordinator;
 }
 
 export interface ListenExchange {
@@ -226,13 +229,17 @@ export class Subscriptions {
     };
   }
 
-  /** One timer for every stream: keep-alive comments, and the listened sessions kept in use. */
+  /**
+   * One timer for every stream: keep-alive comments (unless keepAliveMs is 0), and each channel's
+   * housekeeping (session kept in use, GET-stream lease renewed or taken over, counts restated).
+   */
   private startTicker(): void {
-    if (this.ticker || this.limits.keepAliveMs <= 0) return;
+    if (this.ticker) return;
+    const comments = this.limits.keepAliveMs > 0;
     this.ticker = setInterval(() => {
-      for (const l of this.open) l.stream.comment();
+      if (comments) for (const l of this.open) l.stream.comment();
       for (const c of this.channels.values()) c.touch();
-    }, this.limits.keepAliveMs);
+    }, listenTickMs(this.limits.keepAliveMs));
     this.ticker.unref();
   }
 

@@ -33,6 +33,8 @@ export interface Exchange {
   lenient: boolean;
   /** A call that may sit silent for long (held for a multi-round answer): no idle body timeout. */
   patient?: boolean;
+  /** Set once the upstream asked the client something on this call: its latency is then the client's too. */
+  asked?: boolean;
 }
 
 export interface Inbound {
@@ -114,6 +116,7 @@ function serverRequest(io: Inbound, ctx: Exchange, r: JsonRpcRequest): void {
     io.reply(ctx.session, { jsonrpc: '2.0', id: r.id, result: {} }, r.method);
     return;
   }
+  ctx.asked = true;
   const onServerRequest = ctx.handlers.onServerRequest;
   if (onServerRequest === undefined) {
     io.reply(ctx.session, { jsonrpc: '2.0', id: r.id, error: { code: -32601, message: 'Method not found' } }, r.method);

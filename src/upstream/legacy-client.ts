@@ -56,6 +56,11 @@ export interface UpstreamClientOptions {
   maxRetryMs?: number;
   /** Consecutive resumes without progress before giving up. */
   maxResumeAttempts?: number;
+  /**
+   * Called once per request() with its outcome and duration; not for calls on which the upstream
+   * asked the client something (their duration is the client's).
+   */
+  onRequest?(method: string, result: 'ok' | 'error' | 'failed' | 'cancelled', seconds: number): void;
 }
 
 export const UPSTREAM_CLIENT_DEFAULTS = Object.freeze({
@@ -81,7 +86,8 @@ function firstHeader(v: string | string[] | undefined): string | undefined {
 export class UpstreamClient {
   private readonly endpoint: UpstreamEndpoint;
   private readonly log: Logger;
-  private readonly opts: Required<UpstreamClientOptions>;
+  private readonly opts: Required<Omit<UpstreamClientOptions, 'onRequest'>>;
+  private readonly onRequest: UpstreamClientOptions['onRequest'];
   private readonly dispatcher: Agent;
   private readonly origin: string;
   private readonly path: string;
@@ -104,7 +110,9 @@ export class UpstreamClient {
         });
       },
     };
-    this.opts = { ...UPSTREAM_CLIENT_DEFAULTS, ...options };
+    const { onRequest, ...tuning } = options;
+    this.opts = { ...UPSTREAM_CLIENT_DEFAULTS, ...tuning };
+    this.onRequest = onRequest;
     this.origin = url.origin;
     setMaxListeners(0, this.lifetime.signal, this.quiesce.signal);
     this.path = `${url.pathname}${url.search}`;
@@ -166,14 +174,20 @@ export class UpstreamClient {
   ): Promise<JsonRpcResponse> {
     return this.track(true, async () => {
       const scope = this.scope(signal, timeoutMs ?? this.endpoint.requestTimeoutMs);
+      const ctx: Exchange = { session, handlers, id: msg.id, scope, lenient: false, patient: timeoutMs !== undefined };
+      const started = performance.now();
+      let result: 'ok' | 'error' | 'failed' | 'cancelled' = 'failed';
       try {
         this.log.debug({ method: msg.method }, 'upstream request');
-        const ctx: Exchange = { session, handlers, id: msg.id, scope, lenient: false, patient: timeoutMs !== undefined };
-        return await this.exchange(ctx, 'post', JSON.stringify(msg), extraHeaders);
+        const response = await this.exchange(ctx, 'post', JSON.stringify(msg), extraHeaders);
+        result = 'error' in response ? 'error' : 'ok';
+        return response;
       } catch (err) {
+        if (signal?.aborted) result = 'cancelled';
         throw scope.settle(err);
       } finally {
         scope.dispose();
+        if (this.onRequest && !ctx.asked) this.onRequest(msg.method, result, (performance.now() - started) / 1000);
       }
     });
   }

@@ -12,6 +12,8 @@ import { createLogger } from '../../src/log.js';
 export interface RunningCauseway {
   url: string;
   port: number;
+  /** Origin of the admin port (/metrics, /healthz, /readyz); undefined with admin.port -1. */
+  adminUrl: string | undefined;
   /** JSON log lines written so far (in-process: captured; child: its stdout). */
   logs: string[];
   close(): Promise<void>;
@@ -31,22 +33,23 @@ export async function startCauseway(settings: Settings): Promise<RunningCauseway
       cb();
     },
   });
-  const config = loadConfig(flags({ 'listen.port': 0, 'log.level': 'debug', ...settings }), {});
+  const config = loadConfig(flags({ 'listen.port': 0, 'admin.port': 0, 'log.level': 'debug', ...settings }), {});
   const app = createApp(config, createLogger(config.log.level, sink));
   const addr = await app.listen();
-  return { app, url: app.url!, port: addr.port, logs, close: () => app.drain() };
+  return { app, url: app.url!, port: addr.port, adminUrl: app.adminUrl, logs, close: () => app.drain() };
 }
 
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 
 export async function spawnCauseway(settings: Settings, env: NodeJS.ProcessEnv = {}): Promise<RunningCauseway & { child: ChildProcess }> {
-  const child = spawn(process.execPath, [MAIN, ...flags({ 'listen.port': 0, 'log.level': 'info', ...settings })], {
+  const child = spawn(process.execPath, [MAIN, ...flags({ 'listen.port': 0, 'admin.port': 0, 'log.level': 'info', ...settings })], {
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  let adminUrl: string | undefined;
   const url = await new Promise<string>((resolve, reject) => {
     let buf = '';
     const timer = setTimeout(() => reject(new Error(`causeway did not start: ${stderr}`)), 10_000);
@@ -58,9 +61,10 @@ export async function spawnCauseway(settings: Settings, env: NodeJS.ProcessEnv =
         buf = buf.slice(nl + 1);
         logs.push(line);
         try {
-          const j = JSON.parse(line) as { msg?: string; url?: string };
+          const j = JSON.parse(line) as { msg?: string; url?: string; adminUrl?: string };
           if (j.msg === 'causeway listening' && j.url) {
             clearTimeout(timer);
+            adminUrl = j.adminUrl;
             resolve(j.url);
           }
         } catch {
@@ -77,6 +81,7 @@ export async function spawnCauseway(settings: Settings, env: NodeJS.ProcessEnv =
     child,
     url,
     port: Number(new URL(url).port),
+    adminUrl,
     logs,
     close: () =>
       new Promise<void>((resolve) => {

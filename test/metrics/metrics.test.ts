@@ -1,38 +1,27 @@
-// After a scripted run the Prometheus scrape shows exactly the expected counts, and requests
-// naming thousands of bogus tools leave the number of series unchanged.
+// After a scripted run the admin port's Prometheus scrape shows exactly the expected counts: by
+// method, name, result type and outcome; multi-round rounds and retries; the pending-call and
+// listen-stream gauges; upstream latency; client revisions. The data port serves no /metrics.
 
 import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
+import { ALL_CAPS, ELICIT, nameAnswer, rpc, sleep, type Reply } from '../mrtr/wire.js';
 
 const upstream = await startLegacyServer();
-const causeway = await startCauseway({ 'upstream.url': upstream.url });
+const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn' });
 t.teardown(async () => {
   await causeway.close();
   await upstream.close();
 });
 
-const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
-const headers = (method: string, name?: string): Record<string, string> => ({
-  'content-type': 'application/json',
-  accept: 'application/json, text/event-stream',
-  'mcp-protocol-version': '2026-07-28',
-  'mcp-method': method,
-  ...(name === undefined ? {} : { 'mcp-name': name }),
-});
-
-async function modern(method: string, params: Record<string, unknown>, name?: string): Promise<number> {
-  const res = await fetch(causeway.url, {
-    method: 'POST',
-    headers: headers(method, name),
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: META } }),
-  });
-  await res.arrayBuffer();
-  return res.status;
-}
+const admin = causeway.adminUrl!;
+/** Requests declare ALL_CAPS (one upstream session) unless they say otherwise. */
+const call = (method: string, params: Record<string, unknown>): Promise<Reply> => rpc(causeway.url, method, params, { caps: ALL_CAPS });
 
 async function scrape(): Promise<string> {
-  return (await fetch(causeway.url.replace(/\/mcp$/, '/metrics'))).text();
+  const res = await fetch(`${admin}/metrics`);
+  t.equal(res.status, 200);
+  return res.text();
 }
 
 function value(text: string, series: string): number {
@@ -40,34 +29,150 @@ function value(text: string, series: string): number {
   return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }
 
+const modern = (method: string, name: string, resultType: string, outcome: string) =>
+  `causeway_modern_requests_total{upstream="default",method="${method}",name="${name}",result_type="${resultType}",outcome="${outcome}"}`;
+
+t.test('the admin port answers probes and 404s the rest; the data port has no /metrics', async (t) => {
+  t.equal((await fetch(`${admin}/healthz`)).status, 200);
+  t.equal((await fetch(`${admin}/readyz`)).status, 200);
+  t.equal((await fetch(`${admin}/mcp`)).status, 404);
+  t.equal((await fetch(`${admin}/metrics`, { method: 'POST' })).status, 405);
+  const origin = new URL(causeway.url).origin;
+  const data = await fetch(`${origin}/metrics`);
+  t.equal(data.status, 404, 'no /metrics on the data port');
+  t.notMatch(await data.text(), /causeway_/);
+  t.equal((await fetch(`${origin}/healthz`)).status, 200, 'k8s probes stay on the data port');
+  t.equal((await fetch(`${origin}/readyz`)).status, 200);
+});
+
 t.test('a scripted run gives exact counts', async (t) => {
-  for (let i = 0; i < 3; i++) t.equal(await modern('tools/call', { name: 'echo', arguments: { text: 'x' } }, 'echo'), 200);
-  t.equal(await modern('tools/list', {}), 200);
-  t.equal(await modern('nope/nope', {}), 404);
+  // tools/call: three known, one the upstream never listed, one refused locally.
+  for (let i = 0; i < 3; i++) t.equal((await call('tools/call', { name: 'echo', arguments: { text: 'x' } })).status, 200);
+  t.equal((await call('tools/list', {})).status, 200);
+  const unknown = await call('tools/call', { name: 'no_such_tool', arguments: {} });
+  t.equal(unknown.body.error?.code, -32602, 'the upstream refuses an unknown tool in-band');
+  const refused = await rpc(causeway.url, 'tools/call', { name: 'test_missing_capability', arguments: {} }, { caps: {} });
+  t.equal(refused.body.error?.code, -32021, 'an undeclared ask is refused locally');
+
+  // One multi-round call: a round, then the retry on the held call.
+  const first = await call('tools/call', { name: ELICIT, arguments: {} });
+  t.equal(first.body.result?.resultType, 'input_required');
+  const held = await scrape();
+  t.equal(value(held, 'causeway_mrtr_pending_calls'), 1, 'the call is held between rounds');
+  const key = Object.keys(first.body.result.inputRequests)[0]!;
+  const second = await call('tools/call', {
+    name: ELICIT,
+    arguments: {},
+    requestState: first.body.result.requestState,
+    inputResponses: { [key]: nameAnswer('Ada') },
+  });
+  t.equal(second.body.result?.resultType, 'complete');
+
+  // Prompts and resources by listed name and template.
+  t.equal((await call('prompts/list', {})).status, 200);
+  t.equal((await call('prompts/get', { name: 'test_simple_prompt' })).status, 200);
+  const missing = await call('prompts/get', { name: 'no_such_prompt' });
+  t.ok(missing.body.error, 'the upstream refuses an unknown prompt in-band');
+  t.equal((await call('resources/templates/list', {})).status, 200);
+  t.equal((await call('resources/read', { uri: 'test://template/42/data' })).status, 200);
+  t.equal((await call('resources/read', { uri: 'test://static-text' })).status, 200);
+
+  // A rejected request and a legacy client.
+  t.equal((await call('nope/nope', {})).status, 404);
   const legacy = await fetch(causeway.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'l', version: '1' } } }),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'l', version: '1' } } }),
   });
   await legacy.arrayBuffer();
+
   const m = await scrape();
-  t.equal(value(m, 'causeway_requests_total{era="modern",method="tools/call",outcome="ok"}'), 3);
-  t.equal(value(m, 'causeway_requests_total{era="modern",method="tools/list",outcome="ok"}'), 1);
+  t.equal(value(m, modern('tools/call', 'echo', 'complete', 'ok')), 3);
+  t.equal(value(m, modern('tools/list', 'none', 'complete', 'ok')), 1);
+  t.equal(value(m, modern('tools/call', '_other', 'error', 'upstream_error')), 1, 'an unlisted tool counts as _other');
+  t.equal(value(m, modern('tools/call', 'test_missing_capability', 'error', 'missing_client_capability')), 1);
+  t.equal(value(m, modern('tools/call', ELICIT, 'input_required', 'ok')), 1);
+  t.equal(value(m, modern('tools/call', ELICIT, 'complete', 'ok')), 1);
+  t.equal(value(m, modern('prompts/list', 'none', 'complete', 'ok')), 1);
+  t.equal(value(m, modern('prompts/get', 'test_simple_prompt', 'complete', 'ok')), 1);
+  t.equal(value(m, modern('prompts/get', '_other', 'error', 'upstream_error')), 1);
+  t.equal(value(m, modern('resources/read', 'test://template/{id}/data', 'complete', 'ok')), 1, 'read by template');
+  t.equal(value(m, modern('resources/read', '_other', 'complete', 'ok')), 1, 'a static resource matches no template');
+  t.equal(
+    value(m, 'causeway_modern_request_duration_seconds_count{upstream="default",method="tools/call",name="echo",result_type="complete"}'),
+    3,
+  );
+
+  t.equal(value(m, 'causeway_mrtr_rounds_total{upstream="default",method="tools/call"}'), 1);
+  t.equal(value(m, 'causeway_mrtr_retries_total{upstream="default",method="tools/call",via="held"}'), 1);
+  t.equal(value(m, 'causeway_mrtr_pending_calls'), 0, 'nothing held after the last round');
+
+  // Upstream latency: every call except those on which the upstream asked the client.
+  t.equal(value(m, 'causeway_upstream_request_duration_seconds_count{upstream="default",method="tools/call",result="ok"}'), 3, 'echo x3');
+  t.equal(value(m, 'causeway_upstream_request_duration_seconds_count{upstream="default",method="tools/call",result="error"}'), 1, 'the unlisted tool');
+  t.equal(
+    value(m, 'causeway_upstream_request_duration_seconds_count{upstream="default",method="tools/list",result="ok"}'),
+    3,
+    'tools/list, and the schema fetch of each of the two sessions',
+  );
+  t.equal(value(m, 'causeway_upstream_request_duration_seconds_count{upstream="default",method="prompts/get",result="error"}'), 1);
+
+  t.equal(value(m, 'causeway_requests_total{era="modern",method="tools/call",outcome="ok"}'), 6, 'front door: tools/call answered 200');
+  t.equal(value(m, 'causeway_requests_total{era="modern",method="tools/call",outcome="client_error"}'), 1, 'the -32602 of the unlisted tool');
   t.equal(value(m, 'causeway_requests_total{era="rejected",method="none",outcome="client_error"}'), 1);
   t.equal(value(m, 'causeway_requests_total{era="legacy",method="initialize",outcome="ok"}'), 1);
-  t.equal(value(m, 'causeway_upstream_initialize_total{upstream="default",reason="new"}'), 1, 'one pooled session');
-  t.equal(value(m, 'causeway_session_pool_lookups_total{upstream="default",result="hit"}'), 3);
-  t.equal(value(m, 'causeway_request_duration_seconds_count{era="modern",method="tools/call"}'), 3);
+  t.equal(value(m, 'causeway_client_revision_requests_total{era="modern",revision="2026-07-28"}'), 14);
+  t.equal(value(m, 'causeway_client_revision_requests_total{era="rejected",revision="2026-07-28"}'), 1);
+  t.equal(value(m, 'causeway_client_revision_requests_total{era="legacy",revision="2025-06-18"}'), 1);
+  t.equal(value(m, 'causeway_upstream_initialize_total{upstream="default",reason="new"}'), 2, 'one pooled session per capability set');
   t.match(m, /process_cpu_seconds_total/, 'Node process metrics');
+  t.match(m, /nodejs_eventloop_lag_p99_seconds/);
 });
 
-t.test('bogus tool names do not grow the series count', async (t) => {
-  const series = (text: string) => text.split('\n').filter((l) => l.startsWith('causeway_')).length;
-  const before = series(await scrape());
-  for (let i = 0; i < 2000; i += 100) {
-    await Promise.all(Array.from({ length: 100 }, (_, j) => modern('tools/call', { name: `bogus_${i + j}`, arguments: {} }, `bogus_${i + j}`)));
+t.test('a listen stream shows in the gauge while open and is counted when it ends', async (t) => {
+  const abort = new AbortController();
+  const res = await fetch(causeway.url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'subscriptions/listen',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'listen-1',
+      method: 'subscriptions/listen',
+      params: {
+        notifications: { toolsListChanged: true },
+        _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': ALL_CAPS },
+      },
+    }),
+    signal: abort.signal,
+  });
+  t.equal(res.status, 200);
+  const reader = res.body!.getReader();
+  let seen = '';
+  while (!seen.includes('notifications/subscriptions/acknowledged')) {
+    const { value: chunk, done } = await reader.read();
+    if (done) break;
+    seen += new TextDecoder().decode(chunk);
   }
-  const after = await scrape();
-  t.equal(series(after), before, 'no new series');
-  t.notMatch(after, /bogus_/, 'no tool name leaks into a label');
+  t.match(seen, /acknowledged/);
+  t.equal(value(await scrape(), 'causeway_listen_streams'), 1);
+
+  abort.abort();
+  await reader.cancel().catch(() => undefined);
+  let m = '';
+  const counted = async () => {
+    m = await scrape();
+    return value(m, modern('subscriptions/listen', 'none', 'complete', 'ok')) === 1;
+  };
+  let ended = await counted();
+  for (let i = 0; i < 100 && !ended; i++) {
+    await sleep(20);
+    ended = await counted();
+  }
+  t.ok(ended, 'the ended stream is counted once');
+  t.equal(value(m, 'causeway_listen_streams'), 0);
 });

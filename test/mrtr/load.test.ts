@@ -76,7 +76,7 @@ async function fixtureStats(): Promise<{ toolCalls: Record<string, number>; resp
 
 /** Causeway's own event-loop delay since the last scrape (prom-client resets the histogram per scrape). */
 async function causewayLag(): Promise<{ p99: number; max: number }> {
-  const text = (await get(`${origin}/metrics`, probeAgent)).text;
+  const text = (await get(`${causeway.adminUrl}/metrics`, probeAgent)).text;
   const read = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000;
   return { p99: read('nodejs_eventloop_lag_p99_seconds'), max: read('nodejs_eventloop_lag_max_seconds') };
 }

@@ -1,0 +1,426 @@
+// `npm run bench`: Causeway's cost next to a direct legacy client and nginx, on two legacy
+// upstreams, for four workloads at concurrency 1, 16 and 128. Load comes from a separate process
+// (bench/load-worker.ts). Writes bench/results/<date>.json and the generated part of
+// docs/benchmarks.md. Runs in under 3 minutes on 2 cores.
+//
+// Environment knobs: BENCH_RUN_MS (timed window per run, default 800), BENCH_WARMUP_MS (200),
+// BENCH_FULL=1 (every workload x concurrency on the SDK upstream too, ~1 minute more),
+// BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,memory,profile,sdk (some phases; no doc).
+
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import type { CannonJob, CannonResult, FillResult, Job, MultiRoundJob, MultiRoundResult } from './load-worker.js';
+import { openLegacySession, probe, requestFor, WORKLOADS, type Target, type Workload } from './mcp.js';
+import { summariseProfile } from './profile.js';
+import { findBinary, peakRssMb, procCpuUs, resetPeakRss, rssMb, sleep } from './procs.js';
+import { renderDoc, evaluateTargets } from './report.js';
+import {
+  DIST,
+  metricsOf,
+  nginxBinary,
+  profileIn,
+  ROOT,
+  startCauseway,
+  startNginx,
+  startNodeFloor,
+  startRedis,
+  startUpstream,
+  type Proxy,
+  type RedisServer,
+  type Upstream,
+  type UpstreamKind,
+} from './services.js';
+import type { BenchResults, MemoryResult, PathName, RunRecord } from './types.js';
+
+const RUN_MS = Number(process.env.BENCH_RUN_MS ?? 800);
+const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 200);
+const MULTI_ROUND_RUN_MS = Math.max(RUN_MS, 1000);
+const FULL = process.env.BENCH_FULL === '1';
+const CONCURRENCY = [1, 16, 128] as const;
+/** The reference Node proxy runs the small call only: it is there to split Causeway's CPU into runtime and logic. */
+const FLOOR_PLAN: Array<[Workload, number]> = CONCURRENCY.map((c) => ['call', c]);
+const MEMORY_SESSIONS = 10_000;
+const MEMORY_PENDING = 1_000;
+const PRINCIPAL_HEADER = 'x-causeway-principal';
+
+const t0 = Date.now();
+const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
+const say = (msg: string) => process.stdout.write(`[bench ${elapsed()}] ${msg}\n`);
+
+/** The load generator process. */
+class LoadWorker {
+  private readonly child: ChildProcess;
+  private next = 1;
+  private readonly waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+
+  constructor() {
+    this.child = fork(join(DIST, 'bench/load-worker.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
+    this.child.on('message', (m: { id: number; ok: boolean; result?: unknown; error?: string }) => {
+      const w = this.waiting.get(m.id);
+      if (!w) return;
+      this.waiting.delete(m.id);
+      if (m.ok) w.resolve(m.result);
+      else w.reject(new Error(m.error));
+    });
+    this.child.on('exit', (code) => {
+      for (const w of this.waiting.values()) w.reject(new Error(`load worker exited (${code})`));
+      this.waiting.clear();
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  run<T>(job: Job): Promise<T> {
+    const id = this.next++;
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.child.send({ id, job });
+    });
+  }
+
+  close(): void {
+    this.child.disconnect();
+  }
+}
+
+function plan(kind: UpstreamKind): Array<[Workload, number]> {
+  if (kind === 'raw' || FULL) return WORKLOADS.flatMap((w) => CONCURRENCY.map((c) => [w, c] as [Workload, number]));
+  // The SDK upstream is for realism: the concurrency sweep on small calls, one point for the rest.
+  return [
+    ['call', 1],
+    ['call', 16],
+    ['call', 128],
+    ['list', 1],
+    ['progress', 1],
+    ['multiround', 1],
+  ];
+}
+
+interface Ctx {
+  worker: LoadWorker;
+  upstream: Upstream;
+  redis?: RedisServer;
+  runs: RunRecord[];
+}
+
+function loadJob(target: Target, workload: Workload, connections: number, durationMs: number): CannonJob | MultiRoundJob {
+  if (workload === 'multiround') {
+    return {
+      kind: 'multiround',
+      era: target.era,
+      url: target.url,
+      sessionId: target.sessionId,
+      protocolVersion: target.protocolVersion,
+      connections,
+      durationMs,
+    };
+  }
+  return { kind: 'cannon', url: target.url, spec: requestFor(target, workload), connections, durationMs };
+}
+
+async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | undefined, workload: Workload, c: number): Promise<RunRecord> {
+  // Warm: connections open, JIT warm, the pooled session (and its tool catalog) in place.
+  await ctx.worker.run(loadJob(target, workload, c, WARMUP_MS));
+  const useRedis = path === 'causeway-redis' && ctx.redis !== undefined;
+  const pids = proxy?.pids() ?? [];
+  for (const pid of pids) resetPeakRss(pid);
+  const before = {
+    cpu: proxy ? await proxy.cpuUs() : 0,
+    up: procCpuUs(ctx.upstream.svc.pid),
+    init: (await ctx.upstream.stats()).initializeCount,
+    redis: useRedis ? await ctx.redis!.commands() : {},
+  };
+  const duration = workload === 'multiround' ? MULTI_ROUND_RUN_MS : RUN_MS;
+  const r = await ctx.worker.run<CannonResult | MultiRoundResult>(loadJob(target, workload, c, duration));
+  const after = {
+    cpu: proxy ? await proxy.cpuUs() : 0,
+    up: procCpuUs(ctx.upstream.svc.pid),
+    init: (await ctx.upstream.stats()).initializeCount,
+    redis: useRedis ? await ctx.redis!.commands() : {},
+  };
+  const ops = Math.max(1, r.count);
+  const rec: RunRecord = {
+    upstream: ctx.upstream.kind,
+    path,
+    workload,
+    concurrency: c,
+    ops: r.count,
+    seconds: r.seconds,
+    opsPerSecond: r.perSecond,
+    p50Ms: r.p50Ms,
+    p99Ms: r.p99Ms,
+    meanMs: r.meanMs,
+    errors: r.errors,
+    non2xx: 'non2xx' in r ? r.non2xx : 0,
+    upstreamCpuUsPerOp: (after.up - before.up) / ops,
+    upstreamInitialize: after.init - before.init,
+  };
+  if ('exchanges' in r) {
+    rec.exchangesPerOp = r.count > 0 ? r.exchanges / r.count : undefined;
+    if (r.firstError) rec.firstError = r.firstError;
+  }
+  if (proxy) {
+    rec.proxyCpuUsPerOp = (after.cpu - before.cpu) / ops;
+    rec.proxyPeakRssMb = pids.reduce((s, pid) => s + (Number.isFinite(peakRssMb(pid)) ? peakRssMb(pid) : 0), 0);
+  }
+  if (useRedis) {
+    const byName: Record<string, number> = {};
+    for (const [name, n] of Object.entries(after.redis)) if (n - (before.redis[name] ?? 0) > 0) byName[name] = n - (before.redis[name] ?? 0);
+    rec.redisCommands = Object.values(byName).reduce((a, b) => a + b, 0);
+    rec.redisCommandsByName = byName;
+    rec.redisCommandsPerOp = rec.redisCommands / ops;
+  }
+  ctx.runs.push(rec);
+  const cpu = rec.proxyCpuUsPerOp === undefined ? '' : ` cpu ${rec.proxyCpuUsPerOp.toFixed(0)}us/op`;
+  const err = rec.errors + rec.non2xx > 0 ? ` ERRORS ${rec.errors}+${rec.non2xx}${rec.firstError ? ` (${rec.firstError})` : ''}` : '';
+  say(`  ${path} ${workload} c=${c}: p50 ${rec.p50Ms.toFixed(3)} ms p99 ${rec.p99Ms.toFixed(3)} ms ${rec.opsPerSecond.toFixed(0)}/s${cpu}${err}`);
+  return rec;
+}
+
+async function runPath(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | undefined, only?: Array<[Workload, number]>): Promise<void> {
+  for (const w of ['call', 'list', 'progress'] as const) await probe(target, w);
+  for (const [w, c] of only ?? plan(ctx.upstream.kind)) await measure(ctx, path, target, proxy, w, c);
+}
+
+async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logDir: string, results: BenchResults, nginx: string | undefined) {
+  say(`${kind} upstream: starting`);
+  const upstream = await startUpstream(kind, logDir);
+  results.commands.push({ what: `${kind} upstream`, command: upstream.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+  results.upstreams.push({
+    kind,
+    description:
+      kind === 'raw'
+        ? 'bench/raw-upstream.ts: raw node:http, sessionful, canned answers'
+        : 'test/fixtures/legacy-server.ts: @modelcontextprotocol/sdk 1.32.2 Server + StreamableHTTPServerTransport, SSE answers',
+    toolCount: upstream.toolCount,
+  });
+  const ctx: Ctx = { ...ctx0, upstream };
+
+  // 1. Direct legacy client with a session: the baseline.
+  await runPath(ctx, 'direct', { era: 'legacy', url: upstream.url, ...(await openLegacySession(upstream.url)) }, undefined);
+
+  // 2. Causeway, memory store: modern requests, then legacy passthrough on the same process.
+  const mem = await startCauseway(`causeway-${kind}-memory`, upstream.url, {}, logDir);
+  results.commands.push({ what: `Causeway (memory store), ${kind} upstream`, command: mem.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+  results.cpuSource.causeway = mem.cpuSource;
+  await runPath(ctx, 'causeway-memory', { era: 'modern', url: mem.url }, mem);
+  await runPath(ctx, 'passthrough', { era: 'legacy', url: mem.url, ...(await openLegacySession(mem.url)) }, mem);
+  await mem.stop();
+
+  // 3. Causeway, Redis store.
+  if (ctx.redis) {
+    let cw: Proxy | undefined;
+    try {
+      cw = await startCauseway(`causeway-${kind}-redis`, upstream.url, { 'store.kind': 'redis', 'store.redisUrl': ctx.redis.url, 'store.keyPrefix': `bench-${kind}:` }, logDir);
+      const total = async () => Object.values(await ctx.redis!.commands()).reduce((a, b) => a + b, 0);
+      const before = await total();
+      await probe({ era: 'modern', url: cw.url }, 'call');
+      const used = (await total()) - before;
+      if (used === 0) throw new Error('store.kind=redis accepted, but the first request sent no command to Redis: the Redis store is not wired');
+      results.commands.push({ what: `Causeway (Redis store), ${kind} upstream`, command: cw.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+      await runPath(ctx, 'causeway-redis', { era: 'modern', url: cw.url }, cw);
+    } catch (err) {
+      const msg = `causeway-redis (${kind} upstream): not available: ${(err as Error).message.split('\n')[0]}`;
+      say(msg);
+      results.unavailable.push(msg);
+    } finally {
+      await cw?.stop();
+    }
+  }
+
+  // 4. nginx as a plain reverse proxy.
+  if (nginx) {
+    const ng = await startNginx(nginx, upstream, mkdtempSync(join(logDir, `nginx-${kind}-`)));
+    results.commands.push({ what: `nginx, ${kind} upstream`, command: ng.svc.command.replaceAll(logDir, '$TMP') });
+    results.nginxConf = ng.conf.replaceAll(logDir, '$TMP');
+    results.cpuSource.nginx = ng.cpuSource;
+    await runPath(ctx, 'nginx', { era: 'legacy', url: ng.url, ...(await openLegacySession(ng.url)) }, ng);
+    await ng.stop();
+  }
+
+  // 5. Reference: the least a Node proxy does (raw upstream only).
+  if (kind === 'raw') {
+    const floor = await startNodeFloor(upstream, logDir);
+    results.commands.push({ what: 'minimal Node proxy (reference), raw upstream', command: floor.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+    await runPath(ctx, 'node-floor', { era: 'legacy', url: floor.url, ...(await openLegacySession(floor.url)) }, floor, FLOOR_PLAN);
+    await floor.stop();
+  }
+  return upstream;
+}
+
+/** RSS with 10,000 pooled session records and 1,000 multi-round calls held between rounds. */
+async function memoryRun(worker: LoadWorker, upstream: Upstream, logDir: string, results: BenchResults): Promise<void> {
+  say(`memory: ${MEMORY_SESSIONS} pooled sessions + ${MEMORY_PENDING} pending multi-round calls`);
+  const settings = { 'principal.mode': 'header', 'principal.hashSecret': 'causeway-bench-principal-secret', 'store.maxSessions': MEMORY_SESSIONS, 'log.level': 'warn' };
+  const cw = await startCauseway('causeway-memory-target', upstream.url, settings, logDir);
+  results.commands.push({ what: 'Causeway for the memory target', command: cw.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+  try {
+    const init0 = (await upstream.stats()).initializeCount;
+    const heapMb = async () => {
+      const h = /^nodejs_heap_size_used_bytes ([0-9.eE+]+)$/m.exec(await metricsOf(cw.adminOrigin));
+      return h ? Number(h[1]) / 2 ** 20 : undefined;
+    };
+    const steps: MemoryResult['steps'] = [{ what: 'started, idle', rssMb: rssMb(cw.svc.pid), heapUsedMb: await heapMb() }];
+    const base = { kind: 'fill' as const, url: cw.url, principalHeader: PRINCIPAL_HEADER, concurrency: 64 };
+    const a = await worker.run<FillResult>({ ...base, sessions: MEMORY_SESSIONS, pending: 0 });
+    await sleep(200);
+    steps.push({ what: `+ ${MEMORY_SESSIONS.toLocaleString('en-US')} pooled sessions`, rssMb: rssMb(cw.svc.pid), heapUsedMb: await heapMb() });
+    const b = await worker.run<FillResult>({ ...base, sessions: 0, pending: MEMORY_PENDING });
+    await sleep(200);
+    steps.push({ what: `+ ${MEMORY_PENDING.toLocaleString('en-US')} pending multi-round calls`, rssMb: rssMb(cw.svc.pid), heapUsedMb: await heapMb() });
+    const m: MemoryResult = {
+      steps,
+      sessions: MEMORY_SESSIONS,
+      pending: MEMORY_PENDING,
+      sessionsOk: a.sessionsOk,
+      pendingOk: b.pendingOk,
+      errors: a.errors + b.errors,
+      fillSeconds: a.seconds + b.seconds,
+      rssMb: rssMb(cw.svc.pid),
+      peakRssMb: peakRssMb(cw.svc.pid),
+      heapUsedMb: steps[steps.length - 1]!.heapUsedMb,
+      upstreamInitialize: (await upstream.stats()).initializeCount - init0,
+    };
+    const firstError = a.firstError ?? b.firstError;
+    if (firstError) m.firstError = firstError;
+    results.memory = m;
+    say(`  ${steps.map((x) => `${x.what}: rss ${x.rssMb.toFixed(1)} MB`).join('; ')}; peak ${m.peakRssMb.toFixed(1)} MB (${m.errors} errors, ${m.fillSeconds.toFixed(1)} s)`);
+  } catch (err) {
+    results.memory = { error: (err as Error).message };
+    say(`  memory run failed: ${(err as Error).message}`);
+  } finally {
+    await cw.svc.stop('SIGKILL');
+  }
+}
+
+/** node --cpu-prof on Causeway under the warm small tools/call at concurrency 1. */
+async function profileRun(worker: LoadWorker, upstream: Upstream, logDir: string, results: BenchResults): Promise<void> {
+  say('profile: node --cpu-prof on Causeway, small tools/call, concurrency 1');
+  const dir = mkdtempSync(join(logDir, 'cpuprof-'));
+  const cw = await startCauseway('causeway-profiled', upstream.url, {}, logDir, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval', '250']);
+  results.commands.push({
+    what: 'Causeway under the profiler',
+    command: cw.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/').replace(logDir, '$TMP'),
+  });
+  try {
+    const target: Target = { era: 'modern', url: cw.url };
+    await worker.run(loadJob(target, 'call', 1, 500));
+    const before = await cw.cpuUs();
+    const fromUs = Number(process.hrtime.bigint() / 1000n);
+    const r = await worker.run<CannonResult>(loadJob(target, 'call', 1, 2000));
+    const toUs = Number(process.hrtime.bigint() / 1000n);
+    const after = await cw.cpuUs();
+    await cw.stop();
+    const file = profileIn(dir);
+    if (!file) throw new Error('no .cpuprofile written');
+    // Only the samples of the timed window: start-up and shutdown left out.
+    const s = summariseProfile(file, 15, { fromUs, toUs });
+    results.profile = { ...s, what: 'Causeway modern, memory store, raw upstream, small tools/call, concurrency 1, 2 s', cpuUsPerOp: (after - before) / Math.max(1, r.count), file: file.replace(logDir, '$TMP') };
+    say(`  top: ${s.components.slice(0, 4).map((c) => `${c.name} ${c.pct.toFixed(0)}%`).join(', ')}`);
+  } catch (err) {
+    say(`  profile failed: ${(err as Error).message}`);
+  } finally {
+    await cw.stop();
+  }
+}
+
+function machine(): BenchResults['machine'] {
+  let cpu = os.cpus()[0]?.model ?? 'unknown';
+  try {
+    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+    if (m) cpu = m[1]!.trim();
+  } catch {
+    /* not Linux */
+  }
+  return {
+    cpu,
+    cores: os.availableParallelism?.() ?? os.cpus().length,
+    memoryGb: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+  };
+}
+
+async function main(): Promise<void> {
+  const date = new Date();
+  const logDir = mkdtempSync(join(os.tmpdir(), 'causeway-bench-'));
+  say(`logs in ${logDir}`);
+  const results: BenchResults = {
+    date: date.toISOString(),
+    wallSeconds: 0,
+    machine: machine(),
+    settings: { runMs: RUN_MS, warmupMs: WARMUP_MS, multiRoundRunMs: MULTI_ROUND_RUN_MS, full: FULL },
+    commands: [{ what: 'everything', command: 'npm run bench   # = npm run build --silent && node dist/bench/run.js' }],
+    unavailable: [],
+    upstreams: [],
+    cpuSource: {},
+    runs: [],
+    targets: [],
+  };
+  const worker = new LoadWorker();
+  results.commands.push({
+    what: 'load generator',
+    command: `node dist/bench/load-worker.js (forked): autocannon 9, pipelining 1, keep-alive, connections = concurrency, ${RUN_MS} ms timed after ${WARMUP_MS} ms warm-up; multi-round: undici driver, concurrency loops, ${MULTI_ROUND_RUN_MS} ms`,
+  });
+
+  let redis: RedisServer | undefined;
+  const redisBin = findBinary('redis-server');
+  if (!redisBin) results.unavailable.push('causeway-redis: not available: redis-server not found on PATH');
+  else {
+    try {
+      redis = await startRedis(redisBin, join(logDir, 'redis'));
+      results.commands.push({ what: 'redis-server', command: redis.svc.command.replaceAll(logDir, '$TMP') });
+    } catch (err) {
+      results.unavailable.push(`causeway-redis: not available: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+  const nginx = nginxBinary();
+  if (!nginx) results.unavailable.push('nginx: not available: no nginx binary on PATH');
+
+  const phases = new Set((process.env.BENCH_ONLY ?? 'raw,memory,profile,sdk').split(','));
+  const ctx = { worker, redis, runs: results.runs };
+  let raw: Upstream | undefined;
+  if (phases.has('raw')) raw = await runUpstream('raw', ctx, logDir, results, nginx);
+  else if (phases.has('memory') || phases.has('profile')) raw = await startUpstream('raw', logDir);
+  if (raw && phases.has('memory')) await memoryRun(worker, raw, logDir, results);
+  if (raw && phases.has('profile')) await profileRun(worker, raw, logDir, results);
+  await raw?.svc.stop();
+  if (phases.has('sdk')) {
+    const sdk = await runUpstream('sdk', ctx, logDir, results, nginx);
+    await sdk.svc.stop();
+  }
+  await redis?.stop();
+  worker.close();
+
+  results.targets = evaluateTargets(results);
+  results.wallSeconds = (Date.now() - t0) / 1000;
+
+  const stamp = date.toISOString().replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
+  const resultsDir = join(ROOT, 'bench/results');
+  mkdirSync(resultsDir, { recursive: true });
+  const jsonFile = join(resultsDir, `${stamp}.json`);
+  writeFileSync(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
+  say(`wrote ${jsonFile.replace(`${ROOT}/`, '')}`);
+  if (process.env.BENCH_NO_DOC !== '1' && process.env.BENCH_ONLY === undefined) {
+    const docFile = join(ROOT, 'docs/benchmarks.md');
+    mkdirSync(join(ROOT, 'docs'), { recursive: true });
+    const existing = existsSync(docFile) ? readFileSync(docFile, 'utf8') : undefined;
+    writeFileSync(docFile, renderDoc(results, `bench/results/${stamp}.json`, existing));
+    say('wrote docs/benchmarks.md');
+  }
+  for (const t of results.targets) say(`target ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'} ${t.name}: ${t.value} (${t.target})`);
+  for (const u of results.unavailable) say(u);
+  say(`done in ${results.wallSeconds.toFixed(0)} s`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,281 @@
+// The services a bench run stands up: the two legacy upstreams, Causeway (one process per
+// configuration), nginx as a plain reverse proxy, and a private redis-server.
+
+import { mkdirSync, writeFileSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { SETTINGS } from '../src/config/schema.js';
+import { openLegacySession, probe, type Target } from './mcp.js';
+import { childPids, findBinary, freePort, procCpuUs, startProcess, waitFor, type Service } from './procs.js';
+
+export const DIST = fileURLToPath(new URL('..', import.meta.url));
+export const ROOT = join(DIST, '..');
+const CAUSEWAY_MAIN = join(DIST, 'src/main.js');
+const SDK_FIXTURE = join(DIST, 'test/fixtures/legacy-server.js');
+const RAW_UPSTREAM = join(DIST, 'bench/raw-upstream.js');
+const NODE_FLOOR = join(DIST, 'bench/node-floor.js');
+
+export type UpstreamKind = 'raw' | 'sdk';
+
+export interface Upstream {
+  kind: UpstreamKind;
+  url: string;
+  origin: string;
+  port: number;
+  svc: Service;
+  toolCount: number;
+  stats(): Promise<{ initializeCount: number }>;
+}
+
+async function getJson(url: string): Promise<any> {
+  const res = await fetch(url);
+  if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status}`);
+  return res.json();
+}
+
+async function okStatus(url: string): Promise<boolean> {
+  const res = await fetch(url);
+  await res.arrayBuffer();
+  return res.status === 200;
+}
+
+async function launchUpstream(kind: UpstreamKind, logDir: string, tools: number): Promise<Upstream> {
+  const port = await freePort();
+  const args =
+    kind === 'raw'
+      ? [RAW_UPSTREAM, '--port', String(port), '--tools', String(tools)]
+      : [SDK_FIXTURE, '--port', String(port), '--many-tools', String(tools)];
+  const svc = startProcess(process.execPath, args, join(logDir, `upstream-${kind}.log`));
+  const origin = `http://127.0.0.1:${port}`;
+  await waitFor(`${kind} upstream`, svc, () => okStatus(`${origin}/__stats`));
+  const url = `${origin}/mcp`;
+  const session = await openLegacySession(url);
+  const listed = await probe({ era: 'legacy', url, ...session }, 'list');
+  return {
+    kind,
+    url,
+    origin,
+    port,
+    svc,
+    toolCount: (listed.result.tools as unknown[]).length,
+    stats: async () => {
+      const s = await getJson(`${origin}/__stats`);
+      return { initializeCount: Number(s.initializeCount) };
+    },
+  };
+}
+
+/**
+ * Starts an upstream whose tools/list has 1,000 tools: the raw one exactly; the SDK fixture has
+ * built-in tools besides its `--many-tools` ones, so it is started once to count them.
+ */
+export async function startUpstream(kind: UpstreamKind, logDir: string): Promise<Upstream> {
+  const first = await launchUpstream(kind, logDir, 1000);
+  if (kind === 'raw' || first.toolCount === 1000) return first;
+  const builtIn = first.toolCount - 1000;
+  await first.svc.stop();
+  return launchUpstream(kind, logDir, Math.max(0, 1000 - builtIn));
+}
+
+/** A proxy process (Causeway or nginx): where to send requests and how to read its CPU. */
+export interface Proxy {
+  name: string;
+  origin: string;
+  /** Where /metrics is. */
+  adminOrigin: string;
+  url: string;
+  svc: Service;
+  /** Processes whose memory is the proxy's (nginx: master and workers). */
+  pids(): number[];
+  /** CPU time so far, microseconds, and where the figure comes from. */
+  cpuUs(): Promise<number>;
+  cpuSource: string;
+  stop(): Promise<void>;
+}
+
+function parseMetric(text: string, name: string): number | undefined {
+  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
+export async function metricsOf(origin: string): Promise<string> {
+  const res = await fetch(`${origin}/metrics`);
+  return res.text();
+}
+
+/** Whether this build of Causeway has a setting (the bench runs against whatever src/ holds now). */
+export function hasSetting(path: string): boolean {
+  return SETTINGS.some((s) => s.path === path);
+}
+
+/**
+ * Settings every bench Causeway gets on top of the defaults: ports, and room for the 128
+ * concurrent multi-round calls one principal makes (the default bound is 100 per principal).
+ */
+export async function benchSettings(): Promise<Record<string, string | number>> {
+  const s: Record<string, string | number> = { 'listen.port': await freePort(), 'mrtr.maxPendingPerPrincipal': 1000 };
+  if (hasSetting('admin.port')) s['admin.port'] = await freePort();
+  return s;
+}
+
+export async function startCauseway(
+  name: string,
+  upstreamUrl: string,
+  settings: Record<string, string | number>,
+  logDir: string,
+  nodeArgs: string[] = [],
+): Promise<Proxy> {
+  const all: Record<string, string | number> = { 'upstream.url': upstreamUrl, ...(await benchSettings()), ...settings };
+  const flags = Object.entries(all).flatMap(([k, v]) => [`--${k}`, String(v)]);
+  const svc = startProcess(process.execPath, [...nodeArgs, CAUSEWAY_MAIN, ...flags], join(logDir, `${name}.log`), {
+    env: { PATH: process.env.PATH },
+  });
+  const origin = `http://127.0.0.1:${all['listen.port']}`;
+  // /metrics, /healthz and /readyz live on the admin port where there is one, else on the data port.
+  const adminOrigin = all['admin.port'] !== undefined ? `http://127.0.0.1:${all['admin.port']}` : origin;
+  await waitFor(name, svc, () => okStatus(`${adminOrigin}/readyz`));
+  // Causeway's own accounting: process.cpuUsage() as prom-client exports it on /metrics.
+  const fromMetrics = parseMetric(await metricsOf(adminOrigin), 'process_cpu_seconds_total') !== undefined;
+  return {
+    name,
+    origin,
+    adminOrigin,
+    url: `${origin}/mcp`,
+    svc,
+    pids: () => [svc.pid],
+    cpuUs: async () => {
+      if (!fromMetrics) return procCpuUs(svc.pid);
+      return parseMetric(await metricsOf(adminOrigin), 'process_cpu_seconds_total')! * 1e6;
+    },
+    cpuSource: fromMetrics ? 'process_cpu_seconds_total on /metrics (process.cpuUsage)' : '/proc/<pid>/stat utime+stime',
+    stop: () => svc.stop('SIGTERM', 3000),
+  };
+}
+
+/** The minimal node:http + undici proxy (bench/node-floor.ts). */
+export async function startNodeFloor(upstream: Upstream, logDir: string): Promise<Proxy> {
+  const port = await freePort();
+  const svc = startProcess(process.execPath, [NODE_FLOOR, '--port', String(port), '--upstream', upstream.url], join(logDir, 'node-floor.log'));
+  const origin = `http://127.0.0.1:${port}`;
+  await waitFor('node floor proxy', svc, async () => {
+    const res = await fetch(origin);
+    await res.arrayBuffer();
+    return true;
+  });
+  return {
+    name: 'node-floor',
+    origin,
+    adminOrigin: origin,
+    url: `${origin}/mcp`,
+    svc,
+    pids: () => [svc.pid],
+    cpuUs: async () => procCpuUs(svc.pid),
+    cpuSource: '/proc/<pid>/stat utime+stime',
+    stop: () => svc.stop('SIGTERM', 2000),
+  };
+}
+
+export function nginxConfig(dir: string, port: number, upstreamPort: number): string {
+  const root = process.getuid?.() === 0 ? 'user root;\n' : '';
+  return `${root}worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream legacy { server 127.0.0.1:${upstreamPort}; keepalive 256; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://legacy;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_buffering off;
+      proxy_read_timeout 300s;
+    }
+  }
+}
+`;
+}
+
+export function nginxBinary(): string | undefined {
+  return findBinary('nginx');
+}
+
+export async function startNginx(bin: string, upstream: Upstream, dir: string): Promise<Proxy & { conf: string }> {
+  mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const conf = nginxConfig(dir, port, upstream.port);
+  const confFile = join(dir, 'nginx.conf');
+  writeFileSync(confFile, conf);
+  const svc = startProcess(bin, ['-p', `${dir}/`, '-e', join(dir, 'error.log'), '-c', confFile], join(dir, 'stdout.log'));
+  const origin = `http://127.0.0.1:${port}`;
+  await waitFor('nginx', svc, () => okStatus(`${origin}/__stats`));
+  const pids = () => [svc.pid, ...childPids(svc.pid)];
+  return {
+    name: 'nginx',
+    origin,
+    adminOrigin: origin,
+    url: `${origin}/mcp`,
+    svc,
+    pids,
+    cpuUs: async () => pids().reduce((sum, pid) => sum + procCpuUs(pid), 0),
+    cpuSource: '/proc/<pid>/stat utime+stime of master and worker',
+    stop: () => svc.stop('SIGQUIT', 3000),
+    conf,
+  };
+}
+
+export interface RedisServer {
+  url: string;
+  svc: Service;
+  /** Commands executed so far, by lower-case name (INFO commandstats; the bench's own INFO calls left out). */
+  commands(): Promise<Record<string, number>>;
+  stop(): Promise<void>;
+}
+
+export async function startRedis(bin: string, dir: string): Promise<RedisServer> {
+  mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const svc = startProcess(
+    bin,
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--dir', dir, '--loglevel', 'warning'],
+    join(dir, 'redis.log'),
+  );
+  const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+  admin.on('error', () => undefined);
+  await waitFor('redis-server', svc, async () => {
+    if (admin.status === 'wait') await admin.connect();
+    return (await admin.ping()) === 'PONG';
+  });
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    svc,
+    commands: async () => {
+      const info = await admin.info('commandstats');
+      const out: Record<string, number> = {};
+      for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (m[1] !== 'info') out[m[1]!] = Number(m[2]);
+      return out;
+    },
+    stop: async () => {
+      admin.disconnect();
+      await svc.stop('SIGTERM', 2000);
+    },
+  };
+}
+
+/** The .cpuprofile a `--cpu-prof --cpu-prof-dir DIR` process wrote. */
+export function profileIn(dir: string): string | undefined {
+  const f = readdirSync(dir).find((n) => n.endsWith('.cpuprofile'));
+  return f === undefined ? undefined : join(dir, f);
+}
+
+export type { Target };

@@ -1,0 +1,76 @@
+// The admin port: GET /metrics (Prometheus text), /healthz and /readyz on plain node:http, apart
+// from the data port, so scrapes never count against limits.maxInFlight, never pass Host/Origin
+// checks meant for MCP clients, and metrics are not exposed to them. Anything else is 404. It stays
+// up through a drain (readyz answers 503) and closes last.
+
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sendJson } from '../egress/index.js';
+import type { Logger } from '../log.js';
+
+export interface AdminOptions {
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+}
+
+export interface AdminDeps {
+  ready(): boolean;
+  metrics(): Promise<{ contentType: string; body: string }>;
+  log: Logger;
+}
+
+export interface AdminServer {
+  listen(): Promise<AddressInfo>;
+  close(): Promise<void>;
+}
+
+export function createAdmin(opts: AdminOptions, deps: AdminDeps): AdminServer {
+  const server = http.createServer({ requestTimeout: 10_000, headersTimeout: 5_000 }, (req, res) => {
+    const q = (req.url ?? '/').indexOf('?');
+    const path = q >= 0 ? req.url!.slice(0, q) : (req.url ?? '/');
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-length': '0' }).end();
+      return;
+    }
+    switch (path) {
+      case '/healthz':
+        return sendJson(res, 200, { status: 'ok' });
+      case '/readyz': {
+        const ready = deps.ready();
+        return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' });
+      }
+      case '/metrics':
+        deps.metrics().then(
+          (m) => {
+            res.writeHead(200, { 'content-type': m.contentType, 'content-length': String(Buffer.byteLength(m.body)) });
+            res.end(m.body);
+          },
+          (err: unknown) => {
+            deps.log.error({ err }, 'collecting metrics failed');
+            if (!res.headersSent) res.writeHead(500, { 'content-length': '0' });
+            res.end();
+          },
+        );
+        return;
+      default:
+        res.writeHead(404, { 'content-type': 'text/plain', 'content-length': '10' }).end('not found\n');
+    }
+  });
+  return {
+    listen: () =>
+      new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(opts.port, opts.host, () => {
+          server.off('error', reject);
+          resolve(server.address() as AddressInfo);
+        });
+      }),
+    close: () =>
+      new Promise((resolve) => {
+        if (!server.listening) return resolve();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

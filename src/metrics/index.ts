@@ -1,0 +1,9 @@
+export { createMetrics, type Metrics, type Probes } from './registry.js';
+export {
+  RequestMetrics,
+  UpstreamMetrics,
+  type AnswerOutcome,
+  type ResultType,
+  type UpstreamResult,
+} from './recorders.js';
+export { KnownNames, compileTemplate, NO_NAME, OTHER_NAME } from './names.js';

@@ -1,0 +1,111 @@
+// What the hot paths call to record: the front door once per MCP request, the pipeline once per
+// modern answer, the upstream client once per upstream request, the bridge once per round and
+// retry. Label values are bounded here; children are cached, so recording allocates no label
+// object per request.
+
+import type { Counter, Histogram } from 'prom-client';
+import { LEGACY_METHODS } from '../envelope/index.js';
+import type { ErrorReason } from '../errors.js';
+import type { JsonObject } from '../jsonrpc.js';
+import type { RetryVia } from '../mrtr/bridge.js';
+import { Children } from './children.js';
+import { KnownNames } from './names.js';
+import type { Metrics } from './registry.js';
+
+export type ResultType = 'complete' | 'input_required' | 'error';
+/** ok: a result; upstream_error: the upstream's own JSON-RPC error, relayed; cancelled: the client went away first. */
+export type AnswerOutcome = 'ok' | 'upstream_error' | 'cancelled' | ErrorReason;
+export type UpstreamResult = 'ok' | 'error' | 'failed' | 'cancelled';
+
+type CounterChild = Counter.Internal;
+type HistogramChild = Histogram.Internal<string>;
+
+/** Front-door metrics: every MCP request, whatever its era. */
+export class RequestMetrics {
+  private readonly requests: Children<CounterChild>;
+  private readonly durations: Children<HistogramChild>;
+  private readonly revisions: Children<CounterChild>;
+
+  constructor(m: Metrics) {
+    this.requests = new Children((v) => m.requests.labels(...v));
+    this.durations = new Children((v) => m.requestDuration.labels(...v));
+    this.revisions = new Children((v) => m.clientRevisions.labels(...v));
+  }
+
+  /** `method` and `revision` are already bounded by the front door. */
+  request(era: string, method: string, status: number, revision: string, seconds: number): void {
+    const outcome = status < 400 ? 'ok' : status < 500 ? 'client_error' : 'server_error';
+    this.requests.get(era, method, outcome).inc();
+    this.durations.get(era, method).observe(seconds);
+    this.revisions.get(era, revision).inc();
+  }
+}
+
+/** Metrics of one upstream: modern answers by method and name, upstream latency, multi-round. */
+export class UpstreamMetrics {
+  /** The `name` label's bounded vocabulary, learned from this upstream's list results. */
+  readonly names = new KnownNames();
+  private readonly answers: Children<CounterChild>;
+  private readonly answerDurations: Children<HistogramChild>;
+  private readonly calls: Children<HistogramChild>;
+  private readonly rounds: Children<CounterChild>;
+  private readonly retries: Children<CounterChild>;
+  private readonly initializations: Children<CounterChild>;
+  private readonly initializeDuration: HistogramChild;
+  private readonly lookups: Children<CounterChild>;
+  private readonly storeErrors: Children<CounterChild>;
+  private readonly localSessions: CounterChild;
+
+  constructor(m: Metrics, upstream: string) {
+    this.answers = new Children((v) => m.modernRequests.labels(upstream, ...v));
+    this.answerDurations = new Children((v) => m.modernDuration.labels(upstream, ...v));
+    this.calls = new Children((v) => m.upstreamDuration.labels(upstream, ...v));
+    this.rounds = new Children((v) => m.mrtrRounds.labels(upstream, ...v));
+    this.retries = new Children((v) => m.mrtrRetries.labels(upstream, ...v));
+    this.initializations = new Children((v) => m.sessionInitializations.labels(upstream, ...v));
+    this.initializeDuration = m.initializeDuration.labels(upstream);
+    this.lookups = new Children((v) => m.poolLookups.labels(upstream, ...v));
+    this.storeErrors = new Children((v) => m.storeErrors.labels(upstream, ...v));
+    this.localSessions = m.localSessions.labels(upstream);
+  }
+
+  /** A tools/list, prompts/list or resources/templates/list page the upstream returned. */
+  learn(method: string, result: JsonObject): void {
+    this.names.learn(method, result);
+  }
+
+  /** A modern request answered; `method` is one of the modern registry, `name` its params.name / uri. */
+  answered(method: string, name: string | undefined, resultType: ResultType, outcome: AnswerOutcome, seconds: number): void {
+    const label = this.names.label(method, name);
+    this.answers.get(method, label, resultType, outcome).inc();
+    this.answerDurations.get(method, label, resultType).observe(seconds);
+    if (resultType === 'input_required') this.rounds.get(method).inc();
+  }
+
+  /** One request Causeway sent upstream answered (or failed). */
+  upstreamCall(method: string, result: UpstreamResult, seconds: number): void {
+    this.calls.get(LEGACY_METHODS.has(method) ? method : 'other', result).observe(seconds);
+  }
+
+  retry(method: string, via: RetryVia): void {
+    this.retries.get(method, via).inc();
+  }
+
+  /** An upstream initialize handshake; `reason` and `op` below are the pool's own fixed words. */
+  initialized(reason: string, seconds: number): void {
+    this.initializations.get(reason).inc();
+    this.initializeDuration.observe(seconds);
+  }
+
+  poolLookup(result: 'hit' | 'miss'): void {
+    this.lookups.get(result).inc();
+  }
+
+  storeError(op: string): void {
+    this.storeErrors.get(op).inc();
+  }
+
+  localSession(): void {
+    this.localSessions.inc();
+  }
+}

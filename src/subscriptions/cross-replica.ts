@@ -1,0 +1,70 @@
+// The pieces that make subscriptions/listen work across replicas sharing a Redis store, built on
+// one Redis connection of their own (plus the pub/sub connection RedisBus duplicates from it):
+// the shared session event bus and the coordinator of GET-stream leases and subscription counts.
+
+import type { Cluster, Redis } from 'ioredis';
+import { RedisBus } from '../bus/message-bus.js';
+import type { Logger } from '../log.js';
+import { leaseTtlMs } from './coordination.js';
+import { RedisListenCoordinator } from './redis-coordination.js';
+import { SharedSessionEventBus } from './shared-bus.js';
+
+export interface CrossReplicaOptions {
+  /** store.keyPrefix */
+  keyPrefix: string;
+  replicaId: string;
+  /** subscriptions.keepAliveMs: the lease is renewed on the listen tick. */
+  keepAliveMs: number;
+  /** Another replica saw a change that makes these memo slots of the key's session stale. */
+  onStale: (keyId: string, slots: readonly string[]) => void;
+}
+
+export interface CrossReplicaListen {
+  bus: SharedSessionEventBus;
+  coordinator: RedisListenCoordinator;
+  /** Waits (bounded) for Redis and starts hearing memo invalidations. */
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const WAIT_MS = 2_000;
+
+export function crossReplicaListen(client: Redis | Cluster, opts: CrossReplicaOptions, log: Logger): CrossReplicaListen {
+  client.on('error', () => undefined);
+  const messages = new RedisBus(client);
+  const bus = new SharedSessionEventBus(
+    messages,
+    { keyPrefix: opts.keyPrefix, replicaId: opts.replicaId, subscribeTimeoutMs: WAIT_MS, onStale: opts.onStale },
+    log,
+  );
+  const coordinator = new RedisListenCoordinator(client, { keyPrefix: opts.keyPrefix, leaseTtlMs: leaseTtlMs(opts.keepAliveMs) }, log);
+  return {
+    bus,
+    coordinator,
+    async start() {
+      if (!(await ready(client, WAIT_MS))) log.warn('redis not reachable yet for cross-replica listen; channels act alone until it is');
+      await bus.start();
+    },
+    async close() {
+      await bus.close();
+      await messages.close();
+      const quit = client.status === 'ready' ? client.quit().catch(() => undefined) : undefined;
+      await Promise.race([quit, new Promise((r) => setTimeout(r, 1000).unref())]);
+      client.disconnect();
+    },
+  };
+}
+
+function ready(client: Redis | Cluster, timeoutMs: number): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      resolve(ok);
+    };
+    const onReady = () => done(true);
+    const timer = setTimeout(() => done(false), timeoutMs);
+    client.on('ready', onReady);
+  });
+}

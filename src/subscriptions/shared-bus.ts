@@ -1,0 +1,142 @@
+// SessionEventBus across replicas, over a MessageBus (RedisBus in production): the events of a
+// session key travel on the pub/sub channel `<prefix>session-events:{<key>}`, subscribed while the
+// key has a listen channel on this replica. An event reaches this replica's subscribers at once
+// (it is not echoed back through pub/sub, so it arrives once and even while Redis is away) and the
+// others' through the channel. Events that make a session memo stale (filter.ts staleMemos) are
+// also sent on `<prefix>session-memos`, which every replica hears, listeners or not, so none keeps
+// serving a stale tool catalog.
+
+import type { MessageBus } from '../bus/message-bus.js';
+import { isObject, type JsonRpcNotification } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import type { SessionEventBus, SessionEventHandler } from './bus.js';
+import { staleMemos } from './filter.js';
+import { memoChannel, sessionEventsChannel } from './redis-keys.js';
+
+export interface SharedBusOptions {
+  keyPrefix: string;
+  /** Tags what this replica publishes, so it does not hear it twice. */
+  replicaId: string;
+  /** Longest wait for a pub/sub subscription before carrying on without it (it completes later). */
+  subscribeTimeoutMs: number;
+  /** Another replica saw a change that makes these memo slots of the key's session stale. */
+  onStale?: (keyId: string, slots: readonly string[]) => void;
+}
+
+type Off = () => Promise<void>;
+
+interface Entry {
+  handlers: Set<SessionEventHandler>;
+  /** The pub/sub subscription; undefined once it failed. */
+  subscribed: Promise<Off | undefined>;
+}
+
+export class SharedSessionEventBus implements SessionEventBus {
+  private readonly entries = new Map<string, Entry>();
+  private memo: Promise<Off | undefined> | undefined;
+
+  constructor(
+    private readonly bus: MessageBus,
+    private readonly opts: SharedBusOptions,
+    private readonly log: Logger,
+  ) {}
+
+  /** Starts hearing other replicas' memo invalidations; resolves once subscribed (or after the timeout). */
+  async start(): Promise<void> {
+    this.memo ??= this.bus.subscribe(memoChannel(this.opts.keyPrefix), (m) => this.onMemo(m)).catch((err: unknown) => {
+      this.log.warn({ err }, 'cannot hear memo invalidations from other replicas');
+      return undefined;
+    });
+    await this.bounded(this.memo);
+  }
+
+  async publish(key: string, n: JsonRpcNotification): Promise<void> {
+    this.dispatch(key, n);
+    const sends = [this.bus.publish(sessionEventsChannel(this.opts.keyPrefix, key), JSON.stringify({ o: this.opts.replicaId, n }))];
+    const slots = staleMemos(n.method);
+    if (slots.length > 0) sends.push(this.bus.publish(memoChannel(this.opts.keyPrefix), JSON.stringify({ o: this.opts.replicaId, k: key, s: slots })));
+    await Promise.all(sends);
+  }
+
+  async subscribe(key: string, handler: SessionEventHandler): Promise<Off> {
+    let entry = this.entries.get(key);
+    if (!entry) {
+      entry = {
+        handlers: new Set(),
+        subscribed: this.bus.subscribe(sessionEventsChannel(this.opts.keyPrefix, key), (m) => this.onEvent(key, m)).catch((err: unknown) => {
+          this.log.warn({ err }, 'cannot hear session events from other replicas for a listened key');
+          return undefined;
+        }),
+      };
+      this.entries.set(key, entry);
+    }
+    const mine = entry;
+    mine.handlers.add(handler);
+    await this.bounded(mine.subscribed);
+    let done = false;
+    return async () => {
+      if (done) return;
+      done = true;
+      mine.handlers.delete(handler);
+      if (mine.handlers.size > 0 || this.entries.get(key) !== mine) return;
+      this.entries.delete(key);
+      // Not awaited: a subscription still waiting for Redis must not hold up the channel ending.
+      void mine.subscribed.then((off) => off?.()).catch(() => undefined);
+    };
+  }
+
+  /** Keys with a subscriber here (for tests and diagnostics). */
+  get keys(): number {
+    return this.entries.size;
+  }
+
+  async close(): Promise<void> {
+    const entries = [...this.entries.values()];
+    this.entries.clear();
+    const memo = this.memo;
+    this.memo = undefined;
+    const offs = Promise.allSettled([...entries.map(async (e) => (await e.subscribed)?.()), memo?.then((off) => off?.())]);
+    await this.bounded(offs);
+  }
+
+  private dispatch(key: string, n: JsonRpcNotification): void {
+    for (const h of [...(this.entries.get(key)?.handlers ?? [])]) {
+      try {
+        h(n);
+      } catch (err) {
+        this.log.error({ err, method: n.method }, 'session event handler threw');
+      }
+    }
+  }
+
+  private onEvent(key: string, text: string): void {
+    const msg = parse(text);
+    if (!msg || msg.o === this.opts.replicaId || !isObject(msg.n) || typeof msg.n.method !== 'string') return;
+    this.dispatch(key, msg.n as unknown as JsonRpcNotification);
+  }
+
+  private onMemo(text: string): void {
+    const msg = parse(text);
+    if (!msg || msg.o === this.opts.replicaId || typeof msg.k !== 'string' || !Array.isArray(msg.s)) return;
+    try {
+      this.opts.onStale?.(msg.k, msg.s.filter((s): s is string => typeof s === 'string'));
+    } catch (err) {
+      this.log.error({ err }, 'memo invalidation threw');
+    }
+  }
+
+  private async bounded(p: Promise<unknown>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([p, new Promise((r) => (timer = setTimeout(r, this.opts.subscribeTimeoutMs)))]);
+    clearTimeout(timer);
+  }
+}
+
+function parse(text: string): Record<string, unknown> | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return isObject(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}

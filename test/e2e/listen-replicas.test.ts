@@ -1,0 +1,294 @@
+// subscriptions/listen across replicas sharing one Redis [SUBS]: two Causeway processes in front
+// of one legacy fixture. A change reaches listeners on both replicas whichever replica saw it,
+// the session has exactly one upstream GET stream however many replicas listen, resources/
+// subscribe is counted across replicas, and when the stream holder is killed the other listening
+// replica takes the stream over. Two in-process replicas in front of an upstream that sends its
+// changes on call streams show the same for call streams, and that a replica with no listener
+// drops its stale tool catalog too. All replicas are child processes.
+
+import t, { type Test } from 'tap';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startLegacyServer } from '../fixtures/legacy-server.js';
+import { spawnCauseway } from '../helpers/causeway.js';
+import { startRedis } from '../helpers/redis.js';
+import { modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
+
+const WATCHED = 'test://watched-resource';
+const SID = 'io.modelcontextprotocol/subscriptionId';
+
+const upstream = await startLegacyServer();
+const redis = await startRedis();
+const settings = {
+  'upstream.url': upstream.url,
+  'store.kind': 'redis',
+  'store.redisUrl': redis.url,
+  'subscriptions.keepAliveMs': 200,
+  'admin.port': -1,
+};
+const [a, b] = await Promise.all([spawnCauseway(settings), spawnCauseway(settings)]);
+t.teardown(async () => {
+  await Promise.all([a.close(), b.close()]);
+  await upstream.close();
+  await redis.stop();
+});
+
+const stat = () => upstream.stats();
+const count = (method: string) => stat().requestsByMethod[method] ?? 0;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what: string, cond: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+let triggers = 0;
+async function trigger(url: string, tool: string): Promise<void> {
+  const { body, headers } = toolCall(tool, {}, `trigger-${++triggers}`);
+  const res = await post(url, body, headers);
+  if (res.status !== 200) throw new Error(`${tool} answered HTTP ${res.status}: ${res.text}`);
+}
+
+type Listen = Awaited<ReturnType<typeof rawListen>>;
+
+/** A listen request read event by event off the raw SSE stream. */
+async function rawListen(t: Test, url: string, id: string, notifications: Record<string, unknown>) {
+  const abort = new AbortController();
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: modernHeaders('subscriptions/listen'),
+    body: JSON.stringify(modernBody('subscriptions/listen', { notifications } as JsonObject, id)),
+    signal: abort.signal,
+  });
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  let ended = false;
+  let pending: Promise<any | undefined> | undefined;
+  const pull = async (): Promise<any | undefined> => {
+    for (;;) {
+      const cut = buf.indexOf('\n\n');
+      if (cut >= 0) {
+        const block = buf.slice(0, cut);
+        buf = buf.slice(cut + 2);
+        const data = block
+          .split('\n')
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(5).trim())
+          .join('\n');
+        if (data !== '') return JSON.parse(data);
+        continue;
+      }
+      if (ended) return undefined;
+      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+      if (done) ended = true;
+      else buf += decoder.decode(value, { stream: true });
+    }
+  };
+  const close = () => abort.abort();
+  t.teardown(close);
+  return {
+    status: res.status,
+    /** The next JSON-RPC message; undefined once the stream ended. Fails after `ms` of silence. */
+    next: (ms = 5000): Promise<any | undefined> => {
+      // A read cut short by the silence timer is picked up by the next call.
+      const p = (pending ??= pull().finally(() => (pending = undefined)));
+      let timer: NodeJS.Timeout | undefined;
+      const silence = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no listen-stream message within ${ms} ms`)), ms);
+      });
+      return Promise.race([p, silence]).finally(() => clearTimeout(timer));
+    },
+    close,
+  };
+}
+
+async function acknowledged(t: Test, l: Listen): Promise<unknown> {
+  t.equal(l.status, 200);
+  const ack = await l.next();
+  t.equal(ack?.method, 'notifications/subscriptions/acknowledged');
+  return ack?.params?.notifications;
+}
+
+/** Reads until `quietMs` pass with nothing: the messages read. */
+async function drain(l: Listen, quietMs = 400): Promise<string[]> {
+  const seen: string[] = [];
+  for (;;) {
+    try {
+      const m = await l.next(quietMs);
+      if (m === undefined) return seen;
+      seen.push(m.method);
+    } catch {
+      return seen;
+    }
+  }
+}
+
+const tagged = (method: string, id: string) => ({ jsonrpc: '2.0', method, params: { _meta: { [SID]: id } } });
+
+t.test('modern_client-to-legacy_upstream-listen-on-one-replica-change-seen-by-another', async (t) => {
+  const opened = stat().getStreamsOpened;
+  const onA = await rawListen(t, a.url, 'on-a', { toolsListChanged: true });
+  t.same(await acknowledged(t, onA), { toolsListChanged: true });
+  const onB = await rawListen(t, b.url, 'on-b', { toolsListChanged: true, promptsListChanged: true });
+  t.same(await acknowledged(t, onB), { toolsListChanged: true, promptsListChanged: true });
+  t.equal(stat().getStreamsOpen, 1, 'one upstream GET stream for the session, though two replicas listen');
+
+  await trigger(b.url, 'test_trigger_tool_change');
+  t.same(await onA.next(), tagged('notifications/tools/list_changed', 'on-a'), 'a change caused through B reaches the listener on A');
+  t.same(await onB.next(), tagged('notifications/tools/list_changed', 'on-b'), 'and the one on B, from the other replica’s stream');
+
+  await trigger(a.url, 'test_trigger_prompt_change');
+  t.same(await onB.next(), tagged('notifications/prompts/list_changed', 'on-b'));
+  await trigger(b.url, 'test_trigger_tool_change');
+  t.same(await onA.next(), tagged('notifications/tools/list_changed', 'on-a'), 'the prompts change was filtered out on A');
+  t.same(await onB.next(), tagged('notifications/tools/list_changed', 'on-b'));
+
+  await sleep(600);
+  t.equal(stat().getStreamsOpened - opened, 1, 'exactly one GET stream was ever opened');
+  onA.close();
+  onB.close();
+  await until('the GET stream closed after the last listener anywhere', () => stat().getStreamsOpen === 0);
+});
+
+t.test('modern_client-to-legacy_upstream-listen-resource-subscriptions-counted-across-replicas', async (t) => {
+  const subscribes = count('resources/subscribe');
+  const unsubscribes = count('resources/unsubscribe');
+  const onA = await rawListen(t, a.url, 'res-a', { resourceSubscriptions: [WATCHED] });
+  t.same(await acknowledged(t, onA), { resourceSubscriptions: [WATCHED] });
+  const onB = await rawListen(t, b.url, 'res-b', { resourceSubscriptions: [WATCHED] });
+  t.same(await acknowledged(t, onB), { resourceSubscriptions: [WATCHED] });
+  t.equal(count('resources/subscribe') - subscribes, 1, 'one upstream subscribe for listeners on two replicas');
+
+  await trigger(a.url, 'test_trigger_resource_update');
+  for (const [l, id] of [
+    [onA, 'res-a'],
+    [onB, 'res-b'],
+  ] as const) {
+    t.same(await l.next(), { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { _meta: { [SID]: id }, uri: WATCHED } });
+  }
+
+  onA.close();
+  await sleep(700);
+  t.equal(count('resources/unsubscribe') - unsubscribes, 0, 'still held by the listener on B');
+  onB.close();
+  await until('resources/unsubscribe upstream', () => count('resources/unsubscribe') - unsubscribes === 1);
+  await sleep(400);
+  t.equal(count('resources/unsubscribe') - unsubscribes, 1, 'exactly once');
+  t.equal(count('resources/subscribe') - subscribes, 1, 'and no subscribe since');
+});
+
+// Last: A does not come back.
+t.test('modern_client-to-legacy_upstream-listen-holder-killed-another-replica-takes-the-stream', async (t) => {
+  const opened = stat().getStreamsOpened;
+  const subscribes = count('resources/subscribe');
+  const unsubscribes = count('resources/unsubscribe');
+  const onA = await rawListen(t, a.url, 'kill-a', { toolsListChanged: true, resourceSubscriptions: [WATCHED] });
+  await acknowledged(t, onA);
+  const onB = await rawListen(t, b.url, 'kill-b', { toolsListChanged: true, resourceSubscriptions: [WATCHED] });
+  await acknowledged(t, onB);
+  t.equal(stat().getStreamsOpen, 1);
+  t.equal(count('resources/subscribe') - subscribes, 1);
+
+  a.child.kill('SIGKILL');
+  await new Promise((r) => a.child.once('exit', r));
+  const killed = Date.now();
+  await until('B holds a new GET stream', () => stat().getStreamsOpened - opened === 2 && stat().getStreamsOpen === 1, 8000);
+  const took = Date.now() - killed;
+  t.ok(took < 5000, `B took the stream over within the lease (${took} ms)`);
+  const gap = await drain(onB);
+  t.ok(gap.includes('notifications/tools/list_changed'), `B's listener was told it may have missed changes (${gap.join(', ')})`);
+
+  await trigger(b.url, 'test_trigger_tool_change');
+  t.same(await onB.next(), tagged('notifications/tools/list_changed', 'kill-b'), 'changes keep flowing to B');
+  await trigger(b.url, 'test_trigger_resource_update');
+  t.same((await onB.next())?.params?.uri, WATCHED, 'resources/updated too: the session kept its subscription');
+  t.equal(count('resources/subscribe') - subscribes, 1, 'no re-subscribe needed: the upstream session is the same');
+
+  onB.close();
+  await until('the dead replica’s count was discounted and the URI released', () => count('resources/unsubscribe') - unsubscribes === 1);
+  await until('no GET stream left', () => stat().getStreamsOpen === 0);
+});
+
+/**
+ * A legacy upstream with no GET stream that sends its change notifications on call streams:
+ * `flip` (tools/call) toggles whether `geo` has an x-mcp-header annotation and sends
+ * tools/list_changed on its own stream.
+ */
+async function callStreamUpstream(t: Test): Promise<string> {
+  let flipped = false;
+  const geo = () => ({
+    name: 'geo',
+    inputSchema: { type: 'object', properties: { region: flipped ? { type: 'string' } : { type: 'string', 'x-mcp-header': 'Region' } } },
+  });
+  const sse = (res: http.ServerResponse, ...messages: unknown[]) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(messages.map((m) => `event: message\ndata: ${JSON.stringify(m)}\n\n`).join(''));
+  };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
+      const msg = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number; method: string; params?: { name?: string } };
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      const result = (r: unknown) => ({ jsonrpc: '2.0', id: msg.id, result: r });
+      switch (msg.method) {
+        case 'initialize':
+          res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'call-stream-session' });
+          return void res.end(
+            JSON.stringify(
+              result({ protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'call-stream', version: '1.0.0' } }),
+            ),
+          );
+        case 'tools/list':
+          return sse(res, result({ tools: [geo(), { name: 'flip', inputSchema: { type: 'object' } }] }));
+        case 'tools/call':
+          if (msg.params?.name === 'flip') {
+            flipped = !flipped;
+            return sse(res, { jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, result({ content: [] }));
+          }
+          return sse(res, result({ content: [{ type: 'text', text: 'geo ok' }] }));
+        default:
+          return sse(res, { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+}
+
+t.test('modern_client-to-legacy_upstream-listen-call-stream-changes-and-stale-catalogs-across-replicas', async (t) => {
+  const callSettings = {
+    'upstream.url': await callStreamUpstream(t),
+    'store.kind': 'redis',
+    'store.redisUrl': redis.url,
+    'store.keyPrefix': 'calls:',
+    'subscriptions.keepAliveMs': 200,
+    'admin.port': -1,
+  };
+  const [c, d] = await Promise.all([spawnCauseway(callSettings), spawnCauseway(callSettings)]);
+  t.teardown(() => Promise.all([c.close(), d.close()]));
+  let id = 0;
+  const geo = async (url: string) => {
+    const { body, headers } = toolCall('geo', { region: 'eu' }, `geo-${++id}`);
+    return (await post(url, body, headers)).status;
+  };
+
+  t.equal(await geo(d.url), 400, 'D learned the catalog: Region is required');
+  await trigger(c.url, 'flip');
+  let status = 0;
+  const end = Date.now() + 3000;
+  while ((status = await geo(d.url)) !== 200 && Date.now() < end) await sleep(50);
+  t.equal(status, 200, 'D, with no listener, re-read the catalog after a tools/list_changed seen on C');
+
+  const onD = await rawListen(t, d.url, 'calls-d', { toolsListChanged: true });
+  t.same(await acknowledged(t, onD), { toolsListChanged: true });
+  await trigger(c.url, 'flip');
+  t.same(await onD.next(), tagged('notifications/tools/list_changed', 'calls-d'), 'a change on a call stream on C reaches the listener on D');
+  onD.close();
+});
