@@ -66,8 +66,10 @@ export class RedisBus implements MessageBus {
     };
   }
 
+  /** Closes both connections: the bus owns the client it was given. */
   async close(): Promise<void> {
     this.handlers.clear();
     this.sub.disconnect();
+    this.pub.disconnect();
   }
 }
