@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sendJson } from '../egress/index.js';
 import type { Logger } from '../log.js';
+import { listenOn } from './server.js';
 
 export interface AdminOptions {
   host: string;
@@ -58,14 +59,7 @@ export function createAdmin(opts: AdminOptions, deps: AdminDeps): AdminServer {
     }
   });
   return {
-    listen: () =>
-      new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(opts.port, opts.host, () => {
-          server.off('error', reject);
-          resolve(server.address() as AddressInfo);
-        });
-      }),
+    listen: () => listenOn(server, opts.port, opts.host),
     close: () =>
       new Promise((resolve) => {
         if (!server.listening) return resolve();

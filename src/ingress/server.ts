@@ -113,17 +113,21 @@ function wrap(
 ): Ingress {
   return {
     protocol,
-    listen: () =>
-      new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(opts.port, opts.host, () => {
-          server.off('error', reject);
-          resolve(server.address() as AddressInfo);
-        });
-      }),
+    listen: () => listenOn(server, opts.port, opts.host),
     stopAccepting: () => {
       server.close();
     },
     closeConnections: close,
   };
+}
+
+/** Binds a server and resolves with its address, or rejects with the bind error. */
+export function listenOn(server: net.Server, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
 }

@@ -10,12 +10,9 @@ import type { ModernRequest } from '../envelope/index.js';
 import { causewayError } from '../errors.js';
 import { isObject, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { PooledSession, SessionKey, SessionPool } from '../pool/index.js';
-import type { IdMinter } from '../upstream/ids.js';
-import type { UpstreamClient } from '../upstream/legacy-client.js';
-import type { SessionEventBus } from './bus.js';
-import { SessionChannel, type ChannelMember } from './channel.js';
-import { listenTickMs, type ListenCoordinator } from './coordination.js';
+import type { PooledSession, SessionKey } from '../pool/index.js';
+import { SessionChannel, type ChannelDeps, type ChannelMember } from './channel.js';
+import { listenTickMs } from './coordination.js';
 import {
   acknowledgment,
   admits,
@@ -41,15 +38,8 @@ export interface SubscriptionLimits {
   maxUrisPerListen: number;
 }
 
-export interface SubscriptionDeps {
-  pool: SessionPool;
-  client: UpstreamClient;
-  ids: IdMinter;
-  bus: SessionEventBus;
-  log: Logger;
-  /** GET-stream lease and subscription counts across replicas; default: this replica alone. */
-  coordinator?: ListenCoordinator;
-}
+/** The same parts a channel needs: listen hands them on. */
+export type SubscriptionDeps = ChannelDeps;
 
 export interface ListenExchange {
   request: ModernRequest;
