@@ -1,14 +1,16 @@
 // Composition root: builds each stage once from the Config and wires them together. No logic.
 
 import type { AddressInfo } from 'node:net';
+import { ConfigError } from './config/load.js';
 import type { Config } from './config/schema.js';
+import { resolveTopology, type CachePolicy, type UpstreamSpec } from './config/topology.js';
 import type { CacheHint } from './dialect/results.js';
 import { originPolicy } from './envelope/index.js';
 import { createAdmin } from './ingress/admin.js';
 import { frontDoor } from './ingress/front-door.js';
 import { createIngress } from './ingress/server.js';
 import type { Logger } from './log.js';
-import { createMetrics, RequestMetrics, UpstreamMetrics } from './metrics/index.js';
+import { createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics, type Metrics } from './metrics/index.js';
 import { LegacyPassthrough } from './passthrough/legacy.js';
 import { createRedisClient, createStore, redisConnection, SessionPool, type SessionStore } from './pool/index.js';
 import { RedisBus } from './bus/message-bus.js';
@@ -19,74 +21,70 @@ import { IdMinter } from './upstream/ids.js';
 import { HeldCalls } from './mrtr/holder.js';
 import { StateSealer } from './mrtr/request-state.js';
 import { UpstreamClient } from './upstream/legacy-client.js';
+import { TargetSet } from './upstream/targets.js';
+import type { ModernDeps } from './pipeline.js';
+import { Federation } from './routing/federation.js';
+import { federatedMount, singleMount, type Mount } from './routing/mount.js';
+import { compileRules } from './routing/rules.js';
 import { crossReplicaListen, InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
 
 export const VERSION = '0.1.0';
+const FEDERATION_CHECK_WAIT_MS = 10_000;
 
 export interface App {
   listen(): Promise<AddressInfo>;
   /** Graceful stop: readyz fails, new requests get 503, in-flight ones finish (up to drain.timeoutMs). */
   drain(): Promise<void>;
+  /** URL of the first mount once listening. */
   readonly url: string | undefined;
+  /** scheme://host:port of the data port once listening; mounts are paths under it. */
+  readonly origin: string | undefined;
   /** Origin of the admin port (/metrics, /healthz, /readyz) once listening; undefined when disabled. */
   readonly adminUrl: string | undefined;
+  /** Mount path -> the upstreams it serves. */
+  readonly mounts: Readonly<Record<string, string[]>>;
 }
 
 export function createApp(config: Config, log: Logger, store: SessionStore = createStore(config, log.child({ stage: 'store' }))): App {
-  // Probes are read at scrape time, when held and subscriptions exist.
-  const metrics = createMetrics({ pendingCalls: () => held.size, listenStreams: () => subscriptions.size });
-  const upstreamName = config.upstream.name;
+  const { topology, problems } = resolveTopology(config);
+  if (problems.length > 0) throw new ConfigError(problems);
+  const federations: Federation[] = [];
+  const listeners: Subscriptions[] = [];
+  // Probes are read at scrape time, when held, listeners and federations exist.
+  const metrics = createMetrics({
+    pendingCalls: () => held.size,
+    listenStreams: () => listeners.reduce((n, s) => n + s.size, 0),
+    federationConflicts: () => federations.map((f) => [f.path, f.conflictCount]),
+  });
   const requestMetrics = new RequestMetrics(metrics);
-  const upstreamMetrics = new UpstreamMetrics(metrics, upstreamName);
-  const client = new UpstreamClient(
-    {
-      name: upstreamName,
-      url: config.upstream.url,
-      headers: config.upstream.headers,
-      connectTimeoutMs: config.upstream.connectTimeoutMs,
-      requestTimeoutMs: config.upstream.requestTimeoutMs,
-      maxResponseBytes: config.upstream.maxResponseBytes,
-    },
-    log.child({ stage: 'upstream', upstream: upstreamName }),
-    { onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds) },
-  );
+  const storeMetrics = new StoreMetrics(metrics);
+
+  const upstreams = new Map<string, UpstreamParts>();
+  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, metrics, log));
+  const partsOf = (name: string) => upstreams.get(name)!;
   const pool = new SessionPool(
     store,
-    client,
+    new Map([...upstreams].map(([name, u]) => [name, { client: u.client, protocolVersion: u.spec.protocolVersion }])),
     {
-      protocolVersion: config.upstream.protocolVersion,
       clientInfo: { name: 'causeway', version: VERSION },
       idleTtlMs: config.store.idleTtlMs,
       maxSessions: config.store.maxSessions,
-      lockTtlMs: Math.min(config.upstream.requestTimeoutMs, 15_000),
+      lockTtlMs: Math.min(Math.max(...topology.upstreams.map((u) => u.requestTimeoutMs)), 15_000),
       touchIntervalMs: 5_000,
     },
-    log.child({ stage: 'pool', upstream: upstreamName }),
+    log.child({ stage: 'pool' }),
     {
-      onInitialize: (ms, reason) => upstreamMetrics.initialized(reason, ms / 1000),
-      onHit: () => upstreamMetrics.poolLookup('hit'),
-      onMiss: () => upstreamMetrics.poolLookup('miss'),
-      onStoreError: (op) => upstreamMetrics.storeError(op),
-      onLocalSession: () => upstreamMetrics.localSession(),
+      onInitialize: (upstream, ms, reason) => partsOf(upstream).metrics.initialized(reason, ms / 1000),
+      onHit: (upstream) => partsOf(upstream).metrics.poolLookup('hit'),
+      onMiss: (upstream) => partsOf(upstream).metrics.poolLookup('miss'),
+      onStoreError: (op) => storeMetrics.storeError(op),
+      onLocalSession: (upstream) => partsOf(upstream).metrics.localSession(),
     },
   );
-  const passthrough = new LegacyPassthrough(
-    {
-      url: config.upstream.url,
-      headers: config.upstream.headers,
-      connectTimeoutMs: config.upstream.connectTimeoutMs,
-      requestTimeoutMs: config.upstream.requestTimeoutMs,
-    },
-    log.child({ stage: 'passthrough' }),
-  );
-  const cacheHint = (method: string): CacheHint => {
-    const o = config.cache.methods[method];
-    return { ttlMs: o?.ttlMs ?? config.cache.ttlMs, cacheScope: o?.scope ?? config.cache.scope };
-  };
-
   const ids = new IdMinter();
   const held = new HeldCalls(config.mrtr.maxPending, config.mrtr.maxPendingPerPrincipal);
   const replicaId = randomUUID();
+  const sealer = new StateSealer(config.mrtr.stateKeys);
   // With a shared store, a retry may land on any replica: hand it to the one holding its call.
   const handoff =
     config.store.kind === 'redis'
@@ -98,18 +96,6 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
           log.child({ stage: 'handoff' }),
         )
       : undefined;
-  const bridge: BridgeDeps = {
-    replicaId,
-    handoff,
-    client,
-    ids,
-    held,
-    sealer: new StateSealer(config.mrtr.stateKeys),
-    collectWindowMs: config.mrtr.collectWindowMs,
-    stateTtlMs: config.mrtr.stateTtlMs,
-    upstreamTimeoutMs: config.upstream.requestTimeoutMs,
-    onRetry: (method, via) => upstreamMetrics.retry(method, via),
-  };
   // With a shared store, listen works across replicas: change notifications travel over Redis
   // pub/sub, one replica holds each session's GET stream, subscriptions are counted in Redis.
   const crossReplica =
@@ -126,15 +112,70 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         )
       : undefined;
   const sessionEvents = crossReplica?.bus ?? new InProcessSessionEventBus(log.child({ stage: 'subscriptions' }));
-  const subscriptions = new Subscriptions(
-    { pool, client, ids, bus: sessionEvents, coordinator: crossReplica?.coordinator, log: log.child({ stage: 'subscriptions' }) },
-    {
-      maxListeners: config.subscriptions.maxListeners,
-      maxPerPrincipal: config.subscriptions.maxPerPrincipal,
-      keepAliveMs: config.subscriptions.keepAliveMs,
-      maxUrisPerListen: config.subscriptions.maxUrisPerListen,
-    },
-  );
+
+  // The pipeline's view of each upstream.
+  const modern = new Map<string, ModernDeps>();
+  for (const [name, u] of upstreams) {
+    const bridge: BridgeDeps = {
+      replicaId,
+      handoff,
+      client: u.client,
+      ids,
+      held,
+      sealer,
+      collectWindowMs: config.mrtr.collectWindowMs,
+      stateTtlMs: config.mrtr.stateTtlMs,
+      upstreamTimeoutMs: u.spec.requestTimeoutMs,
+      onRetry: (method, via) => u.metrics.retry(method, via),
+    };
+    const subscriptions = new Subscriptions(
+      { pool, client: u.client, ids, bus: sessionEvents, coordinator: crossReplica?.coordinator, log: log.child({ stage: 'subscriptions', upstream: name }) },
+      {
+        maxListeners: config.subscriptions.maxListeners,
+        maxPerPrincipal: config.subscriptions.maxPerPrincipal,
+        keepAliveMs: config.subscriptions.keepAliveMs,
+        maxUrisPerListen: config.subscriptions.maxUrisPerListen,
+      },
+    );
+    listeners.push(subscriptions);
+    modern.set(name, {
+      upstreamName: name,
+      client: u.client,
+      pool,
+      ids,
+      principal: config.principal,
+      cacheHint: cacheHintOf(u.spec.cache),
+      bridge,
+      subscriptions,
+      metrics: u.metrics,
+    });
+  }
+  // A round handed over from another replica finds its held call by id, whatever its upstream.
+  const handedRounds: BridgeDeps = {
+    ...modern.values().next().value!.bridge,
+    upstreamTimeoutMs: Math.max(...topology.upstreams.map((u) => u.requestTimeoutMs)),
+  };
+
+  const mounts = new Map<string, Mount>();
+  for (const m of topology.mounts) {
+    if (m.upstreams.length === 1) {
+      const name = m.upstreams[0]!;
+      mounts.set(m.path, singleMount(m.path, modern.get(name)!, partsOf(name).passthrough));
+      continue;
+    }
+    const federation = new Federation({
+      path: m.path,
+      members: m.upstreams.map((name) => ({ name, prefix: m.prefix.replaceAll('{upstream}', name), deps: modern.get(name)! })),
+      rules: compileRules(m.routes),
+      pageSize: m.pageSize,
+      principal: config.principal,
+      serverInfo: { name: 'causeway', version: VERSION },
+      metrics: new UpstreamMetrics(metrics, m.path),
+      log: log.child({ stage: 'federation', mount: m.path }),
+    });
+    federations.push(federation);
+    mounts.set(m.path, federatedMount(federation));
+  }
   let draining = false;
   const inFlight = { count: 0 };
   const ingress = createIngress(
@@ -148,23 +189,11 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       bodyTimeoutMs: config.limits.bodyTimeoutMs,
     },
     frontDoor({
-      path: config.listen.path,
+      mounts,
       maxHeaderBytes: config.limits.maxHeaderBytes,
       maxInFlight: config.limits.maxInFlight,
       body: { maxBytes: config.limits.maxBodyBytes, timeoutMs: config.limits.bodyTimeoutMs },
       origin: originPolicy(config.listen.host, config.security.allowedHosts, config.security.allowedOrigins),
-      passthrough,
-      modern: {
-        upstreamName,
-        client,
-        pool,
-        ids,
-        principal: config.principal,
-        cacheHint,
-        bridge,
-        subscriptions,
-        metrics: upstreamMetrics,
-      },
       log,
       ready: () => !draining,
       draining: () => draining,
@@ -186,19 +215,28 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         );
 
   let url: string | undefined;
+  let origin: string | undefined;
   let adminUrl: string | undefined;
   return {
     get url() {
       return url;
     },
+    get origin() {
+      return origin;
+    },
     get adminUrl() {
       return adminUrl;
     },
+    mounts: Object.fromEntries(topology.mounts.map((m) => [m.path, m.upstreams])),
     async listen() {
-      await handoff?.serve(serveHandedRounds(bridge)).catch((err: unknown) => {
+      await handoff?.serve(serveHandedRounds(handedRounds)).catch((err: unknown) => {
         log.warn({ err }, 'cannot receive handed-over retries yet; retries landing elsewhere will replay');
       });
       await crossReplica?.start();
+      // Name conflicts between federated upstreams are reported before traffic arrives, unless a
+      // slow upstream would hold start-up past FEDERATION_CHECK_WAIT_MS: then they are reported when found.
+      const checked = Promise.all(federations.map((f) => f.check()));
+      await Promise.race([checked, new Promise((r) => setTimeout(r, FEDERATION_CHECK_WAIT_MS).unref())]);
       if (admin) {
         const a = await admin.listen();
         adminUrl = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
@@ -208,7 +246,8 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         throw err;
       });
       const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-      url = `${ingress.protocol}://${host}:${addr.port}${config.listen.path}`;
+      origin = `${ingress.protocol}://${host}:${addr.port}`;
+      url = `${origin}${topology.mounts[0]!.path}`;
       return addr;
     },
     async drain() {
@@ -219,7 +258,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         ingress.closeConnections(false);
         const deadline = Date.now() + config.drain.timeoutMs;
         // Listen streams never finish on their own: end them with the closing result [SUBS].
-        await subscriptions.close(config.drain.timeoutMs);
+        await Promise.all(listeners.map((s) => s.close(config.drain.timeoutMs)));
         await sessionEvents.close();
         await crossReplica?.close();
         while (inFlight.count > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
@@ -228,11 +267,59 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         await handoff?.close();
         await pool.close();
         await store.close();
-        await Promise.allSettled([client.close(), passthrough.close()]);
+        await Promise.allSettled([...upstreams.values()].flatMap((u) => [u.client.close(), u.passthrough.close()]));
       } finally {
         // Last, so the drain itself can be scraped.
         await admin?.close();
       }
     },
+  };
+}
+
+interface UpstreamParts {
+  spec: UpstreamSpec;
+  client: UpstreamClient;
+  passthrough: LegacyPassthrough;
+  metrics: UpstreamMetrics;
+}
+
+function upstreamParts(spec: UpstreamSpec, metrics: Metrics, log: Logger): UpstreamParts {
+  const upstreamMetrics = new UpstreamMetrics(metrics, spec.name);
+  const upstreamLog = log.child({ stage: 'upstream', upstream: spec.name });
+  // URLs are logged by position: they may carry credentials.
+  const targets = new TargetSet(
+    spec.urls,
+    { ejectAfterFailures: spec.ejectAfterFailures, ejectMs: spec.ejectMs },
+    {
+      onEject: (_url, target) => {
+        upstreamLog.warn({ target, forMs: spec.ejectMs }, 'upstream URL ejected: it could not be reached');
+        upstreamMetrics.ejected(target);
+      },
+      onReadmit: (_url, target) => upstreamLog.info({ target }, 'upstream URL re-admitted'),
+    },
+  );
+  const client = new UpstreamClient(
+    {
+      name: spec.name,
+      targets,
+      headers: spec.headers,
+      connectTimeoutMs: spec.connectTimeoutMs,
+      requestTimeoutMs: spec.requestTimeoutMs,
+      maxResponseBytes: spec.maxResponseBytes,
+    },
+    upstreamLog,
+    { onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds) },
+  );
+  const passthrough = new LegacyPassthrough(
+    { targets, headers: spec.headers, connectTimeoutMs: spec.connectTimeoutMs, requestTimeoutMs: spec.requestTimeoutMs },
+    log.child({ stage: 'passthrough', upstream: spec.name }),
+  );
+  return { spec, client, passthrough, metrics: upstreamMetrics };
+}
+
+function cacheHintOf(cache: CachePolicy): (method: string) => CacheHint {
+  return (method) => {
+    const o = cache.methods[method];
+    return { ttlMs: o?.ttlMs ?? cache.ttlMs, cacheScope: o?.scope ?? cache.scope };
   };
 }

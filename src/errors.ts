@@ -27,6 +27,8 @@ export const ERROR_TABLE = {
   missing_client_capability: { code: -32021, status: 400, message: 'Missing required client capability' },
   unsupported_protocol_version: { code: -32022, status: 400, message: 'Unsupported protocol version' },
   method_not_found: { code: -32601, status: 404, message: 'Method not found' },
+  // As an upstream answers an unknown tool, prompt or resource: in-band, on HTTP 200 [RES].
+  unknown_name: { code: -32602, status: 200, message: 'Unknown name' },
   notification_not_accepted: { code: -32600, status: 400, message: 'Notification not accepted' },
   // Causeway or its upstream is at fault: never blamed on the client.
   upstream_unavailable: { code: -32603, status: 502, message: 'Upstream unavailable' },

@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   if (!(await storeReady(store, 2_000))) log.warn({ store: store.kind }, 'session store not reachable at start; serving with replica-local sessions');
   const app = createApp(config, log, store);
   const addr = await app.listen();
-  log.info({ url: app.url, port: addr.port, adminUrl: app.adminUrl, upstream: config.upstream.name }, 'causeway listening');
+  log.info({ url: app.url, mounts: app.mounts, port: addr.port, adminUrl: app.adminUrl }, 'causeway listening');
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

@@ -9,7 +9,7 @@ import { checkParamHeaders, encodeHeaderValue, levelAtLeast, type HeaderBag, typ
 import { causewayError, toCausewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
-import { sessionKey, type PooledSession, type SessionPool } from './pool/index.js';
+import { sessionKey, sessionRef, type PooledSession, type SessionPool } from './pool/index.js';
 import { principalHash, type PrincipalPolicy } from './routing/principal.js';
 import { relayCall, type CallObserver } from './upstream/call.js';
 import type { IdMinter } from './upstream/ids.js';
@@ -33,7 +33,7 @@ export interface ModernDeps {
 }
 
 /** What a request was answered with, for its metric: set by the stage that answered. */
-type Answered = 'complete' | 'input_required' | 'upstream_error';
+export type Answered = 'complete' | 'input_required' | 'upstream_error';
 
 export interface ModernExchange {
   request: ModernRequest;
@@ -44,19 +44,24 @@ export interface ModernExchange {
   log: Logger;
 }
 
-export async function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void> {
+export function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void> {
+  return measured(ex, deps.metrics, () => answer(ex, deps));
+}
+
+/** Runs an answering stage: a typed error it throws becomes the reply; either way the answer is counted once. */
+export async function measured(ex: ModernExchange, metrics: UpstreamMetrics, answer: () => Promise<Answered>): Promise<void> {
   const started = performance.now();
   let resultType: ResultType;
   let outcome: AnswerOutcome;
   try {
-    const answered = await answer(ex, deps);
+    const answered = await answer();
     resultType = answered === 'upstream_error' ? 'error' : answered;
     outcome = answered === 'upstream_error' ? 'upstream_error' : 'ok';
   } catch (err) {
     resultType = 'error';
     outcome = fail(ex, err);
   }
-  deps.metrics.answered(ex.request.method, ex.request.name, resultType, outcome, (performance.now() - started) / 1000);
+  metrics.answered(ex.request.method, ex.request.name, resultType, outcome, (performance.now() - started) / 1000);
 }
 
 async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
@@ -98,7 +103,7 @@ async function forward(
   principal: string,
 ): Promise<{ session: PooledSession; result: RoundResult }> {
   const { request } = ex;
-  const ref = { sessionId: session.record.sessionId, protocolVersion: session.record.protocolVersion };
+  const ref = sessionRef(session);
   const capability = request.spec.capability;
   const advertised = session.record.initializeResult.capabilities;
   if (capability && !(isObject(advertised) && isObject(advertised[capability]))) {
@@ -148,33 +153,24 @@ async function forward(
     ex.signal,
   );
   if (!isErrorResponse(upstream)) {
-    if (request.method === 'tools/list') catalogOf(session).learn(upstream.result);
+    if (request.method === 'tools/list') ToolCatalog.of(session).learn(upstream.result);
     deps.metrics.learn(request.method, upstream.result);
   }
   return { session, result: { kind: 'upstream', response: upstream } };
 }
 
-function upstreamHeaders(request: ModernRequest): Record<string, string> {
+export function upstreamHeaders(request: Pick<ModernRequest, 'method' | 'name'>): Record<string, string> {
   const h: Record<string, string> = { 'mcp-method': request.method };
   if (request.name !== undefined) h['mcp-name'] = encodeHeaderValue(request.name);
   return h;
 }
 
-function catalogOf(session: PooledSession): ToolCatalog {
-  let c = session.memo.get('tools') as ToolCatalog | undefined;
-  if (!c) {
-    c = new ToolCatalog();
-    session.memo.set('tools', c);
-  }
-  return c;
-}
-
 /** Mcp-Param-* checks need the tool's schema: learned from tools/list, fetched once when unknown. */
 async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: PooledSession): Promise<void> {
   const name = ex.request.name!;
-  const catalog = catalogOf(session);
+  const catalog = ToolCatalog.of(session);
   if (catalog.headersOf(name) === undefined && !catalog.complete) {
-    const ref = { sessionId: session.record.sessionId, protocolVersion: session.record.protocolVersion };
+    const ref = sessionRef(session);
     let cursor: string | undefined;
     for (let page = 0; page < 50; page++) {
       const r = await deps.client.request(
@@ -205,7 +201,7 @@ async function enableUpstreamLogging(deps: ModernDeps, session: PooledSession, l
   if (session.memo.get('logLevel') === 'debug') return;
   const caps = session.record.initializeResult.capabilities;
   if (!(isObject(caps) && isObject(caps.logging))) return;
-  const ref = { sessionId: session.record.sessionId, protocolVersion: session.record.protocolVersion };
+  const ref = sessionRef(session);
   const r = await deps.client.request(
     ref,
     { jsonrpc: '2.0', id: deps.ids.requestId(), method: 'logging/setLevel', params: { level: 'debug' } },

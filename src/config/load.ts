@@ -4,6 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 import { SETTINGS, type Config, type Setting } from './schema.js';
+import { resolveTopology } from './topology.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -137,6 +138,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Con
       }
       const known = new Set(SETTINGS.map((s) => s.path));
       for (const [section, body] of Object.entries(fromFile)) {
+        if (known.has(section)) continue;
         if (typeof body !== 'object' || body === null) {
           if (!known.has(section)) problems.push(`${file}: unknown setting ${section}`);
           continue;
@@ -170,12 +172,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Con
 
 function crossChecks(c: Config): string[] {
   const problems: string[] = [];
-  try {
-    const u = new URL(c.upstream.url);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') problems.push('upstream.url: must be http(s)');
-  } catch {
-    problems.push('upstream.url: required, an absolute http(s) URL');
-  }
+  problems.push(...resolveTopology(c).problems);
   if (c.principal.mode !== 'none' && c.principal.hashSecret.length < 16) {
     problems.push('principal.hashSecret: required (16+ characters) when principal.mode is not none');
   }

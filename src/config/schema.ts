@@ -26,7 +26,13 @@ export interface Config {
     connectTimeoutMs: number;
     requestTimeoutMs: number;
     maxResponseBytes: number;
+    ejectAfterFailures: number;
+    ejectMs: number;
   };
+  /** Named upstreams (see config/topology.ts); empty: the one described by upstream.*. */
+  upstreams: Record<string, Record<string, unknown>>;
+  /** Mount path -> what it serves; empty: the one upstream at listen.path. */
+  mounts: Record<string, Record<string, unknown>>;
   cache: { ttlMs: number; scope: CacheScope; methods: Record<string, { ttlMs?: number; scope?: CacheScope }> };
   store: {
     kind: StoreKind;
@@ -75,7 +81,7 @@ export interface Setting {
 export const SETTINGS: readonly Setting[] = [
   { path: 'listen.host', kind: 'string', default: '127.0.0.1', doc: 'Address the data port binds to.' },
   { path: 'listen.port', kind: 'number', default: 8080, doc: 'Data port: HTTP/1.1 and h2c (or TLS with ALPN h2, http/1.1).' },
-  { path: 'listen.path', kind: 'string', default: '/mcp', doc: 'Path of the MCP endpoint.' },
+  { path: 'listen.path', kind: 'string', default: '/mcp', doc: 'Path of the MCP endpoint when no mounts are configured.' },
   { path: 'listen.tlsCertFile', kind: 'string', default: '', doc: 'PEM certificate; with tlsKeyFile, serve TLS instead of cleartext.' },
   { path: 'listen.tlsKeyFile', kind: 'string', default: '', doc: 'PEM private key for listen.tlsCertFile.' },
   { path: 'admin.host', kind: 'string', default: '127.0.0.1', doc: 'Address the admin port (/metrics, /healthz, /readyz) binds to.' },
@@ -129,6 +135,26 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'upstream.connectTimeoutMs', kind: 'number', default: 5_000, doc: 'Upstream TCP connect timeout.' },
   { path: 'upstream.requestTimeoutMs', kind: 'number', default: 60_000, doc: 'Longest wait for an upstream answer (504 after).' },
   { path: 'upstream.maxResponseBytes', kind: 'number', default: 16_777_216, doc: 'Largest upstream response accepted.' },
+  {
+    path: 'upstream.ejectAfterFailures',
+    kind: 'number',
+    default: 1,
+    min: 1,
+    doc: 'Consecutive failures to reach one of an upstream’s URLs before it is ejected (new sessions go elsewhere, its sessions move).',
+  },
+  { path: 'upstream.ejectMs', kind: 'number', default: 10_000, doc: 'How long an ejected upstream URL is left alone before it is tried again.' },
+  {
+    path: 'upstreams',
+    kind: 'json',
+    default: {},
+    doc: 'Several upstreams by name, e.g. {"search":{"urls":["http://s1/mcp","http://s2/mcp"],"headers":{...}}}; upstream.* give their defaults. See Routing.',
+  },
+  {
+    path: 'mounts',
+    kind: 'json',
+    default: {},
+    doc: 'Path -> {"upstreams":[...],"prefix","pageSize","routes"}; several upstreams on one path are federated. Empty: the one upstream at listen.path.',
+  },
   { path: 'cache.ttlMs', kind: 'number', default: 0, doc: 'ttlMs put on cacheable results (discover, lists, resources/read).' },
   {
     path: 'cache.scope',
@@ -197,8 +223,8 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'mrtr.collectWindowMs', kind: 'number', default: 20, doc: 'Asks arriving this close together go into one input_required round.' },
   { path: 'mrtr.maxPending', kind: 'number', default: 10_000, doc: 'Most upstream calls held open between rounds on one replica.' },
   { path: 'mrtr.maxPendingPerPrincipal', kind: 'number', default: 100, doc: 'Most held calls per principal on one replica.' },
-  { path: 'subscriptions.maxListeners', kind: 'number', default: 10_000, doc: 'Most subscriptions/listen streams open at once on one replica (503 beyond).' },
-  { path: 'subscriptions.maxPerPrincipal', kind: 'number', default: 100, doc: 'Most listen streams open at once per principal on one replica (503 beyond).' },
+  { path: 'subscriptions.maxListeners', kind: 'number', default: 10_000, doc: 'Most subscriptions/listen streams open at once per upstream on one replica (503 beyond).' },
+  { path: 'subscriptions.maxPerPrincipal', kind: 'number', default: 100, doc: 'Most listen streams open at once per principal and upstream on one replica (503 beyond).' },
   { path: 'subscriptions.keepAliveMs', kind: 'number', default: 15_000, doc: 'Interval of the `:` keep-alive comments on listen streams; 0 sends none.' },
   { path: 'subscriptions.maxUrisPerListen', kind: 'number', default: 100, doc: 'Most resourceSubscriptions URIs one listen request may name (-32602 beyond).' },
   {

@@ -3,10 +3,21 @@
 
 import { paramHeaders, type ParamHeader } from '../envelope/headers.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
+import type { PooledSession } from '../pool/pool.js';
 
 export class ToolCatalog {
   private readonly tools = new Map<string, ParamHeader[]>();
   complete = false;
+
+  /** The catalog kept in a session's memo, made on first use. */
+  static of(session: PooledSession): ToolCatalog {
+    let c = session.memo.get('tools') as ToolCatalog | undefined;
+    if (!c) {
+      c = new ToolCatalog();
+      session.memo.set('tools', c);
+    }
+    return c;
+  }
 
   /** Learns from one tools/list page. */
   learn(result: JsonObject): void {

@@ -1,8 +1,7 @@
 // The request handler behind the ingress: probes (/healthz, /readyz; /metrics is on the admin
-// port only), drain and load shedding, Host/Origin,
-// HTTP method, body limits, then the classifier's verdict: legacy passthrough, a modern
-// request for the pipeline, or the spec's error. Nothing thrown here reaches the client as a
-// stack trace.
+// port only), drain and load shedding, the mount the path names, Host/Origin, HTTP method, body
+// limits, then the classifier's verdict: the mount's legacy passthrough, a modern request for the
+// mount, or the spec's error. Nothing thrown here reaches the client as a stack trace.
 
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -19,19 +18,18 @@ import {
 } from '../envelope/index.js';
 import { causewayError, toCausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { routingHeaders, type LegacyPassthrough } from '../passthrough/legacy.js';
-import { handleModern, type ModernDeps } from '../pipeline.js';
+import { routingHeaders } from '../passthrough/legacy.js';
+import type { Mount } from '../routing/mount.js';
 import { parseJson, readBody, type BodyLimits } from './read-body.js';
 import type { IngressHandler, IngressRequest } from './server.js';
 
 export interface FrontDoorDeps {
-  path: string;
+  /** Mount path -> what it serves. */
+  mounts: ReadonlyMap<string, Mount>;
   maxHeaderBytes: number;
   maxInFlight: number;
   body: BodyLimits;
   origin: OriginPolicy;
-  passthrough: LegacyPassthrough;
-  modern: ModernDeps;
   log: Logger;
   /** Answers /readyz: false while draining or before the store is usable. */
   ready(): boolean;
@@ -98,7 +96,8 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
     closeAfterReply(req, res);
     return sendCausewayError(res, causewayError('draining'), null);
   }
-  if (path !== deps.path) {
+  const mount = deps.mounts.get(path);
+  if (mount === undefined) {
     closeAfterReply(req, res);
     return sendCausewayError(res, causewayError('not_found'), null);
   }
@@ -129,7 +128,7 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
   };
   res.on('close', onClose);
   try {
-    await dispatch(req, res, method, headers, deps, log, abort.signal, tag);
+    await dispatch(req, res, method, headers, mount, deps.body, log, abort.signal, tag);
   } finally {
     deps.inFlight.count--;
   }
@@ -185,6 +184,10 @@ function clientRevision(headers: HeaderBag, body: unknown): string {
   return revisionLabel(headers['mcp-protocol-version']?.trim());
 }
 
+function legacyOnFederatedMount() {
+  return causewayError('invalid_request', 'Legacy clients are served on single-upstream mounts only');
+}
+
 function authorityOf(req: IngressRequest): string | undefined {
   return 'authority' in req ? req.authority : undefined;
 }
@@ -194,11 +197,13 @@ async function dispatch(
   res: HttpResponse,
   method: string,
   headers: HeaderBag,
-  deps: FrontDoorDeps,
+  mount: Mount,
+  bodyLimits: BodyLimits,
   log: Logger,
   signal: AbortSignal,
   tag: Tag,
 ): Promise<void> {
+  const passthrough = mount.passthrough;
   tag.revision = revisionLabel(headers['mcp-protocol-version']?.trim());
   if (method === 'GET' || method === 'DELETE') {
     if (headers['mcp-session-id'] === undefined) {
@@ -206,7 +211,8 @@ async function dispatch(
     }
     tag.era = 'legacy';
     tag.method = method === 'GET' ? 'stream' : 'terminate';
-    return deps.passthrough.forward(method, req.headers, undefined, res, signal);
+    if (!passthrough) return sendCausewayError(res, legacyOnFederatedMount(), null);
+    return passthrough.forward(method, req.headers, undefined, res, signal);
   }
   if (method !== 'POST') {
     closeAfterReply(req, res);
@@ -221,7 +227,7 @@ async function dispatch(
   }
   let body: Buffer;
   try {
-    body = await readBody(req, deps.body);
+    body = await readBody(req, bodyLimits);
   } catch (err) {
     if (signal.aborted) return;
     closeAfterReply(req, res);
@@ -234,7 +240,8 @@ async function dispatch(
     case 'legacy':
       tag.era = 'legacy';
       tag.method = legacyMethodLabel(parsed.ok ? parsed.value : undefined);
-      return deps.passthrough.forward('POST', req.headers, body, res, signal, routingHeaders(req.headers, parsed.ok ? parsed.value : undefined));
+      if (!passthrough) return sendCausewayError(res, legacyOnFederatedMount(), null);
+      return passthrough.forward('POST', req.headers, body, res, signal, routingHeaders(req.headers, parsed.ok ? parsed.value : undefined));
     case 'accepted':
       tag.era = 'modern';
       tag.method = 'notification';
@@ -253,10 +260,7 @@ async function dispatch(
       if (accept !== undefined && !/application\/json|text\/event-stream|\*\/\*/i.test(accept)) {
         return sendCausewayError(res, causewayError('not_acceptable'), verdict.request.id);
       }
-      return handleModern(
-        { request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }) },
-        deps.modern,
-      );
+      return mount.serveModern({ request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }) });
     }
   }
 }

@@ -53,7 +53,7 @@ export class UpstreamMetrics {
   private readonly initializations: Children<CounterChild>;
   private readonly initializeDuration: HistogramChild;
   private readonly lookups: Children<CounterChild>;
-  private readonly storeErrors: Children<CounterChild>;
+  private readonly ejections: Children<CounterChild>;
   private readonly localSessions: CounterChild;
 
   constructor(m: Metrics, upstream: string) {
@@ -65,7 +65,7 @@ export class UpstreamMetrics {
     this.initializations = new Children((v) => m.sessionInitializations.labels(upstream, ...v));
     this.initializeDuration = m.initializeDuration.labels(upstream);
     this.lookups = new Children((v) => m.poolLookups.labels(upstream, ...v));
-    this.storeErrors = new Children((v) => m.storeErrors.labels(upstream, ...v));
+    this.ejections = new Children((v) => m.ejections.labels(upstream, ...v));
     this.localSessions = m.localSessions.labels(upstream);
   }
 
@@ -101,11 +101,26 @@ export class UpstreamMetrics {
     this.lookups.get(result).inc();
   }
 
-  storeError(op: string): void {
-    this.storeErrors.get(op).inc();
+  /** `target` is the URL's position in the upstream's list: bounded by the config. */
+  ejected(target: number): void {
+    this.ejections.get(String(target)).inc();
   }
 
   localSession(): void {
     this.localSessions.inc();
+  }
+}
+
+/** The shared session store's failures (it serves every upstream). */
+export class StoreMetrics {
+  private readonly errors: Children<CounterChild>;
+
+  constructor(m: Metrics) {
+    this.errors = new Children((v) => m.storeErrors.labels(...v));
+  }
+
+  /** `op` is one of the pool's fixed words. */
+  storeError(op: string): void {
+    this.errors.get(op).inc();
   }
 }

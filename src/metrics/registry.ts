@@ -10,6 +10,8 @@ export interface Probes {
   pendingCalls(): number;
   /** subscriptions/listen streams open. */
   listenStreams(): number;
+  /** Distinct name conflicts found so far, per federated mount path. */
+  federationConflicts(): Array<[string, number]>;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -108,8 +110,23 @@ export function createMetrics(probes: Probes) {
     storeErrors: new Counter({
       name: 'causeway_session_store_errors_total',
       help: 'Failed session store (Redis) commands, by operation; requests carry on with replica-local sessions.',
-      labelNames: ['upstream', 'op'] as const,
+      labelNames: ['op'] as const,
       registers: [registry],
+    }),
+    ejections: new Counter({
+      name: 'causeway_upstream_ejections_total',
+      help: 'Times one of an upstream\'s URLs was ejected after failing to be reached, by upstream and target (its position in the URL list).',
+      labelNames: ['upstream', 'target'] as const,
+      registers: [registry],
+    }),
+    federationConflicts: new Gauge({
+      name: 'causeway_federation_conflicts',
+      help: 'Distinct tool, prompt or resource names two members of a federated mount both expose, by mount path.',
+      labelNames: ['mount'] as const,
+      registers: [registry],
+      collect() {
+        for (const [mount, n] of probes.federationConflicts()) this.labels(mount).set(n);
+      },
     }),
     localSessions: new Counter({
       name: 'causeway_session_local_total',

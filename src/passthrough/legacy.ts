@@ -1,16 +1,22 @@
 // Dual era: legacy clients (initialize, Mcp-Session-Id, GET streams, DELETE) are proxied to the
 // upstream unchanged and streamed both ways without buffering. Hop-by-hop headers, and any
 // named in Connection, are not forwarded [RFC 9110 §7.6.1].
+//
+// An upstream with several equivalent URLs: a new session goes to the next admitted one, and
+// its Mcp-Session-Id is handed to the client as `<url index>.<id>` so later requests find it
+// again. A session whose URL is ejected or unreachable is answered 404, which tells a legacy
+// client to initialize again [L-TR] — and that lands on a live URL.
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { Agent, request as undiciRequest } from 'undici';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
-import { toCausewayError } from '../errors.js';
+import { causewayError, toCausewayError } from '../errors.js';
 import { encodeHeaderValue } from '../envelope/headers.js';
 import { isObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { toUpstreamError } from '../upstream/errors.js';
+import { neverDelivered, type TargetSet } from '../upstream/targets.js';
 
 const HOP_BY_HOP = new Set([
   'connection',
@@ -28,7 +34,7 @@ const HOP_BY_HOP = new Set([
 ]);
 
 export interface PassthroughOptions {
-  url: string;
+  targets: TargetSet;
   headers: Readonly<Record<string, string>>;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
@@ -87,26 +93,52 @@ export class LegacyPassthrough {
     signal: AbortSignal,
     extraHeaders: Record<string, string> = {},
   ): Promise<void> {
+    const { targets } = this.opts;
+    const spread = targets.size > 1;
+    const sent = forwardable(headers);
+    let target: string | undefined;
+    const sessionId = sent['mcp-session-id'];
+    if (spread && sessionId !== undefined) {
+      const dot = sessionId.indexOf('.');
+      target = dot > 0 ? targets.at(Number(sessionId.slice(0, dot))) : undefined;
+      if (target === undefined || !targets.admits(target)) return sessionGone(res);
+      sent['mcp-session-id'] = sessionId.slice(dot + 1);
+    }
+    const tried = new Set<string>();
     let upstream;
-    try {
-      upstream = await undiciRequest(this.opts.url, {
-        method: method as 'GET' | 'POST' | 'DELETE',
-        headers: { ...forwardable(headers), ...extraHeaders, ...this.opts.headers },
-        body,
-        dispatcher: this.agent,
-        signal,
-      });
-    } catch (err) {
-      if (signal.aborted) return;
-      this.log.warn({ err: (err as Error).message }, 'legacy passthrough failed');
-      sendCausewayError(res, toCausewayError(toUpstreamError(err)), null);
-      return;
+    for (;;) {
+      const url = target ?? targets.pick(tried);
+      tried.add(url);
+      try {
+        upstream = await undiciRequest(url, {
+          method: method as 'GET' | 'POST' | 'DELETE',
+          headers: { ...sent, ...extraHeaders, ...this.opts.headers },
+          body,
+          dispatcher: this.agent,
+          signal,
+        });
+        targets.succeeded(url);
+        target = url;
+        break;
+      } catch (err) {
+        if (signal.aborted) return;
+        if (neverDelivered(err)) {
+          targets.failed(url);
+          // A new session may go to another URL; an existing one lives where it lives.
+          if (target === undefined && tried.size < targets.size) continue;
+          if (target !== undefined && spread) return sessionGone(res);
+        }
+        this.log.warn({ err: (err as Error).message }, 'legacy passthrough failed');
+        sendCausewayError(res, toCausewayError(toUpstreamError(err)), null);
+        return;
+      }
     }
     if (res.headersSent || res.destroyed) {
       upstream.body.destroy();
       return;
     }
     const out = forwardable(upstream.headers as Record<string, string | string[] | undefined>);
+    if (spread && out['mcp-session-id'] !== undefined) out['mcp-session-id'] = `${targets.indexOf(target)}.${out['mcp-session-id']}`;
     res.writeHead(upstream.statusCode, out);
     (res as { flushHeaders?: () => void }).flushHeaders?.();
     try {
@@ -127,3 +159,7 @@ export class LegacyPassthrough {
   }
 }
 
+/** 404 to a request on a session: a legacy client then starts a new one [L-TR]. */
+function sessionGone(res: HttpResponse): void {
+  sendCausewayError(res, causewayError('not_found', 'Session not found'), null);
+}

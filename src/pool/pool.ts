@@ -10,15 +10,25 @@
 // adopts whatever another replica published first, so the replicas converge on one session per key.
 
 import { randomUUID } from 'node:crypto';
+import { causewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { JsonObject } from '../jsonrpc.js';
-import type { UpstreamClient } from '../upstream/legacy-client.js';
-import { SessionExpiredError } from '../upstream/errors.js';
-import type { SessionKey } from './session-key.js';
+import type { SessionRef, UpstreamClient } from '../upstream/legacy-client.js';
+import { SessionExpiredError, TargetUnreachableError } from '../upstream/errors.js';
+import { upstreamOf, type SessionKey } from './session-key.js';
 import type { SessionRecord, SessionStore } from './session-store.js';
 
-export interface PoolOptions {
+/** What the pool needs of each upstream it opens sessions on. */
+export interface PoolUpstream {
+  client: UpstreamClient;
+  /** Offered in initialize; the upstream may negotiate an older one. */
   protocolVersion: string;
+}
+
+/** Why a session was opened: none yet, the upstream forgot it (404), its URL was ejected, or unreachable. */
+export type OpenReason = 'new' | 'expired' | 'ejected' | 'unreachable';
+
+export interface PoolOptions {
   clientInfo: JsonObject;
   idleTtlMs: number;
   maxSessions: number;
@@ -43,13 +53,13 @@ export interface PooledSession {
 }
 
 export interface PoolEvents {
-  onInitialize?(durationMs: number, reason: 'new' | 'expired'): void;
-  onHit?(): void;
-  onMiss?(): void;
+  onInitialize?(upstream: string, durationMs: number, reason: OpenReason): void;
+  onHit?(upstream: string): void;
+  onMiss?(upstream: string): void;
   /** A store command failed (op: get, lock, insert, replace, remove, touch, idle, count, probe); e.g. a Redis error. */
   onStoreError?(op: string): void;
   /** A session was opened replica-local because the store failed. */
-  onLocalSession?(): void;
+  onLocalSession?(upstream: string): void;
 }
 
 /** Optional store capability: told when its connection comes back (a restarted Redis may have lost records). */
@@ -66,6 +76,11 @@ class StoreUnavailable extends Error {
     super(`session store ${op} failed`, { cause });
     this.name = 'StoreUnavailable';
   }
+}
+
+/** How the upstream client addresses a pooled session. */
+export function sessionRef(s: PooledSession): SessionRef {
+  return { sessionId: s.record.sessionId, protocolVersion: s.record.protocolVersion, target: s.record.target };
 }
 
 /** The same upstream session (not merely the same key). */
@@ -95,7 +110,7 @@ export class SessionPool {
 
   constructor(
     private readonly store: SessionStore,
-    private readonly client: UpstreamClient,
+    private readonly upstreams: ReadonlyMap<string, PoolUpstream>,
     private readonly opts: PoolOptions,
     private readonly log: Logger,
     private readonly events: PoolEvents = {},
@@ -123,39 +138,49 @@ export class SessionPool {
     return this.local.get(keyId);
   }
 
-  /** Runs `use` on the key's session; if the upstream forgot that session, replaces it once and runs `use` again. */
+  /**
+   * Runs `use` on the key's session; if the upstream forgot that session, or its URL could not be
+   * reached (so nothing was sent), replaces it once and runs `use` again.
+   */
   async withSession<T>(key: SessionKey, use: (s: PooledSession) => Promise<T>): Promise<T> {
     const session = await this.acquire(key);
     try {
       return await use(session);
     } catch (err) {
       if (!(err instanceof SessionExpiredError)) throw err;
-      this.log.info({ key: key.upstream }, 'upstream session expired; replacing it');
-      return use(await this.replace(session));
+      const reason = err instanceof TargetUnreachableError ? 'unreachable' : 'expired';
+      this.log.info({ upstream: key.upstream, reason }, 'upstream session lost; replacing it');
+      try {
+        return await use(await this.replace(session, reason));
+      } catch (again) {
+        if (again instanceof SessionExpiredError) throw causewayError('upstream_unavailable', 'The upstream lost the session again', undefined, again);
+        throw again;
+      }
     }
   }
 
   async acquire(key: SessionKey): Promise<PooledSession> {
     const warm = this.local.get(key.id);
     if (warm) {
+      if (!this.onAdmittedTarget(warm.record)) return this.replace(warm, 'ejected');
       this.markUsed(warm);
-      this.events.onHit?.();
+      this.events.onHit?.(key.upstream);
       return warm;
     }
-    this.events.onMiss?.();
+    this.events.onMiss?.(key.upstream);
     return this.singleFlight(key.id, () => this.load(key));
   }
 
-  /** The session gave 404: adopt a replacement another replica made, or make it, once. */
-  replace(stale: PooledSession): Promise<PooledSession> {
+  /** The session is gone (404, unreachable) or its URL ejected: adopt a replacement another replica made, or make it, once. */
+  replace(stale: PooledSession, reason: Exclude<OpenReason, 'new'> = 'expired'): Promise<PooledSession> {
     return this.singleFlight(stale.key.id, async () => {
       const current = this.local.get(stale.key.id);
-      if (current && current !== stale && !sameRecord(current.record, stale.record)) return current;
+      if (current && current !== stale && !sameRecord(current.record, stale.record) && this.onAdmittedTarget(current.record)) return current;
       // Records known dead: the stale one, and the one a replica-local stale session itself replaced.
       const replaced = this.replacing.get(stale);
       const dead = (r: SessionRecord) => sameRecord(r, stale.record) || (replaced !== undefined && sameRecord(r, replaced));
       const local = async () => {
-        const s = await this.openLocal(stale.key, 'expired', stale.record.generation + 1);
+        const s = await this.openLocal(stale.key, reason, stale.record.generation + 1);
         if (!stale.localOnly) this.replacing.set(s, stale.record);
         else if (replaced) this.replacing.set(s, replaced);
         return s;
@@ -163,8 +188,8 @@ export class SessionPool {
       if (!this.storeUsable()) return local();
       try {
         const stored = await this.st('get', () => this.store.get(stale.key.id));
-        if (stored && !dead(stored)) return this.adopt(stale.key, stored);
-        return await this.openShared(stale.key, 'expired', stored ?? stale.record);
+        if (stored && !dead(stored) && this.onAdmittedTarget(stored)) return this.adopt(stale.key, stored);
+        return await this.openShared(stale.key, reason, stored ?? stale.record);
       } catch (err) {
         if (!(err instanceof StoreUnavailable)) throw err;
         return local();
@@ -213,7 +238,8 @@ export class SessionPool {
     if (!this.storeUsable()) return this.openLocal(key, 'new', 1);
     try {
       const stored = await this.st('get', () => this.store.get(key.id));
-      if (stored) return this.adopt(key, stored);
+      if (stored && this.onAdmittedTarget(stored)) return this.adopt(key, stored);
+      if (stored) return await this.openShared(key, 'ejected', stored);
       await this.makeRoom();
       return await this.openShared(key, 'new', undefined);
     } catch (err) {
@@ -227,8 +253,8 @@ export class SessionPool {
    * the lock is opening the same session: wait for its record instead of initializing a second one.
    * A session opened here that the store then fails to record is kept, replica-local.
    */
-  private async openShared(key: SessionKey, reason: 'new' | 'expired', stale: SessionRecord | undefined): Promise<PooledSession> {
-    const fresh = (r: SessionRecord) => stale === undefined || !sameRecord(r, stale);
+  private async openShared(key: SessionKey, reason: OpenReason, stale: SessionRecord | undefined): Promise<PooledSession> {
+    const fresh = (r: SessionRecord) => (stale === undefined || !sameRecord(r, stale)) && this.onAdmittedTarget(r);
     const deadline = Date.now() + this.opts.lockTtlMs * 2;
     for (;;) {
       if (await this.st('lock', () => this.store.lock(key.id, this.owner, this.opts.lockTtlMs))) {
@@ -245,7 +271,7 @@ export class SessionPool {
           return this.adopt(key, after);
         } catch (err) {
           if (opened && err instanceof StoreUnavailable) {
-            this.events.onLocalSession?.();
+            this.events.onLocalSession?.(key.upstream);
             return this.adopt(key, opened, true);
           }
           throw err;
@@ -261,27 +287,32 @@ export class SessionPool {
   }
 
   /** Opens a session without the store: it failed just now, or recently. */
-  private async openLocal(key: SessionKey, reason: 'new' | 'expired', generation: number): Promise<PooledSession> {
+  private async openLocal(key: SessionKey, reason: OpenReason, generation: number): Promise<PooledSession> {
     await this.makeRoom().catch(() => undefined);
     const record = await this.initialize(key, reason, generation);
-    this.events.onLocalSession?.();
+    this.events.onLocalSession?.(key.upstream);
     this.log.debug({ reason }, 'upstream session opened replica-local (session store unavailable)');
     return this.adopt(key, record, true);
   }
 
-  private async initialize(key: SessionKey, reason: 'new' | 'expired', generation: number): Promise<SessionRecord> {
+  private async initialize(key: SessionKey, reason: OpenReason, generation: number): Promise<SessionRecord> {
+    const upstream = this.upstream(key.upstream);
     const started = performance.now();
-    const hs = await this.client.initialize({
-      protocolVersion: this.opts.protocolVersion,
+    const hs = await upstream.client.initialize({
+      protocolVersion: upstream.protocolVersion,
       capabilities: key.legacyCapabilities,
       clientInfo: this.opts.clientInfo,
     });
-    this.events.onInitialize?.(performance.now() - started, reason);
-    this.log.info({ negotiated: hs.protocolVersion, reason, sessionful: hs.sessionId !== undefined }, 'upstream session opened');
+    this.events.onInitialize?.(key.upstream, performance.now() - started, reason);
+    this.log.info(
+      { upstream: key.upstream, target: upstream.client.targetIndex(hs.target), negotiated: hs.protocolVersion, reason, sessionful: hs.sessionId !== undefined },
+      'upstream session opened',
+    );
     const now = Date.now();
     return {
       key: key.id,
       sessionId: hs.sessionId,
+      target: hs.target,
       protocolVersion: hs.protocolVersion,
       initializeResult: hs.initializeResult,
       createdAt: now,
@@ -340,9 +371,22 @@ export class SessionPool {
   }
 
   private terminate(record: SessionRecord): Promise<void> {
-    return this.client
-      .terminate({ sessionId: record.sessionId, protocolVersion: record.protocolVersion })
+    const upstream = this.upstreams.get(upstreamOf(record.key));
+    if (!upstream) return Promise.resolve();
+    return upstream.client
+      .terminate({ sessionId: record.sessionId, protocolVersion: record.protocolVersion, target: record.target })
       .catch((err: unknown) => this.log.debug({ err }, 'ending an upstream session failed'));
+  }
+
+  private upstream(name: string): PoolUpstream {
+    const u = this.upstreams.get(name);
+    if (!u) throw new Error(`no upstream named ${name}`);
+    return u;
+  }
+
+  /** False when the session's URL is ejected (or no longer configured): the session is moved before use. */
+  private onAdmittedTarget(record: SessionRecord): boolean {
+    return this.upstreams.get(upstreamOf(record.key))?.client.admits(record.target) ?? false;
   }
 
   /** Ends a superseded session later, so calls already running on it can finish. */

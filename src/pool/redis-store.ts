@@ -2,8 +2,8 @@
 // opened. Key layout, with P the key prefix (store.keyPrefix, default "causeway:") and ID the
 // session key id (upstream|principal hash|capability fingerprint; never a raw principal):
 //
-//   P session:{ID}  hash    key, sessionId (absent for sessionless upstreams), protocolVersion,
-//                           initializeResult (JSON), createdAt, lastUsedAt (as written), generation.
+//   P session:{ID}  hash    key, sessionId (absent for sessionless upstreams), target (upstream URL),
+//                           protocolVersion, initializeResult (JSON), createdAt, lastUsedAt (as written), generation.
 //                           PEXPIRE recordTtlMs (a bit above store.idleTtlMs), refreshed by touch.
 //   P lock:{ID}     string  owner token of the replica opening or replacing the session; PX lockTtl.
 //   P idle          zset    member ID, score last use (epoch ms). The authority on lastUsedAt:
@@ -204,6 +204,7 @@ function fields(r: SessionRecord): string[] {
     String(r.generation),
   ];
   if (r.sessionId !== undefined) f.push('sessionId', r.sessionId);
+  if (r.target !== undefined) f.push('target', r.target);
   return f;
 }
 
@@ -219,6 +220,7 @@ function parse(key: string, h: Record<string, string>, score: number | undefined
   return {
     key: h.key ?? key,
     sessionId: h.sessionId,
+    target: h.target,
     protocolVersion: h.protocolVersion ?? '',
     initializeResult: JSON.parse(h.initializeResult ?? '{}') as JsonObject,
     createdAt: Number(h.createdAt ?? 0),

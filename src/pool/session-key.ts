@@ -19,3 +19,9 @@ export function sessionKey(upstream: string, principalHash: string, clientCapabi
   const fingerprint = createHash('sha256').update(canonicalJson(legacyCapabilities)).digest('base64url').slice(0, 16);
   return { id: `${upstream}|${principalHash}|${fingerprint}`, upstream, principalHash, legacyCapabilities };
 }
+
+/** The upstream name a key id starts with (names cannot contain `|`). */
+export function upstreamOf(keyId: string): string {
+  const bar = keyId.indexOf('|');
+  return bar < 0 ? keyId : keyId.slice(0, bar);
+}

@@ -8,6 +8,8 @@ export interface SessionRecord {
   key: string;
   /** Absent for upstreams that issue no session id (legacy "stateless" mode). */
   sessionId: string | undefined;
+  /** The upstream URL the session lives on (one of the upstream's equivalent URLs). */
+  target?: string;
   protocolVersion: string;
   initializeResult: JsonObject;
   createdAt: number;

@@ -12,10 +12,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { causewayError } from '../errors.js';
 import { isErrorResponse, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { sameRecord, type PooledSession, type SessionKey, type SessionPool } from '../pool/index.js';
+import { sameRecord, sessionRef, type PooledSession, type SessionKey, type SessionPool } from '../pool/index.js';
 import { SessionExpiredError } from '../upstream/errors.js';
 import type { IdMinter } from '../upstream/ids.js';
-import type { SessionRef, UpstreamClient } from '../upstream/legacy-client.js';
+import type { UpstreamClient } from '../upstream/legacy-client.js';
 import type { SessionEventBus } from './bus.js';
 import { LocalCoordinator, type ChannelCoordination, type HoldResult, type ListenCoordinator, type Transitions } from './coordination.js';
 import { gapNotifications, isChange, staleMemos } from './filter.js';
@@ -45,10 +45,6 @@ const OPEN_BACKOFF_MS = 100;
 export const HOLDER_RELEASED = 'causeway/listen-holder-released';
 
 const singleReplica = new LocalCoordinator();
-
-export function sessionRef(s: PooledSession): SessionRef {
-  return { sessionId: s.record.sessionId, protocolVersion: s.record.protocolVersion };
-}
 
 export class SessionChannel {
   /** Each member with the URIs it holds a reference on. */

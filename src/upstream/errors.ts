@@ -46,6 +46,18 @@ export class SessionExpiredError extends Error {
   }
 }
 
+/**
+ * The session's upstream replica could not be reached, so the request never left: the pool may
+ * open a session on another replica and send it there.
+ */
+export class TargetUnreachableError extends SessionExpiredError {
+  constructor(upstream: string, cause: unknown) {
+    super(upstream, { cause });
+    this.name = 'TargetUnreachableError';
+    this.message = `Upstream ${upstream} could not be reached`;
+  }
+}
+
 export function errorCode(err: unknown): string | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
   const code = (err as { code?: unknown }).code;

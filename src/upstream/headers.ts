@@ -5,6 +5,8 @@
 export interface SessionRef {
   sessionId: string | undefined;
   protocolVersion: string;
+  /** The URL of the upstream replica the session lives on; absent: the upstream's first URL. */
+  target?: string;
 }
 
 export type UpstreamRequestKind = 'post' | 'get' | 'delete' | 'initialize';

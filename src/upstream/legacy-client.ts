@@ -17,7 +17,7 @@ import type {
 import type { Logger } from '../log.js';
 import { checkContentLength, discard, mediaType, readText } from './body.js';
 import { CallScope } from './call-scope.js';
-import { isConnectionDrop, SessionExpiredError } from './errors.js';
+import { isConnectionDrop, SessionExpiredError, TargetUnreachableError } from './errors.js';
 import { isValidSessionId, upstreamHeaders, type SessionRef, type UpstreamRequestKind } from './headers.js';
 import {
   consume,
@@ -30,13 +30,15 @@ import {
 } from './inbound.js';
 import { badResponse, decodeMessages } from './messages.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
+import { neverDelivered, type TargetSet } from './targets.js';
 
 export type { SessionRef } from './headers.js';
 export type { StreamHandlers } from './inbound.js';
 
 export interface UpstreamEndpoint {
   name: string;
-  url: string;
+  /** The upstream's equivalent URLs; each session lives on one of them. */
+  targets: TargetSet;
   headers?: Record<string, string>;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
@@ -89,8 +91,8 @@ export class UpstreamClient {
   private readonly opts: Required<Omit<UpstreamClientOptions, 'onRequest'>>;
   private readonly onRequest: UpstreamClientOptions['onRequest'];
   private readonly dispatcher: Agent;
-  private readonly origin: string;
-  private readonly path: string;
+  /** Origin and path of each target URL, parsed once. */
+  private readonly parsed = new Map<string, { origin: string; path: string }>();
   private readonly lifetime = new AbortController();
   private readonly quiesce = new AbortController();
   private readonly inflight = new Set<Promise<unknown>>();
@@ -99,7 +101,10 @@ export class UpstreamClient {
   private closing: Promise<void> | undefined;
 
   constructor(endpoint: UpstreamEndpoint, log: Logger, options: UpstreamClientOptions = {}) {
-    const url = new URL(endpoint.url);
+    for (const u of endpoint.targets.urls) {
+      const url = new URL(u);
+      this.parsed.set(u, { origin: url.origin, path: `${url.pathname}${url.search}` });
+    }
     this.endpoint = endpoint;
     this.log = log;
     this.io = {
@@ -113,9 +118,7 @@ export class UpstreamClient {
     const { onRequest, ...tuning } = options;
     this.opts = { ...UPSTREAM_CLIENT_DEFAULTS, ...tuning };
     this.onRequest = onRequest;
-    this.origin = url.origin;
     setMaxListeners(0, this.lifetime.signal, this.quiesce.signal);
-    this.path = `${url.pathname}${url.search}`;
     const timeout = Math.max(1, Math.ceil(endpoint.requestTimeoutMs));
     this.dispatcher = new Agent({
       connect: { timeout: Math.max(1, Math.ceil(endpoint.connectTimeoutMs)) },
@@ -124,43 +127,75 @@ export class UpstreamClient {
     });
   }
 
+  /** False while the URL a session lives on is ejected, or is not one of this upstream's. */
+  admits(target: string | undefined): boolean {
+    return this.endpoint.targets.admits(target ?? this.endpoint.targets.at(0));
+  }
+
+  /** A URL's position in the upstream's list, for logs (URLs may carry credentials). */
+  targetIndex(target: string | undefined): number {
+    return target === undefined ? 0 : this.endpoint.targets.indexOf(target);
+  }
+
   initialize(
     params: { protocolVersion: string; capabilities: JsonObject; clientInfo: JsonObject },
     signal?: AbortSignal,
   ): Promise<HandshakeResult> {
     return this.track(true, async () => {
       const scope = this.scope(signal, this.endpoint.requestTimeoutMs);
-      const ctx: Exchange = {
-        session: { sessionId: undefined, protocolVersion: params.protocolVersion },
-        handlers: {},
-        id: INITIALIZE_ID,
-        scope,
-        lenient: false,
-      };
-      let opened = false;
+      const tried = new Set<string>();
       try {
-        const msg: JsonRpcRequest = { jsonrpc: '2.0', id: INITIALIZE_ID, method: 'initialize', params: { ...params } };
-        const response = await this.exchange(ctx, 'initialize', JSON.stringify(msg));
-        opened = true;
-        if ('error' in response) {
-          throw new CausewayError('upstream_unavailable', response.error.message, undefined, { cause: response.error });
+        for (;;) {
+          const target = this.endpoint.targets.pick(tried);
+          tried.add(target);
+          try {
+            return await this.handshake(params, target, scope);
+          } catch (err) {
+            if (!(err instanceof TargetUnreachableError)) throw scope.settle(err);
+            // Never reached: another replica of the upstream may take the session.
+            if (!scope.aborted && tried.size < this.endpoint.targets.size) continue;
+            throw scope.settle(err.cause);
+          }
         }
-        const version = response.result.protocolVersion;
-        if (typeof version !== 'string' || version === '') {
-          throw badResponse('initialize result has no protocolVersion');
-        }
-        const session: SessionRef = { sessionId: ctx.session.sessionId, protocolVersion: version };
-        ctx.session = session;
-        await this.postOneWay(scope, session, { jsonrpc: '2.0', method: 'notifications/initialized' });
-        this.log.debug({ protocolVersion: version, sessionful: session.sessionId !== undefined }, 'upstream initialized');
-        return { ...session, initializeResult: response.result };
-      } catch (err) {
-        if (opened && ctx.session.sessionId !== undefined) void this.terminate(ctx.session);
-        throw scope.settle(err);
       } finally {
         scope.dispose();
       }
     });
+  }
+
+  private async handshake(
+    params: { protocolVersion: string; capabilities: JsonObject; clientInfo: JsonObject },
+    target: string,
+    scope: CallScope,
+  ): Promise<HandshakeResult> {
+    const ctx: Exchange = {
+      session: { sessionId: undefined, protocolVersion: params.protocolVersion, target },
+      handlers: {},
+      id: INITIALIZE_ID,
+      scope,
+      lenient: false,
+    };
+    let opened = false;
+    try {
+      const msg: JsonRpcRequest = { jsonrpc: '2.0', id: INITIALIZE_ID, method: 'initialize', params: { ...params } };
+      const response = await this.exchange(ctx, 'initialize', JSON.stringify(msg));
+      opened = true;
+      if ('error' in response) {
+        throw new CausewayError('upstream_unavailable', response.error.message, undefined, { cause: response.error });
+      }
+      const version = response.result.protocolVersion;
+      if (typeof version !== 'string' || version === '') {
+        throw badResponse('initialize result has no protocolVersion');
+      }
+      const session: SessionRef = { sessionId: ctx.session.sessionId, protocolVersion: version, target };
+      ctx.session = session;
+      await this.postOneWay(scope, session, { jsonrpc: '2.0', method: 'notifications/initialized' });
+      this.log.debug({ protocolVersion: version, sessionful: session.sessionId !== undefined }, 'upstream initialized');
+      return { ...session, initializeResult: response.result };
+    } catch (err) {
+      if (opened && ctx.session.sessionId !== undefined) void this.terminate(ctx.session);
+      throw err;
+    }
   }
 
   request(
@@ -230,7 +265,7 @@ export class UpstreamClient {
     await this.track(false, async () => {
       const scope = this.scope(undefined, this.endpoint.requestTimeoutMs);
       try {
-        const res = await this.send('DELETE', this.headers('delete', session), undefined, scope.signal);
+        const res = await this.send('DELETE', session.target, this.headers('delete', session), undefined, scope.signal);
         void discard(res.body);
         this.log.debug({ status: res.statusCode }, 'upstream session terminated');
       } catch (err) {
@@ -269,7 +304,7 @@ export class UpstreamClient {
   ): Promise<JsonRpcResponse> {
     const headers =
       kind === 'initialize' ? this.headers('initialize', undefined) : this.headers('post', ctx.session, extraHeaders);
-    const res = await this.send('POST', headers, body, ctx.scope.signal, ctx.patient === true);
+    const res = await this.send('POST', ctx.session.target, headers, body, ctx.scope.signal, { longLived: ctx.patient === true, movable: true });
     if (kind === 'initialize') {
       const sessionId = firstHeader(res.headers['mcp-session-id']);
       if (sessionId !== undefined && !isValidSessionId(sessionId)) {
@@ -355,7 +390,7 @@ export class UpstreamClient {
     let res: Dispatcher.ResponseData;
     try {
       const headers = this.headers('get', ctx.session, undefined, cursor.lastEventId);
-      res = await this.send('GET', headers, undefined, ctx.scope.signal, ctx.patient === true);
+      res = await this.send('GET', ctx.session.target, headers, undefined, ctx.scope.signal, { longLived: ctx.patient === true });
     } catch (err) {
       if (ctx.scope.aborted || !isConnectionDrop(err)) throw err;
       return { dropped: err, events: 0 };
@@ -397,7 +432,7 @@ export class UpstreamClient {
   ): Promise<Dispatcher.ResponseData | 'unsupported'> {
     const lastEventId = cursor.lastEventId === '' ? undefined : cursor.lastEventId;
     const headers = this.headers('get', session, undefined, lastEventId);
-    const res = await this.send('GET', headers, undefined, scope.signal, true);
+    const res = await this.send('GET', session.target, headers, undefined, scope.signal, { longLived: true, movable: true });
     const status = res.statusCode;
     if (status === 405) {
       void discard(res.body);
@@ -480,7 +515,7 @@ export class UpstreamClient {
     session: SessionRef,
     message: JsonRpcNotification | JsonRpcResponse,
   ): Promise<void> {
-    const res = await this.send('POST', this.headers('post', session), JSON.stringify(message), scope.signal);
+    const res = await this.send('POST', session.target, this.headers('post', session), JSON.stringify(message), scope.signal, { movable: true });
     const status = res.statusCode;
     if (status === 202 || status === 200 || status === 204) {
       await discard(res.body);
@@ -494,22 +529,38 @@ export class UpstreamClient {
     throw httpRefusal(status, rpc?.error.message.slice(0, 200));
   }
 
-  private send(
+  /**
+   * Sends to the session's target (the first URL when it has none). With `movable`, failing to
+   * reach the target is a TargetUnreachableError: nothing was sent, so the pool moves the session.
+   */
+  private async send(
     method: 'POST' | 'GET' | 'DELETE',
+    target: string | undefined,
     headers: Record<string, string>,
     body: string | undefined,
     signal: AbortSignal,
-    longLived = false,
+    how: { longLived?: boolean; movable?: boolean } = {},
   ): Promise<Dispatcher.ResponseData> {
-    return this.dispatcher.request({
-      origin: this.origin,
-      path: this.path,
-      method,
-      headers,
-      body,
-      signal,
-      ...(longLived ? { bodyTimeout: 0 } : {}),
-    });
+    const url = target ?? this.endpoint.targets.at(0)!;
+    const where = this.parsed.get(url);
+    if (!where) throw new TargetUnreachableError(this.endpoint.name, new Error('the session lives on a URL this upstream no longer lists'));
+    try {
+      const res = await this.dispatcher.request({
+        origin: where.origin,
+        path: where.path,
+        method,
+        headers,
+        body,
+        signal,
+        ...(how.longLived ? { bodyTimeout: 0 } : {}),
+      });
+      this.endpoint.targets.succeeded(url);
+      return res;
+    } catch (err) {
+      if (signal.aborted || !neverDelivered(err)) throw err;
+      this.endpoint.targets.failed(url);
+      throw how.movable ? new TargetUnreachableError(this.endpoint.name, err) : err;
+    }
   }
 
   private headers(

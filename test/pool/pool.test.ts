@@ -23,6 +23,12 @@ class StubUpstream {
   async terminate(ref: { sessionId: string | undefined }) {
     this.terminated.push(ref.sessionId);
   }
+  admits() {
+    return true;
+  }
+  targetIndex() {
+    return 0;
+  }
 }
 
 /** A store shared by pools (kind redis: shared semantics), that can be taken down and counts calls. */
@@ -68,7 +74,6 @@ class SharedStore implements SessionStore {
 }
 
 const OPTS: PoolOptions = {
-  protocolVersion: '2025-11-25',
   clientInfo: { name: 'test', version: '0' },
   idleTtlMs: 900_000,
   maxSessions: 1000,
@@ -86,7 +91,7 @@ function replica(store: SessionStore, upstream: StubUpstream, opts: Partial<Pool
       cb();
     },
   });
-  const pool = new SessionPool(store, upstream as unknown as UpstreamClient, { ...OPTS, ...opts }, createLogger('debug', sink), events);
+  const pool = new SessionPool(store, new Map([['up', { client: upstream as unknown as UpstreamClient, protocolVersion: '2025-11-25' }]]), { ...OPTS, ...opts }, createLogger('debug', sink), events);
   t.teardown(() => pool.close());
   return { pool, logs };
 }

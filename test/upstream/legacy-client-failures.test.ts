@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 import t from 'tap';
 import { CausewayError } from '../../src/errors.js';
 import type { JsonRpcRequest } from '../../src/jsonrpc.js';
-import { SessionExpiredError } from '../../src/upstream/errors.js';
+import { SessionExpiredError, TargetUnreachableError } from '../../src/upstream/errors.js';
 import { event, json, rawClient, rawServer, reasonOf, SESSION, startSse } from './raw-server.js';
 
 const LIST: JsonRpcRequest = { jsonrpc: '2.0', id: 5, method: 'tools/list' };
@@ -109,7 +109,7 @@ t.test('legacy_client-to-raw_upstream-timeout: upstream_timeout within requestTi
   }
 });
 
-t.test('legacy_client-to-raw_upstream-refused: upstream_unavailable with the cause kept', async (t) => {
+t.test('legacy_client-to-raw_upstream-refused: the session must move (never sent), initialize is upstream_unavailable', async (t) => {
   const probe = createServer();
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
   const { port } = probe.address() as import('node:net').AddressInfo;
@@ -117,7 +117,7 @@ t.test('legacy_client-to-raw_upstream-refused: upstream_unavailable with the cau
   const { client } = rawClient(t, `http://127.0.0.1:${port}/mcp`);
 
   const err = await failure(client.request(SESSION, LIST, {}));
-  t.equal(reasonOf(err), 'upstream_unavailable');
+  t.type(err, TargetUnreachableError, 'the pool re-opens the session elsewhere and sends the request again');
   t.match((err as Error).cause, { code: 'ECONNREFUSED' });
   t.equal(reasonOf(await failure(client.initialize(INIT))), 'upstream_unavailable');
   await client.terminate(SESSION);

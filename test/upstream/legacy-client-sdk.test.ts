@@ -3,6 +3,7 @@ import { CausewayError } from '../../src/errors.js';
 import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../../src/jsonrpc.js';
 import { SessionExpiredError } from '../../src/upstream/errors.js';
 import { UpstreamClient, type HandshakeResult, type UpstreamEndpoint } from '../../src/upstream/legacy-client.js';
+import { TargetSet } from '../../src/upstream/targets.js';
 import { logSink, type LogSink } from './log-sink.js';
 import { startSdkServer, type SdkFixture, type SdkFixtureOptions } from './sdk-server.js';
 
@@ -28,7 +29,7 @@ async function setup(tt: HasTeardown, options: SdkFixtureOptions = {}): Promise<
   const sink = logSink();
   const endpoint: UpstreamEndpoint = {
     name: 'sdk',
-    url: fx.url,
+    targets: new TargetSet([fx.url], { ejectAfterFailures: 1, ejectMs: 1000 }),
     headers: { Authorization: SECRET },
     connectTimeoutMs: 1000,
     requestTimeoutMs: 5000,

@@ -10,6 +10,7 @@ import {
   type UpstreamEndpoint,
 } from '../../src/upstream/legacy-client.js';
 import { logSink, type LogSink } from './log-sink.js';
+import { TargetSet } from '../../src/upstream/targets.js';
 
 export interface HasTeardown {
   teardown(fn: () => unknown): void;
@@ -66,7 +67,7 @@ export function rawClient(
   const client = new UpstreamClient(
     {
       name: 'raw',
-      url,
+      targets: new TargetSet([url], { ejectAfterFailures: 1, ejectMs: 1000 }),
       headers: { authorization: RAW_SECRET },
       connectTimeoutMs: 500,
       requestTimeoutMs: 3000,

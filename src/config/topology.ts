@@ -1,0 +1,239 @@
+// The upstreams and mounts a Config describes, with every default filled in. A config that names
+// no `upstreams` has one, built from the `upstream.*` settings and served at `listen.path`; with
+// `upstreams`, those settings are the defaults of each entry and `mounts` say what is served where.
+
+import type { CacheScope, Config } from './schema.js';
+
+export interface CachePolicy {
+  ttlMs: number;
+  scope: CacheScope;
+  methods: Readonly<Record<string, { ttlMs?: number; scope?: CacheScope }>>;
+}
+
+/** One upstream: the `upstream.*` settings, with its own URLs and cache policy. */
+export interface UpstreamSpec extends Omit<Config['upstream'], 'url'> {
+  /** Equivalent URLs (replicas of one deployment); sessions are spread over them. */
+  urls: string[];
+  cache: CachePolicy;
+}
+
+/** Pins requests to one member of a mount: by method, by name pattern (`*` any run of characters), or both. */
+export interface RouteRule {
+  method?: string;
+  name?: string;
+  upstream: string;
+}
+
+export interface MountSpec {
+  path: string;
+  /** Members in priority order: on a name conflict the earlier one wins. */
+  upstreams: string[];
+  /** Prefix put before the tool and prompt names of each member; `{upstream}` is the member's name. */
+  prefix: string;
+  pageSize: number;
+  routes: RouteRule[];
+}
+
+export interface Topology {
+  upstreams: UpstreamSpec[];
+  mounts: MountSpec[];
+}
+
+export const DEFAULT_PREFIX = '{upstream}__';
+export const DEFAULT_PAGE_SIZE = 100;
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+const RESERVED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+const UPSTREAM_KEYS = new Set([
+  'url',
+  'urls',
+  'headers',
+  'protocolVersion',
+  'connectTimeoutMs',
+  'requestTimeoutMs',
+  'maxResponseBytes',
+  'ejectAfterFailures',
+  'ejectMs',
+  'cache',
+]);
+const MOUNT_KEYS = new Set(['upstreams', 'prefix', 'pageSize', 'routes']);
+
+type Raw = Record<string, unknown>;
+const isRaw = (v: unknown): v is Raw => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function checkUrl(where: string, url: unknown, problems: string[]): url is string {
+  if (typeof url !== 'string') {
+    problems.push(`${where}: required, an absolute http(s) URL`);
+    return false;
+  }
+  try {
+    const u = new URL(url);
+    if (u.protocol === 'http:' || u.protocol === 'https:') return true;
+    problems.push(`${where}: must be http(s)`);
+  } catch {
+    problems.push(`${where}: required, an absolute http(s) URL`);
+  }
+  return false;
+}
+
+function num(where: string, v: unknown, fallback: number, min: number, problems: string[]): number {
+  if (v === undefined) return fallback;
+  if (typeof v === 'number' && Number.isInteger(v) && v >= min) return v;
+  problems.push(`${where}: expected an integer >= ${min}`);
+  return fallback;
+}
+
+function cacheMethods(where: string, v: unknown, problems: string[]): Record<string, { ttlMs?: number; scope?: CacheScope }> {
+  const out: Record<string, { ttlMs?: number; scope?: CacheScope }> = {};
+  if (!isRaw(v)) {
+    problems.push(`${where}: expected an object`);
+    return out;
+  }
+  for (const [method, o] of Object.entries(v)) {
+    if (!isRaw(o)) {
+      problems.push(`${where}.${method}: expected an object`);
+      continue;
+    }
+    if (o.scope !== undefined && o.scope !== 'public' && o.scope !== 'private') problems.push(`${where}.${method}.scope: expected public or private`);
+    if (o.ttlMs !== undefined && !(Number.isInteger(o.ttlMs) && (o.ttlMs as number) >= 0)) {
+      problems.push(`${where}.${method}.ttlMs: expected a non-negative integer`);
+    }
+    out[method] = o as { ttlMs?: number; scope?: CacheScope };
+  }
+  return out;
+}
+
+function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): UpstreamSpec {
+  const where = `upstreams.${name}`;
+  for (const k of Object.keys(raw)) if (!UPSTREAM_KEYS.has(k)) problems.push(`${where}: unknown setting ${k}`);
+  let urls: string[] = [];
+  if (raw.urls !== undefined && raw.url !== undefined) problems.push(`${where}: give url or urls, not both`);
+  if (raw.urls !== undefined) {
+    if (!Array.isArray(raw.urls) || raw.urls.length === 0) problems.push(`${where}.urls: expected a non-empty list of URLs`);
+    else urls = raw.urls.filter((u, i): u is string => checkUrl(`${where}.urls[${i}]`, u, problems));
+  } else if (checkUrl(`${where}.url`, raw.url, problems)) urls = [raw.url as string];
+  if (new Set(urls).size !== urls.length) problems.push(`${where}.urls: a URL is listed twice`);
+  let headers: Record<string, string> = { ...c.upstream.headers };
+  if (raw.headers !== undefined) {
+    if (isRaw(raw.headers) && Object.values(raw.headers).every((v) => typeof v === 'string')) {
+      headers = { ...headers, ...(raw.headers as Record<string, string>) };
+    } else problems.push(`${where}.headers: expected an object of strings`);
+  }
+  let protocolVersion = c.upstream.protocolVersion;
+  if (raw.protocolVersion !== undefined) {
+    if (typeof raw.protocolVersion === 'string') protocolVersion = raw.protocolVersion;
+    else problems.push(`${where}.protocolVersion: expected a string`);
+  }
+  const cache: CachePolicy = { ttlMs: c.cache.ttlMs, scope: c.cache.scope, methods: { ...c.cache.methods } };
+  if (raw.cache !== undefined) {
+    if (!isRaw(raw.cache)) problems.push(`${where}.cache: expected an object`);
+    else {
+      cache.ttlMs = num(`${where}.cache.ttlMs`, raw.cache.ttlMs, cache.ttlMs, 0, problems);
+      if (raw.cache.scope !== undefined) {
+        if (raw.cache.scope === 'public' || raw.cache.scope === 'private') cache.scope = raw.cache.scope;
+        else problems.push(`${where}.cache.scope: expected public or private`);
+      }
+      if (raw.cache.methods !== undefined) cache.methods = { ...cache.methods, ...cacheMethods(`${where}.cache.methods`, raw.cache.methods, problems) };
+    }
+  }
+  return {
+    name,
+    urls,
+    headers,
+    protocolVersion,
+    connectTimeoutMs: num(`${where}.connectTimeoutMs`, raw.connectTimeoutMs, c.upstream.connectTimeoutMs, 0, problems),
+    requestTimeoutMs: num(`${where}.requestTimeoutMs`, raw.requestTimeoutMs, c.upstream.requestTimeoutMs, 0, problems),
+    maxResponseBytes: num(`${where}.maxResponseBytes`, raw.maxResponseBytes, c.upstream.maxResponseBytes, 0, problems),
+    ejectAfterFailures: num(`${where}.ejectAfterFailures`, raw.ejectAfterFailures, c.upstream.ejectAfterFailures, 1, problems),
+    ejectMs: num(`${where}.ejectMs`, raw.ejectMs, c.upstream.ejectMs, 0, problems),
+    cache,
+  };
+}
+
+function routeRules(where: string, v: unknown, members: readonly string[], problems: string[]): RouteRule[] {
+  if (v === undefined) return [];
+  if (!Array.isArray(v)) {
+    problems.push(`${where}: expected a list of {method?, name?, upstream}`);
+    return [];
+  }
+  const rules: RouteRule[] = [];
+  for (const [i, r] of (v as unknown[]).entries()) {
+    const at = `${where}[${i}]`;
+    const bad = (why: string) => problems.push(`${at}${why}`);
+    if (!isRaw(r)) {
+      bad(': expected an object');
+      continue;
+    }
+    for (const k of Object.keys(r)) if (!['method', 'name', 'upstream'].includes(k)) bad(`: unknown setting ${k}`);
+    if (typeof r.upstream !== 'string' || !members.includes(r.upstream)) bad('.upstream: must name a member of the mount');
+    else if (r.method !== undefined && typeof r.method !== 'string') bad('.method: expected a string');
+    else if (r.name !== undefined && typeof r.name !== 'string') bad('.name: expected a string');
+    else if (r.method === undefined && r.name === undefined) bad(': needs a method, a name, or both');
+    else {
+      const rule: RouteRule = { upstream: r.upstream };
+      if (typeof r.method === 'string') rule.method = r.method;
+      if (typeof r.name === 'string') rule.name = r.name;
+      rules.push(rule);
+    }
+  }
+  return rules;
+}
+
+function mountSpec(path: string, raw: Raw, known: ReadonlySet<string>, problems: string[]): MountSpec {
+  const where = `mounts.${path}`;
+  for (const k of Object.keys(raw)) if (!MOUNT_KEYS.has(k)) problems.push(`${where}: unknown setting ${k}`);
+  if (!path.startsWith('/')) problems.push(`${where}: a mount path must start with /`);
+  if (RESERVED_PATHS.has(path)) problems.push(`${where}: ${path} is reserved for probes`);
+  let upstreams: string[] = [];
+  if (!Array.isArray(raw.upstreams) || raw.upstreams.length === 0 || !raw.upstreams.every((u) => typeof u === 'string')) {
+    problems.push(`${where}.upstreams: expected a non-empty list of upstream names`);
+  } else {
+    upstreams = raw.upstreams as string[];
+    for (const u of upstreams) if (!known.has(u)) problems.push(`${where}.upstreams: no upstream named ${u}`);
+    if (new Set(upstreams).size !== upstreams.length) problems.push(`${where}.upstreams: an upstream is listed twice`);
+  }
+  let prefix = DEFAULT_PREFIX;
+  if (raw.prefix !== undefined) {
+    if (typeof raw.prefix === 'string') prefix = raw.prefix;
+    else problems.push(`${where}.prefix: expected a string`);
+  }
+  return {
+    path,
+    upstreams,
+    prefix,
+    pageSize: num(`${where}.pageSize`, raw.pageSize, DEFAULT_PAGE_SIZE, 1, problems),
+    routes: routeRules(`${where}.routes`, raw.routes, upstreams, problems),
+  };
+}
+
+/** The topology of a config, and every problem with it (empty when usable). */
+export function resolveTopology(c: Config): { topology: Topology; problems: string[] } {
+  const problems: string[] = [];
+  const upstreams: UpstreamSpec[] = [];
+  const entries = Object.entries(c.upstreams);
+  if (entries.length === 0) {
+    const own: string[] = [];
+    upstreams.push(upstreamSpec(c.upstream.name, { url: c.upstream.url }, c, own));
+    problems.push(...own.map((p) => p.replace(`upstreams.${c.upstream.name}.url`, 'upstream.url')));
+    if (!NAME.test(c.upstream.name)) problems.push('upstream.name: letters, digits, _ . - (64 at most), starting with a letter or digit');
+  } else {
+    for (const [name, raw] of entries) {
+      if (!NAME.test(name)) problems.push(`upstreams.${name}: a name is letters, digits, _ . - (64 at most), starting with a letter or digit`);
+      if (!isRaw(raw)) problems.push(`upstreams.${name}: expected an object`);
+      else upstreams.push(upstreamSpec(name, raw, c, problems));
+    }
+  }
+  const known = new Set(upstreams.map((u) => u.name));
+  const mounts: MountSpec[] = [];
+  const mountEntries = Object.entries(c.mounts);
+  if (mountEntries.length === 0) {
+    if (upstreams.length > 1) problems.push('mounts: required when several upstreams are configured');
+    else if (upstreams.length === 1) mounts.push({ path: c.listen.path, upstreams: [upstreams[0]!.name], prefix: DEFAULT_PREFIX, pageSize: DEFAULT_PAGE_SIZE, routes: [] });
+  } else {
+    for (const [path, raw] of mountEntries) {
+      if (!isRaw(raw)) problems.push(`mounts.${path}: expected an object`);
+      else mounts.push(mountSpec(path, raw, known, problems));
+    }
+  }
+  return { topology: { upstreams, mounts }, problems };
+}

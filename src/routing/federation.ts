@@ -1,0 +1,405 @@
+// One mount in front of several different legacy servers. server/discover and the four list
+// methods are answered by Causeway from all members: tool and prompt names get the member's
+// prefix, the merged list is sorted and paged by Causeway with its own opaque cursors. A name two
+// members both expose is a conflict: the first member in the mount's order (or the one a route
+// rule pins the name to) keeps it, and the conflict is logged once and counted. tools/call and
+// prompts/get go to the member whose prefix the name carries (else the one that listed it),
+// resources/read to the member that listed the URI or a matching template, completion/complete
+// by its ref. subscriptions/listen is not served here: the merged capabilities promise no
+// list-changed or subscribe notifications.
+
+import { discoverResult, normalizeToolsList, withResultMeta, type CacheHint } from '../dialect/index.js';
+import { ToolCatalog } from '../dialect/tool-catalog.js';
+import { sendJson } from '../egress/index.js';
+import type { ModernRequest } from '../envelope/index.js';
+import { causewayError } from '../errors.js';
+import { isErrorResponse, isObject, type JsonObject } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import type { UpstreamMetrics } from '../metrics/index.js';
+import { handleModern, measured, upstreamHeaders, type Answered, type ModernDeps, type ModernExchange } from '../pipeline.js';
+import { sessionKey, sessionRef, type PooledSession } from '../pool/index.js';
+import { principalHash, type PrincipalPolicy } from './principal.js';
+import { pinnedUpstream, type CompiledRule } from './rules.js';
+
+export interface Member {
+  name: string;
+  /** The expanded prefix of this member's tool and prompt names ('' for none). */
+  prefix: string;
+  deps: ModernDeps;
+}
+
+export interface FederationOptions {
+  path: string;
+  members: Member[];
+  rules: CompiledRule[];
+  pageSize: number;
+  principal: PrincipalPolicy;
+  /** serverInfo of the merged server/discover and lists. */
+  serverInfo: JsonObject;
+  /** Records merged answers (discover, lists) and errors met before a member is chosen. */
+  metrics: UpstreamMetrics;
+  log: Logger;
+}
+
+export interface Conflict {
+  kind: ListKind;
+  name: string;
+  /** Every member exposing the name, the one that keeps it first. */
+  upstreams: string[];
+}
+
+type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
+
+interface ListShape {
+  kind: ListKind;
+  key: 'name' | 'uri' | 'uriTemplate';
+  capability: 'tools' | 'prompts' | 'resources';
+  /** The method whose name a route rule must match to pin this list's items. */
+  routedBy: string;
+  prefixed: boolean;
+}
+
+const LISTS: Readonly<Record<string, ListShape>> = {
+  'tools/list': { kind: 'tools', key: 'name', capability: 'tools', routedBy: 'tools/call', prefixed: true },
+  'prompts/list': { kind: 'prompts', key: 'name', capability: 'prompts', routedBy: 'prompts/get', prefixed: true },
+  'resources/list': { kind: 'resources', key: 'uri', capability: 'resources', routedBy: 'resources/read', prefixed: false },
+  'resources/templates/list': { kind: 'resourceTemplates', key: 'uriTemplate', capability: 'resources', routedBy: 'resources/read', prefixed: false },
+};
+
+/** Upstream pages read per member and list before Causeway stops following nextCursor. */
+const MAX_UPSTREAM_PAGES = 100;
+/** Principal x capability sets whose owner index is kept. */
+const MAX_INDEXES = 1024;
+
+/** Who owns what, as learned from the merged lists of one principal and capability set. */
+interface OwnerIndex {
+  tools: Map<string, number>;
+  prompts: Map<string, number>;
+  resources: Map<string, number>;
+  templates: Array<{ match: RegExp; member: number }>;
+  /** Members that advertise resources, from the last resources merge. */
+  resourceMembers: number[];
+}
+
+type Routed = { member: Member; request: ModernRequest };
+
+export class Federation {
+  private readonly indexes = new Map<string, OwnerIndex>();
+  private readonly conflicts = new Map<string, Conflict>();
+
+  constructor(private readonly opts: FederationOptions) {}
+
+  get path(): string {
+    return this.opts.path;
+  }
+
+  /** Distinct name conflicts seen so far (start-up check and live merges). */
+  get conflictCount(): number {
+    return this.conflicts.size;
+  }
+
+  async serve(ex: ModernExchange): Promise<void> {
+    const method = ex.request.method;
+    if (method === 'server/discover' || LISTS[method]) {
+      return measured(ex, this.opts.metrics, () => (method === 'server/discover' ? this.discover(ex) : this.list(ex, LISTS[method]!)));
+    }
+    let routed: Routed;
+    try {
+      routed = await this.route(ex);
+    } catch (err) {
+      return measured(ex, this.opts.metrics, () => Promise.reject(err));
+    }
+    return handleModern({ ...ex, request: routed.request }, routed.member.deps);
+  }
+
+  /**
+   * Merges every list for an anonymous principal and reports each name conflict found. Members that
+   * cannot be reached are logged and left out; the check never fails start-up.
+   */
+  async check(): Promise<Conflict[]> {
+    const principal = principalHash(this.opts.principal, {});
+    const found: Conflict[] = [];
+    for (const [method, shape] of Object.entries(LISTS)) {
+      const lists = await Promise.all(
+        this.opts.members.map((m) =>
+          this.fetchAll(m, method, shape, principal, {}, AbortSignal.timeout(m.deps.bridge.upstreamTimeoutMs)).catch((err: unknown) => {
+            this.opts.log.warn({ mount: this.path, upstream: m.name, method, err: (err as Error).message }, 'federation check could not list an upstream');
+            return undefined;
+          }),
+        ),
+      );
+      found.push(...this.merge(shape, lists).conflicts);
+    }
+    return found;
+  }
+
+  private async route(ex: ModernExchange): Promise<Routed> {
+    const { request } = ex;
+    const pinned = pinnedUpstream(this.opts.rules, request.method, request.name);
+    if (pinned !== undefined) {
+      const member = this.member(pinned);
+      const name = request.name !== undefined && member.prefix !== '' && request.name.startsWith(member.prefix) ? request.name.slice(member.prefix.length) : request.name;
+      return { member, request: renamed(request, name) };
+    }
+    switch (request.method) {
+      case 'tools/call':
+      case 'prompts/get': {
+        const { member, name } = await this.ownerOfName(ex, request.method === 'tools/call' ? 'tools' : 'prompts', request.name!);
+        return { member, request: renamed(request, name) };
+      }
+      case 'resources/read':
+        return { member: await this.ownerOfUri(ex, request.name!), request };
+      case 'completion/complete':
+        return this.routeCompletion(ex);
+      case 'subscriptions/listen':
+        throw causewayError('method_not_found', 'subscriptions/listen is not served on a federated mount');
+      default:
+        throw causewayError('method_not_found', `Method not found: ${request.method}`);
+    }
+  }
+
+  private async routeCompletion(ex: ModernExchange): Promise<Routed> {
+    const ref = ex.request.params.ref;
+    if (isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string') {
+      const { member, name } = await this.ownerOfName(ex, 'prompts', ref.name);
+      return { member, request: { ...ex.request, params: { ...ex.request.params, ref: { ...ref, name } } } };
+    }
+    if (isObject(ref) && ref.type === 'ref/resource' && typeof ref.uri === 'string') {
+      return { member: await this.ownerOfUri(ex, ref.uri), request: ex.request };
+    }
+    throw causewayError('invalid_params', 'completion/complete needs a ref/prompt or ref/resource ref');
+  }
+
+  private member(name: string): Member {
+    const m = this.opts.members.find((x) => x.name === name);
+    if (!m) throw new Error(`no member ${name}`);
+    return m;
+  }
+
+  /** The prefix a name carries names its member; without one, the member that listed it. */
+  private async ownerOfName(ex: ModernExchange, kind: 'tools' | 'prompts', name: string): Promise<{ member: Member; name: string }> {
+    let best: Member | undefined;
+    for (const m of this.opts.members) {
+      if (m.prefix !== '' && name.startsWith(m.prefix) && (best === undefined || m.prefix.length > best.prefix.length)) best = m;
+    }
+    if (best) return { member: best, name: name.slice(best.prefix.length) };
+    const scope = this.scopeOf(ex);
+    let owner = this.indexes.get(scope)?.[kind].get(name);
+    if (owner === undefined) {
+      const method = kind === 'tools' ? 'tools/list' : 'prompts/list';
+      await this.mergedItems(ex, LISTS[method]!, method);
+      owner = this.indexes.get(scope)?.[kind].get(name);
+    }
+    if (owner === undefined) throw causewayError('unknown_name', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
+    const member = this.opts.members[owner]!;
+    return { member, name: name.slice(member.prefix.length) };
+  }
+
+  private async ownerOfUri(ex: ModernExchange, uri: string): Promise<Member> {
+    const scope = this.scopeOf(ex);
+    const lookup = (): number | undefined => {
+      const index = this.indexes.get(scope);
+      if (!index) return undefined;
+      return index.resources.get(uri) ?? index.templates.find((t) => t.match.test(uri))?.member;
+    };
+    let owner = lookup();
+    if (owner === undefined) {
+      await this.mergedItems(ex, LISTS['resources/list']!, 'resources/list');
+      await this.mergedItems(ex, LISTS['resources/templates/list']!, 'resources/templates/list');
+      owner = lookup();
+      // A member that serves resources nobody listed (dynamic ones): only safe to guess when it is the only one.
+      const holders = this.indexes.get(scope)?.resourceMembers ?? [];
+      if (owner === undefined && holders.length === 1) owner = holders[0];
+    }
+    if (owner === undefined) throw causewayError('unknown_name', 'Resource not found', { uri });
+    return this.opts.members[owner]!;
+  }
+
+  private async discover(ex: ModernExchange): Promise<Answered> {
+    const principal = principalHash(this.opts.principal, ex.headers);
+    const sessions = await Promise.all(
+      this.opts.members.map((m) => m.deps.pool.acquire(sessionKey(m.name, principal, ex.request.meta.clientCapabilities))),
+    );
+    const capabilities: JsonObject = {};
+    const instructions: string[] = [];
+    sessions.forEach((s, i) => {
+      const init = s.record.initializeResult;
+      if (isObject(init.capabilities)) {
+        for (const [k, v] of Object.entries(init.capabilities)) {
+          if (isObject(v)) capabilities[k] = { ...(isObject(capabilities[k]) ? capabilities[k] : {}), ...v };
+        }
+      }
+      if (typeof init.instructions === 'string' && init.instructions !== '') instructions.push(`[${this.opts.members[i]!.name}] ${init.instructions}`);
+    });
+    // No listen here, so promise no change notifications.
+    for (const k of ['tools', 'prompts', 'resources']) {
+      const cap = capabilities[k];
+      if (isObject(cap)) capabilities[k] = Object.fromEntries(Object.entries(cap).filter(([f]) => f !== 'listChanged' && f !== 'subscribe'));
+    }
+    const merged: JsonObject = { capabilities, serverInfo: this.opts.serverInfo };
+    if (instructions.length > 0) merged.instructions = instructions.join('\n\n');
+    sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: discoverResult(merged, this.cacheHint('server/discover')) });
+    return 'complete';
+  }
+
+  private async list(ex: ModernExchange, shape: ListShape): Promise<Answered> {
+    const { request } = ex;
+    const items = await this.mergedItems(ex, shape, request.method);
+    const offset = readCursor(request.params.cursor, request.method, items.length);
+    const end = offset + this.opts.pageSize;
+    const result: JsonObject = { [shape.kind]: items.slice(offset, end) };
+    if (end < items.length) result.nextCursor = writeCursor(request.method, end);
+    sendJson(ex.res, 200, {
+      jsonrpc: '2.0',
+      id: request.id,
+      result: withResultMeta(result, { serverInfo: this.opts.serverInfo, cache: this.cacheHint(request.method) }),
+    });
+    return 'complete';
+  }
+
+  /** Every member's full list, merged; the principal's owner index is updated from it. */
+  private async mergedItems(ex: ModernExchange, shape: ListShape, method: string): Promise<JsonObject[]> {
+    const principal = principalHash(this.opts.principal, ex.headers);
+    const caps = ex.request.meta.clientCapabilities;
+    const lists = await Promise.all(this.opts.members.map((m) => this.fetchAll(m, method, shape, principal, caps, ex.signal)));
+    if (lists.every((l) => l === undefined)) throw causewayError('method_not_found', `Method not found: ${method}`);
+    const { items, owners } = this.merge(shape, lists);
+    const index = this.index(this.scopeOf(ex));
+    if (shape.kind === 'resourceTemplates') {
+      index.templates = items.map((t, i) => ({ match: templatePattern(String(t.uriTemplate)), member: owners[i]! }));
+    } else {
+      const map = index[shape.kind];
+      map.clear();
+      items.forEach((item, i) => map.set(String(item[shape.key]), owners[i]!));
+      if (shape.kind === 'resources') index.resourceMembers = lists.flatMap((l, i) => (l === undefined ? [] : [i]));
+    }
+    return items;
+  }
+
+  /** A member's whole list for `method`, or undefined when it does not advertise the capability. */
+  private fetchAll(m: Member, method: string, shape: ListShape, principal: string, caps: JsonObject, signal: AbortSignal): Promise<JsonObject[] | undefined> {
+    const { deps } = m;
+    return deps.pool.withSession(sessionKey(m.name, principal, caps), async (session: PooledSession) => {
+      const advertised = session.record.initializeResult.capabilities;
+      if (!(isObject(advertised) && isObject(advertised[shape.capability]))) return undefined;
+      const items: JsonObject[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_UPSTREAM_PAGES; page++) {
+        const r = await deps.client.request(
+          sessionRef(session),
+          { jsonrpc: '2.0', id: deps.ids.requestId(), method, params: cursor === undefined ? {} : { cursor } },
+          {},
+          signal,
+          upstreamHeaders({ method, name: undefined }),
+        );
+        if (isErrorResponse(r)) throw causewayError('upstream_unavailable', `Upstream ${m.name} refused ${method}: ${r.error.message}`);
+        deps.metrics.learn(method, r.result);
+        const result = method === 'tools/list' ? normalizeToolsList(r.result).result : r.result;
+        if (method === 'tools/list') ToolCatalog.of(session).learn(r.result);
+        const page_ = result[shape.kind];
+        if (Array.isArray(page_)) for (const item of page_) if (isObject(item) && typeof item[shape.key] === 'string') items.push(item);
+        cursor = typeof r.result.nextCursor === 'string' ? r.result.nextCursor : undefined;
+        if (cursor === undefined) break;
+      }
+      return items;
+    });
+  }
+
+  /** Prefixes, resolves conflicts, sorts. `owners[i]` is the member index of `items[i]`. */
+  private merge(shape: ListShape, lists: ReadonlyArray<JsonObject[] | undefined>): { items: JsonObject[]; owners: number[]; conflicts: Conflict[] } {
+    const byKey = new Map<string, { item: JsonObject; member: number; all: number[] }>();
+    lists.forEach((list, member) => {
+      if (!list) return;
+      const prefix = shape.prefixed ? this.opts.members[member]!.prefix : '';
+      for (const raw of list) {
+        const key = prefix + String(raw[shape.key]);
+        const item = prefix === '' ? raw : { ...raw, [shape.key]: key };
+        const seen = byKey.get(key);
+        if (!seen) {
+          byKey.set(key, { item, member, all: [member] });
+          continue;
+        }
+        seen.all.push(member);
+        const pinned = pinnedUpstream(this.opts.rules, shape.routedBy, key);
+        if (pinned === this.opts.members[member]!.name) Object.assign(seen, { item, member });
+      }
+    });
+    const conflicts: Conflict[] = [];
+    for (const [key, e] of byKey) {
+      if (e.all.length < 2) continue;
+      const upstreams = [e.member, ...e.all.filter((m) => m !== e.member)].map((m) => this.opts.members[m]!.name);
+      const conflict = { kind: shape.kind, name: key, upstreams };
+      conflicts.push(conflict);
+      const id = `${shape.kind}:${key}`;
+      if (!this.conflicts.has(id)) {
+        this.conflicts.set(id, conflict);
+        this.opts.log.warn({ mount: this.path, kind: shape.kind, name: key, upstreams, kept: upstreams[0] }, 'federation name conflict');
+      }
+    }
+    const entries = [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return { items: entries.map(([, e]) => e.item), owners: entries.map(([, e]) => e.member), conflicts };
+  }
+
+  /** The strictest hint of the members: the shortest ttl, private if any is. */
+  private cacheHint(method: string): CacheHint {
+    const hints = this.opts.members.map((m) => m.deps.cacheHint(method));
+    return {
+      ttlMs: Math.min(...hints.map((h) => h.ttlMs)),
+      cacheScope: hints.some((h) => h.cacheScope === 'private') ? 'private' : 'public',
+    };
+  }
+
+  /** Owner indexes are per principal and capability set, as the lists may differ between them. */
+  private scopeOf(ex: ModernExchange): string {
+    return sessionKey('', principalHash(this.opts.principal, ex.headers), ex.request.meta.clientCapabilities).id;
+  }
+
+  private index(scope: string): OwnerIndex {
+    let index = this.indexes.get(scope);
+    if (index) {
+      this.indexes.delete(scope);
+    } else {
+      index = { tools: new Map(), prompts: new Map(), resources: new Map(), templates: [], resourceMembers: [] };
+      if (this.indexes.size >= MAX_INDEXES) this.indexes.delete(this.indexes.keys().next().value!);
+    }
+    this.indexes.set(scope, index);
+    return index;
+  }
+}
+
+function renamed(request: ModernRequest, name: string | undefined): ModernRequest {
+  if (name === undefined || name === request.name) return request;
+  return { ...request, name, params: { ...request.params, name } };
+}
+
+function writeCursor(method: string, offset: number): string {
+  return Buffer.from(JSON.stringify({ m: method, o: offset })).toString('base64url');
+}
+
+/** The offset a cursor Causeway issued stands for; anything else is -32602 [PAGE]. */
+function readCursor(cursor: unknown, method: string, total: number): number {
+  if (cursor === undefined) return 0;
+  const invalid = () => causewayError('invalid_params', 'Invalid cursor');
+  if (typeof cursor !== 'string' || cursor.length > 200) throw invalid();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  if (!isObject(parsed) || parsed.m !== method || typeof parsed.o !== 'number' || !Number.isInteger(parsed.o) || parsed.o < 0) throw invalid();
+  // The list may have shrunk since the cursor was issued: an offset past the end is an empty last page.
+  return Math.min(parsed.o, total);
+}
+
+/** An RFC 6570 template as a pattern over the URIs it can expand to (good enough to find the owner). */
+export function templatePattern(template: string): RegExp {
+  let out = '';
+  for (const part of template.split(/(\{[^}]*\})/)) {
+    if (part.startsWith('{') && part.endsWith('}')) {
+      const op = part[1];
+      out += op === '+' || op === '#' ? '.*' : op === '?' || op === '&' ? '(?:[?&].*)?' : '[^/?#]*';
+    } else out += part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${out}$`, 's');
+}

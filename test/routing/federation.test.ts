@@ -1,0 +1,174 @@
+// Federation: one mount in front of two different legacy servers. Merged discover and lists with
+// prefixed names and Causeway's own cursors (walked by the real 2026 client), calls routed by
+// Mcp-Name to the owner, name conflicts reported at start-up, and route rules that pin methods
+// and name patterns.
+
+import t from 'tap';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startLegacyServer } from '../fixtures/legacy-server.js';
+import { startCauseway } from '../helpers/causeway.js';
+import { modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
+
+const PAGE = 7;
+const a = await startLegacyServer({ label: 'a' });
+const b = await startLegacyServer({ label: 'b' });
+const causeway = await startCauseway({
+  upstreams: JSON.stringify({ a: { url: a.url }, b: { url: b.url } }),
+  mounts: JSON.stringify({
+    '/all': { upstreams: ['a', 'b'], pageSize: PAGE },
+    '/flat': {
+      upstreams: ['a', 'b'],
+      prefix: '',
+      routes: [
+        { method: 'tools/call', name: 'test_simple_*', upstream: 'b' },
+        { method: 'resources/read', name: 'test://static-binary', upstream: 'b' },
+      ],
+    },
+  }),
+});
+t.teardown(async () => {
+  await causeway.close();
+  await a.close();
+  await b.close();
+});
+const origin = causeway.app.origin!;
+const url = (path: string) => new URL(path, origin).href;
+
+async function modernClient(path: string): Promise<Client> {
+  const client = new Client({ name: 'federation', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} });
+  await client.connect(new StreamableHTTPClientTransport(new URL(path, origin)));
+  t.teardown(() => client.close());
+  return client;
+}
+
+/** The tool names fixture `a` lists, straight from it (no Causeway). */
+async function directToolNames(): Promise<string[]> {
+  const client = new LegacyClient({ name: 'direct', version: '1.0.0' });
+  await client.connect(new LegacyTransport(new URL(a.url)));
+  try {
+    return (await client.listTools()).tools.map((x) => x.name);
+  } finally {
+    await client.close();
+  }
+}
+
+t.test('merged discover: both servers, no change notifications promised', async (t) => {
+  const r = await post(url('/all'), modernBody('server/discover'), modernHeaders('server/discover'));
+  t.equal(r.status, 200);
+  const d = r.json.result;
+  t.ok(d.capabilities.tools && d.capabilities.prompts && d.capabilities.resources, 'the union of capabilities');
+  t.notOk(d.capabilities.tools.listChanged, 'no listen on a federated mount, so no listChanged');
+  t.notOk(d.capabilities.resources.subscribe);
+  t.match(d.instructions, /\[a\].*\(a\)/s);
+  t.match(d.instructions, /\[b\].*\(b\)/s);
+  t.equal(d._meta['io.modelcontextprotocol/serverInfo'].name, 'causeway');
+});
+
+t.test('merged tools/list: prefixed, sorted, paged with Causeway cursors', async (t) => {
+  const names: string[] = [];
+  const cursors: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const r = await post(url('/all'), modernBody('tools/list', cursor === undefined ? {} : { cursor }), modernHeaders('tools/list'));
+    t.equal(r.status, 200);
+    const page = r.json.result;
+    t.ok(page.tools.length <= PAGE, 'pages hold at most pageSize items');
+    names.push(...page.tools.map((x: { name: string }) => x.name));
+    cursor = page.nextCursor;
+    if (cursor !== undefined) cursors.push(cursor);
+  } while (cursor !== undefined && cursors.length < 100);
+  const own = await directToolNames();
+  const expected = [...own.map((n) => `a__${n}`), ...own.filter((n) => n !== 'about_a').map((n) => `b__${n}`), 'b__about_b'].sort();
+  t.same(names, expected, 'every tool of both servers once, under its prefix, in order');
+  t.equal(cursors.length, Math.ceil(expected.length / PAGE) - 1, 'pageSize items a page');
+  t.ok(cursors.every((c) => /^[A-Za-z0-9_-]+$/.test(c)), 'cursors are opaque tokens');
+
+  const client = await modernClient('/all');
+  t.same((await client.listTools()).tools.map((x) => x.name), expected, 'the real client follows those cursors to the same list');
+
+  const bad = await post(url('/all'), modernBody('tools/list', { cursor: 'not-a-cursor' }), modernHeaders('tools/list'));
+  t.equal(bad.json.error.code, -32602, 'an invalid cursor is -32602');
+  const foreign = await post(url('/all'), modernBody('prompts/list', { cursor: cursors[0]! }), modernHeaders('prompts/list'));
+  t.equal(foreign.json.error.code, -32602, 'a tools/list cursor is no prompts/list cursor');
+});
+
+t.test('calls reach the owner by Mcp-Name, with the prefix taken off', async (t) => {
+  const client = await modernClient('/all');
+  const before = { a: a.stats().toolCalls['echo'] ?? 0, b: b.stats().toolCalls['echo'] ?? 0 };
+  t.same((await client.callTool({ name: 'b__about_b', arguments: {} })).content, [{ type: 'text', text: 'served by b' }]);
+  t.same((await client.callTool({ name: 'a__echo', arguments: { text: 'to a' } })).content, [{ type: 'text', text: 'to a' }]);
+  t.same((await client.callTool({ name: 'b__echo', arguments: { text: 'to b' } })).content, [{ type: 'text', text: 'to b' }]);
+  t.same((await client.callTool({ name: 'b__echo', arguments: { text: 'to b' } })).content, [{ type: 'text', text: 'to b' }]);
+  t.equal((a.stats().toolCalls['echo'] ?? 0) - before.a, 1, 'a ran a__echo once');
+  t.equal((b.stats().toolCalls['echo'] ?? 0) - before.b, 2, 'b ran b__echo twice');
+  t.equal(b.stats().lastHeaders['mcp-name'], 'echo', 'upstream Mcp-Name is the name the upstream knows');
+  t.equal(b.stats().lastHeaders['mcp-method'], 'tools/call');
+
+  const prompt = await client.getPrompt({ name: 'b__test_simple_prompt' });
+  t.ok(prompt.messages.length > 0, 'prompts/get routed to its owner');
+  t.equal(b.stats().requestsByMethod['prompts/get'], 1);
+
+  const unknown = await post(url('/all'), toolCall('c__echo', { text: 'x' }).body, toolCall('c__echo', { text: 'x' }).headers);
+  t.equal(unknown.status, 200);
+  t.equal(unknown.json.error.code, -32602, 'a name no member owns is an unknown tool');
+  t.match(unknown.json.error.message, /Unknown tool: c__echo/);
+});
+
+t.test('resources and templates merge by URI; reads go to the member that listed them', async (t) => {
+  const client = await modernClient('/all');
+  const resources = (await client.listResources()).resources.map((r) => r.uri);
+  t.same(resources, [...new Set(resources)].sort(), 'one entry per URI, sorted');
+  const before = { a: a.stats().requestsByMethod['resources/read'] ?? 0, b: b.stats().requestsByMethod['resources/read'] ?? 0 };
+  const read = await client.readResource({ uri: 'test://static-text' });
+  t.ok(read.contents.length > 0);
+  const templated = await client.readResource({ uri: 'test://template/42/data' });
+  t.match(JSON.stringify(templated.contents), /Data for ID: 42/);
+  t.equal((a.stats().requestsByMethod['resources/read'] ?? 0) - before.a, 2, 'a URI both list goes to the first member (a)');
+  t.equal((b.stats().requestsByMethod['resources/read'] ?? 0) - before.b, 0);
+});
+
+t.test('a name conflict is reported at start-up and resolved by mount order', async (t) => {
+  const conflicts = causeway.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'federation name conflict');
+  const echo = conflicts.find((c) => c.mount === '/flat' && c.kind === 'tools' && c.name === 'echo');
+  t.ok(echo, 'echo is exposed by both members of /flat');
+  t.same(echo.upstreams, ['a', 'b'], 'a keeps it (first in the mount)');
+  t.notOk(conflicts.some((c) => c.mount === '/all' && (c.kind === 'tools' || c.kind === 'prompts')), 'prefixed names do not conflict');
+  const pinned = conflicts.find((c) => c.mount === '/flat' && c.name === 'test_simple_text');
+  t.same(pinned.upstreams, ['b', 'a'], 'a route rule decides who keeps a name');
+
+  const own = await directToolNames();
+  const flatTools = conflicts.filter((c) => c.mount === '/flat' && c.kind === 'tools').length;
+  t.equal(flatTools, own.length - 1, 'every shared tool name, and not about_a / about_b');
+  const metrics = await (await fetch(`${causeway.adminUrl}/metrics`)).text();
+  const n = conflicts.filter((c) => c.mount === '/flat').length;
+  t.match(metrics, new RegExp(`causeway_federation_conflicts\\{mount="/flat"\\} ${n}\\b`), 'and counted per mount');
+});
+
+t.test('route rules pin methods and name patterns to one member', async (t) => {
+  const client = await modernClient('/flat');
+  const before = { a: { ...a.stats().toolCalls }, b: { ...b.stats().toolCalls } };
+  await client.callTool({ name: 'test_simple_text', arguments: {} });
+  await client.callTool({ name: 'echo', arguments: { text: 'flat' } });
+  await client.callTool({ name: 'about_b', arguments: {} });
+  t.equal((b.stats().toolCalls['test_simple_text'] ?? 0) - (before.b['test_simple_text'] ?? 0), 1, 'test_simple_* is pinned to b');
+  t.equal((a.stats().toolCalls['echo'] ?? 0) - (before.a['echo'] ?? 0), 1, 'echo, shared, goes to the first member');
+  t.equal((b.stats().toolCalls['about_b'] ?? 0) - (before.b['about_b'] ?? 0), 1, 'a name only b lists goes to b');
+
+  const reads = b.stats().requestsByMethod['resources/read'] ?? 0;
+  await client.readResource({ uri: 'test://static-binary' });
+  t.equal((b.stats().requestsByMethod['resources/read'] ?? 0) - reads, 1, 'a resources/read rule with a URI pattern');
+});
+
+t.test('what a federated mount does not serve', async (t) => {
+  const listen = await post(url('/all'), modernBody('subscriptions/listen', { notifications: { toolsListChanged: true } }), modernHeaders('subscriptions/listen'));
+  t.equal(listen.status, 404);
+  t.equal(listen.json.error.code, -32601);
+  const legacy = await post(url('/all'), { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }, {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  });
+  t.equal(legacy.status, 400, 'legacy clients need a single-upstream mount');
+  t.equal(legacy.json.error.code, -32600);
+});
