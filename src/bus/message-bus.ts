@@ -38,6 +38,8 @@ export class RedisBus implements MessageBus {
   private readonly handlers = new Map<string, Set<(m: string) => void>>();
 
   constructor(private readonly pub: Redis | Cluster) {
+    // A failed publish rejects its own promise; the connection's errors need no other listener.
+    pub.on('error', () => undefined);
     // Subscriptions are re-sent by ioredis after a reconnect; they may wait for the connection.
     this.sub = pub.duplicate({ enableOfflineQueue: true } as never) as Redis | Cluster;
     this.sub.on('error', () => undefined);

@@ -115,10 +115,11 @@ export class Handoff {
     return done;
   }
 
+  /** Ends the handoff and closes its bus (it owns it): no wait on a Redis that is gone. */
   async close(): Promise<void> {
-    await this.unsubscribe?.();
     this.unsubscribe = undefined;
     for (const w of this.waiting.values()) w.resolve('unreachable');
     this.waiting.clear();
+    await this.bus.close();
   }
 }

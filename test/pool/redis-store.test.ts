@@ -79,6 +79,14 @@ function contract(name: string, make: () => Promise<SessionStore>): void {
       t.equal((await s.get('k'))?.sessionId, undefined, 'a replacement drops fields the new record lacks');
     });
 
+    t.test('the URL a session lives on is kept with it', async (t) => {
+      const s = await make();
+      await s.insert(rec('pooled', { target: 'http://replica-1:3000/mcp' }));
+      t.equal((await s.get('pooled'))?.target, 'http://replica-1:3000/mcp');
+      await s.replace(1, rec('pooled', { generation: 2 }));
+      t.equal((await s.get('pooled'))?.target, undefined, 'a replacement on no particular URL keeps none');
+    });
+
     t.test('remove: compare-and-delete on generation', async (t) => {
       const s = await make();
       await s.insert(rec('k', { generation: 5 }));

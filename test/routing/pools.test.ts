@@ -7,7 +7,7 @@ import t from 'tap';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { freePort } from '../helpers/redis.js';
+import { freePort, startRedis } from '../helpers/redis.js';
 import { post, toolCall } from '../e2e/wire.js';
 import { spawnFixture, type FixtureProcess } from '../e2e/upstreams.js';
 
@@ -110,4 +110,38 @@ t.test('pool: a legacy client keeps its session on one URL, and starts over when
   t.teardown(() => again.close());
   t.match(transport.sessionId, /^0\./, 'the new session lands on the live URL');
   t.same((await again.callTool({ name: 'echo', arguments: { text: 'back' } })).content, [{ type: 'text', text: 'back' }]);
+});
+
+t.test('pool across Causeway replicas sharing Redis: a session moved by one replica is adopted by the other', async (t) => {
+  const redis = await startRedis();
+  const a = await spawnFixture(0);
+  const b = await spawnFixture(0);
+  const settings = {
+    upstreams: JSON.stringify({ replicas: { urls: [a.url, b.url], ejectMs: 60_000 } }),
+    'store.kind': 'redis',
+    'store.redisUrl': redis.url,
+    'principal.mode': 'header',
+    'principal.hashSecret': 'pool-test-secret-0123456789',
+  };
+  const one = await startCauseway(settings);
+  const two = await startCauseway(settings);
+  t.teardown(async () => {
+    await Promise.all([one.close(), two.close()]);
+    await Promise.all([a.kill(), b.kill()]);
+    await redis.stop();
+  });
+  const counter = async (via: string, principal: string) => {
+    const { body, headers } = toolCall('counter', {});
+    const r = await post(via, body, { ...headers, 'x-causeway-principal': principal });
+    return r.status === 200 ? String(r.json?.result?.content?.[0]?.text) : `HTTP ${r.status}`;
+  };
+  // u1 lands on URL 0, u2 on URL 1; both replicas then share those sessions through Redis.
+  t.same([await counter(one.url, 'u1'), await counter(one.url, 'u2')], ['1', '1']);
+  t.same([await counter(two.url, 'u1'), await counter(two.url, 'u2')], ['2', '2'], 'the other replica uses the same sessions');
+
+  await b.kill();
+  t.equal(await counter(two.url, 'u2'), '1', 'replica two finds URL 1 dead: a new session on URL 0, the request not lost');
+  t.equal(await counter(one.url, 'u2'), '2', 'replica one, which saw nothing fail, adopts that session instead of opening another');
+  t.equal(await counter(one.url, 'u1'), '3', 'sessions on the live URL are untouched');
+  t.equal((await a.stats()).initializeCount, 2, 'one new session for the moved key, across both replicas');
 });
