@@ -177,7 +177,9 @@ async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | 
   ctx.runs.push(rec);
   const cpu = rec.proxyCpuUsPerOp === undefined ? '' : ` cpu ${rec.proxyCpuUsPerOp.toFixed(0)}us/op`;
   const err = rec.errors + rec.non2xx > 0 ? ` ERRORS ${rec.errors}+${rec.non2xx}${rec.firstError ? ` (${rec.firstError})` : ''}` : '';
-  say(`  ${path} ${workload} c=${c}: p50 ${rec.p50Ms.toFixed(3)} ms p99 ${rec.p99Ms.toFixed(3)} ms ${rec.opsPerSecond.toFixed(0)}/s${cpu}${err}`);
+  // No answer inside the timed window: the worker's NaN arrives as null over IPC.
+  const f = (v: number | null) => (v === null || !Number.isFinite(v) ? 'n/a' : v.toFixed(3));
+  say(`  ${path} ${workload} c=${c}: p50 ${f(rec.p50Ms)} ms p99 ${f(rec.p99Ms)} ms ${rec.opsPerSecond.toFixed(0)}/s${cpu}${err}`);
   return rec;
 }
 

@@ -138,14 +138,13 @@ export class Federation {
     const pinned = pinnedUpstream(this.opts.rules, request.method, request.name);
     if (pinned !== undefined) {
       const member = this.member(pinned);
-      const name = request.name !== undefined && member.prefix !== '' && request.name.startsWith(member.prefix) ? request.name.slice(member.prefix.length) : request.name;
-      return { member, request: renamed(request, name) };
+      return { member, request: unprefixed(request, member) };
     }
     switch (request.method) {
       case 'tools/call':
       case 'prompts/get': {
-        const { member, name } = await this.ownerOfName(ex, request.method === 'tools/call' ? 'tools' : 'prompts', request.name!);
-        return { member, request: renamed(request, name) };
+        const member = await this.ownerOfName(ex, request.method === 'tools/call' ? 'tools' : 'prompts', request.name!);
+        return { member, request: unprefixed(request, member) };
       }
       case 'resources/read':
         return { member: await this.ownerOfUri(ex, request.name!), request };
@@ -161,8 +160,8 @@ export class Federation {
   private async routeCompletion(ex: ModernExchange): Promise<Routed> {
     const ref = ex.request.params.ref;
     if (isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string') {
-      const { member, name } = await this.ownerOfName(ex, 'prompts', ref.name);
-      return { member, request: { ...ex.request, params: { ...ex.request.params, ref: { ...ref, name } } } };
+      const member = await this.ownerOfName(ex, 'prompts', ref.name);
+      return { member, request: unprefixed(ex.request, member) };
     }
     if (isObject(ref) && ref.type === 'ref/resource' && typeof ref.uri === 'string') {
       return { member: await this.ownerOfUri(ex, ref.uri), request: ex.request };
@@ -177,12 +176,12 @@ export class Federation {
   }
 
   /** The prefix a name carries names its member; without one, the member that listed it. */
-  private async ownerOfName(ex: ModernExchange, kind: 'tools' | 'prompts', name: string): Promise<{ member: Member; name: string }> {
+  private async ownerOfName(ex: ModernExchange, kind: 'tools' | 'prompts', name: string): Promise<Member> {
     let best: Member | undefined;
     for (const m of this.opts.members) {
       if (m.prefix !== '' && name.startsWith(m.prefix) && (best === undefined || m.prefix.length > best.prefix.length)) best = m;
     }
-    if (best) return { member: best, name: name.slice(best.prefix.length) };
+    if (best) return best;
     const scope = this.scopeOf(ex);
     let owner = this.indexes.get(scope)?.[kind].get(name);
     if (owner === undefined) {
@@ -191,8 +190,7 @@ export class Federation {
       owner = this.indexes.get(scope)?.[kind].get(name);
     }
     if (owner === undefined) throw causewayError('unknown_name', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
-    const member = this.opts.members[owner]!;
-    return { member, name: name.slice(member.prefix.length) };
+    return this.opts.members[owner]!;
   }
 
   private async ownerOfUri(ex: ModernExchange, uri: string): Promise<Member> {
@@ -367,9 +365,16 @@ export class Federation {
   }
 }
 
-function renamed(request: ModernRequest, name: string | undefined): ModernRequest {
-  if (name === undefined || name === request.name) return request;
-  return { ...request, name, params: { ...request.params, name } };
+/** The request as `member` knows it: its prefix taken off the tool or prompt name (or a completion's prompt ref). */
+function unprefixed(request: ModernRequest, member: Member): ModernRequest {
+  const strip = (n: string) => (member.prefix !== '' && n.startsWith(member.prefix) ? n.slice(member.prefix.length) : n);
+  const ref = request.params.ref;
+  if (request.method === 'completion/complete' && isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string') {
+    return { ...request, params: { ...request.params, ref: { ...ref, name: strip(ref.name) } } };
+  }
+  if (request.spec.nameParam !== 'name' || request.name === undefined) return request;
+  const name = strip(request.name);
+  return name === request.name ? request : { ...request, name, params: { ...request.params, name } };
 }
 
 function writeCursor(method: string, offset: number): string {

@@ -17,7 +17,7 @@ const b = await startLegacyServer({ label: 'b' });
 const causeway = await startCauseway({
   upstreams: JSON.stringify({ a: { url: a.url }, b: { url: b.url } }),
   mounts: JSON.stringify({
-    '/all': { upstreams: ['a', 'b'], pageSize: PAGE },
+    '/all': { upstreams: ['a', 'b'], pageSize: PAGE, routes: [{ method: 'completion/complete', upstream: 'b' }] },
     '/flat': {
       upstreams: ['a', 'b'],
       prefix: '',
@@ -109,6 +109,10 @@ t.test('calls reach the owner by Mcp-Name, with the prefix taken off', async (t)
   const prompt = await client.getPrompt({ name: 'b__test_simple_prompt' });
   t.ok(prompt.messages.length > 0, 'prompts/get routed to its owner');
   t.equal(b.stats().requestsByMethod['prompts/get'], 1);
+
+  const completion = await client.complete({ ref: { type: 'ref/prompt', name: 'b__test_prompt_with_arguments' }, argument: { name: 'arg1', value: '' } });
+  t.ok(Array.isArray(completion.completion.values), 'completion/complete, pinned to b by a rule, reaches b with the prompt ref under b’s own name');
+  t.equal(b.stats().requestsByMethod['completion/complete'], 1);
 
   const unknown = await post(url('/all'), toolCall('c__echo', { text: 'x' }).body, toolCall('c__echo', { text: 'x' }).headers);
   t.equal(unknown.status, 200);
