@@ -14,9 +14,35 @@ export interface SessionKey {
   legacyCapabilities: JsonObject;
 }
 
-export function sessionKey(upstream: string, principalHash: string, clientCapabilities: JsonObject): SessionKey {
-  const legacyCapabilities = toLegacyClientCapabilities(clientCapabilities);
+interface Declared {
+  legacyCapabilities: JsonObject;
+  fingerprint: string;
+}
+
+/**
+ * Clients send the same few capability objects again and again: their translation and hash are
+ * remembered by the request's own JSON text (small ones only, a bounded number).
+ */
+const declared = new Map<string, Declared>();
+const MAX_REMEMBERED = 256;
+const MAX_REMEMBERED_TEXT = 2048;
+
+function declaredOf(clientCapabilities: JsonObject): Declared {
+  const text = JSON.stringify(clientCapabilities);
+  const known = declared.get(text);
+  if (known) return known;
+  const legacyCapabilities = Object.freeze(toLegacyClientCapabilities(clientCapabilities));
   const fingerprint = createHash('sha256').update(canonicalJson(legacyCapabilities)).digest('base64url').slice(0, 16);
+  const d = { legacyCapabilities, fingerprint };
+  if (text.length <= MAX_REMEMBERED_TEXT) {
+    if (declared.size >= MAX_REMEMBERED) declared.delete(declared.keys().next().value!);
+    declared.set(text, d);
+  }
+  return d;
+}
+
+export function sessionKey(upstream: string, principalHash: string, clientCapabilities: JsonObject): SessionKey {
+  const { legacyCapabilities, fingerprint } = declaredOf(clientCapabilities);
   return { id: `${upstream}|${principalHash}|${fingerprint}`, upstream, principalHash, legacyCapabilities };
 }
 
