@@ -306,12 +306,19 @@ export class UpstreamClient {
       kind === 'initialize' ? this.headers('initialize', undefined) : this.headers('post', ctx.session, extraHeaders);
     const res = await this.send('POST', ctx.session.target, headers, body, ctx.scope.signal, { longLived: ctx.patient === true, movable: true });
     if (kind === 'initialize') {
+      // A URL that cannot take a session now (overloaded, starting, behind a dead gateway) has
+      // opened none: another URL of the upstream may.
+      if (res.statusCode === 502 || res.statusCode === 503 || res.statusCode === 504) {
+        void discard(res.body);
+        if (ctx.session.target !== undefined) this.endpoint.targets.failed(ctx.session.target);
+        throw new TargetUnreachableError(this.endpoint.name, httpRefusal(res.statusCode));
+      }
       const sessionId = firstHeader(res.headers['mcp-session-id']);
       if (sessionId !== undefined && !isValidSessionId(sessionId)) {
         void discard(res.body);
         throw badResponse('malformed Mcp-Session-Id');
       }
-      ctx.session = { sessionId, protocolVersion: ctx.session.protocolVersion };
+      ctx.session = { ...ctx.session, sessionId };
     }
     return this.answer(ctx, res);
   }

@@ -1,6 +1,6 @@
 // The equivalent URLs of one logical upstream (replicas of one legacy deployment). New sessions
-// are spread over them round-robin; a URL that cannot be reached `ejectAfterFailures` times in a
-// row is ejected for `ejectMs`, then re-admitted on probation (one more failure ejects it again).
+// are spread over them round-robin; a URL that cannot be reached (or answers an initialize with
+// 502, 503 or 504) `ejectAfterFailures` times in a row is ejected for `ejectMs`, then re-admitted on probation (one more failure ejects it again).
 // Any answer from a URL re-admits it at once. Health is passive and per replica: only real
 // traffic tells a URL is down or back. A lone URL is never ejected: there is nowhere else to go.
 

@@ -3,6 +3,8 @@
 // the other, and no request fails; restarted -> re-admitted after ejectMs and given new sessions
 // again. Legacy clients through the same pool keep their session on one URL.
 
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -144,4 +146,32 @@ t.test('pool across Causeway replicas sharing Redis: a session moved by one repl
   t.equal(await counter(one.url, 'u2'), '2', 'replica one, which saw nothing fail, adopts that session instead of opening another');
   t.equal(await counter(one.url, 'u1'), '3', 'sessions on the live URL are untouched');
   t.equal((await a.stats()).initializeCount, 2, 'one new session for the moved key, across both replicas');
+});
+
+t.test('pool: a URL that answers initialize with 503 is passed over and ejected', async (t) => {
+  const good = await spawnFixture(0);
+  let refused = 0;
+  const busy = createServer((req, res) => {
+    req.resume();
+    refused += 1;
+    res.writeHead(503, { 'content-type': 'text/plain', 'retry-after': '1' }).end('starting');
+  });
+  await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+  const busyUrl = `http://127.0.0.1:${(busy.address() as AddressInfo).port}/mcp`;
+  const causeway = await startCauseway({
+    upstreams: JSON.stringify({ replicas: { urls: [busyUrl, good.url], ejectMs: 60_000 } }),
+    'principal.mode': 'header',
+    'principal.hashSecret': 'pool-test-secret-0123456789',
+  });
+  t.teardown(async () => {
+    await causeway.close();
+    await good.kill();
+    await new Promise((r) => busy.close(r));
+  });
+  for (const p of ['p1', 'p2', 'p3', 'p4']) {
+    const r = await callAs(causeway.url, p, p);
+    t.equal(r.status, 200, `${p} is served`);
+  }
+  t.equal(refused, 1, 'the busy URL was tried once, then ejected');
+  t.equal((await good.stats()).initializeCount, 4, 'every session went to the URL that could take it');
 });
