@@ -217,6 +217,7 @@ export function resolveTopology(c: Config): { topology: Topology; problems: stri
     problems.push(...own.map((p) => p.replace(`upstreams.${c.upstream.name}.url`, 'upstream.url')));
     if (!NAME.test(c.upstream.name)) problems.push('upstream.name: letters, digits, _ . - (64 at most), starting with a letter or digit');
   } else {
+    if (c.upstream.url !== '') problems.push('upstream.url: not used when upstreams are configured; give each upstream its url');
     for (const [name, raw] of entries) {
       if (!NAME.test(name)) problems.push(`upstreams.${name}: a name is letters, digits, _ . - (64 at most), starting with a letter or digit`);
       if (!isRaw(raw)) problems.push(`upstreams.${name}: expected an object`);

@@ -99,6 +99,11 @@ t.test('topology mistakes are reported at start-up, all at once', async (t) => {
   t.ok(problems.includes('mounts./m.routes[0].upstream: must name a member of the mount'));
   t.ok(problems.includes('mounts.healthz: a mount path must start with /'));
   t.same(bad({ 'upstream.url': 'http://127.0.0.1:1/mcp' }), [], 'the one-upstream form still needs no mounts');
+  t.same(
+    bad({ 'upstream.url': 'http://127.0.0.1:1/mcp', upstreams: { x: { url: 'http://127.0.0.1:2/mcp' } } }),
+    ['upstream.url: not used when upstreams are configured; give each upstream its url'],
+    'upstream.url beside upstreams is a mistake, not silently ignored',
+  );
   t.same(bad({}), ['upstream.url: required, an absolute http(s) URL']);
 });
 
