@@ -171,8 +171,25 @@ export class SessionPool {
     return this.singleFlight(key.id, () => this.load(key));
   }
 
-  /** The session is gone (404, unreachable) or its URL ejected: adopt a replacement another replica made, or make it, once. */
+  /**
+   * The session is gone (404, unreachable) or its URL ejected: adopt a replacement another replica
+   * made, or make it, once. A session moved off its URL is ended there later, should the URL live.
+   */
   replace(stale: PooledSession, reason: Exclude<OpenReason, 'new'> = 'expired'): Promise<PooledSession> {
+    const replaced = this.replaceOnce(stale, reason);
+    if (reason !== 'expired') {
+      replaced.then(
+        (fresh) => {
+          const retired = [...this.retiring.values()].some((r) => sameRecord(r, stale.record));
+          if (!retired && !sameRecord(fresh.record, stale.record)) this.retire(stale.record);
+        },
+        () => undefined,
+      );
+    }
+    return replaced;
+  }
+
+  private replaceOnce(stale: PooledSession, reason: Exclude<OpenReason, 'new'>): Promise<PooledSession> {
     return this.singleFlight(stale.key.id, async () => {
       const current = this.local.get(stale.key.id);
       if (current && current !== stale && !sameRecord(current.record, stale.record) && this.onAdmittedTarget(current.record)) return current;

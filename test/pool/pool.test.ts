@@ -15,16 +15,19 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 class StubUpstream {
   initialized = 0;
   terminated: Array<string | undefined> = [];
+  /** URL new sessions open on, and URLs taken as ejected. */
+  target = 'url-0';
+  readonly ejected = new Set<string>();
   async initialize(_p: { protocolVersion: string; capabilities: JsonObject; clientInfo: JsonObject }) {
     const n = ++this.initialized;
     await sleep(30);
-    return { sessionId: `s${n}`, protocolVersion: '2025-11-25', initializeResult: { capabilities: { tools: {} } } as JsonObject };
+    return { sessionId: `s${n}`, target: this.target, protocolVersion: '2025-11-25', initializeResult: { capabilities: { tools: {} } } as JsonObject };
   }
   async terminate(ref: { sessionId: string | undefined }) {
     this.terminated.push(ref.sessionId);
   }
-  admits() {
-    return true;
+  admits(target: string | undefined) {
+    return target === undefined || !this.ejected.has(target);
   }
   targetIndex() {
     return 0;
@@ -272,4 +275,20 @@ t.test('maxSessions bounds the shared store: the least recently used session is 
   t.equal(await store.count(), 2);
   t.same(up.terminated, ['s1']);
   t.equal(await store.get(sessionKey('up', 'p1', {}).id), undefined);
+});
+
+t.test('a session whose URL is ejected moves before use, once across replicas, and is ended on its old URL later', async (t) => {
+  const store = new SharedStore();
+  const up = new StubUpstream();
+  const pools = [replica(store, up).pool, replica(store, up).pool];
+  const before = await Promise.all(pools.map((p) => p.acquire(KEY)));
+  t.same(before.map((s) => s.record.target), ['url-0', 'url-0']);
+  up.ejected.add('url-0');
+  up.target = 'url-1';
+  const after = await Promise.all([...pools, ...pools].map((p) => p.acquire(KEY)));
+  t.same(new Set(after.map((s) => `${s.record.sessionId}@${s.record.target}`)), new Set(['s2@url-1']), 'every replica ends up on the one moved session');
+  t.equal(up.initialized, 2, 'moved once, not once per replica');
+  t.equal((await store.get(KEY.id))?.target, 'url-1', 'the store knows where it lives now');
+  await sleep(120);
+  t.ok(up.terminated.includes('s1'), 'the old session is ended on its URL after the grace period, should that URL live');
 });
