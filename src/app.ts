@@ -49,11 +49,10 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const { topology, problems } = resolveTopology(config);
   if (problems.length > 0) throw new ConfigError(problems);
   const federations: Federation[] = [];
-  const listeners: Subscriptions[] = [];
-  // Probes are read at scrape time, when held, listeners and federations exist.
+  // Probes are read at scrape time, when held, subscriptions and federations exist.
   const metrics = createMetrics({
     pendingCalls: () => held.size,
-    listenStreams: () => listeners.reduce((n, s) => n + s.size, 0),
+    listenStreams: () => subscriptions.size,
     federationConflicts: () => federations.map((f) => [f.path, f.conflictCount]),
   });
   const requestMetrics = new RequestMetrics(metrics);
@@ -113,6 +112,23 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       : undefined;
   const sessionEvents = crossReplica?.bus ?? new InProcessSessionEventBus(log.child({ stage: 'subscriptions' }));
 
+  const subscriptions = new Subscriptions(
+    {
+      pool,
+      clientOf: (upstream) => partsOf(upstream).client,
+      ids,
+      bus: sessionEvents,
+      coordinator: crossReplica?.coordinator,
+      log: log.child({ stage: 'subscriptions' }),
+    },
+    {
+      maxListeners: config.subscriptions.maxListeners,
+      maxPerPrincipal: config.subscriptions.maxPerPrincipal,
+      keepAliveMs: config.subscriptions.keepAliveMs,
+      maxUrisPerListen: config.subscriptions.maxUrisPerListen,
+    },
+  );
+
   // The pipeline's view of each upstream.
   const modern = new Map<string, ModernDeps>();
   for (const [name, u] of upstreams) {
@@ -128,16 +144,6 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       upstreamTimeoutMs: u.spec.requestTimeoutMs,
       onRetry: (method, via) => u.metrics.retry(method, via),
     };
-    const subscriptions = new Subscriptions(
-      { pool, client: u.client, ids, bus: sessionEvents, coordinator: crossReplica?.coordinator, log: log.child({ stage: 'subscriptions', upstream: name }) },
-      {
-        maxListeners: config.subscriptions.maxListeners,
-        maxPerPrincipal: config.subscriptions.maxPerPrincipal,
-        keepAliveMs: config.subscriptions.keepAliveMs,
-        maxUrisPerListen: config.subscriptions.maxUrisPerListen,
-      },
-    );
-    listeners.push(subscriptions);
     modern.set(name, {
       upstreamName: name,
       client: u.client,
@@ -258,7 +264,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         ingress.closeConnections(false);
         const deadline = Date.now() + config.drain.timeoutMs;
         // Listen streams never finish on their own: end them with the closing result [SUBS].
-        await Promise.all(listeners.map((s) => s.close(config.drain.timeoutMs)));
+        await subscriptions.close(config.drain.timeoutMs);
         await sessionEvents.close();
         await crossReplica?.close();
         while (inFlight.count > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));

@@ -79,7 +79,7 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
   }
   if (request.method === 'subscriptions/listen') {
     // Counted when the stream ends, however it ends (drain, client gone, upstream lost).
-    await deps.subscriptions.listen({ request, key, principal, res: ex.res, signal: ex.signal, log: ex.log });
+    await deps.subscriptions.listen({ request, parts: [{ key }], principal, res: ex.res, signal: ex.signal, log: ex.log });
     return 'complete';
   }
   const stream = wantsStream(request) ? new SseStream(ex.res) : undefined;

@@ -223,8 +223,8 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'mrtr.collectWindowMs', kind: 'number', default: 20, doc: 'Asks arriving this close together go into one input_required round.' },
   { path: 'mrtr.maxPending', kind: 'number', default: 10_000, doc: 'Most upstream calls held open between rounds on one replica.' },
   { path: 'mrtr.maxPendingPerPrincipal', kind: 'number', default: 100, doc: 'Most held calls per principal on one replica.' },
-  { path: 'subscriptions.maxListeners', kind: 'number', default: 10_000, doc: 'Most subscriptions/listen streams open at once per upstream on one replica (503 beyond).' },
-  { path: 'subscriptions.maxPerPrincipal', kind: 'number', default: 100, doc: 'Most listen streams open at once per principal and upstream on one replica (503 beyond).' },
+  { path: 'subscriptions.maxListeners', kind: 'number', default: 10_000, doc: 'Most subscriptions/listen streams open at once on one replica (503 beyond).' },
+  { path: 'subscriptions.maxPerPrincipal', kind: 'number', default: 100, doc: 'Most listen streams open at once per principal on one replica (503 beyond).' },
   { path: 'subscriptions.keepAliveMs', kind: 'number', default: 15_000, doc: 'Interval of the `:` keep-alive comments on listen streams; 0 sends none.' },
   { path: 'subscriptions.maxUrisPerListen', kind: 'number', default: 100, doc: 'Most resourceSubscriptions URIs one listen request may name (-32602 beyond).' },
   {

@@ -5,8 +5,8 @@
 // rule pins the name to) keeps it, and the conflict is logged once and counted. tools/call and
 // prompts/get go to the member whose prefix the name carries (else the one that listed it),
 // resources/read to the member that listed the URI or a matching template, completion/complete
-// by its ref. subscriptions/listen is not served here: the merged capabilities promise no
-// list-changed or subscribe notifications.
+// by its ref. subscriptions/listen follows every member's session on one stream, each resource
+// subscription on the member that owns the URI.
 
 import { discoverResult, normalizeToolsList, withResultMeta, type CacheHint } from '../dialect/index.js';
 import { ToolCatalog } from '../dialect/tool-catalog.js';
@@ -68,6 +68,8 @@ const LISTS: Readonly<Record<string, ListShape>> = {
 
 /** Upstream pages read per member and list before Causeway stops following nextCursor. */
 const MAX_UPSTREAM_PAGES = 100;
+/** URIs of one listen request whose owner is looked up. */
+const MAX_LISTEN_URIS = 1000;
 /** Principal x capability sets whose owner index is kept. */
 const MAX_INDEXES = 1024;
 
@@ -100,8 +102,10 @@ export class Federation {
 
   async serve(ex: ModernExchange): Promise<void> {
     const method = ex.request.method;
-    if (method === 'server/discover' || LISTS[method]) {
-      return measured(ex, this.opts.metrics, () => (method === 'server/discover' ? this.discover(ex) : this.list(ex, LISTS[method]!)));
+    if (method === 'server/discover' || method === 'subscriptions/listen' || LISTS[method]) {
+      return measured(ex, this.opts.metrics, () =>
+        method === 'server/discover' ? this.discover(ex) : method === 'subscriptions/listen' ? this.listen(ex) : this.list(ex, LISTS[method]!),
+      );
     }
     let routed: Routed;
     try {
@@ -150,8 +154,6 @@ export class Federation {
         return { member: await this.ownerOfUri(ex, request.name!), request };
       case 'completion/complete':
         return this.routeCompletion(ex);
-      case 'subscriptions/listen':
-        throw causewayError('method_not_found', 'subscriptions/listen is not served on a federated mount');
       default:
         throw causewayError('method_not_found', `Method not found: ${request.method}`);
     }
@@ -194,23 +196,28 @@ export class Federation {
   }
 
   private async ownerOfUri(ex: ModernExchange, uri: string): Promise<Member> {
+    const [owner] = await this.ownersOfUris(ex, [uri]);
+    if (owner === undefined) throw causewayError('unknown_name', 'Resource not found', { uri });
+    return owner;
+  }
+
+  /** The member owning each URI (undefined: none), refreshing the resource lists at most once. */
+  private async ownersOfUris(ex: ModernExchange, uris: readonly string[]): Promise<Array<Member | undefined>> {
     const scope = this.scopeOf(ex);
-    const lookup = (): number | undefined => {
+    const lookup = (uri: string): number | undefined => {
       const index = this.indexes.get(scope);
       if (!index) return undefined;
       return index.resources.get(uri) ?? index.templates.find((t) => t.match.test(uri))?.member;
     };
-    let owner = lookup();
-    if (owner === undefined) {
+    let owners = uris.map(lookup);
+    if (owners.some((o) => o === undefined)) {
       await this.mergedItems(ex, LISTS['resources/list']!, 'resources/list');
       await this.mergedItems(ex, LISTS['resources/templates/list']!, 'resources/templates/list');
-      owner = lookup();
       // A member that serves resources nobody listed (dynamic ones): only safe to guess when it is the only one.
       const holders = this.indexes.get(scope)?.resourceMembers ?? [];
-      if (owner === undefined && holders.length === 1) owner = holders[0];
+      owners = uris.map((uri) => lookup(uri) ?? (holders.length === 1 ? holders[0] : undefined));
     }
-    if (owner === undefined) throw causewayError('unknown_name', 'Resource not found', { uri });
-    return this.opts.members[owner]!;
+    return owners.map((o) => (o === undefined ? undefined : this.opts.members[o]));
   }
 
   private async discover(ex: ModernExchange): Promise<Answered> {
@@ -229,14 +236,26 @@ export class Federation {
       }
       if (typeof init.instructions === 'string' && init.instructions !== '') instructions.push(`[${this.opts.members[i]!.name}] ${init.instructions}`);
     });
-    // No listen here, so promise no change notifications.
-    for (const k of ['tools', 'prompts', 'resources']) {
-      const cap = capabilities[k];
-      if (isObject(cap)) capabilities[k] = Object.fromEntries(Object.entries(cap).filter(([f]) => f !== 'listChanged' && f !== 'subscribe'));
-    }
     const merged: JsonObject = { capabilities, serverInfo: this.opts.serverInfo };
     if (instructions.length > 0) merged.instructions = instructions.join('\n\n');
     sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: discoverResult(merged, this.cacheHint('server/discover')) });
+    return 'complete';
+  }
+
+  /** One listen stream over every member's session; a resource subscription goes to the URI's owner (unknown URIs are not held). */
+  private async listen(ex: ModernExchange): Promise<Answered> {
+    const principal = principalHash(this.opts.principal, ex.headers);
+    const caps = ex.request.meta.clientCapabilities;
+    const notifications = ex.request.params.notifications;
+    const asked = isObject(notifications) && Array.isArray(notifications.resourceSubscriptions) ? notifications.resourceSubscriptions : [];
+    // Bounded before the listen itself checks the request (subscriptions.maxUrisPerListen).
+    const uris = asked.filter((u): u is string => typeof u === 'string').slice(0, MAX_LISTEN_URIS);
+    const owned: string[][] = this.opts.members.map(() => []);
+    (await this.ownersOfUris(ex, uris)).forEach((owner, i) => {
+      if (owner) owned[this.opts.members.indexOf(owner)]!.push(uris[i]!);
+    });
+    const parts = this.opts.members.map((m, i) => ({ key: sessionKey(m.name, principal, caps), uris: owned[i]! }));
+    await this.opts.members[0]!.deps.subscriptions.listen({ request: ex.request, parts, principal, res: ex.res, signal: ex.signal, log: ex.log });
     return 'complete';
   }
 

@@ -99,6 +99,16 @@ export function honour(requested: ListenFilter, upstreamCapabilities: unknown): 
   return out;
 }
 
+/** What several honoured filters ask for together (a listen over the members of a federated mount). */
+export function unionOf(filters: readonly ListenFilter[]): ListenFilter {
+  const out: ListenFilter = {};
+  for (const f of filters) {
+    for (const kind of Object.keys(LIST_CAPABILITY) as ListKind[]) if (f[kind]) out[kind] = true;
+    if (f.resourceSubscriptions !== undefined) out.resourceSubscriptions = [...(out.resourceSubscriptions ?? []), ...f.resourceSubscriptions];
+  }
+  return out;
+}
+
 /** Whether the filter asks for anything at all. */
 export function isEmpty(filter: ListenFilter): boolean {
   return !filter.toolsListChanged && !filter.promptsListChanged && !filter.resourcesListChanged && !filter.resourceSubscriptions?.length;

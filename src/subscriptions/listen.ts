@@ -11,6 +11,7 @@ import { causewayError } from '../errors.js';
 import { isObject, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { PooledSession, SessionKey } from '../pool/index.js';
+import type { UpstreamClient } from '../upstream/legacy-client.js';
 import { SessionChannel, type ChannelDeps, type ChannelMember } from './channel.js';
 import { listenTickMs } from './coordination.js';
 import {
@@ -24,6 +25,7 @@ import {
   readFilter,
   staleMemos,
   TASKS_EXTENSION,
+  unionOf,
   type ListenFilter,
 } from './filter.js';
 
@@ -38,12 +40,19 @@ export interface SubscriptionLimits {
   maxUrisPerListen: number;
 }
 
-/** The same parts a channel needs: listen hands them on. */
-export type SubscriptionDeps = ChannelDeps;
+/** What channels need, with the upstream client of each channel's key. */
+export type SubscriptionDeps = Omit<ChannelDeps, 'client'> & { clientOf(upstream: string): UpstreamClient };
+
+/** One upstream session a listen follows; a federated mount's listen follows one per member. */
+export interface ListenPart {
+  key: SessionKey;
+  /** The requested resourceSubscriptions this part serves; undefined: all of them. */
+  uris?: readonly string[];
+}
 
 export interface ListenExchange {
   request: ModernRequest;
-  key: SessionKey;
+  parts: readonly ListenPart[];
   principal: string;
   res: HttpResponse;
   /** Aborted when the client goes away. */
@@ -134,30 +143,39 @@ export class Subscriptions {
 
   private async stream(ex: ListenExchange, requested: ListenFilter): Promise<void> {
     const id = ex.request.id;
-    const session = await this.deps.pool.acquire(ex.key);
-    let filter = honour(requested, session.record.initializeResult.capabilities);
-
     let acknowledged = false;
     const early: JsonRpcNotification[] = [];
     const stream = new SseStream(ex.res);
     let finish!: (why: Ending) => void;
     const ended = new Promise<Ending>((resolve) => (finish = resolve));
-    const member: ChannelMember = {
-      deliver: (n) => {
-        if (!admits(filter, n)) return;
-        if (acknowledged) stream.send(forStream(n, id));
-        else early.push(n);
-      },
-      lost: () => finish('lost'),
+    const deliver = (n: JsonRpcNotification) => {
+      if (acknowledged) stream.send(forStream(n, id));
+      else early.push(n);
     };
 
-    let channel: SessionChannel | undefined;
+    const joined: Array<{ channel: SessionChannel; member: ChannelMember }> = [];
     try {
-      if (!isEmpty(filter)) {
-        channel = this.channelFor(ex.key, session);
-        const held = await channel.attach(member, filter.resourceSubscriptions ?? []);
-        if (filter.resourceSubscriptions !== undefined) filter = { ...filter, resourceSubscriptions: held };
+      const honoured: ListenFilter[] = [];
+      for (const part of ex.parts) {
+        const session = await this.deps.pool.acquire(part.key);
+        const uris = part.uris;
+        const asked = uris === undefined || requested.resourceSubscriptions === undefined ? requested : { ...requested, resourceSubscriptions: requested.resourceSubscriptions.filter((u) => uris.includes(u)) };
+        let filter = honour(asked, session.record.initializeResult.capabilities);
+        if (!isEmpty(filter)) {
+          const member: ChannelMember = {
+            deliver: (n) => {
+              if (admits(filter, n)) deliver(n);
+            },
+            lost: () => finish('lost'),
+          };
+          const channel = this.channelFor(part.key, session);
+          joined.push({ channel, member });
+          const held = await channel.attach(member, filter.resourceSubscriptions ?? []);
+          if (filter.resourceSubscriptions !== undefined) filter = { ...filter, resourceSubscriptions: held };
+        }
+        honoured.push(filter);
       }
+      const filter = unionOf(honoured);
       if (ex.signal.aborted) return;
       if (this.closing) throw causewayError('draining');
 
@@ -185,7 +203,7 @@ export class Subscriptions {
       else if (why === 'lost') stream.end();
       ex.log.debug({ why }, 'listen stream ended');
     } finally {
-      if (channel) await channel.detach(member);
+      for (const j of joined) await j.channel.detach(j.member);
       if (this.open.size === 0) this.stopTicker();
     }
   }
@@ -193,7 +211,7 @@ export class Subscriptions {
   private channelFor(key: SessionKey, session: PooledSession): SessionChannel {
     let c = this.channels.get(key.id);
     if (!c) {
-      c = new SessionChannel(key, session, this.deps, (ended) => {
+      c = new SessionChannel(key, session, { ...this.deps, client: this.deps.clientOf(key.upstream) }, (ended) => {
         if (this.channels.get(ended.key.id) === ended) this.channels.delete(ended.key.id);
       });
       this.channels.set(key.id, c);

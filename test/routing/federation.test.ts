@@ -54,13 +54,12 @@ async function directToolNames(): Promise<string[]> {
   }
 }
 
-t.test('merged discover: both servers, no change notifications promised', async (t) => {
+t.test('merged discover: both servers', async (t) => {
   const r = await post(url('/all'), modernBody('server/discover'), modernHeaders('server/discover'));
   t.equal(r.status, 200);
   const d = r.json.result;
   t.ok(d.capabilities.tools && d.capabilities.prompts && d.capabilities.resources, 'the union of capabilities');
-  t.notOk(d.capabilities.tools.listChanged, 'no listen on a federated mount, so no listChanged');
-  t.notOk(d.capabilities.resources.subscribe);
+  t.equal(d.capabilities.resources.subscribe, true);
   t.match(d.instructions, /\[a\].*\(a\)/s);
   t.match(d.instructions, /\[b\].*\(b\)/s);
   t.equal(d._meta['io.modelcontextprotocol/serverInfo'].name, 'causeway');
@@ -165,14 +164,43 @@ t.test('route rules pin methods and name patterns to one member', async (t) => {
   t.equal((b.stats().requestsByMethod['resources/read'] ?? 0) - reads, 1, 'a resources/read rule with a URI pattern');
 });
 
-t.test('what a federated mount does not serve', async (t) => {
-  const listen = await post(url('/all'), modernBody('subscriptions/listen', { notifications: { toolsListChanged: true } }), modernHeaders('subscriptions/listen'));
-  t.equal(listen.status, 404);
-  t.equal(listen.json.error.code, -32601);
+t.test('legacy clients need a single-upstream mount', async (t) => {
   const legacy = await post(url('/all'), { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }, {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
   });
-  t.equal(legacy.status, 400, 'legacy clients need a single-upstream mount');
+  t.equal(legacy.status, 400);
   t.equal(legacy.json.error.code, -32600);
 });
+
+// Last: it toggles b's dynamic tool.
+t.test('one listen stream follows every member; a resource subscription goes to its owner', async (t) => {
+  const client = await modernClient('/all');
+  const seen = { tools: 0, updated: [] as string[] };
+  client.setNotificationHandler('notifications/tools/list_changed', () => void (seen.tools += 1));
+  client.setNotificationHandler('notifications/resources/updated', (n) => void seen.updated.push(n.params.uri));
+  const discover = await post(url('/all'), modernBody('server/discover'), modernHeaders('server/discover'));
+  t.equal(discover.json.result.capabilities.tools.listChanged, true, 'discover promises what listen delivers');
+
+  const subscribes = { a: a.stats().requestsByMethod['resources/subscribe'] ?? 0, b: b.stats().requestsByMethod['resources/subscribe'] ?? 0 };
+  const sub = await client.listen({ toolsListChanged: true, resourceSubscriptions: ['test://watched-resource', 'test://nobody-has-this'] });
+  t.same(sub.honoredFilter, { toolsListChanged: true, resourceSubscriptions: ['test://watched-resource'] }, 'the union of what the members back; an unowned URI is not held');
+  t.equal((a.stats().requestsByMethod['resources/subscribe'] ?? 0) - subscribes.a, 1, 'the URI is subscribed on its owner (a, first in the mount)');
+  t.equal((b.stats().requestsByMethod['resources/subscribe'] ?? 0) - subscribes.b, 0, 'and not on the other member');
+
+  await client.callTool({ name: 'b__test_trigger_tool_change', arguments: {} });
+  await until(() => seen.tools >= 1);
+  t.pass('a list change on b reaches the federated stream');
+  await client.callTool({ name: 'a__test_trigger_resource_update', arguments: {} });
+  await until(() => seen.updated.length >= 1);
+  t.same(seen.updated, ['test://watched-resource'], 'a resource update on a reaches it too');
+  await sub.close();
+});
+
+async function until(cond: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -163,7 +163,7 @@ t.test('a refused subscription is left out of what the member holds', async (t) 
 
 t.test('changes seen on call streams reach the listeners and stale the memo', async (t) => {
   const { channel, first, deps } = setup();
-  const subs = new Subscriptions(deps, { maxListeners: 10, maxPerPrincipal: 10, keepAliveMs: 0, maxUrisPerListen: 10 });
+  const subs = new Subscriptions({ ...deps, clientOf: () => deps.client }, { maxListeners: 10, maxPerPrincipal: 10, keepAliveMs: 0, maxUrisPerListen: 10 });
   const a = member();
   await channel.attach(a, []);
   first.memo.set('tools', 'catalog');
@@ -235,7 +235,7 @@ t.test('an upstream without a GET stream still gets members and subscriptions', 
   client.opens = ['unsupported'];
   const a = member();
   t.same(await channel.attach(a, ['test://w']), ['test://w']);
-  new Subscriptions(deps, { maxListeners: 1, maxPerPrincipal: 1, keepAliveMs: 0, maxUrisPerListen: 1 }).publishChange(
+  new Subscriptions({ ...deps, clientOf: () => deps.client }, { maxListeners: 1, maxPerPrincipal: 1, keepAliveMs: 0, maxUrisPerListen: 1 }).publishChange(
     first,
     n('notifications/resources/updated', { uri: 'test://w' }),
   );

@@ -196,7 +196,7 @@ t.test('two replicas: one GET stream, one subscription per URI, changes everywhe
   client.streams[0]!.handlers.onNotification!(change('notifications/tools/list_changed'));
   await until(() => mB.got.length === 1);
   t.same([mA.got, mB.got], [['notifications/tools/list_changed'], ['notifications/tools/list_changed']], 'a change on A’s stream reaches B');
-  new Subscriptions(b.deps, { maxListeners: 1, maxPerPrincipal: 1, keepAliveMs: 0, maxUrisPerListen: 1 }).publishChange(
+  new Subscriptions({ ...b.deps, clientOf: () => b.deps.client }, { maxListeners: 1, maxPerPrincipal: 1, keepAliveMs: 0, maxUrisPerListen: 1 }).publishChange(
     session,
     change('notifications/prompts/list_changed'),
   );
