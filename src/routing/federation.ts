@@ -123,14 +123,17 @@ export class Federation {
   async check(): Promise<Conflict[]> {
     const principal = principalHash(this.opts.principal, {});
     const found: Conflict[] = [];
+    const unreachable = new Set<string>();
     for (const [method, shape] of Object.entries(LISTS)) {
       const lists = await Promise.all(
-        this.opts.members.map((m) =>
-          this.fetchAll(m, method, shape, principal, {}, AbortSignal.timeout(m.deps.bridge.upstreamTimeoutMs)).catch((err: unknown) => {
-            this.opts.log.warn({ mount: this.path, upstream: m.name, method, err: (err as Error).message }, 'federation check could not list an upstream');
+        this.opts.members.map((m) => {
+          if (unreachable.has(m.name)) return undefined;
+          return this.fetchAll(m, method, shape, principal, {}, AbortSignal.timeout(m.deps.bridge.upstreamTimeoutMs)).catch((err: unknown) => {
+            unreachable.add(m.name);
+            this.opts.log.warn({ mount: this.path, upstream: m.name, method, err: (err as Error).message }, 'federation check could not list an upstream; its names are checked when first merged');
             return undefined;
-          }),
-        ),
+          });
+        }),
       );
       found.push(...this.merge(shape, lists).conflicts);
     }

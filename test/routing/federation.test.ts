@@ -9,6 +9,7 @@ import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.j
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
+import { freePort } from '../helpers/redis.js';
 import { modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
 
 const PAGE = 7;
@@ -204,3 +205,19 @@ async function until(cond: () => boolean, ms = 5000): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+t.test('a member down at start-up: start-up goes on, merged answers fail rather than come back short', async (t) => {
+  const deadPort = await freePort();
+  const partial = await startCauseway({
+    upstreams: JSON.stringify({ live: { url: a.url }, dead: { url: `http://127.0.0.1:${deadPort}/mcp`, connectTimeoutMs: 500 } }),
+    mounts: JSON.stringify({ '/partial': { upstreams: ['live', 'dead'] } }),
+  });
+  t.teardown(() => partial.close());
+  const warnings = partial.logs.map((l) => JSON.parse(l)).filter((l) => l.msg?.startsWith('federation check could not list an upstream'));
+  t.same(warnings.map((w) => w.upstream), ['dead'], 'the unreachable member is reported once');
+  const r = await post(new URL('/partial', partial.app.origin).href, modernBody('tools/list'), modernHeaders('tools/list'));
+  t.equal(r.status, 502, 'a merged list without one member would be a wrong answer');
+  t.equal(r.json.error.code, -32603);
+  const call = await post(new URL('/partial', partial.app.origin).href, toolCall('live__echo', { text: 'ok' }).body, toolCall('live__echo', { text: 'ok' }).headers);
+  t.same(call.json.result.content, [{ type: 'text', text: 'ok' }], 'calls to the live member still go through');
+});
