@@ -8,6 +8,7 @@
 // by its ref. subscriptions/listen follows every member's session on one stream, each resource
 // subscription on the member that owns the URI.
 
+import { randomBytes } from 'node:crypto';
 import { discoverResult, normalizeToolsList, withResultMeta, type CacheHint } from '../dialect/index.js';
 import { ToolCatalog } from '../dialect/tool-catalog.js';
 import { sendJson } from '../egress/index.js';
@@ -72,6 +73,13 @@ const MAX_UPSTREAM_PAGES = 100;
 const MAX_LISTEN_URIS = 1000;
 /** Principal x capability sets whose owner index is kept. */
 const MAX_INDEXES = 1024;
+/**
+ * Merged lists kept so that a client walking the pages sees one snapshot and the members are
+ * listed once per walk, not once per page. A cursor names its snapshot; past this age, or on
+ * another replica, the next page is merged afresh at the cursor's offset.
+ */
+const MAX_SNAPSHOTS = 64;
+const SNAPSHOT_TTL_MS = 60_000;
 
 /** Who owns what, as learned from the merged lists of one principal and capability set. */
 interface OwnerIndex {
@@ -85,8 +93,16 @@ interface OwnerIndex {
 
 type Routed = { member: Member; request: ModernRequest };
 
+interface Snapshot {
+  id: string;
+  items: JsonObject[];
+  expiresAt: number;
+}
+
 export class Federation {
   private readonly indexes = new Map<string, OwnerIndex>();
+  /** By scope, method and id; oldest first. */
+  private readonly snapshots = new Map<string, Snapshot>();
   private readonly conflicts = new Map<string, Conflict>();
 
   constructor(private readonly opts: FederationOptions) {}
@@ -264,11 +280,21 @@ export class Federation {
 
   private async list(ex: ModernExchange, shape: ListShape): Promise<Answered> {
     const { request } = ex;
-    const items = await this.mergedItems(ex, shape, request.method);
-    const offset = readCursor(request.params.cursor, request.method, items.length);
+    const cursor = readCursor(request.params.cursor, request.method);
+    // Keyed by principal scope too: a cursor passed to another principal never shows it this one's list.
+    const slot = `${this.scopeOf(ex)}#${request.method}#`;
+    let snapshot = cursor === undefined ? undefined : this.snapshots.get(slot + cursor.snapshot);
+    if (snapshot === undefined || snapshot.expiresAt < Date.now()) {
+      snapshot = { id: randomBytes(6).toString('base64url'), items: await this.mergedItems(ex, shape, request.method), expiresAt: Date.now() + SNAPSHOT_TTL_MS };
+      if (this.snapshots.size >= MAX_SNAPSHOTS) this.snapshots.delete(this.snapshots.keys().next().value!);
+      this.snapshots.set(slot + snapshot.id, snapshot);
+    }
+    const { items } = snapshot;
+    // The list may have shrunk since the cursor was issued: an offset past the end is an empty last page.
+    const offset = Math.min(cursor?.offset ?? 0, items.length);
     const end = offset + this.opts.pageSize;
     const result: JsonObject = { [shape.kind]: items.slice(offset, end) };
-    if (end < items.length) result.nextCursor = writeCursor(request.method, end);
+    if (end < items.length) result.nextCursor = writeCursor(request.method, snapshot.id, end);
     sendJson(ex.res, 200, {
       jsonrpc: '2.0',
       id: request.id,
@@ -399,13 +425,13 @@ function unprefixed(request: ModernRequest, member: Member): ModernRequest {
   return name === request.name ? request : { ...request, name, params: { ...request.params, name } };
 }
 
-function writeCursor(method: string, offset: number): string {
-  return Buffer.from(JSON.stringify({ m: method, o: offset })).toString('base64url');
+function writeCursor(method: string, snapshot: string, offset: number): string {
+  return Buffer.from(JSON.stringify({ m: method, s: snapshot, o: offset })).toString('base64url');
 }
 
-/** The offset a cursor Causeway issued stands for; anything else is -32602 [PAGE]. */
-function readCursor(cursor: unknown, method: string, total: number): number {
-  if (cursor === undefined) return 0;
+/** The snapshot and offset a cursor Causeway issued stands for; anything else is -32602 [PAGE]. */
+function readCursor(cursor: unknown, method: string): { snapshot: string; offset: number } | undefined {
+  if (cursor === undefined) return undefined;
   const invalid = () => causewayError('invalid_params', 'Invalid cursor');
   if (typeof cursor !== 'string' || cursor.length > 200) throw invalid();
   let parsed: unknown;
@@ -414,9 +440,10 @@ function readCursor(cursor: unknown, method: string, total: number): number {
   } catch {
     throw invalid();
   }
-  if (!isObject(parsed) || parsed.m !== method || typeof parsed.o !== 'number' || !Number.isInteger(parsed.o) || parsed.o < 0) throw invalid();
-  // The list may have shrunk since the cursor was issued: an offset past the end is an empty last page.
-  return Math.min(parsed.o, total);
+  if (!isObject(parsed) || parsed.m !== method || typeof parsed.s !== 'string' || typeof parsed.o !== 'number' || !Number.isInteger(parsed.o) || parsed.o < 0) {
+    throw invalid();
+  }
+  return { snapshot: parsed.s, offset: parsed.o };
 }
 
 /** An RFC 6570 template as a pattern over the URIs it can expand to (good enough to find the owner). */

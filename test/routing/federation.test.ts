@@ -69,6 +69,7 @@ t.test('merged discover: both servers', async (t) => {
 t.test('merged tools/list: prefixed, sorted, paged with Causeway cursors', async (t) => {
   const names: string[] = [];
   const cursors: string[] = [];
+  const listed = { a: a.stats().requestsByMethod['tools/list'] ?? 0, b: b.stats().requestsByMethod['tools/list'] ?? 0 };
   let cursor: string | undefined;
   do {
     const r = await post(url('/all'), modernBody('tools/list', cursor === undefined ? {} : { cursor }), modernHeaders('tools/list'));
@@ -79,10 +80,12 @@ t.test('merged tools/list: prefixed, sorted, paged with Causeway cursors', async
     cursor = page.nextCursor;
     if (cursor !== undefined) cursors.push(cursor);
   } while (cursor !== undefined && cursors.length < 100);
+  const walked = { a: (a.stats().requestsByMethod['tools/list'] ?? 0) - listed.a, b: (b.stats().requestsByMethod['tools/list'] ?? 0) - listed.b };
   const own = await directToolNames();
   const expected = [...own.map((n) => `a__${n}`), ...own.filter((n) => n !== 'about_a').map((n) => `b__${n}`), 'b__about_b'].sort();
   t.same(names, expected, 'every tool of both servers once, under its prefix, in order');
   t.equal(cursors.length, Math.ceil(expected.length / PAGE) - 1, 'pageSize items a page');
+  t.same(walked, { a: 1, b: 1 }, 'one walk lists each member once: the pages come from one snapshot');
   t.ok(cursors.every((c) => /^[A-Za-z0-9_-]+$/.test(c)), 'cursors are opaque tokens');
 
   const client = await modernClient('/all');
@@ -92,6 +95,11 @@ t.test('merged tools/list: prefixed, sorted, paged with Causeway cursors', async
   t.equal(bad.json.error.code, -32602, 'an invalid cursor is -32602');
   const foreign = await post(url('/all'), modernBody('prompts/list', { cursor: cursors[0]! }), modernHeaders('prompts/list'));
   t.equal(foreign.json.error.code, -32602, 'a tools/list cursor is no prompts/list cursor');
+  const before = a.stats().requestsByMethod['tools/list'] ?? 0;
+  const elsewhere = await post(url('/all'), modernBody('tools/list', { cursor: cursors[0]! }, 2, { 'io.modelcontextprotocol/clientCapabilities': { sampling: {} } }), modernHeaders('tools/list'));
+  t.equal(elsewhere.status, 200, 'a cursor from another principal or capability set still pages');
+  t.same(elsewhere.json.result.tools.map((x: { name: string }) => x.name), expected.slice(PAGE, 2 * PAGE), 'from a fresh merge, not from the other one’s snapshot');
+  t.equal((a.stats().requestsByMethod['tools/list'] ?? 0) - before, 1, 'which listed the members again');
 });
 
 t.test('calls reach the owner by Mcp-Name, with the prefix taken off', async (t) => {
