@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
+import { META_CAPABILITIES, modernBody, modernHeaders, type JsonObject } from './wire.js';
 
 const upstream = await startLegacyServer();
 const redis = await startRedis();
@@ -37,24 +38,8 @@ interface Reply {
 async function call(url: string, name: string, extra: Record<string, unknown> = {}): Promise<Reply> {
   const res = await fetch(url, {
     method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': name,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: nextId++,
-      method: 'tools/call',
-      params: {
-        name,
-        arguments: {},
-        ...extra,
-        _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': CAPS },
-      },
-    }),
+    headers: modernHeaders('tools/call', name),
+    body: JSON.stringify(modernBody('tools/call', { name, arguments: {}, ...extra } as JsonObject, nextId++, { [META_CAPABILITIES]: CAPS })),
   });
   const body = (await res.json()) as Omit<Reply, 'status'>;
   return { status: res.status, ...body };

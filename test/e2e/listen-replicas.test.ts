@@ -7,12 +7,11 @@
 // drops its stale tool catalog too. All replicas are child processes.
 
 import t, { type Test } from 'tap';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
 import { modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
+import { callStreamUpstream } from './upstreams.js';
 
 const WATCHED = 'test://watched-resource';
 const SID = 'io.modelcontextprotocol/subscriptionId';
@@ -212,55 +211,6 @@ t.test('modern_client-to-legacy_upstream-listen-holder-killed-another-replica-ta
   await until('the dead replica’s count was discounted and the URI released', () => count('resources/unsubscribe') - unsubscribes === 1);
   await until('no GET stream left', () => stat().getStreamsOpen === 0);
 });
-
-/**
- * A legacy upstream with no GET stream that sends its change notifications on call streams:
- * `flip` (tools/call) toggles whether `geo` has an x-mcp-header annotation and sends
- * tools/list_changed on its own stream.
- */
-async function callStreamUpstream(t: Test): Promise<string> {
-  let flipped = false;
-  const geo = () => ({
-    name: 'geo',
-    inputSchema: { type: 'object', properties: { region: flipped ? { type: 'string' } : { type: 'string', 'x-mcp-header': 'Region' } } },
-  });
-  const sse = (res: http.ServerResponse, ...messages: unknown[]) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.end(messages.map((m) => `event: message\ndata: ${JSON.stringify(m)}\n\n`).join(''));
-  };
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
-      const msg = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number; method: string; params?: { name?: string } };
-      if (msg.id === undefined) return void res.writeHead(202).end();
-      const result = (r: unknown) => ({ jsonrpc: '2.0', id: msg.id, result: r });
-      switch (msg.method) {
-        case 'initialize':
-          res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'call-stream-session' });
-          return void res.end(
-            JSON.stringify(
-              result({ protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'call-stream', version: '1.0.0' } }),
-            ),
-          );
-        case 'tools/list':
-          return sse(res, result({ tools: [geo(), { name: 'flip', inputSchema: { type: 'object' } }] }));
-        case 'tools/call':
-          if (msg.params?.name === 'flip') {
-            flipped = !flipped;
-            return sse(res, { jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, result({ content: [] }));
-          }
-          return sse(res, result({ content: [{ type: 'text', text: 'geo ok' }] }));
-        default:
-          return sse(res, { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
-}
 
 t.test('modern_client-to-legacy_upstream-listen-call-stream-changes-and-stale-catalogs-across-replicas', async (t) => {
   const callSettings = {

@@ -5,12 +5,11 @@
 // resources/unsubscribe after the last listener leaves).
 
 import t, { type Test } from 'tap';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Client, StreamableHTTPClientTransport, type McpSubscription } from '@modelcontextprotocol/client';
 import { startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
 import { startCauseway, type Settings } from '../helpers/causeway.js';
 import { assertRpcError, modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
+import { callStreamUpstream } from './upstreams.js';
 
 const WATCHED = 'test://watched-resource';
 const SID = 'io.modelcontextprotocol/subscriptionId';
@@ -269,62 +268,6 @@ t.test('modern_client-to-legacy_upstream-listen-graceful-end-on-drain', async (t
   t.equal(await raw.next(), undefined, 'then the stream ends');
   t.equal(count(upstream, 'resources/unsubscribe'), unsubscribes + 1, 'subscriptions released upstream');
 });
-
-/**
- * A legacy upstream with no GET stream that sends its change notifications on call streams: on
- * `flip` (tools/call) a tools/list_changed, on prompts/list a prompts/list_changed. `geo` has an
- * x-mcp-header annotation until the flip.
- */
-async function callStreamUpstream(t: Test): Promise<string> {
-  let flipped = false;
-  const geo = () => ({
-    name: 'geo',
-    inputSchema: { type: 'object', properties: { region: flipped ? { type: 'string' } : { type: 'string', 'x-mcp-header': 'Region' } } },
-  });
-  const sse = (res: http.ServerResponse, ...messages: unknown[]) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.end(messages.map((m) => `event: message\ndata: ${JSON.stringify(m)}\n\n`).join(''));
-  };
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
-      const msg = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number; method: string; params?: { name?: string } };
-      if (msg.id === undefined) return void res.writeHead(202).end();
-      const result = (r: unknown) => ({ jsonrpc: '2.0', id: msg.id, result: r });
-      const headers = { 'content-type': 'application/json', 'mcp-session-id': 'call-stream-session' };
-      switch (msg.method) {
-        case 'initialize':
-          res.writeHead(200, headers);
-          return void res.end(
-            JSON.stringify(
-              result({
-                protocolVersion: '2025-11-25',
-                capabilities: { tools: { listChanged: true }, prompts: { listChanged: true } },
-                serverInfo: { name: 'call-stream', version: '1.0.0' },
-              }),
-            ),
-          );
-        case 'tools/list':
-          return sse(res, result({ tools: [geo(), { name: 'flip', inputSchema: { type: 'object' } }] }));
-        case 'tools/call':
-          if (msg.params?.name === 'flip') {
-            flipped = true;
-            return sse(res, { jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, result({ content: [] }));
-          }
-          return sse(res, result({ content: [{ type: 'text', text: 'geo ok' }] }));
-        case 'prompts/list':
-          return sse(res, { jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }, result({ prompts: [] }));
-        default:
-          return sse(res, { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
-}
 
 t.test('modern_client-to-legacy_upstream-listen-changes-on-call-streams-and-stale-catalog', async (t) => {
   const proxy = await startCauseway({ 'upstream.url': await callStreamUpstream(t), 'log.level': 'warn' });

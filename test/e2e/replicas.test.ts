@@ -11,6 +11,7 @@ import { principalHash } from '../../src/routing/principal.js';
 import { sessionKey } from '../../src/pool/session-key.js';
 import { spawnCauseway, type RunningCauseway } from '../helpers/causeway.js';
 import { freePort, startRedis } from '../helpers/redis.js';
+import { META_CAPABILITIES, modernBody, modernHeaders, type JsonObject as WireObject } from './wire.js';
 
 const SECRET = 'replicas-test-hash-secret-0123456789';
 const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
@@ -81,24 +82,8 @@ async function counter(principal: string, caps: JsonObject = {}, replica = rr++ 
   try {
     const res = await fetch(replicas[replica]!.url, {
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'tools/call',
-        'mcp-name': 'counter',
-        'x-causeway-principal': principal,
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id,
-        method: 'tools/call',
-        params: {
-          name: 'counter',
-          arguments: {},
-          _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': caps },
-        },
-      }),
+      headers: { ...modernHeaders('tools/call', 'counter'), 'x-causeway-principal': principal },
+      body: JSON.stringify(modernBody('tools/call', { name: 'counter', arguments: {} }, id, { [META_CAPABILITIES]: caps as WireObject })),
     });
     const text = await res.text();
     const body = (text.startsWith('{') ? JSON.parse(text) : JSON.parse(/^data: (.*)$/m.exec(text)?.[1] ?? '{}')) as {

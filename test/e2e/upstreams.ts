@@ -1,6 +1,7 @@
-// Upstreams for the fault tests: the legacy fixture as a child process (so it can be killed and
-// brought back on the same port), and a raw node:http upstream that speaks just enough legacy
-// Streamable HTTP to open a session, then misbehaves on tools/call as told.
+// Upstreams for the e2e tests: the legacy fixture as a child process (so it can be killed and
+// brought back on the same port), a raw node:http upstream that speaks just enough legacy
+// Streamable HTTP to open a session, then misbehaves on tools/call as told, and one that sends
+// its change notifications on call streams only.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -139,4 +140,60 @@ export async function rawUpstream(opts: { onCall?: CallBehaviour; hangAll?: bool
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * A legacy upstream with no GET stream that sends its change notifications on call streams: on
+ * `flip` (tools/call) a tools/list_changed, on prompts/list a prompts/list_changed. `geo` has an
+ * x-mcp-header annotation until the first flip; each flip toggles it.
+ */
+export async function callStreamUpstream(t: { teardown(fn: () => unknown): void }): Promise<string> {
+  let flipped = false;
+  const geo = () => ({
+    name: 'geo',
+    inputSchema: { type: 'object', properties: { region: flipped ? { type: 'string' } : { type: 'string', 'x-mcp-header': 'Region' } } },
+  });
+  const sse = (res: http.ServerResponse, ...messages: unknown[]) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(messages.map((m) => `event: message\ndata: ${JSON.stringify(m)}\n\n`).join(''));
+  };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
+      const msg = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number; method: string; params?: { name?: string } };
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      const result = (r: unknown) => ({ jsonrpc: '2.0', id: msg.id, result: r });
+      const headers = { 'content-type': 'application/json', 'mcp-session-id': 'call-stream-session' };
+      switch (msg.method) {
+        case 'initialize':
+          res.writeHead(200, headers);
+          return void res.end(
+            JSON.stringify(
+              result({
+                protocolVersion: '2025-11-25',
+                capabilities: { tools: { listChanged: true }, prompts: { listChanged: true } },
+                serverInfo: { name: 'call-stream', version: '1.0.0' },
+              }),
+            ),
+          );
+        case 'tools/list':
+          return sse(res, result({ tools: [geo(), { name: 'flip', inputSchema: { type: 'object' } }] }));
+        case 'tools/call':
+          if (msg.params?.name === 'flip') {
+            flipped = !flipped;
+            return sse(res, { jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, result({ content: [] }));
+          }
+          return sse(res, result({ content: [{ type: 'text', text: 'geo ok' }] }));
+        case 'prompts/list':
+          return sse(res, { jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }, result({ prompts: [] }));
+        default:
+          return sse(res, { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
 }

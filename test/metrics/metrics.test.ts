@@ -6,6 +6,7 @@ import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { ALL_CAPS, ELICIT, nameAnswer, rpc, sleep, type Reply } from '../mrtr/wire.js';
+import { META_CAPABILITIES, modernBody, modernHeaders } from '../e2e/wire.js';
 
 const upstream = await startLegacyServer();
 const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn' });
@@ -133,21 +134,8 @@ t.test('a listen stream shows in the gauge while open and is counted when it end
   const abort = new AbortController();
   const res = await fetch(causeway.url, {
     method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'subscriptions/listen',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 'listen-1',
-      method: 'subscriptions/listen',
-      params: {
-        notifications: { toolsListChanged: true },
-        _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': ALL_CAPS },
-      },
-    }),
+    headers: modernHeaders('subscriptions/listen'),
+    body: JSON.stringify(modernBody('subscriptions/listen', { notifications: { toolsListChanged: true } }, 'listen-1', { [META_CAPABILITIES]: ALL_CAPS })),
     signal: abort.signal,
   });
   t.equal(res.status, 200);

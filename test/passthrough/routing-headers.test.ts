@@ -5,6 +5,7 @@ import t from 'tap';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startCauseway } from '../helpers/causeway.js';
+import { modernBody, modernHeaders } from '../e2e/wire.js';
 
 const seen: Array<{ method: string; headers: http.IncomingHttpHeaders }> = [];
 const upstream = http.createServer((req, res) => {
@@ -56,19 +57,8 @@ t.test('legacy passthrough', async (t) => {
 t.test('modern request', async (t) => {
   const res = await fetch(causeway.url, {
     method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': 'plain',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 2,
-      method: 'tools/call',
-      params: { name: 'plain', arguments: {}, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } },
-    }),
+    headers: modernHeaders('tools/call', 'plain'),
+    body: JSON.stringify(modernBody('tools/call', { name: 'plain', arguments: {} }, 2)),
   });
   t.equal(res.status, 200);
   const up = last('tools/call')!;
