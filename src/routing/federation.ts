@@ -93,6 +93,9 @@ interface OwnerIndex {
 
 type Routed = { member: Member; request: ModernRequest };
 
+/** A request with who asks, worked out once: the principal hash, and the scope owner indexes and snapshots are kept by. */
+type Asked = ModernExchange & { principal: string; scope: string };
+
 interface Snapshot {
   id: string;
   items: JsonObject[];
@@ -116,7 +119,11 @@ export class Federation {
     return this.conflicts.size;
   }
 
-  async serve(ex: ModernExchange): Promise<void> {
+  async serve(exchange: ModernExchange): Promise<void> {
+    const principal = principalHash(this.opts.principal, exchange.headers);
+    // Owner indexes are per principal and capability set, as the lists may differ between them.
+    const scope = sessionKey('', principal, exchange.request.meta.clientCapabilities).id;
+    const ex: Asked = { ...exchange, principal, scope };
     const method = ex.request.method;
     if (method === 'server/discover' || method === 'subscriptions/listen' || LISTS[method]) {
       return measured(ex, this.opts.metrics, () =>
@@ -156,7 +163,7 @@ export class Federation {
     return found;
   }
 
-  private async route(ex: ModernExchange): Promise<Routed> {
+  private async route(ex: Asked): Promise<Routed> {
     const { request } = ex;
     const pinned = pinnedUpstream(this.opts.rules, request.method, request.name);
     if (pinned !== undefined) {
@@ -178,7 +185,7 @@ export class Federation {
     }
   }
 
-  private async routeCompletion(ex: ModernExchange): Promise<Routed> {
+  private async routeCompletion(ex: Asked): Promise<Routed> {
     const ref = ex.request.params.ref;
     if (isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string') {
       const member = await this.ownerOfName(ex, 'prompts', ref.name);
@@ -197,13 +204,13 @@ export class Federation {
   }
 
   /** The prefix a name carries names its member; without one, the member that listed it. */
-  private async ownerOfName(ex: ModernExchange, kind: 'tools' | 'prompts', name: string): Promise<Member> {
+  private async ownerOfName(ex: Asked, kind: 'tools' | 'prompts', name: string): Promise<Member> {
     let best: Member | undefined;
     for (const m of this.opts.members) {
       if (m.prefix !== '' && name.startsWith(m.prefix) && (best === undefined || m.prefix.length > best.prefix.length)) best = m;
     }
     if (best) return best;
-    const scope = this.scopeOf(ex);
+    const { scope } = ex;
     let owner = this.indexes.get(scope)?.[kind].get(name);
     if (owner === undefined) {
       const method = kind === 'tools' ? 'tools/list' : 'prompts/list';
@@ -214,15 +221,15 @@ export class Federation {
     return this.opts.members[owner]!;
   }
 
-  private async ownerOfUri(ex: ModernExchange, uri: string): Promise<Member> {
+  private async ownerOfUri(ex: Asked, uri: string): Promise<Member> {
     const [owner] = await this.ownersOfUris(ex, [uri]);
     if (owner === undefined) throw causewayError('unknown_name', 'Resource not found', { uri });
     return owner;
   }
 
   /** The member owning each URI (undefined: none), refreshing the resource lists at most once. */
-  private async ownersOfUris(ex: ModernExchange, uris: readonly string[]): Promise<Array<Member | undefined>> {
-    const scope = this.scopeOf(ex);
+  private async ownersOfUris(ex: Asked, uris: readonly string[]): Promise<Array<Member | undefined>> {
+    const { scope } = ex;
     const lookup = (uri: string): number | undefined => {
       const index = this.indexes.get(scope);
       if (!index) return undefined;
@@ -239,8 +246,8 @@ export class Federation {
     return owners.map((o) => (o === undefined ? undefined : this.opts.members[o]));
   }
 
-  private async discover(ex: ModernExchange): Promise<Answered> {
-    const principal = principalHash(this.opts.principal, ex.headers);
+  private async discover(ex: Asked): Promise<Answered> {
+    const { principal } = ex;
     const sessions = await Promise.all(
       this.opts.members.map((m) => m.deps.pool.acquire(sessionKey(m.name, principal, ex.request.meta.clientCapabilities))),
     );
@@ -262,8 +269,8 @@ export class Federation {
   }
 
   /** One listen stream over every member's session; a resource subscription goes to the URI's owner (unknown URIs are not held). */
-  private async listen(ex: ModernExchange): Promise<Answered> {
-    const principal = principalHash(this.opts.principal, ex.headers);
+  private async listen(ex: Asked): Promise<Answered> {
+    const { principal } = ex;
     const caps = ex.request.meta.clientCapabilities;
     const notifications = ex.request.params.notifications;
     const asked = isObject(notifications) && Array.isArray(notifications.resourceSubscriptions) ? notifications.resourceSubscriptions : [];
@@ -278,11 +285,11 @@ export class Federation {
     return 'complete';
   }
 
-  private async list(ex: ModernExchange, shape: ListShape): Promise<Answered> {
+  private async list(ex: Asked, shape: ListShape): Promise<Answered> {
     const { request } = ex;
     const cursor = readCursor(request.params.cursor, request.method);
     // Keyed by principal scope too: a cursor passed to another principal never shows it this one's list.
-    const slot = `${this.scopeOf(ex)}#${request.method}#`;
+    const slot = `${ex.scope}#${request.method}#`;
     let snapshot = cursor === undefined ? undefined : this.snapshots.get(slot + cursor.snapshot);
     if (snapshot === undefined || snapshot.expiresAt < Date.now()) {
       snapshot = { id: randomBytes(6).toString('base64url'), items: await this.mergedItems(ex, shape, request.method), expiresAt: Date.now() + SNAPSHOT_TTL_MS };
@@ -304,13 +311,13 @@ export class Federation {
   }
 
   /** Every member's full list, merged; the principal's owner index is updated from it. */
-  private async mergedItems(ex: ModernExchange, shape: ListShape, method: string): Promise<JsonObject[]> {
-    const principal = principalHash(this.opts.principal, ex.headers);
+  private async mergedItems(ex: Asked, shape: ListShape, method: string): Promise<JsonObject[]> {
+    const { principal } = ex;
     const caps = ex.request.meta.clientCapabilities;
     const lists = await Promise.all(this.opts.members.map((m) => this.fetchAll(m, method, shape, principal, caps, ex.signal)));
     if (lists.every((l) => l === undefined)) throw causewayError('method_not_found', `Method not found: ${method}`);
     const { items, owners } = this.merge(shape, lists);
-    const index = this.index(this.scopeOf(ex));
+    const index = this.index(ex.scope);
     if (shape.kind === 'resourceTemplates') {
       index.templates = items.map((t, i) => ({ match: templatePattern(String(t.uriTemplate)), member: owners[i]! }));
     } else {
@@ -393,11 +400,6 @@ export class Federation {
       ttlMs: Math.min(...hints.map((h) => h.ttlMs)),
       cacheScope: hints.some((h) => h.cacheScope === 'private') ? 'private' : 'public',
     };
-  }
-
-  /** Owner indexes are per principal and capability set, as the lists may differ between them. */
-  private scopeOf(ex: ModernExchange): string {
-    return sessionKey('', principalHash(this.opts.principal, ex.headers), ex.request.meta.clientCapabilities).id;
   }
 
   private index(scope: string): OwnerIndex {
