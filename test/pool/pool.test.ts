@@ -5,6 +5,7 @@
 import t from 'tap';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/log.js';
+import { CausewayError } from '../../src/errors.js';
 import type { JsonObject } from '../../src/jsonrpc.js';
 import { MemorySessionStore, SessionPool, sessionKey, type PoolEvents, type PoolOptions, type SessionRecord, type SessionStore } from '../../src/pool/index.js';
 import { SessionExpiredError } from '../../src/upstream/errors.js';
@@ -291,4 +292,21 @@ t.test('a session whose URL is ejected moves before use, once across replicas, a
   t.equal((await store.get(KEY.id))?.target, 'url-1', 'the store knows where it lives now');
   await sleep(120);
   t.ok(up.terminated.includes('s1'), 'the old session is ended on its URL after the grace period, should that URL live');
+});
+
+t.test('a session lost again right after its replacement is upstream_unavailable, not a loop', async (t) => {
+  const store = new SharedStore();
+  const up = new StubUpstream();
+  const { pool } = replica(store, up);
+  let calls = 0;
+  const err = await pool
+    .withSession(KEY, async () => {
+      calls += 1;
+      throw new SessionExpiredError('up');
+    })
+    .catch((e: unknown) => e);
+  t.type(err, CausewayError);
+  t.equal((err as CausewayError).reason, 'upstream_unavailable');
+  t.equal(calls, 2, 'one replacement, one retry, no more');
+  t.equal(up.initialized, 2);
 });

@@ -138,6 +138,9 @@ t.test('resources and templates merge by URI; reads go to the member that listed
   const templated = await client.readResource({ uri: 'test://template/42/data' });
   t.match(JSON.stringify(templated.contents), /Data for ID: 42/);
   t.equal((a.stats().requestsByMethod['resources/read'] ?? 0) - before.a, 2, 'a URI both list goes to the first member (a)');
+  const unknown = await post(url('/all'), modernBody('resources/read', { uri: 'test://nobody-has-this' }), modernHeaders('resources/read', 'test://nobody-has-this'));
+  t.equal(unknown.status, 200);
+  t.same(unknown.json.error, { code: -32602, message: 'Resource not found', data: { uri: 'test://nobody-has-this' } }, 'a URI no member owns is resource-not-found [RES]');
   t.equal((b.stats().requestsByMethod['resources/read'] ?? 0) - before.b, 0);
 });
 

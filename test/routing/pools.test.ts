@@ -106,6 +106,15 @@ t.test('pool: a legacy client keeps its session on one URL, and starts over when
     'mcp-session-id': transports[1]!.sessionId!,
   });
   t.equal(r.status, 404, 'a session on the dead URL is gone: 404 tells the legacy client to initialize again');
+  for (const forged of ['no-index', '7.beyond-the-list', 'x.not-a-number']) {
+    const f = await post(causeway.url, { jsonrpc: '2.0', id: 10, method: 'tools/list', params: {} }, {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+      'mcp-session-id': forged,
+    });
+    t.equal(f.status, 404, `a session id Causeway did not hand out (${forged}) is an unknown session`);
+  }
   const again = new LegacyClient({ name: 'legacy-again', version: '1.0.0' });
   const transport = new LegacyTransport(new URL(causeway.url));
   await again.connect(transport);
@@ -174,4 +183,18 @@ t.test('pool: a URL that answers initialize with 503 is passed over and ejected'
   }
   t.equal(refused, 1, 'the busy URL was tried once, then ejected');
   t.equal((await good.stats()).initializeCount, 4, 'every session went to the URL that could take it');
+});
+
+t.test('pool: every URL down is a prompt 502, and nothing is left half-open', async (t) => {
+  const ports = [await freePort(), await freePort()];
+  const causeway = await startCauseway({
+    upstreams: JSON.stringify({ replicas: { urls: ports.map((p) => `http://127.0.0.1:${p}/mcp`) } }),
+  });
+  t.teardown(() => causeway.close());
+  const started = Date.now();
+  const r = await callAs(causeway.url, 'anyone', 'x');
+  t.equal(r.status, 502);
+  t.equal(r.json.error.code, -32603);
+  t.ok(Date.now() - started < 2000, 'both URLs tried, no wait for a timeout');
+  t.equal((await callAs(causeway.url, 'anyone', 'x')).status, 502, 'and again while they stay down');
 });
