@@ -4,8 +4,8 @@
 // and compare-and-set. A warm session is served from this replica's memory with no store call;
 // its last use reaches the store in batches, every touchIntervalMs.
 //
-// When the store fails (Redis down or too slow), the pool keeps serving: a session it cannot
-// load or share is opened replica-local (`localOnly`). When the store answers again (or its
+// When the store fails (Redis down or too slow; store-health.ts tells), the pool keeps serving:
+// a session it cannot load or share is opened replica-local (`localOnly`). When the store answers again (or its
 // connection comes back) the pool publishes what it opened meanwhile, insert-if-absent, and
 // adopts whatever another replica published first, so the replicas converge on one session per key.
 
@@ -17,6 +17,7 @@ import type { SessionRef, UpstreamClient } from '../upstream/legacy-client.js';
 import { SessionExpiredError, TargetUnreachableError } from '../upstream/errors.js';
 import { upstreamOf, type SessionKey } from './session-key.js';
 import type { SessionRecord, SessionStore } from './session-store.js';
+import { StoreHealth, StoreUnavailable } from './store-health.js';
 
 /** What the pool needs of each upstream it opens sessions on. */
 export interface PoolUpstream {
@@ -67,17 +68,6 @@ interface ReconnectSignal {
   onReconnect?(listener: () => void): void;
 }
 
-/** A store command failed; the pool falls back to replica-local sessions. */
-class StoreUnavailable extends Error {
-  constructor(
-    readonly op: string,
-    cause: unknown,
-  ) {
-    super(`session store ${op} failed`, { cause });
-    this.name = 'StoreUnavailable';
-  }
-}
-
 /** How the upstream client addresses a pooled session. */
 export function sessionRef(s: PooledSession): SessionRef {
   return { sessionId: s.record.sessionId, protocolVersion: s.record.protocolVersion, target: s.record.target };
@@ -103,9 +93,7 @@ export class SessionPool {
   /** Shared by replicas (Redis): local eviction only forgets, and shutdown leaves sessions alive. */
   private readonly shared: boolean;
   private closed = false;
-  private storeUp = true;
-  private storeRetryAt = 0;
-  private probing = false;
+  private readonly health: StoreHealth;
   private republishing: Promise<void> | undefined;
 
   constructor(
@@ -116,16 +104,18 @@ export class SessionPool {
     private readonly events: PoolEvents = {},
   ) {
     this.shared = store.kind !== 'memory';
+    this.health = new StoreHealth(
+      store,
+      { retryMs: opts.storeRetryMs ?? 1000, onError: (op) => events.onStoreError?.(op), onBack: () => this.startRepublish() },
+      log,
+    );
     const sweep = setInterval(() => void this.sweep(), Math.max(1000, Math.min(opts.idleTtlMs / 4, 30_000)));
     const flush = setInterval(() => void this.tick(), opts.touchIntervalMs);
     sweep.unref();
     flush.unref();
     this.timers.push(sweep, flush);
     (store as SessionStore & ReconnectSignal).onReconnect?.(() => {
-      if (this.closed) return;
-      this.log.info('session store reconnected; publishing this replica’s sessions');
-      this.storeUp = true;
-      this.startRepublish();
+      if (!this.closed) this.health.reconnected();
     });
   }
 
@@ -202,9 +192,9 @@ export class SessionPool {
         else if (replaced) this.replacing.set(s, replaced);
         return s;
       };
-      if (!this.storeUsable()) return local();
+      if (!this.health.usable()) return local();
       try {
-        const stored = await this.st('get', () => this.store.get(stale.key.id));
+        const stored = await this.health.run('get', () => this.store.get(stale.key.id));
         if (stored && !dead(stored) && this.onAdmittedTarget(stored)) return this.adopt(stale.key, stored);
         return await this.openShared(stale.key, reason, stored ?? stale.record);
       } catch (err) {
@@ -252,9 +242,9 @@ export class SessionPool {
   }
 
   private async load(key: SessionKey): Promise<PooledSession> {
-    if (!this.storeUsable()) return this.openLocal(key, 'new', 1);
+    if (!this.health.usable()) return this.openLocal(key, 'new', 1);
     try {
-      const stored = await this.st('get', () => this.store.get(key.id));
+      const stored = await this.health.run('get', () => this.store.get(key.id));
       if (stored && this.onAdmittedTarget(stored)) return this.adopt(key, stored);
       if (stored) return await this.openShared(key, 'ejected', stored);
       await this.makeRoom();
@@ -274,13 +264,13 @@ export class SessionPool {
     const fresh = (r: SessionRecord) => (stale === undefined || !sameRecord(r, stale)) && this.onAdmittedTarget(r);
     const deadline = Date.now() + this.opts.lockTtlMs * 2;
     for (;;) {
-      if (await this.st('lock', () => this.store.lock(key.id, this.owner, this.opts.lockTtlMs))) {
+      if (await this.health.run('lock', () => this.store.lock(key.id, this.owner, this.opts.lockTtlMs))) {
         let opened: SessionRecord | undefined;
         try {
-          const stored = await this.st('get', () => this.store.get(key.id));
+          const stored = await this.health.run('get', () => this.store.get(key.id));
           if (stored && fresh(stored)) return this.adopt(key, stored);
           const record = (opened = await this.initialize(key, reason, (stored?.generation ?? 0) + 1));
-          const after = await this.st(stored ? 'replace' : 'insert', () =>
+          const after = await this.health.run(stored ? 'replace' : 'insert', () =>
             stored ? this.store.replace(stored.generation, record) : this.store.insert(record),
           );
           // Our lock ran out mid-initialize and another replica's session was stored first: use that one.
@@ -293,11 +283,11 @@ export class SessionPool {
           }
           throw err;
         } finally {
-          await this.st('unlock', () => this.store.unlock(key.id, this.owner)).catch(() => undefined);
+          await this.health.run('unlock', () => this.store.unlock(key.id, this.owner)).catch(() => undefined);
         }
       }
       await sleep(20);
-      const stored = await this.st('get', () => this.store.get(key.id));
+      const stored = await this.health.run('get', () => this.store.get(key.id));
       if (stored && fresh(stored)) return this.adopt(key, stored);
       if (Date.now() > deadline) throw new Error('timed out waiting for another replica to open the upstream session');
     }
@@ -372,16 +362,16 @@ export class SessionPool {
         await this.drop(oldest).catch((err: unknown) => this.log.warn({ err }, 'evicting an upstream session failed'));
       }
     }
-    if (!this.shared || !this.storeUp) return;
-    const count = await this.st('count', () => this.store.count());
+    if (!this.shared || !this.health.isUp) return;
+    const count = await this.health.run('count', () => this.store.count());
     if (count < this.opts.maxSessions) return;
-    const oldest = await this.st('idle', () => this.store.idle(Date.now() + 1, count - this.opts.maxSessions + 1));
+    const oldest = await this.health.run('idle', () => this.store.idle(Date.now() + 1, count - this.opts.maxSessions + 1));
     for (const record of oldest) await this.end(record);
   }
 
   /** Removes a stored record (compare-and-set) and, if this call removed it, ends it upstream. */
   private async end(record: SessionRecord): Promise<void> {
-    if (!(await this.st('remove', () => this.store.remove(record.key, record.generation)))) return;
+    if (!(await this.health.run('remove', () => this.store.remove(record.key, record.generation)))) return;
     const s = this.local.get(record.key);
     if (s && sameRecord(s.record, record)) this.local.delete(record.key);
     await this.terminate(record);
@@ -416,35 +406,6 @@ export class SessionPool {
     this.retiring.set(timer, record);
   }
 
-  /** Runs a store command; a failure is counted, logged once per outage, and thrown as StoreUnavailable. */
-  private async st<T>(op: string, fn: () => Promise<T>): Promise<T> {
-    let value: T;
-    try {
-      value = await fn();
-    } catch (err) {
-      this.events.onStoreError?.(op);
-      this.storeRetryAt = Date.now() + (this.opts.storeRetryMs ?? 1000);
-      if (this.storeUp) {
-        this.storeUp = false;
-        this.log.warn({ op, err }, 'session store unavailable; new sessions are replica-local until it answers again');
-      } else {
-        this.log.debug({ op, err }, 'session store still unavailable');
-      }
-      throw new StoreUnavailable(op, err);
-    }
-    if (!this.storeUp) {
-      this.storeUp = true;
-      this.log.info({ op }, 'session store answering again; sessions are shared again');
-      this.startRepublish();
-    }
-    return value;
-  }
-
-  /** True unless the store failed within storeRetryMs. */
-  private storeUsable(): boolean {
-    return this.storeUp || Date.now() >= this.storeRetryAt;
-  }
-
   private startRepublish(): void {
     if (this.closed || this.republishing) return;
     this.republishing = this.republish().finally(() => (this.republishing = undefined));
@@ -459,16 +420,16 @@ export class SessionPool {
     let published = 0;
     let superseded = 0;
     for (let i = 0; i < sessions.length; i += 64) {
-      if (this.closed || !this.storeUp) return;
+      if (this.closed || !this.health.isUp) return;
       const results = await Promise.allSettled(
         sessions.slice(i, i + 64).map(async (s) => {
           if (this.local.get(s.key.id) !== s) return;
           const mine: SessionRecord = { ...s.record, lastUsedAt: Math.max(s.record.lastUsedAt, s.lastUsedAt) };
-          let stored = await this.st('insert', () => this.store.insert(mine));
+          let stored = await this.health.run('insert', () => this.store.insert(mine));
           // Ours replaced a session that died during the outage, and the store still holds that one: replace it (CAS).
           const replaced = this.replacing.get(s);
           if (replaced && sameRecord(stored, replaced)) {
-            stored = await this.st('replace', () => this.store.replace(replaced.generation, { ...mine, generation: replaced.generation + 1 }));
+            stored = await this.health.run('replace', () => this.store.replace(replaced.generation, { ...mine, generation: replaced.generation + 1 }));
             if (stored.sessionId === mine.sessionId && stored.createdAt === mine.createdAt) s.record = stored;
           }
           if (this.local.get(s.key.id) !== s) return;
@@ -490,25 +451,20 @@ export class SessionPool {
 
   private async tick(): Promise<void> {
     if (this.closed) return;
-    if (!this.storeUp && !this.probing) {
-      this.probing = true;
-      await this.st('probe', () => this.store.count())
-        .catch(() => undefined)
-        .finally(() => (this.probing = false));
-    }
+    await this.health.probe();
     await this.flushTouches();
   }
 
   /** One store.touch for every shared session used since the last flush. Kept while the store is down. */
   private async flushTouches(): Promise<void> {
-    if (this.dirty.size === 0 || !this.storeUp) return;
+    if (this.dirty.size === 0 || !this.health.isUp) return;
     const entries: Array<{ key: string; lastUsedAt: number }> = [];
     for (const [key, lastUsedAt] of this.dirty) {
       if (this.local.get(key)?.localOnly === false) entries.push({ key, lastUsedAt });
     }
     this.dirty.clear();
     if (entries.length === 0) return;
-    await this.st('touch', () => this.store.touch(entries)).catch(() => {
+    await this.health.run('touch', () => this.store.touch(entries)).catch(() => {
       for (const e of entries) if (!this.dirty.has(e.key)) this.dirty.set(e.key, e.lastUsedAt);
     });
   }
@@ -523,10 +479,10 @@ export class SessionPool {
         if (s.localOnly) void this.terminate(s.record);
       }
     }
-    if (!this.storeUp) return;
+    if (!this.health.isUp) return;
     try {
       await this.flushTouches();
-      for (const record of await this.st('idle', () => this.store.idle(before, 100))) await this.end(record);
+      for (const record of await this.health.run('idle', () => this.store.idle(before, 100))) await this.end(record);
     } catch (err) {
       if (!(err instanceof StoreUnavailable)) this.log.warn({ err }, 'idle session sweep failed');
     }
