@@ -54,6 +54,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     pendingCalls: () => held.size,
     listenStreams: () => subscriptions.size,
     federationConflicts: () => federations.map((f) => [f.path, f.conflictCount]),
+    openConnections: () => ingress.openConnections,
   });
   const requestMetrics = new RequestMetrics(metrics);
   const storeMetrics = new StoreMetrics(metrics);
@@ -192,7 +193,9 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       tlsKeyFile: config.listen.tlsKeyFile,
       maxHeaderBytes: config.limits.maxHeaderBytes,
       maxConcurrentStreams: config.limits.maxConcurrentStreams,
-      bodyTimeoutMs: config.limits.bodyTimeoutMs,
+      headersTimeoutMs: config.limits.headersTimeoutMs,
+      idleTimeoutMs: config.limits.idleTimeoutMs,
+      maxConnections: config.limits.maxConnections,
     },
     frontDoor({
       mounts,
@@ -206,6 +209,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       observe: (s) => requestMetrics.request(s.era, s.method, s.status, s.revision, s.seconds),
       inFlight,
     }),
+    (reason) => metrics.connectionsClosed.labels(reason).inc(),
   );
 
   const admin =

@@ -15,13 +15,19 @@ export interface Config {
     bodyTimeoutMs: number;
     maxConcurrentStreams: number;
     maxInFlight: number;
+    headersTimeoutMs: number;
+    idleTimeoutMs: number;
+    maxConnections: number;
+    maxJsonDepth: number;
+    maxJsonItems: number;
   };
-  security: { allowedHosts: string[]; allowedOrigins: string[] };
+  security: { allowedHosts: string[]; allowedOrigins: string[]; credentialHeaders: string[] };
   principal: { mode: PrincipalMode; header: string; hashSecret: string };
   upstream: {
     name: string;
     url: string;
     headers: Record<string, string>;
+    forwardHeaders: string[];
     protocolVersion: string;
     connectTimeoutMs: number;
     requestTimeoutMs: number;
@@ -98,6 +104,35 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'limits.maxConcurrentStreams', kind: 'number', default: 256, doc: 'HTTP/2 streams per connection.' },
   { path: 'limits.maxInFlight', kind: 'number', default: 4096, doc: 'Requests handled at once; more get 503.' },
   {
+    path: 'limits.headersTimeoutMs',
+    kind: 'number',
+    default: 10_000,
+    min: 1,
+    doc: 'Time a connection has to send a complete request head (HTTP/1.1), its first stream (HTTP/2) or finish TLS; closed after.',
+  },
+  {
+    path: 'limits.idleTimeoutMs',
+    kind: 'number',
+    default: 65_000,
+    min: 1,
+    doc: 'A keep-alive connection with no request in progress is closed after this long (above common load-balancer idle timeouts).',
+  },
+  {
+    path: 'limits.maxConnections',
+    kind: 'number',
+    default: 10_000,
+    min: 1,
+    doc: 'Client connections open at once on one replica; more are closed at once. Keep it below the process descriptor limit.',
+  },
+  { path: 'limits.maxJsonDepth', kind: 'number', default: 64, min: 1, doc: 'Deepest nesting of arrays and objects accepted in a request body (400 -32600 beyond).' },
+  {
+    path: 'limits.maxJsonItems',
+    kind: 'number',
+    default: 100_000,
+    min: 1,
+    doc: 'Most object members plus array elements in one request body (400 -32600 beyond).',
+  },
+  {
     path: 'security.allowedHosts',
     kind: 'list',
     default: [],
@@ -108,6 +143,12 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'list',
     default: [],
     doc: 'Origin values accepted when present (403 otherwise). Empty: only origins whose host is an allowed host.',
+  },
+  {
+    path: 'security.credentialHeaders',
+    kind: 'list',
+    default: [],
+    doc: 'Client headers treated as credentials besides authorization, proxy-authorization, cookie and x-api-key: sent upstream only when an upstream names them exactly in forwardHeaders.',
   },
   {
     path: 'principal.mode',
@@ -126,6 +167,12 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'upstream.name', kind: 'string', default: 'default', doc: 'Name of the upstream in logs and metrics.' },
   { path: 'upstream.url', kind: 'string', default: '', doc: 'Streamable HTTP endpoint of the legacy server (required).' },
   { path: 'upstream.headers', kind: 'map', default: {}, doc: 'Extra headers sent upstream (e.g. its own credential).' },
+  {
+    path: 'upstream.forwardHeaders',
+    kind: 'list',
+    default: ['traceparent', 'tracestate', 'baggage', 'x-request-id'],
+    doc: 'Client headers copied upstream on both paths: names, or prefixes ending in *. Credentials pass only when named exactly; hop-by-hop headers never.',
+  },
   {
     path: 'upstream.protocolVersion',
     kind: 'string',

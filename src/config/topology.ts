@@ -48,6 +48,7 @@ const UPSTREAM_KEYS = new Set([
   'url',
   'urls',
   'headers',
+  'forwardHeaders',
   'protocolVersion',
   'connectTimeoutMs',
   'requestTimeoutMs',
@@ -119,6 +120,11 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
       headers = { ...headers, ...(raw.headers as Record<string, string>) };
     } else problems.push(`${where}.headers: expected an object of strings`);
   }
+  let forwardHeaders = c.upstream.forwardHeaders;
+  if (raw.forwardHeaders !== undefined) {
+    if (Array.isArray(raw.forwardHeaders) && raw.forwardHeaders.every((v) => typeof v === 'string')) forwardHeaders = raw.forwardHeaders as string[];
+    else problems.push(`${where}.forwardHeaders: expected a list of header names`);
+  }
   let protocolVersion = c.upstream.protocolVersion;
   if (raw.protocolVersion !== undefined) {
     if (typeof raw.protocolVersion === 'string') protocolVersion = raw.protocolVersion;
@@ -140,6 +146,7 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
     name,
     urls,
     headers,
+    forwardHeaders,
     protocolVersion,
     connectTimeoutMs: num(`${where}.connectTimeoutMs`, raw.connectTimeoutMs, c.upstream.connectTimeoutMs, 0, problems),
     requestTimeoutMs: num(`${where}.requestTimeoutMs`, raw.requestTimeoutMs, c.upstream.requestTimeoutMs, 0, problems),

@@ -1,10 +1,11 @@
 // The front door: HTTP/1.1 and h2c (prior knowledge) on one cleartext port, told apart by the
-// HTTP/2 connection preface; or TLS with ALPN h2 and http/1.1. Server-level limits (header size,
-// concurrent streams, header and request time) are set here; body limits are read-body's.
+// HTTP/2 connection preface; or TLS with ALPN h2 and http/1.1. Connection-level limits are set
+// here, for both protocols: header size, concurrent streams, the time to a first request head or
+// stream, keep-alive idle time and the number of open connections. Body limits are read-body's.
 
 import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
+import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import net, { type AddressInfo, type Socket } from 'node:net';
 
 export type IngressRequest = IncomingMessage | Http2ServerRequest;
@@ -18,9 +19,14 @@ export interface IngressOptions {
   tlsKeyFile: string;
   maxHeaderBytes: number;
   maxConcurrentStreams: number;
-  /** Time allowed for a request's headers and body to arrive. */
-  bodyTimeoutMs: number;
+  /** Time a connection has for its TLS handshake, protocol preface and first request head (h1) or stream (h2). */
+  headersTimeoutMs: number;
+  /** A keep-alive connection with nothing in progress is closed after this long. */
+  idleTimeoutMs: number;
+  maxConnections: number;
 }
+
+export type ConnectionCloseReason = 'max_connections' | 'headers_timeout' | 'idle_timeout';
 
 export interface Ingress {
   listen(): Promise<AddressInfo>;
@@ -28,21 +34,61 @@ export interface Ingress {
   stopAccepting(): void;
   /** Ends idle keep-alive connections and, with force, every connection. */
   closeConnections(force: boolean): void;
+  /** Client connections open now. */
+  readonly openConnections: number;
   readonly protocol: 'http' | 'https';
 }
 
+/** The HTTP/1.1 server knobs Node also honours on an HTTP/2 secure server with allowHTTP1. */
+type Http1Timeouts = net.Server & {
+  headersTimeout: number;
+  requestTimeout: number;
+  keepAliveTimeout: number;
+  connectionsCheckingInterval: number;
+};
+
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
-export function createIngress(opts: IngressOptions, handler: IngressHandler): Ingress {
+export function createIngress(
+  opts: IngressOptions,
+  handler: IngressHandler,
+  onClosed: (reason: ConnectionCloseReason) => void = () => {},
+): Ingress {
   const sessions = new Set<Http2Session>();
+  const sockets = new Set<Socket>();
   const h2settings = {
     maxConcurrentStreams: opts.maxConcurrentStreams,
     maxHeaderListSize: opts.maxHeaderBytes,
+  };
+  const bound = (server: net.Server) => {
+    server.maxConnections = opts.maxConnections;
+    server.on('drop', () => onClosed('max_connections'));
+    server.on('connection', (s: Socket) => {
+      sockets.add(s);
+      s.once('close', () => sockets.delete(s));
+      // Node's HTTP/1.1 parser reports a head that did not arrive in time as this socket error.
+      s.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') onClosed('headers_timeout');
+      });
+    });
+  };
+  const h1Limits = (s: Http1Timeouts) => {
+    s.headersTimeout = opts.headersTimeoutMs;
+    s.requestTimeout = 0;
+    s.keepAliveTimeout = opts.idleTimeoutMs;
+    // Node checks header deadlines on this interval (30 s by default): check often enough to hold them.
+    s.connectionsCheckingInterval = checkingInterval(opts.headersTimeoutMs);
+    // A keep-alive socket idle past keepAliveTimeout: Node emits 'timeout' and leaves it to us.
+    s.on('timeout', (socket: Socket) => {
+      onClosed('idle_timeout');
+      socket.destroy();
+    });
   };
   const trackSessions = (s: http2.Http2Server | http2.Http2SecureServer) =>
     s.on('session', (session: Http2Session) => {
       sessions.add(session);
       session.on('close', () => sessions.delete(session));
+      boundSession(session, opts, onClosed);
     });
 
   if (opts.tlsCertFile) {
@@ -53,48 +99,94 @@ export function createIngress(opts: IngressOptions, handler: IngressHandler): In
         allowHTTP1: true,
         ALPNProtocols: ['h2', 'http/1.1'],
         settings: h2settings,
-      },
+        handshakeTimeout: opts.headersTimeoutMs,
+        maxHeaderSize: opts.maxHeaderBytes,
+      } as http2.SecureServerOptions,
       handler,
     );
+    bound(secure);
+    // With allowHTTP1 the secure server runs Node's HTTP/1.1 connection handling and its timeouts.
+    const secureH1 = secure as unknown as Http1Timeouts & { closeIdleConnections(): void };
+    h1Limits(secureH1);
     trackSessions(secure);
     secure.setTimeout(0);
-    const sockets = new Set<Socket>();
-    secure.on('secureConnection', (s: Socket) => {
-      sockets.add(s);
-      s.on('close', () => sockets.delete(s));
+    secure.on('tlsClientError', (err: NodeJS.ErrnoException, s: Socket) => {
+      if (err.code === 'ERR_TLS_HANDSHAKE_TIMEOUT') onClosed('headers_timeout');
+      s.destroy();
     });
-    return wrap(secure, 'https', opts, (force) => {
+    return wrap(secure, 'https', opts, sockets, (force) => {
       for (const s of sessions) force ? s.destroy() : s.close();
       if (force) for (const s of sockets) s.destroy();
+      else secureH1.closeIdleConnections();
     });
   }
 
-  const h1 = http.createServer(
-    {
-      maxHeaderSize: opts.maxHeaderBytes,
-      headersTimeout: opts.bodyTimeoutMs,
-      requestTimeout: 0,
-      keepAliveTimeout: 5_000,
-    },
-    handler,
-  );
+  const h1 = http.createServer({ maxHeaderSize: opts.maxHeaderBytes }, handler);
+  h1Limits(h1 as unknown as Http1Timeouts);
+  // h1 never listens itself (the front server hands it sockets), and Node only starts tracking
+  // connections (header deadlines, closeIdleConnections, closeAllConnections) on 'listening'.
+  h1.emit('listening');
   const h2 = http2.createServer({ settings: h2settings }, handler);
   trackSessions(h2);
-  const front = net.createServer({ noDelay: true }, (socket) => routeConnection(socket, h1, h2));
-  return wrap(front, 'http', opts, (force) => {
+  const front = net.createServer({ noDelay: true }, (socket) => routeConnection(socket, h1, h2, opts.headersTimeoutMs, onClosed));
+  bound(front);
+  return wrap(front, 'http', opts, sockets, (force) => {
     force ? h1.closeAllConnections() : h1.closeIdleConnections();
     for (const s of sessions) force ? s.destroy() : s.close();
+    if (force) for (const s of sockets) s.destroy();
   });
 }
 
+function checkingInterval(headersTimeoutMs: number): number {
+  return Math.max(50, Math.min(1_000, Math.floor(headersTimeoutMs / 4)));
+}
+
+/**
+ * An HTTP/2 session must open its first stream within headersTimeoutMs, and is closed (GOAWAY,
+ * open streams finish) once it has had no open stream for idleTimeoutMs.
+ */
+function boundSession(session: Http2Session, opts: IngressOptions, onClosed: (reason: ConnectionCloseReason) => void): void {
+  let open = 0;
+  let timer: NodeJS.Timeout | undefined = setTimeout(() => {
+    onClosed('headers_timeout');
+    session.destroy();
+  }, opts.headersTimeoutMs);
+  const idle = () => {
+    timer = setTimeout(() => {
+      onClosed('idle_timeout');
+      session.close();
+    }, opts.idleTimeoutMs);
+  };
+  session.on('stream', (stream: ServerHttp2Stream) => {
+    clearTimeout(timer);
+    timer = undefined;
+    open++;
+    stream.once('close', () => {
+      if (--open === 0 && !session.closed && !session.destroyed) idle();
+    });
+  });
+  session.once('close', () => clearTimeout(timer));
+}
+
 /** Waits for enough bytes to tell an HTTP/2 preface from an HTTP/1.1 request line. */
-function routeConnection(socket: Socket, h1: http.Server, h2: http2.Http2Server): void {
+function routeConnection(
+  socket: Socket,
+  h1: http.Server,
+  h2: http2.Http2Server,
+  headersTimeoutMs: number,
+  onClosed: (reason: ConnectionCloseReason) => void,
+): void {
   let seen = Buffer.alloc(0);
+  const timer = setTimeout(() => {
+    onClosed('headers_timeout');
+    socket.destroy();
+  }, headersTimeoutMs);
   const onData = (chunk: Buffer) => {
     seen = Buffer.concat([seen, chunk]);
     const n = Math.min(seen.length, H2_PREFACE.length);
     const isH2 = seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
     if (isH2 && seen.length < H2_PREFACE.length) return;
+    clearTimeout(timer);
     socket.off('data', onData);
     socket.pause();
     socket.unshift(seen);
@@ -102,6 +194,7 @@ function routeConnection(socket: Socket, h1: http.Server, h2: http2.Http2Server)
     process.nextTick(() => socket.resume());
   };
   socket.on('data', onData);
+  socket.once('close', () => clearTimeout(timer));
   socket.on('error', () => socket.destroy());
 }
 
@@ -109,10 +202,14 @@ function wrap(
   server: net.Server,
   protocol: 'http' | 'https',
   opts: IngressOptions,
+  sockets: ReadonlySet<Socket>,
   close: (force: boolean) => void,
 ): Ingress {
   return {
     protocol,
+    get openConnections() {
+      return sockets.size;
+    },
     listen: () => listenOn(server, opts.port, opts.host),
     stopAccepting: () => {
       server.close();

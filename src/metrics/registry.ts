@@ -12,6 +12,8 @@ export interface Probes {
   listenStreams(): number;
   /** Distinct name conflicts found so far, per federated mount path. */
   federationConflicts(): Array<[string, number]>;
+  /** Client connections open on the data port. */
+  openConnections(): number;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -127,6 +129,20 @@ export function createMetrics(probes: Probes) {
       collect() {
         for (const [mount, n] of probes.federationConflicts()) this.labels(mount).set(n);
       },
+    }),
+    connectionsOpen: new Gauge({
+      name: 'causeway_connections_open',
+      help: 'Client connections open on the data port.',
+      registers: [registry],
+      collect() {
+        this.set(probes.openConnections());
+      },
+    }),
+    connectionsClosed: new Counter({
+      name: 'causeway_connections_closed_total',
+      help: 'Client connections Causeway closed itself, by reason: max_connections (refused at once), headers_timeout (no request head, first HTTP/2 stream or TLS handshake in time), idle_timeout.',
+      labelNames: ['reason'] as const,
+      registers: [registry],
     }),
     localSessions: new Counter({
       name: 'causeway_session_local_total',

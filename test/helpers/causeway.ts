@@ -41,11 +41,23 @@ export async function startCauseway(settings: Settings): Promise<RunningCauseway
 
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 
-export async function spawnCauseway(settings: Settings, env: NodeJS.ProcessEnv = {}): Promise<RunningCauseway & { child: ChildProcess }> {
-  const child = spawn(process.execPath, [MAIN, ...flags({ 'listen.port': 0, 'admin.port': 0, 'log.level': 'info', ...settings })], {
-    env: { PATH: process.env.PATH, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export interface SpawnOptions {
+  /** Run the child under `ulimit -n <nofile>` (bash sets it, then execs node). */
+  nofile?: number;
+}
+
+/** The built bin as a child process; it must log at info or chattier to announce its URL. */
+export async function spawnCauseway(
+  settings: Settings,
+  env: NodeJS.ProcessEnv = {},
+  options: SpawnOptions = {},
+): Promise<RunningCauseway & { child: ChildProcess }> {
+  const args = [MAIN, ...flags({ 'listen.port': 0, 'admin.port': 0, 'log.level': 'info', ...settings })];
+  const [command, argv] =
+    options.nofile === undefined
+      ? [process.execPath, args]
+      : ['bash', ['-c', `ulimit -n ${options.nofile} && exec "$0" "$@"`, process.execPath, ...args]];
+  const child = spawn(command, argv, { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
