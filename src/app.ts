@@ -12,6 +12,8 @@ import { createIngress } from './ingress/server.js';
 import type { Logger } from './log.js';
 import { createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics, type Metrics } from './metrics/index.js';
 import { LegacyPassthrough } from './passthrough/legacy.js';
+import { SessionBinding } from './passthrough/session-binding.js';
+import { DEFAULT_CREDENTIAL_HEADERS, ForwardPolicy } from './upstream/forward-headers.js';
 import { createRedisClient, createStore, redisConnection, SessionPool, type SessionStore } from './pool/index.js';
 import { RedisBus } from './bus/message-bus.js';
 import { Handoff } from './mrtr/handoff.js';
@@ -60,7 +62,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const storeMetrics = new StoreMetrics(metrics);
 
   const upstreams = new Map<string, UpstreamParts>();
-  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, metrics, log));
+  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log));
   const partsOf = (name: string) => upstreams.get(name)!;
   const pool = new SessionPool(
     store,
@@ -151,6 +153,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       pool,
       ids,
       principal: config.principal,
+      forward: u.forward,
       cacheHint: cacheHintOf(u.spec.cache),
       bridge,
       subscriptions,
@@ -290,10 +293,11 @@ interface UpstreamParts {
   spec: UpstreamSpec;
   client: UpstreamClient;
   passthrough: LegacyPassthrough;
+  forward: ForwardPolicy;
   metrics: UpstreamMetrics;
 }
 
-function upstreamParts(spec: UpstreamSpec, metrics: Metrics, log: Logger): UpstreamParts {
+function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log: Logger): UpstreamParts {
   const upstreamMetrics = new UpstreamMetrics(metrics, spec.name);
   const upstreamLog = log.child({ stage: 'upstream', upstream: spec.name });
   // URLs are logged by position: they may carry credentials.
@@ -320,11 +324,23 @@ function upstreamParts(spec: UpstreamSpec, metrics: Metrics, log: Logger): Upstr
     upstreamLog,
     { onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds) },
   );
+  const { principal } = config;
+  const credentials = [...DEFAULT_CREDENTIAL_HEADERS, ...config.security.credentialHeaders];
+  if (principal.mode === 'header') credentials.push(principal.header);
+  const forward = new ForwardPolicy(spec.forwardHeaders, credentials);
   const passthrough = new LegacyPassthrough(
-    { targets, headers: spec.headers, connectTimeoutMs: spec.connectTimeoutMs, requestTimeoutMs: spec.requestTimeoutMs },
+    {
+      targets,
+      headers: spec.headers,
+      forward,
+      principal,
+      binding: principal.mode === 'none' ? undefined : new SessionBinding(principal.hashSecret, spec.name),
+      connectTimeoutMs: spec.connectTimeoutMs,
+      requestTimeoutMs: spec.requestTimeoutMs,
+    },
     log.child({ stage: 'passthrough', upstream: spec.name }),
   );
-  return { spec, client, passthrough, metrics: upstreamMetrics };
+  return { spec, client, passthrough, forward, metrics: upstreamMetrics };
 }
 
 function cacheHintOf(cache: CachePolicy): (method: string) => CacheHint {

@@ -13,6 +13,7 @@ import { sessionKey, sessionRef, type PooledSession, type SessionPool } from './
 import { principalHash, type PrincipalPolicy } from './routing/principal.js';
 import { relayCall, type CallObserver } from './upstream/call.js';
 import type { IdMinter } from './upstream/ids.js';
+import type { ForwardPolicy } from './upstream/forward-headers.js';
 import type { UpstreamClient } from './upstream/legacy-client.js';
 import { runRound, type BridgeDeps, type RoundResult } from './mrtr/bridge.js';
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
@@ -25,6 +26,8 @@ export interface ModernDeps {
   pool: SessionPool;
   ids: IdMinter;
   principal: PrincipalPolicy;
+  /** The client headers this upstream gets. */
+  forward: ForwardPolicy;
   /** subscriptions/listen, and the sink for change notifications seen on call streams. */
   subscriptions: Subscriptions;
   cacheHint(method: string): CacheHint;
@@ -120,7 +123,7 @@ async function forward(
         log: ex.log,
         send: (n) => stream?.send(n),
         onChange: (n) => deps.subscriptions.publishChange(session, n),
-        upstreamHeaders: upstreamHeaders(request),
+        upstreamHeaders: upstreamHeaders(request, deps.forward.pick(ex.headers)),
       },
       ref,
       deps.bridge,
@@ -147,7 +150,7 @@ async function forward(
     deps.client,
     ref,
     deps.ids,
-    { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: upstreamHeaders(request) },
+    { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: upstreamHeaders(request, deps.forward.pick(ex.headers)) },
     observer,
     ex.log,
     ex.signal,
@@ -159,8 +162,9 @@ async function forward(
   return { session, result: { kind: 'upstream', response: upstream } };
 }
 
-export function upstreamHeaders(request: Pick<ModernRequest, 'method' | 'name'>): Record<string, string> {
-  const h: Record<string, string> = { 'mcp-method': request.method };
+/** Mcp-Method / Mcp-Name of a modern request, after the client headers its upstream may get. */
+export function upstreamHeaders(request: Pick<ModernRequest, 'method' | 'name'>, forwarded: Record<string, string> = {}): Record<string, string> {
+  const h: Record<string, string> = { ...forwarded, 'mcp-method': request.method };
   if (request.name !== undefined) h['mcp-name'] = encodeHeaderValue(request.name);
   return h;
 }

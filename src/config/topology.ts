@@ -2,6 +2,7 @@
 // no `upstreams` has one, built from the `upstream.*` settings and served at `listen.path`; with
 // `upstreams`, those settings are the defaults of each entry and `mounts` say what is served where.
 
+import { forwardListProblems } from '../upstream/forward-headers.js';
 import type { CacheScope, Config } from './schema.js';
 
 export interface CachePolicy {
@@ -122,8 +123,10 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
   }
   let forwardHeaders = c.upstream.forwardHeaders;
   if (raw.forwardHeaders !== undefined) {
-    if (Array.isArray(raw.forwardHeaders) && raw.forwardHeaders.every((v) => typeof v === 'string')) forwardHeaders = raw.forwardHeaders as string[];
-    else problems.push(`${where}.forwardHeaders: expected a list of header names`);
+    if (Array.isArray(raw.forwardHeaders) && raw.forwardHeaders.every((v) => typeof v === 'string')) {
+      forwardHeaders = raw.forwardHeaders as string[];
+      problems.push(...forwardListProblems(`${where}.forwardHeaders`, forwardHeaders));
+    } else problems.push(`${where}.forwardHeaders: expected a list of header names`);
   }
   let protocolVersion = c.upstream.protocolVersion;
   if (raw.protocolVersion !== undefined) {
@@ -215,7 +218,7 @@ function mountSpec(path: string, raw: Raw, known: ReadonlySet<string>, problems:
 
 /** The topology of a config, and every problem with it (empty when usable). */
 export function resolveTopology(c: Config): { topology: Topology; problems: string[] } {
-  const problems: string[] = [];
+  const problems: string[] = forwardListProblems('upstream.forwardHeaders', c.upstream.forwardHeaders);
   const upstreams: UpstreamSpec[] = [];
   const entries = Object.entries(c.upstreams);
   if (entries.length === 0) {

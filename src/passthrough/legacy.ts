@@ -1,6 +1,8 @@
 // Dual era: legacy clients (initialize, Mcp-Session-Id, GET streams, DELETE) are proxied to the
-// upstream unchanged and streamed both ways without buffering. Hop-by-hop headers, and any
-// named in Connection, are not forwarded [RFC 9110 §7.6.1].
+// upstream unchanged and streamed both ways without buffering. Upstream go the protocol's own
+// headers and those the upstream's forward policy allows; back come the upstream's, less the
+// hop-by-hop ones and any named in Connection [RFC 9110 §7.6.1]. With principals, a session id
+// is bound to the principal that opened it (see session-binding.ts).
 //
 // An upstream with several equivalent URLs: a new session goes to the next admitted one, and
 // its Mcp-Session-Id is handed to the client as `<url index>.<id>` so later requests find it
@@ -15,32 +17,41 @@ import { causewayError, toCausewayError } from '../errors.js';
 import { encodeHeaderValue } from '../envelope/headers.js';
 import { isObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
+import type { HeaderBag } from '../envelope/headers.js';
+import { principalHash, type PrincipalPolicy } from '../routing/principal.js';
 import { toUpstreamError } from '../upstream/errors.js';
+import { HOP_BY_HOP, type ForwardPolicy } from '../upstream/forward-headers.js';
+import type { SessionBinding } from './session-binding.js';
 import { neverDelivered, type TargetSet } from '../upstream/targets.js';
-
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-  'content-length',
-  'http2-settings',
-]);
 
 export interface PassthroughOptions {
   targets: TargetSet;
   headers: Readonly<Record<string, string>>;
+  /** The client headers this upstream gets besides the protocol's own. */
+  forward: ForwardPolicy;
+  principal: PrincipalPolicy;
+  /** Binds handed-out session ids to their principal; undefined when principal.mode is none. */
+  binding: SessionBinding | undefined;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
 }
 
-function forwardable(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>): Record<string, string> {
+/** Headers of the legacy Streamable HTTP protocol itself, always passed on [L-TR]. */
+const PROTOCOL_HEADERS = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'mcp-method', 'mcp-name'];
+const PARAM_HEADER_PREFIX = 'mcp-param-';
+
+function requestHeaders(headers: IncomingHttpHeaders, forward: ForwardPolicy): Record<string, string> {
+  const out = forward.pick(headers);
+  for (const name of PROTOCOL_HEADERS) {
+    const v = headers[name];
+    if (typeof v === 'string') out[name] = v;
+  }
+  for (const [name, v] of Object.entries(headers)) if (name.startsWith(PARAM_HEADER_PREFIX) && typeof v === 'string') out[name] = v;
+  return out;
+}
+
+/** An upstream answer's headers without the hop-by-hop ones and those its Connection names. */
+function responseHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
   const named = new Set(
     String(headers.connection ?? '')
       .split(',')
@@ -93,11 +104,17 @@ export class LegacyPassthrough {
     signal: AbortSignal,
     extraHeaders: Record<string, string> = {},
   ): Promise<void> {
-    const { targets } = this.opts;
+    const { targets, binding } = this.opts;
     const spread = targets.size > 1;
-    const sent = forwardable(headers);
+    const sent = requestHeaders(headers, this.opts.forward);
+    const principal = binding ? principalHash(this.opts.principal, headers as HeaderBag) : undefined;
     let target: string | undefined;
-    const sessionId = sent['mcp-session-id'];
+    let sessionId = sent['mcp-session-id'];
+    if (binding && sessionId !== undefined) {
+      sessionId = binding.open(sessionId, principal!);
+      if (sessionId === undefined) return sessionGone(res);
+      sent['mcp-session-id'] = sessionId;
+    }
     if (spread && sessionId !== undefined) {
       const dot = sessionId.indexOf('.');
       target = dot > 0 ? targets.at(Number(sessionId.slice(0, dot))) : undefined;
@@ -137,8 +154,9 @@ export class LegacyPassthrough {
       upstream.body.destroy();
       return;
     }
-    const out = forwardable(upstream.headers as Record<string, string | string[] | undefined>);
+    const out = responseHeaders(upstream.headers as Record<string, string | string[] | undefined>);
     if (spread && out['mcp-session-id'] !== undefined) out['mcp-session-id'] = `${targets.indexOf(target)}.${out['mcp-session-id']}`;
+    if (binding && out['mcp-session-id'] !== undefined) out['mcp-session-id'] = binding.bind(out['mcp-session-id'], principal!);
     res.writeHead(upstream.statusCode, out);
     (res as { flushHeaders?: () => void }).flushHeaders?.();
     try {

@@ -1,5 +1,5 @@
 // Request headers for a legacy Streamable HTTP upstream. Protocol headers (Accept, Content-Type,
-// Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID) always win over configured and extra ones;
+// Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID) always win, then configured ones, then extra ones;
 // names are lower-cased so nothing is sent twice. 2024-11-05 and 2025-03-26 get no version header.
 
 export interface SessionRef {
@@ -26,8 +26,9 @@ export function upstreamHeaders(
   lastEventId?: string,
 ): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(configured ?? {})) out[k.toLowerCase()] = v;
+  // The operator's configured headers win over per-request ones (forwarded client headers).
   for (const [k, v] of Object.entries(extra ?? {})) out[k.toLowerCase()] = v;
+  for (const [k, v] of Object.entries(configured ?? {})) out[k.toLowerCase()] = v;
 
   if (kind === 'post' || kind === 'initialize') {
     out['accept'] = 'application/json, text/event-stream';
