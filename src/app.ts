@@ -205,6 +205,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       maxHeaderBytes: config.limits.maxHeaderBytes,
       maxInFlight: config.limits.maxInFlight,
       body: { maxBytes: config.limits.maxBodyBytes, timeoutMs: config.limits.bodyTimeoutMs },
+      json: { maxDepth: config.limits.maxJsonDepth, maxItems: config.limits.maxJsonItems },
       origin: originPolicy(config.listen.host, config.security.allowedHosts, config.security.allowedOrigins),
       log,
       ready: () => !draining,

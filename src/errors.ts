@@ -18,6 +18,7 @@ export const ERROR_TABLE = {
   },
   unsupported_media_type: { code: -32600, status: 415, message: 'Content-Type must be application/json' },
   forbidden_origin: { code: -32600, status: 403, message: 'Origin not allowed' },
+  bad_host: { code: -32600, status: 400, message: 'Exactly one valid Host header is required' },
   forbidden_host: { code: -32600, status: 403, message: 'Host not allowed' },
   method_not_allowed: { code: -32600, status: 405, message: 'Method not allowed' },
   not_found: { code: -32600, status: 404, message: 'Not found' },

@@ -27,7 +27,10 @@ export function sendResult(res: HttpResponse, id: RequestId, result: JsonObject)
   sendJson(res, 200, { jsonrpc: '2.0', id, result });
 }
 
-/** A JSON-RPC error; `id` is omitted only when it could not be read [BASE]. */
+/**
+ * A JSON-RPC error; `id` is omitted only when it could not be read [BASE]. Not `"id": null` as in
+ * JSON-RPC 2.0: the MCP schema types it `id?: RequestId`, and null is no RequestId.
+ */
 export function errorBody(id: RequestId | null, error: JsonRpcErrorObject): JsonObject {
   const body: JsonObject = { jsonrpc: '2.0', error: error as unknown as JsonObject };
   if (id !== null) body.id = id;

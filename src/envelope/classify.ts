@@ -102,7 +102,7 @@ export function classifyPost(input: InboundPost): Classified {
   const params: JsonObject = isObject(body.params) ? body.params : {};
 
   const metaOutcome = readMeta(params);
-  if (!metaOutcome.ok) return reject('missing_meta', id, metaOutcome.message);
+  if (!metaOutcome.ok) return reject(metaOutcome.reason, id, metaOutcome.message);
   const meta = metaOutcome.meta;
 
   const mismatch = headerReject(checkVersionHeader(headers, meta.protocolVersion), id);

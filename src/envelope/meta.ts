@@ -21,26 +21,51 @@ export interface RequestMeta {
   progressToken: string | number | undefined;
 }
 
-export type MetaOutcome = { ok: true; meta: RequestMeta } | { ok: false; message: string };
+export type MetaOutcome = { ok: true; meta: RequestMeta } | { ok: false; reason: 'missing_meta' | 'invalid_params'; message: string };
+
+const missing = (message: string): MetaOutcome => ({ ok: false, reason: 'missing_meta', message });
+const invalid = (message: string): MetaOutcome => ({ ok: false, reason: 'invalid_params', message });
+
+/**
+ * Where a clientCapabilities value departs from the 2026 ClientCapabilities shape [S26]; undefined
+ * when it fits. Members the schema does not name are let through (later revisions add some).
+ */
+export function capabilitiesProblem(caps: JsonObject): string | undefined {
+  const objectOf = (key: string, v: JsonValue | undefined, members?: readonly string[]): string | undefined => {
+    if (v === undefined) return undefined;
+    if (!isObject(v)) return `${key} must be an object`;
+    for (const [k, x] of Object.entries(v)) {
+      if ((members === undefined || members.includes(k)) && !isObject(x)) return `${key}.${k} must be an object`;
+    }
+    return undefined;
+  };
+  return (
+    objectOf('experimental', caps.experimental) ??
+    objectOf('roots', caps.roots, []) ??
+    objectOf('sampling', caps.sampling, ['context', 'tools']) ??
+    objectOf('elicitation', caps.elicitation, ['form', 'url']) ??
+    objectOf('extensions', caps.extensions)
+  );
+}
 
 export function readMeta(params: JsonObject | undefined): MetaOutcome {
   const meta: JsonValue | undefined = params?._meta;
-  if (!isObject(meta)) return { ok: false, message: 'Missing required params._meta' };
+  if (!isObject(meta)) return missing('Missing required params._meta');
   const version = meta[META_VERSION];
-  if (typeof version !== 'string' || version === '') {
-    return { ok: false, message: `Missing required _meta["${META_VERSION}"]` };
-  }
+  if (typeof version !== 'string' || version === '') return missing(`Missing required _meta["${META_VERSION}"]`);
   const caps = meta[META_CAPABILITIES];
-  if (!isObject(caps)) return { ok: false, message: `Missing required _meta["${META_CAPABILITIES}"]` };
+  if (!isObject(caps)) return missing(`Missing required _meta["${META_CAPABILITIES}"]`);
+  const capsProblem = capabilitiesProblem(caps);
+  if (capsProblem !== undefined) return invalid(`Invalid _meta["${META_CAPABILITIES}"]: ${capsProblem}`);
   const info = meta[META_CLIENT_INFO];
-  if (info !== undefined && !isObject(info)) return { ok: false, message: `Invalid _meta["${META_CLIENT_INFO}"]` };
+  if (info !== undefined && !isObject(info)) return missing(`Invalid _meta["${META_CLIENT_INFO}"]`);
   const level = meta[META_LOG_LEVEL];
   if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel)) {
-    return { ok: false, message: `Invalid _meta["${META_LOG_LEVEL}"]: expected one of ${LOG_LEVELS.join(', ')}` };
+    return missing(`Invalid _meta["${META_LOG_LEVEL}"]: expected one of ${LOG_LEVELS.join(', ')}`);
   }
   const token = meta.progressToken;
   if (token !== undefined && typeof token !== 'string' && typeof token !== 'number') {
-    return { ok: false, message: 'Invalid _meta.progressToken: expected a string or number' };
+    return missing('Invalid _meta.progressToken: expected a string or number');
   }
   return {
     ok: true,

@@ -1,6 +1,7 @@
 // Host and Origin validation against DNS rebinding [SHTTP "Security Warning"]. A Host that is
 // not allowed, or an Origin that is present and not allowed, is refused with 403.
 
+import { isIPv6 } from 'node:net';
 import type { ErrorReason } from '../errors.js';
 
 export interface OriginPolicy {
@@ -59,4 +60,24 @@ export function checkOrigin(
   if (policy.hosts.size > 0) return hostAllowed(policy, name) ? { ok: true } : { ok: false, reason: 'forbidden_origin' };
   // No host list: a browser origin must at least name the host it is talking to.
   return host !== undefined && hostName(host) === name ? { ok: true } : { ok: false, reason: 'forbidden_origin' };
+}
+
+/** reg-name or IPv4address: unreserved / pct-encoded / sub-delims, at least one [RFC 3986 §3.2.2]. */
+const REG_NAME = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
+const PORT = /^[0-9]{0,5}$/;
+
+/** Whether a Host / :authority value is `host [ ":" port ]` as RFC 3986 §3.2.2-3 defines them. */
+export function isValidAuthority(value: string): boolean {
+  let rest: string;
+  if (value.startsWith('[')) {
+    const end = value.indexOf(']');
+    if (end < 0 || !isIPv6(value.slice(1, end))) return false;
+    rest = value.slice(end + 1);
+  } else {
+    const colon = value.indexOf(':');
+    const host = colon < 0 ? value : value.slice(0, colon);
+    if (!REG_NAME.test(host)) return false;
+    rest = colon < 0 ? '' : value.slice(colon);
+  }
+  return rest === '' || (rest.startsWith(':') && PORT.test(rest.slice(1)));
 }

@@ -10,6 +10,7 @@ import { sendCausewayError, sendJson, type HttpResponse } from '../egress/index.
 import {
   checkOrigin,
   classifyPost,
+  isValidAuthority,
   LEGACY_METHODS,
   META_VERSION,
   revisionLabel,
@@ -20,6 +21,7 @@ import { causewayError, toCausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { routingHeaders } from '../passthrough/legacy.js';
 import type { Mount } from '../routing/mount.js';
+import type { JsonLimits } from './json-limits.js';
 import { parseJson, readBody, type BodyLimits } from './read-body.js';
 import type { IngressHandler, IngressRequest } from './server.js';
 
@@ -29,6 +31,7 @@ export interface FrontDoorDeps {
   maxHeaderBytes: number;
   maxInFlight: number;
   body: BodyLimits;
+  json: JsonLimits;
   origin: OriginPolicy;
   log: Logger;
   /** Answers /readyz: false while draining or before the store is usable. */
@@ -107,8 +110,13 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
     res.end();
     return;
   }
+  const host = authorityOf(req);
+  if (host === undefined) {
+    closeAfterReply(req, res);
+    return sendCausewayError(res, causewayError('bad_host'), null);
+  }
   const headers = headerBag(req.headers);
-  const originCheck = checkOrigin(deps.origin, headers.host ?? headers[':authority'] ?? authorityOf(req), headers.origin);
+  const originCheck = checkOrigin(deps.origin, host, headers.origin);
   if (!originCheck.ok) {
     closeAfterReply(req, res);
     return sendCausewayError(res, causewayError(originCheck.reason), null);
@@ -128,7 +136,7 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
   };
   res.on('close', onClose);
   try {
-    await dispatch(req, res, method, headers, mount, deps.body, log, abort.signal, tag);
+    await dispatch(req, res, method, headers, mount, deps.body, deps.json, log, abort.signal, tag);
   } finally {
     deps.inFlight.count--;
   }
@@ -188,8 +196,29 @@ function legacyOnFederatedMount() {
   return causewayError('invalid_request', 'Legacy clients are served on single-upstream mounts only');
 }
 
+/**
+ * The request's authority: exactly one Host header (HTTP/1.1), or :authority and any Host agreeing
+ * (HTTP/2) [RFC 9112 §3.2, RFC 9113 §8.3.1], a valid host[:port]; undefined otherwise.
+ */
 function authorityOf(req: IngressRequest): string | undefined {
-  return 'authority' in req ? req.authority : undefined;
+  const raw = req.rawHeaders;
+  let host: string | undefined;
+  let count = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') {
+      host = raw[i + 1];
+      count++;
+    }
+  }
+  if (count > 1) return undefined;
+  if (req.httpVersionMajor >= 2) {
+    const authority = req.headers[':authority'];
+    if (typeof authority === 'string' && authority !== '') {
+      if (host !== undefined && host !== authority) return undefined;
+      host = authority;
+    }
+  }
+  return host !== undefined && isValidAuthority(host) ? host : undefined;
 }
 
 async function dispatch(
@@ -199,6 +228,7 @@ async function dispatch(
   headers: HeaderBag,
   mount: Mount,
   bodyLimits: BodyLimits,
+  jsonLimits: JsonLimits,
   log: Logger,
   signal: AbortSignal,
   tag: Tag,
@@ -233,7 +263,12 @@ async function dispatch(
     closeAfterReply(req, res);
     return sendCausewayError(res, toCausewayError(err), null);
   }
-  const parsed = parseJson(body);
+  const parsed = parseJson(body, jsonLimits);
+  if ('exceeded' in parsed) {
+    log.debug({ exceeded: parsed.exceeded }, 'request body over the JSON limits');
+    const message = parsed.exceeded === 'depth' ? `JSON nested deeper than ${jsonLimits.maxDepth}` : `JSON holds more than ${jsonLimits.maxItems} items`;
+    return sendCausewayError(res, parsed.json ? causewayError('invalid_request', message) : causewayError('parse_error'), parsed.id);
+  }
   const verdict = classifyPost({ headers, body: parsed.ok ? parsed.value : undefined, parseError: !parsed.ok });
   tag.revision = clientRevision(headers, parsed.ok ? parsed.value : undefined);
   switch (verdict.era) {

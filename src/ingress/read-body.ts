@@ -1,8 +1,11 @@
 // Reads a request body within its byte and time limits, then parses it as JSON. Over the limit
-// is 413, too slow is 408; a body that is not JSON is reported, not thrown, so the classifier
-// decides (a legacy session may still want it forwarded).
+// is 413, too slow is 408; a body that is not JSON, or is nested too deep or holds too many items,
+// is reported, not thrown, so the front door decides (a legacy session may still want bad JSON
+// forwarded; JSON over the limits is refused on either path).
 
 import { causewayError } from '../errors.js';
+import { isObject, isRequestId, type RequestId } from '../jsonrpc.js';
+import { exceededLimit, type JsonLimitExceeded, type JsonLimits } from './json-limits.js';
 import type { IngressRequest } from './server.js';
 
 export interface BodyLimits {
@@ -50,12 +53,22 @@ export function readBody(req: IngressRequest, limits: BodyLimits): Promise<Buffe
   });
 }
 
-export type ParsedBody = { ok: true; value: unknown } | { ok: false };
+export type ParsedBody =
+  | { ok: true; value: unknown }
+  | { ok: false }
+  /** Too deep or too wide to accept; `json` whether it parsed at all, `id` the request's when it could be read. */
+  | { ok: false; exceeded: JsonLimitExceeded; json: boolean; id: RequestId | null };
 
-export function parseJson(body: Buffer): ParsedBody {
+/** Measured first, then parsed: JSON.parse is iterative, so even a refused body yields its id. */
+export function parseJson(body: Buffer, limits: JsonLimits): ParsedBody {
+  const exceeded = exceededLimit(body, limits);
+  let value: unknown;
   try {
-    return { ok: true, value: JSON.parse(body.toString('utf8')) as unknown };
+    value = JSON.parse(body.toString('utf8'));
   } catch {
-    return { ok: false };
+    return exceeded ? { ok: false, exceeded, json: false, id: null } : { ok: false };
   }
+  if (exceeded === undefined) return { ok: true, value };
+  const id = isObject(value) && isRequestId(value.id) ? value.id : null;
+  return { ok: false, exceeded, json: true, id };
 }

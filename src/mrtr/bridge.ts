@@ -68,7 +68,9 @@ function readResponses(params: JsonObject): Record<string, JsonObject> {
 export async function runRound(ex: RoundExchange, session: SessionRef, deps: BridgeDeps): Promise<RoundResult> {
   const { request } = ex;
   const responses = readResponses(request.params);
-  const digest = paramsDigest(request.params);
+  // Most calls never ask: the digest (a canonical walk of every argument) is made only when needed.
+  let digest: string | undefined;
+  const digestOf = () => (digest ??= paramsDigest(request.params));
   let pending: PendingCall | undefined;
   let replayOf: string | undefined;
 
@@ -77,7 +79,7 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
     if (typeof state !== 'string') throw invalid('requestState must be a string');
     const claims = deps.sealer.open(state);
     if (!claims) throw invalid('requestState is not valid');
-    if (claims.p !== ex.principal || claims.m !== request.method || claims.d !== digest) {
+    if (claims.p !== ex.principal || claims.m !== request.method || claims.d !== digestOf()) {
       throw invalid('requestState does not belong to this request');
     }
     if (claims.e <= Date.now()) throw invalid('requestState has expired');
@@ -112,7 +114,7 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
     pending.stopTimer();
     pending.answer(responses);
   } else {
-    pending = start(ex, session, deps, digest);
+    pending = start(ex, session, deps, digestOf);
     pending.replayOf = replayOf;
     pending.answer(responses);
   }
@@ -173,9 +175,9 @@ export function serveHandedRounds(deps: BridgeDeps): (round: ForwardedRound) => 
   };
 }
 
-function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digest: string): PendingCall {
+function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestOf: () => string): PendingCall {
   const { request } = ex;
-  const pending = new PendingCall(ex.principal, request.method, digest, (upstreamId, result) => {
+  const pending = new PendingCall(ex.principal, request.method, digestOf, (upstreamId, result) => {
     deps.client
       .respond(session, { jsonrpc: '2.0', id: upstreamId, result })
       .catch((err: unknown) => ex.log.warn({ err }, 'answering an upstream ask failed'));

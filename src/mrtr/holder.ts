@@ -35,12 +35,19 @@ export class PendingCall {
   cancel: () => void = () => undefined;
   refusal: CausewayError | undefined;
 
+  private digestText: string | undefined;
+
   constructor(
     readonly principal: string,
     readonly method: string,
-    readonly digest: string,
+    private readonly digestOf: () => string,
     private readonly sink: AnswerSink,
   ) {}
+
+  /** The original params' digest, worked out only when a round is sealed. */
+  get digest(): string {
+    return (this.digestText ??= this.digestOf());
+  }
 
   /** An ask arrived on the upstream stream. */
   ask(r: JsonRpcRequest): void {

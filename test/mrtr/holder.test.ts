@@ -21,7 +21,7 @@ const accept = (name: string): JsonObject => ({ action: 'accept', content: { nam
 
 function newCall(principal = 'p'): { call: PendingCall; sent: Array<[string | number, JsonObject]> } {
   const sent: Array<[string | number, JsonObject]> = [];
-  const call = new PendingCall(principal, 'tools/call', 'digest', (id, r) => sent.push([id, r]));
+  const call = new PendingCall(principal, 'tools/call', () => 'digest', (id, r) => sent.push([id, r]));
   return { call, sent };
 }
 
