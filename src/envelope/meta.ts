@@ -27,10 +27,18 @@ const missing = (message: string): MetaOutcome => ({ ok: false, reason: 'missing
 const invalid = (message: string): MetaOutcome => ({ ok: false, reason: 'invalid_params', message });
 
 /**
+ * Each distinct clientCapabilities gets its own pooled upstream session, which keeps it: without
+ * a bound, big distinct objects would hold memory here and upstream. Real ones are a few hundred bytes.
+ */
+export const MAX_CAPABILITIES_BYTES = 8192;
+
+/**
  * Where a clientCapabilities value departs from the 2026 ClientCapabilities shape [S26]; undefined
  * when it fits. Members the schema does not name are let through (later revisions add some).
  */
 export function capabilitiesProblem(caps: JsonObject): string | undefined {
+  // Safe to stringify: the front door bounded its depth.
+  if (JSON.stringify(caps).length > MAX_CAPABILITIES_BYTES) return `longer than ${MAX_CAPABILITIES_BYTES} characters as JSON`;
   const objectOf = (key: string, v: JsonValue | undefined, members?: readonly string[]): string | undefined => {
     if (v === undefined) return undefined;
     if (!isObject(v)) return `${key} must be an object`;
@@ -83,3 +91,4 @@ export function levelAtLeast(level: string, min: LogLevel): boolean {
   const i = LOG_LEVELS.indexOf(level as LogLevel);
   return i >= LOG_LEVELS.indexOf(min);
 }
+

@@ -116,6 +116,8 @@ t.test('a clientCapabilities that is not the 2026 shape: 400 -32602, no upstream
     { roots: [] },
     { experimental: { x: 1 } },
     { extensions: { 'io.modelcontextprotocol/tasks': 'on' } },
+    // Each distinct set opens its own upstream session: a big one would pin memory on both sides.
+    { experimental: { big: { blob: 'x'.repeat(10_000) } } },
   ];
   for (const caps of shapes) {
     const call = toolCall('echo', { text: 'x' }, 'caps-1', { [META_CAPABILITIES]: caps });

@@ -6,7 +6,7 @@ import t, { type Test } from 'tap';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway, type Settings } from '../helpers/causeway.js';
-import { post, toolCall } from '../e2e/wire.js';
+import { post, rawExchange, toolCall } from '../e2e/wire.js';
 
 const CLIENT_HEADERS = {
   authorization: 'Bearer client-token',
@@ -116,4 +116,16 @@ t.test('a forwardHeaders entry that is no header name stops start-up', async (t)
   t.equal(one('traceparent,x-*,*'), '', 'names, prefixes and * are accepted');
   const upstreams = JSON.stringify({ a: { url: 'http://127.0.0.1:1/mcp', forwardHeaders: ['ok', 'not ok'] } });
   t.match(problems(['--upstreams', upstreams, '--mounts', JSON.stringify({ '/mcp': { upstreams: ['a'] } })]), /upstreams\.a\.forwardHeaders: .*not ok/);
+});
+
+t.test('Expect: 100-continue (curl sends it on bodies over 1 KiB) is not passed on, and the request is served', async (t) => {
+  const c = await causewayWith(t, {});
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'curl', version: '8' } } });
+  const raw = await rawExchange(
+    c.port,
+    `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${c.port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
+      `Expect: 100-continue\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+  t.match(raw, /HTTP\/1\.1 200 OK/, 'the initialize is answered 200');
+  t.notOk('expect' in upstream.stats().lastHeaders, 'the upstream did not get Expect');
 });
