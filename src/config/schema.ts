@@ -155,7 +155,7 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'string',
     default: 'none',
     choices: ['none', 'header', 'bearer'],
-    doc: 'What tells principals apart for session pooling: nobody, a header, or the bearer token.',
+    doc: 'What tells principals apart, for session pooling and legacy session ownership: nobody, a header, or the bearer token.',
   },
   { path: 'principal.header', kind: 'string', default: 'x-causeway-principal', doc: 'Header naming the principal when mode is header.' },
   {
