@@ -66,12 +66,14 @@ export function createIngress(
     server.on('connection', (s: Socket) => {
       sockets.add(s);
       s.once('close', () => sockets.delete(s));
-      // Node's HTTP/1.1 parser reports a head that did not arrive in time as this socket error.
-      s.on('error', (err: NodeJS.ErrnoException) => {
-        if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') onClosed('headers_timeout');
-      });
+      countHeadTimeout(s);
     });
   };
+  // Node's HTTP/1.1 parser reports a head that did not arrive in time as an error of its socket.
+  const countHeadTimeout = (s: Socket) =>
+    s.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') onClosed('headers_timeout');
+    });
   const h1Limits = (s: Http1Timeouts) => {
     s.headersTimeout = opts.headersTimeoutMs;
     s.requestTimeout = 0;
@@ -110,6 +112,8 @@ export function createIngress(
     h1Limits(secureH1);
     trackSessions(secure);
     secure.setTimeout(0);
+    // Over TLS the HTTP/1.1 parser reads the TLS socket, not the TCP one counted above.
+    secure.on('secureConnection', countHeadTimeout);
     secure.on('tlsClientError', (err: NodeJS.ErrnoException, s: Socket) => {
       if (err.code === 'ERR_TLS_HANDSHAKE_TIMEOUT') onClosed('headers_timeout');
       s.destroy();

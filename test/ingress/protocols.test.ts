@@ -3,7 +3,8 @@
 // HTTP/2 SETTINGS advertise limits.maxConcurrentStreams, and /healthz, /readyz answer 200.
 
 import https from 'node:https';
-import type { TLSSocket } from 'node:tls';
+import net from 'node:net';
+import tls, { type TLSSocket } from 'node:tls';
 import t, { type Test } from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
@@ -201,4 +202,40 @@ t.test('TLS with ALPN h2 and http/1.1', async (t) => {
     });
     t.equal(r, 200, '/healthz over https');
   });
+});
+
+t.test('TLS connections are bounded too: no handshake, no head, no first h2 stream in time', async (t) => {
+  const cert = selfSignedCert();
+  if (!cert) {
+    t.fail('openssl is not available: cannot make a test certificate');
+    return;
+  }
+  t.teardown(() => cert.cleanup());
+  const causeway = await startCauseway({
+    'upstream.url': upstream.url,
+    'listen.tlsCertFile': cert.certFile,
+    'listen.tlsKeyFile': cert.keyFile,
+    'limits.headersTimeoutMs': 1_000,
+  });
+  t.teardown(() => causeway.close());
+  const closed = (s: net.Socket) => new Promise<void>((r) => s.once('close', () => r()));
+  const sockets: net.Socket[] = [];
+  t.teardown(() => sockets.forEach((s) => s.destroy()));
+
+  const bare = net.connect(causeway.port, '127.0.0.1');
+  const h1 = tls.connect({ host: '127.0.0.1', port: causeway.port, ca: cert.cert, ALPNProtocols: ['http/1.1'], servername: 'localhost' });
+  h1.once('secureConnect', () => h1.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n'));
+  const h2 = tls.connect({ host: '127.0.0.1', port: causeway.port, ca: cert.cert, ALPNProtocols: ['h2'], servername: 'localhost' });
+  for (const s of [bare, h1, h2]) {
+    s.on('error', () => undefined);
+    // Read whatever the server sends (a 408, a GOAWAY), or its closing is never seen.
+    s.resume();
+    sockets.push(s);
+  }
+  // No speed is asserted: each must simply be closed by the server, not left open.
+  await Promise.all([closed(bare), closed(h1), closed(h2)]);
+  t.pass('a socket that never starts TLS, a TLS HTTP/1.1 head never finished and a TLS h2 session with no stream are all closed');
+  const metrics = await (await fetch(`${causeway.adminUrl}/metrics`)).text();
+  const count = Number(/causeway_connections_closed_total\{reason="headers_timeout"\} (\d+)/.exec(metrics)?.[1] ?? 0);
+  t.equal(count, 3, 'each counted as a headers_timeout');
 });
