@@ -2,7 +2,7 @@
 // then CAUSEWAY_* environment variables, then --flags. Every problem found is reported at
 // once; nothing reads process.env after start-up.
 
-import { readFileSync } from 'node:fs';
+import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
 import { SETTINGS, type Config, type Setting } from './schema.js';
 import { resolveTopology } from './topology.js';
 
@@ -182,6 +182,9 @@ function crossChecks(c: Config): string[] {
   if (!c.listen.path.startsWith('/')) problems.push('listen.path: must start with /');
   if (!Number.isInteger(c.admin.port) || c.admin.port > 65_535) problems.push('admin.port: expected -1 (off), 0 (any free port) or a port number');
   else if (c.admin.port > 0 && c.admin.port === c.listen.port) problems.push('admin.port: must differ from listen.port');
+  problems.push(...storeProblems(c.store), ...stateKeyProblems(c.mrtr.stateKeys));
+  const badNames = c.security.credentialHeaders.filter((n) => !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(n));
+  if (badNames.length > 0) problems.push(`security.credentialHeaders: not header names: ${badNames.join(', ')}`);
   for (const [method, o] of Object.entries(c.cache.methods)) {
     if (o.scope !== undefined && o.scope !== 'public' && o.scope !== 'private') {
       problems.push(`cache.methods.${method}.scope: expected public or private`);
@@ -191,4 +194,43 @@ function crossChecks(c: Config): string[] {
     }
   }
   return problems;
+}
+
+const HOST_PORT = /^(?:\[[^\]]+\]|[^:[\]\s]+)(?::\d{1,5})?$/;
+
+/** The Redis settings, checked here so that start-up lists them with every other problem. */
+function storeProblems(s: Config['store']): string[] {
+  if (s.kind !== 'redis') return [];
+  const problems: string[] = [];
+  let url: URL | undefined;
+  try {
+    url = new URL(s.redisUrl);
+  } catch {
+    problems.push('store.redisUrl: expected redis://[user:password@]host:port[/db] or rediss://…');
+  }
+  if (url) {
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') problems.push('store.redisUrl: must be redis:// or rediss://');
+    const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
+    if (!Number.isInteger(db) || db < 0) problems.push('store.redisUrl: the path must be a database number');
+    else if (db !== 0 && s.redisCluster.length > 0) problems.push('store.redisUrl: Redis Cluster has only database 0');
+  }
+  if (s.redisCluster.length > 0 && s.redisSentinels.length > 0) problems.push('store.redisSentinels and store.redisCluster exclude each other');
+  for (const key of ['redisSentinels', 'redisCluster'] as const) {
+    const bad = s[key].filter((n) => !HOST_PORT.test(n.trim()));
+    if (bad.length > 0) problems.push(`store.${key}: not host:port: ${bad.join(', ')}`);
+  }
+  if (/[{}]/.test(s.keyPrefix)) problems.push('store.keyPrefix: must not contain { or }');
+  if (s.redisTlsCaFile) {
+    try {
+      accessSync(s.redisTlsCaFile, fsConstants.R_OK);
+    } catch {
+      problems.push(`store.redisTlsCaFile: cannot read ${s.redisTlsCaFile}`);
+    }
+  }
+  return problems;
+}
+
+function stateKeyProblems(keys: readonly string[]): string[] {
+  const bad = keys.filter((k) => Buffer.from(k, 'base64').length !== 32).length;
+  return bad === 0 ? [] : [`mrtr.stateKeys: every key must be 32 bytes, base64 (${bad} is not)`];
 }

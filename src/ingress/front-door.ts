@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { constants as h2constants, type Http2ServerRequest } from 'node:http2';
-import { sendCausewayError, sendJson, type HttpResponse } from '../egress/index.js';
+import { sendCausewayError, sendJson, sendStatus, type HttpResponse } from '../egress/index.js';
 import {
   checkOrigin,
   classifyPost,
@@ -106,9 +106,7 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
   }
   if (headerBytes(req) > deps.maxHeaderBytes) {
     closeAfterReply(req, res);
-    res.writeHead(431, { 'content-length': '0' });
-    res.end();
-    return;
+    return sendStatus(res, 431);
   }
   const host = authorityOf(req);
   if (host === undefined) {
@@ -280,9 +278,7 @@ async function dispatch(
     case 'accepted':
       tag.era = 'modern';
       tag.method = 'notification';
-      res.writeHead(202, { 'content-length': '0' });
-      res.end();
-      return;
+      return sendStatus(res, 202);
     case 'reject': {
       const r = verdict.rejection;
       log.debug({ reason: r.reason }, 'request rejected');

@@ -14,15 +14,14 @@ import { pipeline } from 'node:stream/promises';
 import { Agent, request as undiciRequest } from 'undici';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
 import { causewayError, toCausewayError } from '../errors.js';
-import { encodeHeaderValue } from '../envelope/headers.js';
+import { encodeHeaderValue, type HeaderBag } from '../envelope/headers.js';
 import { isObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { HeaderBag } from '../envelope/headers.js';
 import { principalHash, type PrincipalPolicy } from '../routing/principal.js';
 import { toUpstreamError } from '../upstream/errors.js';
 import { HOP_BY_HOP, type ForwardPolicy } from '../upstream/forward-headers.js';
-import type { SessionBinding } from './session-binding.js';
 import { neverDelivered, type TargetSet } from '../upstream/targets.js';
+import type { SessionBinding } from './session-binding.js';
 
 export interface PassthroughOptions {
   targets: TargetSet;

@@ -1,0 +1,49 @@
+// Every configuration mistake is found by the loader and reported together at start-up, the
+// Redis, requestState-key and header-policy settings included (not one at a time, later, by the
+// stage that first uses them).
+
+import t from 'tap';
+import { randomBytes } from 'node:crypto';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
+
+function problems(argv: string[]): string[] {
+  try {
+    loadConfig(['--upstream.url', 'http://127.0.0.1:1/mcp', ...argv], {});
+    return [];
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    return err.problems;
+  }
+}
+
+t.test('Redis, stateKeys, credential headers and the principal secret: all reported at once', async (t) => {
+  const found = problems([
+    '--store.kind', 'redis',
+    '--store.redisUrl', 'http://redis:6379/x',
+    '--store.redisSentinels', 'a:1,not a host',
+    '--store.redisCluster', 'c:3',
+    '--store.keyPrefix', 'cw{1}:',
+    '--store.redisTlsCaFile', '/nonexistent/ca.pem',
+    '--mrtr.stateKeys', `${randomBytes(32).toString('base64')},${randomBytes(16).toString('base64')}`,
+    '--security.credentialHeaders', 'x-ok,x bad',
+    '--principal.mode', 'bearer',
+  ]);
+  t.same(found.sort(), [
+    'mrtr.stateKeys: every key must be 32 bytes, base64 (1 is not)',
+    'principal.hashSecret: required (16+ characters) when principal.mode is not none',
+    'security.credentialHeaders: not header names: x bad',
+    'store.keyPrefix: must not contain { or }',
+    'store.redisSentinels and store.redisCluster exclude each other',
+    'store.redisSentinels: not host:port: not a host',
+    'store.redisTlsCaFile: cannot read /nonexistent/ca.pem',
+    'store.redisUrl: must be redis:// or rediss://',
+    'store.redisUrl: the path must be a database number',
+  ].sort());
+});
+
+t.test('good Redis settings pass; Redis settings are not checked for the memory store', async (t) => {
+  t.same(problems(['--store.kind', 'redis', '--store.redisUrl', 'rediss://u:p@[::1]:6380/2', '--store.redisSentinels', 'a:26379,[::1]:26380']), []);
+  t.same(problems(['--store.kind', 'redis', '--store.redisCluster', 'a:7000,b:7001']), []);
+  t.same(problems(['--store.kind', 'redis', '--store.redisCluster', 'a:7000', '--store.redisUrl', 'redis://x/1']), ['store.redisUrl: Redis Cluster has only database 0']);
+  t.same(problems(['--store.redisUrl', 'not a url']), [], 'the memory store does not use it');
+});
