@@ -108,7 +108,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             keyPrefix: config.store.keyPrefix,
             replicaId,
             keepAliveMs: config.subscriptions.keepAliveMs,
-            onStale: (keyId, slots) => slots.forEach((slot) => pool.peek(keyId)?.memo.delete(slot)),
+            onStale: (keyId, method) => pool.peek(keyId)?.facts.invalidate(method),
           },
           log.child({ stage: 'subscriptions' }),
         )

@@ -3,7 +3,6 @@
 
 import type { CacheHint } from './dialect/results.js';
 import { discoverResult, serverInfoOf, statusForUpstreamError, translateError, translateResult } from './dialect/index.js';
-import { ToolCatalog } from './dialect/tool-catalog.js';
 import { SseStream, sendCausewayError, sendJson, type HttpResponse } from './egress/index.js';
 import { checkParamHeaders, encodeHeaderValue, levelAtLeast, type HeaderBag, type ModernRequest } from './envelope/index.js';
 import { causewayError, toCausewayError, CausewayError } from './errors.js';
@@ -156,7 +155,7 @@ async function forward(
     ex.signal,
   );
   if (!isErrorResponse(upstream)) {
-    if (request.method === 'tools/list') ToolCatalog.of(session).learn(upstream.result);
+    if (request.method === 'tools/list') session.facts.learnTools(upstream.result);
     deps.metrics.learn(request.method, upstream.result);
   }
   return { session, result: { kind: 'upstream', response: upstream } };
@@ -172,8 +171,8 @@ export function upstreamHeaders(request: Pick<ModernRequest, 'method' | 'name'>,
 /** Mcp-Param-* checks need the tool's schema: learned from tools/list, fetched once when unknown. */
 async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: PooledSession): Promise<void> {
   const name = ex.request.name!;
-  const catalog = ToolCatalog.of(session);
-  if (catalog.headersOf(name) === undefined && !catalog.complete) {
+  const { facts } = session;
+  if (facts.toolHeaders(name) === undefined && !facts.toolsComplete) {
     const ref = sessionRef(session);
     let cursor: string | undefined;
     for (let page = 0; page < 50; page++) {
@@ -184,16 +183,16 @@ async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: P
         ex.signal,
       );
       if (isErrorResponse(r)) break;
-      catalog.learn(r.result);
+      facts.learnTools(r.result);
       deps.metrics.learn('tools/list', r.result);
       cursor = typeof r.result.nextCursor === 'string' ? r.result.nextCursor : undefined;
       if (cursor === undefined) {
-        catalog.complete = true;
+        facts.toolsComplete = true;
         break;
       }
     }
   }
-  const params = catalog.headersOf(name);
+  const params = facts.toolHeaders(name);
   if (!params) return;
   const args = isObject(ex.request.params.arguments) ? ex.request.params.arguments : undefined;
   const check = checkParamHeaders(ex.headers, params, args);
@@ -202,7 +201,7 @@ async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: P
 
 /** Legacy logging is per session; ask for everything once and filter per request. */
 async function enableUpstreamLogging(deps: ModernDeps, session: PooledSession, log: Logger): Promise<void> {
-  if (session.memo.get('logLevel') === 'debug') return;
+  if (session.facts.loggingEnabled) return;
   const caps = session.record.initializeResult.capabilities;
   if (!(isObject(caps) && isObject(caps.logging))) return;
   const ref = sessionRef(session);
@@ -212,7 +211,7 @@ async function enableUpstreamLogging(deps: ModernDeps, session: PooledSession, l
     {},
   );
   if (isErrorResponse(r)) log.warn({ code: r.error.code }, 'upstream refused logging/setLevel');
-  session.memo.set('logLevel', 'debug');
+  session.facts.loggingEnabled = true;
 }
 
 function reply(

@@ -9,6 +9,7 @@
 // connection comes back) the pool publishes what it opened meanwhile, insert-if-absent, and
 // adopts whatever another replica published first, so the replicas converge on one session per key.
 
+import { SessionFacts } from './session-facts.js';
 import { randomUUID } from 'node:crypto';
 import { causewayError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -46,8 +47,8 @@ export interface PoolOptions {
 export interface PooledSession {
   readonly key: SessionKey;
   record: SessionRecord;
-  /** Local memo slots for facts derived from this session (tool header annotations, log level set). */
-  memo: Map<string, unknown>;
+  /** What this replica learned about the session (tool header annotations, logging on). */
+  facts: SessionFacts;
   lastUsedAt: number;
   /** Opened while the store failed: known to this replica only until it is published. */
   localOnly: boolean;
@@ -334,7 +335,7 @@ export class SessionPool {
       if (!localOnly) existing.localOnly = false;
       return existing;
     }
-    const session: PooledSession = { key, record, memo: new Map(), lastUsedAt: Date.now(), localOnly };
+    const session: PooledSession = { key, record, facts: new SessionFacts(), lastUsedAt: Date.now(), localOnly };
     this.local.set(key.id, session);
     return session;
   }

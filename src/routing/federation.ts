@@ -10,7 +10,6 @@
 
 import { randomBytes } from 'node:crypto';
 import { discoverResult, normalizeToolsList, withResultMeta, type CacheHint } from '../dialect/index.js';
-import { ToolCatalog } from '../dialect/tool-catalog.js';
 import { sendJson } from '../egress/index.js';
 import type { ModernRequest } from '../envelope/index.js';
 import { causewayError } from '../errors.js';
@@ -348,7 +347,7 @@ export class Federation {
         if (isErrorResponse(r)) throw causewayError('upstream_unavailable', `Upstream ${m.name} refused ${method}: ${r.error.message}`);
         deps.metrics.learn(method, r.result);
         const result = method === 'tools/list' ? normalizeToolsList(r.result).result : r.result;
-        if (method === 'tools/list') ToolCatalog.of(session).learn(r.result);
+        if (method === 'tools/list') session.facts.learnTools(r.result);
         const page_ = result[shape.kind];
         if (Array.isArray(page_)) for (const item of page_) if (isObject(item) && typeof item[shape.key] === 'string') items.push(item);
         cursor = typeof r.result.nextCursor === 'string' ? r.result.nextCursor : undefined;

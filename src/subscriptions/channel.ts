@@ -18,7 +18,7 @@ import type { IdMinter } from '../upstream/ids.js';
 import type { UpstreamClient } from '../upstream/legacy-client.js';
 import type { SessionEventBus } from './bus.js';
 import { LocalCoordinator, type ChannelCoordination, type HoldResult, type ListenCoordinator, type Transitions } from './coordination.js';
-import { gapNotifications, isChange, staleMemos } from './filter.js';
+import { gapNotifications, isChange } from './filter.js';
 
 export interface ChannelDeps {
   pool: SessionPool;
@@ -318,7 +318,7 @@ export class SessionChannel {
     }
   }
 
-  /** Bus delivery: what Causeway memoized of the session is stale, then every member hears of it. */
+  /** Bus delivery: what Causeway knows of the session that this change made stale is forgotten, then every member hears of it. */
   private receive(n: JsonRpcNotification): void {
     if (n.method === HOLDER_RELEASED) {
       if (!this.holding && this.members.size > 0) {
@@ -329,7 +329,7 @@ export class SessionChannel {
       }
       return;
     }
-    for (const slot of staleMemos(n.method)) this.session.memo.delete(slot);
+    this.session.facts.invalidate(n.method);
     for (const m of this.members.keys()) m.deliver(n);
   }
 

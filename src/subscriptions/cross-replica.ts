@@ -15,14 +15,14 @@ export interface CrossReplicaOptions {
   replicaId: string;
   /** subscriptions.keepAliveMs: the lease is renewed on the listen tick. */
   keepAliveMs: number;
-  /** Another replica saw a change that makes these memo slots of the key's session stale. */
-  onStale: (keyId: string, slots: readonly string[]) => void;
+  /** Another replica saw `method`, a change that makes part of the key's session facts stale. */
+  onStale: (keyId: string, method: string) => void;
 }
 
 export interface CrossReplicaListen {
   bus: SharedSessionEventBus;
   coordinator: RedisListenCoordinator;
-  /** Waits (bounded) for Redis and starts hearing memo invalidations. */
+  /** Waits (bounded) for Redis and starts hearing session facts invalidations. */
   start(): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,7 +1,6 @@
 // The vocabulary of subscriptions/listen [SUBS]: what a listen request asks for, the part of it
 // Causeway can honour for one upstream, which change notifications then reach the stream and
-// in what shape, and which of Causeway's memos of a session each change makes stale. Pure: no
-// I/O, never throws.
+// in what shape. Pure: no I/O, never throws.
 
 import { META_SUBSCRIPTION_ID } from '../envelope/index.js';
 import { isObject, type JsonObject, type JsonRpcNotification, type RequestId } from '../jsonrpc.js';
@@ -37,18 +36,9 @@ const LIST_CAPABILITY: Readonly<Record<ListKind, 'tools' | 'prompts' | 'resource
   resourcesListChanged: 'resources',
 };
 
-/** Memo slots of a pooled session (see pipeline.ts) that a change notification makes stale. */
-const STALE_MEMOS: Readonly<Record<string, readonly string[]>> = {
-  'notifications/tools/list_changed': ['tools'],
-};
-
 /** The notifications a listen stream can carry; every other upstream notification is dropped. */
 export function isChange(method: string): boolean {
   return method === RESOURCE_UPDATED || Object.prototype.hasOwnProperty.call(LIST_CHANGES, method);
-}
-
-export function staleMemos(method: string): readonly string[] {
-  return Object.prototype.hasOwnProperty.call(STALE_MEMOS, method) ? STALE_MEMOS[method]! : [];
 }
 
 /** params.notifications, checked against the schema; duplicate URIs are folded. */

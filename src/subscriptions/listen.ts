@@ -23,7 +23,6 @@ import {
   isChange,
   isEmpty,
   readFilter,
-  staleMemos,
   TASKS_EXTENSION,
   unionOf,
   type ListenFilter,
@@ -102,11 +101,11 @@ export class Subscriptions {
 
   /**
    * A notification that arrived on a call's stream of `session` (tools/call, lists, ...): what is
-   * memoized of the session goes stale, and the key's listeners, wherever they are, hear of it.
+   * known of the session goes stale (SessionFacts), and the key's listeners, wherever they are, hear of it.
    */
   publishChange(session: PooledSession, n: JsonRpcNotification): void {
     if (!isChange(n.method)) return;
-    for (const slot of staleMemos(n.method)) session.memo.delete(slot);
+    session.facts.invalidate(n.method);
     this.deps.bus
       .publish(session.key.id, n)
       .catch((err: unknown) => this.deps.log.warn({ err }, 'publishing a session event failed'));

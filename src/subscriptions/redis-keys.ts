@@ -6,7 +6,7 @@
 //   P listen-uris:{ID}       hash    "<channel token> <uri>" -> that channel's count of listeners on uri.
 //   P listen-channels:{ID}   zset    channel token -> when its liveness expires (Redis time, ms).
 //   P session-events:{ID}    pub/sub the session's change notifications (and holder hand-overs).
-//   P session-memos          pub/sub "this session's memo slots are stale", to every replica.
+//   P session-facts          pub/sub "this session's facts are stale after this change", to every replica.
 
 /** `{`, `}` and `%` escaped, so the id is one whole hash tag and no two ids collide. */
 export function hashTag(id: string): string {
@@ -28,6 +28,6 @@ export function sessionEventsChannel(prefix: string, keyId: string): string {
   return `${prefix}session-events:{${hashTag(keyId)}}`;
 }
 
-export function memoChannel(prefix: string): string {
-  return `${prefix}session-memos`;
+export function factsChannel(prefix: string): string {
+  return `${prefix}session-facts`;
 }

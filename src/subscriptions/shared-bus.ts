@@ -2,16 +2,16 @@
 // session key travel on the pub/sub channel `<prefix>session-events:{<key>}`, subscribed while the
 // key has a listen channel on this replica. An event reaches this replica's subscribers at once
 // (it is not echoed back through pub/sub, so it arrives once and even while Redis is away) and the
-// others' through the channel. Events that make a session memo stale (filter.ts staleMemos) are
-// also sent on `<prefix>session-memos`, which every replica hears, listeners or not, so none keeps
-// serving a stale tool catalog.
+// others' through the channel. Events that make a session's facts stale (SessionFacts.staledBy)
+// are also sent on `<prefix>session-facts`, which every replica hears, listeners or not, so none
+// keeps checking tool calls against stale tool annotations.
 
 import type { MessageBus } from '../bus/message-bus.js';
 import { isObject, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { SessionEventBus, SessionEventHandler } from './bus.js';
-import { staleMemos } from './filter.js';
-import { memoChannel, sessionEventsChannel } from './redis-keys.js';
+import { SessionFacts } from '../pool/session-facts.js';
+import { factsChannel, sessionEventsChannel } from './redis-keys.js';
 
 export interface SharedBusOptions {
   keyPrefix: string;
@@ -19,8 +19,8 @@ export interface SharedBusOptions {
   replicaId: string;
   /** Longest wait for a pub/sub subscription before carrying on without it (it completes later). */
   subscribeTimeoutMs: number;
-  /** Another replica saw a change that makes these memo slots of the key's session stale. */
-  onStale?: (keyId: string, slots: readonly string[]) => void;
+  /** Another replica saw `method`, a change that makes part of the key's session facts stale. */
+  onStale?: (keyId: string, method: string) => void;
 }
 
 type Off = () => Promise<void>;
@@ -33,7 +33,7 @@ interface Entry {
 
 export class SharedSessionEventBus implements SessionEventBus {
   private readonly entries = new Map<string, Entry>();
-  private memo: Promise<Off | undefined> | undefined;
+  private facts: Promise<Off | undefined> | undefined;
 
   constructor(
     private readonly bus: MessageBus,
@@ -41,20 +41,21 @@ export class SharedSessionEventBus implements SessionEventBus {
     private readonly log: Logger,
   ) {}
 
-  /** Starts hearing other replicas' memo invalidations; resolves once subscribed (or after the timeout). */
+  /** Starts hearing other replicas' session facts invalidations; resolves once subscribed (or after the timeout). */
   async start(): Promise<void> {
-    this.memo ??= this.bus.subscribe(memoChannel(this.opts.keyPrefix), (m) => this.onMemo(m)).catch((err: unknown) => {
-      this.log.warn({ err }, 'cannot hear memo invalidations from other replicas');
+    this.facts ??= this.bus.subscribe(factsChannel(this.opts.keyPrefix), (m) => this.onFacts(m)).catch((err: unknown) => {
+      this.log.warn({ err }, 'cannot hear session facts invalidations from other replicas');
       return undefined;
     });
-    await this.bounded(this.memo);
+    await this.bounded(this.facts);
   }
 
   async publish(key: string, n: JsonRpcNotification): Promise<void> {
     this.dispatch(key, n);
     const sends = [this.bus.publish(sessionEventsChannel(this.opts.keyPrefix, key), JSON.stringify({ o: this.opts.replicaId, n }))];
-    const slots = staleMemos(n.method);
-    if (slots.length > 0) sends.push(this.bus.publish(memoChannel(this.opts.keyPrefix), JSON.stringify({ o: this.opts.replicaId, k: key, s: slots })));
+    if (SessionFacts.staledBy(n.method)) {
+      sends.push(this.bus.publish(factsChannel(this.opts.keyPrefix), JSON.stringify({ o: this.opts.replicaId, k: key, m: n.method })));
+    }
     await Promise.all(sends);
   }
 
@@ -93,9 +94,9 @@ export class SharedSessionEventBus implements SessionEventBus {
   async close(): Promise<void> {
     const entries = [...this.entries.values()];
     this.entries.clear();
-    const memo = this.memo;
-    this.memo = undefined;
-    const offs = Promise.allSettled([...entries.map(async (e) => (await e.subscribed)?.()), memo?.then((off) => off?.())]);
+    const facts = this.facts;
+    this.facts = undefined;
+    const offs = Promise.allSettled([...entries.map(async (e) => (await e.subscribed)?.()), facts?.then((off) => off?.())]);
     await this.bounded(offs);
   }
 
@@ -115,13 +116,13 @@ export class SharedSessionEventBus implements SessionEventBus {
     this.dispatch(key, msg.n as unknown as JsonRpcNotification);
   }
 
-  private onMemo(text: string): void {
+  private onFacts(text: string): void {
     const msg = parse(text);
-    if (!msg || msg.o === this.opts.replicaId || typeof msg.k !== 'string' || !Array.isArray(msg.s)) return;
+    if (!msg || msg.o === this.opts.replicaId || typeof msg.k !== 'string' || typeof msg.m !== 'string') return;
     try {
-      this.opts.onStale?.(msg.k, msg.s.filter((s): s is string => typeof s === 'string'));
+      this.opts.onStale?.(msg.k, msg.m);
     } catch (err) {
-      this.log.error({ err }, 'memo invalidation threw');
+      this.log.error({ err }, 'session facts invalidation threw');
     }
   }
 

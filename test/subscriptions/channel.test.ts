@@ -3,6 +3,7 @@
 // subscriptions re-made on a replacement session, and members told when the upstream is gone.
 
 import t from 'tap';
+import { SessionFacts } from '../../src/pool/session-facts.js';
 import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../../src/jsonrpc.js';
 import { createLogger } from '../../src/log.js';
 import type { PooledSession, SessionPool } from '../../src/pool/index.js';
@@ -12,6 +13,11 @@ import { SessionChannel, type ChannelMember } from '../../src/subscriptions/chan
 import { SessionExpiredError } from '../../src/upstream/errors.js';
 import { IdMinter } from '../../src/upstream/ids.js';
 import type { SessionRef, StreamHandlers, UpstreamClient } from '../../src/upstream/legacy-client.js';
+
+/** A tools/list page whose one tool has an x-mcp-header annotation. */
+const ANNOTATED_TOOLS = {
+  tools: [{ name: 'search', inputSchema: { type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' } } } }],
+};
 
 const log = createLogger('silent');
 const KEY = sessionKey('up', 'anonymous', {});
@@ -75,7 +81,7 @@ function pooled(sessionId: string): PooledSession {
       lastUsedAt: 0,
       generation,
     },
-    memo: new Map(),
+    facts: new SessionFacts(),
     lastUsedAt: 0,
     localOnly: false,
   };
@@ -130,14 +136,16 @@ t.test('one GET stream and one upstream subscription per URI, however many membe
   t.same(Object.fromEntries(channel.subscriptions), { 'test://w': 2, 'test://x': 1 });
   t.equal(bus.keys, 1);
 
-  first.memo.set('tools', 'catalog');
-  first.memo.set('logLevel', 'debug');
+  first.facts.learnTools(ANNOTATED_TOOLS);
+  first.facts.toolsComplete = true;
+  first.facts.loggingEnabled = true;
   client.streams[0]!.handlers.onNotification!(n('notifications/tools/list_changed'));
   client.streams[0]!.handlers.onNotification!(n('notifications/message', { level: 'info', data: 'x' }));
   t.same(a.got.map((x) => x.method), ['notifications/tools/list_changed'], 'changes only');
   t.same(b.got.map((x) => x.method), ['notifications/tools/list_changed']);
-  t.notOk(first.memo.has('tools'), 'tool catalog memo is stale');
-  t.ok(first.memo.has('logLevel'), 'unrelated memo kept');
+  t.equal(first.facts.toolHeaders('search'), undefined, 'the tool annotations are forgotten');
+  t.notOk(first.facts.toolsComplete, 'and must be listed again');
+  t.ok(first.facts.loggingEnabled, 'what the change does not touch is kept');
 
   await channel.detach(a);
   t.same(client.calls.filter((c) => c.method === 'resources/unsubscribe').map((c) => c.uri), ['test://x'], 'x had one holder');
@@ -161,16 +169,17 @@ t.test('a refused subscription is left out of what the member holds', async (t) 
   t.equal(client.count('resources/unsubscribe'), 0, 'nothing to undo');
 });
 
-t.test('changes seen on call streams reach the listeners and stale the memo', async (t) => {
+t.test('changes seen on call streams reach the listeners and stale the session facts', async (t) => {
   const { channel, first, deps } = setup();
   const subs = new Subscriptions({ ...deps, clientOf: () => deps.client }, { maxListeners: 10, maxPerPrincipal: 10, keepAliveMs: 0, maxUrisPerListen: 10 });
   const a = member();
   await channel.attach(a, []);
-  first.memo.set('tools', 'catalog');
+  first.facts.learnTools(ANNOTATED_TOOLS);
+  t.ok(first.facts.toolHeaders('search'), 'the annotations were learned');
   subs.publishChange(first, n('notifications/tools/list_changed'));
   subs.publishChange(first, n('notifications/progress', { progressToken: 1, progress: 1 }));
   t.same(a.got.map((x) => x.method), ['notifications/tools/list_changed']);
-  t.notOk(first.memo.has('tools'));
+  t.equal(first.facts.toolHeaders('search'), undefined);
   await channel.detach(a);
 });
 

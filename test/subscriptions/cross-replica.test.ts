@@ -5,6 +5,7 @@
 // stream between them, one upstream subscription per URI, hand-over when the holder leaves or dies.
 
 import t from 'tap';
+import { SessionFacts } from '../../src/pool/session-facts.js';
 import { LocalBus } from '../../src/bus/message-bus.js';
 import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../../src/jsonrpc.js';
 import { createLogger } from '../../src/log.js';
@@ -158,7 +159,7 @@ const session: PooledSession = {
     lastUsedAt: 0,
     generation: 1,
   },
-  memo: new Map(),
+  facts: new SessionFacts(),
   lastUsedAt: 0,
   localOnly: false,
 };

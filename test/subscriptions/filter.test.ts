@@ -2,6 +2,7 @@
 // reach a stream and in what shape. Expected shapes are written from spec §7, not recorded.
 
 import t from 'tap';
+import { SessionFacts } from '../../src/pool/session-facts.js';
 import {
   acknowledgment,
   admits,
@@ -13,7 +14,6 @@ import {
   isChange,
   isEmpty,
   readFilter,
-  staleMemos,
 } from '../../src/subscriptions/filter.js';
 
 const SID = 'io.modelcontextprotocol/subscriptionId';
@@ -66,16 +66,16 @@ t.test('admits: kinds by opt-in, resources/updated by URI or sub-resource', asyn
   t.ok(covers('test://a', 'test://a#frag'));
 });
 
-t.test('change vocabulary and memo staleness', async (t) => {
+t.test('change vocabulary and what makes session facts stale', async (t) => {
   for (const m of ['notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed', 'notifications/resources/updated']) {
     t.ok(isChange(m), m);
   }
   for (const m of ['notifications/message', 'notifications/progress', 'notifications/tasks/status', 'notifications/elicitation/complete']) {
     t.notOk(isChange(m), m);
   }
-  t.same(staleMemos('notifications/tools/list_changed'), ['tools']);
-  t.same(staleMemos('notifications/prompts/list_changed'), []);
-  t.same(staleMemos('toString'), [], 'no prototype keys');
+  t.ok(SessionFacts.staledBy('notifications/tools/list_changed'));
+  t.notOk(SessionFacts.staledBy('notifications/prompts/list_changed'));
+  t.notOk(SessionFacts.staledBy('toString'), 'no prototype keys');
 });
 
 t.test('wire shapes: ack, tagged notifications, closing result (id type kept)', async (t) => {

@@ -14,9 +14,9 @@ const tick = () => new Promise((r) => setTimeout(r, 20));
 
 function replicas() {
   const wire = new LocalBus();
-  const stale: Array<[string, string, readonly string[]]> = [];
+  const stale: Array<[string, string, string]> = [];
   const make = (id: string) =>
-    new SharedSessionEventBus(wire, { keyPrefix: 'p:', replicaId: id, subscribeTimeoutMs: 500, onStale: (k, s) => void stale.push([id, k, s]) }, log);
+    new SharedSessionEventBus(wire, { keyPrefix: 'p:', replicaId: id, subscribeTimeoutMs: 500, onStale: (k, m) => void stale.push([id, k, m]) }, log);
   return { wire, a: make('A'), b: make('B'), c: make('C'), stale };
 }
 
@@ -42,7 +42,7 @@ t.test('an event reaches every replica subscribed to its key, once each', async 
   t.equal(a.keys, 0, 'leaving is idempotent');
 });
 
-t.test('a memo-staling change reaches every other replica, listeners or not', async (t) => {
+t.test('a change that stales session facts reaches every other replica, listeners or not', async (t) => {
   const { a, b, c, stale } = replicas();
   await Promise.all([a.start(), b.start(), c.start()]);
   await a.publish('k1', n('notifications/prompts/list_changed'));
@@ -51,10 +51,10 @@ t.test('a memo-staling change reaches every other replica, listeners or not', as
   t.same(
     stale.sort(),
     [
-      ['B', 'k1', ['tools']],
-      ['C', 'k1', ['tools']],
+      ['B', 'k1', 'notifications/tools/list_changed'],
+      ['C', 'k1', 'notifications/tools/list_changed'],
     ],
-    'tools/list_changed makes the tool catalog stale everywhere else',
+    'tools/list_changed makes the tool annotations stale everywhere else',
   );
   await Promise.all([a.close(), b.close(), c.close()]);
   await b.publish('k1', n('notifications/tools/list_changed'));

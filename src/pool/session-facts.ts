@@ -1,0 +1,47 @@
+// What Causeway has learned about one pooled upstream session, kept beside it on this replica:
+// the x-mcp-header annotations of the tools it listed (so tools/call can check its Mcp-Param-*
+// headers without asking the upstream each time), and whether upstream logging is turned on.
+// A change notification from the upstream makes some of it stale: invalidate(method) forgets
+// that part, here and, through the subscriptions bus, on every other replica.
+
+import { paramHeaders, type ParamHeader } from '../envelope/headers.js';
+import { isObject, type JsonObject } from '../jsonrpc.js';
+
+/** Change notifications that make part of what is known stale. */
+const STALES_FACTS: ReadonlySet<string> = new Set(['notifications/tools/list_changed']);
+
+export class SessionFacts {
+  private tools = new Map<string, ParamHeader[]>();
+  /** Every page of tools/list was learned since the tools last changed. */
+  toolsComplete = false;
+  /** logging/setLevel debug was sent on this session: per-request levels are filtered here. */
+  loggingEnabled = false;
+
+  /** Whether `method` (a change notification) makes part of any session's facts stale. */
+  static staledBy(method: string): boolean {
+    return STALES_FACTS.has(method);
+  }
+
+  /** Learns from one tools/list page. */
+  learnTools(result: JsonObject): void {
+    if (!Array.isArray(result.tools)) return;
+    for (const tool of result.tools) {
+      if (!isObject(tool) || typeof tool.name !== 'string') continue;
+      const headers = paramHeaders(tool.inputSchema);
+      if (headers) this.tools.set(tool.name, headers);
+    }
+  }
+
+  /** A tool's Mcp-Param-* annotations; undefined when it has none or is not known (yet). */
+  toolHeaders(name: string): ParamHeader[] | undefined {
+    return this.tools.get(name);
+  }
+
+  /** Forgets what `method` (a change notification) made stale. */
+  invalidate(method: string): void {
+    if (method === 'notifications/tools/list_changed') {
+      this.tools = new Map();
+      this.toolsComplete = false;
+    }
+  }
+}
