@@ -17,7 +17,7 @@ import { DEFAULT_CREDENTIAL_HEADERS, ForwardPolicy } from './upstream/forward-he
 import { createRedisClient, createStore, redisConnection, SessionPool, type SessionStore } from './pool/index.js';
 import { RedisBus } from './bus/message-bus.js';
 import { Handoff } from './mrtr/handoff.js';
-import { serveHandedRounds, type BridgeDeps } from './mrtr/bridge.js';
+import { serveHandedRounds, type BridgeDeps, type ReplicaBridge } from './mrtr/bridge.js';
 import { randomUUID } from 'node:crypto';
 import { IdMinter } from './upstream/ids.js';
 import { HeldCalls } from './mrtr/holder.js';
@@ -132,18 +132,21 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     },
   );
 
+  const replicaBridge: ReplicaBridge = {
+    replicaId,
+    handoff,
+    ids,
+    held,
+    sealer,
+    collectWindowMs: config.mrtr.collectWindowMs,
+    stateTtlMs: config.mrtr.stateTtlMs,
+  };
   // The pipeline's view of each upstream.
   const modern = new Map<string, ModernDeps>();
   for (const [name, u] of upstreams) {
     const bridge: BridgeDeps = {
-      replicaId,
-      handoff,
+      ...replicaBridge,
       client: u.client,
-      ids,
-      held,
-      sealer,
-      collectWindowMs: config.mrtr.collectWindowMs,
-      stateTtlMs: config.mrtr.stateTtlMs,
       upstreamTimeoutMs: u.spec.requestTimeoutMs,
       onRetry: (method, via) => u.metrics.retry(method, via),
     };
@@ -161,10 +164,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     });
   }
   // A round handed over from another replica finds its held call by id, whatever its upstream.
-  const handedRounds: BridgeDeps = {
-    ...modern.values().next().value!.bridge,
-    upstreamTimeoutMs: Math.max(...topology.upstreams.map((u) => u.requestTimeoutMs)),
-  };
+  const handedRounds = { ...replicaBridge, upstreamTimeoutMs: Math.max(...topology.upstreams.map((u) => u.requestTimeoutMs)) };
 
   const mounts = new Map<string, Mount>();
   for (const m of topology.mounts) {

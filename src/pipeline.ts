@@ -13,6 +13,7 @@ import { principalHash, type PrincipalPolicy } from './routing/principal.js';
 import { relayCall, type CallObserver } from './upstream/call.js';
 import type { IdMinter } from './upstream/ids.js';
 import type { ForwardPolicy } from './upstream/forward-headers.js';
+import { enableLogging, refuseAsk, walkList } from './upstream/own-calls.js';
 import type { UpstreamClient } from './upstream/legacy-client.js';
 import { runRound, type BridgeDeps, type RoundResult } from './mrtr/bridge.js';
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
@@ -140,9 +141,9 @@ async function forward(
     },
     // Only tools/call, prompts/get and resources/read may ask the client [MRTR]; other asks are refused.
     onServerRequest: (r) => {
-      deps.client
-        .respond(ref, { jsonrpc: '2.0', id: r.id, error: { code: -32601, message: `${r.method} is not available during ${request.method}` } })
-        .catch((err: unknown) => ex.log.debug({ err }, 'answering an upstream request failed'));
+      refuseAsk(deps.client, ref, r, `${r.method} is not available during ${request.method}`).catch((err: unknown) =>
+        ex.log.debug({ err }, 'answering an upstream request failed'),
+      );
     },
   };
   const upstream = await relayCall(
@@ -168,29 +169,19 @@ export function upstreamHeaders(request: Pick<ModernRequest, 'method' | 'name'>,
   return h;
 }
 
+/** Pages of tools/list read at most to find a tool's Mcp-Param-* annotations. */
+const MAX_TOOL_PAGES = 50;
+
 /** Mcp-Param-* checks need the tool's schema: learned from tools/list, fetched once when unknown. */
 async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: PooledSession): Promise<void> {
   const name = ex.request.name!;
   const { facts } = session;
   if (facts.toolHeaders(name) === undefined && !facts.toolsComplete) {
-    const ref = sessionRef(session);
-    let cursor: string | undefined;
-    for (let page = 0; page < 50; page++) {
-      const r = await deps.client.request(
-        ref,
-        { jsonrpc: '2.0', id: deps.ids.requestId(), method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
-        {},
-        ex.signal,
-      );
-      if (isErrorResponse(r)) break;
-      facts.learnTools(r.result);
-      deps.metrics.learn('tools/list', r.result);
-      cursor = typeof r.result.nextCursor === 'string' ? r.result.nextCursor : undefined;
-      if (cursor === undefined) {
-        facts.toolsComplete = true;
-        break;
-      }
-    }
+    const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => {
+      facts.learnTools(page);
+      deps.metrics.learn('tools/list', page);
+    }, { maxPages: MAX_TOOL_PAGES, signal: ex.signal });
+    if (walk.complete) facts.toolsComplete = true;
   }
   const params = facts.toolHeaders(name);
   if (!params) return;
@@ -204,13 +195,8 @@ async function enableUpstreamLogging(deps: ModernDeps, session: PooledSession, l
   if (session.facts.loggingEnabled) return;
   const caps = session.record.initializeResult.capabilities;
   if (!(isObject(caps) && isObject(caps.logging))) return;
-  const ref = sessionRef(session);
-  const r = await deps.client.request(
-    ref,
-    { jsonrpc: '2.0', id: deps.ids.requestId(), method: 'logging/setLevel', params: { level: 'debug' } },
-    {},
-  );
-  if (isErrorResponse(r)) log.warn({ code: r.error.code }, 'upstream refused logging/setLevel');
+  const refused = await enableLogging(deps, sessionRef(session));
+  if (refused) log.warn({ code: refused.code }, 'upstream refused logging/setLevel');
   session.facts.loggingEnabled = true;
 }
 

@@ -17,18 +17,24 @@ import { levelAtLeast } from '../envelope/index.js';
 import { Handoff, type ForwardedRound, type HandedResult } from './handoff.js';
 import { toAsk } from './asks.js';
 import { HeldCalls, PendingCall, type RoundListener } from './holder.js';
+import { refuseAsk } from '../upstream/own-calls.js';
 import { paramsDigest, type StateSealer } from './request-state.js';
 
-export interface BridgeDeps {
+/** What the bridges of every upstream share on one replica. */
+export interface ReplicaBridge {
   replicaId: string;
   /** Hands retries to the replica holding their call; absent on a single replica. */
   handoff: Handoff | undefined;
-  client: UpstreamClient;
   ids: IdMinter;
   held: HeldCalls;
   sealer: StateSealer;
   collectWindowMs: number;
   stateTtlMs: number;
+}
+
+/** One upstream's bridge. */
+export interface BridgeDeps extends ReplicaBridge {
+  client: UpstreamClient;
   /** The upstream's own request timeout, for the stretches where the upstream is working. */
   upstreamTimeoutMs: number;
   /** Told how each retry carrying a requestState is served. */
@@ -161,7 +167,7 @@ function fromHanded(h: HandedResult): RoundResult {
 }
 
 /** The holder's side of a handed-over retry: the same round logic, results sent back over the bus. */
-export function serveHandedRounds(deps: BridgeDeps): (round: ForwardedRound) => Promise<HandedResult | 'missing'> {
+export function serveHandedRounds(deps: ReplicaBridge & { upstreamTimeoutMs: number }): (round: ForwardedRound) => Promise<HandedResult | 'missing'> {
   return async ({ callId, round, inputResponses }) => {
     if (deps.held.wasFinished(callId)) throw invalid('requestState was already used');
     const pending = deps.held.get(callId);
@@ -204,9 +210,7 @@ function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestO
       onServerRequest: (r) => {
         const required = requiredCapability(r.method, r.params);
         if (required === undefined || !declares(declared, required)) {
-          deps.client
-            .respond(session, { jsonrpc: '2.0', id: r.id, error: { code: -32601, message: `${r.method} was not declared by the client` } })
-            .catch(() => undefined);
+          refuseAsk(deps.client, session, r, `${r.method} was not declared by the client`).catch(() => undefined);
           if (required !== undefined && !pending.refusal) {
             pending.refusal = causewayError('missing_client_capability', `The upstream needs ${r.method}, which this request did not declare`, {
               requiredCapabilities: required,
@@ -241,7 +245,7 @@ function listenerFor(ex: RoundExchange): RoundListener {
   };
 }
 
-async function nextRound(pending: PendingCall, deps: BridgeDeps, listener: RoundListener, signal: AbortSignal): Promise<RoundResult> {
+async function nextRound(pending: PendingCall, deps: ReplicaBridge & { upstreamTimeoutMs: number }, listener: RoundListener, signal: AbortSignal): Promise<RoundResult> {
   pending.busy = true;
   pending.listener = listener;
   try {

@@ -13,13 +13,14 @@ import { discoverResult, normalizeToolsList, withResultMeta, type CacheHint } fr
 import { sendJson } from '../egress/index.js';
 import type { ModernRequest } from '../envelope/index.js';
 import { causewayError } from '../errors.js';
-import { isErrorResponse, isObject, type JsonObject } from '../jsonrpc.js';
+import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { UpstreamMetrics } from '../metrics/index.js';
 import { handleModern, measured, upstreamHeaders, type Answered, type ModernDeps, type ModernExchange } from '../pipeline.js';
 import { sessionKey, sessionRef, type PooledSession } from '../pool/index.js';
 import { principalHash, type PrincipalPolicy } from './principal.js';
 import { pinnedUpstream, type CompiledRule } from './rules.js';
+import { walkList } from '../upstream/own-calls.js';
 
 export interface Member {
   name: string;
@@ -335,24 +336,20 @@ export class Federation {
       const advertised = session.record.initializeResult.capabilities;
       if (!(isObject(advertised) && isObject(advertised[shape.capability]))) return undefined;
       const items: JsonObject[] = [];
-      let cursor: string | undefined;
-      for (let page = 0; page < MAX_UPSTREAM_PAGES; page++) {
-        const r = await deps.client.request(
-          sessionRef(session),
-          { jsonrpc: '2.0', id: deps.ids.requestId(), method, params: cursor === undefined ? {} : { cursor } },
-          {},
-          signal,
-          upstreamHeaders({ method, name: undefined }),
-        );
-        if (isErrorResponse(r)) throw causewayError('upstream_unavailable', `Upstream ${m.name} refused ${method}: ${r.error.message}`);
-        deps.metrics.learn(method, r.result);
-        const result = method === 'tools/list' ? normalizeToolsList(r.result).result : r.result;
-        if (method === 'tools/list') session.facts.learnTools(r.result);
-        const page_ = result[shape.kind];
-        if (Array.isArray(page_)) for (const item of page_) if (isObject(item) && typeof item[shape.key] === 'string') items.push(item);
-        cursor = typeof r.result.nextCursor === 'string' ? r.result.nextCursor : undefined;
-        if (cursor === undefined) break;
-      }
+      const walk = await walkList(
+        deps,
+        sessionRef(session),
+        method,
+        (page) => {
+          deps.metrics.learn(method, page);
+          const result = method === 'tools/list' ? normalizeToolsList(page).result : page;
+          if (method === 'tools/list') session.facts.learnTools(page);
+          const list = result[shape.kind];
+          if (Array.isArray(list)) for (const item of list) if (isObject(item) && typeof item[shape.key] === 'string') items.push(item);
+        },
+        { maxPages: MAX_UPSTREAM_PAGES, signal, headers: upstreamHeaders({ method, name: undefined }) },
+      );
+      if (walk.error) throw causewayError('upstream_unavailable', `Upstream ${m.name} refused ${method}: ${walk.error.message}`);
       return items;
     });
   }

@@ -111,6 +111,14 @@ export function route(io: Inbound, ctx: Exchange, messages: UpstreamMessage[]): 
   return answer;
 }
 
+/** The legacy code for "no such method": an ask nobody can answer is refused with it. */
+const METHOD_NOT_FOUND = -32601;
+
+/** The answer that refuses an upstream's server->client request. */
+export function refusal(id: RequestId, message: string): JsonRpcResponse {
+  return { jsonrpc: '2.0', id, error: { code: METHOD_NOT_FOUND, message } };
+}
+
 function serverRequest(io: Inbound, ctx: Exchange, r: JsonRpcRequest): void {
   if (r.method === 'ping') {
     io.reply(ctx.session, { jsonrpc: '2.0', id: r.id, result: {} }, r.method);
@@ -119,7 +127,7 @@ function serverRequest(io: Inbound, ctx: Exchange, r: JsonRpcRequest): void {
   ctx.asked = true;
   const onServerRequest = ctx.handlers.onServerRequest;
   if (onServerRequest === undefined) {
-    io.reply(ctx.session, { jsonrpc: '2.0', id: r.id, error: { code: -32601, message: 'Method not found' } }, r.method);
+    io.reply(ctx.session, refusal(r.id, 'Method not found'), r.method);
     return;
   }
   deliver(io, () => onServerRequest(r), r.method);
