@@ -49,7 +49,7 @@ export interface App {
 
 export function createApp(config: Config, log: Logger, store: SessionStore = createStore(config, log.child({ stage: 'store' }))): App {
   const { topology, problems } = resolveTopology(config);
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.length > 0) throw new ConfigError([...problems]);
   const federations: Federation[] = [];
   // Probes are read at scrape time, when held, subscriptions and federations exist.
   const metrics = createMetrics({

@@ -42,6 +42,17 @@ export const ERROR_TABLE = {
 
 export type ErrorReason = keyof typeof ERROR_TABLE;
 
+/**
+ * The HTTP status 2026-07-28 pins to a JSON-RPC code, whoever made the error [SHTTP][BASE]:
+ * -32601 is 404; -32020, -32021, -32022 are 400. Undefined for the others, which an upstream's
+ * answer carries on 200 and Causeway's own take from ERROR_TABLE.
+ */
+export function pinnedStatus(code: number): number | undefined {
+  if (code === -32601) return 404;
+  if (code === -32020 || code === -32021 || code === -32022) return 400;
+  return undefined;
+}
+
 export class CausewayError extends Error {
   readonly reason: ErrorReason;
   readonly code: number;

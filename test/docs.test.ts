@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { SETTINGS } from '../src/config/schema.js';
 import { envName } from '../src/config/load.js';
-import { ERROR_TABLE } from '../src/errors.js';
+import { ERROR_TABLE, pinnedStatus } from '../src/errors.js';
 
 const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
 const rows = (prefix: RegExp) => [...readme.matchAll(prefix)].map((m) => m[1]!);
@@ -30,4 +30,12 @@ t.test('every error reason is documented with its status and code', async (t) =>
   }
   const documented = rows(/^\| `([a-z_]+)` \| \d{3} \|/gm);
   t.same(documented.filter((r) => !(r in ERROR_TABLE)), [], 'no stale error rows');
+});
+
+t.test("Causeway's own errors answer with the status 2026 pins to their code", async (t) => {
+  for (const [reason, row] of Object.entries(ERROR_TABLE)) {
+    const pinned = pinnedStatus(row.code);
+    if (pinned !== undefined) t.equal(row.status, pinned, `${reason}: ${row.code} is HTTP ${pinned}`);
+  }
+  t.equal(pinnedStatus(-32603), undefined, 'unpinned codes have no status of their own');
 });

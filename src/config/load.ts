@@ -3,6 +3,7 @@
 // once; nothing reads process.env after start-up.
 
 import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
+import { deepFreeze } from './freeze.js';
 import { SETTINGS, type Config, type Setting } from './schema.js';
 import { resolveTopology } from './topology.js';
 
@@ -112,14 +113,6 @@ function parseFlags(argv: readonly string[]): { flags: Map<string, string>; prob
     else problems.push(`${arg} needs a value`);
   }
   return { flags, problems };
-}
-
-function deepFreeze<T>(o: T): T {
-  if (typeof o === 'object' && o !== null) {
-    for (const v of Object.values(o)) deepFreeze(v);
-    Object.freeze(o);
-  }
-  return o;
 }
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Config {

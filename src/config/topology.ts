@@ -3,6 +3,7 @@
 // `upstreams`, those settings are the defaults of each entry and `mounts` say what is served where.
 
 import { forwardListProblems } from '../upstream/forward-headers.js';
+import { deepFreeze } from './freeze.js';
 import type { CacheScope, Config } from './schema.js';
 
 export interface CachePolicy {
@@ -216,8 +217,22 @@ function mountSpec(path: string, raw: Raw, known: ReadonlySet<string>, problems:
   };
 }
 
-/** The topology of a config, and every problem with it (empty when usable). */
-export function resolveTopology(c: Config): { topology: Topology; problems: string[] } {
+const resolved = new WeakMap<Config, Readonly<{ topology: Topology; problems: readonly string[] }>>();
+
+/**
+ * The topology of a config, and every problem with it (empty when usable): worked out once per
+ * Config (the loader checks it, the app builds from it) and frozen.
+ */
+export function resolveTopology(c: Config): Readonly<{ topology: Topology; problems: readonly string[] }> {
+  let r = resolved.get(c);
+  if (r === undefined) {
+    r = deepFreeze(workOutTopology(c));
+    resolved.set(c, r);
+  }
+  return r;
+}
+
+function workOutTopology(c: Config): { topology: Topology; problems: string[] } {
   const problems: string[] = forwardListProblems('upstream.forwardHeaders', c.upstream.forwardHeaders);
   const upstreams: UpstreamSpec[] = [];
   const entries = Object.entries(c.upstreams);

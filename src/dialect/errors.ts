@@ -2,6 +2,7 @@
 // data.uri; nothing in the MCP-reserved range -32020..-32099 leaks unless 2026 defines it; -32042
 // (URL elicitation required) never leaks.
 
+import { pinnedStatus } from '../errors.js';
 import { isObject, type JsonObject, type JsonRpcErrorObject } from '../jsonrpc.js';
 
 const MCP_RESERVED_LOW = -32099;
@@ -23,9 +24,7 @@ export function translateError(method: string, err: JsonRpcErrorObject, params: 
   return err.data === undefined ? { code, message } : { code, message, data: err.data };
 }
 
-/** HTTP status for a relayed upstream error: those 2026 pins to a status keep it [SHTTP][BASE]; others ride on 200. */
+/** HTTP status for a relayed upstream error: those 2026 pins to a status keep it; others ride on 200. */
 export function statusForUpstreamError(code: number): number {
-  if (code === -32601) return 404;
-  if (code === -32020 || code === -32021 || code === -32022) return 400;
-  return 200;
+  return pinnedStatus(code) ?? 200;
 }
