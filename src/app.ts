@@ -7,6 +7,7 @@ import { resolveTopology, type CachePolicy, type UpstreamSpec } from './config/t
 import type { CacheHint } from './dialect/results.js';
 import { originPolicy } from './envelope/index.js';
 import { createAdmin } from './ingress/admin.js';
+import { drain } from './ingress/drain.js';
 import { frontDoor } from './ingress/front-door.js';
 import { createIngress } from './ingress/server.js';
 import type { Logger } from './log.js';
@@ -267,25 +268,27 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     async drain() {
       if (draining) return;
       draining = true;
-      try {
-        ingress.stopAccepting();
-        ingress.closeConnections(false);
-        const deadline = Date.now() + config.drain.timeoutMs;
-        // Listen streams never finish on their own: end them with the closing result [SUBS].
-        await subscriptions.close(config.drain.timeoutMs);
-        await sessionEvents.close();
-        await crossReplica?.close();
-        while (inFlight.count > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
-        ingress.closeConnections(true);
-        held.cancelAll();
-        await handoff?.close();
-        await pool.close();
-        await store.close();
-        await Promise.allSettled([...upstreams.values()].flatMap((u) => [u.client.close(), u.passthrough.close()]));
-      } finally {
-        // Last, so the drain itself can be scraped.
-        await admin?.close();
-      }
+      await drain(
+        {
+          ingress,
+          inFlight,
+          // Listen streams never finish on their own: end them with the closing result [SUBS].
+          closeStreams: async (timeoutMs) => {
+            await subscriptions.close(timeoutMs);
+            await sessionEvents.close();
+            await crossReplica?.close();
+          },
+          cancelHeld: () => held.cancelAll(),
+          release: [
+            async () => handoff?.close(),
+            () => pool.close(),
+            () => store.close(),
+            () => Promise.allSettled([...upstreams.values()].flatMap((u) => [u.client.close(), u.passthrough.close()])),
+          ],
+          admin,
+        },
+        config.drain.timeoutMs,
+      );
     },
   };
 }
