@@ -1,34 +1,20 @@
 // Composition root: builds each stage once from the Config and wires them together. No logic.
 
 import type { AddressInfo } from 'node:net';
-import { ConfigError } from './config/load.js';
-import type { Config } from './config/schema.js';
-import { resolveTopology, type CachePolicy, type UpstreamSpec } from './config/topology.js';
-import type { CacheHint } from './dialect/results.js';
+import { ConfigError, resolveTopology, type CachePolicy, type Config, type UpstreamSpec } from './config/index.js';
+import type { CacheHint } from './dialect/index.js';
 import { originPolicy } from './envelope/index.js';
-import { createAdmin } from './ingress/admin.js';
-import { drain } from './ingress/drain.js';
-import { frontDoor } from './ingress/front-door.js';
-import { createIngress } from './ingress/server.js';
+import { createAdmin, createIngress, drain, frontDoor } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics, type Metrics } from './metrics/index.js';
-import { LegacyPassthrough } from './passthrough/legacy.js';
-import { SessionBinding } from './passthrough/session-binding.js';
-import { DEFAULT_CREDENTIAL_HEADERS, ForwardPolicy } from './upstream/forward-headers.js';
+import { LegacyPassthrough, SessionBinding } from './passthrough/index.js';
+import { DEFAULT_CREDENTIAL_HEADERS, ForwardPolicy, IdMinter, TargetSet, UpstreamClient } from './upstream/index.js';
 import { createRedisClient, createStore, redisConnection, SessionPool, type SessionStore } from './pool/index.js';
-import { RedisBus } from './bus/message-bus.js';
-import { Handoff } from './mrtr/handoff.js';
-import { serveHandedRounds, type BridgeDeps, type ReplicaBridge } from './mrtr/bridge.js';
+import { RedisBus } from './bus/index.js';
+import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, type ReplicaBridge } from './mrtr/index.js';
 import { randomUUID } from 'node:crypto';
-import { IdMinter } from './upstream/ids.js';
-import { HeldCalls } from './mrtr/holder.js';
-import { StateSealer } from './mrtr/request-state.js';
-import { UpstreamClient } from './upstream/legacy-client.js';
-import { TargetSet } from './upstream/targets.js';
-import type { ModernDeps } from './pipeline.js';
-import { Federation } from './routing/federation.js';
-import { federatedMount, singleMount, type Mount } from './routing/mount.js';
-import { compileRules } from './routing/rules.js';
+import { handleModern, measured, type ModernDeps } from './pipeline.js';
+import { compileRules, Federation, type Mount } from './routing/index.js';
 import { crossReplicaListen, InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
 
 export const VERSION = '0.1.0';
@@ -171,7 +157,8 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   for (const m of topology.mounts) {
     if (m.upstreams.length === 1) {
       const name = m.upstreams[0]!;
-      mounts.set(m.path, singleMount(m.path, modern.get(name)!, partsOf(name).passthrough));
+      const deps = modern.get(name)!;
+      mounts.set(m.path, { path: m.path, passthrough: partsOf(name).passthrough, serveModern: (ex) => handleModern(ex, deps) });
       continue;
     }
     const federation = new Federation({
@@ -182,10 +169,11 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       principal: config.principal,
       serverInfo: { name: 'causeway', version: VERSION },
       metrics: new UpstreamMetrics(metrics, m.path),
+      pipeline: { serve: handleModern, measured },
       log: log.child({ stage: 'federation', mount: m.path }),
     });
     federations.push(federation);
-    mounts.set(m.path, federatedMount(federation));
+    mounts.set(m.path, { path: m.path, passthrough: undefined, serveModern: (ex) => federation.serve(ex) });
   }
   let draining = false;
   const inFlight = { count: 0 };

@@ -2,7 +2,7 @@
 // bin `causeway`: load the config, start serving, drain gracefully on SIGTERM / SIGINT.
 
 import { createApp } from './app.js';
-import { ConfigError, loadConfig } from './config/load.js';
+import { ConfigError, loadConfig } from './config/index.js';
 import { createLogger } from './log.js';
 import { createStore, storeReady } from './pool/index.js';
 

@@ -1,21 +1,26 @@
 // handleModern(): a validated 2026-07-28 request, from principal to reply, readable top to
 // bottom. Each stage either hands a value to the next or ends the request with a typed error.
 
-import type { CacheHint } from './dialect/results.js';
-import { discoverResult, serverInfoOf, statusForUpstreamError, translateError, translateResult } from './dialect/index.js';
+import { discoverResult, serverInfoOf, statusForUpstreamError, translateError, translateResult, type CacheHint } from './dialect/index.js';
 import { SseStream, sendCausewayError, sendJson, type HttpResponse } from './egress/index.js';
-import { checkParamHeaders, encodeHeaderValue, levelAtLeast, type HeaderBag, type ModernRequest } from './envelope/index.js';
+import { checkParamHeaders, levelAtLeast, type HeaderBag, type ModernRequest } from './envelope/index.js';
 import { causewayError, toCausewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { sessionKey, sessionRef, type PooledSession, type SessionPool } from './pool/index.js';
-import { principalHash, type PrincipalPolicy } from './routing/principal.js';
-import { relayCall, type CallObserver } from './upstream/call.js';
-import type { IdMinter } from './upstream/ids.js';
-import type { ForwardPolicy } from './upstream/forward-headers.js';
-import { enableLogging, refuseAsk, walkList } from './upstream/own-calls.js';
-import type { UpstreamClient } from './upstream/legacy-client.js';
-import { runRound, type BridgeDeps, type RoundResult } from './mrtr/bridge.js';
+import { principalHash, type PrincipalPolicy } from './routing/index.js';
+import {
+  callHeaders,
+  enableLogging,
+  refuseAsk,
+  relayCall,
+  walkList,
+  type CallObserver,
+  type ForwardPolicy,
+  type IdMinter,
+  type UpstreamClient,
+} from './upstream/index.js';
+import { runRound, type BridgeDeps, type RoundResult } from './mrtr/index.js';
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
 import type { Subscriptions } from './subscriptions/index.js';
 
@@ -45,6 +50,12 @@ export interface ModernExchange {
   /** Aborted when the client goes away before the answer. */
   signal: AbortSignal;
   log: Logger;
+}
+
+/** The pipeline as a federated mount uses it: one member's answer, and the measuring of a merged one. */
+export interface ModernPipeline {
+  serve(ex: ModernExchange, deps: ModernDeps): Promise<void>;
+  measured(ex: ModernExchange, metrics: UpstreamMetrics, answer: () => Promise<Answered>): Promise<void>;
 }
 
 export function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void> {
@@ -123,7 +134,7 @@ async function forward(
         log: ex.log,
         send: (n) => stream?.send(n),
         onChange: (n) => deps.subscriptions.publishChange(session, n),
-        upstreamHeaders: upstreamHeaders(request, deps.forward.pick(ex.headers)),
+        upstreamHeaders: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)),
       },
       ref,
       deps.bridge,
@@ -150,7 +161,7 @@ async function forward(
     deps.client,
     ref,
     deps.ids,
-    { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: upstreamHeaders(request, deps.forward.pick(ex.headers)) },
+    { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)) },
     observer,
     ex.log,
     ex.signal,
@@ -160,13 +171,6 @@ async function forward(
     deps.metrics.learn(request.method, upstream.result);
   }
   return { session, result: { kind: 'upstream', response: upstream } };
-}
-
-/** Mcp-Method / Mcp-Name of a modern request, after the client headers its upstream may get. */
-export function upstreamHeaders(request: Pick<ModernRequest, 'method' | 'name'>, forwarded: Record<string, string> = {}): Record<string, string> {
-  const h: Record<string, string> = { ...forwarded, 'mcp-method': request.method };
-  if (request.name !== undefined) h['mcp-name'] = encodeHeaderValue(request.name);
-  return h;
 }
 
 /** Pages of tools/list read at most to find a tool's Mcp-Param-* annotations. */

@@ -2,7 +2,6 @@
 // no `upstreams` has one, built from the `upstream.*` settings and served at `listen.path`; with
 // `upstreams`, those settings are the defaults of each entry and `mounts` say what is served where.
 
-import { forwardListProblems } from '../upstream/forward-headers.js';
 import { deepFreeze } from './freeze.js';
 import type { CacheScope, Config } from './schema.js';
 
@@ -63,6 +62,18 @@ const MOUNT_KEYS = new Set(['upstreams', 'prefix', 'pageSize', 'routes']);
 
 type Raw = Record<string, unknown>;
 const isRaw = (v: unknown): v is Raw => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+
+/** Problems with a forwardHeaders list: each entry a header name, or a prefix ending in `*`. */
+function forwardListProblems(where: string, list: readonly string[]): string[] {
+  const bad = list.filter((n) => {
+    const name = n.toLowerCase();
+    const stem = name.endsWith('*') ? name.slice(0, -1) : name;
+    return !(stem === '' ? name === '*' : HEADER_NAME.test(stem) && !stem.includes('*'));
+  });
+  return bad.length === 0 ? [] : [`${where}: not header names or name prefixes ending in *: ${bad.join(', ')}`];
+}
 
 function checkUrl(where: string, url: unknown, problems: string[]): url is string {
   if (typeof url !== 'string') {

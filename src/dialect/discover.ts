@@ -1,6 +1,6 @@
 // server/discover answered from the upstream's InitializeResult [DISC][S26 DiscoverResult].
 
-import { MODERN_VERSIONS } from '../envelope/versions.js';
+import { MODERN_VERSIONS } from '../envelope/index.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import { toModernServerCapabilities } from './capabilities.js';
 import { withResultMeta, type CacheHint } from './results.js';

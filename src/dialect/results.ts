@@ -1,10 +1,9 @@
 // Legacy result -> 2026-07-28 result [BASE][CACHE]: resultType, ttlMs / cacheScope on the
 // cacheable methods, serverInfo in result _meta, tools/list in a deterministic order.
 
-import { paramHeaders } from '../envelope/headers.js';
-import { META_SERVER_INFO } from '../envelope/meta.js';
+import { META_SERVER_INFO, paramHeaders } from '../envelope/index.js';
 import { isObject, type JsonObject, type JsonValue } from '../jsonrpc.js';
-import type { CacheScope } from '../config/schema.js';
+import type { CacheScope } from '../config/index.js';
 
 export interface CacheHint {
   ttlMs: number;

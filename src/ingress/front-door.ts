@@ -19,8 +19,8 @@ import {
 } from '../envelope/index.js';
 import { causewayError, toCausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { routingHeaders } from '../passthrough/legacy.js';
-import type { Mount } from '../routing/mount.js';
+import { routingHeaders } from '../passthrough/index.js';
+import type { Mount } from '../routing/index.js';
 import type { JsonLimits } from './json-limits.js';
 import { parseJson, readBody, type BodyLimits } from './read-body.js';
 import type { IngressHandler, IngressRequest } from './server.js';

@@ -7,7 +7,7 @@ import type { Counter, Histogram } from 'prom-client';
 import { LEGACY_METHODS } from '../envelope/index.js';
 import type { ErrorReason } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
-import type { RetryVia } from '../mrtr/bridge.js';
+import type { RetryVia } from '../mrtr/index.js';
 import { Children } from './children.js';
 import { KnownNames } from './names.js';
 import type { Metrics } from './registry.js';

@@ -2,7 +2,7 @@
 // check that a client's answer has the shape its ask needs before it goes upstream.
 
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../dialect/capabilities.js';
+import { canonicalJson } from '../dialect/index.js';
 import { isObject, type JsonObject, type JsonRpcRequest, type JsonValue } from '../jsonrpc.js';
 
 /** The documented convention by which a legacy server names the key of its ask. */

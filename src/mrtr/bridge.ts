@@ -4,20 +4,15 @@
 // passed upstream by key. A retry whose holder is gone replays the call and answers the
 // repeated questions from the responses the client already gave.
 
-import { declares, requiredCapability } from '../dialect/capabilities.js';
+import { declares, requiredCapability } from '../dialect/index.js';
 import { causewayError, CausewayError } from '../errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { relayCall } from '../upstream/call.js';
-import { SessionExpiredError } from '../upstream/errors.js';
-import type { IdMinter } from '../upstream/ids.js';
-import type { SessionRef, UpstreamClient } from '../upstream/legacy-client.js';
-import type { ModernRequest } from '../envelope/index.js';
-import { levelAtLeast } from '../envelope/index.js';
+import { refuseAsk, relayCall, SessionExpiredError, type IdMinter, type SessionRef, type UpstreamClient } from '../upstream/index.js';
+import { levelAtLeast, type ModernRequest } from '../envelope/index.js';
 import { Handoff, type ForwardedRound, type HandedResult } from './handoff.js';
 import { toAsk } from './asks.js';
 import { HeldCalls, PendingCall, type RoundListener } from './holder.js';
-import { refuseAsk } from '../upstream/own-calls.js';
 import { paramsDigest, type StateSealer } from './request-state.js';
 
 /** What the bridges of every upstream share on one replica. */

@@ -4,7 +4,7 @@
 // and the caller falls back to replaying the call.
 
 import { randomUUID } from 'node:crypto';
-import type { MessageBus } from '../bus/message-bus.js';
+import type { MessageBus } from '../bus/index.js';
 import { CausewayError, causewayError, type ErrorReason } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';

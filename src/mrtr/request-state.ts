@@ -4,7 +4,7 @@
 // expiry. Anything that fails to open or to match is refused before reaching the upstream.
 
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { canonicalJson } from '../dialect/capabilities.js';
+import { canonicalJson } from '../dialect/index.js';
 import type { JsonObject } from '../jsonrpc.js';
 
 export interface StateClaims {

@@ -14,13 +14,11 @@ import { pipeline } from 'node:stream/promises';
 import { Agent, request as undiciRequest } from 'undici';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
 import { causewayError, toCausewayError } from '../errors.js';
-import { encodeHeaderValue, type HeaderBag } from '../envelope/headers.js';
+import { encodeHeaderValue, type HeaderBag } from '../envelope/index.js';
 import { isObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { principalHash, type PrincipalPolicy } from '../routing/principal.js';
-import { toUpstreamError } from '../upstream/errors.js';
-import { HOP_BY_HOP, type ForwardPolicy } from '../upstream/forward-headers.js';
-import { neverDelivered, type TargetSet } from '../upstream/targets.js';
+import { principalHash, type PrincipalPolicy } from '../routing/index.js';
+import { HOP_BY_HOP, neverDelivered, toUpstreamError, type ForwardPolicy, type TargetSet } from '../upstream/index.js';
 import type { SessionBinding } from './session-binding.js';
 
 export interface PassthroughOptions {

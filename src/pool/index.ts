@@ -4,3 +4,4 @@ export { RedisSessionStore, createRedisClient, type RedisConnectionOptions, type
 export { createStore, storeReady, recordTtlMs, redisConnection } from './create-store.js';
 export { sessionKey, upstreamOf, type SessionKey } from './session-key.js';
 export type { SessionRecord, SessionStore } from './session-store.js';
+export { SessionFacts } from './session-facts.js';

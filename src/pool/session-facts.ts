@@ -4,7 +4,7 @@
 // A change notification from the upstream makes some of it stale: invalidate(method) forgets
 // that part, here and, through the subscriptions bus, on every other replica.
 
-import { paramHeaders, type ParamHeader } from '../envelope/headers.js';
+import { paramHeaders, type ParamHeader } from '../envelope/index.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 
 /** Change notifications that make part of what is known stale. */

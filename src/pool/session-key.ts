@@ -2,7 +2,7 @@
 // Two requests share an upstream session only when all three are equal.
 
 import { createHash } from 'node:crypto';
-import { canonicalJson, toLegacyClientCapabilities } from '../dialect/capabilities.js';
+import { canonicalJson, toLegacyClientCapabilities } from '../dialect/index.js';
 import type { JsonObject } from '../jsonrpc.js';
 
 export interface SessionKey {

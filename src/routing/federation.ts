@@ -16,11 +16,11 @@ import { causewayError } from '../errors.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { UpstreamMetrics } from '../metrics/index.js';
-import { handleModern, measured, upstreamHeaders, type Answered, type ModernDeps, type ModernExchange } from '../pipeline.js';
+import type { Answered, ModernDeps, ModernExchange, ModernPipeline } from '../pipeline.js';
 import { sessionKey, sessionRef, type PooledSession } from '../pool/index.js';
 import { principalHash, type PrincipalPolicy } from './principal.js';
 import { pinnedUpstream, type CompiledRule } from './rules.js';
-import { walkList } from '../upstream/own-calls.js';
+import { callHeaders, walkList } from '../upstream/index.js';
 
 export interface Member {
   name: string;
@@ -39,6 +39,8 @@ export interface FederationOptions {
   serverInfo: JsonObject;
   /** Records merged answers (discover, lists) and errors met before a member is chosen. */
   metrics: UpstreamMetrics;
+  /** Serves what one member answers (handed in by the composition root: the pipeline is not routing's to import). */
+  pipeline: ModernPipeline;
   log: Logger;
 }
 
@@ -126,7 +128,7 @@ export class Federation {
     const ex: Asked = { ...exchange, principal, scope };
     const method = ex.request.method;
     if (method === 'server/discover' || method === 'subscriptions/listen' || LISTS[method]) {
-      return measured(ex, this.opts.metrics, () =>
+      return this.opts.pipeline.measured(ex, this.opts.metrics, () =>
         method === 'server/discover' ? this.discover(ex) : method === 'subscriptions/listen' ? this.listen(ex) : this.list(ex, LISTS[method]!),
       );
     }
@@ -134,9 +136,9 @@ export class Federation {
     try {
       routed = await this.route(ex);
     } catch (err) {
-      return measured(ex, this.opts.metrics, () => Promise.reject(err));
+      return this.opts.pipeline.measured(ex, this.opts.metrics, () => Promise.reject(err));
     }
-    return handleModern({ ...ex, request: routed.request }, routed.member.deps);
+    return this.opts.pipeline.serve({ ...ex, request: routed.request }, routed.member.deps);
   }
 
   /**
@@ -347,7 +349,7 @@ export class Federation {
           const list = result[shape.kind];
           if (Array.isArray(list)) for (const item of list) if (isObject(item) && typeof item[shape.key] === 'string') items.push(item);
         },
-        { maxPages: MAX_UPSTREAM_PAGES, signal, headers: upstreamHeaders({ method, name: undefined }) },
+        { maxPages: MAX_UPSTREAM_PAGES, signal, headers: callHeaders(method, undefined) },
       );
       if (walk.error) throw causewayError('upstream_unavailable', `Upstream ${m.name} refused ${method}: ${walk.error.message}`);
       return items;

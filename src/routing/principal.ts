@@ -2,8 +2,8 @@
 // The principal is kept only as an HMAC under a configured secret; raw tokens go nowhere.
 
 import { createHmac } from 'node:crypto';
-import type { HeaderBag } from '../envelope/headers.js';
-import type { PrincipalMode } from '../config/schema.js';
+import type { HeaderBag } from '../envelope/index.js';
+import type { PrincipalMode } from '../config/index.js';
 
 export const ANONYMOUS = 'anonymous';
 

@@ -2,7 +2,7 @@
 // request to its upstream. A name pattern is literal but for `*`, which matches any run of
 // characters; a rule with a name pattern matches only requests that carry a name.
 
-import type { RouteRule } from '../config/topology.js';
+import type { RouteRule } from '../config/index.js';
 
 export interface CompiledRule {
   method: string | undefined;

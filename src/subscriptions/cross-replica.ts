@@ -3,7 +3,7 @@
 // the shared session event bus and the coordinator of GET-stream leases and subscription counts.
 
 import type { Cluster, Redis } from 'ioredis';
-import { RedisBus } from '../bus/message-bus.js';
+import { RedisBus } from '../bus/index.js';
 import type { Logger } from '../log.js';
 import { leaseTtlMs } from './coordination.js';
 import { RedisListenCoordinator } from './redis-coordination.js';

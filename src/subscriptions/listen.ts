@@ -11,7 +11,7 @@ import { causewayError } from '../errors.js';
 import { isObject, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { PooledSession, SessionKey } from '../pool/index.js';
-import type { UpstreamClient } from '../upstream/legacy-client.js';
+import type { UpstreamClient } from '../upstream/index.js';
 import { SessionChannel, type ChannelDeps, type ChannelMember } from './channel.js';
 import { listenTickMs } from './coordination.js';
 import {

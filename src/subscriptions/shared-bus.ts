@@ -6,11 +6,11 @@
 // are also sent on `<prefix>session-facts`, which every replica hears, listeners or not, so none
 // keeps checking tool calls against stale tool annotations.
 
-import type { MessageBus } from '../bus/message-bus.js';
+import type { MessageBus } from '../bus/index.js';
 import { isObject, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { SessionEventBus, SessionEventHandler } from './bus.js';
-import { SessionFacts } from '../pool/session-facts.js';
+import { SessionFacts } from '../pool/index.js';
 import { factsChannel, sessionEventsChannel } from './redis-keys.js';
 
 export interface SharedBusOptions {

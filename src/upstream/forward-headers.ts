@@ -24,18 +24,6 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'http2-settings',
 ]);
 
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
-
-/** Problems with a forwardHeaders list: each entry a header name, or a prefix ending in `*`. */
-export function forwardListProblems(where: string, list: readonly string[]): string[] {
-  const bad = list.filter((n) => {
-    const name = n.toLowerCase();
-    const stem = name.endsWith('*') ? name.slice(0, -1) : name;
-    return !(stem === '' ? name === '*' : HEADER_NAME.test(stem) && !stem.includes('*'));
-  });
-  return bad.length === 0 ? [] : [`${where}: not header names or name prefixes ending in *: ${bad.join(', ')}`];
-}
-
 export class ForwardPolicy {
   private readonly exact: ReadonlySet<string>;
   private readonly prefixes: readonly string[];

@@ -2,6 +2,8 @@
 // Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID) always win, then configured ones, then extra ones;
 // names are lower-cased so nothing is sent twice. 2024-11-05 and 2025-03-26 get no version header.
 
+import { encodeHeaderValue } from '../envelope/index.js';
+
 export interface SessionRef {
   sessionId: string | undefined;
   protocolVersion: string;
@@ -45,6 +47,17 @@ export function upstreamHeaders(
   if (sendsVersionHeader(session.protocolVersion)) out['mcp-protocol-version'] = session.protocolVersion;
   if (lastEventId !== undefined && kind === 'get') out['last-event-id'] = lastEventId;
   return out;
+}
+
+/**
+ * Mcp-Method / Mcp-Name for a request Causeway sends on a modern client's behalf (so a
+ * header-routing balancer between Causeway and the servers can use them), after the client
+ * headers that upstream may get.
+ */
+export function callHeaders(method: string, name: string | undefined, forwarded: Record<string, string> = {}): Record<string, string> {
+  const h: Record<string, string> = { ...forwarded, 'mcp-method': method };
+  if (name !== undefined) h['mcp-name'] = encodeHeaderValue(name);
+  return h;
 }
 
 /** [L-TR] A session id is visible ASCII, 0x21..0x7E. */

@@ -1,0 +1,1 @@
+export { RedisBus, type MessageBus } from './message-bus.js';

@@ -1,0 +1,3 @@
+export { ConfigError, loadConfig } from './load.js';
+export { type Config, type PrincipalMode, type CacheScope } from './schema.js';
+export { resolveTopology, type CachePolicy, type UpstreamSpec, type RouteRule } from './topology.js';

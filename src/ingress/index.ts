@@ -1,0 +1,4 @@
+export { createAdmin } from './admin.js';
+export { drain } from './drain.js';
+export { frontDoor } from './front-door.js';
+export { createIngress } from './server.js';

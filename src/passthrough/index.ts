@@ -1,0 +1,2 @@
+export { LegacyPassthrough, routingHeaders } from './legacy.js';
+export { SessionBinding } from './session-binding.js';

@@ -1,0 +1,71 @@
+// The shape of src/, read from its import statements: no two files import each other, even
+// through others; a folder is entered through its index.ts only; no stage imports the pipeline
+// or the composition root at run time (they call the stages, never the other way round).
+// Type-only imports are left out: they are gone once compiled.
+
+import t from 'tap';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+const ROOTS = new Set(['app.ts', 'pipeline.ts', 'main.ts']);
+const IMPORT = /^(?:import|export)\s+(type\s+)?(?:\{([^}]*)\}|\*(?:\s+as\s+\w+)?)\s+from\s+'(\.[^']+)';/gms;
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
+}
+
+/** file (relative to src/) -> the files it imports at run time. */
+const graph = new Map<string, string[]>();
+for (const file of sources(SRC)) {
+  const from = relative(SRC, file);
+  const to: string[] = [];
+  for (const m of readFileSync(file, 'utf8').matchAll(IMPORT)) {
+    const names = (m[2] ?? '*').split(',').map((n) => n.trim()).filter(Boolean);
+    if (m[1] !== undefined || names.every((n) => n.startsWith('type '))) continue;
+    to.push(normalize(join(dirname(from), m[3]!)).replace(/\.js$/, '.ts'));
+  }
+  graph.set(from, to);
+}
+
+t.test('the graph was read', async (t) => {
+  t.ok(graph.size > 50, `${graph.size} source files`);
+  t.ok(graph.get('app.ts')?.includes('pipeline.ts'), 'app.ts imports the pipeline');
+});
+
+t.test('no cycles between files', async (t) => {
+  const state = new Map<string, 'open' | 'done'>();
+  const cycles: string[] = [];
+  const visit = (f: string, path: string[]) => {
+    state.set(f, 'open');
+    for (const g of graph.get(f) ?? []) {
+      if (state.get(g) === 'open') cycles.push([...path.slice(path.indexOf(g)), g].join(' -> '));
+      else if (!state.has(g)) visit(g, [...path, g]);
+    }
+    state.set(f, 'done');
+  };
+  for (const f of graph.keys()) if (!state.has(f)) visit(f, [f]);
+  t.same(cycles, []);
+});
+
+t.test('a folder is entered through its index.ts', async (t) => {
+  const past: string[] = [];
+  for (const [from, tos] of graph) {
+    for (const to of tos) {
+      if (dirname(to) !== '.' && dirname(to) !== dirname(from) && !to.endsWith('/index.ts')) past.push(`${from} -> ${to}`);
+    }
+  }
+  t.same(past, []);
+});
+
+t.test('stages never import the pipeline or the composition root', async (t) => {
+  const upward: string[] = [];
+  for (const [from, tos] of graph) {
+    if (ROOTS.has(from)) continue;
+    for (const to of tos) if (ROOTS.has(to)) upward.push(`${from} -> ${to}`);
+  }
+  t.same(upward, []);
+});
