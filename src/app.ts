@@ -13,7 +13,7 @@ import { createRedisClient, createStore, redisConnection, SessionPool, type Sess
 import { RedisBus } from './bus/index.js';
 import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, type ReplicaBridge } from './mrtr/index.js';
 import { randomUUID } from 'node:crypto';
-import { handleModern, measured, type ModernDeps } from './pipeline.js';
+import { handleFederated, handleModern, type ModernDeps } from './pipeline.js';
 import { compileRules, Federation, type Mount } from './routing/index.js';
 import { crossReplicaListen, InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
 
@@ -169,11 +169,10 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       principal: config.principal,
       serverInfo: { name: 'causeway', version: VERSION },
       metrics: new UpstreamMetrics(metrics, m.path),
-      pipeline: { serve: handleModern, measured },
       log: log.child({ stage: 'federation', mount: m.path }),
     });
     federations.push(federation);
-    mounts.set(m.path, { path: m.path, passthrough: undefined, serveModern: (ex) => federation.serve(ex) });
+    mounts.set(m.path, { path: m.path, passthrough: undefined, serveModern: (ex) => handleFederated(ex, federation) });
   }
   let draining = false;
   const inFlight = { count: 0 };

@@ -8,7 +8,7 @@ import { causewayError, toCausewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { sessionKey, sessionRef, type PooledSession, type SessionPool } from './pool/index.js';
-import { principalHash, type PrincipalPolicy } from './routing/index.js';
+import { principalHash, type Federation, type PrincipalPolicy, type Routed } from './routing/index.js';
 import {
   callHeaders,
   enableLogging,
@@ -52,18 +52,29 @@ export interface ModernExchange {
   log: Logger;
 }
 
-/** The pipeline as a federated mount uses it: one member's answer, and the measuring of a merged one. */
-export interface ModernPipeline {
-  serve(ex: ModernExchange, deps: ModernDeps): Promise<void>;
-  measured(ex: ModernExchange, metrics: UpstreamMetrics, answer: () => Promise<Answered>): Promise<void>;
-}
-
 export function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void> {
   return measured(ex, deps.metrics, () => answer(ex, deps));
 }
 
+/**
+ * A request on a federated mount: the routing stage either answers it from every member (merged
+ * discover and lists, one listen stream), or names the member that serves it, and the rest of
+ * the pipeline runs on that member.
+ */
+export async function handleFederated(ex: ModernExchange, federation: Federation): Promise<void> {
+  const plan = federation.plan(ex);
+  if ('merged' in plan) return measured(ex, federation.metrics, plan.merged);
+  let routed: Routed;
+  try {
+    routed = await plan.route();
+  } catch (err) {
+    return measured(ex, federation.metrics, () => Promise.reject(err));
+  }
+  return handleModern({ ...ex, request: routed.request }, routed.member.deps);
+}
+
 /** Runs an answering stage: a typed error it throws becomes the reply; either way the answer is counted once. */
-export async function measured(ex: ModernExchange, metrics: UpstreamMetrics, answer: () => Promise<Answered>): Promise<void> {
+async function measured(ex: ModernExchange, metrics: UpstreamMetrics, answer: () => Promise<Answered>): Promise<void> {
   const started = performance.now();
   let resultType: ResultType;
   let outcome: AnswerOutcome;

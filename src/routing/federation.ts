@@ -6,7 +6,8 @@
 // prompts/get go to the member whose prefix the name carries (else the one that listed it),
 // resources/read to the member that listed the URI or a matching template, completion/complete
 // by its ref. subscriptions/listen follows every member's session on one stream, each resource
-// subscription on the member that owns the URI.
+// subscription on the member that owns the URI. The pipeline asks plan() which of the two a
+// request is, and runs the rest of itself on the member a routed request goes to.
 
 import { randomBytes } from 'node:crypto';
 import { discoverResult, normalizeToolsList, withResultMeta, type CacheHint } from '../dialect/index.js';
@@ -16,7 +17,7 @@ import { causewayError } from '../errors.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { UpstreamMetrics } from '../metrics/index.js';
-import type { Answered, ModernDeps, ModernExchange, ModernPipeline } from '../pipeline.js';
+import type { Answered, ModernDeps, ModernExchange } from '../pipeline.js';
 import { sessionKey, sessionRef, type PooledSession } from '../pool/index.js';
 import { principalHash, type PrincipalPolicy } from './principal.js';
 import { pinnedUpstream, type CompiledRule } from './rules.js';
@@ -39,8 +40,6 @@ export interface FederationOptions {
   serverInfo: JsonObject;
   /** Records merged answers (discover, lists) and errors met before a member is chosen. */
   metrics: UpstreamMetrics;
-  /** Serves what one member answers (handed in by the composition root: the pipeline is not routing's to import). */
-  pipeline: ModernPipeline;
   log: Logger;
 }
 
@@ -93,7 +92,8 @@ interface OwnerIndex {
   resourceMembers: number[];
 }
 
-type Routed = { member: Member; request: ModernRequest };
+/** The member that serves a request, and the request as it must see it (its own names). */
+export type Routed = { member: Member; request: ModernRequest };
 
 /** A request with who asks, worked out once: the principal hash, and the scope owner indexes and snapshots are kept by. */
 type Asked = ModernExchange & { principal: string; scope: string };
@@ -121,24 +121,27 @@ export class Federation {
     return this.conflicts.size;
   }
 
-  async serve(exchange: ModernExchange): Promise<void> {
+  /** Records merged answers (discover, lists, listen) and errors met before a member is chosen. */
+  get metrics(): UpstreamMetrics {
+    return this.opts.metrics;
+  }
+
+  /**
+   * What this mount does with a request, for the pipeline: answer it from every member (discover,
+   * lists, listen: `merged` answers and says how), or name the member that serves it and the
+   * request as that member must see it (`route`, which throws the typed error when none does).
+   */
+  plan(exchange: ModernExchange): { merged: () => Promise<Answered> } | { route: () => Promise<Routed> } {
     const principal = principalHash(this.opts.principal, exchange.headers);
     // Owner indexes are per principal and capability set, as the lists may differ between them.
     const scope = sessionKey('', principal, exchange.request.meta.clientCapabilities).id;
     const ex: Asked = { ...exchange, principal, scope };
     const method = ex.request.method;
-    if (method === 'server/discover' || method === 'subscriptions/listen' || LISTS[method]) {
-      return this.opts.pipeline.measured(ex, this.opts.metrics, () =>
-        method === 'server/discover' ? this.discover(ex) : method === 'subscriptions/listen' ? this.listen(ex) : this.list(ex, LISTS[method]!),
-      );
-    }
-    let routed: Routed;
-    try {
-      routed = await this.route(ex);
-    } catch (err) {
-      return this.opts.pipeline.measured(ex, this.opts.metrics, () => Promise.reject(err));
-    }
-    return this.opts.pipeline.serve({ ...ex, request: routed.request }, routed.member.deps);
+    if (method === 'server/discover') return { merged: () => this.discover(ex) };
+    if (method === 'subscriptions/listen') return { merged: () => this.listen(ex) };
+    const shape = LISTS[method];
+    if (shape) return { merged: () => this.list(ex, shape) };
+    return { route: () => this.route(ex) };
   }
 
   /**

@@ -1,4 +1,4 @@
 export { principalHash, type PrincipalPolicy } from './principal.js';
-export { Federation } from './federation.js';
+export { Federation, type Routed } from './federation.js';
 export type { Mount } from './mount.js';
 export { compileRules } from './rules.js';
