@@ -169,6 +169,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       principal: config.principal,
       serverInfo: { name: 'causeway', version: VERSION },
       metrics: new UpstreamMetrics(metrics, m.path),
+      subscriptions,
       log: log.child({ stage: 'federation', mount: m.path }),
     });
     federations.push(federation);

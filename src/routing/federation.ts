@@ -1,34 +1,22 @@
-// One mount in front of several different legacy servers. server/discover and the four list
-// methods are answered by Causeway from all members: tool and prompt names get the member's
-// prefix, the merged list is sorted and paged by Causeway with its own opaque cursors. A name two
-// members both expose is a conflict: the first member in the mount's order (or the one a route
-// rule pins the name to) keeps it, and the conflict is logged once and counted. tools/call and
-// prompts/get go to the member whose prefix the name carries (else the one that listed it),
-// resources/read to the member that listed the URI or a matching template, completion/complete
-// by its ref. subscriptions/listen follows every member's session on one stream, each resource
-// subscription on the member that owns the URI. The pipeline asks plan() which of the two a
-// request is, and runs the rest of itself on the member a routed request goes to.
+// One mount in front of several different legacy servers: the routing stage the pipeline asks,
+// for each request, whether it is answered from every member (server/discover and the lists, by
+// the Merger; subscriptions/listen, one stream over every member's session with each resource
+// subscription on the member owning the URI) or routed to one member (by the Router), on which
+// the rest of the pipeline then runs.
 
-import { randomBytes } from 'node:crypto';
-import { discoverResult, normalizeToolsList, withResultMeta, type CacheHint } from '../dialect/index.js';
-import { sendJson } from '../egress/index.js';
-import type { ModernRequest } from '../envelope/index.js';
-import { causewayError } from '../errors.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { UpstreamMetrics } from '../metrics/index.js';
-import type { Answered, ModernDeps, ModernExchange } from '../pipeline.js';
-import { sessionKey, sessionRef, type PooledSession } from '../pool/index.js';
+import type { Answered, ModernExchange } from '../pipeline.js';
+import { sessionKey } from '../pool/index.js';
+import type { Subscriptions } from '../subscriptions/index.js';
+import { LISTS, Merger, type Asked, type Conflict, type Member } from './merge.js';
 import { principalHash, type PrincipalPolicy } from './principal.js';
-import { pinnedUpstream, type CompiledRule } from './rules.js';
-import { callHeaders, walkList } from '../upstream/index.js';
+import { Router, type Routed } from './router.js';
+import type { CompiledRule } from './rules.js';
 
-export interface Member {
-  name: string;
-  /** The expanded prefix of this member's tool and prompt names ('' for none). */
-  prefix: string;
-  deps: ModernDeps;
-}
+export type { Conflict, Member } from './merge.js';
+export type { Routed } from './router.js';
 
 export interface FederationOptions {
   path: string;
@@ -40,77 +28,22 @@ export interface FederationOptions {
   serverInfo: JsonObject;
   /** Records merged answers (discover, lists) and errors met before a member is chosen. */
   metrics: UpstreamMetrics;
+  /** The replica's listen streams, one of which follows every member. */
+  subscriptions: Subscriptions;
   log: Logger;
 }
 
-export interface Conflict {
-  kind: ListKind;
-  name: string;
-  /** Every member exposing the name, the one that keeps it first. */
-  upstreams: string[];
-}
-
-type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
-
-interface ListShape {
-  kind: ListKind;
-  key: 'name' | 'uri' | 'uriTemplate';
-  capability: 'tools' | 'prompts' | 'resources';
-  /** The method whose name a route rule must match to pin this list's items. */
-  routedBy: string;
-  prefixed: boolean;
-}
-
-const LISTS: Readonly<Record<string, ListShape>> = {
-  'tools/list': { kind: 'tools', key: 'name', capability: 'tools', routedBy: 'tools/call', prefixed: true },
-  'prompts/list': { kind: 'prompts', key: 'name', capability: 'prompts', routedBy: 'prompts/get', prefixed: true },
-  'resources/list': { kind: 'resources', key: 'uri', capability: 'resources', routedBy: 'resources/read', prefixed: false },
-  'resources/templates/list': { kind: 'resourceTemplates', key: 'uriTemplate', capability: 'resources', routedBy: 'resources/read', prefixed: false },
-};
-
-/** Upstream pages read per member and list before Causeway stops following nextCursor. */
-const MAX_UPSTREAM_PAGES = 100;
 /** URIs of one listen request whose owner is looked up. */
 const MAX_LISTEN_URIS = 1000;
-/** Principal x capability sets whose owner index is kept. */
-const MAX_INDEXES = 1024;
-/**
- * Merged lists kept so that a client walking the pages sees one snapshot and the members are
- * listed once per walk, not once per page. A cursor names its snapshot; past this age, or on
- * another replica, the next page is merged afresh at the cursor's offset.
- */
-const MAX_SNAPSHOTS = 64;
-const SNAPSHOT_TTL_MS = 60_000;
-
-/** Who owns what, as learned from the merged lists of one principal and capability set. */
-interface OwnerIndex {
-  tools: Map<string, number>;
-  prompts: Map<string, number>;
-  resources: Map<string, number>;
-  templates: Array<{ match: RegExp; member: number }>;
-  /** Members that advertise resources, from the last resources merge. */
-  resourceMembers: number[];
-}
-
-/** The member that serves a request, and the request as it must see it (its own names). */
-export type Routed = { member: Member; request: ModernRequest };
-
-/** A request with who asks, worked out once: the principal hash, and the scope owner indexes and snapshots are kept by. */
-type Asked = ModernExchange & { principal: string; scope: string };
-
-interface Snapshot {
-  id: string;
-  items: JsonObject[];
-  expiresAt: number;
-}
 
 export class Federation {
-  private readonly indexes = new Map<string, OwnerIndex>();
-  /** By scope, method and id; oldest first. */
-  private readonly snapshots = new Map<string, Snapshot>();
-  private readonly conflicts = new Map<string, Conflict>();
+  private readonly merger: Merger;
+  private readonly router: Router;
 
-  constructor(private readonly opts: FederationOptions) {}
+  constructor(private readonly opts: FederationOptions) {
+    this.merger = new Merger(opts);
+    this.router = new Router(opts.members, opts.rules, this.merger);
+  }
 
   get path(): string {
     return this.opts.path;
@@ -118,7 +51,7 @@ export class Federation {
 
   /** Distinct name conflicts seen so far (start-up check and live merges). */
   get conflictCount(): number {
-    return this.conflicts.size;
+    return this.merger.conflictCount;
   }
 
   /** Records merged answers (discover, lists, listen) and errors met before a member is chosen. */
@@ -137,140 +70,16 @@ export class Federation {
     const scope = sessionKey('', principal, exchange.request.meta.clientCapabilities).id;
     const ex: Asked = { ...exchange, principal, scope };
     const method = ex.request.method;
-    if (method === 'server/discover') return { merged: () => this.discover(ex) };
+    if (method === 'server/discover') return { merged: () => this.merger.discover(ex) };
     if (method === 'subscriptions/listen') return { merged: () => this.listen(ex) };
     const shape = LISTS[method];
-    if (shape) return { merged: () => this.list(ex, shape) };
-    return { route: () => this.route(ex) };
+    if (shape) return { merged: () => this.merger.list(ex, shape) };
+    return { route: () => this.router.route(ex) };
   }
 
-  /**
-   * Merges every list for an anonymous principal and reports each name conflict found. Members that
-   * cannot be reached are logged and left out; the check never fails start-up.
-   */
-  async check(): Promise<Conflict[]> {
-    const principal = principalHash(this.opts.principal, {});
-    const found: Conflict[] = [];
-    const unreachable = new Set<string>();
-    for (const [method, shape] of Object.entries(LISTS)) {
-      const lists = await Promise.all(
-        this.opts.members.map((m) => {
-          if (unreachable.has(m.name)) return undefined;
-          return this.fetchAll(m, method, shape, principal, {}, AbortSignal.timeout(m.deps.bridge.upstreamTimeoutMs)).catch((err: unknown) => {
-            unreachable.add(m.name);
-            this.opts.log.warn({ mount: this.path, upstream: m.name, method, err: (err as Error).message }, 'federation check could not list an upstream; its names are checked when first merged');
-            return undefined;
-          });
-        }),
-      );
-      found.push(...this.merge(shape, lists).conflicts);
-    }
-    return found;
-  }
-
-  private async route(ex: Asked): Promise<Routed> {
-    const { request } = ex;
-    const pinned = pinnedUpstream(this.opts.rules, request.method, request.name);
-    if (pinned !== undefined) {
-      const member = this.member(pinned);
-      return { member, request: unprefixed(request, member) };
-    }
-    switch (request.method) {
-      case 'tools/call':
-      case 'prompts/get': {
-        const member = await this.ownerOfName(ex, request.method === 'tools/call' ? 'tools' : 'prompts', request.name!);
-        return { member, request: unprefixed(request, member) };
-      }
-      case 'resources/read':
-        return { member: await this.ownerOfUri(ex, request.name!), request };
-      case 'completion/complete':
-        return this.routeCompletion(ex);
-      default:
-        throw causewayError('method_not_found', `Method not found: ${request.method}`);
-    }
-  }
-
-  private async routeCompletion(ex: Asked): Promise<Routed> {
-    const ref = ex.request.params.ref;
-    if (isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string') {
-      const member = await this.ownerOfName(ex, 'prompts', ref.name);
-      return { member, request: unprefixed(ex.request, member) };
-    }
-    if (isObject(ref) && ref.type === 'ref/resource' && typeof ref.uri === 'string') {
-      return { member: await this.ownerOfUri(ex, ref.uri), request: ex.request };
-    }
-    throw causewayError('invalid_params', 'completion/complete needs a ref/prompt or ref/resource ref');
-  }
-
-  private member(name: string): Member {
-    const m = this.opts.members.find((x) => x.name === name);
-    if (!m) throw new Error(`no member ${name}`);
-    return m;
-  }
-
-  /** The prefix a name carries names its member; without one, the member that listed it. */
-  private async ownerOfName(ex: Asked, kind: 'tools' | 'prompts', name: string): Promise<Member> {
-    let best: Member | undefined;
-    for (const m of this.opts.members) {
-      if (m.prefix !== '' && name.startsWith(m.prefix) && (best === undefined || m.prefix.length > best.prefix.length)) best = m;
-    }
-    if (best) return best;
-    const { scope } = ex;
-    let owner = this.indexes.get(scope)?.[kind].get(name);
-    if (owner === undefined) {
-      const method = kind === 'tools' ? 'tools/list' : 'prompts/list';
-      await this.mergedItems(ex, LISTS[method]!, method);
-      owner = this.indexes.get(scope)?.[kind].get(name);
-    }
-    if (owner === undefined) throw causewayError('unknown_name', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
-    return this.opts.members[owner]!;
-  }
-
-  private async ownerOfUri(ex: Asked, uri: string): Promise<Member> {
-    const [owner] = await this.ownersOfUris(ex, [uri]);
-    if (owner === undefined) throw causewayError('unknown_name', 'Resource not found', { uri });
-    return owner;
-  }
-
-  /** The member owning each URI (undefined: none), refreshing the resource lists at most once. */
-  private async ownersOfUris(ex: Asked, uris: readonly string[]): Promise<Array<Member | undefined>> {
-    const { scope } = ex;
-    const lookup = (uri: string): number | undefined => {
-      const index = this.indexes.get(scope);
-      if (!index) return undefined;
-      return index.resources.get(uri) ?? index.templates.find((t) => t.match.test(uri))?.member;
-    };
-    let owners = uris.map(lookup);
-    if (owners.some((o) => o === undefined)) {
-      await this.mergedItems(ex, LISTS['resources/list']!, 'resources/list');
-      await this.mergedItems(ex, LISTS['resources/templates/list']!, 'resources/templates/list');
-      // A member that serves resources nobody listed (dynamic ones): only safe to guess when it is the only one.
-      const holders = this.indexes.get(scope)?.resourceMembers ?? [];
-      owners = uris.map((uri) => lookup(uri) ?? (holders.length === 1 ? holders[0] : undefined));
-    }
-    return owners.map((o) => (o === undefined ? undefined : this.opts.members[o]));
-  }
-
-  private async discover(ex: Asked): Promise<Answered> {
-    const { principal } = ex;
-    const sessions = await Promise.all(
-      this.opts.members.map((m) => m.deps.pool.acquire(sessionKey(m.name, principal, ex.request.meta.clientCapabilities))),
-    );
-    const capabilities: JsonObject = {};
-    const instructions: string[] = [];
-    sessions.forEach((s, i) => {
-      const init = s.record.initializeResult;
-      if (isObject(init.capabilities)) {
-        for (const [k, v] of Object.entries(init.capabilities)) {
-          if (isObject(v)) capabilities[k] = { ...(isObject(capabilities[k]) ? capabilities[k] : {}), ...v };
-        }
-      }
-      if (typeof init.instructions === 'string' && init.instructions !== '') instructions.push(`[${this.opts.members[i]!.name}] ${init.instructions}`);
-    });
-    const merged: JsonObject = { capabilities, serverInfo: this.opts.serverInfo };
-    if (instructions.length > 0) merged.instructions = instructions.join('\n\n');
-    sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: discoverResult(merged, this.cacheHint('server/discover')) });
-    return 'complete';
+  /** Merges every list for an anonymous principal and reports each name conflict found (see Merger.check). */
+  check(): Promise<Conflict[]> {
+    return this.merger.check(principalHash(this.opts.principal, {}));
   }
 
   /** One listen stream over every member's session; a resource subscription goes to the URI's owner (unknown URIs are not held). */
@@ -282,181 +91,11 @@ export class Federation {
     // Bounded before the listen itself checks the request (subscriptions.maxUrisPerListen).
     const uris = asked.filter((u): u is string => typeof u === 'string').slice(0, MAX_LISTEN_URIS);
     const owned: string[][] = this.opts.members.map(() => []);
-    (await this.ownersOfUris(ex, uris)).forEach((owner, i) => {
+    (await this.router.ownersOfUris(ex, uris)).forEach((owner, i) => {
       if (owner) owned[this.opts.members.indexOf(owner)]!.push(uris[i]!);
     });
     const parts = this.opts.members.map((m, i) => ({ key: sessionKey(m.name, principal, caps), uris: owned[i]! }));
-    await this.opts.members[0]!.deps.subscriptions.listen({ request: ex.request, parts, principal, res: ex.res, signal: ex.signal, log: ex.log });
+    await this.opts.subscriptions.listen({ request: ex.request, parts, principal, res: ex.res, signal: ex.signal, log: ex.log });
     return 'complete';
   }
-
-  private async list(ex: Asked, shape: ListShape): Promise<Answered> {
-    const { request } = ex;
-    const cursor = readCursor(request.params.cursor, request.method);
-    // Keyed by principal scope too: a cursor passed to another principal never shows it this one's list.
-    const slot = `${ex.scope}#${request.method}#`;
-    let snapshot = cursor === undefined ? undefined : this.snapshots.get(slot + cursor.snapshot);
-    if (snapshot === undefined || snapshot.expiresAt < Date.now()) {
-      snapshot = { id: randomBytes(6).toString('base64url'), items: await this.mergedItems(ex, shape, request.method), expiresAt: Date.now() + SNAPSHOT_TTL_MS };
-      if (this.snapshots.size >= MAX_SNAPSHOTS) this.snapshots.delete(this.snapshots.keys().next().value!);
-      this.snapshots.set(slot + snapshot.id, snapshot);
-    }
-    const { items } = snapshot;
-    // The list may have shrunk since the cursor was issued: an offset past the end is an empty last page.
-    const offset = Math.min(cursor?.offset ?? 0, items.length);
-    const end = offset + this.opts.pageSize;
-    const result: JsonObject = { [shape.kind]: items.slice(offset, end) };
-    if (end < items.length) result.nextCursor = writeCursor(request.method, snapshot.id, end);
-    sendJson(ex.res, 200, {
-      jsonrpc: '2.0',
-      id: request.id,
-      result: withResultMeta(result, { serverInfo: this.opts.serverInfo, cache: this.cacheHint(request.method) }),
-    });
-    return 'complete';
-  }
-
-  /** Every member's full list, merged; the principal's owner index is updated from it. */
-  private async mergedItems(ex: Asked, shape: ListShape, method: string): Promise<JsonObject[]> {
-    const { principal } = ex;
-    const caps = ex.request.meta.clientCapabilities;
-    const lists = await Promise.all(this.opts.members.map((m) => this.fetchAll(m, method, shape, principal, caps, ex.signal)));
-    if (lists.every((l) => l === undefined)) throw causewayError('method_not_found', `Method not found: ${method}`);
-    const { items, owners } = this.merge(shape, lists);
-    const index = this.index(ex.scope);
-    if (shape.kind === 'resourceTemplates') {
-      index.templates = items.map((t, i) => ({ match: templatePattern(String(t.uriTemplate)), member: owners[i]! }));
-    } else {
-      const map = index[shape.kind];
-      map.clear();
-      items.forEach((item, i) => map.set(String(item[shape.key]), owners[i]!));
-      if (shape.kind === 'resources') index.resourceMembers = lists.flatMap((l, i) => (l === undefined ? [] : [i]));
-    }
-    return items;
-  }
-
-  /** A member's whole list for `method`, or undefined when it does not advertise the capability. */
-  private fetchAll(m: Member, method: string, shape: ListShape, principal: string, caps: JsonObject, signal: AbortSignal): Promise<JsonObject[] | undefined> {
-    const { deps } = m;
-    return deps.pool.withSession(sessionKey(m.name, principal, caps), async (session: PooledSession) => {
-      const advertised = session.record.initializeResult.capabilities;
-      if (!(isObject(advertised) && isObject(advertised[shape.capability]))) return undefined;
-      const items: JsonObject[] = [];
-      const walk = await walkList(
-        deps,
-        sessionRef(session),
-        method,
-        (page) => {
-          deps.metrics.learn(method, page);
-          const result = method === 'tools/list' ? normalizeToolsList(page).result : page;
-          if (method === 'tools/list') session.facts.learnTools(page);
-          const list = result[shape.kind];
-          if (Array.isArray(list)) for (const item of list) if (isObject(item) && typeof item[shape.key] === 'string') items.push(item);
-        },
-        { maxPages: MAX_UPSTREAM_PAGES, signal, headers: callHeaders(method, undefined) },
-      );
-      if (walk.error) throw causewayError('upstream_unavailable', `Upstream ${m.name} refused ${method}: ${walk.error.message}`);
-      return items;
-    });
-  }
-
-  /** Prefixes, resolves conflicts, sorts. `owners[i]` is the member index of `items[i]`. */
-  private merge(shape: ListShape, lists: ReadonlyArray<JsonObject[] | undefined>): { items: JsonObject[]; owners: number[]; conflicts: Conflict[] } {
-    const byKey = new Map<string, { item: JsonObject; member: number; all: number[] }>();
-    lists.forEach((list, member) => {
-      if (!list) return;
-      const prefix = shape.prefixed ? this.opts.members[member]!.prefix : '';
-      for (const raw of list) {
-        const key = prefix + String(raw[shape.key]);
-        const item = prefix === '' ? raw : { ...raw, [shape.key]: key };
-        const seen = byKey.get(key);
-        if (!seen) {
-          byKey.set(key, { item, member, all: [member] });
-          continue;
-        }
-        seen.all.push(member);
-        const pinned = pinnedUpstream(this.opts.rules, shape.routedBy, key);
-        if (pinned === this.opts.members[member]!.name) Object.assign(seen, { item, member });
-      }
-    });
-    const conflicts: Conflict[] = [];
-    for (const [key, e] of byKey) {
-      if (e.all.length < 2) continue;
-      const upstreams = [e.member, ...e.all.filter((m) => m !== e.member)].map((m) => this.opts.members[m]!.name);
-      const conflict = { kind: shape.kind, name: key, upstreams };
-      conflicts.push(conflict);
-      const id = `${shape.kind}:${key}`;
-      if (!this.conflicts.has(id)) {
-        this.conflicts.set(id, conflict);
-        this.opts.log.warn({ mount: this.path, kind: shape.kind, name: key, upstreams, kept: upstreams[0] }, 'federation name conflict');
-      }
-    }
-    const entries = [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return { items: entries.map(([, e]) => e.item), owners: entries.map(([, e]) => e.member), conflicts };
-  }
-
-  /** The strictest hint of the members: the shortest ttl, private if any is. */
-  private cacheHint(method: string): CacheHint {
-    const hints = this.opts.members.map((m) => m.deps.cacheHint(method));
-    return {
-      ttlMs: Math.min(...hints.map((h) => h.ttlMs)),
-      cacheScope: hints.some((h) => h.cacheScope === 'private') ? 'private' : 'public',
-    };
-  }
-
-  private index(scope: string): OwnerIndex {
-    let index = this.indexes.get(scope);
-    if (index) {
-      this.indexes.delete(scope);
-    } else {
-      index = { tools: new Map(), prompts: new Map(), resources: new Map(), templates: [], resourceMembers: [] };
-      if (this.indexes.size >= MAX_INDEXES) this.indexes.delete(this.indexes.keys().next().value!);
-    }
-    this.indexes.set(scope, index);
-    return index;
-  }
-}
-
-/** The request as `member` knows it: its prefix taken off the tool or prompt name (or a completion's prompt ref). */
-function unprefixed(request: ModernRequest, member: Member): ModernRequest {
-  const strip = (n: string) => (member.prefix !== '' && n.startsWith(member.prefix) ? n.slice(member.prefix.length) : n);
-  const ref = request.params.ref;
-  if (request.method === 'completion/complete' && isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string') {
-    return { ...request, params: { ...request.params, ref: { ...ref, name: strip(ref.name) } } };
-  }
-  if (request.spec.nameParam !== 'name' || request.name === undefined) return request;
-  const name = strip(request.name);
-  return name === request.name ? request : { ...request, name, params: { ...request.params, name } };
-}
-
-function writeCursor(method: string, snapshot: string, offset: number): string {
-  return Buffer.from(JSON.stringify({ m: method, s: snapshot, o: offset })).toString('base64url');
-}
-
-/** The snapshot and offset a cursor Causeway issued stands for; anything else is -32602 [PAGE]. */
-function readCursor(cursor: unknown, method: string): { snapshot: string; offset: number } | undefined {
-  if (cursor === undefined) return undefined;
-  const invalid = () => causewayError('invalid_params', 'Invalid cursor');
-  if (typeof cursor !== 'string' || cursor.length > 200) throw invalid();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    throw invalid();
-  }
-  if (!isObject(parsed) || parsed.m !== method || typeof parsed.s !== 'string' || typeof parsed.o !== 'number' || !Number.isInteger(parsed.o) || parsed.o < 0) {
-    throw invalid();
-  }
-  return { snapshot: parsed.s, offset: parsed.o };
-}
-
-/** An RFC 6570 template as a pattern over the URIs it can expand to (good enough to find the owner). */
-export function templatePattern(template: string): RegExp {
-  let out = '';
-  for (const part of template.split(/(\{[^}]*\})/)) {
-    if (part.startsWith('{') && part.endsWith('}')) {
-      const op = part[1];
-      out += op === '+' || op === '#' ? '.*' : op === '?' || op === '&' ? '(?:[?&].*)?' : '[^/?#]*';
-    } else out += part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  }
-  return new RegExp(`^${out}$`, 's');
 }

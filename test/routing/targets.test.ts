@@ -4,7 +4,7 @@
 import t from 'tap';
 import { neverDelivered, TargetSet } from '../../src/upstream/targets.js';
 import { compileRules, globToRegExp, pinnedUpstream } from '../../src/routing/rules.js';
-import { templatePattern } from '../../src/routing/federation.js';
+import { templatePattern } from '../../src/routing/merge.js';
 
 const URLS = ['http://a/mcp', 'http://b/mcp', 'http://c/mcp'];
 
