@@ -5,9 +5,9 @@
 // its last use reaches the store in batches, every touchIntervalMs.
 //
 // When the store fails (Redis down or too slow; store-health.ts tells), the pool keeps serving:
-// a session it cannot load or share is opened replica-local (`localOnly`). When the store answers again (or its
-// connection comes back) the pool publishes what it opened meanwhile, insert-if-absent, and
-// adopts whatever another replica published first, so the replicas converge on one session per key.
+// a session it cannot load or share is opened replica-local (`localOnly`). When the store answers
+// again (or its connection comes back) reconcile.ts publishes what it opened meanwhile. Touch
+// batches and the idle sweep are housekeeping.ts's.
 
 import { SessionFacts } from './session-facts.js';
 import { randomUUID } from 'node:crypto';
@@ -16,7 +16,9 @@ import type { Logger } from '../log.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { SessionExpiredError, TargetUnreachableError, type SessionRef, type UpstreamClient } from '../upstream/index.js';
 import { upstreamOf, type SessionKey } from './session-key.js';
-import type { SessionRecord, SessionStore } from './session-store.js';
+import { Housekeeping } from './housekeeping.js';
+import { republish } from './reconcile.js';
+import { sameRecord, type SessionRecord, type SessionStore } from './session-store.js';
 import { StoreHealth, StoreUnavailable } from './store-health.js';
 
 /** What the pool needs of each upstream it opens sessions on. */
@@ -73,19 +75,14 @@ export function sessionRef(s: PooledSession): SessionRef {
   return { sessionId: s.record.sessionId, protocolVersion: s.record.protocolVersion, target: s.record.target };
 }
 
-/** The same upstream session (not merely the same key). */
-export function sameRecord(a: SessionRecord, b: SessionRecord): boolean {
-  return a.generation === b.generation && a.sessionId === b.sessionId && a.createdAt === b.createdAt;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class SessionPool {
   private readonly local = new Map<string, PooledSession>();
   private readonly pending = new Map<string, Promise<PooledSession>>();
-  private readonly dirty = new Map<string, number>();
   private readonly owner = randomUUID();
-  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly housekeeping: Housekeeping;
   /** A replica-local session opened to replace a dead one: the record it replaces, for the CAS when it is published. */
   private readonly replacing = new WeakMap<PooledSession, SessionRecord>();
   /** Superseded sessions waiting for their DELETE. */
@@ -109,11 +106,10 @@ export class SessionPool {
       { retryMs: opts.storeRetryMs ?? 1000, onError: (op) => events.onStoreError?.(op), onBack: () => this.startRepublish() },
       log,
     );
-    const sweep = setInterval(() => void this.sweep(), Math.max(1000, Math.min(opts.idleTtlMs / 4, 30_000)));
-    const flush = setInterval(() => void this.tick(), opts.touchIntervalMs);
-    sweep.unref();
-    flush.unref();
-    this.timers.push(sweep, flush);
+    this.housekeeping = new Housekeeping(
+      { local: this.local, store, health: this.health, log, terminate: (r) => this.terminate(r), end: (r) => this.end(r) },
+      { idleTtlMs: opts.idleTtlMs, touchIntervalMs: opts.touchIntervalMs },
+    );
     (store as SessionStore & ReconnectSignal).onReconnect?.(() => {
       if (!this.closed) this.health.reconnected();
     });
@@ -214,8 +210,7 @@ export class SessionPool {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const t of this.timers) clearInterval(t);
-    await this.flushTouches();
+    await this.housekeeping.stop();
     await this.republishing;
     const ending: Array<Promise<unknown>> = [];
     for (const [timer, record] of this.retiring) {
@@ -342,7 +337,7 @@ export class SessionPool {
   private markUsed(s: PooledSession): void {
     const now = Date.now();
     s.lastUsedAt = now;
-    this.dirty.set(s.key.id, now);
+    this.housekeeping.used(s.key.id, now);
     // Map order doubles as LRU order.
     this.local.delete(s.key.id);
     this.local.set(s.key.id, s);
@@ -408,83 +403,15 @@ export class SessionPool {
 
   private startRepublish(): void {
     if (this.closed || this.republishing) return;
-    this.republishing = this.republish().finally(() => (this.republishing = undefined));
-  }
-
-  /**
-   * After an outage: store every session this replica holds, insert-if-absent. Where another
-   * replica's session got there first, adopt it and retire ours; either way one session per key.
-   */
-  private async republish(): Promise<void> {
-    const sessions = [...this.local.values()];
-    let published = 0;
-    let superseded = 0;
-    for (let i = 0; i < sessions.length; i += 64) {
-      if (this.closed || !this.health.isUp) return;
-      const results = await Promise.allSettled(
-        sessions.slice(i, i + 64).map(async (s) => {
-          if (this.local.get(s.key.id) !== s) return;
-          const mine: SessionRecord = { ...s.record, lastUsedAt: Math.max(s.record.lastUsedAt, s.lastUsedAt) };
-          let stored = await this.health.run('insert', () => this.store.insert(mine));
-          // Ours replaced a session that died during the outage, and the store still holds that one: replace it (CAS).
-          const replaced = this.replacing.get(s);
-          if (replaced && sameRecord(stored, replaced)) {
-            stored = await this.health.run('replace', () => this.store.replace(replaced.generation, { ...mine, generation: replaced.generation + 1 }));
-            if (stored.sessionId === mine.sessionId && stored.createdAt === mine.createdAt) s.record = stored;
-          }
-          if (this.local.get(s.key.id) !== s) return;
-          if (sameRecord(stored, s.record)) {
-            if (s.localOnly) published += 1;
-            s.localOnly = false;
-            this.replacing.delete(s);
-            return;
-          }
-          superseded += 1;
-          this.adopt(s.key, stored);
-          this.retire(s.record);
-        }),
-      );
-      if (results.some((r) => r.status === 'rejected')) return;
-    }
-    if (published + superseded > 0) this.log.info({ published, superseded }, 'replica-local sessions reconciled with the session store');
-  }
-
-  private async tick(): Promise<void> {
-    if (this.closed) return;
-    await this.health.probe();
-    await this.flushTouches();
-  }
-
-  /** One store.touch for every shared session used since the last flush. Kept while the store is down. */
-  private async flushTouches(): Promise<void> {
-    if (this.dirty.size === 0 || !this.health.isUp) return;
-    const entries: Array<{ key: string; lastUsedAt: number }> = [];
-    for (const [key, lastUsedAt] of this.dirty) {
-      if (this.local.get(key)?.localOnly === false) entries.push({ key, lastUsedAt });
-    }
-    this.dirty.clear();
-    if (entries.length === 0) return;
-    await this.health.run('touch', () => this.store.touch(entries)).catch(() => {
-      for (const e of entries) if (!this.dirty.has(e.key)) this.dirty.set(e.key, e.lastUsedAt);
-    });
-  }
-
-  private async sweep(): Promise<void> {
-    if (this.closed) return;
-    const before = Date.now() - this.opts.idleTtlMs;
-    for (const s of [...this.local.values()]) {
-      if (s.lastUsedAt < before) {
-        this.local.delete(s.key.id);
-        // Nobody else knows a replica-local session.
-        if (s.localOnly) void this.terminate(s.record);
-      }
-    }
-    if (!this.health.isUp) return;
-    try {
-      await this.flushTouches();
-      for (const record of await this.health.run('idle', () => this.store.idle(before, 100))) await this.end(record);
-    } catch (err) {
-      if (!(err instanceof StoreUnavailable)) this.log.warn({ err }, 'idle session sweep failed');
-    }
+    this.republishing = republish({
+      local: this.local,
+      store: this.store,
+      health: this.health,
+      log: this.log,
+      replacing: this.replacing,
+      isClosed: () => this.closed,
+      adopt: (key, record) => this.adopt(key, record),
+      retire: (record) => this.retire(record),
+    }).finally(() => (this.republishing = undefined));
   }
 }

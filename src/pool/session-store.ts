@@ -36,3 +36,8 @@ export interface SessionStore {
   count(): Promise<number>;
   close(): Promise<void>;
 }
+
+/** The same upstream session (not merely the same key). */
+export function sameRecord(a: SessionRecord, b: SessionRecord): boolean {
+  return a.generation === b.generation && a.sessionId === b.sessionId && a.createdAt === b.createdAt;
+}

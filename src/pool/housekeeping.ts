@@ -1,0 +1,91 @@
+// The pool's background work on one replica: the last uses of shared sessions reach the store
+// in one touch per touchIntervalMs (kept for later while the store is down), the store's health
+// is probed on the same tick, and sessions idle past idleTtlMs are let go here and ended in the
+// store (the oldest 100 per sweep).
+
+import type { Logger } from '../log.js';
+import type { PooledSession } from './pool.js';
+import type { SessionRecord, SessionStore } from './session-store.js';
+import { StoreUnavailable, type StoreHealth } from './store-health.js';
+
+/** What housekeeping needs of its pool. */
+export interface HousekeepingHost {
+  readonly local: Map<string, PooledSession>;
+  readonly store: SessionStore;
+  readonly health: StoreHealth;
+  readonly log: Logger;
+  /** Ends a session upstream. */
+  terminate(record: SessionRecord): Promise<void>;
+  /** Removes a stored record (compare-and-set) and, if that removed it, ends it upstream. */
+  end(record: SessionRecord): Promise<void>;
+}
+
+export class Housekeeping {
+  /** Key id -> last use, since the last touch. */
+  private readonly dirty = new Map<string, number>();
+  private readonly timers: NodeJS.Timeout[];
+  private stopped = false;
+
+  constructor(
+    private readonly host: HousekeepingHost,
+    private readonly opts: { idleTtlMs: number; touchIntervalMs: number },
+  ) {
+    const sweep = setInterval(() => void this.sweep(), Math.max(1000, Math.min(opts.idleTtlMs / 4, 30_000)));
+    const tick = setInterval(() => void this.tick(), opts.touchIntervalMs);
+    sweep.unref();
+    tick.unref();
+    this.timers = [sweep, tick];
+  }
+
+  used(keyId: string, at: number): void {
+    this.dirty.set(keyId, at);
+  }
+
+  /** Stops the timers; what is left to touch is flushed once. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    await this.flushTouches();
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    await this.host.health.probe();
+    await this.flushTouches();
+  }
+
+  /** One store.touch for every shared session used since the last flush. Kept while the store is down. */
+  private async flushTouches(): Promise<void> {
+    const { health, store, local } = this.host;
+    if (this.dirty.size === 0 || !health.isUp) return;
+    const entries: Array<{ key: string; lastUsedAt: number }> = [];
+    for (const [key, lastUsedAt] of this.dirty) {
+      if (local.get(key)?.localOnly === false) entries.push({ key, lastUsedAt });
+    }
+    this.dirty.clear();
+    if (entries.length === 0) return;
+    await health.run('touch', () => store.touch(entries)).catch(() => {
+      for (const e of entries) if (!this.dirty.has(e.key)) this.dirty.set(e.key, e.lastUsedAt);
+    });
+  }
+
+  private async sweep(): Promise<void> {
+    if (this.stopped) return;
+    const { health, store, local } = this.host;
+    const before = Date.now() - this.opts.idleTtlMs;
+    for (const s of [...local.values()]) {
+      if (s.lastUsedAt < before) {
+        local.delete(s.key.id);
+        // Nobody else knows a replica-local session.
+        if (s.localOnly) void this.host.terminate(s.record);
+      }
+    }
+    if (!health.isUp) return;
+    try {
+      await this.flushTouches();
+      for (const record of await health.run('idle', () => store.idle(before, 100))) await this.host.end(record);
+    } catch (err) {
+      if (!(err instanceof StoreUnavailable)) this.host.log.warn({ err }, 'idle session sweep failed');
+    }
+  }
+}
