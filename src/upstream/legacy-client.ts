@@ -1,11 +1,13 @@
 // Speaks legacy Streamable HTTP (2024-11-05 .. 2025-11-25) as a client to one upstream [spec §10]:
-// the initialize handshake, requests answered as JSON or SSE (a dropped stream resumed with GET +
-// Last-Event-ID after `retry:`), upstream pings answered, the standalone GET stream, DELETE. Every
-// failure is a CausewayError (upstream_*), SessionExpiredError (404 on a session), or the caller's
-// own abort reason. JSON-RPC ids are sent as given; session ids and header values are never logged.
+// the initialize handshake, requests answered as JSON or SSE, upstream pings answered, the
+// standalone GET stream, DELETE, and the client's lifecycle (close lets calls finish, destroy
+// does not). The HTTP hop is dispatcher.ts's; reading, resuming and keeping up SSE streams is
+// streams.ts's. Every failure is a CausewayError (upstream_*), SessionExpiredError (404 on a
+// session), or the caller's own abort reason. JSON-RPC ids are sent as given; session ids and
+// header values are never logged.
 
 import { setMaxListeners } from 'node:events';
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { CausewayError } from '../errors.js';
 import type {
   JsonObject,
@@ -17,20 +19,14 @@ import type {
 import type { Logger } from '../log.js';
 import { checkContentLength, discard, mediaType, readText } from './body.js';
 import { CallScope } from './call-scope.js';
-import { isConnectionDrop, SessionExpiredError, TargetUnreachableError } from './errors.js';
-import { isValidSessionId, upstreamHeaders, type SessionRef, type UpstreamRequestKind } from './headers.js';
-import {
-  consume,
-  route,
-  type Cursor,
-  type Exchange,
-  type Inbound,
-  type Outcome,
-  type StreamHandlers,
-} from './inbound.js';
+import { httpRefusal, readErrorBody, refusalOf, UpstreamDispatcher } from './dispatcher.js';
+import { SessionExpiredError, TargetUnreachableError } from './errors.js';
+import { isValidSessionId, type SessionRef } from './headers.js';
+import { route, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
 import { badResponse, decodeMessages } from './messages.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
-import { neverDelivered, type TargetSet } from './targets.js';
+import { connectStream, pumpStream, readRequestStream, type StreamContext } from './streams.js';
+import type { TargetSet } from './targets.js';
 
 export type { SessionRef } from './headers.js';
 export type { StreamHandlers } from './inbound.js';
@@ -72,14 +68,7 @@ export const UPSTREAM_CLIENT_DEFAULTS = Object.freeze({
   maxResumeAttempts: 5,
 });
 
-/** A standalone stream that lived this long counts as healthy even if it carried no event. */
-const STREAM_HEALTHY_MS = 5000;
-const ERROR_BODY_LIMIT = 64 * 1024;
 const INITIALIZE_ID = 0;
-
-function httpRefusal(status: number, detail?: string): CausewayError {
-  return new CausewayError('upstream_unavailable', `Upstream answered HTTP ${status}${detail ? `: ${detail}` : ''}`);
-}
 
 function firstHeader(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
@@ -90,9 +79,8 @@ export class UpstreamClient {
   private readonly log: Logger;
   private readonly opts: Required<Omit<UpstreamClientOptions, 'onRequest'>>;
   private readonly onRequest: UpstreamClientOptions['onRequest'];
-  private readonly dispatcher: Agent;
-  /** Origin and path of each target URL, parsed once. */
-  private readonly parsed = new Map<string, { origin: string; path: string }>();
+  private readonly dispatcher: UpstreamDispatcher;
+  private readonly streams: StreamContext;
   private readonly lifetime = new AbortController();
   private readonly quiesce = new AbortController();
   private readonly inflight = new Set<Promise<unknown>>();
@@ -101,10 +89,6 @@ export class UpstreamClient {
   private closing: Promise<void> | undefined;
 
   constructor(endpoint: UpstreamEndpoint, log: Logger, options: UpstreamClientOptions = {}) {
-    for (const u of endpoint.targets.urls) {
-      const url = new URL(u);
-      this.parsed.set(u, { origin: url.origin, path: `${url.pathname}${url.search}` });
-    }
     this.endpoint = endpoint;
     this.log = log;
     this.io = {
@@ -119,12 +103,15 @@ export class UpstreamClient {
     this.opts = { ...UPSTREAM_CLIENT_DEFAULTS, ...tuning };
     this.onRequest = onRequest;
     setMaxListeners(0, this.lifetime.signal, this.quiesce.signal);
-    const timeout = Math.max(1, Math.ceil(endpoint.requestTimeoutMs));
-    this.dispatcher = new Agent({
-      connect: { timeout: Math.max(1, Math.ceil(endpoint.connectTimeoutMs)) },
-      headersTimeout: timeout,
-      bodyTimeout: timeout,
-    });
+    this.dispatcher = new UpstreamDispatcher(endpoint);
+    this.streams = {
+      upstream: endpoint.name,
+      dispatcher: this.dispatcher,
+      io: this.io,
+      log,
+      maxResponseBytes: endpoint.maxResponseBytes,
+      tuning: this.opts,
+    };
   }
 
   /** False while the URL a session lives on is ejected, or is not one of this upstream's. */
@@ -245,7 +232,7 @@ export class UpstreamClient {
       const cursor: Cursor = { lastEventId: undefined, retryMs: undefined };
       let first: Dispatcher.ResponseData | 'unsupported';
       try {
-        first = await this.connectStream(session, cursor, scope);
+        first = await connectStream(this.streams, session, cursor, scope);
       } catch (err) {
         scope.dispose();
         throw scope.settle(err);
@@ -255,7 +242,7 @@ export class UpstreamClient {
         return 'unsupported';
       }
       const ctx: Exchange = { session, handlers, id: undefined, scope, lenient: true };
-      const done = this.register(this.pump(ctx, first, cursor));
+      const done = this.register(pumpStream(this.streams, ctx, first, cursor));
       return { done };
     });
   }
@@ -265,7 +252,7 @@ export class UpstreamClient {
     await this.track(false, async () => {
       const scope = this.scope(undefined, this.endpoint.requestTimeoutMs);
       try {
-        const res = await this.send('DELETE', session.target, this.headers('delete', session), undefined, scope.signal);
+        const res = await this.dispatcher.send('DELETE', session.target, this.dispatcher.headers('delete', session), undefined, scope.signal);
         void discard(res.body);
         this.log.debug({ status: res.statusCode }, 'upstream session terminated');
       } catch (err) {
@@ -283,7 +270,7 @@ export class UpstreamClient {
       this.quiesce.abort();
       while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
       this.state = 'closed';
-      await this.dispatcher.close().catch(() => undefined);
+      await this.dispatcher.close();
     })();
     return this.closing;
   }
@@ -293,7 +280,7 @@ export class UpstreamClient {
     this.state = 'closed';
     this.quiesce.abort();
     this.lifetime.abort();
-    await this.dispatcher.destroy().catch(() => undefined);
+    await this.dispatcher.destroy();
   }
 
   private async exchange(
@@ -303,8 +290,8 @@ export class UpstreamClient {
     extraHeaders?: Record<string, string>,
   ): Promise<JsonRpcResponse> {
     const headers =
-      kind === 'initialize' ? this.headers('initialize', undefined) : this.headers('post', ctx.session, extraHeaders);
-    const res = await this.send('POST', ctx.session.target, headers, body, ctx.scope.signal, { longLived: ctx.patient === true, movable: true });
+      kind === 'initialize' ? this.dispatcher.headers('initialize', undefined) : this.dispatcher.headers('post', ctx.session, extraHeaders);
+    const res = await this.dispatcher.send('POST', ctx.session.target, headers, body, ctx.scope.signal, { longLived: ctx.patient === true, movable: true });
     if (kind === 'initialize') {
       // A URL that cannot take a session now (overloaded, starting, behind a dead gateway) has
       // opened none: another URL of the upstream may.
@@ -341,7 +328,7 @@ export class UpstreamClient {
       if (answer === undefined) throw badResponse('no response carries the request id');
       return answer;
     }
-    if (type === 'text/event-stream') return this.readRequestStream(ctx, res);
+    if (type === 'text/event-stream') return readRequestStream(this.streams, ctx, res);
     void discard(res.body);
     throw badResponse(`unexpected content-type ${JSON.stringify(type.slice(0, 80))}`);
   }
@@ -349,158 +336,11 @@ export class UpstreamClient {
   /** A 4xx with a JSON-RPC error body is the upstream's in-band answer; anything else is a refusal. */
   private async httpError(ctx: Exchange, res: Dispatcher.ResponseData): Promise<JsonRpcErrorResponse> {
     const status = res.statusCode;
-    const rpc = await this.readErrorBody(res);
+    const rpc = await readErrorBody(res);
     if (status < 500 && rpc !== undefined && ctx.id !== undefined) {
       return { jsonrpc: '2.0', id: ctx.id, error: rpc.error };
     }
     throw httpRefusal(status, rpc?.error.message.slice(0, 200));
-  }
-
-  private async readErrorBody(res: Dispatcher.ResponseData): Promise<JsonRpcErrorResponse | undefined> {
-    try {
-      const [m] = decodeMessages(await readText(res.body, ERROR_BODY_LIMIT));
-      return m?.kind === 'response' && 'error' in m.message ? m.message : undefined;
-    } catch {
-      res.body.destroy();
-      return undefined;
-    }
-  }
-
-  /** [L-TR] SEP-1699: the upstream may close after an event id; resume with GET + Last-Event-ID. */
-  private async readRequestStream(ctx: Exchange, res: Dispatcher.ResponseData): Promise<JsonRpcResponse> {
-    const cursor: Cursor = { lastEventId: undefined, retryMs: undefined };
-    let outcome = await this.read(ctx, res, cursor);
-    let attempts = 0;
-    let lastError: unknown;
-    while (!('response' in outcome)) {
-      if ('dropped' in outcome) lastError = outcome.dropped;
-      if (cursor.lastEventId === undefined || cursor.lastEventId === '') {
-        if ('dropped' in outcome) throw outcome.dropped;
-        throw badResponse('SSE stream ended without a response');
-      }
-      if (outcome.events > 0) attempts = 0;
-      attempts += 1;
-      if (attempts > this.opts.maxResumeAttempts) {
-        throw new CausewayError('upstream_unavailable', 'Upstream SSE stream could not be resumed', undefined, {
-          cause: lastError,
-        });
-      }
-      const delayMs = this.retryDelay(cursor);
-      this.log.debug({ attempt: attempts, delayMs }, 'resuming upstream SSE stream');
-      await ctx.scope.sleep(delayMs);
-      outcome = await this.resume(ctx, cursor);
-    }
-    return outcome.response;
-  }
-
-  private async resume(ctx: Exchange, cursor: Cursor): Promise<Outcome> {
-    let res: Dispatcher.ResponseData;
-    try {
-      const headers = this.headers('get', ctx.session, undefined, cursor.lastEventId);
-      res = await this.send('GET', ctx.session.target, headers, undefined, ctx.scope.signal, { longLived: ctx.patient === true });
-    } catch (err) {
-      if (ctx.scope.aborted || !isConnectionDrop(err)) throw err;
-      return { dropped: err, events: 0 };
-    }
-    const status = res.statusCode;
-    if (status === 404 && ctx.session.sessionId !== undefined) {
-      void discard(res.body);
-      // The call may have run before the session went away: never let the pool replay it.
-      throw new CausewayError('upstream_unavailable', 'Upstream session ended while the call was running; its outcome is unknown');
-    }
-    if (status >= 500) {
-      void discard(res.body);
-      return { dropped: httpRefusal(status), events: 0 };
-    }
-    if (status !== 200) {
-      const rpc = await this.readErrorBody(res);
-      throw httpRefusal(status, rpc?.error.message.slice(0, 200));
-    }
-    if (mediaType(res.headers['content-type']) !== 'text/event-stream') {
-      void discard(res.body);
-      throw badResponse('resumed stream is not text/event-stream');
-    }
-    return this.read(ctx, res, cursor);
-  }
-
-  /** Request streams are held to maxResponseBytes per HTTP response; standalone ones per event. */
-  private read(ctx: Exchange, res: Dispatcher.ResponseData, cursor: Cursor): Promise<Outcome> {
-    const max = this.endpoint.maxResponseBytes;
-    return consume(this.io, ctx, res.body, cursor, {
-      maxEventBytes: ctx.lenient ? this.opts.maxEventBytes : Math.min(this.opts.maxEventBytes, max),
-      maxBodyBytes: ctx.lenient ? undefined : max,
-    });
-  }
-
-  private async connectStream(
-    session: SessionRef,
-    cursor: Cursor,
-    scope: CallScope,
-  ): Promise<Dispatcher.ResponseData | 'unsupported'> {
-    const lastEventId = cursor.lastEventId === '' ? undefined : cursor.lastEventId;
-    const headers = this.headers('get', session, undefined, lastEventId);
-    const res = await this.send('GET', session.target, headers, undefined, scope.signal, { longLived: true, movable: true });
-    const status = res.statusCode;
-    if (status === 405) {
-      void discard(res.body);
-      return 'unsupported';
-    }
-    if (status === 404 && session.sessionId !== undefined) {
-      void discard(res.body);
-      throw new SessionExpiredError(this.endpoint.name);
-    }
-    if (status !== 200) {
-      const rpc = await this.readErrorBody(res);
-      throw httpRefusal(status, rpc?.error.message.slice(0, 200));
-    }
-    if (mediaType(res.headers['content-type']) !== 'text/event-stream') {
-      void discard(res.body);
-      throw badResponse('GET stream is not text/event-stream');
-    }
-    return res;
-  }
-
-  /** Keeps the standalone stream up until its signal aborts; rejects only when it cannot. */
-  private async pump(ctx: Exchange, first: Dispatcher.ResponseData, cursor: Cursor): Promise<void> {
-    let res: Dispatcher.ResponseData | undefined = first;
-    let failures = 0;
-    let lastError: unknown;
-    try {
-      for (;;) {
-        if (res !== undefined) {
-          const openedAt = Date.now();
-          const outcome = await this.read(ctx, res, cursor);
-          if ('dropped' in outcome) {
-            lastError = outcome.dropped;
-            this.log.debug({ err: outcome.dropped }, 'upstream GET stream dropped');
-          }
-          if (!('response' in outcome) && (outcome.events > 0 || Date.now() - openedAt >= STREAM_HEALTHY_MS)) {
-            failures = 0;
-          }
-        }
-        failures += 1;
-        if (failures > this.opts.maxResumeAttempts) {
-          throw new CausewayError('upstream_unavailable', 'Upstream GET stream could not be re-opened', undefined, {
-            cause: lastError,
-          });
-        }
-        await ctx.scope.sleep(this.retryDelay(cursor));
-        try {
-          const next = await this.connectStream(ctx.session, cursor, ctx.scope);
-          if (next === 'unsupported') return;
-          res = next;
-        } catch (err) {
-          if (ctx.scope.aborted || err instanceof SessionExpiredError) throw err;
-          lastError = err;
-          res = undefined;
-        }
-      }
-    } catch (err) {
-      if (ctx.scope.aborted) return;
-      throw ctx.scope.settle(err);
-    } finally {
-      ctx.scope.dispose();
-    }
   }
 
   private async oneWay(session: SessionRef, message: JsonRpcNotification | JsonRpcResponse): Promise<void> {
@@ -522,7 +362,7 @@ export class UpstreamClient {
     session: SessionRef,
     message: JsonRpcNotification | JsonRpcResponse,
   ): Promise<void> {
-    const res = await this.send('POST', session.target, this.headers('post', session), JSON.stringify(message), scope.signal, { movable: true });
+    const res = await this.dispatcher.send('POST', session.target, this.dispatcher.headers('post', session), JSON.stringify(message), scope.signal, { movable: true });
     const status = res.statusCode;
     if (status === 202 || status === 200 || status === 204) {
       await discard(res.body);
@@ -532,59 +372,11 @@ export class UpstreamClient {
       void discard(res.body);
       throw new SessionExpiredError(this.endpoint.name);
     }
-    const rpc = await this.readErrorBody(res);
-    throw httpRefusal(status, rpc?.error.message.slice(0, 200));
-  }
-
-  /**
-   * Sends to the session's target (the first URL when it has none). With `movable`, failing to
-   * reach the target is a TargetUnreachableError: nothing was sent, so the pool moves the session.
-   */
-  private async send(
-    method: 'POST' | 'GET' | 'DELETE',
-    target: string | undefined,
-    headers: Record<string, string>,
-    body: string | undefined,
-    signal: AbortSignal,
-    how: { longLived?: boolean; movable?: boolean } = {},
-  ): Promise<Dispatcher.ResponseData> {
-    const url = target ?? this.endpoint.targets.at(0)!;
-    const where = this.parsed.get(url);
-    if (!where) throw new TargetUnreachableError(this.endpoint.name, new Error('the session lives on a URL this upstream no longer lists'));
-    try {
-      const res = await this.dispatcher.request({
-        origin: where.origin,
-        path: where.path,
-        method,
-        headers,
-        body,
-        signal,
-        ...(how.longLived ? { bodyTimeout: 0 } : {}),
-      });
-      this.endpoint.targets.succeeded(url);
-      return res;
-    } catch (err) {
-      if (signal.aborted || !neverDelivered(err)) throw err;
-      this.endpoint.targets.failed(url);
-      throw how.movable ? new TargetUnreachableError(this.endpoint.name, err) : err;
-    }
-  }
-
-  private headers(
-    kind: UpstreamRequestKind,
-    session: SessionRef | undefined,
-    extra?: Record<string, string>,
-    lastEventId?: string,
-  ): Record<string, string> {
-    return upstreamHeaders(kind, session, this.endpoint.headers, extra, lastEventId);
+    throw await refusalOf(res);
   }
 
   private scope(signal: AbortSignal | undefined, timeoutMs: number): CallScope {
     return new CallScope(signal, [this.lifetime.signal], timeoutMs);
-  }
-
-  private retryDelay(cursor: Cursor): number {
-    return Math.min(cursor.retryMs ?? this.opts.defaultRetryMs, this.opts.maxRetryMs);
   }
 
   /** New calls are refused once closing; one-way sends still go so in-flight calls can finish. */

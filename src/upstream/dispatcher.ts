@@ -1,0 +1,112 @@
+// The HTTP hop to one upstream: one undici Agent (connect, header and body timeouts), the
+// upstream's URLs parsed once, and the request headers of each kind of legacy exchange. Every
+// legacy Streamable HTTP request Causeway makes goes through send(); this is where undici
+// interceptors would go.
+
+import { Agent, type Dispatcher } from 'undici';
+import { CausewayError } from '../errors.js';
+import type { JsonRpcErrorResponse } from '../jsonrpc.js';
+import { readText } from './body.js';
+import { TargetUnreachableError } from './errors.js';
+import { upstreamHeaders, type SessionRef, type UpstreamRequestKind } from './headers.js';
+import { decodeMessages } from './messages.js';
+import { neverDelivered, type TargetSet } from './targets.js';
+
+export type Response = Dispatcher.ResponseData;
+
+export interface DispatcherEndpoint {
+  name: string;
+  targets: TargetSet;
+  headers?: Record<string, string>;
+  connectTimeoutMs: number;
+  requestTimeoutMs: number;
+}
+
+const ERROR_BODY_LIMIT = 64 * 1024;
+
+export function httpRefusal(status: number, detail?: string): CausewayError {
+  return new CausewayError('upstream_unavailable', `Upstream answered HTTP ${status}${detail ? `: ${detail}` : ''}`);
+}
+
+/** The JSON-RPC error in an upstream's error body, if it has one. */
+export async function readErrorBody(res: Response): Promise<JsonRpcErrorResponse | undefined> {
+  try {
+    const [m] = decodeMessages(await readText(res.body, ERROR_BODY_LIMIT));
+    return m?.kind === 'response' && 'error' in m.message ? m.message : undefined;
+  } catch {
+    res.body.destroy();
+    return undefined;
+  }
+}
+
+/** A non-2xx answer as a refusal, with the upstream's own error message when it sent one. */
+export async function refusalOf(res: Response): Promise<CausewayError> {
+  const rpc = await readErrorBody(res);
+  return httpRefusal(res.statusCode, rpc?.error.message.slice(0, 200));
+}
+
+export class UpstreamDispatcher {
+  private readonly agent: Agent;
+  /** Origin and path of each target URL, parsed once. */
+  private readonly parsed = new Map<string, { origin: string; path: string }>();
+
+  constructor(private readonly endpoint: DispatcherEndpoint) {
+    for (const u of endpoint.targets.urls) {
+      const url = new URL(u);
+      this.parsed.set(u, { origin: url.origin, path: `${url.pathname}${url.search}` });
+    }
+    const timeout = Math.max(1, Math.ceil(endpoint.requestTimeoutMs));
+    this.agent = new Agent({
+      connect: { timeout: Math.max(1, Math.ceil(endpoint.connectTimeoutMs)) },
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+    });
+  }
+
+  headers(kind: UpstreamRequestKind, session: SessionRef | undefined, extra?: Record<string, string>, lastEventId?: string): Record<string, string> {
+    return upstreamHeaders(kind, session, this.endpoint.headers, extra, lastEventId);
+  }
+
+  /**
+   * Sends to the session's target (the first URL when it has none). With `movable`, failing to
+   * reach the target is a TargetUnreachableError: nothing was sent, so the pool moves the session.
+   */
+  async send(
+    method: 'POST' | 'GET' | 'DELETE',
+    target: string | undefined,
+    headers: Record<string, string>,
+    body: string | undefined,
+    signal: AbortSignal,
+    how: { longLived?: boolean; movable?: boolean } = {},
+  ): Promise<Response> {
+    const { targets, name } = this.endpoint;
+    const url = target ?? targets.at(0)!;
+    const where = this.parsed.get(url);
+    if (!where) throw new TargetUnreachableError(name, new Error('the session lives on a URL this upstream no longer lists'));
+    try {
+      const res = await this.agent.request({
+        origin: where.origin,
+        path: where.path,
+        method,
+        headers,
+        body,
+        signal,
+        ...(how.longLived ? { bodyTimeout: 0 } : {}),
+      });
+      targets.succeeded(url);
+      return res;
+    } catch (err) {
+      if (signal.aborted || !neverDelivered(err)) throw err;
+      targets.failed(url);
+      throw how.movable ? new TargetUnreachableError(name, err) : err;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.agent.close().catch(() => undefined);
+  }
+
+  destroy(): Promise<void> {
+    return this.agent.destroy().catch(() => undefined);
+  }
+}
