@@ -1,2 +1,2 @@
-export { sendJson, sendResult, sendRpcError, sendCausewayError, sendStatus, errorBody, type HttpResponse } from './reply.js';
+export { sendJson, sendResult, sendRpcError, sendCausewayError, sendStatus, sendText, errorBody, type HttpResponse } from './reply.js';
 export { SseStream } from './stream.js';

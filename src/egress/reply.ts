@@ -47,8 +47,15 @@ export function sendCausewayError(res: HttpResponse, err: CausewayError, id: Req
   sendRpcError(res, err.status, id, error);
 }
 
-export function sendStatus(res: HttpResponse, status: number): void {
+export function sendStatus(res: HttpResponse, status: number, headers: Record<string, string> = {}): void {
   if (!writable(res)) return;
-  res.writeHead(status, { 'content-length': '0' });
+  res.writeHead(status, { 'content-length': '0', ...headers });
   res.end();
+}
+
+/** A body that is not JSON (the admin port's Prometheus text and its 404). */
+export function sendText(res: HttpResponse, status: number, contentType: string, text: string): void {
+  if (!writable(res)) return;
+  res.writeHead(status, { 'content-type': contentType, 'content-length': String(Buffer.byteLength(text)) });
+  res.end(text);
 }

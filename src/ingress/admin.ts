@@ -5,7 +5,7 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sendJson } from '../egress/index.js';
+import { sendJson, sendStatus, sendText } from '../egress/index.js';
 import type { Logger } from '../log.js';
 import { listenOn } from './server.js';
 
@@ -31,8 +31,7 @@ export function createAdmin(opts: AdminOptions, deps: AdminDeps): AdminServer {
     const q = (req.url ?? '/').indexOf('?');
     const path = q >= 0 ? req.url!.slice(0, q) : (req.url ?? '/');
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { allow: 'GET, HEAD', 'content-length': '0' }).end();
-      return;
+      return sendStatus(res, 405, { allow: 'GET, HEAD' });
     }
     switch (path) {
       case '/healthz':
@@ -43,19 +42,15 @@ export function createAdmin(opts: AdminOptions, deps: AdminDeps): AdminServer {
       }
       case '/metrics':
         deps.metrics().then(
-          (m) => {
-            res.writeHead(200, { 'content-type': m.contentType, 'content-length': String(Buffer.byteLength(m.body)) });
-            res.end(m.body);
-          },
+          (m) => sendText(res, 200, m.contentType, m.body),
           (err: unknown) => {
             deps.log.error({ err }, 'collecting metrics failed');
-            if (!res.headersSent) res.writeHead(500, { 'content-length': '0' });
-            res.end();
+            sendStatus(res, 500);
           },
         );
         return;
       default:
-        res.writeHead(404, { 'content-type': 'text/plain', 'content-length': '10' }).end('not found\n');
+        sendText(res, 404, 'text/plain', 'not found\n');
     }
   });
   return {
