@@ -94,7 +94,9 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
         pending = undefined;
       }
       if (!pending && claims.h !== deps.replicaId && deps.handoff) {
-        const handed = await deps.handoff.forward(claims.h, { callId: claims.c, round: claims.r, inputResponses: responses }, ex.signal);
+        // The holder's round runs under the state's TTL (serveHandedRounds); past it, and a margin, it is gone.
+        const replyTimeoutMs = deps.stateTtlMs + deps.upstreamTimeoutMs;
+        const handed = await deps.handoff.forward(claims.h, { callId: claims.c, round: claims.r, inputResponses: responses }, ex.signal, replyTimeoutMs);
         if (handed !== 'unreachable') {
           deps.onRetry?.(request.method, 'handoff');
           return urlElicitationRound(ex, deps, fromHanded(handed));

@@ -26,6 +26,8 @@ export type RoundServer = (round: ForwardedRound) => Promise<HandedResult | 'mis
 
 interface Waiting {
   acked: boolean;
+  /** Called on the acknowledgment: from then on the holder has replyTimeoutMs to answer. */
+  onAck(): void;
   resolve(v: HandedResult | 'unreachable'): void;
   reject(err: unknown): void;
 }
@@ -76,6 +78,7 @@ export class Handoff {
     if (!w) return;
     if (msg.t === 'ack') {
       w.acked = true;
+      w.onAck();
       return;
     }
     this.waiting.delete(msg.id);
@@ -88,28 +91,44 @@ export class Handoff {
     await this.bus.publish(channel, JSON.stringify(msg)).catch((err: unknown) => this.log.warn({ err }, 'handoff publish failed'));
   }
 
-  /** Hands a retry to the holder replica: its result, or 'unreachable' when no replica holds the call. */
-  async forward(holder: string, round: ForwardedRound, signal: AbortSignal): Promise<HandedResult | 'unreachable'> {
+  /**
+   * Hands a retry to the holder replica: its result, or 'unreachable' when no replica holds the
+   * call. A holder that acknowledged and then went quiet for replyTimeoutMs (it died mid-round)
+   * costs an upstream_timeout, not a wait without end; the call's outcome is then unknown, so it
+   * is not replayed.
+   */
+  async forward(holder: string, round: ForwardedRound, signal: AbortSignal, replyTimeoutMs: number): Promise<HandedResult | 'unreachable'> {
     if (!this.unsubscribe) return 'unreachable';
     const id = randomUUID();
     const done = new Promise<HandedResult | 'unreachable'>((resolve, reject) => {
-      const w: Waiting = { acked: false, resolve, reject };
-      this.waiting.set(id, w);
-      const timer = setTimeout(() => {
-        if (!w.acked) {
-          this.waiting.delete(id);
-          resolve('unreachable');
-        }
-      }, this.ackTimeoutMs);
-      signal.addEventListener(
-        'abort',
-        () => {
+      let timer: NodeJS.Timeout;
+      const settle = () => {
+        clearTimeout(timer);
+        this.waiting.delete(id);
+      };
+      const w: Waiting = {
+        acked: false,
+        onAck: () => {
           clearTimeout(timer);
-          this.waiting.delete(id);
-          reject(signal.reason);
+          timer = setTimeout(() => {
+            settle();
+            reject(causewayError('upstream_timeout', 'The replica holding this call did not answer in time'));
+          }, replyTimeoutMs);
         },
-        { once: true },
-      );
+        resolve: (v) => {
+          settle();
+          resolve(v);
+        },
+        reject: (err) => {
+          settle();
+          reject(err);
+        },
+      };
+      this.waiting.set(id, w);
+      timer = setTimeout(() => {
+        if (!w.acked) w.resolve('unreachable');
+      }, this.ackTimeoutMs);
+      signal.addEventListener('abort', () => w.reject(signal.reason), { once: true });
     });
     await this.send(this.channel(holder), { t: 'round', id, from: this.replicaId, ...round });
     return done;
