@@ -10,6 +10,7 @@ import t, { type Test } from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
+import { SseReader } from '../helpers/sse.js';
 import { modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
 import { callStreamUpstream } from './upstreams.js';
 
@@ -62,31 +63,9 @@ async function rawListen(t: Test, url: string, id: string, notifications: Record
     body: JSON.stringify(modernBody('subscriptions/listen', { notifications } as JsonObject, id)),
     signal: abort.signal,
   });
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buf = '';
-  let ended = false;
+  // An aborted read ends the stream.
+  const stream = new SseReader(res.body!, { endOnError: true });
   let pending: Promise<any | undefined> | undefined;
-  const pull = async (): Promise<any | undefined> => {
-    for (;;) {
-      const cut = buf.indexOf('\n\n');
-      if (cut >= 0) {
-        const block = buf.slice(0, cut);
-        buf = buf.slice(cut + 2);
-        const data = block
-          .split('\n')
-          .filter((l) => l.startsWith('data:'))
-          .map((l) => l.slice(5).trim())
-          .join('\n');
-        if (data !== '') return JSON.parse(data);
-        continue;
-      }
-      if (ended) return undefined;
-      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
-      if (done) ended = true;
-      else buf += decoder.decode(value, { stream: true });
-    }
-  };
   const close = () => abort.abort();
   t.teardown(close);
   return {
@@ -94,7 +73,7 @@ async function rawListen(t: Test, url: string, id: string, notifications: Record
     /** The next JSON-RPC message; undefined once the stream ended. Fails after `ms` of silence. */
     next: (ms = 5000): Promise<any | undefined> => {
       // A read cut short by the silence timer is picked up by the next call.
-      const p = (pending ??= pull().finally(() => (pending = undefined)));
+      const p = (pending ??= stream.nextMessage().finally(() => (pending = undefined)));
       let timer: NodeJS.Timeout | undefined;
       const silence = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no listen-stream message within ${ms} ms`)), ms);

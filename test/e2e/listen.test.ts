@@ -8,6 +8,7 @@ import t, { type Test } from 'tap';
 import { Client, StreamableHTTPClientTransport, type McpSubscription } from '@modelcontextprotocol/client';
 import { startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
 import { startCauseway, type Settings } from '../helpers/causeway.js';
+import { SseReader } from '../helpers/sse.js';
 import { assertRpcError, modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
 import { callStreamUpstream } from './upstreams.js';
 
@@ -63,34 +64,7 @@ async function rawListen(url: string, id: string | number, notifications: Record
     body: JSON.stringify(modernBody('subscriptions/listen', { notifications } as never, id)),
     signal: abort.signal,
   });
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buf = '';
-  let comments = 0;
-  let ended = false;
-  const pull = async (): Promise<any | undefined> => {
-    for (;;) {
-      const cut = buf.indexOf('\n\n');
-      if (cut >= 0) {
-        const block = buf.slice(0, cut);
-        buf = buf.slice(cut + 2);
-        const data = block
-          .split('\n')
-          .filter((l) => {
-            if (l.startsWith(':')) comments += 1;
-            return l.startsWith('data:');
-          })
-          .map((l) => l.slice(5).trim())
-          .join('\n');
-        if (data !== '') return JSON.parse(data);
-        continue;
-      }
-      if (ended) return undefined;
-      const { value, done } = await reader.read();
-      if (done) ended = true;
-      else buf += decoder.decode(value, { stream: true });
-    }
-  };
+  const stream = new SseReader(res.body!);
   return {
     status: res.status,
     contentType: res.headers.get('content-type'),
@@ -100,10 +74,10 @@ async function rawListen(url: string, id: string | number, notifications: Record
       const silence = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no listen-stream message within ${ms} ms`)), ms);
       });
-      return Promise.race([pull(), silence]).finally(() => clearTimeout(timer));
+      return Promise.race([stream.nextMessage(), silence]).finally(() => clearTimeout(timer));
     },
     get comments() {
-      return comments;
+      return stream.comments;
     },
     close: () => abort.abort(),
   };

@@ -11,6 +11,7 @@ import { principalHash } from '../../src/routing/principal.js';
 import { sessionKey } from '../../src/pool/session-key.js';
 import { spawnCauseway, type RunningCauseway } from '../helpers/causeway.js';
 import { freePort, startRedis } from '../helpers/redis.js';
+import { sseMessages } from '../helpers/sse.js';
 import { META_CAPABILITIES, modernBody, modernHeaders, type JsonObject as WireObject } from './wire.js';
 
 const SECRET = 'replicas-test-hash-secret-0123456789';
@@ -86,7 +87,7 @@ async function counter(principal: string, caps: JsonObject = {}, replica = rr++ 
       body: JSON.stringify(modernBody('tools/call', { name: 'counter', arguments: {} }, id, { [META_CAPABILITIES]: caps as WireObject })),
     });
     const text = await res.text();
-    const body = (text.startsWith('{') ? JSON.parse(text) : JSON.parse(/^data: (.*)$/m.exec(text)?.[1] ?? '{}')) as {
+    const body = (text.startsWith('{') ? JSON.parse(text) : (sseMessages(text)[0] ?? {})) as {
       result?: { content?: Array<{ text?: string }> };
       error?: { message?: string };
     };

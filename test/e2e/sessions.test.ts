@@ -6,6 +6,7 @@
 import t, { type Test } from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
+import { sseMessages } from '../helpers/sse.js';
 
 const V = '2026-07-28';
 
@@ -30,13 +31,11 @@ function modern(url: string, method: string, params: Record<string, unknown>, op
   });
 }
 
-async function sseMessages(res: Response): Promise<Array<Record<string, unknown>>> {
+/** The messages of a response: its JSON body, or the data of each SSE event. */
+async function replyMessages(res: Response): Promise<Array<Record<string, unknown>>> {
   const text = await res.text();
   if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return [JSON.parse(text) as Record<string, unknown>];
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('data: '))
-    .map((l) => JSON.parse(l.slice(6)) as Record<string, unknown>);
+  return sseMessages(text) as Array<Record<string, unknown>>;
 }
 
 async function withStack(t: Test, upstreamOpts: Parameters<typeof startLegacyServer>[0], settings: Record<string, string | number> = {}) {
@@ -58,7 +57,7 @@ function text(msg: Record<string, unknown>): string | undefined {
 t.test('one upstream session per capability set, declared exactly as the client declared it', async (t) => {
   const { upstream, causeway } = await withStack(t, {});
   const caps = { sampling: {}, roots: {}, elicitation: { form: {} }, extensions: { 'x.example/ext': {} } };
-  const [a] = await sseMessages(await modern(causeway.url, 'tools/call', { name: 'whoami', arguments: {} }, { caps, name: 'whoami' }));
+  const [a] = await replyMessages(await modern(causeway.url, 'tools/call', { name: 'whoami', arguments: {} }, { caps, name: 'whoami' }));
   const seen = JSON.parse(text(a!)!) as { clientCapabilities: unknown };
   t.same(seen.clientCapabilities, { sampling: {}, roots: {}, elicitation: { form: {} } }, 'roots without listChanged, no extensions');
   for (let i = 0; i < 3; i++) await modern(causeway.url, 'tools/call', { name: 'counter', arguments: {} }, { caps, name: 'counter' });
@@ -70,7 +69,7 @@ t.test('one upstream session per capability set, declared exactly as the client 
 t.test('principals never share a session', async (t) => {
   const { upstream, causeway } = await withStack(t, {}, { 'principal.mode': 'bearer', 'principal.hashSecret': 'test-secret-0123456789' });
   const count = async (token: string) =>
-    text((await sseMessages(await modern(causeway.url, 'tools/call', { name: 'counter', arguments: {} }, { name: 'counter', headers: { authorization: `Bearer ${token}` } })))[0]!);
+    text((await replyMessages(await modern(causeway.url, 'tools/call', { name: 'counter', arguments: {} }, { name: 'counter', headers: { authorization: `Bearer ${token}` } })))[0]!);
   t.same([await count('alice'), await count('alice'), await count('bob'), await count('alice'), await count('bob')], ['1', '2', '1', '3', '2']);
   t.equal(upstream.stats().initializeCount, 2);
   t.notMatch(causeway.logs.join('\n'), /alice|bob/, 'tokens never logged');
@@ -80,7 +79,7 @@ t.test('concurrent requests with the same id and progress token do not collide',
   const { upstream, causeway } = await withStack(t, {});
   const replies = await Promise.all(
     Array.from({ length: 24 }, () =>
-      modern(causeway.url, 'tools/call', { name: 'progress_many', arguments: { steps: 3 }, _meta: { progressToken: 'same' } }, { id: 1, name: 'progress_many' }).then(sseMessages),
+      modern(causeway.url, 'tools/call', { name: 'progress_many', arguments: { steps: 3 }, _meta: { progressToken: 'same' } }, { id: 1, name: 'progress_many' }).then(replyMessages),
     ),
   );
   for (const messages of replies) {
@@ -92,7 +91,7 @@ t.test('concurrent requests with the same id and progress token do not collide',
     t.equal((final.result as { resultType?: string }).resultType, 'complete');
   }
   const echoes = await Promise.all(
-    Array.from({ length: 24 }, (_, i) => modern(causeway.url, 'tools/call', { name: 'echo', arguments: { text: `n${i}` } }, { id: 7, name: 'echo' }).then(sseMessages)),
+    Array.from({ length: 24 }, (_, i) => modern(causeway.url, 'tools/call', { name: 'echo', arguments: { text: `n${i}` } }, { id: 7, name: 'echo' }).then(replyMessages)),
   );
   t.same(echoes.map((m) => text(m[0]!)), Array.from({ length: 24 }, (_, i) => `n${i}`), 'every request gets its own answer');
   t.equal(upstream.stats().initializeCount, 1);
@@ -105,9 +104,9 @@ for (const [label, opts, settings] of [
 ] as const) {
   t.test(`modern requests through ${label}`, async (t) => {
     const { upstream, causeway } = await withStack(t, opts, settings);
-    const [d] = await sseMessages(await modern(causeway.url, 'server/discover', {}));
+    const [d] = await replyMessages(await modern(causeway.url, 'server/discover', {}));
     t.same((d!.result as { supportedVersions?: unknown }).supportedVersions, [V]);
-    const [e] = await sseMessages(await modern(causeway.url, 'tools/call', { name: 'echo', arguments: { text: 'hi' } }, { name: 'echo' }));
+    const [e] = await replyMessages(await modern(causeway.url, 'tools/call', { name: 'echo', arguments: { text: 'hi' } }, { name: 'echo' }));
     t.equal(text(e!), 'hi');
     const init = upstream.stats().lastInitializeParams as { protocolVersion?: string } | undefined;
     t.equal(init?.protocolVersion, (settings as Record<string, string>)['upstream.protocolVersion'] ?? '2025-11-25');

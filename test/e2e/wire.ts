@@ -230,20 +230,6 @@ export function firstText(res: { json?: unknown }): string | undefined {
   return content?.[0]?.text;
 }
 
-/** Messages of an SSE body, in order (data lines of `message` events, JSON-parsed). */
-export function sseMessages(text: string): any[] {
-  const out: unknown[] = [];
-  for (const block of text.split(/\r?\n\r?\n/)) {
-    const data = block
-      .split(/\r?\n/)
-      .filter((l) => l.startsWith('data:'))
-      .map((l) => l.slice(5).replace(/^ /, ''))
-      .join('\n');
-    if (data !== '') out.push(parse(data));
-  }
-  return out;
-}
-
 export interface RawResponse {
   status: number;
   headers: Record<string, string>;

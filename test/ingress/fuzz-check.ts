@@ -17,7 +17,8 @@
 // from the upstream unchanged (an SDK 1.x 404 "Session not found" has id null).
 
 import net from 'node:net';
-import { send, sseMessages } from '../e2e/wire.js';
+import { send } from '../e2e/wire.js';
+import { sseMessages } from '../helpers/sse.js';
 import { describeCase, makeCase, MAX_FUZZ_BODY, requestIdOf, type FuzzCase, type FuzzContext } from './fuzz-cases.js';
 
 export interface Answer {
@@ -284,7 +285,7 @@ export function judge(c: FuzzCase, outcome: Outcome): Violation[] {
   }
   if (status >= 200 && status < 300) {
     if (ct.startsWith('text/event-stream')) {
-      const msgs = sseMessages(a.text);
+      const msgs = sseMessages(a.text, { invalid: 'undefined' });
       let responses = 0;
       msgs.forEach((msg, i) => {
         if (msg === undefined) {

@@ -3,6 +3,7 @@
 
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import { sseMessages } from '../helpers/sse.js';
 
 export const VERSION = '2026-07-28';
 export const ELICIT = 'test_input_required_result_elicitation';
@@ -52,11 +53,7 @@ export function envelope(method: string, params: Record<string, unknown>, opts: 
 function decode(contentType: string, text: string): Json {
   if (contentType.startsWith('text/event-stream')) {
     // The last data event carries the response.
-    const data = text
-      .split(/\n\n/)
-      .map((ev) => ev.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n'))
-      .filter((d) => d !== '');
-    return JSON.parse(data[data.length - 1] ?? 'null');
+    return sseMessages(text).at(-1) ?? null;
   }
   return text === '' ? undefined : JSON.parse(text);
 }
