@@ -1,17 +1,15 @@
 // The README's first command: the demo starts and the curl line it prints really works.
 
 import t from 'tap';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { exitOf, spawnOwned } from './helpers/processes.js';
 
 const DEMO = fileURLToPath(new URL('../demo/demo.js', import.meta.url));
 
 t.test('npm run demo prints a curl line that answers through Causeway', async (t) => {
-  const child = spawn(process.execPath, [DEMO, '--listen.port', '0', '--admin.port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => {
-    child.kill('SIGTERM');
-  });
+  const child = spawnOwned(process.execPath, [DEMO, '--listen.port', '0', '--admin.port', '0'], { t, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`demo did not start: ${out}`)), 15_000);
@@ -30,7 +28,7 @@ t.test('npm run demo prints a curl line that answers through Causeway', async (t
   const answer = JSON.parse(stdout) as { result?: { content?: Array<{ text?: string }>; resultType?: string } };
   t.equal(answer.result?.resultType, 'complete');
   t.equal(answer.result?.content?.[0]?.text, 'hello from a legacy server');
-  const exited = new Promise((r) => child.once('exit', r));
+  const exited = exitOf(child);
   child.kill('SIGTERM');
-  t.equal(await exited, 0, 'demo stops cleanly');
+  t.equal((await exited).code, 0, 'demo stops cleanly');
 });

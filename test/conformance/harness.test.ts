@@ -91,6 +91,7 @@ t.test('conformance harness', async (t) => {
 
   t.test('2025-11-25 tools-call-simple-text passes against a legacy server', async (t) => {
     const report = await runConformance({
+      t,
       url: server.url,
       requirements: '2025-11-25',
       scenario: 'tools-call-simple-text',
@@ -114,6 +115,7 @@ t.test('conformance harness', async (t) => {
 
   t.test('2026-07-28 server-stateless fails against a legacy server', async (t) => {
     const report = await runConformance({
+      t,
       url: server.url,
       requirements: '2026-07-28',
       scenario: 'server-stateless',

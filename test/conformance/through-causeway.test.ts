@@ -18,7 +18,7 @@ t.teardown(async () => {
 });
 
 t.test('2026-07-28 through Causeway: only the expected failures', async (t) => {
-  const report = await runConformance({ url: causeway.url, requirements: '2026-07-28', expectedFailuresFile: EXPECTED_2026 });
+  const report = await runConformance({ t, url: causeway.url, requirements: '2026-07-28', expectedFailuresFile: EXPECTED_2026 });
   t.notOk(report.timedOut, 'suite finished');
   t.same(report.baseline?.unexpected ?? [], [], `no unexpected failures\n${formatFailures(report)}`);
   t.same(report.baseline?.stale ?? [], [], 'no stale expected failures');
@@ -31,7 +31,7 @@ t.test('2026-07-28 through Causeway: only the expected failures', async (t) => {
 
 t.test('2026-07-28 unscored header scenarios pass too', async (t) => {
   for (const scenario of ['http-header-validation', 'http-custom-header-server-validation']) {
-    const report = await runConformance({ url: causeway.url, requirements: '2026-07-28', scenario, force: true });
+    const report = await runConformance({ t, url: causeway.url, requirements: '2026-07-28', scenario, force: true });
     const bad = report.scenarios.flatMap((s) => s.checks).filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
     t.same(bad.map((c) => `${c.id}: ${c.message ?? ''}`), [], `${scenario} has no failures`);
     t.ok(report.counts.SUCCESS > 0, `${scenario} ran checks`);
@@ -39,8 +39,8 @@ t.test('2026-07-28 unscored header scenarios pass too', async (t) => {
 });
 
 t.test('2025-11-25 through Causeway scores what the fixture scores directly', async (t) => {
-  const direct = await runConformance({ url: upstream.url, requirements: '2025-11-25' });
-  const proxied = await runConformance({ url: causeway.url, requirements: '2025-11-25' });
+  const direct = await runConformance({ t, url: upstream.url, requirements: '2025-11-25' });
+  const proxied = await runConformance({ t, url: causeway.url, requirements: '2025-11-25' });
   const score = (r: typeof direct) =>
     Object.fromEntries(
       r.scenarios

@@ -12,7 +12,7 @@ import { assertRpcError, firstText, post, sleep, toolCall, type JsonObject, type
 import { rawUpstream, spawnFixture, type FixtureProcess } from './upstreams.js';
 
 async function fixture(t: Test, port = 0): Promise<FixtureProcess> {
-  const f = await spawnFixture(port);
+  const f = await spawnFixture(port, { t });
   t.teardown(() => f.kill());
   return f;
 }
@@ -38,7 +38,7 @@ function assertOwnFailure(t: Test, res: WireResponse, reason: 'upstream_unavaila
 }
 
 t.test('modern_client-to-legacy_upstream-killed-then-restarted', async (t) => {
-  const first = await spawnFixture(0);
+  const first = await spawnFixture(0, { t });
   const causeway = await causewayFor(t, first.url);
   const answers: Array<{ phase: string; res: WireResponse }> = [];
   const counter = async (phase: string, id: string) => {
@@ -82,7 +82,7 @@ t.test('modern_client-to-legacy_upstream-killed-then-restarted', async (t) => {
 // A tools/call that was already running when its upstream died must not be sent again to the
 // restarted upstream: only a 404 to the call's own POST proves it never ran [style habit 5].
 t.test('modern_client-to-legacy_upstream-killed-mid-call-no-replay', async (t) => {
-  const first = await spawnFixture(0);
+  const first = await spawnFixture(0, { t });
   const causeway = await causewayFor(t, first.url);
   t.equal(firstText(await call(causeway.url, 'echo', { text: 'warm' }, 'warm')), 'warm');
   const inFlight = call(causeway.url, 'slow', { ms: 1000 }, 'mid-call');

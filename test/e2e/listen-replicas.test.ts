@@ -200,7 +200,7 @@ t.test('modern_client-to-legacy_upstream-listen-call-stream-changes-and-stale-ca
     'subscriptions.keepAliveMs': 200,
     'admin.port': -1,
   };
-  const [c, d] = await Promise.all([spawnCauseway(callSettings), spawnCauseway(callSettings)]);
+  const [c, d] = await Promise.all([spawnCauseway(callSettings, { t }), spawnCauseway(callSettings, { t })]);
   t.teardown(() => Promise.all([c.close(), d.close()]));
   let id = 0;
   const geo = async (url: string) => {

@@ -4,8 +4,6 @@
 // once (not once per replica), a dead Redis fails no request, and a warm request costs Redis nothing.
 
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { JsonObject } from '../../src/jsonrpc.js';
 import { principalHash } from '../../src/routing/principal.js';
 import { sessionKey } from '../../src/pool/session-key.js';
@@ -13,36 +11,21 @@ import { spawnCauseway, type RunningCauseway } from '../helpers/causeway.js';
 import { freePort, startRedis } from '../helpers/redis.js';
 import { sseMessages } from '../helpers/sse.js';
 import { META_CAPABILITIES, modernBody, modernHeaders, type JsonObject as WireObject } from './wire.js';
+import { spawnFixture, type FixtureProcess } from './upstreams.js';
 
 const SECRET = 'replicas-test-hash-secret-0123456789';
-const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---- one legacy fixture process, restartable on its port ----
 const fixturePort = await freePort();
-let fixture: ChildProcess | undefined;
+let fixture: FixtureProcess | undefined;
 async function startFixture(): Promise<void> {
-  const child = spawn(process.execPath, [FIXTURE, '--port', String(fixturePort)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  fixture = child;
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`fixture did not start: ${err}`)), 10_000);
-    child.stdout!.once('data', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`fixture exited with ${code}: ${err}`)));
-  });
+  fixture = await spawnFixture(fixturePort);
 }
 async function killFixture(): Promise<void> {
-  const child = fixture;
+  const f = fixture;
   fixture = undefined;
-  if (!child || child.exitCode !== null) return;
-  await new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill('SIGKILL');
-  });
+  await f?.kill();
 }
 const upstreamUrl = `http://127.0.0.1:${fixturePort}/mcp`;
 async function fixtureStats(): Promise<{ initializeCount: number; sessionsOpen: number }> {
@@ -53,7 +36,6 @@ async function fixtureStats(): Promise<{ initializeCount: number; sessionsOpen: 
 // ---- Redis, fixture, three replicas ----
 const redis = await startRedis();
 await startFixture();
-process.once('exit', () => fixture?.kill('SIGKILL'));
 const settings = {
   'upstream.url': upstreamUrl,
   'store.kind': 'redis',

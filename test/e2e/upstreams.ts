@@ -3,11 +3,12 @@
 // Streamable HTTP to open a session, then misbehaves on tools/call as told, and one that sends
 // its change notifications on call streams only.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { LegacyServerStats } from '../fixtures/legacy-server.js';
+import { spawnOwned, stopProcess, type Owner } from '../helpers/processes.js';
 
 const FIXTURE_CLI = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
 
@@ -23,8 +24,16 @@ export interface FixtureProcess {
   stop(): Promise<void>;
 }
 
-export async function spawnFixture(port = 0, args: string[] = []): Promise<FixtureProcess> {
-  const child = spawn(process.execPath, [FIXTURE_CLI, '--port', String(port), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export interface FixtureOptions {
+  /** More CLI flags for the fixture. */
+  args?: string[];
+  /** The test that owns the process: stopped when it ends. The root tap (end of file) when none is given. */
+  t?: Owner;
+}
+
+/** The legacy fixture as a child process on `port` (0: any free one), stopped when its test ends. */
+export async function spawnFixture(port = 0, opts: FixtureOptions = {}): Promise<FixtureProcess> {
+  const child = spawnOwned(process.execPath, [FIXTURE_CLI, '--port', String(port), ...(opts.args ?? [])], { t: opts.t, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const info = await new Promise<{ url: string; port: number }>((resolve, reject) => {
@@ -46,11 +55,9 @@ export async function spawnFixture(port = 0, args: string[] = []): Promise<Fixtu
       reject(new Error(`fixture exited with ${code}: ${stderr}`));
     });
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const base = new URL(info.url);
   const stopWith = (signal: NodeJS.Signals) => async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    await exited;
+    await stopProcess(child, { signal });
   };
   return {
     ...info,

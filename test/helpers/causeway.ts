@@ -2,12 +2,13 @@
 // the built bin (for kill / restart / drain tests). Settings are given as flags, so the real
 // config loader is exercised too.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
+import { spawnOwned, stopProcess, type Owner } from './processes.js';
 
 export interface RunningCauseway {
   url: string;
@@ -42,22 +43,28 @@ export async function startCauseway(settings: Settings): Promise<RunningCauseway
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 
 export interface SpawnOptions {
+  /** The test that owns the child: stopped when it ends. The root tap (end of file) when none is given. */
+  t?: Owner;
+  /** Environment of the child, beside PATH (nothing else is inherited). */
+  env?: NodeJS.ProcessEnv;
   /** Run the child under `ulimit -n <nofile>` (bash sets it, then execs node). */
   nofile?: number;
+  /** Ms from close()'s (or the teardown's) SIGTERM to SIGKILL; a drain is given this long. */
+  graceMs?: number;
 }
 
-/** The built bin as a child process; it must log at info or chattier to announce its URL. */
-export async function spawnCauseway(
-  settings: Settings,
-  env: NodeJS.ProcessEnv = {},
-  options: SpawnOptions = {},
-): Promise<RunningCauseway & { child: ChildProcess }> {
+/**
+ * The built bin as a child process; it must log at info or chattier to announce its URL. The
+ * child is stopped when its test ends (see processes.ts), whether or not close() was called.
+ */
+export async function spawnCauseway(settings: Settings, options: SpawnOptions = {}): Promise<RunningCauseway & { child: ChildProcess }> {
+  const graceMs = options.graceMs ?? 10_000;
   const args = [MAIN, ...flags({ 'listen.port': 0, 'admin.port': 0, 'log.level': 'info', ...settings })];
   const [command, argv] =
     options.nofile === undefined
       ? [process.execPath, args]
       : ['bash', ['-c', `ulimit -n ${options.nofile} && exec "$0" "$@"`, process.execPath, ...args]];
-  const child = spawn(command, argv, { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnOwned(command, argv, { t: options.t, graceMs, env: { PATH: process.env.PATH, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -95,11 +102,8 @@ export async function spawnCauseway(
     port: Number(new URL(url).port),
     adminUrl,
     logs,
-    close: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
+    close: async () => {
+      await stopProcess(child, { graceMs });
+    },
   };
 }

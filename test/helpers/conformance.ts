@@ -27,13 +27,13 @@
  * - `--timeout <ms>` (default 30000) bounds each scenario; a timed-out scenario is
  *   reported as a single FAILURE check `scenario-timeout`.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { spawnOwned, type Owner } from './processes.js';
 
 export type CheckStatus = 'SUCCESS' | 'FAILURE' | 'WARNING' | 'SKIPPED' | 'INFO';
 export const CHECK_STATUSES: readonly CheckStatus[] = ['SUCCESS', 'FAILURE', 'WARNING', 'SKIPPED', 'INFO'];
@@ -120,6 +120,8 @@ export interface RunConformanceOptions {
   keepOutDir?: boolean;
   /** Extra environment for the child. */
   env?: NodeJS.ProcessEnv;
+  /** The test that owns the CLI process (stopped when it ends); the root tap when none is given. */
+  t?: Owner;
 }
 
 const require = createRequire(import.meta.url);
@@ -291,14 +293,15 @@ export async function runConformance(opts: RunConformanceOptions): Promise<Confo
 
   const timeoutMs = opts.timeoutMs ?? (opts.scenario !== undefined ? 120_000 : 300_000);
   const started = Date.now();
-  const child = spawn(process.execPath, args, {
+  const child = spawnOwned(process.execPath, args, {
+    t: opts.t,
     env: { ...process.env, ...opts.env, NODE_OPTIONS: nodeOptionsWithHook(opts.env?.NODE_OPTIONS ?? process.env.NODE_OPTIONS), NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
 
   let timedOut = false;
   let killTimer: NodeJS.Timeout | undefined;

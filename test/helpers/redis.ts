@@ -1,12 +1,13 @@
 // A private redis-server for a test: a free port, no persistence, killable and restartable on the
 // same port. A missing redis-server binary is an error (the test fails), never a skip.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { spawnOwned, stopProcess, type Owner } from './processes.js';
 
 export interface RunningRedis {
   port: number;
@@ -35,16 +36,17 @@ export async function freePort(): Promise<number> {
 
 const BINARY = process.env.REDIS_SERVER ?? 'redis-server';
 
-export async function startRedis(): Promise<RunningRedis> {
+/** A redis-server of its own for `t` (the root tap, i.e. the whole file, when none is given); it is stopped when that test ends. */
+export async function startRedis(t?: Owner): Promise<RunningRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'causeway-redis-'));
   let child: ChildProcess | undefined;
 
   const launch = async (): Promise<void> => {
-    const proc = spawn(
+    const proc = spawnOwned(
       BINARY,
       ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--protected-mode', 'no', '--loglevel', 'warning'],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
+      { t, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     child = proc;
     let output = '';
@@ -82,19 +84,13 @@ export async function startRedis(): Promise<RunningRedis> {
   };
 
   await launch();
-  // Never leave a redis-server behind, even when the test process dies early.
-  process.once('exit', () => child?.kill('SIGKILL'));
   const admin = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 50 });
   admin.on('error', () => undefined);
 
   const kill = async (): Promise<void> => {
     const proc = child;
     child = undefined;
-    if (!proc || proc.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      proc.once('exit', () => resolve());
-      proc.kill('SIGKILL');
-    });
+    if (proc) await stopProcess(proc, { signal: 'SIGKILL' });
   };
 
   return {

@@ -156,8 +156,7 @@ t.test('flood of idle and slow sockets under ulimit -n 1024: attackers closed, k
       'limits.maxConnections': MAX_CONNECTIONS,
       'log.level': 'info',
     },
-    {},
-    { nofile: NOFILE },
+    { t, nofile: NOFILE },
   );
   const attacks: Attack[] = [];
   const destroying = { value: false };

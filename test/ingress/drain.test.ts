@@ -33,7 +33,7 @@ const TURNED_AWAY = new Set([
 t.test('modern_client-to-causeway-sigterm-drains', async (t) => {
   const upstream = await startLegacyServer();
   t.teardown(() => upstream.close());
-  const causeway = await spawnCauseway({ 'upstream.url': upstream.url, 'drain.timeoutMs': 5000 });
+  const causeway = await spawnCauseway({ 'upstream.url': upstream.url, 'drain.timeoutMs': 5000 }, { t });
   t.teardown(() => causeway.close());
   const path = new URL(causeway.url).pathname;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
@@ -82,7 +82,7 @@ t.test('modern_client-to-causeway-sigterm-drains', async (t) => {
 t.test('modern_client-to-causeway-sigterm-keep-alive-connection-gets-503', async (t) => {
   const upstream = await startLegacyServer();
   t.teardown(() => upstream.close());
-  const causeway = await spawnCauseway({ 'upstream.url': upstream.url, 'drain.timeoutMs': 5000 });
+  const causeway = await spawnCauseway({ 'upstream.url': upstream.url, 'drain.timeoutMs': 5000 }, { t });
   t.teardown(() => causeway.close());
   const exited = new Promise<number | null>((resolve) => causeway.child.once('exit', (code) => resolve(code)));
   const warm = toolCall('echo', { text: 'warm' }, 'warm');
@@ -133,7 +133,7 @@ t.test('modern_client-to-causeway-sigterm-keep-alive-connection-gets-503', async
 t.test('modern_client-to-causeway-sigterm-when-idle-exits-at-once', async (t) => {
   const upstream = await startLegacyServer();
   t.teardown(() => upstream.close());
-  const causeway = await spawnCauseway({ 'upstream.url': upstream.url });
+  const causeway = await spawnCauseway({ 'upstream.url': upstream.url }, { t });
   t.teardown(() => causeway.close());
   const hello = toolCall('echo', { text: 'hi' }, 1);
   t.equal(firstText(await post(causeway.url, hello.body, modernHeaders('tools/call', 'echo'))), 'hi');

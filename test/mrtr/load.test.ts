@@ -3,11 +3,10 @@
 // in its own process too, so the latencies measured here are Causeway's.
 
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { spawnCauseway } from '../helpers/causeway.js';
+import { spawnFixture } from '../e2e/upstreams.js';
 import { ELICIT, nameAnswer, rpcHttp, type Reply } from './wire.js';
 
 const HELD = 1000;
@@ -15,26 +14,8 @@ const BATCH = 200;
 /** Bound on /healthz p99 while the calls are held (measured figures are printed as comments). */
 const HEALTHZ_P99_MS = 200;
 
-async function startFixtureProcess(): Promise<{ url: string; base: string; child: ChildProcess }> {
-  const script = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
-  const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let buf = '';
-    const timer = setTimeout(() => reject(new Error('fixture did not start')), 10_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const nl = buf.indexOf('\n');
-      if (nl >= 0) {
-        clearTimeout(timer);
-        resolve((JSON.parse(buf.slice(0, nl)) as { url: string }).url);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`fixture exited with ${code}`)));
-  });
-  return { url, base: new URL(url).origin, child };
-}
-
-const fixture = await startFixtureProcess();
+const fixture = await spawnFixture();
+const fixtureBase = new URL(fixture.url).origin;
 const causeway = await spawnCauseway({
   'upstream.url': fixture.url,
   'mrtr.maxPendingPerPrincipal': HELD * 2,
@@ -42,11 +23,7 @@ const causeway = await spawnCauseway({
 });
 t.teardown(async () => {
   await causeway.close();
-  await new Promise<void>((resolve) => {
-    if (fixture.child.exitCode !== null) return resolve();
-    fixture.child.once('exit', () => resolve());
-    fixture.child.kill('SIGTERM');
-  });
+  await fixture.stop();
 });
 
 const origin = new URL(causeway.url).origin;
@@ -71,7 +48,7 @@ function get(url: string, agent: http.Agent): Promise<{ status: number; text: st
 }
 
 async function fixtureStats(): Promise<{ toolCalls: Record<string, number>; responsesReceived: number; cancelled: number }> {
-  return JSON.parse((await get(`${fixture.base}/__stats`, probeAgent)).text);
+  return JSON.parse((await get(`${fixtureBase}/__stats`, probeAgent)).text);
 }
 
 /** Causeway's own event-loop delay since the last scrape (prom-client resets the histogram per scrape). */

@@ -25,9 +25,9 @@ function callAs(url: string, principal: string, text: string) {
 }
 
 t.test('pool: spread, eject a killed replica with no failed request, re-admit it', async (t) => {
-  const a = await spawnFixture(0);
+  const a = await spawnFixture(0, { t });
   const bPort = await freePort();
-  let b: FixtureProcess = await spawnFixture(bPort);
+  let b: FixtureProcess = await spawnFixture(bPort, { t });
   t.teardown(async () => {
     await a.kill();
     await b.kill();
@@ -63,7 +63,7 @@ t.test('pool: spread, eject a killed replica with no failed request, re-admit it
   t.match(await scrape(causeway.adminUrl!), /causeway_upstream_initialize_total\{upstream="replicas",reason="ejected"\} 2\b/, 'the others moved before being tried');
   t.notOk(causeway.logs.some((l) => l.includes(b.url)), 'URLs are logged by position only');
 
-  b = await spawnFixture(bPort);
+  b = await spawnFixture(bPort, { t });
   await new Promise((r) => setTimeout(r, EJECT_MS + 100));
   for (const p of ['q1', 'q2', 'q3', 'q4']) t.equal((await callAs(causeway.url, p, p)).status, 200);
   t.equal((await b.stats()).initializeCount, 2, 're-admitted: new sessions reach the restarted replica again');
@@ -71,8 +71,8 @@ t.test('pool: spread, eject a killed replica with no failed request, re-admit it
 });
 
 t.test('pool: a legacy client keeps its session on one URL, and starts over when that URL dies', async (t) => {
-  const a = await spawnFixture(0);
-  const b = await spawnFixture(0);
+  const a = await spawnFixture(0, { t });
+  const b = await spawnFixture(0, { t });
   t.teardown(async () => {
     await a.kill();
     await b.kill();
@@ -124,9 +124,9 @@ t.test('pool: a legacy client keeps its session on one URL, and starts over when
 });
 
 t.test('pool across Causeway replicas sharing Redis: a session moved by one replica is adopted by the other', async (t) => {
-  const redis = await startRedis();
-  const a = await spawnFixture(0);
-  const b = await spawnFixture(0);
+  const redis = await startRedis(t);
+  const a = await spawnFixture(0, { t });
+  const b = await spawnFixture(0, { t });
   const settings = {
     upstreams: JSON.stringify({ replicas: { urls: [a.url, b.url], ejectMs: 60_000 } }),
     'store.kind': 'redis',
@@ -158,7 +158,7 @@ t.test('pool across Causeway replicas sharing Redis: a session moved by one repl
 });
 
 t.test('pool: a URL that answers initialize with 503 is passed over and ejected', async (t) => {
-  const good = await spawnFixture(0);
+  const good = await spawnFixture(0, { t });
   let refused = 0;
   const busy = createServer((req, res) => {
     req.resume();
