@@ -7,27 +7,18 @@ import t, { type Test } from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { sseMessages } from '../helpers/sse.js';
+import { META_CAPABILITIES, MODERN_VERSION, modernBody, modernHeaders, type JsonObject } from './wire.js';
 
-const V = '2026-07-28';
+const V = MODERN_VERSION;
 
-function modern(url: string, method: string, params: Record<string, unknown>, opts: { id?: unknown; caps?: object; name?: string; headers?: Record<string, string> } = {}) {
-  const meta = {
-    'io.modelcontextprotocol/protocolVersion': V,
-    'io.modelcontextprotocol/clientCapabilities': opts.caps ?? {},
-    ...((params._meta as object | undefined) ?? {}),
-  };
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': V,
-    'mcp-method': method,
-    ...(opts.headers ?? {}),
-  };
+function modern(url: string, method: string, params: JsonObject, opts: { id?: string | number; caps?: JsonObject; name?: string; headers?: Record<string, string> } = {}) {
+  const { _meta, ...rest } = params as { _meta?: JsonObject };
+  const headers: Record<string, string> = { ...modernHeaders(method), ...opts.headers };
   if (opts.name !== undefined) headers['mcp-name'] = opts.name;
   return fetch(url, {
     method: 'POST',
     headers,
-    body: JSON.stringify({ jsonrpc: '2.0', id: opts.id ?? 1, method, params: { ...params, _meta: meta } }),
+    body: JSON.stringify(modernBody(method, rest, opts.id ?? 1, { [META_CAPABILITIES]: opts.caps ?? {}, ..._meta })),
   });
 }
 

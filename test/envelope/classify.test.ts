@@ -4,11 +4,14 @@
 import t from 'tap';
 import { classifyPost } from '../../src/envelope/classify.js';
 import { ERROR_TABLE } from '../../src/errors.js';
+import { META_VERSION, MODERN_VERSION, modernBody, modernHeaders, modernMeta, type JsonObject } from '../e2e/wire.js';
 
-const V = '2026-07-28';
-const meta = { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} };
-const h = (method: string, extra: Record<string, string> = {}) => ({ 'mcp-protocol-version': V, 'mcp-method': method, ...extra });
-const req = (method: string, params: object = {}, id: unknown = 7) => ({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } });
+// Well-formed pieces come from the e2e envelope builder; each case spoils one thing by hand.
+const V = MODERN_VERSION;
+const meta = modernMeta();
+const h = (method: string, extra: Record<string, string> = {}) => ({ ...modernHeaders(method), ...extra });
+/** A well-formed request, or one with an id no builder would write (null, 1.5). */
+const req = (method: string, params: JsonObject = {}, id: unknown = 7) => ({ ...modernBody(method, params), id });
 
 interface Case {
   name: string;
@@ -37,14 +40,14 @@ const cases: Case[] = [
   { name: 'notifications/cancelled is accepted and ignored', headers: h('notifications/cancelled'), body: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: meta } }, era: 'accepted' },
   { name: 'params not an object', headers: h('tools/list'), body: { jsonrpc: '2.0', id: 8, method: 'tools/list', params: [1] }, era: 'reject', code: -32602, status: 400, id: 8 },
   { name: 'missing _meta', headers: h('tools/list'), body: { jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} }, era: 'reject', code: -32602, status: 400, id: 9 },
-  { name: 'missing clientCapabilities', headers: h('tools/list'), body: { jsonrpc: '2.0', id: 9, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': V } } }, era: 'reject', code: -32602, status: 400, id: 9 },
+  { name: 'missing clientCapabilities', headers: h('tools/list'), body: { jsonrpc: '2.0', id: 9, method: 'tools/list', params: { _meta: { [META_VERSION]: V } } }, era: 'reject', code: -32602, status: 400, id: 9 },
   { name: 'bad logLevel', headers: h('tools/list'), body: { jsonrpc: '2.0', id: 9, method: 'tools/list', params: { _meta: { ...meta, 'io.modelcontextprotocol/logLevel': 'loud' } } }, era: 'reject', code: -32602, status: 400, id: 9 },
   { name: 'version header missing', headers: { 'mcp-method': 'tools/list' }, body: req('tools/list'), era: 'reject', code: -32020, status: 400, id: 7 },
   { name: 'version header differs', headers: h('tools/list', { 'mcp-protocol-version': '2025-11-25' }), body: req('tools/list'), era: 'reject', code: -32020, status: 400, id: 7 },
   {
     name: 'unsupported version',
     headers: h('tools/list', { 'mcp-protocol-version': '1900-01-01' }),
-    body: { jsonrpc: '2.0', id: 4, method: 'tools/list', params: { _meta: { ...meta, 'io.modelcontextprotocol/protocolVersion': '1900-01-01' } } },
+    body: { jsonrpc: '2.0', id: 4, method: 'tools/list', params: { _meta: { ...meta, [META_VERSION]: '1900-01-01' } } },
     era: 'reject', code: -32022, status: 400, id: 4,
   },
   { name: 'Mcp-Method missing', headers: { 'mcp-protocol-version': V }, body: req('tools/list'), era: 'reject', code: -32020, status: 400, id: 7 },
@@ -86,7 +89,7 @@ for (const c of cases) {
 t.test('-32022 names the supported and requested versions', async (t) => {
   const v = classifyPost({
     headers: h('tools/list', { 'mcp-protocol-version': '2099-01-01' }),
-    body: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { ...meta, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } } },
+    body: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { ...meta, [META_VERSION]: '2099-01-01' } } },
     parseError: false,
   });
   t.equal(v.era, 'reject');

@@ -4,6 +4,7 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { paramsDigest, StateSealer, type StateClaims } from '../../src/mrtr/request-state.js';
+import { modernMeta } from '../e2e/wire.js';
 
 const key = (): string => randomBytes(32).toString('base64');
 const k1 = key();
@@ -118,7 +119,7 @@ t.test('paramsDigest names the request, not its envelope or round', async (t) =>
   t.equal(
     paramsDigest({
       ...base,
-      _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', progressToken: 7 },
+      _meta: modernMeta({ progressToken: 7 }),
       inputResponses: { user_name: { action: 'accept', content: { name: 'Ada' } } },
       requestState: 'abc',
     }),

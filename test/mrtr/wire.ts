@@ -1,11 +1,12 @@
-// Raw 2026-07-28 requests for the multi-round tests: the body and mirrored headers built by hand,
-// so the tests see the wire exactly (no SDK in between).
+// Raw 2026-07-28 requests for the multi-round tests: the body and mirrored headers from the e2e
+// envelope builder (test/e2e/wire.ts), sent as is, so the tests see the wire exactly (no SDK in
+// between).
 
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import { META_CAPABILITIES, modernBody, modernHeaders, type JsonObject } from '../e2e/wire.js';
 import { sseMessages } from '../helpers/sse.js';
 
-export const VERSION = '2026-07-28';
 export const ELICIT = 'test_input_required_result_elicitation';
 export const ALL_CAPS = { elicitation: { form: {} }, sampling: {}, roots: {} };
 
@@ -31,20 +32,12 @@ let nextId = 1;
 /** The answer to user_name that the elicitation fixture turns into "Hello, <name>!". */
 export const nameAnswer = (name: string): Json => ({ action: 'accept', content: { name } });
 
+/** A modern request (all client capabilities unless `opts.caps`), its Mcp-Name from params.name or params.uri. */
 export function envelope(method: string, params: Record<string, unknown>, opts: CallOptions = {}): { body: string; headers: Record<string, string> } {
-  const meta = {
-    ...((params._meta as Record<string, unknown> | undefined) ?? {}),
-    'io.modelcontextprotocol/protocolVersion': VERSION,
-    'io.modelcontextprotocol/clientCapabilities': opts.caps ?? ALL_CAPS,
-  };
-  const body = JSON.stringify({ jsonrpc: '2.0', id: opts.id ?? nextId++, method, params: { ...params, _meta: meta } });
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': VERSION,
-    'mcp-method': method,
-    ...opts.headers,
-  };
+  const { _meta, ...rest } = params as { _meta?: JsonObject };
+  const caps = (opts.caps ?? ALL_CAPS) as JsonObject;
+  const body = JSON.stringify(modernBody(method, rest as JsonObject, opts.id ?? nextId++, { ..._meta, [META_CAPABILITIES]: caps }));
+  const headers: Record<string, string> = { ...modernHeaders(method), ...opts.headers };
   const name = typeof params.name === 'string' ? params.name : typeof params.uri === 'string' ? params.uri : undefined;
   if (name !== undefined) headers['mcp-name'] = name;
   return { body, headers };
