@@ -22,6 +22,8 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'host',
   'content-length',
   'http2-settings',
+  // The client's expectation of this hop (100-continue); undici refuses to send it on.
+  'expect',
 ]);
 
 export class ForwardPolicy {
