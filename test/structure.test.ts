@@ -1,6 +1,7 @@
 // The shape of src/, read from its import statements: no two files import each other, even
-// through others; a folder is entered through its index.ts only; no stage imports the pipeline
-// or the composition root at run time (they call the stages, never the other way round).
+// through others, and no two folders either; a folder is entered through its index.ts only; no
+// stage imports the pipeline or the composition root at run time (they call the stages, never
+// the other way round).
 // Type-only imports are left out: they are gone once compiled.
 
 import t from 'tap';
@@ -68,4 +69,31 @@ t.test('stages never import the pipeline or the composition root', async (t) => 
     for (const to of tos) if (ROOTS.has(to)) upward.push(`${from} -> ${to}`);
   }
   t.same(upward, []);
+});
+
+t.test('no cycles between folders: each stage builds only on the ones before it', async (t) => {
+  const folders = new Map<string, Set<string>>();
+  for (const [from, tos] of graph) {
+    const a = dirname(from);
+    if (a === '.') continue;
+    for (const to of tos) {
+      const b = dirname(to);
+      if (b === '.' || b === a) continue;
+      if (!folders.has(a)) folders.set(a, new Set());
+      folders.get(a)!.add(b);
+    }
+  }
+  t.ok(folders.size > 5, `${folders.size} folders import another`);
+  const cycles: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const visit = (f: string, path: string[]) => {
+    state.set(f, 'open');
+    for (const g of folders.get(f) ?? []) {
+      if (state.get(g) === 'open') cycles.push([...path.slice(path.indexOf(g)), g].join(' -> '));
+      else if (!state.has(g)) visit(g, [...path, g]);
+    }
+    state.set(f, 'done');
+  };
+  for (const f of folders.keys()) if (!state.has(f)) visit(f, [f]);
+  t.same(cycles, []);
 });
