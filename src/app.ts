@@ -13,7 +13,7 @@ import { createRedisClient, createStore, redisConnection, SessionPool, type Sess
 import { RedisBus } from './bus/index.js';
 import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, type ReplicaBridge } from './mrtr/index.js';
 import { randomUUID } from 'node:crypto';
-import { handleFederated, handleModern, type ModernDeps } from './pipeline.js';
+import type { ModernDeps } from './pipeline.js';
 import { compileRules, Federation, type Mount } from './routing/index.js';
 import { crossReplicaListen, InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
 
@@ -157,8 +157,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   for (const m of topology.mounts) {
     if (m.upstreams.length === 1) {
       const name = m.upstreams[0]!;
-      const deps = modern.get(name)!;
-      mounts.set(m.path, { path: m.path, passthrough: partsOf(name).passthrough, serveModern: (ex) => handleModern(ex, deps) });
+      mounts.set(m.path, { path: m.path, passthrough: partsOf(name).passthrough, upstream: modern.get(name)! });
       continue;
     }
     const federation = new Federation({
@@ -173,7 +172,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       log: log.child({ stage: 'federation', mount: m.path }),
     });
     federations.push(federation);
-    mounts.set(m.path, { path: m.path, passthrough: undefined, serveModern: (ex) => handleFederated(ex, federation) });
+    mounts.set(m.path, { path: m.path, passthrough: undefined, federation });
   }
   let draining = false;
   const inFlight = { count: 0 };

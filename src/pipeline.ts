@@ -8,7 +8,7 @@ import { causewayError, toCausewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { sessionKey, sessionRef, type PooledSession, type SessionPool } from './pool/index.js';
-import { principalHash, type Federation, type PrincipalPolicy, type Routed } from './routing/index.js';
+import { principalHash, type Federation, type Mount, type PrincipalPolicy, type Routed } from './routing/index.js';
 import {
   callHeaders,
   enableLogging,
@@ -50,6 +50,11 @@ export interface ModernExchange {
   /** Aborted when the client goes away before the answer. */
   signal: AbortSignal;
   log: Logger;
+}
+
+/** A modern request on a mount, as the front door hands it over. */
+export function serveModern(ex: ModernExchange, mount: Mount): Promise<void> {
+  return mount.federation ? handleFederated(ex, mount.federation) : handleModern(ex, mount.upstream);
 }
 
 export function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void> {

@@ -20,6 +20,7 @@ import {
 import { causewayError, toCausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { routingHeaders } from '../passthrough/index.js';
+import { serveModern } from '../pipeline.js';
 import type { Mount } from '../routing/index.js';
 import type { JsonLimits } from './json-limits.js';
 import { parseJson, readBody, type BodyLimits } from './read-body.js';
@@ -291,7 +292,7 @@ async function dispatch(
       if (accept !== undefined && !/application\/json|text\/event-stream|\*\/\*/i.test(accept)) {
         return sendCausewayError(res, causewayError('not_acceptable'), verdict.request.id);
       }
-      return mount.serveModern({ request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }) });
+      return serveModern({ request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }) }, mount);
     }
   }
 }

@@ -1,13 +1,12 @@
-// A mount: what one path of the data port serves. A single-upstream mount hands modern requests
-// to the pipeline and legacy ones to the passthrough; a federated mount answers modern requests
-// through its Federation and serves no legacy clients. Plain data: the composition root builds it.
+// A mount: what one path of the data port serves. A single-upstream mount's modern requests go
+// through the pipeline on its upstream and its legacy ones to the passthrough; a federated mount
+// answers modern requests through its Federation and serves no legacy clients. Plain data: the
+// composition root builds it, the front door hands it to the pipeline.
 
 import type { LegacyPassthrough } from '../passthrough/index.js';
-import type { ModernExchange } from '../pipeline.js';
+import type { ModernDeps } from '../pipeline.js';
+import type { Federation } from './federation.js';
 
-export interface Mount {
-  readonly path: string;
-  /** Where legacy clients go; undefined on a federated mount. */
-  readonly passthrough: LegacyPassthrough | undefined;
-  serveModern(ex: ModernExchange): Promise<void>;
-}
+export type Mount =
+  | { readonly path: string; readonly passthrough: LegacyPassthrough; readonly upstream: ModernDeps; readonly federation?: undefined }
+  | { readonly path: string; readonly passthrough: undefined; readonly federation: Federation; readonly upstream?: undefined };
