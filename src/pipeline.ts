@@ -197,10 +197,7 @@ async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: P
   const name = ex.request.name!;
   const { facts } = session;
   if (facts.toolHeaders(name) === undefined && !facts.toolsComplete) {
-    const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => {
-      facts.learnTools(page);
-      deps.metrics.learn('tools/list', page);
-    }, { maxPages: MAX_TOOL_PAGES, signal: ex.signal });
+    const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => facts.learnTools(page), { maxPages: MAX_TOOL_PAGES, signal: ex.signal });
     if (walk.complete) facts.toolsComplete = true;
   }
   const params = facts.toolHeaders(name);

@@ -208,7 +208,6 @@ export class Merger {
         sessionRef(session),
         method,
         (page) => {
-          deps.metrics.learn(method, page);
           const result = method === 'tools/list' ? normalizeToolsList(page).result : page;
           if (method === 'tools/list') session.facts.learnTools(page);
           const list = result[shape.kind];

@@ -11,6 +11,8 @@ import type { SessionRef, UpstreamClient } from './legacy-client.js';
 export interface OwnCallDeps {
   client: UpstreamClient;
   ids: IdMinter;
+  /** Sees every list page Causeway reads on its own account (the metrics learn names from it). */
+  metrics: { learn(method: string, result: JsonObject): void };
 }
 
 export interface ListWalk {
@@ -36,6 +38,7 @@ export async function walkList(
     const request: JsonRpcRequest = { jsonrpc: '2.0', id: deps.ids.requestId(), method, params: cursor === undefined ? {} : { cursor } };
     const r = await deps.client.request(session, request, {}, opts.signal, opts.headers);
     if (isErrorResponse(r)) return { complete: false, error: r.error };
+    deps.metrics.learn(method, r.result);
     onPage(r.result);
     cursor = typeof r.result.nextCursor === 'string' ? r.result.nextCursor : undefined;
     if (cursor === undefined) return { complete: true };
