@@ -1,8 +1,8 @@
 // Speaks legacy Streamable HTTP (2024-11-05 .. 2025-11-25) as a client to one upstream [spec §10]:
 // the initialize handshake, requests answered as JSON or SSE, upstream pings answered, the
 // standalone GET stream, DELETE, and the client's lifecycle (close lets calls finish, destroy
-// does not). The HTTP hop is dispatcher.ts's; reading, resuming and keeping up SSE streams is
-// streams.ts's. Every failure is a CausewayError (upstream_*), SessionExpiredError (404 on a
+// does not). The initialize handshake is handshake.ts's, the HTTP hop dispatcher.ts's, and
+// reading, resuming and keeping up SSE streams streams.ts's. Every failure is a CausewayError (upstream_*), SessionExpiredError (404 on a
 // session), or the caller's own abort reason. JSON-RPC ids are sent as given; session ids and
 // header values are never logged.
 
@@ -10,7 +10,6 @@ import { setMaxListeners } from 'node:events';
 import type { Dispatcher } from 'undici';
 import { CausewayError } from '../errors.js';
 import type {
-  JsonObject,
   JsonRpcErrorResponse,
   JsonRpcNotification,
   JsonRpcRequest,
@@ -21,6 +20,7 @@ import { checkContentLength, discard, mediaType, readText } from './body.js';
 import { CallScope } from './call-scope.js';
 import { httpRefusal, readErrorBody, refusalOf, UpstreamDispatcher } from './dispatcher.js';
 import { SessionExpiredError, TargetUnreachableError } from './errors.js';
+import { initializeOn, type HandshakeHost, type HandshakeResult, type InitializeParams } from './handshake.js';
 import { isValidSessionId, type SessionRef } from './headers.js';
 import { route, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
 import { badResponse, decodeMessages } from './messages.js';
@@ -29,6 +29,7 @@ import { connectStream, pumpStream, readRequestStream, type StreamContext } from
 import type { TargetSet } from './targets.js';
 
 export type { SessionRef } from './headers.js';
+export type { HandshakeResult } from './handshake.js';
 export type { StreamHandlers } from './inbound.js';
 
 export interface UpstreamEndpoint {
@@ -39,10 +40,6 @@ export interface UpstreamEndpoint {
   connectTimeoutMs: number;
   requestTimeoutMs: number;
   maxResponseBytes: number;
-}
-
-export interface HandshakeResult extends SessionRef {
-  initializeResult: JsonObject;
 }
 
 export interface UpstreamClientOptions {
@@ -68,7 +65,6 @@ export const UPSTREAM_CLIENT_DEFAULTS = Object.freeze({
   maxResumeAttempts: 5,
 });
 
-const INITIALIZE_ID = 0;
 
 function firstHeader(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
@@ -81,6 +77,7 @@ export class UpstreamClient {
   private readonly onRequest: UpstreamClientOptions['onRequest'];
   private readonly dispatcher: UpstreamDispatcher;
   private readonly streams: StreamContext;
+  private readonly handshakes: HandshakeHost;
   private readonly lifetime = new AbortController();
   private readonly quiesce = new AbortController();
   private readonly inflight = new Set<Promise<unknown>>();
@@ -112,6 +109,13 @@ export class UpstreamClient {
       maxResponseBytes: endpoint.maxResponseBytes,
       tuning: this.opts,
     };
+    this.handshakes = {
+      targets: endpoint.targets,
+      log,
+      exchangeInitialize: (ctx, body) => this.exchange(ctx, 'initialize', body),
+      postOneWay: (scope, session, message) => this.postOneWay(scope, session, message),
+      terminate: (session) => this.terminate(session),
+    };
   }
 
   /** False while the URL a session lives on is ejected, or is not one of this upstream's. */
@@ -124,65 +128,15 @@ export class UpstreamClient {
     return target === undefined ? 0 : this.endpoint.targets.indexOf(target);
   }
 
-  initialize(
-    params: { protocolVersion: string; capabilities: JsonObject; clientInfo: JsonObject },
-    signal?: AbortSignal,
-  ): Promise<HandshakeResult> {
+  initialize(params: InitializeParams, signal?: AbortSignal): Promise<HandshakeResult> {
     return this.track(true, async () => {
       const scope = this.scope(signal, this.endpoint.requestTimeoutMs);
-      const tried = new Set<string>();
       try {
-        for (;;) {
-          const target = this.endpoint.targets.pick(tried);
-          tried.add(target);
-          try {
-            return await this.handshake(params, target, scope);
-          } catch (err) {
-            if (!(err instanceof TargetUnreachableError)) throw scope.settle(err);
-            // Never reached: another replica of the upstream may take the session.
-            if (!scope.aborted && tried.size < this.endpoint.targets.size) continue;
-            throw scope.settle(err.cause);
-          }
-        }
+        return await initializeOn(this.handshakes, params, scope);
       } finally {
         scope.dispose();
       }
     });
-  }
-
-  private async handshake(
-    params: { protocolVersion: string; capabilities: JsonObject; clientInfo: JsonObject },
-    target: string,
-    scope: CallScope,
-  ): Promise<HandshakeResult> {
-    const ctx: Exchange = {
-      session: { sessionId: undefined, protocolVersion: params.protocolVersion, target },
-      handlers: {},
-      id: INITIALIZE_ID,
-      scope,
-      lenient: false,
-    };
-    let opened = false;
-    try {
-      const msg: JsonRpcRequest = { jsonrpc: '2.0', id: INITIALIZE_ID, method: 'initialize', params: { ...params } };
-      const response = await this.exchange(ctx, 'initialize', JSON.stringify(msg));
-      opened = true;
-      if ('error' in response) {
-        throw new CausewayError('upstream_unavailable', response.error.message, undefined, { cause: response.error });
-      }
-      const version = response.result.protocolVersion;
-      if (typeof version !== 'string' || version === '') {
-        throw badResponse('initialize result has no protocolVersion');
-      }
-      const session: SessionRef = { sessionId: ctx.session.sessionId, protocolVersion: version, target };
-      ctx.session = session;
-      await this.postOneWay(scope, session, { jsonrpc: '2.0', method: 'notifications/initialized' });
-      this.log.debug({ protocolVersion: version, sessionful: session.sessionId !== undefined }, 'upstream initialized');
-      return { ...session, initializeResult: response.result };
-    } catch (err) {
-      if (opened && ctx.session.sessionId !== undefined) void this.terminate(ctx.session);
-      throw err;
-    }
   }
 
   request(
