@@ -5,7 +5,7 @@
 import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
 import { deepFreeze } from './freeze.js';
 import { SETTINGS, type Config, type Setting } from './schema.js';
-import { resolveTopology } from './topology.js';
+import { isHeaderName, resolveTopology } from './topology.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -176,7 +176,7 @@ function crossChecks(c: Config): string[] {
   if (!Number.isInteger(c.admin.port) || c.admin.port > 65_535) problems.push('admin.port: expected -1 (off), 0 (any free port) or a port number');
   else if (c.admin.port > 0 && c.admin.port === c.listen.port) problems.push('admin.port: must differ from listen.port');
   problems.push(...storeProblems(c.store), ...stateKeyProblems(c.mrtr.stateKeys));
-  const badNames = c.security.credentialHeaders.filter((n) => !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(n));
+  const badNames = c.security.credentialHeaders.filter((n) => !isHeaderName(n));
   if (badNames.length > 0) problems.push(`security.credentialHeaders: not header names: ${badNames.join(', ')}`);
   for (const [method, o] of Object.entries(c.cache.methods)) {
     if (o.scope !== undefined && o.scope !== 'public' && o.scope !== 'private') {

@@ -65,6 +65,11 @@ const isRaw = (v: unknown): v is Raw => typeof v === 'object' && v !== null && !
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 
+/** Whether `name` is an HTTP field name (a token), in any case [RFC 9110 §5.1]. */
+export function isHeaderName(name: string): boolean {
+  return HEADER_NAME.test(name.toLowerCase());
+}
+
 /** Problems with a forwardHeaders list: each entry a header name, or a prefix ending in `*`. */
 function forwardListProblems(where: string, list: readonly string[]): string[] {
   const bad = list.filter((n) => {

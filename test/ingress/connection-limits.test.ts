@@ -436,15 +436,19 @@ const parseJson = (text: string): any => {
   }
 };
 
-t.test('limits.idleTimeoutMs: idle keep-alive connections closed, busy ones kept', async (t) => {
-  const causeway = await startCauseway({ 'upstream.url': upstream.url, 'limits.idleTimeoutMs': IDLE_TIMEOUT_MS, 'log.level': 'warn' });
+/** An in-process Causeway with this idle timeout; the connections pushed on `conns` are closed with it. */
+async function idleCauseway(t: { teardown(fn: () => unknown): void }, idleTimeoutMs: number) {
+  const causeway = await startCauseway({ 'upstream.url': upstream.url, 'limits.idleTimeoutMs': idleTimeoutMs, 'log.level': 'warn' });
   const conns: Array<{ destroy(): void }> = [];
   t.teardown(async () => {
     for (const c of conns) c.destroy();
     await causeway.close();
   });
-  const port = causeway.port;
-  const path = new URL(causeway.url).pathname;
+  return { causeway, conns, port: causeway.port, path: new URL(causeway.url).pathname };
+}
+
+t.test('limits.idleTimeoutMs: idle keep-alive connections closed, busy ones kept', async (t) => {
+  const { causeway, conns, port, path } = await idleCauseway(t, IDLE_TIMEOUT_MS);
   const bound = IDLE_TIMEOUT_MS + MARGIN_MS;
 
   // Warm the upstream session so the slow calls' time is the tool's.
@@ -507,14 +511,7 @@ t.test('limits.idleTimeoutMs: idle keep-alive connections closed, busy ones kept
 t.test('a long limits.idleTimeoutMs is honoured: idle connections are not closed early', async (t) => {
   const LONG_IDLE_MS = 30_000;
   const IDLE_FOR_MS = 6_500;
-  const causeway = await startCauseway({ 'upstream.url': upstream.url, 'limits.idleTimeoutMs': LONG_IDLE_MS, 'log.level': 'warn' });
-  const conns: Array<{ destroy(): void }> = [];
-  t.teardown(async () => {
-    for (const c of conns) c.destroy();
-    await causeway.close();
-  });
-  const port = causeway.port;
-  const path = new URL(causeway.url).pathname;
+  const { conns, port, path } = await idleCauseway(t, LONG_IDLE_MS);
   const h1 = new RawH1(port);
   conns.push(h1);
   await h1.connected();

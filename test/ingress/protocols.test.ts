@@ -7,7 +7,7 @@ import net from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import t, { type Test } from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
-import { startCauseway } from '../helpers/causeway.js';
+import { startCauseway, type Settings } from '../helpers/causeway.js';
 import { firstText, modernHeaders, post, send, toolCall, type WireResponse } from '../e2e/wire.js';
 import { connectH2, h2Post, h2Request, selfSignedCert, type H2Response } from './h2.js';
 
@@ -17,6 +17,24 @@ const MAX_BODY = 65_536;
 
 const upstream = await startLegacyServer();
 t.teardown(() => upstream.close());
+
+/** A Causeway serving TLS with a certificate made for the test; undefined (and a failure) without openssl. */
+async function tlsCauseway(t: Test, settings: Settings) {
+  const cert = selfSignedCert();
+  if (!cert) {
+    t.fail('openssl is not available: cannot make a test certificate');
+    return undefined;
+  }
+  t.teardown(() => cert.cleanup());
+  const causeway = await startCauseway({
+    'upstream.url': upstream.url,
+    'listen.tlsCertFile': cert.certFile,
+    'listen.tlsKeyFile': cert.keyFile,
+    ...settings,
+  });
+  t.teardown(() => causeway.close());
+  return { cert, causeway };
+}
 
 function assertEcho(t: Test, res: WireResponse | H2Response, id: string, text: string) {
   t.equal(res.status, 200, 'HTTP 200');
@@ -129,19 +147,9 @@ t.test('cleartext: HTTP/1.1 and h2c on one port', async (t) => {
 });
 
 t.test('TLS with ALPN h2 and http/1.1', async (t) => {
-  const cert = selfSignedCert();
-  if (!cert) {
-    t.fail('openssl is not available: cannot make a test certificate');
-    return;
-  }
-  t.teardown(() => cert.cleanup());
-  const causeway = await startCauseway({
-    'upstream.url': upstream.url,
-    'listen.tlsCertFile': cert.certFile,
-    'listen.tlsKeyFile': cert.keyFile,
-    'limits.maxConcurrentStreams': MAX_STREAMS,
-  });
-  t.teardown(() => causeway.close());
+  const served = await tlsCauseway(t, { 'limits.maxConcurrentStreams': MAX_STREAMS });
+  if (!served) return;
+  const { cert, causeway } = served;
   t.match(causeway.url, /^https:\/\/127\.0\.0\.1:\d+\/mcp$/, 'an https URL');
   const path = new URL(causeway.url).pathname;
 
@@ -205,19 +213,9 @@ t.test('TLS with ALPN h2 and http/1.1', async (t) => {
 });
 
 t.test('TLS connections are bounded too: no handshake, no head, no first h2 stream in time', async (t) => {
-  const cert = selfSignedCert();
-  if (!cert) {
-    t.fail('openssl is not available: cannot make a test certificate');
-    return;
-  }
-  t.teardown(() => cert.cleanup());
-  const causeway = await startCauseway({
-    'upstream.url': upstream.url,
-    'listen.tlsCertFile': cert.certFile,
-    'listen.tlsKeyFile': cert.keyFile,
-    'limits.headersTimeoutMs': 1_000,
-  });
-  t.teardown(() => causeway.close());
+  const served = await tlsCauseway(t, { 'limits.headersTimeoutMs': 1_000 });
+  if (!served) return;
+  const { cert, causeway } = served;
   const closed = (s: net.Socket) => new Promise<void>((r) => s.once('close', () => r()));
   const sockets: net.Socket[] = [];
   t.teardown(() => sockets.forEach((s) => s.destroy()));
