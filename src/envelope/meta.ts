@@ -26,6 +26,21 @@ export type MetaOutcome = { ok: true; meta: RequestMeta } | { ok: false; reason:
 const missing = (message: string): MetaOutcome => ({ ok: false, reason: 'missing_meta', message });
 const invalid = (message: string): MetaOutcome => ({ ok: false, reason: 'invalid_params', message });
 
+const texts = new WeakMap<JsonObject, string>();
+
+/**
+ * A request's clientCapabilities as JSON text, made once per request: the envelope bounds its
+ * size and the pool keys sessions by it. Safe to stringify: the front door bounded its depth.
+ */
+export function capabilitiesText(caps: JsonObject): string {
+  let text = texts.get(caps);
+  if (text === undefined) {
+    text = JSON.stringify(caps);
+    texts.set(caps, text);
+  }
+  return text;
+}
+
 /**
  * Each distinct clientCapabilities gets its own pooled upstream session, which keeps it: without
  * a bound, big distinct objects would hold memory here and upstream. Real ones are a few hundred bytes.
@@ -37,8 +52,7 @@ export const MAX_CAPABILITIES_BYTES = 8192;
  * when it fits. Members the schema does not name are let through (later revisions add some).
  */
 export function capabilitiesProblem(caps: JsonObject): string | undefined {
-  // Safe to stringify: the front door bounded its depth.
-  if (JSON.stringify(caps).length > MAX_CAPABILITIES_BYTES) return `longer than ${MAX_CAPABILITIES_BYTES} characters as JSON`;
+  if (capabilitiesText(caps).length > MAX_CAPABILITIES_BYTES) return `longer than ${MAX_CAPABILITIES_BYTES} characters as JSON`;
   const objectOf = (key: string, v: JsonValue | undefined, members?: readonly string[]): string | undefined => {
     if (v === undefined) return undefined;
     if (!isObject(v)) return `${key} must be an object`;

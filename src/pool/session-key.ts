@@ -3,6 +3,7 @@
 
 import { createHash } from 'node:crypto';
 import { canonicalJson, toLegacyClientCapabilities } from '../dialect/index.js';
+import { capabilitiesText } from '../envelope/index.js';
 import type { JsonObject } from '../jsonrpc.js';
 
 export interface SessionKey {
@@ -28,7 +29,7 @@ const MAX_REMEMBERED = 256;
 const MAX_REMEMBERED_TEXT = 2048;
 
 function declaredOf(clientCapabilities: JsonObject): Declared {
-  const text = JSON.stringify(clientCapabilities);
+  const text = capabilitiesText(clientCapabilities);
   const known = declared.get(text);
   if (known) return known;
   const legacyCapabilities = Object.freeze(toLegacyClientCapabilities(clientCapabilities));
