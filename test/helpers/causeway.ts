@@ -51,6 +51,9 @@ export interface SpawnOptions {
   nofile?: number;
   /** Ms from close()'s (or the teardown's) SIGTERM to SIGKILL; a drain is given this long. */
   graceMs?: number;
+  /** The bin to run instead of this checkout's build (e.g. an installed package's), and its working folder. */
+  main?: string;
+  cwd?: string;
 }
 
 /**
@@ -59,12 +62,12 @@ export interface SpawnOptions {
  */
 export async function spawnCauseway(settings: Settings, options: SpawnOptions = {}): Promise<RunningCauseway & { child: ChildProcess }> {
   const graceMs = options.graceMs ?? 10_000;
-  const args = [MAIN, ...flags({ 'listen.port': 0, 'admin.port': 0, 'log.level': 'info', ...settings })];
+  const args = [options.main ?? MAIN, ...flags({ 'listen.port': 0, 'admin.port': 0, 'log.level': 'info', ...settings })];
   const [command, argv] =
     options.nofile === undefined
       ? [process.execPath, args]
       : ['bash', ['-c', `ulimit -n ${options.nofile} && exec "$0" "$@"`, process.execPath, ...args]];
-  const child = spawnOwned(command, argv, { t: options.t, graceMs, env: { PATH: process.env.PATH, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnOwned(command, argv, { t: options.t, graceMs, env: { PATH: process.env.PATH, ...options.env }, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
