@@ -39,3 +39,13 @@ t.test("Causeway's own errors answer with the status 2026 pins to their code", a
   }
   t.equal(pinnedStatus(-32603), undefined, 'unpinned codes have no status of their own');
 });
+
+t.test('the Install section names the package, its tarball and the image base the repo really has', async (t) => {
+  const root = (p: string) => readFileSync(fileURLToPath(new URL(`../../${p}`, import.meta.url)), 'utf8');
+  const pkg = JSON.parse(root('package.json')) as { name: string; version: string };
+  const base = /^ARG NODE_IMAGE=(\S+)$/m.exec(root('Dockerfile'))?.[1];
+  t.ok(base, 'the Dockerfile names its base image');
+  t.match(readme, `npm name \`${pkg.name}\``);
+  t.match(readme, `./${pkg.name}-${pkg.version}.tgz`);
+  t.match(readme, `\`${base}\``);
+});
