@@ -16,8 +16,8 @@ import { randomUUID } from 'node:crypto';
 import type { ModernDeps } from './pipeline.js';
 import { compileRules, Federation, type Mount } from './routing/index.js';
 import { crossReplicaListen, InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
+import { VERSION } from './version.js';
 
-export const VERSION = '0.1.0';
 const FEDERATION_CHECK_WAIT_MS = 10_000;
 
 export interface App {

@@ -1,26 +1,20 @@
 #!/usr/bin/env node
 // bin `causeway`: load the config, start serving, drain gracefully on SIGTERM / SIGINT.
 
-import { readFileSync } from 'node:fs';
 import { createApp } from './app.js';
 import { ConfigError, helpText, loadConfig } from './config/index.js';
 import { createLogger } from './log.js';
 import { createStore, storeReady } from './pool/index.js';
-
-/** The version of the package this file was installed from (dist/src/main.js -> package.json). */
-function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}
+import { VERSION } from './version.js';
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(helpText(packageVersion()));
+    process.stdout.write(helpText(VERSION));
     return;
   }
   if (argv.includes('--version') || argv.includes('-v')) {
-    process.stdout.write(`${packageVersion()}\n`);
+    process.stdout.write(`${VERSION}\n`);
     return;
   }
   let config;
