@@ -28,7 +28,7 @@ function findNginx(): string {
   const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin'];
   const found = dirs.map((d) => join(d, 'nginx')).find((p) => existsSync(p));
   if (found === undefined) {
-    throw new Error('nginx not found on PATH nor in /usr/sbin; this test needs it (apt-get install nginx-light, or NGINX=/path/to/nginx)');
+    throw new Error('nginx not found on PATH nor in /usr/sbin: this test needs it (apt-get install nginx, or NGINX=/path/to/nginx)');
   }
   return found;
 }
@@ -110,7 +110,7 @@ async function startNginx(): Promise<void> {
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   await new Promise<void>((resolve, reject) => {
     child.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'ENOENT' ? new Error(`nginx could not be started (${nginxBin}): not found`) : err),
+      reject(err.code === 'ENOENT' ? new Error(`nginx not found at ${nginxBin}: this test needs it (apt-get install nginx, or NGINX=/path/to/nginx)`) : err),
     );
     child.once('exit', (code) => {
       const log = existsSync(join(dir, 'error.log')) ? readFileSync(join(dir, 'error.log'), 'utf8') : '';
