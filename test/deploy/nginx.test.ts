@@ -3,7 +3,7 @@
 // nginx reading the body. The shipped file is used as is but for its addresses (listen port and
 // the upstream `server` lines), which the test points at ports chosen at run time. Each pool is
 // one Causeway in front of its own labelled legacy fixture; where a request went is read from
-// the fixtures' tool-call counts, the Causeways' /metrics and nginx's access log ($upstream_addr).
+// the fixtures' tool-call counts, the Causeways' /metrics and nginx's access log ($upstream_addr, $connection).
 // A missing nginx binary fails the test (NGINX=/path/to/nginx overrides the lookup).
 
 import t from 'tap';
@@ -71,7 +71,6 @@ const nginxPort = await freePort();
 const dir = mkdtempSync(join(tmpdir(), 'causeway-nginx-'));
 // A root master hands requests to workers running as nobody: they must reach the temp dirs.
 chmodSync(dir, 0o755);
-t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
 const routing = template(
   shipped,
@@ -134,7 +133,15 @@ async function startNginx(): Promise<void> {
   });
 }
 
-await startNginx();
+try {
+  await startNginx();
+} catch (err) {
+  // A failed start ends the file here, before any teardown runs.
+  rmSync(dir, { recursive: true, force: true });
+  throw err;
+}
+// After nginx's own teardown (registered when it was spawned), which stops it first.
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const MCP = `http://127.0.0.1:${nginxPort}/mcp`;
 
 // --- evidence ---------------------------------------------------------------------------------
