@@ -15,6 +15,8 @@ import { parseSse } from './sse.js';
 export interface StreamHandlers {
   onNotification?(n: JsonRpcNotification): void;
   onServerRequest?(r: JsonRpcRequest): void;
+  /** An event with an id was read and its messages handed on (a cursor the caller may keep to resume elsewhere). */
+  onEventId?(id: string): void;
 }
 
 /** Where an SSE stream is, for a resume with Last-Event-ID after `retry:` ms. */
@@ -78,6 +80,7 @@ export async function consume(
         continue;
       }
       const answer = route(io, ctx, messages);
+      if (ev.id !== undefined && ev.id !== '') deliver(io, () => ctx.handlers.onEventId?.(ev.id!), 'event id');
       if (answer !== undefined) return { response: answer };
     }
     return { ended: true, events };

@@ -176,14 +176,16 @@ export class UpstreamClient {
     return this.oneWay(session, r);
   }
 
+  /** `lastEventId`: resume a stream another client of the session read up to there (the upstream replays what followed). */
   openStream(
     session: SessionRef,
     handlers: StreamHandlers,
     signal: AbortSignal,
+    lastEventId?: string,
   ): Promise<'unsupported' | { done: Promise<void> }> {
     return this.track(true, async () => {
       const scope = new CallScope(signal, [this.lifetime.signal, this.quiesce.signal], undefined);
-      const cursor: Cursor = { lastEventId: undefined, retryMs: undefined };
+      const cursor: Cursor = { lastEventId, retryMs: undefined };
       let first: Dispatcher.ResponseData | 'unsupported';
       try {
         first = await connectStream(this.streams, session, cursor, scope);
