@@ -95,6 +95,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             keyPrefix: config.store.keyPrefix,
             replicaId,
             keepAliveMs: config.subscriptions.keepAliveMs,
+            takeoverMs: config.subscriptions.takeoverMs,
             onStale: (keyId, method) => pool.peek(keyId)?.facts.invalidate(method),
           },
           log.child({ stage: 'subscriptions' }),

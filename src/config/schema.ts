@@ -67,6 +67,7 @@ export interface Config {
     maxPerPrincipal: number;
     keepAliveMs: number;
     maxUrisPerListen: number;
+    takeoverMs: number;
   };
   log: { level: string };
   drain: { timeoutMs: number };
@@ -274,6 +275,13 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'subscriptions.maxPerPrincipal', kind: 'number', default: 100, doc: 'Most listen streams open at once per principal on one replica (503 beyond).' },
   { path: 'subscriptions.keepAliveMs', kind: 'number', default: 15_000, doc: 'Interval of the `:` keep-alive comments on listen streams; 0 sends none.' },
   { path: 'subscriptions.maxUrisPerListen', kind: 'number', default: 100, doc: 'Most resourceSubscriptions URIs one listen request may name (-32602 beyond).' },
+  {
+    path: 'subscriptions.takeoverMs',
+    kind: 'number',
+    default: 3_000,
+    min: 1,
+    doc: 'With store.kind=redis: a session’s GET-stream holder not heard of for this long is gone, and a replica with listeners takes the stream over.',
+  },
   {
     path: 'log.level',
     kind: 'string',

@@ -8,6 +8,7 @@
 // counted across every channel of the key: subscribed when the first listener anywhere holds a
 // URI, unsubscribed after the last. State changes run one at a time, in arrival order.
 
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { causewayError } from '../errors.js';
 import { isErrorResponse, type JsonRpcNotification } from '../jsonrpc.js';
@@ -17,6 +18,8 @@ import { SessionExpiredError, type IdMinter, type UpstreamClient } from '../upst
 import type { SessionEventBus } from './bus.js';
 import { LocalCoordinator, type ChannelCoordination, type HoldResult, type ListenCoordinator, type Transitions } from './coordination.js';
 import { gapNotifications, isChange } from './filter.js';
+
+type StreamHandlers = Parameters<UpstreamClient['openStream']>[1];
 
 export interface ChannelDeps {
   pool: SessionPool;
@@ -60,6 +63,10 @@ export class SessionChannel {
   private opened = false;
   private ended = false;
   private broken: Error | undefined;
+  /** The last publish of a change seen on an upstream stream: a shared cursor moves only after it. */
+  private published: Promise<void> = Promise.resolve();
+  /** A heartbeat's lease check is queued (non-holder) or in flight (holder). */
+  private checking = false;
 
   constructor(
     readonly key: SessionKey,
@@ -137,6 +144,42 @@ export class SessionChannel {
     }).catch((err: unknown) => this.lose(err));
   }
 
+  /**
+   * The lease heartbeat (coordination heartbeatMs, apart from the tick): the holder renews its
+   * lease at once, outside the queue, so a slow upstream call never lets it lapse; a channel that
+   * does not hold the stream takes it over as soon as the holder's lease is gone.
+   */
+  heartbeat(): void {
+    if (this.members.size === 0 || this.ended || this.broken || this.checking) return;
+    this.checking = true;
+    if (this.holding) {
+      void this.keepLease().finally(() => (this.checking = false));
+      return;
+    }
+    this.serial(async () => {
+      this.checking = false;
+      if (this.ended || this.broken || this.holding || this.members.size === 0) return;
+      await this.renew(await this.coordination.hold());
+    }).catch((err: unknown) => this.lose(err));
+  }
+
+  private async keepLease(): Promise<void> {
+    const lease = await this.coordination.hold();
+    if (lease === 'unknown' || lease === 'renewed') return;
+    if (this.ended || !this.holding) {
+      // The channel let go meanwhile: do not keep a lease it no longer backs.
+      if (lease !== 'taken') await this.coordination.release();
+      return;
+    }
+    // Lost it (or it lapsed and was taken back): the queue acts on a fresh answer.
+    if (lease === 'taken') {
+      this.serial(async () => {
+        if (this.ended || this.broken || !this.holding) return;
+        await this.renew(await this.coordination.hold());
+      }).catch((err: unknown) => this.lose(err));
+    }
+  }
+
   private async follow(): Promise<void> {
     let current: PooledSession;
     try {
@@ -166,11 +209,13 @@ export class SessionChannel {
       return;
     }
     if (this.holding) return;
-    // The holder is gone (or let go): this channel holds the stream from now on.
+    // The holder is gone (or let go): this channel holds the stream from now on, from where the
+    // old holder left it if it shared a cursor on this session.
     this.holding = true;
     this.deps.log.info('taking over the GET stream of a listened session');
+    let resumed: boolean;
     try {
-      await this.startStream();
+      resumed = await this.startStream(await this.sharedCursor());
     } catch (err) {
       if (err instanceof SessionExpiredError) {
         await this.switchTo(await this.deps.pool.replace(this.session), true);
@@ -183,7 +228,18 @@ export class SessionChannel {
       await this.coordination.release();
       return;
     }
-    await this.announceGap();
+    // Resumed: the upstream replays what the old holder had not handed on; nothing to make up for.
+    if (!resumed) await this.announceGap();
+  }
+
+  /** The event id the key's holder last shared, if it was read on this channel's current session. */
+  private async sharedCursor(): Promise<string | undefined> {
+    const shared = await this.coordination.cursor();
+    if (shared === undefined) return undefined;
+    const sp = shared.indexOf(' ');
+    if (sp < 0 || shared.slice(0, sp) !== sessionMark(this.session)) return undefined;
+    const id = shared.slice(sp + 1);
+    return id === '' ? undefined : id;
   }
 
   private async open(): Promise<void> {
@@ -194,38 +250,67 @@ export class SessionChannel {
     // Unknown (the coordination store is away): hold it, as a lone replica would.
     this.holding = lease !== 'taken';
     if (this.holding) {
+      // Listeners elsewhere went without a stream for a while: resume where the last holder left
+      // off, or else tell them everything may have changed (published before this member joins).
+      const others = lease === 'acquired-others';
+      let resumed = false;
       try {
-        await this.startStream();
+        resumed = await this.startStream(others ? await this.sharedCursor() : undefined);
       } catch (err) {
         if (!(err instanceof SessionExpiredError)) throw err;
         await this.switchTo(await this.deps.pool.replace(this.session), false);
       }
-      // Listeners elsewhere went without a stream for a while. Published before this member joins.
-      if (lease === 'acquired-others') await this.announceGap();
+      if (others && !resumed) await this.announceGap();
     }
     this.opened = true;
   }
 
-  /** Opens the GET stream of the current session; resolves once the upstream accepted it (or has none). */
-  private async startStream(): Promise<void> {
+  /**
+   * Opens the GET stream of the current session; resolves once the upstream accepted it (or has
+   * none), true if it resumed from `resumeFrom` (an event id another holder shared). A resume the
+   * upstream keeps refusing falls back to a fresh stream. Event ids read on the stream are shared
+   * as the key's cursor once the change they carried is published.
+   */
+  private async startStream(resumeFrom?: string): Promise<boolean> {
     this.holder?.abort();
     const holder = new AbortController();
     this.holder = holder;
     const ref = sessionRef(this.session);
+    const mark = sessionMark(this.session);
+    const handlers: StreamHandlers = {
+      onNotification: (n) => this.publish(n),
+      onEventId: (id) => {
+        void this.published.then(() => {
+          if (this.holder === holder && this.holding) this.coordination.mark(`${mark} ${id}`);
+        });
+      },
+    };
+    // A fresh stream starts after whatever an older cursor points at: resuming from it would repeat changes already delivered.
+    if (resumeFrom === undefined) this.coordination.mark(undefined);
+    let from = resumeFrom;
     for (let attempt = 1; ; attempt++) {
       try {
-        const opened = await this.deps.client.openStream(ref, { onNotification: (n) => this.publish(n) }, holder.signal);
+        const opened = await this.deps.client.openStream(ref, handlers, holder.signal, from);
         if (opened === 'unsupported') {
           this.deps.log.info('the upstream offers no GET stream; only changes sent on call streams reach listeners');
-          return;
+          return false;
         }
         this.watch(opened.done, holder);
-        return;
+        if (from !== undefined) this.deps.log.info('resumed the GET stream of a listened session where its last holder left it');
+        return from !== undefined;
       } catch (err) {
-        if (holder.signal.aborted) return;
-        if (err instanceof SessionExpiredError || attempt >= OPEN_ATTEMPTS) throw err;
+        if (holder.signal.aborted) return false;
+        if (err instanceof SessionExpiredError) throw err;
+        if (attempt >= OPEN_ATTEMPTS) {
+          if (from === undefined) throw err;
+          this.deps.log.info({ err }, 'the upstream would not resume the GET stream from the shared cursor; opening it afresh');
+          from = undefined;
+          attempt = 0;
+          this.coordination.mark(undefined);
+          continue;
+        }
         await sleep(OPEN_BACKOFF_MS * attempt, undefined, { signal: holder.signal }).catch(() => undefined);
-        if (holder.signal.aborted) return;
+        if (holder.signal.aborted) return false;
       }
     }
   }
@@ -334,7 +419,7 @@ export class SessionChannel {
   /** A notification on one of this channel's upstream streams. */
   private publish(n: JsonRpcNotification): void {
     if (!isChange(n.method)) return;
-    this.deps.bus.publish(this.key.id, n).catch((err: unknown) => this.deps.log.warn({ err }, 'publishing a session event failed'));
+    this.published = this.deps.bus.publish(this.key.id, n).catch((err: unknown) => this.deps.log.warn({ err }, 'publishing a session event failed'));
   }
 
   private lose(err: unknown): void {
@@ -370,4 +455,9 @@ export class SessionChannel {
     this.queue = p.catch(() => undefined);
     return p;
   }
+}
+
+/** What a shared cursor is tied to: an event id means nothing on another upstream session. Not the session id itself. */
+function sessionMark(s: PooledSession): string {
+  return createHash('sha256').update(`${s.record.target ?? ''}\n${s.record.sessionId ?? ''}`).digest('hex').slice(0, 16);
 }

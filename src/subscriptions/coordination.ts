@@ -37,10 +37,22 @@ export interface ChannelCoordination {
   held(uris: readonly string[]): Promise<string[]>;
   /** Every URI some channel counts. */
   uris(): Promise<string[]>;
+  /** The GET-stream cursor the key's holder last shared (`<session mark> <event id>`), if any. */
+  cursor(): Promise<string | undefined>;
+  /**
+   * Shares this holder's GET-stream cursor (undefined: forget it). Never waits and never fails;
+   * writes may be coalesced, but only the holder's writes land, in order, the newest last.
+   */
+  mark(cursor: string | undefined): void;
 }
 
 export interface ListenCoordinator {
   join(keyId: string): ChannelCoordination;
+  /**
+   * When set, channels check their lease this often, apart from the listen tick: the holder
+   * renews it, the others take it over once the holder is gone. Unset: one replica, nothing to check.
+   */
+  readonly heartbeatMs?: number;
 }
 
 /** Keep-alive comments go out every keepAliveMs; the channels' housekeeping runs on the same tick, or on this one without comments. */
@@ -53,6 +65,14 @@ export function listenTickMs(keepAliveMs: number): number {
 /** A lease (and a channel's liveness) outlives three missed renewals, and never less than 2 s. */
 export function leaseTtlMs(keepAliveMs: number): number {
   return Math.max(3 * listenTickMs(keepAliveMs), 2_000);
+}
+
+/** subscriptions.takeoverMs: a GET-stream holder not heard of for this long is gone. */
+export const DEFAULT_TAKEOVER_MS = 3_000;
+
+/** The lease is renewed, and checked by the other channels, three times per takeoverMs. */
+export function heartbeatMs(takeoverMs: number): number {
+  return Math.max(10, Math.floor(takeoverMs / 3));
 }
 
 /** Positive counts only. */
@@ -97,6 +117,12 @@ class LocalChannel implements ChannelCoordination {
   uris(): Promise<string[]> {
     return Promise.resolve([...this.counts.keys()]);
   }
+
+  cursor(): Promise<string | undefined> {
+    return Promise.resolve(undefined);
+  }
+
+  mark(): void {}
 }
 
 /** One replica: each channel holds its own stream and is alone with its counts. */

@@ -5,7 +5,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { RedisBus } from '../bus/index.js';
 import type { Logger } from '../log.js';
-import { leaseTtlMs } from './coordination.js';
+import { DEFAULT_TAKEOVER_MS, heartbeatMs, leaseTtlMs } from './coordination.js';
 import { RedisListenCoordinator } from './redis-coordination.js';
 import { SharedSessionEventBus } from './shared-bus.js';
 
@@ -13,8 +13,10 @@ export interface CrossReplicaOptions {
   /** store.keyPrefix */
   keyPrefix: string;
   replicaId: string;
-  /** subscriptions.keepAliveMs: the lease is renewed on the listen tick. */
+  /** subscriptions.keepAliveMs: channel liveness and counts are restated on the listen tick. */
   keepAliveMs: number;
+  /** subscriptions.takeoverMs: the GET-stream lease TTL; renewed (and checked by the others) three times as often. */
+  takeoverMs?: number;
   /** Another replica saw `method`, a change that makes part of the key's session facts stale. */
   onStale: (keyId: string, method: string) => void;
 }
@@ -37,7 +39,12 @@ export function crossReplicaListen(client: Redis | Cluster, opts: CrossReplicaOp
     { keyPrefix: opts.keyPrefix, replicaId: opts.replicaId, subscribeTimeoutMs: WAIT_MS, onStale: opts.onStale },
     log,
   );
-  const coordinator = new RedisListenCoordinator(client, { keyPrefix: opts.keyPrefix, leaseTtlMs: leaseTtlMs(opts.keepAliveMs) }, log);
+  const takeoverMs = opts.takeoverMs ?? DEFAULT_TAKEOVER_MS;
+  const coordinator = new RedisListenCoordinator(
+    client,
+    { keyPrefix: opts.keyPrefix, leaseTtlMs: takeoverMs, livenessTtlMs: leaseTtlMs(opts.keepAliveMs), heartbeatMs: heartbeatMs(takeoverMs) },
+    log,
+  );
   return {
     bus,
     coordinator,

@@ -73,6 +73,7 @@ export class Subscriptions {
   private readonly perPrincipal = new Map<string, number>();
   private count = 0;
   private ticker: NodeJS.Timeout | undefined;
+  private heart: NodeJS.Timeout | undefined;
   private closing = false;
 
   constructor(
@@ -248,11 +249,21 @@ export class Subscriptions {
       for (const c of this.channels.values()) c.touch();
     }, listenTickMs(this.limits.keepAliveMs));
     this.ticker.unref();
+    // Across replicas the GET-stream lease has a heartbeat of its own, much shorter than the tick.
+    const beat = this.deps.coordinator?.heartbeatMs;
+    if (beat !== undefined && beat > 0) {
+      this.heart = setInterval(() => {
+        for (const c of this.channels.values()) c.heartbeat();
+      }, beat);
+      this.heart.unref();
+    }
   }
 
   private stopTicker(): void {
     if (this.ticker) clearInterval(this.ticker);
+    if (this.heart) clearInterval(this.heart);
     this.ticker = undefined;
+    this.heart = undefined;
   }
 }
 

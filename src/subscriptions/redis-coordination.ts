@@ -29,17 +29,30 @@ local function ms(x) return string.format('%.0f', x) end`;
 
 /** Lua sources, exported for tests. */
 export const LISTEN_SCRIPTS = {
-  // KEYS holder, channels; ARGV token, ttl. 0 taken, 1 acquired, 2 renewed, 3 acquired while other channels listen.
+  // KEYS holder, channels, cursor; ARGV token, ttl, cursor ttl. 0 taken, 1 acquired, 2 renewed,
+  // 3 acquired while other channels listen. A renewal keeps the holder's cursor too.
   cwListenHold: {
-    keys: 2,
+    keys: 3,
     lua: `${NOW}
 local cur = redis.call('GET', KEYS[1])
-if cur == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 2 end
+if cur == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+  return 2
+end
 if cur then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 for _, c in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ms(now), '+inf')) do
   if c ~= ARGV[1] then return 3 end
 end
+return 1`,
+  },
+  // KEYS holder, cursor; ARGV token, cursor ('' forgets it), cursor ttl. Only the holder writes.
+  cwListenMark: {
+    keys: 2,
+    lua: `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('DEL', KEYS[2]) else redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3]) end
 return 1`,
   },
   // KEYS holder; ARGV token. Compare-and-delete.
@@ -117,7 +130,8 @@ return out`,
 } as const;
 
 interface ListenScripts {
-  cwListenHold(holder: string, channels: string, token: string, ttlMs: number): Promise<number>;
+  cwListenHold(holder: string, channels: string, cursor: string, token: string, ttlMs: number, cursorTtlMs: number): Promise<number>;
+  cwListenMark(holder: string, cursor: string, token: string, value: string, ttlMs: number): Promise<number>;
   cwListenRelease(holder: string, token: string): Promise<number>;
   cwListenSync(uris: string, channels: string, token: string, ttlMs: number, ...pairs: Array<string | number>): Promise<[string[], string[]]>;
   cwListenUris(uris: string, channels: string): Promise<string[]>;
@@ -125,23 +139,34 @@ interface ListenScripts {
 
 export interface RedisListenOptions {
   keyPrefix: string;
-  /** Lease and channel liveness TTL (see coordination.ts leaseTtlMs). */
+  /** GET-stream lease TTL (subscriptions.takeoverMs). */
   leaseTtlMs: number;
+  /** Channel liveness TTL, renewed on the listen tick (see coordination.ts leaseTtlMs); default leaseTtlMs. */
+  livenessTtlMs?: number;
+  /** How often channels renew or check the lease (coordination.ts heartbeatMs); unset: only on the listen tick. */
+  heartbeatMs?: number;
 }
 
 const HOLD: Readonly<Record<number, HoldResult>> = { 0: 'taken', 1: 'acquired', 2: 'renewed', 3: 'acquired-others' };
 
 export class RedisListenCoordinator implements ListenCoordinator {
   readonly scripts: ListenScripts;
+  readonly heartbeatMs: number | undefined;
+  readonly livenessTtlMs: number;
+  /** A shared cursor outlives the lease that guards it, so a channel taking the lease over still finds it. */
+  readonly cursorTtlMs: number;
   private failing = false;
 
   constructor(
-    client: Redis | Cluster,
+    readonly client: Redis | Cluster,
     readonly opts: RedisListenOptions,
     private readonly log: Logger,
   ) {
     for (const [name, s] of Object.entries(LISTEN_SCRIPTS)) client.defineCommand(name, { numberOfKeys: s.keys, lua: s.lua });
     this.scripts = client as unknown as ListenScripts;
+    this.heartbeatMs = opts.heartbeatMs;
+    this.livenessTtlMs = opts.livenessTtlMs ?? opts.leaseTtlMs;
+    this.cursorTtlMs = opts.leaseTtlMs + this.livenessTtlMs;
   }
 
   join(keyId: string): ChannelCoordination {
@@ -165,6 +190,9 @@ export class RedisListenCoordinator implements ListenCoordinator {
 class RedisChannel implements ChannelCoordination {
   /** The counts last stated. */
   private mine = new Map<string, number>();
+  /** The cursor waiting to be written ('' forgets it); undefined: nothing to write. */
+  private pending: string | undefined;
+  private writing = false;
 
   constructor(
     private readonly parent: RedisListenCoordinator,
@@ -178,7 +206,8 @@ class RedisChannel implements ChannelCoordination {
 
   async hold(): Promise<HoldResult> {
     try {
-      const r = await this.scripts.cwListenHold(this.keys.holder, this.keys.channels, this.token, this.parent.opts.leaseTtlMs);
+      const p = this.parent;
+      const r = await this.scripts.cwListenHold(this.keys.holder, this.keys.channels, this.keys.cursor, this.token, p.opts.leaseTtlMs, p.cursorTtlMs);
       this.parent.answered();
       return HOLD[r] ?? 'unknown';
     } catch (err) {
@@ -196,7 +225,7 @@ class RedisChannel implements ChannelCoordination {
   }
 
   sync(counts: ReadonlyMap<string, number>): Promise<Transitions> {
-    return this.state(positive(counts), this.parent.opts.leaseTtlMs);
+    return this.state(positive(counts), this.parent.livenessTtlMs);
   }
 
   leave(): Promise<Transitions> {
@@ -232,5 +261,36 @@ class RedisChannel implements ChannelCoordination {
       this.parent.failed('uris', err);
       return [...this.mine.keys()];
     }
+  }
+
+  async cursor(): Promise<string | undefined> {
+    try {
+      const v = await (this.parent.client as Redis).get(this.keys.cursor);
+      this.parent.answered();
+      return v ?? undefined;
+    } catch (err) {
+      this.parent.failed('cursor', err);
+      return undefined;
+    }
+  }
+
+  /** One write in flight at a time; what arrives meanwhile collapses into the newest. */
+  mark(cursor: string | undefined): void {
+    this.pending = cursor ?? '';
+    if (this.writing) return;
+    this.writing = true;
+    void (async () => {
+      while (this.pending !== undefined) {
+        const value = this.pending;
+        this.pending = undefined;
+        try {
+          await this.scripts.cwListenMark(this.keys.holder, this.keys.cursor, this.token, value, this.parent.cursorTtlMs);
+          this.parent.answered();
+        } catch (err) {
+          this.parent.failed('mark', err);
+        }
+      }
+      this.writing = false;
+    })();
   }
 }
