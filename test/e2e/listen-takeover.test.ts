@@ -1,0 +1,130 @@
+// subscriptions/listen take-over after the GET-stream holder dies [SUBS], all real processes: one
+// Redis, the legacy fixture (its event store keeps the standalone stream's events), two Causeway
+// replicas. A listener on A makes A the holder, one on B only hears the bus; A is SIGKILLed and
+// the upstream sends changes while nobody holds the stream. B takes the stream over once A's
+// lease heartbeat is missed (subscriptions.takeoverMs), resumes it with the Last-Event-ID A shared
+// in Redis, and so gets every change of the gap from the upstream's replay, each once, with no
+// "everything may have changed" notifications. The time from kill to the first resumed change is
+// printed; only a generous bound is asserted (the machine may be busy).
+
+import { randomBytes } from 'node:crypto';
+import t, { type Test } from 'tap';
+import { spawnCauseway } from '../helpers/causeway.js';
+import { startRedis } from '../helpers/redis.js';
+import { SseReader } from '../helpers/sse.js';
+import { spawnFixture } from './upstreams.js';
+import { modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
+
+const WATCHED = 'test://watched-resource';
+const TAKEOVER_MS = 1000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let triggers = 0;
+async function trigger(url: string, tool: string): Promise<void> {
+  const { body, headers } = toolCall(tool, {}, `trigger-${++triggers}`);
+  const res = await post(url, body, headers);
+  if (res.status !== 200) throw new Error(`${tool} answered HTTP ${res.status}: ${res.text}`);
+}
+
+/** A listen request read message by message; `next` fails after `ms` of silence. */
+async function listen(t: Test, url: string, id: string, notifications: Record<string, unknown>) {
+  const abort = new AbortController();
+  t.teardown(() => abort.abort());
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: modernHeaders('subscriptions/listen'),
+    body: JSON.stringify(modernBody('subscriptions/listen', { notifications } as JsonObject, id)),
+    signal: abort.signal,
+  });
+  const stream = new SseReader(res.body!, { endOnError: true });
+  let pending: Promise<any | undefined> | undefined;
+  const next = (ms = 10_000): Promise<any | undefined> => {
+    const p = (pending ??= stream.nextMessage().finally(() => (pending = undefined)));
+    let timer: NodeJS.Timeout | undefined;
+    const silence = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no message within ${ms} ms`)), ms)));
+    return Promise.race([p, silence]).finally(() => clearTimeout(timer));
+  };
+  return { status: res.status, next };
+}
+
+/** Methods read until `quietMs` pass with nothing. */
+async function drain(next: (ms: number) => Promise<any | undefined>, quietMs: number): Promise<string[]> {
+  const seen: string[] = [];
+  for (;;) {
+    try {
+      const m = await next(quietMs);
+      if (m === undefined) return seen;
+      seen.push(m.method);
+    } catch {
+      return seen;
+    }
+  }
+}
+
+t.test('modern_client-to-legacy_upstream-listen-holder-killed-takeover-resumes-with-last-event-id', async (t) => {
+  const redis = await startRedis(t);
+  // Its admin client would keep reconnecting (and the test file running) after the server is gone.
+  t.teardown(() => redis.stop());
+  const upstream = await spawnFixture(0, { t });
+  const settings = {
+    'upstream.url': upstream.url,
+    'store.kind': 'redis',
+    'store.redisUrl': redis.url,
+    'mrtr.stateKeys': randomBytes(32).toString('base64'),
+    'subscriptions.takeoverMs': TAKEOVER_MS,
+    'admin.port': -1,
+  };
+  // The keep-alive tick stays at its 15 s default: the take-over must not wait for it.
+  const [a, b] = await Promise.all([spawnCauseway(settings, { t }), spawnCauseway(settings, { t })]);
+  const kinds = { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true, resourceSubscriptions: [WATCHED] };
+
+  const onA = await listen(t, a.url, 'on-a', kinds);
+  t.equal(onA.status, 200);
+  t.equal((await onA.next())?.method, 'notifications/subscriptions/acknowledged', 'A listens first, so A holds the GET stream');
+  const onB = await listen(t, b.url, 'on-b', kinds);
+  t.equal(onB.status, 200);
+  t.equal((await onB.next())?.method, 'notifications/subscriptions/acknowledged');
+  const before = await upstream.stats();
+  t.equal(before.getStreamsOpen, 1, 'one GET stream for two replicas');
+  const lease = await redis.admin.keys('*listen-holder*');
+  t.equal(lease.length, 1, 'one lease in Redis');
+
+  // A change on A's stream reaches B over the bus, and A shares its event id.
+  await trigger(b.url, 'test_trigger_tool_change');
+  t.equal((await onB.next())?.method, 'notifications/tools/list_changed', 'before the kill: B hears A’s stream');
+  t.equal((await onA.next())?.method, 'notifications/tools/list_changed');
+  const cursorKey = (await redis.admin.keys('*listen-cursor*'))[0];
+  t.ok(cursorKey, 'the holder shared a cursor');
+  let cursor: string | null = null;
+  for (let i = 0; i < 200 && !(cursor = await redis.admin.get(cursorKey!))?.includes('::'); i++) await sleep(10);
+  t.match(cursor, /^[0-9a-f]{16} _GET_stream::\d+$/, 'session mark and the GET stream event id');
+
+  a.child.kill('SIGKILL');
+  await new Promise((r) => a.child.once('exit', r));
+  const killed = Date.now();
+  // Changes while nobody holds the stream: the upstream keeps them in its event store.
+  await trigger(b.url, 'test_trigger_tool_change');
+  await trigger(b.url, 'test_trigger_prompt_change');
+  await trigger(b.url, 'test_trigger_tool_change');
+  await trigger(b.url, 'test_trigger_resource_update');
+
+  const first = await onB.next(20_000);
+  const took = Date.now() - killed;
+  t.comment(`kill to first resumed notification: ${took} ms (takeoverMs ${TAKEOVER_MS})`);
+  t.ok(took < 15_000, `B took the stream over well before the 15 s tick could have (${took} ms)`);
+  const seen = [first?.method, ...(await drain(onB.next, 1500))];
+  const n = (m: string) => seen.filter((x) => x === m).length;
+  t.equal(n('notifications/tools/list_changed'), 2, `each tools change of the gap, once (${seen.join(', ')})`);
+  t.equal(n('notifications/prompts/list_changed'), 1, 'the prompts change');
+  t.equal(n('notifications/resources/updated'), 1, 'the resource update');
+  t.equal(n('notifications/resources/list_changed'), 0, 'no over-notifying: the resume replayed what was missed');
+  t.equal(seen.length, 4, 'nothing else');
+  t.ok(b.logs.some((l) => l.includes('resumed the GET stream')), 'B resumed with Last-Event-ID');
+
+  const after = await upstream.stats();
+  t.equal(after.getStreamsOpen, 1, 'B holds the one GET stream');
+  t.equal(after.getStreamsOpened - before.getStreamsOpened, 1, 'opened once, by B');
+
+  await trigger(b.url, 'test_trigger_prompt_change');
+  t.equal((await onB.next())?.method, 'notifications/prompts/list_changed', 'changes keep flowing');
+});
