@@ -109,6 +109,28 @@ t.test('a channel that stops renewing is discounted: its URIs go to 0', async (t
   t.same(await live.uris(), ['shared']);
 });
 
+t.test('the GET-stream cursor: written only by the lease holder, kept with the lease, newest last', async (t) => {
+  const [r1, r2] = await Promise.all([coordinator('m1:'), coordinator('m1:')]);
+  const a = r1.join('k');
+  const b = r2.join('k');
+  const k = listenKeys('m1:', 'k');
+  t.equal(k.cursor, 'm1:listen-cursor:{k}', 'next to the lease, same hash tag');
+  t.equal(await a.hold(), 'acquired');
+  t.equal(await b.hold(), 'taken');
+  for (let i = 1; i <= 50; i++) a.mark(`s e-${i}`);
+  let got: string | undefined;
+  for (let i = 0; i < 100 && (got = await b.cursor()) !== 's e-50'; i++) await sleep(5);
+  t.equal(got, 's e-50', 'coalesced writes end on the newest');
+  b.mark('s e-999');
+  await sleep(50);
+  t.equal(await a.cursor(), 's e-50', 'a channel without the lease writes nothing');
+  const pttl = await redis.admin.pttl(k.cursor);
+  t.ok(pttl > TTL, `the cursor outlives the lease (${pttl} ms)`);
+  a.mark(undefined);
+  await sleep(50);
+  t.equal(await b.cursor(), undefined, 'forgotten');
+});
+
 t.test('a Redis that is away: nothing known, each channel acts on its own counts', async (t) => {
   const port = await freePort();
   const away = (await coordinator('x:', `redis://127.0.0.1:${port}`)).join('k');
@@ -117,6 +139,8 @@ t.test('a Redis that is away: nothing known, each channel acts on its own counts
   t.same(await away.sync(counts({ u: 2 })), { subscribe: [], unsubscribe: [] });
   t.same(await away.sync(counts({})), { subscribe: [], unsubscribe: [] }, 'never unsubscribes what another replica may hold');
   t.same(await away.uris(), []);
+  t.equal(await away.cursor(), undefined);
+  away.mark('s e-1');
   await away.release();
 });
 
@@ -127,13 +151,22 @@ const KEY = sessionKey('up', 'anonymous', {});
 interface FakeStream {
   handlers: StreamHandlers;
   signal: AbortSignal;
+  /** The Last-Event-ID it was opened with. */
+  from: string | undefined;
 }
 
 class FakeClient {
   readonly streams: FakeStream[] = [];
   readonly calls: Array<{ method: string; uri: unknown }> = [];
-  async openStream(_ref: SessionRef, handlers: StreamHandlers, signal: AbortSignal): Promise<{ done: Promise<void> }> {
-    this.streams.push({ handlers, signal });
+  /** Resumes refused so far (when refusing). */
+  refused = 0;
+  constructor(private readonly refuseResume = false) {}
+  async openStream(_ref: SessionRef, handlers: StreamHandlers, signal: AbortSignal, from?: string): Promise<{ done: Promise<void> }> {
+    if (from !== undefined && this.refuseResume) {
+      this.refused += 1;
+      throw new Error('HTTP 400: unknown event id');
+    }
+    this.streams.push({ handlers, signal, from });
     return { done: new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })) };
   }
   async request(_ref: SessionRef, msg: JsonRpcRequest): Promise<JsonRpcResponse> {
@@ -170,8 +203,7 @@ function member(): ChannelMember & { got: string[] } {
   return { got, deliver: (x) => void got.push(x.method), lost: () => undefined };
 }
 
-async function twoReplicas(prefix: string) {
-  const client = new FakeClient();
+async function twoReplicas(prefix: string, client = new FakeClient()) {
   const wire = new LocalBus();
   const replica = async (id: string) => {
     const bus = new SharedSessionEventBus(wire, { keyPrefix: prefix, replicaId: id, subscribeTimeoutMs: 500 }, log);
@@ -241,4 +273,75 @@ t.test('two replicas: a holder that dies is replaced after its lease, its counts
   await chB.detach(mB);
   t.same(client.calls.at(-1), { method: 'resources/unsubscribe', uri: 'test://w' });
   t.equal(client.count('resources/unsubscribe'), 2);
+});
+
+/** Drives the lease heartbeat of `channel` (what Subscriptions' heartbeat timer does) until `cond`. */
+async function beatUntil(channel: SessionChannel, cond: () => boolean, ms = 3000): Promise<number> {
+  const started = Date.now();
+  while (!cond() && Date.now() - started < ms) {
+    channel.heartbeat();
+    await sleep(20);
+  }
+  return Date.now() - started;
+}
+
+t.test('two replicas: a dead holder’s successor resumes from the shared event id, without over-notifying', async (t) => {
+  const { client, a, b } = await twoReplicas('h3:');
+  const [chA, chB] = [a.channel(), b.channel()];
+  const [mA, mB] = [member(), member()];
+  await chA.attach(mA, ['test://w']);
+  await chB.attach(mB, ['test://w']);
+  t.equal(client.streams[0]!.from, undefined, 'the first holder opens a fresh stream');
+  const stream = client.streams[0]!;
+  stream.handlers.onNotification!(change('notifications/tools/list_changed'));
+  stream.handlers.onEventId!('ev-7');
+  await until(() => mB.got.length === 1);
+  const k = listenKeys('h3:', KEY.id);
+  for (let i = 0; i < 100 && !(await redis.admin.get(k.cursor))?.endsWith(' ev-7'); i++) await sleep(5);
+  t.match(await redis.admin.get(k.cursor), /^[0-9a-f]{16} ev-7$/, 'A shared the id once the change was published');
+  // A "dies": no heartbeat from it any more; B's heartbeat takes over once the lease is gone.
+  const took = await beatUntil(chB, () => chB.holdsStream);
+  t.ok(chB.holdsStream, `B took the stream over on its heartbeat (${took} ms), no tick needed`);
+  t.equal(client.streams.length, 2);
+  t.equal(client.streams[1]!.from, 'ev-7', 'with the Last-Event-ID A shared');
+  await sleep(100);
+  t.same(mB.got, ['notifications/tools/list_changed'], 'no "everything may have changed": the upstream replays the gap');
+  await chB.detach(mB);
+});
+
+t.test('two replicas: a resume the upstream refuses falls back to a fresh stream and over-notifies', async (t) => {
+  const client = new FakeClient(true);
+  const { a, b } = await twoReplicas('h4:', client);
+  const [chA, chB] = [a.channel(), b.channel()];
+  const [mA, mB] = [member(), member()];
+  await chA.attach(mA, []);
+  await chB.attach(mB, []);
+  client.streams[0]!.handlers.onEventId!('ev-1');
+  const k = listenKeys('h4:', KEY.id);
+  for (let i = 0; i < 100 && !(await redis.admin.get(k.cursor)); i++) await sleep(5);
+  await beatUntil(chB, () => chB.holdsStream && client.streams.length === 2);
+  t.ok(client.refused > 0, `the resume was tried (${client.refused} times)`);
+  t.equal(client.streams[1]!.from, undefined, 'then a fresh stream');
+  await until(() => mB.got.length >= 3);
+  t.same(mB.got.slice(0, 3), ['notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed'], 'and the gap is over-notified');
+  await chB.detach(mB);
+});
+
+t.test('the holder renews its lease on the heartbeat, so it outlives its TTL', async (t) => {
+  const { client, a, b } = await twoReplicas('h5:');
+  const [chA, chB] = [a.channel(), b.channel()];
+  const [mA, mB] = [member(), member()];
+  await chA.attach(mA, []);
+  await chB.attach(mB, []);
+  const end = Date.now() + 3 * TTL;
+  while (Date.now() < end) {
+    chA.heartbeat();
+    chB.heartbeat();
+    await sleep(TTL / 4);
+  }
+  t.ok(chA.holdsStream, 'A still holds it');
+  t.notOk(chB.holdsStream);
+  t.equal(client.streams.length, 1, 'no take-over while the holder beats');
+  await chA.detach(mA);
+  await chB.detach(mB);
 });
