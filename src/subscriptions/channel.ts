@@ -4,7 +4,8 @@
 // standalone GET stream (the upstream client resumes it with Last-Event-ID), follows the pool when
 // the session is replaced (stream and resource subscriptions re-made on the new one, then a
 // synthetic change of every kind, since some may have been missed), and takes the stream over
-// when the previous holder is gone. Otherwise it only hears the bus. resources/subscribe is
+// when the previous holder is gone, resuming it from the event id the old holder shared.
+// Otherwise it only hears the bus. resources/subscribe is
 // counted across every channel of the key: subscribed when the first listener anywhere holds a
 // URI, unsubscribed after the last. State changes run one at a time, in arrival order.
 

@@ -1,6 +1,7 @@
 // What the listen channels of one session key agree on across replicas: who holds the session's
 // standalone GET stream (a lease), and how many listeners hold each resources/subscribe URI (a
-// count per channel, summed over the live ones). A channel joins the coordination of its key once
+// count per channel, summed over the live ones), and where the holder's stream was (a cursor a
+// successor resumes from). A channel joins the coordination of its key once
 // and keeps the handle for its life. LocalCoordinator is the single-replica case: every channel
 // holds its stream and its counts are the only ones. The Redis implementation lives in
 // redis-coordination.ts.

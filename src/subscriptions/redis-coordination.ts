@@ -3,16 +3,22 @@
 // redis-keys.ts). Each channel has a token of its own (not the replica's id), so a channel ending
 // on a replica never drops what a newer channel of the same key there holds.
 //
-// - The lease is SET NX PX with the token, renewed by its holder on every listen tick, and given
-//   up by compare-and-delete. A holder that dies stops renewing; its lease expires and the next
-//   tick of another listening channel takes it.
+// - The lease is SET NX PX with the token (TTL subscriptions.takeoverMs), renewed by its holder on
+//   every heartbeat (heartbeatMs, a third of the TTL) and listen tick, and given up by
+//   compare-and-delete. A holder that dies stops renewing; its lease expires and the next
+//   heartbeat of another listening channel takes it.
+// - The cursor is the last GET-stream event id the holder handed on, with a mark of the upstream
+//   session it belongs to. Only the lease holder's writes land (compare in the script), one in
+//   flight per channel, newer ones coalesced; it lives a liveness TTL past the lease, renewed
+//   with it, so a successor finds it and resumes from it.
 // - Counts are stated, not incremented: a channel writes its whole count map and its liveness
 //   (a zset score, Redis time + TTL) in one script, which also drops the counts of channels whose
 //   liveness expired (a dead replica's) and reports the URIs whose total went from 0 or to 0. So
 //   a lost write is repaired by the next tick, and a dead replica's subscriptions are released
 //   upstream by whichever replica next syncs.
 //
-// Redis failures never reach the channel: the lease is 'unknown' and the counts fall back to the
+// Redis failures never reach the channel: the lease is 'unknown', there is no cursor (the
+// successor over-notifies), and the counts fall back to the
 // channel's own (subscribe what it newly holds; unsubscribe nothing, since another replica may
 // hold it). All scripts touch keys of one hash tag, so they run on Redis Cluster too.
 
@@ -265,7 +271,7 @@ class RedisChannel implements ChannelCoordination {
 
   async cursor(): Promise<string | undefined> {
     try {
-      const v = await (this.parent.client as Redis).get(this.keys.cursor);
+      const v = await this.parent.client.get(this.keys.cursor);
       this.parent.answered();
       return v ?? undefined;
     } catch (err) {
