@@ -30,6 +30,8 @@ export interface Outcome {
 
 export interface FailoverReport {
   outcomes: Outcome[];
+  /** The replicas' warnings (and back-again notices), summed by message. */
+  warnings: string[];
   killAt: number;
   promotedAt: number;
   recoveredAt: number;
@@ -44,6 +46,7 @@ export interface FailoverReport {
   unsharedAfterRecovery: number;
   /** Multi-round calls whose tool ran again (the retry was not handed to the holder), in all and outside the failover. */
   replays: number;
+  /** Calls over before the kill. */
   replaysBeforeKill: number;
   replaysAfterRecovery: number;
   /** Per listener: messages read, whether it ended, ms from a change after recovery to its arrival. */
@@ -167,14 +170,14 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
     return shared;
   };
 
-  /** Start of each multi-round call whose tool ran again (its retry was not handed to the holder). */
-  const replayed: number[] = [];
+  /** Start and end of each multi-round call whose tool ran again (its retry was not handed to the holder). */
+  const replayed: Array<{ start: number; end: number }> = [];
   const toolRuns = async () => (await fixture.stats()).toolCalls[MRTR_TOOL] ?? 0;
   const mrtr = async (first: 'A' | 'B') => {
     const ran = await toolRuns();
     const start = Date.now();
     await mrtrRounds(first);
-    if ((await toolRuns()) - ran > 1) replayed.push(start);
+    if ((await toolRuns()) - ran > 1) replayed.push({ start, end: Date.now() });
   };
   const mrtrRounds = async (first: 'A' | 'B') => {
     const principal = `mrtr-${first}`;
@@ -218,6 +221,7 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
   ];
 
   const afterStart = (since: number) => outcomes.filter((o) => o.start >= since);
+  let killAt = Infinity;
   const finish = async () => {
     stop = true;
     await Promise.all(workers);
@@ -237,7 +241,7 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
       'no failure before the kill',
     );
 
-    const killAt = Date.now();
+    killAt = Date.now();
     await opts.kill();
     if (!(await poll(opts.promoted, 300, 100))) throw new Error('no promotion within 30 s');
     const promotedAt = Date.now();
@@ -269,9 +273,11 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
     await finish();
 
     const after = await fixture.stats();
+    const warnings = warningsOf(replicas, killAt);
     const failed = outcomes.filter((o) => !o.ok);
     return {
       outcomes,
+      warnings,
       killAt,
       promotedAt,
       recoveredAt,
@@ -282,14 +288,44 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
       unshared,
       unsharedAfterRecovery,
       replays: replayed.length,
-      replaysBeforeKill: replayed.filter((s) => s < killAt).length,
-      replaysAfterRecovery: replayed.filter((s) => s >= recoveredAt).length,
+      replaysBeforeKill: replayed.filter((r) => r.end < killAt).length,
+      replaysAfterRecovery: replayed.filter((r) => r.start >= recoveredAt).length,
       listeners: listeners.map((l) => ({ replica: l.replica, messages: l.received.length, ended: l.ended, deliveredMs: delivered.get(l) })),
     };
+  } catch (err) {
+    for (const w of warningsOf(replicas, killAt)) t.comment(`log ${w}`);
+    for (const o of outcomes.filter((x) => !x.ok || x.detail).slice(-12)) t.comment(`last trouble: ${o.kind}@${o.replica} +${o.start - killAt} ms: ${o.detail}`);
+    throw err;
   } finally {
     await finish();
     for (const l of listeners) l.close();
   }
+}
+
+/** What each replica warned about (and its back-again notices), by message, first and last time relative to `since`. */
+function warningsOf(replicas: Record<string, RunningCauseway>, since: number): string[] {
+  const warnings: string[] = [];
+  for (const [name, c] of Object.entries(replicas)) {
+    const seen = new Map<string, { n: number; first: number; last: number }>();
+    for (const line of c.logs) {
+      let j: { level?: number; msg?: string; time?: string; op?: string; err?: { message?: string } | string };
+      try {
+        j = JSON.parse(line) as typeof j;
+      } catch {
+        continue;
+      }
+      if ((j.level ?? 0) < 40 && !/again|reconnected/.test(j.msg ?? '')) continue;
+      const err = typeof j.err === 'string' ? j.err : j.err?.message;
+      const k = `${j.msg}${j.op ? ` (${j.op})` : ''}${err ? `: ${err.slice(0, 120)}` : ''}`;
+      const at = Date.parse(j.time ?? '') - since;
+      const e = seen.get(k) ?? { n: 0, first: at, last: at };
+      e.n++;
+      e.last = at;
+      seen.set(k, e);
+    }
+    for (const [k, e] of seen) warnings.push(`${name}: ${k} x${e.n} at ${e.first}..${e.last} ms`);
+  }
+  return warnings;
 }
 
 /** Prints the figures and asserts the counts every failover test shares. */
@@ -303,6 +339,22 @@ export function assertRecovered(t: Test, topology: string, r: FailoverReport): v
       `re-initialized upstream sessions ${r.reinitialized}; cold keys not shared ${r.unshared} (after recovery ${r.unsharedAfterRecovery}); multi-round replays ${r.replays} (before the kill ${r.replaysBeforeKill}, after recovery ${r.replaysAfterRecovery})`,
   );
   for (const l of r.listeners) t.comment(`${topology}: listen on ${l.replica}: ${l.messages} changes heard, ended ${l.ended}, a change after recovery arrived in ${l.deliveredMs ?? 'never'} ms`);
+  const phases: Array<[string, (o: Outcome) => boolean]> = [
+    ['before the kill', (o) => o.start < r.killAt],
+    ['kill to recovery', (o) => o.start >= r.killAt && o.start < r.recoveredAt],
+    ['after recovery', (o) => o.start >= r.recoveredAt],
+  ];
+  for (const [phase, inPhase] of phases) {
+    const line = kinds
+      .map((k) => {
+        const ms = r.outcomes.filter((o) => o.kind === k && inPhase(o)).map((o) => o.end - o.start).sort((x, y) => x - y);
+        return ms.length ? `${k} n=${ms.length} median ${ms[Math.floor(ms.length / 2)]} max ${ms[ms.length - 1]}` : undefined;
+      })
+      .filter(Boolean)
+      .join('; ');
+    t.comment(`${topology}: ${phase}, ms: ${line}`);
+  }
+  for (const w of r.warnings) t.comment(`${topology}: log ${w}`);
   for (const f of r.failed) t.comment(`${topology}: failed ${f.kind}@${f.replica} +${f.start - r.killAt} ms: ${f.detail}`);
 
   t.same(
