@@ -2,7 +2,7 @@
 // process (and tests that run several apps in one); RedisBus carries messages between
 // processes over Redis pub/sub, on a connection of its own as pub/sub requires.
 
-import type { Redis, Cluster } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 
 export interface MessageBus {
   publish(channel: string, message: string): Promise<void>;
@@ -41,7 +41,12 @@ export class RedisBus implements MessageBus {
     // A failed publish rejects its own promise; the connection's errors need no other listener.
     pub.on('error', () => undefined);
     // Subscriptions are re-sent by ioredis after a reconnect; they may wait for the connection.
-    this.sub = pub.duplicate({ enableOfflineQueue: true } as never) as Redis | Cluster;
+    // Cluster.duplicate takes its startup nodes first: options given alone would be ignored, and
+    // a SUBSCRIBE sent before the cluster is ready would fail instead of waiting.
+    this.sub =
+      pub instanceof Cluster
+        ? pub.duplicate([], { enableOfflineQueue: true })
+        : pub.duplicate({ enableOfflineQueue: true });
     this.sub.on('error', () => undefined);
     this.sub.on('message', (channel: string, message: string) => {
       for (const h of this.handlers.get(channel) ?? []) h(message);

@@ -149,7 +149,7 @@ export function createRedisClient(c: RedisConnectionOptions): RedisClient {
   }
   const retryStrategy = (times: number) => Math.min(times * 100, RETRY_CAP_MS);
   if (c.sentinels?.length) {
-    return new Redis({
+    return reconnectWhenEnded(new Redis({
       ...common,
       db,
       sentinels: c.sentinels.map((n) => parseHostPort(n, 26379)),
@@ -162,7 +162,7 @@ export function createRedisClient(c: RedisConnectionOptions): RedisClient {
       // Subscribe to +switch-master so a failover is followed at once, not at the next error.
       failoverDetector: true,
       retryStrategy,
-    });
+    }));
   }
   return new Redis({
     ...common,
@@ -171,6 +171,35 @@ export function createRedisClient(c: RedisConnectionOptions): RedisClient {
     port: u.port ? Number(u.port) : 6379,
     retryStrategy,
   });
+}
+
+/**
+ * A Sentinel client that connects again when ioredis gives up on it. The failover detector of
+ * the previous connection cancels the connect under way when +switch-master arrives while the
+ * client is reconnecting (the primary was killed, so the socket had closed first); ioredis then
+ * ends the client for good ("Connection is closed."), and Causeway would stay replica-local until
+ * restarted. An end we did not ask for (disconnect() or quit()) is followed by connect() after
+ * RETRY_CAP_MS, for this client and for its duplicates (RedisBus's subscriber).
+ */
+function reconnectWhenEnded(client: Redis): Redis {
+  let closing = false;
+  const { disconnect, quit, duplicate } = client;
+  client.disconnect = (reconnect = false) => {
+    if (!reconnect) closing = true;
+    disconnect.call(client, reconnect);
+  };
+  client.quit = ((...args: Parameters<Redis['quit']>) => {
+    closing = true;
+    return quit.apply(client, args);
+  }) as Redis['quit'];
+  client.duplicate = (override?: Partial<RedisOptions>) => reconnectWhenEnded(duplicate.call(client, override));
+  client.on('end', () => {
+    if (closing) return;
+    setTimeout(() => {
+      if (!closing && client.status === 'end') client.connect().catch(() => undefined);
+    }, RETRY_CAP_MS).unref();
+  });
+  return client;
 }
 
 /** Reads a CA file for createRedisClient. */

@@ -2,7 +2,7 @@
 // same port. A missing redis-server binary is an error (the test fails), never a skip.
 
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -114,4 +114,347 @@ export async function startRedis(t?: Owner): Promise<RunningRedis> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+// ---- High availability: a Sentinel set and a Cluster, each of real processes ----
+
+const SENTINEL_BINARY = process.env.REDIS_SENTINEL ?? BINARY;
+const CLI = process.env.REDIS_CLI ?? 'redis-cli';
+
+export interface RedisNode {
+  port: number;
+  /** host:port */
+  addr: string;
+  /** A plain client of this node alone; it gives up on a dead node instead of retrying forever. */
+  admin: Redis;
+  child: ChildProcess;
+  /** SIGKILL (no persistence: its data is gone). */
+  kill(): Promise<void>;
+}
+
+/** A client of one node that never queues and gives up quickly. */
+function nodeClient(port: number): Redis {
+  const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 1000, retryStrategy: (n) => (n > 20 ? null : 100) });
+  c.on('error', () => undefined);
+  return c;
+}
+
+/** Resolves once `port` answers PING; rejects when `child` exits first or after 10 s. */
+function answering(port: number, child: ChildProcess, output: () => string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    child.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'ENOENT' ? new Error(`${String(child.spawnfile)} not found; these tests need redis-server and redis-cli on PATH`) : err),
+    );
+    const onExit = (code: number | null) => reject(new Error(`redis on ${port} exited with ${code}: ${output()}`));
+    child.once('exit', onExit);
+    const deadline = Date.now() + 10_000;
+    const probe = () => {
+      const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      c.on('error', () => undefined);
+      c.connect()
+        .then(() => c.ping())
+        .then(
+          () => {
+            c.disconnect();
+            child.off('exit', onExit);
+            resolve();
+          },
+          () => {
+            c.disconnect();
+            if (Date.now() > deadline) reject(new Error(`redis did not answer on ${port}: ${output()}`));
+            else setTimeout(probe, 25);
+          },
+        );
+    };
+    probe();
+  });
+}
+
+function launchNode(t: Owner | undefined, command: string, args: string[], port: number): { child: ChildProcess; up: Promise<void> } {
+  const child = spawnOwned(command, args, { t, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
+  child.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
+  return { child, up: answering(port, child, () => output) };
+}
+
+function node(port: number, child: ChildProcess): RedisNode {
+  const admin = nodeClient(port);
+  return {
+    port,
+    addr: `127.0.0.1:${port}`,
+    admin,
+    child,
+    kill: async () => {
+      await stopProcess(child, { signal: 'SIGKILL' });
+      admin.disconnect();
+    },
+  };
+}
+
+const SERVER_ARGS = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'warning'];
+// A replica syncs straight off the socket: no RDB file between them.
+const SYNC_ARGS = ['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'];
+
+/** Polls `check` every `everyMs` until it is true; throws naming `what` after `ms` (bounded in count too). */
+export async function waitFor(what: string, check: () => Promise<boolean> | boolean, ms = 15_000, everyMs = 100): Promise<void> {
+  const end = Date.now() + ms;
+  for (let i = 0; i < Math.ceil(ms / everyMs) + 1; i++) {
+    if (await Promise.resolve(check()).catch(() => false)) return;
+    if (Date.now() > end) break;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+export interface SentinelSet {
+  name: string;
+  primary: RedisNode;
+  replica: RedisNode;
+  sentinels: RedisNode[];
+  /** host:port of each Sentinel (store.redisSentinels). */
+  sentinelAddrs: string[];
+  /** The primary's port as Sentinel `sentinelIndex` names it now (undefined when it cannot tell). */
+  masterPort(sentinelIndex?: number): Promise<number | undefined>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A primary, its replica and three Sentinels (quorum 2, down after 1 s, failover timeout 5 s),
+ * on free ports with their files in one temp dir; resolves once the replica is in sync and every
+ * Sentinel knows the replica and the two other Sentinels, so a failover can happen at once.
+ */
+export async function startSentinelSet(t?: Owner, name = 'mymaster'): Promise<SentinelSet> {
+  const dir = mkdtempSync(join(tmpdir(), 'causeway-sentinel-'));
+  const [pp, rp, ...sp] = await distinctFreePorts(5);
+  const p = launchNode(t, BINARY, ['--port', String(pp), '--dir', dir, '--dbfilename', `dump-${pp}.rdb`, ...SERVER_ARGS, ...SYNC_ARGS], pp!);
+  await p.up;
+  const r = launchNode(
+    t,
+    BINARY,
+    ['--port', String(rp), '--dir', dir, '--dbfilename', `dump-${rp}.rdb`, '--replicaof', '127.0.0.1', String(pp), ...SERVER_ARGS, ...SYNC_ARGS],
+    rp!,
+  );
+  await r.up;
+  const sentinels: RedisNode[] = [];
+  for (const port of sp) {
+    // Sentinel rewrites its own config file (what it learned), so each has a writable one.
+    const conf = join(dir, `sentinel-${port}.conf`);
+    writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        'protected-mode no',
+        `dir ${dir}`,
+        'loglevel warning',
+        `sentinel monitor ${name} 127.0.0.1 ${pp} 2`,
+        `sentinel down-after-milliseconds ${name} 1000`,
+        `sentinel failover-timeout ${name} 5000`,
+        `sentinel parallel-syncs ${name} 1`,
+        '',
+      ].join('\n'),
+    );
+    const s = launchNode(t, SENTINEL_BINARY, [conf, '--sentinel'], port!);
+    await s.up;
+    sentinels.push(node(port!, s.child));
+  }
+  const primary = node(pp!, p.child);
+  const replica = node(rp!, r.child);
+  const stop = async () => {
+    for (const n of [...sentinels, replica, primary]) await n.kill();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await waitFor('the replica in sync', async () => /master_link_status:up/.test(await replica.admin.info('replication')), 15_000);
+    await waitFor(
+      'every Sentinel knowing the replica and the two other Sentinels',
+      async () => {
+        for (const s of sentinels) {
+          const replicas = (await s.admin.call('SENTINEL', 'REPLICAS', name)) as unknown[];
+          const peers = (await s.admin.call('SENTINEL', 'SENTINELS', name)) as unknown[];
+          if (replicas.length < 1 || peers.length < 2) return false;
+        }
+        return true;
+      },
+      // Sentinel reads the primary's INFO every 10 s at first, and says hello every 2 s.
+      25_000,
+      200,
+    );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    name,
+    primary,
+    replica,
+    sentinels,
+    sentinelAddrs: sentinels.map((s) => s.addr),
+    async masterPort(i = 0) {
+      const addr = (await sentinels[i]!.admin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name).catch(() => null)) as string[] | null;
+      return addr ? Number(addr[1]) : undefined;
+    },
+    stop,
+  };
+}
+
+export interface ClusterNodeView {
+  id: string;
+  addr: string;
+  port: number;
+  flags: string[];
+  primaryId: string | undefined;
+  /** Slot ranges [from, to] this node serves (primaries). */
+  slots: Array<[number, number]>;
+}
+
+export interface RunningCluster {
+  nodes: RedisNode[];
+  /** host:port of each node (store.redisCluster). */
+  addrs: string[];
+  /** CLUSTER NODES as seen from `from` (any live node). */
+  view(from: RedisNode): Promise<ClusterNodeView[]>;
+  /** The node serving `key`'s slot as primary, as `from` sees it. */
+  primaryOf(key: string, from: RedisNode): Promise<ClusterNodeView | undefined>;
+  stop(): Promise<void>;
+}
+
+function parseClusterNodes(text: string): ClusterNodeView[] {
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [id, addr, flags, primary, , , , , ...slots] = line.split(' ');
+      const hostPort = addr!.split('@')[0]!;
+      return {
+        id: id!,
+        addr: hostPort,
+        port: Number(hostPort.split(':')[1]),
+        flags: flags!.split(','),
+        primaryId: primary === '-' ? undefined : primary,
+        slots: slots
+          .filter((s) => !s.startsWith('['))
+          .map((s) => {
+            const [a, b] = s.split('-');
+            return [Number(a), Number(b ?? a)] as [number, number];
+          }),
+      };
+    });
+}
+
+/**
+ * A 3-primary Redis Cluster with one replica each (6 nodes, node timeout 1 s), made by
+ * `redis-cli --cluster create`; resolves once every node says cluster_state:ok and sees all six.
+ * Each node's bus port (port + 10000) is free too.
+ */
+export async function startCluster(t?: Owner): Promise<RunningCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'causeway-cluster-'));
+  const ports = await distinctFreePorts(6, true);
+  const launched = ports.map((port) =>
+    launchNode(
+      t,
+      BINARY,
+      [
+        '--port',
+        String(port),
+        '--dir',
+        dir,
+        '--dbfilename',
+        `dump-${port}.rdb`,
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--cluster-node-timeout',
+        '1000',
+        ...SERVER_ARGS,
+        ...SYNC_ARGS,
+      ],
+      port,
+    ),
+  );
+  await Promise.all(launched.map((l) => l.up));
+  const nodes = launched.map((l, i) => node(ports[i]!, l.child));
+  const stop = async () => {
+    for (const n of nodes) await n.kill();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const view = async (from: RedisNode) => parseClusterNodes(String(await from.admin.call('CLUSTER', 'NODES')));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const cli = spawnOwned(CLI, ['--cluster', 'create', ...nodes.map((n) => n.addr), '--cluster-replicas', '1', '--cluster-yes'], {
+        t,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      cli.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      cli.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+      const timer = setTimeout(() => {
+        cli.kill('SIGKILL');
+        reject(new Error(`redis-cli --cluster create took over 30 s: ${out}`));
+      }, 30_000);
+      cli.once('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      cli.once('exit', (code) => {
+        clearTimeout(timer);
+        if (code === 0) resolve();
+        else reject(new Error(`redis-cli --cluster create exited with ${code}: ${out}`));
+      });
+    });
+    await waitFor(
+      'every cluster node ok and seeing six nodes, three primaries each with a replica in sync',
+      async () => {
+        for (const n of nodes) {
+          if (!/cluster_state:ok/.test(String(await n.admin.call('CLUSTER', 'INFO')))) return false;
+          const v = await view(n);
+          if (v.length !== 6 || v.filter((x) => x.flags.includes('master')).length !== 3) return false;
+          if (v.some((x) => x.flags.includes('fail') || x.flags.includes('fail?') || x.flags.includes('handshake'))) return false;
+        }
+        for (const n of nodes) {
+          const info = await n.admin.info('replication');
+          if (/role:slave/.test(info) && !/master_link_status:up/.test(info)) return false;
+        }
+        return true;
+      },
+      30_000,
+      200,
+    );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    nodes,
+    addrs: nodes.map((n) => n.addr),
+    view,
+    async primaryOf(key, from) {
+      const slot = Number(await from.admin.call('CLUSTER', 'KEYSLOT', key));
+      return (await view(from)).find((v) => v.flags.includes('master') && !v.flags.includes('fail') && v.slots.some(([a, b]) => slot >= a && slot <= b));
+    },
+    stop,
+  };
+}
+
+/** `n` different free ports; with `bus`, each port + 10000 is free too (a cluster node's bus port). */
+async function distinctFreePorts(n: number, bus = false): Promise<number[]> {
+  const out: number[] = [];
+  for (let tries = 0; out.length < n && tries < 200; tries++) {
+    const port = await freePort();
+    if (out.includes(port) || (bus && out.includes(port + 10_000))) continue;
+    if (bus && (port >= 55_535 || !(await isFree(port + 10_000)))) continue;
+    out.push(port);
+  }
+  if (out.length < n) throw new Error(`could not find ${n} free ports`);
+  return out;
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
 }
