@@ -15,6 +15,8 @@ import { parseSse } from './sse.js';
 export interface StreamHandlers {
   onNotification?(n: JsonRpcNotification): void;
   onServerRequest?(r: JsonRpcRequest): void;
+  /** Each SSE event's id (undefined: the event had none), before its messages are routed. */
+  onEvent?(id: string | undefined): void;
 }
 
 /** Where an SSE stream is, for a resume with Last-Event-ID after `retry:` ms. */
@@ -68,6 +70,7 @@ export async function consume(
       events += 1;
       if (ev.id !== undefined) cursor.lastEventId = ev.id;
       if (ev.retry !== undefined) cursor.retryMs = ev.retry;
+      ctx.handlers.onEvent?.(ev.id);
       if (ev.data === '' || (ev.event !== undefined && ev.event !== 'message')) continue;
       let messages: UpstreamMessage[];
       try {
