@@ -238,6 +238,11 @@ async function resumeCall(
   // Nothing was answered upstream yet: let the stream go without cancelling, and replay.
   pending.detach();
   if (failure instanceof ResumeRefusedError && failure.httpStatus === 409) return 'conflict';
+  if (failure instanceof SessionExpiredError) {
+    // The pool opens a new session and runs the round again, which replays the call there.
+    deps.held.forget(claims.c);
+    throw failure;
+  }
   ex.log.info({ err: failure, why: first }, 'the held call could not be resumed on its upstream stream; replaying it');
   return undefined;
 }
