@@ -266,7 +266,8 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             await sessionEvents.close();
             await crossReplica?.close();
           },
-          cancelHeld: () => held.cancelAll(),
+          // With a shared store another replica can resume a held call on its upstream stream: let go, do not cancel.
+          cancelHeld: () => (config.store.kind === 'redis' ? held.detachAll() : held.cancelAll()),
           release: [
             async () => handoff?.close(),
             () => pool.close(),

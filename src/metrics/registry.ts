@@ -70,7 +70,7 @@ export function createMetrics(probes: Probes) {
     }),
     mrtrRetries: new Counter({
       name: 'causeway_mrtr_retries_total',
-      help: 'Multi-round retries carrying a requestState, by how they were served: held (the call was held here), handoff (sent to the holding replica), replay (holder gone, call replayed), reissue (url elicitation).',
+      help: 'Multi-round retries carrying a requestState, by how they were served: held (the call was held here), handoff (sent to the holding replica), resume (holder gone, the call taken up on its upstream stream), replay (holder gone, call replayed), reissue (url elicitation).',
       labelNames: ['upstream', 'method', 'via'] as const,
       registers: [registry],
     }),

@@ -15,6 +15,8 @@ export interface Ask {
   upstreamId: string | number;
   /** The 2026 InputRequest: {method, params}. */
   input: JsonObject;
+  /** The id of the stream event before this ask's own: resuming after it replays the ask. */
+  before?: string;
 }
 
 /** 2026 shape: the key hint and url-mode elicitationId removed [CHG minor 11]. */

@@ -1,19 +1,31 @@
 // Multi-round bridge [MRTR]: tools/call, prompts/get and resources/read relayed so that a
 // legacy server's mid-call asks (elicitation, sampling, roots) become input_required rounds.
 // The upstream call is held open between rounds; answers given up front, or on a retry, are
-// passed upstream by key. A retry whose holder is gone replays the call and answers the
-// repeated questions from the responses the client already gave.
+// passed upstream by key. A retry whose holder is gone takes the call up on its upstream stream
+// (GET + Last-Event-ID) when the state says where it stood; otherwise it replays the call and
+// answers the repeated questions from the responses the client already gave.
 
 import { declares, requiredCapability } from '../dialect/index.js';
 import { causewayError, CausewayError } from '../errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { refuseAsk, relayCall, SessionExpiredError, type IdMinter, type SessionRef, type UpstreamClient } from '../upstream/index.js';
+import {
+  CallDetached,
+  refuseAsk,
+  relayCall,
+  resumeRelayedCall,
+  ResumeRefusedError,
+  SessionExpiredError,
+  type CallObserver,
+  type IdMinter,
+  type SessionRef,
+  type UpstreamClient,
+} from '../upstream/index.js';
 import { levelAtLeast, type ModernRequest } from '../envelope/index.js';
 import { Handoff, type ForwardedRound, type HandedResult } from './handoff.js';
 import { toAsk } from './asks.js';
 import { HeldCalls, PendingCall, type RoundListener } from './holder.js';
-import { paramsDigest, type StateSealer } from './request-state.js';
+import { paramsDigest, sessionDigest, type ResumeClaims, type StateClaims, type StateSealer } from './request-state.js';
 
 /** What the bridges of every upstream share on one replica. */
 export interface ReplicaBridge {
@@ -36,8 +48,12 @@ export interface BridgeDeps extends ReplicaBridge {
   onRetry?(method: string, via: RetryVia): void;
 }
 
-/** held: the call is held here; handoff: sent to the replica holding it; replay: holder gone; reissue: a url-mode retry. */
-export type RetryVia = 'held' | 'handoff' | 'replay' | 'reissue';
+/**
+ * held: the call is held here; handoff: sent to the replica holding it; resume: holder gone, the
+ * call taken up on its upstream stream; replay: holder gone, the call sent again; reissue: a
+ * url-mode retry.
+ */
+export type RetryVia = 'held' | 'handoff' | 'resume' | 'replay' | 'reissue';
 
 export interface RoundExchange {
   request: ModernRequest;
@@ -103,10 +119,17 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
         }
         ex.log.info('the replica holding this call is gone; replaying it');
       }
-      // Holder gone: this state may start one replay on this replica, not more.
+      // Holder gone: this state may resume or start one replay on this replica, not more.
       if (!pending) {
         if (deps.held.wasFinished(claims.c)) throw invalid('requestState was already used');
         deps.held.remember(claims.c, claims.e);
+        const resumed = await resumeCall(ex, session, deps, digestOf, claims);
+        if (resumed === 'conflict') throw invalid('requestState was already used');
+        if (resumed !== undefined) {
+          deps.onRetry?.(request.method, 'resume');
+          resumed.answer(responses);
+          return urlElicitationRound(ex, deps, await nextRound(resumed, deps, listenerFor(ex), ex.signal));
+        }
         replayOf = claims.c;
       }
     }
@@ -178,7 +201,59 @@ export function serveHandedRounds(deps: ReplicaBridge & { upstreamTimeoutMs: num
   };
 }
 
-function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestOf: () => string): PendingCall {
+/**
+ * Takes up a call whose holder is gone on its upstream stream (GET + Last-Event-ID after the
+ * event before its first outstanding ask). The call, once the resumed stream carries one of those
+ * asks (or its response); 'conflict' when the stream stays attached elsewhere (another replica
+ * resumed this state); undefined when it cannot be resumed and nothing was sent upstream, so it
+ * is replayed instead.
+ */
+async function resumeCall(
+  ex: RoundExchange,
+  session: SessionRef,
+  deps: BridgeDeps,
+  digestOf: () => string,
+  claims: StateClaims,
+): Promise<PendingCall | 'conflict' | undefined> {
+  const at = claims.u;
+  if (at === undefined || session.sessionId === undefined || sessionDigest(session.sessionId) !== at.s) return undefined;
+  let attached!: () => void;
+  const carried = new Promise<'carried'>((resolve) => (attached = () => resolve('carried')));
+  const pending = start(ex, session, deps, digestOf, { at, attached });
+  pending.round = claims.r;
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), deps.upstreamTimeoutMs)));
+  const left = new Promise<'left'>((resolve) => {
+    if (ex.signal.aborted) resolve('left');
+    else ex.signal.addEventListener('abort', () => resolve('left'), { once: true });
+  });
+  const first = await Promise.race([carried, pending.over.then(() => 'over' as const), gaveUp, left]);
+  clearTimeout(timer);
+  if (first === 'carried' || (first === 'over' && pending.failure === undefined)) return pending;
+  if (first === 'left') {
+    pending.cancel();
+    throw ex.signal.reason;
+  }
+  const failure = pending.failure;
+  // Nothing was answered upstream yet: let the stream go without cancelling, and replay.
+  pending.detach();
+  if (failure instanceof ResumeRefusedError && failure.httpStatus === 409) return 'conflict';
+  if (failure instanceof SessionExpiredError) {
+    // The pool opens a new session and runs the round again, which replays the call there.
+    deps.held.forget(claims.c);
+    throw failure;
+  }
+  ex.log.info({ err: failure, why: first }, 'the held call could not be resumed on its upstream stream; replaying it');
+  return undefined;
+}
+
+interface Resuming {
+  at: ResumeClaims;
+  /** Called on the first outstanding ask the resumed stream carries. */
+  attached(): void;
+}
+
+function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestOf: () => string, resuming?: Resuming): PendingCall {
   const { request } = ex;
   const pending = new PendingCall(ex.principal, request.method, digestOf, (upstreamId, result) => {
     deps.client
@@ -187,41 +262,80 @@ function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestO
   });
   const abort = new AbortController();
   pending.cancel = () => abort.abort();
+  pending.detach = () => abort.abort(new CallDetached());
+  const sessionId = session.sessionId === undefined ? undefined : sessionDigest(session.sessionId);
   const declared = request.meta.clientCapabilities;
-  relayCall(
-    deps.client,
-    session,
-    deps.ids,
-    {
-      method: request.method,
-      params: request.params,
-      progressToken: request.meta.progressToken,
-      headers: ex.upstreamHeaders,
-      // Held between rounds, the call waits on a person: it may live as long as its state.
-      timeoutMs: deps.stateTtlMs + deps.upstreamTimeoutMs,
+  // A resumed stream first replays what the holder had read (up to event `t`): only the asks
+  // outstanding at the seal count then; the rest was answered or relayed by the holder.
+  const at = resuming?.at;
+  const outstanding = new Set(at?.q ?? []);
+  let replayed = at !== undefined;
+  let atSeal = false;
+  const observer: CallObserver = {
+    onEvent: (id) => {
+      if (replayed && atSeal) replayed = false;
+      else if (replayed && id === at?.t) atSeal = true;
+      pending.event(id);
     },
-    {
-      onProgress: (n) => pending.listener?.onProgress(n),
-      onLog: (n) => pending.listener?.onLog(n),
-      onOtherNotification: (n) => ex.onChange?.(n),
-      onServerRequest: (r) => {
-        const required = requiredCapability(r.method, r.params);
-        if (required === undefined || !declares(declared, required)) {
-          refuseAsk(deps.client, session, r, `${r.method} was not declared by the client`).catch(() => undefined);
-          if (required !== undefined && !pending.refusal) {
-            pending.refusal = causewayError('missing_client_capability', `The upstream needs ${r.method}, which this request did not declare`, {
-              requiredCapabilities: required,
-            });
-            abort.abort();
-          }
-          return;
+    onIds: (id, token) => {
+      pending.upstream = { id, token, session: sessionId };
+    },
+    onProgress: (n) => {
+      if (!replayed) pending.listener?.onProgress(n);
+    },
+    onLog: (n) => {
+      if (!replayed) pending.listener?.onLog(n);
+    },
+    onOtherNotification: (n) => {
+      if (!replayed) ex.onChange?.(n);
+    },
+    onServerRequest: (r) => {
+      if (replayed) {
+        if (!outstanding.has(r.id)) return;
+        resuming?.attached();
+      }
+      const required = requiredCapability(r.method, r.params);
+      if (required === undefined || !declares(declared, required)) {
+        refuseAsk(deps.client, session, r, `${r.method} was not declared by the client`).catch(() => undefined);
+        if (required !== undefined && !pending.refusal) {
+          pending.refusal = causewayError('missing_client_capability', `The upstream needs ${r.method}, which this request did not declare`, {
+            requiredCapabilities: required,
+          });
+          abort.abort();
         }
-        pending.ask(r);
-      },
+        return;
+      }
+      pending.ask(r);
     },
-    ex.log,
-    abort.signal,
-  ).then(
+  };
+  // Held between rounds, the call waits on a person: it may live as long as its state.
+  const timeoutMs = deps.stateTtlMs + deps.upstreamTimeoutMs;
+  let run: Promise<JsonRpcResponse>;
+  if (at !== undefined) {
+    pending.upstream = { id: at.i, token: at.k, session: sessionId };
+    // The stream is taken up after event l: that is where the call's cursor stands.
+    pending.event(at.l);
+    run = resumeRelayedCall(
+      deps.client,
+      session,
+      { id: at.i, upstreamToken: at.k, lastEventId: at.l },
+      { progressToken: request.meta.progressToken, timeoutMs },
+      observer,
+      ex.log,
+      abort.signal,
+    );
+  } else {
+    run = relayCall(
+      deps.client,
+      session,
+      deps.ids,
+      { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: ex.upstreamHeaders, timeoutMs },
+      observer,
+      ex.log,
+      abort.signal,
+    );
+  }
+  run.then(
     (response) => pending.settle(response),
     (err: unknown) => pending.fail(err),
   );
@@ -303,6 +417,7 @@ async function nextRound(pending: PendingCall, deps: ReplicaBridge & { upstreamT
       r: pending.round,
       h: deps.replicaId,
       e: stateExpiry,
+      u: pending.resumePoint(),
     });
     return { kind: 'input', result: { resultType: 'input_required', inputRequests, requestState } };
   } finally {

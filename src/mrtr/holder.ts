@@ -5,8 +5,9 @@
 
 import { randomUUID } from 'node:crypto';
 import type { CausewayError } from '../errors.js';
-import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.js';
+import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../jsonrpc.js';
 import { toAsk, validAnswer, type Ask } from './asks.js';
+import type { ResumeClaims } from './request-state.js';
 
 export type Outcome = { kind: 'done'; response: JsonRpcResponse } | { kind: 'failed'; error: unknown } | { kind: 'input'; asks: Ask[] };
 
@@ -33,7 +34,18 @@ export class PendingCall {
   listener: RoundListener | undefined;
   /** Set by the owner: abort the upstream call. */
   cancel: () => void = () => undefined;
+  /** Set by the owner: let go of the upstream call without cancelling it (another replica may resume it). */
+  detach: () => void = () => undefined;
   refusal: CausewayError | undefined;
+  /** The upstream call's id and progress token, and sessionDigest of its session: set by the owner. */
+  upstream: { id: RequestId; token: string | undefined; session: string | undefined } | undefined;
+  /** The ids of the last two events read on the call's stream; any event without an id makes the call not resumable. */
+  private lastEventId: string | undefined;
+  private previousEventId: string | undefined;
+  private unnamedEvent = false;
+  private overNow: () => void = () => undefined;
+  /** Settles once the upstream call is over (answered, failed, refused). */
+  readonly over = new Promise<void>((resolve) => (this.overNow = resolve));
 
   private digestText: string | undefined;
 
@@ -49,9 +61,39 @@ export class PendingCall {
     return (this.digestText ??= this.digestOf());
   }
 
+  /** An event arrived on the call's stream (before its messages are routed). */
+  event(id: string | undefined): void {
+    if (id === undefined) this.unnamedEvent = true;
+    this.previousEventId = this.lastEventId;
+    this.lastEventId = id;
+  }
+
+  /**
+   * What another replica needs to take the call up on its stream, or undefined when the stream
+   * cannot be resumed (no session id, events without ids, no event before the first ask).
+   */
+  resumePoint(): ResumeClaims | undefined {
+    const first = this.outstanding.values().next().value;
+    const u = this.upstream;
+    if (!u || u.session === undefined || this.unnamedEvent || this.lastEventId === undefined || first?.before === undefined) return undefined;
+    return {
+      s: u.session,
+      i: u.id,
+      ...(u.token === undefined ? {} : { k: u.token }),
+      l: first.before,
+      t: this.lastEventId,
+      q: [...this.outstanding.values()].map((a) => a.upstreamId),
+    };
+  }
+
+  /** The failure that ended the call, if it failed. */
+  get failure(): unknown {
+    return this.outcome?.kind === 'failed' ? this.outcome.error : undefined;
+  }
+
   /** An ask arrived on the upstream stream. */
   ask(r: JsonRpcRequest): void {
-    const ask = toAsk(r, new Set(this.outstanding.keys()));
+    const ask: Ask = { ...toAsk(r, new Set(this.outstanding.keys())), before: this.previousEventId };
     const given = this.answers[ask.key];
     if (given !== undefined && validAnswer(r.method, given)) {
       this.sink(r.id, given);
@@ -69,11 +111,13 @@ export class PendingCall {
 
   settle(response: JsonRpcResponse): void {
     this.outcome ??= { kind: 'done', response };
+    this.overNow();
     this.wake?.();
   }
 
   fail(error: unknown): void {
     this.outcome ??= { kind: 'failed', error };
+    this.overNow();
     this.wake?.();
   }
 
@@ -200,6 +244,17 @@ export class HeldCalls {
   cancelAll(): void {
     for (const c of [...this.calls.values()]) {
       c.cancel();
+      this.release(c);
+    }
+  }
+
+  /**
+   * Lets go of every held call without cancelling it upstream (shutdown with a shared store): a
+   * retry on another replica finds no holder and resumes the call's stream.
+   */
+  detachAll(): void {
+    for (const c of [...this.calls.values()]) {
+      c.detach();
       this.release(c);
     }
   }

@@ -22,6 +22,29 @@ export interface StateClaims {
   h: string;
   /** Expiry, ms since the epoch. */
   e: number;
+  /** How a replica other than the holder takes the call up on its upstream stream; absent when it cannot. */
+  u?: ResumeClaims;
+}
+
+/** Where the held call stands on its upstream stream when the round was sealed. */
+export interface ResumeClaims {
+  /** sessionDigest of the upstream session the call runs on. */
+  s: string;
+  /** The call's upstream JSON-RPC id. */
+  i: string | number;
+  /** The call's upstream progress token, when it has one. */
+  k?: string;
+  /** The stream event before the first outstanding ask: a resume after it replays that ask. */
+  l: string;
+  /** The last stream event the holder had read: what follows it, the holder never saw. */
+  t: string;
+  /** Upstream ids of the asks outstanding at the seal (the ones this round's answers are for). */
+  q: Array<string | number>;
+}
+
+/** Names an upstream session in a state without carrying its id. */
+export function sessionDigest(sessionId: string): string {
+  return createHash('sha256').update(sessionId).digest('base64url').slice(0, 22);
 }
 
 const IV_BYTES = 12;

@@ -280,7 +280,7 @@ export class SessionChannel {
     const mark = sessionMark(this.session);
     const handlers: StreamHandlers = {
       onNotification: (n) => this.publish(n),
-      onEventId: (id) => {
+      afterEvent: (id) => {
         void this.published.then(() => {
           if (this.holder === holder && this.holding) this.coordination.mark(`${mark} ${id}`);
         });

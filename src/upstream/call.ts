@@ -5,7 +5,7 @@
 import { isObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { IdMinter } from './ids.js';
-import type { SessionRef, UpstreamClient } from './legacy-client.js';
+import type { SessionRef, StreamHandlers, UpstreamClient } from './legacy-client.js';
 
 export interface CallObserver {
   /** notifications/progress of this call, token already mapped back to the client's. */
@@ -16,6 +16,30 @@ export interface CallObserver {
   onOtherNotification?(n: JsonRpcNotification): void;
   /** A server->client request other than ping on this call's stream. */
   onServerRequest?(r: JsonRpcRequest): void;
+  /** Each SSE event's id on this call's stream (undefined: it had none), before its messages. */
+  onEvent?(id: string | undefined): void;
+  /** The upstream JSON-RPC id and progress token minted for the call, before it is sent. */
+  onIds?(id: RequestId, progressToken: string | undefined): void;
+}
+
+/**
+ * An abort reason that lets go of a call without cancelling it upstream (no
+ * notifications/cancelled): the upstream goes on, and whoever resumes its stream gets the rest.
+ */
+export class CallDetached extends Error {
+  constructor() {
+    super('call detached: it goes on upstream');
+    this.name = 'CallDetached';
+  }
+}
+
+/** Where a call sent earlier stands on its stream, to take it up again (resumeRelayedCall). */
+export interface ResumePoint {
+  /** The call's upstream JSON-RPC id and progress token (as minted when it was sent). */
+  id: RequestId;
+  upstreamToken: string | undefined;
+  /** The stream event to resume after. */
+  lastEventId: string;
 }
 
 export interface LegacyCall {
@@ -65,11 +89,42 @@ export async function relayCall(
     method: call.method,
     params: legacyParams(call.params, upstreamToken),
   };
-  const handlers = {
+  observer.onIds?.(upstreamId, upstreamToken);
+  try {
+    return await client.request(session, request, callHandlers(observer, upstreamToken, call.progressToken), signal, call.headers, call.timeoutMs);
+  } catch (err) {
+    cancelOnAbort(client, session, upstreamId, log, signal);
+    throw err;
+  }
+}
+
+/**
+ * A call sent earlier on `session` (maybe by another replica), followed from `at` to its response
+ * with this request's progress token; on abort it is cancelled upstream like relayCall's.
+ */
+export async function resumeRelayedCall(
+  client: UpstreamClient,
+  session: SessionRef,
+  at: ResumePoint,
+  call: Pick<LegacyCall, 'progressToken' | 'timeoutMs'>,
+  observer: CallObserver,
+  log: Logger,
+  signal: AbortSignal,
+): Promise<JsonRpcResponse> {
+  try {
+    return await client.resumeCall(session, at.id, at.lastEventId, callHandlers(observer, at.upstreamToken, call.progressToken), signal, call.timeoutMs);
+  } catch (err) {
+    cancelOnAbort(client, session, at.id, log, signal);
+    throw err;
+  }
+}
+
+function callHandlers(observer: CallObserver, upstreamToken: string | undefined, clientToken: string | number | undefined): StreamHandlers {
+  return {
     onNotification(n: JsonRpcNotification) {
       if (n.method === 'notifications/progress') {
-        if (upstreamToken !== undefined && isObject(n.params) && n.params.progressToken === upstreamToken) {
-          observer.onProgress?.({ ...n, params: { ...n.params, progressToken: call.progressToken as RequestId } });
+        if (upstreamToken !== undefined && clientToken !== undefined && isObject(n.params) && n.params.progressToken === upstreamToken) {
+          observer.onProgress?.({ ...n, params: { ...n.params, progressToken: clientToken } });
         }
       } else if (n.method === 'notifications/message') observer.onLog?.(n);
       else observer.onOtherNotification?.(n);
@@ -77,18 +132,17 @@ export async function relayCall(
     onServerRequest(r: JsonRpcRequest) {
       observer.onServerRequest?.(r);
     },
+    beforeEvent: observer.onEvent === undefined ? undefined : (id) => observer.onEvent?.(id),
   };
-  try {
-    return await client.request(session, request, handlers, signal, call.headers, call.timeoutMs);
-  } catch (err) {
-    if (signal?.aborted) {
-      const cancel: JsonRpcNotification = {
-        jsonrpc: '2.0',
-        method: 'notifications/cancelled',
-        params: { requestId: upstreamId, reason: 'client disconnected' },
-      };
-      client.notify(session, cancel).catch((e: unknown) => log.debug({ err: e }, 'cancel notification failed'));
-    }
-    throw err;
-  }
+}
+
+/** An aborted call is cancelled upstream, unless it was only detached (CallDetached). */
+function cancelOnAbort(client: UpstreamClient, session: SessionRef, id: RequestId, log: Logger, signal: AbortSignal | undefined): void {
+  if (!signal?.aborted || signal.reason instanceof CallDetached) return;
+  const cancel: JsonRpcNotification = {
+    jsonrpc: '2.0',
+    method: 'notifications/cancelled',
+    params: { requestId: id, reason: 'client disconnected' },
+  };
+  client.notify(session, cancel).catch((e: unknown) => log.debug({ err: e }, 'cancel notification failed'));
 }

@@ -58,6 +58,18 @@ export class TargetUnreachableError extends SessionExpiredError {
   }
 }
 
+/** A call's stream could not be taken up again (GET + Last-Event-ID refused with `status`): nothing of it was read. */
+export class ResumeRefusedError extends CausewayError {
+  /** The upstream's HTTP status for the GET (`status` is the error's own, for the client). */
+  readonly httpStatus: number;
+
+  constructor(upstream: string, httpStatus: number) {
+    super('upstream_unavailable', `Upstream ${upstream} refused to resume the call's stream (HTTP ${httpStatus})`);
+    this.name = 'ResumeRefusedError';
+    this.httpStatus = httpStatus;
+  }
+}
+
 export function errorCode(err: unknown): string | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
   const code = (err as { code?: unknown }).code;

@@ -15,8 +15,10 @@ import { parseSse } from './sse.js';
 export interface StreamHandlers {
   onNotification?(n: JsonRpcNotification): void;
   onServerRequest?(r: JsonRpcRequest): void;
+  /** Each SSE event's id (undefined: the event had none), before its messages are routed. */
+  beforeEvent?(id: string | undefined): void;
   /** An event with an id was read and its messages handed on (a cursor the caller may keep to resume elsewhere). */
-  onEventId?(id: string): void;
+  afterEvent?(id: string): void;
 }
 
 /** Where an SSE stream is, for a resume with Last-Event-ID after `retry:` ms. */
@@ -70,6 +72,7 @@ export async function consume(
       events += 1;
       if (ev.id !== undefined) cursor.lastEventId = ev.id;
       if (ev.retry !== undefined) cursor.retryMs = ev.retry;
+      ctx.handlers.beforeEvent?.(ev.id);
       if (ev.data === '' || (ev.event !== undefined && ev.event !== 'message')) continue;
       let messages: UpstreamMessage[];
       try {
@@ -80,7 +83,7 @@ export async function consume(
         continue;
       }
       const answer = route(io, ctx, messages);
-      if (ev.id !== undefined && ev.id !== '') deliver(io, () => ctx.handlers.onEventId?.(ev.id!), 'event id');
+      if (ev.id !== undefined && ev.id !== '') deliver(io, () => ctx.handlers.afterEvent?.(ev.id!), 'event id');
       if (answer !== undefined) return { response: answer };
     }
     return { ended: true, events };

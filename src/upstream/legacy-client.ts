@@ -14,6 +14,7 @@ import type {
   JsonRpcNotification,
   JsonRpcRequest,
   JsonRpcResponse,
+  RequestId,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { checkContentLength, discard, mediaType, readText } from './body.js';
@@ -25,7 +26,7 @@ import { isValidSessionId, type SessionRef } from './headers.js';
 import { route, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
 import { badResponse, decodeMessages } from './messages.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
-import { connectStream, pumpStream, readRequestStream, type StreamContext } from './streams.js';
+import { connectStream, pumpStream, readRequestStream, resumeRequestStream, type StreamContext } from './streams.js';
 import type { TargetSet } from './targets.js';
 
 export type { SessionRef } from './headers.js';
@@ -164,6 +165,32 @@ export class UpstreamClient {
       } finally {
         scope.dispose();
         if (this.onRequest && !ctx.asked) this.onRequest(msg.method, result, (performance.now() - started) / 1000);
+      }
+    });
+  }
+
+  /**
+   * Follows a call sent earlier on `session` (maybe by another replica) from its stream's event
+   * `lastEventId` to its response: GET + Last-Event-ID [L-TR]. `id` is the call's JSON-RPC id.
+   * Fails with ResumeRefusedError or SessionExpiredError when the stream cannot be taken up.
+   */
+  resumeCall(
+    session: SessionRef,
+    id: RequestId,
+    lastEventId: string,
+    handlers: StreamHandlers,
+    signal: AbortSignal,
+    timeoutMs?: number,
+  ): Promise<JsonRpcResponse> {
+    return this.track(true, async () => {
+      const scope = this.scope(signal, timeoutMs ?? this.endpoint.requestTimeoutMs);
+      const ctx: Exchange = { session, handlers, id, scope, lenient: false, patient: true, asked: true };
+      try {
+        return await resumeRequestStream(this.streams, ctx, lastEventId);
+      } catch (err) {
+        throw scope.settle(err);
+      } finally {
+        scope.dispose();
       }
     });
   }

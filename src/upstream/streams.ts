@@ -7,7 +7,7 @@ import type { JsonRpcResponse } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { discard, mediaType } from './body.js';
 import type { CallScope } from './call-scope.js';
-import { isConnectionDrop, SessionExpiredError } from './errors.js';
+import { isConnectionDrop, ResumeRefusedError, SessionExpiredError } from './errors.js';
 import { badResponse } from './messages.js';
 import type { SessionRef } from './headers.js';
 import { consume, type Cursor, type Exchange, type Inbound, type Outcome } from './inbound.js';
@@ -48,7 +48,34 @@ function read(c: StreamContext, ctx: Exchange, res: Response, cursor: Cursor): P
 /** [L-TR] SEP-1699: the upstream may close after an event id; resume with GET + Last-Event-ID. */
 export async function readRequestStream(c: StreamContext, ctx: Exchange, res: Response): Promise<JsonRpcResponse> {
   const cursor: Cursor = { lastEventId: undefined, retryMs: undefined };
-  let outcome = await read(c, ctx, res, cursor);
+  return follow(c, ctx, cursor, await read(c, ctx, res, cursor));
+}
+
+/**
+ * [L-TR] Takes up a call's stream from `lastEventId` (GET + Last-Event-ID), e.g. on a replica
+ * that did not send the call, and reads it to the call's response like readRequestStream. The
+ * first GET: 404 is a SessionExpiredError; 409 (the stream is attached elsewhere, perhaps to a
+ * connection the upstream has not yet seen close) is tried again after the retry delay; any other
+ * refusal is a ResumeRefusedError. Nothing of the stream was read in those cases.
+ */
+export async function resumeRequestStream(c: StreamContext, ctx: Exchange, lastEventId: string): Promise<JsonRpcResponse> {
+  const cursor: Cursor = { lastEventId, retryMs: undefined };
+  for (let attempt = 1; ; attempt++) {
+    const headers = c.dispatcher.headers('get', ctx.session, undefined, lastEventId);
+    const res = await c.dispatcher.send('GET', ctx.session.target, headers, undefined, ctx.scope.signal, { longLived: true });
+    const status = res.statusCode;
+    if (status === 200 && mediaType(res.headers['content-type']) === 'text/event-stream') {
+      return follow(c, ctx, cursor, await read(c, ctx, res, cursor));
+    }
+    void discard(res.body);
+    if (status === 404 && ctx.session.sessionId !== undefined) throw new SessionExpiredError(c.upstream);
+    if (status !== 409 || attempt >= c.tuning.maxResumeAttempts) throw new ResumeRefusedError(c.upstream, status);
+    await ctx.scope.sleep(retryDelay(c, cursor));
+  }
+}
+
+async function follow(c: StreamContext, ctx: Exchange, cursor: Cursor, first: Outcome): Promise<JsonRpcResponse> {
+  let outcome = first;
   let attempts = 0;
   let lastError: unknown;
   while (!('response' in outcome)) {

@@ -199,3 +199,40 @@ t.test(
     t.ok(finished.visited <= 4 * N, `entries visited by ${N} releases: ${finished.visited} (amortised O(1) would be <= ${4 * N})`);
   },
 );
+
+t.test('resumePoint: resume after the event before the first outstanding ask, skip to the last event read', async (t) => {
+  const { call } = newCall();
+  t.equal(call.resumePoint(), undefined, 'nothing to resume before the call is known upstream');
+  call.upstream = { id: 'cw-x-1', token: 'cw-x-p2', session: 'digest-of-session' };
+  call.event('e1'); // priming
+  call.event('e2');
+  call.ask(elicit(7, 'first'));
+  call.answer({ first: accept('Ann') });
+  call.event('e3');
+  call.ask(elicit(8, 'second', 'Second?'));
+  call.event('e4');
+  call.ask(roots(9, 'roots'));
+  call.event('e5'); // a progress notification, say
+  t.same(call.resumePoint(), { s: 'digest-of-session', i: 'cw-x-1', k: 'cw-x-p2', l: 'e2', t: 'e5', q: [8, 9] });
+  call.answer({ second: accept('red') });
+  t.same(call.resumePoint()?.l, 'e3', 'the first ask still outstanding decides where to resume');
+  call.event(undefined);
+  t.equal(call.resumePoint(), undefined, 'an event without an id: its place on the stream cannot be named');
+});
+
+t.test('detachAll lets held calls go without cancelling them; cancelAll cancels', async (t) => {
+  const held = new HeldCalls(10, 10);
+  const a = newCall().call;
+  const b = newCall().call;
+  const seen: string[] = [];
+  a.cancel = () => seen.push('cancel a');
+  a.detach = () => seen.push('detach a');
+  b.cancel = () => seen.push('cancel b');
+  b.detach = () => seen.push('detach b');
+  held.hold(a);
+  held.detachAll();
+  held.hold(b);
+  held.cancelAll();
+  t.same(seen, ['detach a', 'cancel b']);
+  t.equal(held.size, 0);
+});

@@ -294,7 +294,7 @@ t.test('two replicas: a dead holder’s successor resumes from the shared event 
   t.equal(client.streams[0]!.from, undefined, 'the first holder opens a fresh stream');
   const stream = client.streams[0]!;
   stream.handlers.onNotification!(change('notifications/tools/list_changed'));
-  stream.handlers.onEventId!('ev-7');
+  stream.handlers.afterEvent!('ev-7');
   await until(() => mB.got.length === 1);
   const k = listenKeys('h3:', KEY.id);
   for (let i = 0; i < 100 && !(await redis.admin.get(k.cursor))?.endsWith(' ev-7'); i++) await sleep(5);
@@ -316,7 +316,7 @@ t.test('two replicas: a resume the upstream refuses falls back to a fresh stream
   const [mA, mB] = [member(), member()];
   await chA.attach(mA, []);
   await chB.attach(mB, []);
-  client.streams[0]!.handlers.onEventId!('ev-1');
+  client.streams[0]!.handlers.afterEvent!('ev-1');
   const k = listenKeys('h4:', KEY.id);
   for (let i = 0; i < 100 && !(await redis.admin.get(k.cursor)); i++) await sleep(5);
   await beatUntil(chB, () => chB.holdsStream && client.streams.length === 2);
