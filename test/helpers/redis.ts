@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import tap from 'tap';
 import { spawnOwned, stopProcess, type Owner } from './processes.js';
 
 export interface RunningRedis {
@@ -86,6 +87,11 @@ export async function startRedis(t?: Owner): Promise<RunningRedis> {
   await launch();
   const admin = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 50 });
   admin.on('error', () => undefined);
+  // Its reconnect loop would keep the test file alive once the server is gone.
+  (t ?? tap).teardown(() => {
+    admin.disconnect();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   const kill = async (): Promise<void> => {
     const proc = child;
