@@ -22,7 +22,7 @@ const FEDERATION_CHECK_WAIT_MS = 10_000;
 
 export interface App {
   listen(): Promise<AddressInfo>;
-  /** Graceful stop: readyz fails, new requests get 503, in-flight ones finish (up to drain.timeoutMs). */
+  /** Graceful stop in phases (ingress/drain.ts): readyz fails, serving goes on for drain.delayMs, then the listener closes and in-flight work finishes. */
   drain(): Promise<void>;
   /** URL of the first mount once listening. */
   readonly url: string | undefined;
@@ -176,6 +176,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     mounts.set(m.path, { path: m.path, passthrough: undefined, federation });
   }
   let draining = false;
+  let closing = false;
   const inFlight = { count: 0 };
   const ingress = createIngress(
     {
@@ -198,7 +199,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       origin: originPolicy(config.listen.host, config.security.allowedHosts, config.security.allowedOrigins),
       log,
       ready: () => !draining,
-      draining: () => draining,
+      closing: () => closing,
       observe: (s) => requestMetrics.request(s.era, s.method, s.status, s.revision, s.seconds),
       inFlight,
     }),
@@ -260,6 +261,10 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         {
           ingress,
           inFlight,
+          markClosing: () => {
+            closing = true;
+            log.info({ inFlight: inFlight.count }, 'listener closed; finishing the requests in flight');
+          },
           // Listen streams never finish on their own: end them with the closing result [SUBS].
           closeStreams: async (timeoutMs) => {
             await subscriptions.close(timeoutMs);
@@ -276,7 +281,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
           ],
           admin,
         },
-        config.drain.timeoutMs,
+        config.drain,
       );
     },
   };

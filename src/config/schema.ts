@@ -70,7 +70,7 @@ export interface Config {
     takeoverMs: number;
   };
   log: { level: string };
-  drain: { timeoutMs: number };
+  drain: { delayMs: number; timeoutMs: number };
 }
 
 type Kind = 'string' | 'number' | 'boolean' | 'list' | 'map' | 'json';
@@ -289,5 +289,16 @@ export const SETTINGS: readonly Setting[] = [
     choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
     doc: 'pino log level.',
   },
-  { path: 'drain.timeoutMs', kind: 'number', default: 10_000, doc: 'On SIGTERM, longest wait for in-flight requests.' },
+  {
+    path: 'drain.delayMs',
+    kind: 'number',
+    default: 5_000,
+    doc: 'On SIGTERM, /readyz answers 503 at once but Causeway accepts and serves as usual this long, so load balancers stop sending to it before its listener closes.',
+  },
+  {
+    path: 'drain.timeoutMs',
+    kind: 'number',
+    default: 10_000,
+    doc: 'After drain.delayMs, longest wait for the requests in flight; then every connection is closed and held multi-round calls are cancelled.',
+  },
 ];

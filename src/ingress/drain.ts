@@ -1,15 +1,23 @@
-// Graceful stop (SIGTERM), in this order: stop accepting and close idle connections (/readyz
-// already answers 503, new requests on open connections get 503 draining); end the streams that
-// never finish by themselves (listen) with their closing result; wait up to drain.timeoutMs for
-// the requests in flight; cut what is left and cancel held multi-round calls; release what the
-// replica holds (handoff bus, pool, store, upstream clients); close the admin port last, so the
-// drain itself can be scraped.
+// Graceful stop (SIGTERM), in phases. /readyz already answers 503 (on both ports) when this
+// starts.
+// 1. For delayMs Causeway accepts and serves as usual: a load balancer keeps sending until it has
+//    seen the readiness change, and nothing it sends in that time is refused.
+// 2. The listener closes; HTTP/2 sessions get GOAWAY and every HTTP/1.1 answer carries
+//    Connection: close, so clients take their next request elsewhere; listen streams end with
+//    their closing result. Requests on connections still open are served.
+// 3. Up to timeoutMs, wait for the requests in flight. Only then are idle HTTP/1.1 connections
+//    closed: a client may be writing its next request on one, and closing it earlier would lose
+//    that request. Then everything left is cut and held multi-round calls are cancelled.
+// 4. Release what the replica holds (handoff bus, pool, store, upstream clients); close the admin
+//    port last, so the drain itself can be scraped.
 
 import type { Ingress } from './server.js';
 
 export interface DrainParts {
   ingress: Pick<Ingress, 'stopAccepting' | 'closeConnections'>;
   inFlight: { readonly count: number };
+  /** Phase 2 has begun: HTTP/1.1 answers close their connection from now on. */
+  markClosing(): void;
   /** Ends the long-lived streams with their closing result, waiting up to timeoutMs. */
   closeStreams(timeoutMs: number): Promise<void>;
   /** Cancels the upstream calls held between multi-round rounds. */
@@ -19,16 +27,26 @@ export interface DrainParts {
   admin: { close(): Promise<void> } | undefined;
 }
 
+export interface DrainTimes {
+  delayMs: number;
+  timeoutMs: number;
+}
+
 const POLL_MS = 25;
 
-export async function drain(parts: DrainParts, timeoutMs: number): Promise<void> {
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function drain(parts: DrainParts, times: DrainTimes): Promise<void> {
   try {
+    if (times.delayMs > 0) await sleep(times.delayMs);
     parts.ingress.stopAccepting();
-    parts.ingress.closeConnections(false);
-    const deadline = Date.now() + timeoutMs;
-    await parts.closeStreams(timeoutMs);
-    while (parts.inFlight.count > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, POLL_MS));
-    parts.ingress.closeConnections(true);
+    parts.markClosing();
+    parts.ingress.closeConnections('goaway');
+    const deadline = Date.now() + times.timeoutMs;
+    await parts.closeStreams(times.timeoutMs);
+    while (parts.inFlight.count > 0 && Date.now() < deadline) await sleep(POLL_MS);
+    parts.ingress.closeConnections('idle');
+    parts.ingress.closeConnections('all');
     parts.cancelHeld();
     for (const release of parts.release) await release();
   } finally {

@@ -37,7 +37,8 @@ export interface FrontDoorDeps {
   log: Logger;
   /** Answers /readyz: false while draining or before the store is usable. */
   ready(): boolean;
-  draining(): boolean;
+  /** True once the listener is closed: every HTTP/1.1 answer then closes its connection. */
+  closing(): boolean;
   /** Called once per MCP request when its response ends. */
   observe(sample: RequestSample): void;
   inFlight: { count: number };
@@ -95,11 +96,8 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
     const ready = deps.ready();
     return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' });
   }
-  if (deps.draining()) {
-    if ('httpVersionMajor' in req && req.httpVersionMajor === 1) res.setHeader('connection', 'close');
-    closeAfterReply(req, res);
-    return sendCausewayError(res, causewayError('draining'), null);
-  }
+  // Served as usual, but the client must take its next request elsewhere (HTTP/2 sessions got GOAWAY).
+  if (deps.closing() && 'httpVersionMajor' in req && req.httpVersionMajor === 1) res.setHeader('connection', 'close');
   const mount = deps.mounts.get(path);
   if (mount === undefined) {
     closeAfterReply(req, res);

@@ -28,12 +28,17 @@ export interface IngressOptions {
 
 export type ConnectionCloseReason = 'max_connections' | 'headers_timeout' | 'idle_timeout';
 
+export type ConnectionsToClose = 'goaway' | 'idle' | 'all';
+
 export interface Ingress {
   listen(): Promise<AddressInfo>;
   /** Stops accepting connections; open ones stay until closeConnections(). */
   stopAccepting(): void;
-  /** Ends idle keep-alive connections and, with force, every connection. */
-  closeConnections(force: boolean): void;
+  /**
+   * goaway: HTTP/2 sessions get GOAWAY (their open streams finish); idle: that, and idle
+   * HTTP/1.1 keep-alive connections are closed; all: every connection is cut.
+   */
+  closeConnections(which: ConnectionsToClose): void;
   /** Client connections open now. */
   readonly openConnections: number;
   readonly protocol: 'http' | 'https';
@@ -118,10 +123,10 @@ export function createIngress(
       if (err.code === 'ERR_TLS_HANDSHAKE_TIMEOUT') onClosed('headers_timeout');
       s.destroy();
     });
-    return wrap(secure, 'https', opts, sockets, (force) => {
-      for (const s of sessions) force ? s.destroy() : s.close();
-      if (force) for (const s of sockets) s.destroy();
-      else secureH1.closeIdleConnections();
+    return wrap(secure, 'https', opts, sockets, (which) => {
+      for (const s of sessions) which === 'all' ? s.destroy() : s.close();
+      if (which === 'all') for (const s of sockets) s.destroy();
+      else if (which === 'idle') secureH1.closeIdleConnections();
     });
   }
 
@@ -134,10 +139,11 @@ export function createIngress(
   trackSessions(h2);
   const front = net.createServer({ noDelay: true }, (socket) => routeConnection(socket, h1, h2, opts.headersTimeoutMs, onClosed));
   bound(front);
-  return wrap(front, 'http', opts, sockets, (force) => {
-    force ? h1.closeAllConnections() : h1.closeIdleConnections();
-    for (const s of sessions) force ? s.destroy() : s.close();
-    if (force) for (const s of sockets) s.destroy();
+  return wrap(front, 'http', opts, sockets, (which) => {
+    if (which === 'all') h1.closeAllConnections();
+    else if (which === 'idle') h1.closeIdleConnections();
+    for (const s of sessions) which === 'all' ? s.destroy() : s.close();
+    if (which === 'all') for (const s of sockets) s.destroy();
   });
 }
 
@@ -207,7 +213,7 @@ function wrap(
   protocol: 'http' | 'https',
   opts: IngressOptions,
   sockets: ReadonlySet<Socket>,
-  close: (force: boolean) => void,
+  close: (which: ConnectionsToClose) => void,
 ): Ingress {
   return {
     protocol,

@@ -253,9 +253,7 @@ const configProblems =
         if (port === undefined) problems.push(`${where}: no ${p} httpGet`);
         else if (containerPort(c, port) !== cfg.admin.port) problems.push(`${where}: ${p} is not on the admin port ${cfg.admin.port}`);
       }
-      // drain.delayMs arrives with a later change (default 5 s); count it as soon as it exists.
-      const drain = cfg.drain as { timeoutMs: number; delayMs?: number };
-      const drainSeconds = (drain.timeoutMs + (drain.delayMs ?? 5_000)) / 1000;
+      const drainSeconds = (cfg.drain.delayMs + cfg.drain.timeoutMs) / 1000;
       if (!(spec.terminationGracePeriodSeconds > drainSeconds)) {
         problems.push(`${where}: terminationGracePeriodSeconds ${spec.terminationGracePeriodSeconds} is not above the drain (${drainSeconds} s)`);
       }

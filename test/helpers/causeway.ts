@@ -22,6 +22,9 @@ export interface RunningCauseway {
 
 export type Settings = Record<string, string | number>;
 
+/** Free ports, and no drain delay: a test that stops Causeway has no load balancer to wait for. */
+const TEST_DEFAULTS: Settings = { 'listen.port': 0, 'admin.port': 0, 'drain.delayMs': 0 };
+
 function flags(settings: Settings): string[] {
   return Object.entries(settings).flatMap(([k, v]) => [`--${k}`, String(v)]);
 }
@@ -34,7 +37,7 @@ export async function startCauseway(settings: Settings): Promise<RunningCauseway
       cb();
     },
   });
-  const config = loadConfig(flags({ 'listen.port': 0, 'admin.port': 0, 'log.level': 'debug', ...settings }), {});
+  const config = loadConfig(flags({ ...TEST_DEFAULTS, 'log.level': 'debug', ...settings }), {});
   const app = createApp(config, createLogger(config.log.level, sink));
   const addr = await app.listen();
   return { app, url: app.url!, port: addr.port, adminUrl: app.adminUrl, logs, close: () => app.drain() };
@@ -62,7 +65,7 @@ export interface SpawnOptions {
  */
 export async function spawnCauseway(settings: Settings, options: SpawnOptions = {}): Promise<RunningCauseway & { child: ChildProcess }> {
   const graceMs = options.graceMs ?? 10_000;
-  const args = [options.main ?? MAIN, ...flags({ 'listen.port': 0, 'admin.port': 0, 'log.level': 'info', ...settings })];
+  const args = [options.main ?? MAIN, ...flags({ ...TEST_DEFAULTS, 'log.level': 'info', ...settings })];
   const [command, argv] =
     options.nofile === undefined
       ? [process.execPath, args]
