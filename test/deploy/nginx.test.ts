@@ -7,31 +7,17 @@
 // A missing nginx binary fails the test (NGINX=/path/to/nginx overrides the lookup).
 
 import t from 'tap';
-import { existsSync, mkdtempSync, readFileSync, chmodSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
 import { startCauseway, type RunningCauseway } from '../helpers/causeway.js';
-import { spawnOwned, isRunning } from '../helpers/processes.js';
-import { freePort } from '../helpers/redis.js';
+import { startNginx } from '../helpers/nginx.js';
 import { Client as UndiciClient } from 'undici';
 import { modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
 
 const SHIPPED = fileURLToPath(new URL('../../../deploy/nginx/mcp-routing.conf', import.meta.url));
 const shipped = readFileSync(SHIPPED, 'utf8');
-
-function findNginx(): string {
-  if (process.env.NGINX) return process.env.NGINX;
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin'];
-  const found = dirs.map((d) => join(d, 'nginx')).find((p) => existsSync(p));
-  if (found === undefined) {
-    throw new Error('nginx not found on PATH nor in /usr/sbin: this test needs it (apt-get install nginx, or NGINX=/path/to/nginx)');
-  }
-  return found;
-}
 
 // --- the two pools -----------------------------------------------------------------------------
 
@@ -66,82 +52,19 @@ function template(conf: string, addresses: Record<string, string>, expected: Rec
   return out;
 }
 
-const nginxBin = findNginx();
-const nginxPort = await freePort();
-const dir = mkdtempSync(join(tmpdir(), 'causeway-nginx-'));
-// A root master hands requests to workers running as nobody: they must reach the temp dirs.
-chmodSync(dir, 0o755);
-
-const routing = template(
-  shipped,
-  {
-    'listen 8080;': `listen 127.0.0.1:${nginxPort};`,
-    'server 127.0.0.1:8081;': `server 127.0.0.1:${search.causeway.port};`,
-    'server 127.0.0.1:8082;': `server 127.0.0.1:${general.causeway.port};`,
-  },
-  { 'listen 8080;': 1, 'server 127.0.0.1:8081;': 2, 'server 127.0.0.1:8082;': 2 },
+const nginx = await startNginx(t, (port) =>
+  template(
+    shipped,
+    {
+      'listen 8080;': `listen 127.0.0.1:${port};`,
+      'server 127.0.0.1:8081;': `server 127.0.0.1:${search.causeway.port};`,
+      'server 127.0.0.1:8082;': `server 127.0.0.1:${general.causeway.port};`,
+    },
+    { 'listen 8080;': 1, 'server 127.0.0.1:8081;': 2, 'server 127.0.0.1:8082;': 2 },
+  ),
 );
-writeFileSync(join(dir, 'mcp-routing.conf'), routing);
-const ACCESS_LOG = join(dir, 'access.log');
-writeFileSync(
-  join(dir, 'nginx.conf'),
-  `worker_processes 1;
-pid ${join(dir, 'nginx.pid')};
-error_log ${join(dir, 'error.log')} warn;
-events { worker_connections 256; }
-http {
-  log_format routed '$http_mcp_method|$http_mcp_name|$upstream_addr|$status|$connection';
-  access_log ${ACCESS_LOG} routed;
-  client_body_temp_path ${join(dir, 'body')};
-  proxy_temp_path ${join(dir, 'proxy')};
-  fastcgi_temp_path ${join(dir, 'fastcgi')};
-  uwsgi_temp_path ${join(dir, 'uwsgi')};
-  scgi_temp_path ${join(dir, 'scgi')};
-  include ${join(dir, 'mcp-routing.conf')};
-}
-`,
-);
-
-async function startNginx(): Promise<void> {
-  const child = spawnOwned(nginxBin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  await new Promise<void>((resolve, reject) => {
-    child.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'ENOENT' ? new Error(`nginx not found at ${nginxBin}: this test needs it (apt-get install nginx, or NGINX=/path/to/nginx)`) : err),
-    );
-    child.once('exit', (code) => {
-      const log = existsSync(join(dir, 'error.log')) ? readFileSync(join(dir, 'error.log'), 'utf8') : '';
-      reject(new Error(`nginx exited with ${code}: ${output}${log}`));
-    });
-    const deadline = Date.now() + 10_000;
-    const probe = () => {
-      const s = connect(nginxPort, '127.0.0.1');
-      s.once('connect', () => {
-        s.destroy();
-        resolve();
-      });
-      s.once('error', () => {
-        s.destroy();
-        if (!isRunning(child) && child.pid !== undefined) return;
-        if (Date.now() > deadline) reject(new Error(`nginx did not listen on ${nginxPort}: ${output}`));
-        else setTimeout(probe, 25);
-      });
-    };
-    probe();
-  });
-}
-
-try {
-  await startNginx();
-} catch (err) {
-  // A failed start ends the file here, before any teardown runs.
-  rmSync(dir, { recursive: true, force: true });
-  throw err;
-}
-// After nginx's own teardown (registered when it was spawned), which stops it first.
-t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const nginxPort = nginx.port;
+const ACCESS_LOG = nginx.accessLog;
 const MCP = `http://127.0.0.1:${nginxPort}/mcp`;
 
 // --- evidence ---------------------------------------------------------------------------------

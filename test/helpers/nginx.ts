@@ -1,0 +1,91 @@
+// Debian's nginx as a test process: a top-level config of its own (one worker, every temp path
+// and log in a temp dir) that includes the http-context config a test gives it. The process is
+// stopped when its test ends and the temp dir removed after it. A missing binary is an error,
+// never a skip (NGINX=/path/to/nginx overrides the lookup).
+
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { isRunning, spawnOwned, type Owner } from './processes.js';
+import { freePort } from './redis.js';
+
+export interface RunningNginx {
+  port: number;
+  dir: string;
+  /** One line per request: `$http_mcp_method|$http_mcp_name|$upstream_addr|$status|$connection`. */
+  accessLog: string;
+}
+
+export function findNginx(): string {
+  if (process.env.NGINX) return process.env.NGINX;
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin'];
+  const found = dirs.map((d) => join(d, 'nginx')).find((p) => existsSync(p));
+  if (found === undefined) {
+    throw new Error('nginx not found on PATH nor in /usr/sbin: this test needs it (apt-get install nginx, or NGINX=/path/to/nginx)');
+  }
+  return found;
+}
+
+/**
+ * Starts nginx with `httpConf(port)` included in its http block, listening where that config
+ * says (it is given the free port chosen for it).
+ */
+export async function startNginx(t: Owner, httpConf: (port: number) => string): Promise<RunningNginx> {
+  const bin = findNginx();
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'causeway-nginx-'));
+  // A root master hands requests to workers running as nobody: they must reach the temp dirs.
+  chmodSync(dir, 0o755);
+  const accessLog = join(dir, 'access.log');
+  writeFileSync(join(dir, 'routing.conf'), httpConf(port));
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `worker_processes 1;
+pid ${join(dir, 'nginx.pid')};
+error_log ${join(dir, 'error.log')} warn;
+events { worker_connections 1024; }
+http {
+  log_format routed '$http_mcp_method|$http_mcp_name|$upstream_addr|$status|$connection';
+  access_log ${accessLog} routed;
+  client_body_temp_path ${join(dir, 'body')};
+  proxy_temp_path ${join(dir, 'proxy')};
+  fastcgi_temp_path ${join(dir, 'fastcgi')};
+  uwsgi_temp_path ${join(dir, 'uwsgi')};
+  scgi_temp_path ${join(dir, 'scgi')};
+  include ${join(dir, 'routing.conf')};
+}
+`,
+  );
+  const child = spawnOwned(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { t, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Teardowns run in the order they were registered: nginx is stopped first, then its dir goes.
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  await new Promise<void>((resolve, reject) => {
+    child.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'ENOENT' ? new Error(`nginx not found at ${bin}: this test needs it (apt-get install nginx, or NGINX=/path/to/nginx)`) : err),
+    );
+    child.once('exit', (code) => {
+      const log = existsSync(join(dir, 'error.log')) ? readFileSync(join(dir, 'error.log'), 'utf8') : '';
+      reject(new Error(`nginx exited with ${code}: ${output}${log}`));
+    });
+    const deadline = Date.now() + 10_000;
+    const probe = () => {
+      const s = connect(port, '127.0.0.1');
+      s.once('connect', () => {
+        s.destroy();
+        resolve();
+      });
+      s.once('error', () => {
+        s.destroy();
+        if (!isRunning(child) && child.pid !== undefined) return;
+        if (Date.now() > deadline) reject(new Error(`nginx did not listen on ${port}: ${output}`));
+        else setTimeout(probe, 25);
+      });
+    };
+    probe();
+  });
+  return { port, dir, accessLog };
+}
