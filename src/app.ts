@@ -233,7 +233,18 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     },
     mounts: Object.fromEntries(topology.mounts.map((m) => [m.path, m.upstreams])),
     async listen() {
-      await handoff?.serve(serveHandedRounds(handedRounds)).catch((err: unknown) => {
+      const serveHanded = serveHandedRounds(handedRounds);
+      // A round handed here is a request in flight like any other: a drain waits for it before it
+      // lets go of its held calls, so the replica that forwarded it is not left without a reply.
+      const counted: typeof serveHanded = async (round) => {
+        inFlight.count++;
+        try {
+          return await serveHanded(round);
+        } finally {
+          inFlight.count--;
+        }
+      };
+      await handoff?.serve(counted).catch((err: unknown) => {
         log.warn({ err }, 'cannot receive handed-over retries yet; retries landing elsewhere will replay');
       });
       await crossReplica?.start();

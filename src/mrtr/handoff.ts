@@ -22,6 +22,8 @@ type Wire =
   | { t: 'ack'; id: string }
   | { t: 'reply'; id: string; result?: HandedResult; error?: { reason: ErrorReason; message: string; data?: unknown }; missing?: boolean };
 
+const CLOSE_WAIT_MS = 5_000;
+
 export type RoundServer = (round: ForwardedRound) => Promise<HandedResult | 'missing'>;
 
 interface Waiting {
@@ -34,6 +36,8 @@ interface Waiting {
 
 export class Handoff {
   private readonly waiting = new Map<string, Waiting>();
+  /** Rounds this replica is serving: close() lets them send their reply before the bus goes. */
+  private readonly serving = new Set<Promise<void>>();
   private unsubscribe: (() => Promise<void>) | undefined;
 
   constructor(
@@ -50,7 +54,11 @@ export class Handoff {
 
   /** Starts answering rounds handed to this replica. */
   async serve(server: RoundServer): Promise<void> {
-    this.unsubscribe = await this.bus.subscribe(this.channel(this.replicaId), (text) => void this.onMessage(text, server));
+    this.unsubscribe = await this.bus.subscribe(this.channel(this.replicaId), (text) => {
+      const handled = this.onMessage(text, server);
+      this.serving.add(handled);
+      void handled.finally(() => this.serving.delete(handled));
+    });
   }
 
   private async onMessage(text: string, server: RoundServer): Promise<void> {
@@ -134,9 +142,21 @@ export class Handoff {
     return done;
   }
 
-  /** Ends the handoff and closes its bus (it owns it): no wait on a Redis that is gone. */
+  /**
+   * Ends the handoff and closes its bus (it owns it). No new round is taken; the rounds being
+   * served get up to CLOSE_WAIT_MS to send their reply (a forwarder left without one would wait
+   * its whole reply timeout); no longer wait on a Redis that is gone.
+   */
   async close(): Promise<void> {
+    const unsubscribe = this.unsubscribe;
     this.unsubscribe = undefined;
+    const stopped = (async () => {
+      await unsubscribe?.().catch(() => undefined);
+      await Promise.allSettled([...this.serving]);
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([stopped, new Promise((r) => (timer = setTimeout(r, CLOSE_WAIT_MS)))]);
+    clearTimeout(timer);
     for (const w of this.waiting.values()) w.resolve('unreachable');
     this.waiting.clear();
     await this.bus.close();
