@@ -5,6 +5,7 @@
 // (GET + Last-Event-ID) when the state says where it stood; otherwise it replays the call and
 // answers the repeated questions from the responses the client already gave.
 
+import { setTimeout as delay } from 'node:timers/promises';
 import { declares, requiredCapability } from '../dialect/index.js';
 import { causewayError, CausewayError } from '../errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
@@ -26,6 +27,12 @@ import { Handoff, type ForwardedRound, type HandedResult } from './handoff.js';
 import { toAsk } from './asks.js';
 import { HeldCalls, PendingCall, type RoundListener } from './holder.js';
 import { paramsDigest, sessionDigest, type ResumeClaims, type StateClaims, type StateSealer } from './request-state.js';
+
+/** How long a retry keeps trying to reach a holder that is alive but cut off: longer than a Redis failover (2-4 s measured). */
+const HOLDER_REACH_MS = 15_000;
+const HANDOFF_RETRY_MS = 250;
+
+const sleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { signal });
 
 /** What the bridges of every upstream share on one replica. */
 export interface ReplicaBridge {
@@ -109,21 +116,34 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
         deps.held.release(pending);
         pending = undefined;
       }
-      if (!pending && claims.h !== deps.replicaId && deps.handoff) {
-        // The holder's round runs under the state's TTL (serveHandedRounds); past it, and a margin, it is gone.
-        const replyTimeoutMs = deps.stateTtlMs + deps.upstreamTimeoutMs;
-        const handed = await deps.handoff.forward(claims.h, { callId: claims.c, round: claims.r, inputResponses: responses }, ex.signal, replyTimeoutMs);
+      const handoff = !pending && claims.h !== deps.replicaId ? deps.handoff : undefined;
+      // The holder's round runs under the state's TTL (serveHandedRounds); past it, and a margin, it is gone.
+      const handOver = () =>
+        handoff!.forward(claims.h, { callId: claims.c, round: claims.r, inputResponses: responses }, ex.signal, deps.stateTtlMs + deps.upstreamTimeoutMs);
+      if (handoff) {
+        const handed = await handOver();
         if (handed !== 'unreachable') {
           deps.onRetry?.(request.method, 'handoff');
           return urlElicitationRound(ex, deps, fromHanded(handed));
         }
-        ex.log.info('the replica holding this call is gone; replaying it');
+        ex.log.info('the replica holding this call did not answer; taking the call up here');
       }
       // Holder gone: this state may resume or start one replay on this replica, not more.
       if (!pending) {
         if (deps.held.wasFinished(claims.c)) throw invalid('requestState was already used');
         deps.held.remember(claims.c, claims.e);
-        const resumed = await resumeCall(ex, session, deps, digestOf, claims);
+        let resumed = await resumeCall(ex, session, deps, digestOf, claims);
+        // The upstream keeps the call's stream attached elsewhere: its holder is alive, but the
+        // handoff did not reach it (Redis failing over). Hand it over again once that passes.
+        for (const until = Date.now() + HOLDER_REACH_MS; resumed === 'conflict' && handoff && Date.now() < until; ) {
+          await sleep(HANDOFF_RETRY_MS, ex.signal);
+          const handed = await handOver();
+          if (handed !== 'unreachable') {
+            deps.onRetry?.(request.method, 'handoff');
+            return urlElicitationRound(ex, deps, fromHanded(handed));
+          }
+          resumed = await resumeCall(ex, session, deps, digestOf, claims);
+        }
         if (resumed === 'conflict') throw invalid('requestState was already used');
         if (resumed !== undefined) {
           deps.onRetry?.(request.method, 'resume');

@@ -2,7 +2,7 @@
 // Sentinels; two Causeway replicas found the primary through the Sentinels. While warm calls,
 // cold keys crossing replicas, multi-round calls crossing replicas and a listen stream on each
 // replica run, the primary is SIGKILLed; once Sentinel has promoted the replica, Causeway carries
-// on: nothing started after it recovered fails, and at most the requests in flight at the kill do.
+// on: nothing started after it recovered fails, and only requests in flight during the failover may.
 
 import type { Redis } from 'ioredis';
 import t from 'tap';
