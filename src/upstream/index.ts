@@ -7,4 +7,5 @@ export { callHeaders } from './headers.js';
 export { TargetSet, neverDelivered } from './targets.js';
 export { ResumeRefusedError, SessionExpiredError, TargetUnreachableError, toUpstreamError } from './errors.js';
 export { SseChannelOpener, type SseChannelOptions } from './sse-channel.js';
+export { detectTransport, TransportMemo, type DetectOptions, type LegacyTransport } from './detect-transport.js';
 export type { ChannelOpener, MessageChannel } from './message-channel.js';
