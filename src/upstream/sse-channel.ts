@@ -74,6 +74,7 @@ export class SseChannelOpener implements ChannelOpener {
   private readonly url: URL;
   private readonly dispatcher: Dispatcher;
   private readonly ownAgent: Agent | undefined;
+  private readonly channels = new Set<SseChannel>();
 
   constructor(private readonly options: SseChannelOptions) {
     this.url = new URL(options.url);
@@ -121,7 +122,10 @@ export class SseChannelOpener implements ChannelOpener {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       log.debug({ url: this.url.href, endpoint: endpoint.pathname }, 'upstream HTTP+SSE channel open');
-      return new SseChannel(this.options, this.dispatcher, endpoint, events, stream);
+      const channel = new SseChannel(this.options, this.dispatcher, endpoint, events, stream);
+      this.channels.add(channel);
+      channel.onClose(() => this.channels.delete(channel));
+      return channel;
     } catch (err) {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
@@ -135,8 +139,9 @@ export class SseChannelOpener implements ChannelOpener {
     }
   }
 
-  /** Ends the opener's own Agent (a Dispatcher passed in is the caller's to close). */
+  /** Closes the channels still open, then the opener's own Agent (a Dispatcher passed in is the caller's to close). */
   async close(): Promise<void> {
+    await Promise.all([...this.channels].map((c) => c.close()));
     await this.ownAgent?.close().catch(() => undefined);
   }
 }

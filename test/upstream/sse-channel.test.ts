@@ -3,6 +3,7 @@
 
 import t, { type Test } from 'tap';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Pool } from 'undici';
 import { CausewayError } from '../../src/errors.js';
 import type { JsonRpcMessage, JsonRpcResponse } from '../../src/jsonrpc.js';
 import { detectTransport, SseChannelOpener, TransportMemo, type MessageChannel, type SseChannelOptions } from '../../src/upstream/index.js';
@@ -104,6 +105,29 @@ t.test('a session over the SDK SSE server: initialize, initialized, a tool call'
   t.equal(stats.lastHeaders['mcp-protocol-version'], undefined, 'no protocol version header');
   t.equal(stats.lastHeaders['mcp-session-id'], undefined, 'no session header');
   t.equal(stats.sessionsOpen, 1);
+});
+
+t.test('over a Pool the caller owns', async (t) => {
+  const fx = await fixture(t);
+  const pool = new Pool(new URL(fx.url).origin, { connections: 4 });
+  t.teardown(() => pool.close());
+  const o = await initialized(t, fx.url, { dispatcher: pool });
+  await o.channel.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'pooled' } } });
+  t.equal(textOf(await o.response(2)), 'pooled');
+  await o.channel.close();
+  t.equal(pool.closed, false, 'the pool is left to its owner');
+});
+
+t.test("the opener's close() closes the channels it opened", async (t) => {
+  const fx = await fixture(t);
+  const { opener: o } = opener(t, fx.url);
+  const [a, b] = await Promise.all([o.open(), o.open()]);
+  const reasons: Array<Error | undefined> = [];
+  a.onClose((r) => reasons.push(r));
+  b.onClose((r) => reasons.push(r));
+  await o.close();
+  t.same(reasons, [undefined, undefined]);
+  await until(() => fx.stats().sessionsOpen === 0);
 });
 
 t.test('the GET carries the configured headers and asks for an event stream', async (t) => {
