@@ -6,3 +6,6 @@ export { UpstreamClient, type SessionRef } from './legacy-client.js';
 export { callHeaders } from './headers.js';
 export { TargetSet, neverDelivered } from './targets.js';
 export { ResumeRefusedError, SessionExpiredError, TargetUnreachableError, toUpstreamError } from './errors.js';
+export { SseChannelOpener, type SseChannelOptions } from './sse-channel.js';
+export { detectTransport, TransportMemo, type DetectOptions, type LegacyTransport } from './detect-transport.js';
+export type { ChannelOpener, MessageChannel } from './message-channel.js';
