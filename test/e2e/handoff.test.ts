@@ -74,6 +74,6 @@ t.test('modern_client-to-legacy_upstream-holder-killed-between-rounds-resumes', 
   const started = Date.now();
   const r2 = await call(b.url, tool, { inputResponses: { user_name: { action: 'accept', content: { name: 'Bob' } } }, requestState: r1.result?.requestState });
   t.equal(r2.result?.content?.[0]?.text, 'Hello, Bob!', 'the resumed call completes with the given answer');
-  t.ok(Date.now() - started < 5_000, 'no hang');
+  t.comment(`answered ${Date.now() - started} ms after the retry was sent`);
   t.equal(calls(tool) - before, 1, 'the original call only: resumed, not replayed');
 });
