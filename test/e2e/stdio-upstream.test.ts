@@ -109,6 +109,30 @@ t.test('the modern client through Causeway to a stdio legacy server: discover, l
   t.notOk(alive(stats.pid), 'the drain stopped the child');
 });
 
+t.test('listen over stdio: list_changed and resources/updated reach the listener once each, and the drain ends the stream', async (t) => {
+  const causeway = await startCauseway(stdioSettings());
+  const pids = new Set<number>();
+  stopsChildren(t, causeway, pids);
+  const client = new Client({ name: 'stdio-listen', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} });
+  await client.connect(new StreamableHTTPClientTransport(new URL(causeway.url)));
+  t.teardown(() => client.close());
+  const seen = { tools: 0, updated: [] as string[] };
+  client.setNotificationHandler('notifications/tools/list_changed', () => void (seen.tools += 1));
+  client.setNotificationHandler('notifications/resources/updated', (n) => void seen.updated.push(n.params.uri));
+  const sub = await client.listen({ toolsListChanged: true, resourceSubscriptions: ['test://watched-resource'] });
+  await client.callTool({ name: 'test_trigger_tool_change', arguments: {} });
+  t.ok(await eventually(() => seen.tools === 1, 5000), 'tools/list_changed reached the listener');
+  await client.callTool({ name: 'test_trigger_resource_update', arguments: {} });
+  t.ok(await eventually(() => seen.updated.length === 1, 5000), 'resources/updated reached the listener');
+  t.same(seen.updated, ['test://watched-resource']);
+  await client.callTool({ name: 'test_trigger_tool_change', arguments: {} });
+  t.ok(await eventually(() => seen.tools === 2, 5000), 'the second change too');
+  await new Promise((r) => setTimeout(r, 100));
+  t.equal(seen.tools, 2, 'each change once, not once per path');
+  await causeway.close();
+  t.equal(await sub.closed, 'graceful');
+});
+
 t.test('50 calls at once on one stdio process are all in flight together', async (t) => {
   const causeway = await startCauseway(stdioSettings());
   const pids = new Set<number>();
