@@ -305,7 +305,7 @@ export class SessionPool {
 
   /** A session of a replica-local upstream: opened and kept here, the store never told. */
   private async openPinned(key: SessionKey, reason: OpenReason, generation: number): Promise<PooledSession> {
-    await this.makeRoom().catch(() => undefined);
+    await this.makeRoom(true).catch(() => undefined);
     const record = await this.initialize(key, reason, generation);
     const session: PooledSession = { key, record, facts: new SessionFacts(), lastUsedAt: Date.now(), localOnly: true, pinned: true };
     this.local.set(key.id, session);
@@ -365,9 +365,10 @@ export class SessionPool {
   /**
    * Keeps this replica under maxSessions (memory store: ending the least recently used; shared
    * store: only forgetting it, since other replicas may use it) and, for a shared store, keeps the
-   * store under maxSessions by ending its least recently used sessions.
+   * store under maxSessions by ending its least recently used sessions (not for a session that
+   * will never be stored: `localOnly`).
    */
-  private async makeRoom(): Promise<void> {
+  private async makeRoom(localOnly = false): Promise<void> {
     while (this.local.size >= this.opts.maxSessions) {
       const oldest = this.local.values().next().value as PooledSession | undefined;
       if (!oldest) break;
@@ -376,7 +377,7 @@ export class SessionPool {
         await this.drop(oldest).catch((err: unknown) => this.log.warn({ err }, 'evicting an upstream session failed'));
       }
     }
-    if (!this.shared || !this.health.isUp) return;
+    if (!this.shared || !this.health.isUp || localOnly) return;
     const count = await this.health.run('count', () => this.store.count());
     if (count < this.opts.maxSessions) return;
     const oldest = await this.health.run('idle', () => this.store.idle(Date.now() + 1, count - this.opts.maxSessions + 1));
