@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap';
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { startCauseway, type Settings } from '../helpers/causeway.js';
+import { spawnCauseway, startCauseway, type Settings } from '../helpers/causeway.js';
 import { callTool, ELICIT, eventually, textOf, type Json } from '../mrtr/wire.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
@@ -191,6 +191,29 @@ t.test('maxProcesses: the idle process is stopped for a new session; with none i
   t.equal(textOf(await busy), 'done', 'the busy call was not disturbed');
   const again = await callTool(causeway.url, 'echo', { arguments: { text: 'y' } }, { caps: { roots: {} } });
   t.equal(textOf(again), 'y', 'once idle, the other session takes the slot');
+});
+
+t.test('a child unused for store.idleTtlMs is stopped; the next request starts another', async (t) => {
+  const causeway = await startCauseway(stdioSettings({ 'store.idleTtlMs': 1000 }));
+  const pids = new Set<number>();
+  stopsChildren(t, causeway, pids);
+  const first = await fixtureStats(causeway.url);
+  pids.add(first.pid);
+  t.ok(await eventually(() => !alive(first.pid), 8000, 50), 'reaped once idle');
+  const next = await fixtureStats(causeway.url);
+  pids.add(next.pid);
+  t.not(next.pid, first.pid);
+});
+
+t.test('Causeway as its own process: SIGTERM drains it and stops its children', async (t) => {
+  const causeway = await spawnCauseway(stdioSettings(), { t, graceMs: 15_000 });
+  const stats = await fixtureStats(causeway.url);
+  t.teardown(() => {
+    if (alive(stats.pid)) process.kill(stats.pid, 'SIGKILL');
+  });
+  t.ok(alive(stats.pid));
+  await causeway.close();
+  t.notOk(alive(stats.pid), 'the child went with it');
 });
 
 t.test('config: stdio needs a command; url is not used with it', async (t) => {
