@@ -216,6 +216,23 @@ t.test('Causeway as its own process: SIGTERM drains it and stops its children', 
   t.notOk(alive(stats.pid), 'the child went with it');
 });
 
+t.test('two stdio upstreams federated on one mount, configured per entry of upstreams', async (t) => {
+  const entry = (label: string) => ({ transport: 'stdio', command: process.execPath, args: [FIXTURE, '--stdio', '--label', label], maxProcesses: 2 });
+  const causeway = await startCauseway({
+    upstreams: JSON.stringify({ left: entry('L'), right: entry('R') }),
+    mounts: JSON.stringify({ '/mcp': { upstreams: ['left', 'right'] } }),
+  });
+  t.teardown(() => causeway.close());
+  t.equal(textOf(await callTool(causeway.url, 'left__about_L')), 'served by L');
+  t.equal(textOf(await callTool(causeway.url, 'right__about_R')), 'served by R');
+  const metrics = await (await fetch(`${causeway.adminUrl}/metrics`)).text();
+  // Sessions of other capabilities (the federation's start-up name check, the caller) have their own process each.
+  for (const name of ['left', 'right']) {
+    const n = Number(new RegExp(`causeway_upstream_processes\\{upstream="${name}"\\} (\\d+)`).exec(metrics)?.[1]);
+    t.ok(n >= 1 && n <= 2, `${name}: ${n} processes, within its maxProcesses`);
+  }
+});
+
 t.test('config: stdio needs a command; url is not used with it', async (t) => {
   await t.rejects(startCauseway({ 'upstream.transport': 'stdio' }), /upstream\.command: required when transport is stdio/);
   await t.rejects(startCauseway({ 'upstream.transport': 'sse', 'upstream.url': 'http://127.0.0.1:1/mcp' }), /upstream\.transport: sse is not available yet/);
