@@ -9,8 +9,9 @@
 // - other notifications (list_changed, resources/updated) go to the session's open streams, or,
 //   with none open, to its oldest call in flight (never both: listeners would hear them twice);
 // - a server->client request (elicitation, sampling, roots) goes to the oldest call in flight
-//   that can ask the client (tools/call, prompts/get, resources/read first), since nothing in
-//   the legacy protocol says which call it belongs to; pings are answered at once.
+//   that can ask the client (tools/call, prompts/get, resources/read first, and of those one
+//   not already waiting on an answer first), since nothing in the legacy protocol says which
+//   call it belongs to; pings are answered at once.
 // At most maxChannels channels are open; to open one more the least recently used idle one (no
 // call in flight, no open stream) is closed, and with none idle the open is refused (overloaded).
 // A channel lost with calls in flight fails them (upstream_unavailable); the next request on its
@@ -66,6 +67,8 @@ interface Pending {
   handlers: StreamHandlers;
   progressToken: string | number | undefined;
   asked: boolean;
+  /** Asks routed to this call that have not been answered yet. */
+  readonly outstanding: Set<string>;
   settle(outcome: { response: JsonRpcResponse } | { error: unknown }): void;
 }
 
@@ -77,6 +80,8 @@ interface OpenStream {
 class ChannelSession {
   readonly pending = new Map<string, Pending>();
   readonly streams = new Set<OpenStream>();
+  /** Unanswered server->client requests, by id, and the call each was routed to. */
+  readonly asks = new Map<string, Pending>();
   lastUsedAt = Date.now();
   readonly openedAt = Date.now();
   lost = false;
@@ -199,6 +204,12 @@ export class ChannelClient implements UpstreamSessionClient {
   }
 
   respond(session: SessionRef, r: JsonRpcResponse): Promise<void> {
+    const s = session.sessionId === undefined ? undefined : this.sessions.get(session.sessionId);
+    if (s && r.id !== null && r.id !== undefined) {
+      const key = idKey(r.id);
+      s.asks.get(key)?.outstanding.delete(key);
+      s.asks.delete(key);
+    }
     return this.oneWay(session, r);
   }
 
@@ -328,9 +339,11 @@ export class ChannelClient implements UpstreamSessionClient {
         handlers,
         progressToken: typeof token === 'string' || typeof token === 'number' ? token : undefined,
         asked: false,
+        outstanding: new Set(),
         settle: (outcome) => {
           if (s.pending.get(key) !== pending) return;
           s.pending.delete(key);
+          for (const ask of pending.outstanding) s.asks.delete(ask);
           s.lastUsedAt = Date.now();
           scope.signal.removeEventListener('abort', onAbort);
           if (asked) asked.value = pending.asked;
@@ -400,13 +413,18 @@ export class ChannelClient implements UpstreamSessionClient {
       this.reply(s, { jsonrpc: '2.0', id: r.id, result: {} }, r.method);
       return;
     }
+    // A call already waiting on an answer is less likely to ask again than one that has not asked.
     const askers = [...s.pending.values()].filter((p) => p.handlers.onServerRequest !== undefined);
-    const target = askers.find((p) => ASKING_METHODS.has(p.method)) ?? askers[0];
+    const rank = (p: Pending): number => (ASKING_METHODS.has(p.method) ? 0 : 2) + (p.outstanding.size > 0 ? 1 : 0);
+    const target = askers.reduce<Pending | undefined>((best, p) => (best === undefined || rank(p) < rank(best) ? p : best), undefined);
     if (target === undefined) {
       this.reply(s, refusal(r.id, 'Method not found'), r.method);
       return;
     }
     target.asked = true;
+    const key = idKey(r.id);
+    target.outstanding.add(key);
+    s.asks.set(key, target);
     this.deliver(() => target.handlers.onServerRequest!(r), r.method);
   }
 

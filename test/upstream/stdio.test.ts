@@ -94,6 +94,20 @@ t.test('pings are answered; an ask goes to the call that can ask, and its answer
   t.match(textOf(await client.request(s, call('elicit'), {})), /answer \{"code":-32601/, 'no call can ask: refused');
 });
 
+t.test('two calls asking at once: the second ask goes to the call not already waiting on an answer', async (t) => {
+  const { client } = setup(t, RAW);
+  const s = await client.initialize(INIT);
+  const answerLater = (name: string) => ({
+    onServerRequest: (r: JsonRpcRequest) =>
+      void setTimeout(() => void client.respond(s, { jsonrpc: '2.0', id: r.id, result: { action: 'accept', content: { name } } }), 150),
+  });
+  const first = client.request(s, call('elicit'), answerLater('first'));
+  await new Promise((r) => setTimeout(r, 50));
+  const second = client.request(s, call('elicit'), answerLater('second'));
+  t.match(textOf(await first), /"name":"first"/);
+  t.match(textOf(await second), /"name":"second"/);
+});
+
 t.test('notifications: progress to its owner, logs to every call, list_changed to the open stream (else the oldest call)', async (t) => {
   const { client } = setup(t, RAW);
   const s = await client.initialize(INIT);
