@@ -8,7 +8,16 @@ import { createAdmin, createIngress, drain, frontDoor } from './ingress/index.js
 import type { Logger } from './log.js';
 import { createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics, type Metrics } from './metrics/index.js';
 import { LegacyPassthrough, SessionBinding } from './passthrough/index.js';
-import { DEFAULT_CREDENTIAL_HEADERS, ForwardPolicy, IdMinter, TargetSet, UpstreamClient } from './upstream/index.js';
+import {
+  ChannelClient,
+  DEFAULT_CREDENTIAL_HEADERS,
+  ForwardPolicy,
+  IdMinter,
+  StdioOpener,
+  TargetSet,
+  UpstreamClient,
+  type UpstreamSessionClient,
+} from './upstream/index.js';
 import { createRedisClient, createStore, redisConnection, SessionPool, type SessionStore } from './pool/index.js';
 import { RedisBus } from './bus/index.js';
 import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, type ReplicaBridge } from './mrtr/index.js';
@@ -53,7 +62,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const partsOf = (name: string) => upstreams.get(name)!;
   const pool = new SessionPool(
     store,
-    new Map([...upstreams].map(([name, u]) => [name, { client: u.client, protocolVersion: u.spec.protocolVersion }])),
+    new Map([...upstreams].map(([name, u]) => [name, { client: u.client, protocolVersion: u.spec.protocolVersion, replicaLocal: u.spec.transport === 'stdio' }])),
     {
       clientInfo: { name: 'causeway', version: VERSION },
       idleTtlMs: config.store.idleTtlMs,
@@ -288,7 +297,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             async () => handoff?.close(),
             () => pool.close(),
             () => store.close(),
-            () => Promise.allSettled([...upstreams.values()].flatMap((u) => [u.client.close(), u.passthrough.close()])),
+            () => Promise.allSettled([...upstreams.values()].flatMap((u) => [u.client.close(), u.passthrough?.close()])),
           ],
           admin,
         },
@@ -300,8 +309,9 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
 
 interface UpstreamParts {
   spec: UpstreamSpec;
-  client: UpstreamClient;
-  passthrough: LegacyPassthrough;
+  client: UpstreamSessionClient;
+  /** Absent for a stdio upstream: legacy clients are not served there. */
+  passthrough: LegacyPassthrough | undefined;
   forward: ForwardPolicy;
   metrics: UpstreamMetrics;
 }
@@ -309,6 +319,26 @@ interface UpstreamParts {
 function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log: Logger): UpstreamParts {
   const upstreamMetrics = new UpstreamMetrics(metrics, spec.name);
   const upstreamLog = log.child({ stage: 'upstream', upstream: spec.name });
+  const { principal } = config;
+  const credentials = [...DEFAULT_CREDENTIAL_HEADERS, ...config.security.credentialHeaders];
+  if (principal.mode === 'header') credentials.push(principal.header);
+  const forward = new ForwardPolicy(spec.forwardHeaders, credentials);
+  if (spec.transport === 'stdio') {
+    // One child process per pooled session, in this replica only.
+    const opener = new StdioOpener(
+      spec.name,
+      { command: spec.command, args: spec.args, env: spec.env, cwd: spec.cwd === '' ? undefined : spec.cwd, maxLineBytes: spec.maxResponseBytes },
+      upstreamLog,
+    );
+    const client = new ChannelClient(spec.name, opener, upstreamLog, {
+      requestTimeoutMs: spec.requestTimeoutMs,
+      maxChannels: spec.maxProcesses,
+      onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds),
+      onChannels: (n) => upstreamMetrics.processes(n),
+      onRestart: () => upstreamMetrics.processRestarted(),
+    });
+    return { spec, client, passthrough: undefined, forward, metrics: upstreamMetrics };
+  }
   // URLs are logged by position: they may carry credentials.
   const targets = new TargetSet(
     spec.urls,
@@ -333,10 +363,6 @@ function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log
     upstreamLog,
     { onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds) },
   );
-  const { principal } = config;
-  const credentials = [...DEFAULT_CREDENTIAL_HEADERS, ...config.security.credentialHeaders];
-  if (principal.mode === 'header') credentials.push(principal.header);
-  const forward = new ForwardPolicy(spec.forwardHeaders, credentials);
   const passthrough = new LegacyPassthrough(
     {
       targets,

@@ -18,7 +18,7 @@ import {
   type CallObserver,
   type ForwardPolicy,
   type IdMinter,
-  type UpstreamClient,
+  type UpstreamSessionClient,
 } from './upstream/index.js';
 import { runRound, type BridgeDeps, type RoundResult } from './mrtr/index.js';
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
@@ -27,7 +27,7 @@ import type { Subscriptions } from './subscriptions/index.js';
 export interface ModernDeps {
   upstreamName: string;
   bridge: BridgeDeps;
-  client: UpstreamClient;
+  client: UpstreamSessionClient;
   pool: SessionPool;
   ids: IdMinter;
   principal: PrincipalPolicy;

@@ -5,6 +5,8 @@
 export type CacheScope = 'public' | 'private';
 export type PrincipalMode = 'none' | 'header' | 'bearer';
 export type StoreKind = 'memory' | 'redis';
+export type UpstreamTransport = 'streamable-http' | 'sse' | 'stdio' | 'auto';
+export const UPSTREAM_TRANSPORTS: readonly UpstreamTransport[] = ['streamable-http', 'sse', 'stdio', 'auto'];
 
 export interface Config {
   listen: { host: string; port: number; path: string; tlsCertFile: string; tlsKeyFile: string };
@@ -34,6 +36,12 @@ export interface Config {
     maxResponseBytes: number;
     ejectAfterFailures: number;
     ejectMs: number;
+    transport: UpstreamTransport;
+    command: string;
+    args: string[];
+    env: Record<string, string>;
+    cwd: string;
+    maxProcesses: number;
   };
   /** Named upstreams (see config/topology.ts); empty: the one described by upstream.*. */
   upstreams: Record<string, Record<string, unknown>>;
@@ -166,7 +174,7 @@ export const SETTINGS: readonly Setting[] = [
     doc: 'Key of the HMAC that turns a principal into its stored hash. Required unless mode is none.',
   },
   { path: 'upstream.name', kind: 'string', default: 'default', doc: 'Name of the upstream in logs and metrics.' },
-  { path: 'upstream.url', kind: 'string', default: '', doc: 'Streamable HTTP endpoint of the legacy server (required).' },
+  { path: 'upstream.url', kind: 'string', default: '', doc: 'Streamable HTTP endpoint of the legacy server (required unless transport is stdio).' },
   { path: 'upstream.headers', kind: 'map', default: {}, doc: 'Extra headers sent upstream (e.g. its own credential).' },
   {
     path: 'upstream.forwardHeaders',
@@ -182,7 +190,7 @@ export const SETTINGS: readonly Setting[] = [
   },
   { path: 'upstream.connectTimeoutMs', kind: 'number', default: 5_000, doc: 'Upstream TCP connect timeout.' },
   { path: 'upstream.requestTimeoutMs', kind: 'number', default: 60_000, doc: 'Longest wait for an upstream answer (504 after).' },
-  { path: 'upstream.maxResponseBytes', kind: 'number', default: 16_777_216, doc: 'Largest upstream response accepted.' },
+  { path: 'upstream.maxResponseBytes', kind: 'number', default: 16_777_216, doc: 'Largest upstream response accepted; for stdio, the longest line of its stdout.' },
   {
     path: 'upstream.ejectAfterFailures',
     kind: 'number',
@@ -191,6 +199,29 @@ export const SETTINGS: readonly Setting[] = [
     doc: 'Consecutive failures to reach one of an upstream’s URLs before it is ejected (new sessions go elsewhere, its sessions move).',
   },
   { path: 'upstream.ejectMs', kind: 'number', default: 10_000, doc: 'How long an ejected upstream URL is left alone before it is tried again.' },
+  {
+    path: 'upstream.transport',
+    kind: 'string',
+    default: 'streamable-http',
+    choices: UPSTREAM_TRANSPORTS,
+    doc: 'How the legacy server is reached: streamable-http (upstream.url), stdio (upstream.command run as a child process per session); sse and auto are not available yet. See Upstreams.',
+  },
+  { path: 'upstream.command', kind: 'string', default: '', doc: 'Program run for each upstream session when transport is stdio (required then).' },
+  { path: 'upstream.args', kind: 'list', default: [], doc: 'Arguments of upstream.command (comma-separated in env and flags; use a config file for arguments containing commas).' },
+  {
+    path: 'upstream.env',
+    kind: 'map',
+    default: {},
+    doc: 'Environment of the stdio child, besides PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG, TMPDIR and TZ taken from Causeway’s (nothing else is inherited).',
+  },
+  { path: 'upstream.cwd', kind: 'string', default: '', doc: 'Working directory of the stdio child; empty: Causeway’s.' },
+  {
+    path: 'upstream.maxProcesses',
+    kind: 'number',
+    default: 100,
+    min: 1,
+    doc: 'Most stdio child processes (one per pooled session) per upstream on one replica; the least recently used idle one is stopped for a new one, 503 when none is idle.',
+  },
   {
     path: 'upstreams',
     kind: 'json',

@@ -3,7 +3,7 @@
 // `upstreams`, those settings are the defaults of each entry and `mounts` say what is served where.
 
 import { deepFreeze } from './freeze.js';
-import type { CacheScope, Config } from './schema.js';
+import { UPSTREAM_TRANSPORTS, type CacheScope, type Config, type UpstreamTransport } from './schema.js';
 
 export interface CachePolicy {
   ttlMs: number;
@@ -13,7 +13,7 @@ export interface CachePolicy {
 
 /** One upstream: the `upstream.*` settings, with its own URLs and cache policy. */
 export interface UpstreamSpec extends Omit<Config['upstream'], 'url'> {
-  /** Equivalent URLs (replicas of one deployment); sessions are spread over them. */
+  /** Equivalent URLs (replicas of one deployment); sessions are spread over them. Empty for stdio. */
   urls: string[];
   cache: CachePolicy;
 }
@@ -57,7 +57,15 @@ const UPSTREAM_KEYS = new Set([
   'ejectAfterFailures',
   'ejectMs',
   'cache',
+  'transport',
+  'command',
+  'args',
+  'env',
+  'cwd',
+  'maxProcesses',
 ]);
+/** Transports Causeway can speak to an upstream today. */
+const AVAILABLE_TRANSPORTS: ReadonlySet<UpstreamTransport> = new Set(['streamable-http', 'stdio']);
 const MOUNT_KEYS = new Set(['upstreams', 'prefix', 'pageSize', 'routes']);
 
 type Raw = Record<string, unknown>;
@@ -125,9 +133,12 @@ function cacheMethods(where: string, v: unknown, problems: string[]): Record<str
 function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): UpstreamSpec {
   const where = `upstreams.${name}`;
   for (const k of Object.keys(raw)) if (!UPSTREAM_KEYS.has(k)) problems.push(`${where}: unknown setting ${k}`);
+  const stdio = stdioSpec(where, raw, c, problems);
   let urls: string[] = [];
   if (raw.urls !== undefined && raw.url !== undefined) problems.push(`${where}: give url or urls, not both`);
-  if (raw.urls !== undefined) {
+  if (stdio.transport === 'stdio') {
+    if (raw.urls !== undefined || raw.url !== undefined) problems.push(`${where}: url and urls are not used when transport is stdio`);
+  } else if (raw.urls !== undefined) {
     if (!Array.isArray(raw.urls) || raw.urls.length === 0) problems.push(`${where}.urls: expected a non-empty list of URLs`);
     else urls = raw.urls.filter((u, i): u is string => checkUrl(`${where}.urls[${i}]`, u, problems));
   } else if (checkUrl(`${where}.url`, raw.url, problems)) urls = [raw.url as string];
@@ -173,8 +184,43 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
     maxResponseBytes: num(`${where}.maxResponseBytes`, raw.maxResponseBytes, c.upstream.maxResponseBytes, 0, problems),
     ejectAfterFailures: num(`${where}.ejectAfterFailures`, raw.ejectAfterFailures, c.upstream.ejectAfterFailures, 1, problems),
     ejectMs: num(`${where}.ejectMs`, raw.ejectMs, c.upstream.ejectMs, 0, problems),
+    ...stdio,
     cache,
   };
+}
+
+type StdioFields = Pick<UpstreamSpec, 'transport' | 'command' | 'args' | 'env' | 'cwd' | 'maxProcesses'>;
+
+/** transport and the stdio settings of one upstream entry, upstream.* giving the defaults. */
+function stdioSpec(where: string, raw: Raw, c: Config, problems: string[]): StdioFields {
+  let transport = c.upstream.transport;
+  if (raw.transport !== undefined) {
+    if (typeof raw.transport === 'string' && (UPSTREAM_TRANSPORTS as readonly string[]).includes(raw.transport)) transport = raw.transport as UpstreamTransport;
+    else problems.push(`${where}.transport: expected one of ${UPSTREAM_TRANSPORTS.join(', ')}`);
+  }
+  if (!AVAILABLE_TRANSPORTS.has(transport)) problems.push(`${where}.transport: ${transport} is not available yet; use streamable-http or stdio`);
+  const str = (key: 'command' | 'cwd'): string => {
+    const v = raw[key];
+    if (v === undefined) return c.upstream[key];
+    if (typeof v === 'string') return v;
+    problems.push(`${where}.${key}: expected a string`);
+    return c.upstream[key];
+  };
+  const command = str('command');
+  const cwd = str('cwd');
+  let args = c.upstream.args;
+  if (raw.args !== undefined) {
+    if (Array.isArray(raw.args) && raw.args.every((a) => typeof a === 'string')) args = raw.args as string[];
+    else problems.push(`${where}.args: expected a list of strings`);
+  }
+  let env: Record<string, string> = { ...c.upstream.env };
+  if (raw.env !== undefined) {
+    if (isRaw(raw.env) && Object.values(raw.env).every((v) => typeof v === 'string')) env = { ...env, ...(raw.env as Record<string, string>) };
+    else problems.push(`${where}.env: expected an object of strings`);
+  }
+  if (transport === 'stdio' && command.trim() === '') problems.push(`${where}.command: required when transport is stdio`);
+  const maxProcesses = num(`${where}.maxProcesses`, raw.maxProcesses, c.upstream.maxProcesses, 1, problems);
+  return { transport, command, args: [...args], env, cwd, maxProcesses };
 }
 
 function routeRules(where: string, v: unknown, members: readonly string[], problems: string[]): RouteRule[] {
@@ -254,8 +300,10 @@ function workOutTopology(c: Config): { topology: Topology; problems: string[] } 
   const entries = Object.entries(c.upstreams);
   if (entries.length === 0) {
     const own: string[] = [];
-    upstreams.push(upstreamSpec(c.upstream.name, { url: c.upstream.url }, c, own));
-    problems.push(...own.map((p) => p.replace(`upstreams.${c.upstream.name}.url`, 'upstream.url')));
+    const ownRaw = c.upstream.transport === 'stdio' && c.upstream.url === '' ? {} : { url: c.upstream.url };
+    upstreams.push(upstreamSpec(c.upstream.name, ownRaw, c, own));
+    const entry = `upstreams.${c.upstream.name}`;
+    problems.push(...own.map((p) => (p.startsWith(`${entry}.`) ? `upstream.${p.slice(entry.length + 1)}` : p.startsWith(`${entry}:`) ? `upstream${p.slice(entry.length)}` : p)));
     if (!NAME.test(c.upstream.name)) problems.push('upstream.name: letters, digits, _ . - (64 at most), starting with a letter or digit');
   } else {
     if (c.upstream.url !== '') problems.push('upstream.url: not used when upstreams are configured; give each upstream its url');

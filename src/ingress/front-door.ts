@@ -189,8 +189,9 @@ function clientRevision(headers: HeaderBag, body: unknown): string {
   return revisionLabel(headers['mcp-protocol-version']?.trim());
 }
 
-function legacyOnFederatedMount() {
-  return causewayError('invalid_request', 'Legacy clients are served on single-upstream mounts only');
+function legacyNotServed(mount: Mount) {
+  if (mount.federation) return causewayError('invalid_request', 'Legacy clients are served on single-upstream mounts only');
+  return causewayError('invalid_request', 'Legacy clients are not served on this mount: its upstream is a stdio server; use protocol 2026-07-28');
 }
 
 /**
@@ -238,7 +239,7 @@ async function dispatch(
     }
     tag.era = 'legacy';
     tag.method = method === 'GET' ? 'stream' : 'terminate';
-    if (!passthrough) return sendCausewayError(res, legacyOnFederatedMount(), null);
+    if (!passthrough) return sendCausewayError(res, legacyNotServed(mount), null);
     return passthrough.forward(method, req.headers, undefined, res, signal);
   }
   if (method !== 'POST') {
@@ -272,7 +273,7 @@ async function dispatch(
     case 'legacy':
       tag.era = 'legacy';
       tag.method = legacyMethodLabel(parsed.ok ? parsed.value : undefined);
-      if (!passthrough) return sendCausewayError(res, legacyOnFederatedMount(), null);
+      if (!passthrough) return sendCausewayError(res, legacyNotServed(mount), null);
       return passthrough.forward('POST', req.headers, body, res, signal, routingHeaders(req.headers, parsed.ok ? parsed.value : undefined));
     case 'accepted':
       tag.era = 'modern';

@@ -55,6 +55,8 @@ export class UpstreamMetrics {
   private readonly lookups: Children<CounterChild>;
   private readonly ejections: Children<CounterChild>;
   private readonly localSessions: CounterChild;
+  private readonly processCount: { set(n: number): void };
+  private readonly restarts: CounterChild;
 
   constructor(m: Metrics, upstream: string) {
     this.answers = new Children((v) => m.modernRequests.labels(upstream, ...v));
@@ -67,6 +69,8 @@ export class UpstreamMetrics {
     this.lookups = new Children((v) => m.poolLookups.labels(upstream, ...v));
     this.ejections = new Children((v) => m.ejections.labels(upstream, ...v));
     this.localSessions = m.localSessions.labels(upstream);
+    this.processCount = m.upstreamProcesses.labels(upstream);
+    this.restarts = m.processRestarts.labels(upstream);
   }
 
   /** A tools/list, prompts/list or resources/templates/list page the upstream returned. */
@@ -108,6 +112,15 @@ export class UpstreamMetrics {
 
   localSession(): void {
     this.localSessions.inc();
+  }
+
+  /** Child processes of a stdio upstream running now. */
+  processes(n: number): void {
+    this.processCount.set(n);
+  }
+
+  processRestarted(): void {
+    this.restarts.inc();
   }
 }
 

@@ -144,6 +144,18 @@ export function createMetrics(probes: Probes) {
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    upstreamProcesses: new Gauge({
+      name: 'causeway_upstream_processes',
+      help: 'Child processes running for a stdio upstream on this replica (one per pooled session), by upstream.',
+      labelNames: ['upstream'] as const,
+      registers: [registry],
+    }),
+    processRestarts: new Counter({
+      name: 'causeway_upstream_process_restarts_total',
+      help: 'Child processes of a stdio upstream started after one was lost (it exited, crashed or broke the framing), by upstream.',
+      labelNames: ['upstream'] as const,
+      registers: [registry],
+    }),
     localSessions: new Counter({
       name: 'causeway_session_local_total',
       help: 'Upstream sessions opened replica-local because the shared store was unavailable.',

@@ -20,7 +20,7 @@ import {
   type CallObserver,
   type IdMinter,
   type SessionRef,
-  type UpstreamClient,
+  type UpstreamSessionClient,
 } from '../upstream/index.js';
 import { levelAtLeast, type ModernRequest } from '../envelope/index.js';
 import { Handoff, type ForwardedRound, type HandedResult } from './handoff.js';
@@ -48,7 +48,7 @@ export interface ReplicaBridge {
 
 /** One upstream's bridge. */
 export interface BridgeDeps extends ReplicaBridge {
-  client: UpstreamClient;
+  client: UpstreamSessionClient;
   /** The upstream's own request timeout, for the stretches where the upstream is working. */
   upstreamTimeoutMs: number;
   /** Told how each retry carrying a requestState is served. */

@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { causewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { JsonObject } from '../jsonrpc.js';
-import { SessionExpiredError, TargetUnreachableError, type SessionRef, type UpstreamClient } from '../upstream/index.js';
+import { SessionExpiredError, TargetUnreachableError, type SessionRef, type UpstreamSessionClient } from '../upstream/index.js';
 import { upstreamOf, type SessionKey } from './session-key.js';
 import { Housekeeping } from './housekeeping.js';
 import { republish } from './reconcile.js';
@@ -23,9 +23,11 @@ import { StoreHealth, StoreUnavailable } from './store-health.js';
 
 /** What the pool needs of each upstream it opens sessions on. */
 export interface PoolUpstream {
-  client: UpstreamClient;
+  client: UpstreamSessionClient;
   /** Offered in initialize; the upstream may negotiate an older one. */
   protocolVersion: string;
+  /** Its sessions exist in this process only (a stdio child each): never shared through the store. */
+  replicaLocal?: boolean;
 }
 
 /** Why a session was opened: none yet, the upstream forgot it (404), its URL was ejected, or unreachable. */
@@ -53,6 +55,8 @@ export interface PooledSession {
   lastUsedAt: number;
   /** Opened while the store failed: known to this replica only until it is published. */
   localOnly: boolean;
+  /** A session of a replica-local upstream (stdio): localOnly for good, never published. */
+  readonly pinned?: boolean;
 }
 
 export interface PoolEvents {
@@ -154,6 +158,7 @@ export class SessionPool {
       return warm;
     }
     this.events.onMiss?.(key.upstream);
+    if (this.isReplicaLocal(key.upstream)) return this.singleFlight(key.id, () => this.openPinned(key, 'new', 1));
     return this.singleFlight(key.id, () => this.load(key));
   }
 
@@ -179,6 +184,7 @@ export class SessionPool {
     return this.singleFlight(stale.key.id, async () => {
       const current = this.local.get(stale.key.id);
       if (current && current !== stale && !sameRecord(current.record, stale.record) && this.onAdmittedTarget(current.record)) return current;
+      if (this.isReplicaLocal(stale.key.upstream)) return this.openPinned(stale.key, reason, stale.record.generation + 1);
       // Records known dead: the stale one, and the one a replica-local stale session itself replaced.
       const replaced = this.replacing.get(stale);
       const dead = (r: SessionRecord) => sameRecord(r, stale.record) || (replaced !== undefined && sameRecord(r, replaced));
@@ -297,6 +303,19 @@ export class SessionPool {
     return this.adopt(key, record, true);
   }
 
+  /** A session of a replica-local upstream: opened and kept here, the store never told. */
+  private async openPinned(key: SessionKey, reason: OpenReason, generation: number): Promise<PooledSession> {
+    await this.makeRoom(true).catch(() => undefined);
+    const record = await this.initialize(key, reason, generation);
+    const session: PooledSession = { key, record, facts: new SessionFacts(), lastUsedAt: Date.now(), localOnly: true, pinned: true };
+    this.local.set(key.id, session);
+    return session;
+  }
+
+  private isReplicaLocal(upstream: string): boolean {
+    return this.upstreams.get(upstream)?.replicaLocal === true;
+  }
+
   private async initialize(key: SessionKey, reason: OpenReason, generation: number): Promise<SessionRecord> {
     const upstream = this.upstream(key.upstream);
     const started = performance.now();
@@ -346,9 +365,10 @@ export class SessionPool {
   /**
    * Keeps this replica under maxSessions (memory store: ending the least recently used; shared
    * store: only forgetting it, since other replicas may use it) and, for a shared store, keeps the
-   * store under maxSessions by ending its least recently used sessions.
+   * store under maxSessions by ending its least recently used sessions (not for a session that
+   * will never be stored: `localOnly`).
    */
-  private async makeRoom(): Promise<void> {
+  private async makeRoom(localOnly = false): Promise<void> {
     while (this.local.size >= this.opts.maxSessions) {
       const oldest = this.local.values().next().value as PooledSession | undefined;
       if (!oldest) break;
@@ -357,7 +377,7 @@ export class SessionPool {
         await this.drop(oldest).catch((err: unknown) => this.log.warn({ err }, 'evicting an upstream session failed'));
       }
     }
-    if (!this.shared || !this.health.isUp) return;
+    if (!this.shared || !this.health.isUp || localOnly) return;
     const count = await this.health.run('count', () => this.store.count());
     if (count < this.opts.maxSessions) return;
     const oldest = await this.health.run('idle', () => this.store.idle(Date.now() + 1, count - this.opts.maxSessions + 1));

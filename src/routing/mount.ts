@@ -1,6 +1,7 @@
 // A mount: what one path of the data port serves. A single-upstream mount's modern requests go
 // through the pipeline on its upstream and its legacy ones to the passthrough; a federated mount
-// answers modern requests through its Federation and serves no legacy clients. Plain data: the
+// answers modern requests through its Federation and serves no legacy clients, nor does a mount
+// of a stdio upstream. Plain data: the
 // composition root builds it, the front door hands it to the pipeline.
 
 import type { LegacyPassthrough } from '../passthrough/index.js';
@@ -8,5 +9,6 @@ import type { ModernDeps } from '../pipeline.js';
 import type { Federation } from './federation.js';
 
 export type Mount =
-  | { readonly path: string; readonly passthrough: LegacyPassthrough; readonly upstream: ModernDeps; readonly federation?: undefined }
+  /** passthrough is undefined when the upstream is a stdio server: its sessions are Causeway's own, legacy clients get a 400. */
+  | { readonly path: string; readonly passthrough: LegacyPassthrough | undefined; readonly upstream: ModernDeps; readonly federation?: undefined }
   | { readonly path: string; readonly passthrough: undefined; readonly federation: Federation; readonly upstream?: undefined };

@@ -15,16 +15,16 @@ import { causewayError } from '../errors.js';
 import { isErrorResponse, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { sameRecord, sessionRef, type PooledSession, type SessionKey, type SessionPool } from '../pool/index.js';
-import { SessionExpiredError, type IdMinter, type UpstreamClient } from '../upstream/index.js';
+import { SessionExpiredError, type IdMinter, type UpstreamSessionClient } from '../upstream/index.js';
 import type { SessionEventBus } from './bus.js';
 import { LocalCoordinator, type ChannelCoordination, type HoldResult, type ListenCoordinator, type Transitions } from './coordination.js';
 import { gapNotifications, isChange } from './filter.js';
 
-type StreamHandlers = Parameters<UpstreamClient['openStream']>[1];
+type StreamHandlers = Parameters<UpstreamSessionClient['openStream']>[1];
 
 export interface ChannelDeps {
   pool: SessionPool;
-  client: UpstreamClient;
+  client: UpstreamSessionClient;
   ids: IdMinter;
   bus: SessionEventBus;
   log: Logger;

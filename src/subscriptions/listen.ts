@@ -11,7 +11,7 @@ import { causewayError } from '../errors.js';
 import { isObject, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { PooledSession, SessionKey } from '../pool/index.js';
-import type { UpstreamClient } from '../upstream/index.js';
+import type { UpstreamSessionClient } from '../upstream/index.js';
 import { SessionChannel, type ChannelDeps, type ChannelMember } from './channel.js';
 import { listenTickMs } from './coordination.js';
 import {
@@ -40,7 +40,7 @@ export interface SubscriptionLimits {
 }
 
 /** What channels need, with the upstream client of each channel's key. */
-export type SubscriptionDeps = Omit<ChannelDeps, 'client'> & { clientOf(upstream: string): UpstreamClient };
+export type SubscriptionDeps = Omit<ChannelDeps, 'client'> & { clientOf(upstream: string): UpstreamSessionClient };
 
 /** One upstream session a listen follows; a federated mount's listen follows one per member. */
 export interface ListenPart {

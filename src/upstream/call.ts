@@ -5,7 +5,8 @@
 import { isObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { IdMinter } from './ids.js';
-import type { SessionRef, StreamHandlers, UpstreamClient } from './legacy-client.js';
+import type { SessionRef, StreamHandlers } from './legacy-client.js';
+import type { UpstreamSessionClient } from './session-client.js';
 
 export interface CallObserver {
   /** notifications/progress of this call, token already mapped back to the client's. */
@@ -73,7 +74,7 @@ export function legacyParams(params: JsonObject, upstreamToken: string | undefin
 }
 
 export async function relayCall(
-  client: UpstreamClient,
+  client: UpstreamSessionClient,
   session: SessionRef,
   ids: IdMinter,
   call: LegacyCall,
@@ -103,7 +104,7 @@ export async function relayCall(
  * with this request's progress token; on abort it is cancelled upstream like relayCall's.
  */
 export async function resumeRelayedCall(
-  client: UpstreamClient,
+  client: UpstreamSessionClient,
   session: SessionRef,
   at: ResumePoint,
   call: Pick<LegacyCall, 'progressToken' | 'timeoutMs'>,
@@ -137,7 +138,7 @@ function callHandlers(observer: CallObserver, upstreamToken: string | undefined,
 }
 
 /** An aborted call is cancelled upstream, unless it was only detached (CallDetached). */
-function cancelOnAbort(client: UpstreamClient, session: SessionRef, id: RequestId, log: Logger, signal: AbortSignal | undefined): void {
+function cancelOnAbort(client: UpstreamSessionClient, session: SessionRef, id: RequestId, log: Logger, signal: AbortSignal | undefined): void {
   if (!signal?.aborted || signal.reason instanceof CallDetached) return;
   const cancel: JsonRpcNotification = {
     jsonrpc: '2.0',

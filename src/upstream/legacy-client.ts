@@ -28,6 +28,7 @@ import { badResponse, decodeMessages } from './messages.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
 import { connectStream, pumpStream, readRequestStream, resumeRequestStream, type StreamContext } from './streams.js';
 import type { TargetSet } from './targets.js';
+import type { UpstreamSessionClient } from './session-client.js';
 
 export type { SessionRef } from './headers.js';
 export type { HandshakeResult } from './handshake.js';
@@ -71,7 +72,7 @@ function firstHeader(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-export class UpstreamClient {
+export class UpstreamClient implements UpstreamSessionClient {
   private readonly endpoint: UpstreamEndpoint;
   private readonly log: Logger;
   private readonly opts: Required<Omit<UpstreamClientOptions, 'onRequest'>>;

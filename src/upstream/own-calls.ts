@@ -6,10 +6,11 @@
 import { isErrorResponse, type JsonObject, type JsonRpcErrorObject, type JsonRpcRequest } from '../jsonrpc.js';
 import type { IdMinter } from './ids.js';
 import { refusal } from './inbound.js';
-import type { SessionRef, UpstreamClient } from './legacy-client.js';
+import type { SessionRef } from './legacy-client.js';
+import type { UpstreamSessionClient } from './session-client.js';
 
 export interface OwnCallDeps {
-  client: UpstreamClient;
+  client: UpstreamSessionClient;
   ids: IdMinter;
   /** Sees every list page Causeway reads on its own account (the metrics learn names from it). */
   metrics: { learn(method: string, result: JsonObject): void };
@@ -53,6 +54,6 @@ export async function enableLogging(deps: OwnCallDeps, session: SessionRef): Pro
 }
 
 /** Refuses an upstream's server->client request; a failure to say so is only logged by the caller. */
-export function refuseAsk(client: UpstreamClient, session: SessionRef, r: JsonRpcRequest, message: string): Promise<void> {
+export function refuseAsk(client: UpstreamSessionClient, session: SessionRef, r: JsonRpcRequest, message: string): Promise<void> {
   return client.respond(session, refusal(r.id, message));
 }

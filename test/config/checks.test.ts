@@ -5,6 +5,7 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { resolveTopology } from '../../src/config/topology.js';
 
 function problems(argv: string[]): string[] {
   try {
@@ -46,4 +47,49 @@ t.test('good Redis settings pass; Redis settings are not checked for the memory 
   t.same(problems(['--store.kind', 'redis', '--store.redisCluster', 'a:7000,b:7001']), []);
   t.same(problems(['--store.kind', 'redis', '--store.redisCluster', 'a:7000', '--store.redisUrl', 'redis://x/1']), ['store.redisUrl: Redis Cluster has only database 0']);
   t.same(problems(['--store.redisUrl', 'not a url']), [], 'the memory store does not use it');
+});
+
+/** Problems of a config given only by argv (no upstream.url put in front). */
+function problemsOf(argv: string[]): string[] {
+  try {
+    loadConfig(argv, {});
+    return [];
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    return err.problems;
+  }
+}
+
+t.test('stdio upstreams: a command instead of a URL, per entry too; transports not available yet are refused', async (t) => {
+  t.same(problemsOf(['--upstream.transport', 'stdio', '--upstream.command', 'node', '--upstream.args', 'server.js,--stdio']), []);
+  const cfg = loadConfig(['--upstream.transport', 'stdio', '--upstream.command', 'node', '--upstream.args', 'server.js,--stdio', '--upstream.env', 'A=1'], {});
+  const { topology } = resolveTopology(cfg);
+  t.match(topology.upstreams[0], { transport: 'stdio', command: 'node', args: ['server.js', '--stdio'], env: { A: '1' }, urls: [], maxProcesses: 100 });
+  t.same(problemsOf(['--upstream.transport', 'stdio']), ['upstream.command: required when transport is stdio']);
+  t.same(problemsOf(['--upstream.transport', 'stdio', '--upstream.command', 'x', '--upstream.url', 'http://127.0.0.1:1/mcp']), [
+    'upstream: url and urls are not used when transport is stdio',
+  ]);
+  t.same(problemsOf(['--upstream.transport', 'carrier-pigeon', '--upstream.url', 'http://127.0.0.1:1/mcp']), [
+    'upstream.transport: expected one of streamable-http, sse, stdio, auto',
+  ]);
+  t.same(problemsOf(['--upstream.transport', 'auto', '--upstream.url', 'http://127.0.0.1:1/mcp']), [
+    'upstream.transport: auto is not available yet; use streamable-http or stdio',
+  ]);
+  const upstreams = JSON.stringify({
+    local: { transport: 'stdio', command: 'node', args: ['a.js'], env: { K: 'v' }, cwd: '/tmp', maxProcesses: 3 },
+    remote: { url: 'http://127.0.0.1:1/mcp' },
+    broken: { transport: 'stdio', args: 'not-a-list', env: { K: 1 }, maxProcesses: 0 },
+  });
+  const mounts = JSON.stringify({ '/a': { upstreams: ['local'] }, '/b': { upstreams: ['remote'] }, '/c': { upstreams: ['broken'] } });
+  t.same(problemsOf(['--upstreams', upstreams, '--mounts', mounts]).sort(), [
+    'upstreams.broken.args: expected a list of strings',
+    'upstreams.broken.command: required when transport is stdio',
+    'upstreams.broken.env: expected an object of strings',
+    'upstreams.broken.maxProcesses: expected an integer >= 1',
+  ]);
+  const good = JSON.stringify({ local: { transport: 'stdio', command: 'node', args: ['a.js'], cwd: '/tmp', maxProcesses: 3 }, remote: { url: 'http://127.0.0.1:1/mcp' } });
+  const multi = loadConfig(['--upstreams', good, '--mounts', JSON.stringify({ '/a': { upstreams: ['local'] }, '/b': { upstreams: ['remote'] } }), '--upstream.env', 'BASE=1'], {});
+  const specs = resolveTopology(multi).topology.upstreams;
+  t.match(specs.find((u) => u.name === 'local'), { transport: 'stdio', command: 'node', args: ['a.js'], cwd: '/tmp', maxProcesses: 3, env: { BASE: '1' } });
+  t.match(specs.find((u) => u.name === 'remote'), { transport: 'streamable-http', urls: ['http://127.0.0.1:1/mcp'] });
 });

@@ -1,0 +1,54 @@
+// What the rest of Causeway needs of an upstream client, whatever carries the legacy session:
+// Streamable HTTP (legacy-client.ts, one HTTP exchange per request) or one channel per session
+// (channel-client.ts: a stdio child process, later 2024-11-05 HTTP+SSE). The pool opens and ends
+// sessions with it, the pipeline and the multi-round bridge relay calls, subscriptions listen.
+
+import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../jsonrpc.js';
+import type { HandshakeResult, InitializeParams } from './handshake.js';
+import type { SessionRef } from './headers.js';
+import type { StreamHandlers } from './inbound.js';
+
+export interface UpstreamSessionClient {
+  /** False while the place a session lives on is ejected, or is not one of this upstream's. */
+  admits(target: string | undefined): boolean;
+  /** The position of a session's place in the upstream's list, for logs. */
+  targetIndex(target: string | undefined): number;
+  /** Opens one upstream session: initialize, then notifications/initialized. */
+  initialize(params: InitializeParams, signal?: AbortSignal): Promise<HandshakeResult>;
+  /**
+   * Sends a request on a session and resolves with its response; notifications and server->client
+   * requests that belong to it go to `handlers`. Fails with an upstream_* CausewayError,
+   * SessionExpiredError (the session is gone: open another) or the caller's abort reason.
+   */
+  request(
+    session: SessionRef,
+    msg: JsonRpcRequest,
+    handlers: StreamHandlers,
+    signal?: AbortSignal,
+    extraHeaders?: Record<string, string>,
+    timeoutMs?: number,
+  ): Promise<JsonRpcResponse>;
+  /** Follows a call sent earlier to its response; ResumeRefusedError when it cannot be taken up. */
+  resumeCall(
+    session: SessionRef,
+    id: RequestId,
+    lastEventId: string,
+    handlers: StreamHandlers,
+    signal: AbortSignal,
+    timeoutMs?: number,
+  ): Promise<JsonRpcResponse>;
+  notify(session: SessionRef, n: JsonRpcNotification): Promise<void>;
+  respond(session: SessionRef, r: JsonRpcResponse): Promise<void>;
+  /** The session's messages that belong to no call (list_changed, resources/updated), until `signal` aborts. */
+  openStream(
+    session: SessionRef,
+    handlers: StreamHandlers,
+    signal: AbortSignal,
+    lastEventId?: string,
+  ): Promise<'unsupported' | { done: Promise<void> }>;
+  terminate(session: SessionRef): Promise<void>;
+  /** Refuses new work, lets in-flight calls finish, then lets go of every connection or process. */
+  close(): Promise<void>;
+  /** Aborts every call now. */
+  destroy(): Promise<void>;
+}
