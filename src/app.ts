@@ -13,6 +13,7 @@ import {
   DEFAULT_CREDENTIAL_HEADERS,
   ForwardPolicy,
   IdMinter,
+  SseChannelOpener,
   StdioOpener,
   TargetSet,
   UpstreamClient,
@@ -62,7 +63,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const partsOf = (name: string) => upstreams.get(name)!;
   const pool = new SessionPool(
     store,
-    new Map([...upstreams].map(([name, u]) => [name, { client: u.client, protocolVersion: u.spec.protocolVersion, replicaLocal: u.spec.transport === 'stdio' }])),
+    new Map([...upstreams].map(([name, u]) => [name, { client: u.client, protocolVersion: u.spec.protocolVersion, replicaLocal: u.spec.transport === 'stdio' || u.spec.transport === 'sse' }])),
     {
       clientInfo: { name: 'causeway', version: VERSION },
       idleTtlMs: config.store.idleTtlMs,
@@ -336,6 +337,23 @@ function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log
       onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds),
       onChannels: (n) => upstreamMetrics.processes(n),
       onRestart: () => upstreamMetrics.processRestarted(),
+    });
+    return { spec, client, passthrough: undefined, forward, metrics: upstreamMetrics };
+  }
+  if (spec.transport === 'sse') {
+    // One SSE connection per pooled session, in this replica only, as with stdio.
+    const opener = new SseChannelOpener({
+      url: spec.urls[0]!,
+      headers: spec.headers,
+      connectTimeoutMs: spec.connectTimeoutMs,
+      requestTimeoutMs: spec.requestTimeoutMs,
+      maxEventBytes: spec.maxResponseBytes,
+      log: upstreamLog,
+    });
+    const client = new ChannelClient(spec.name, opener, upstreamLog, {
+      requestTimeoutMs: spec.requestTimeoutMs,
+      maxChannels: config.store.maxSessions,
+      onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds),
     });
     return { spec, client, passthrough: undefined, forward, metrics: upstreamMetrics };
   }

@@ -204,7 +204,7 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'string',
     default: 'streamable-http',
     choices: UPSTREAM_TRANSPORTS,
-    doc: 'How the legacy server is reached: streamable-http (upstream.url), stdio (upstream.command run as a child process per session); sse and auto are not available yet. See Upstreams.',
+    doc: 'How the legacy server is reached: streamable-http (upstream.url), sse (the 2024-11-05 HTTP+SSE transport; upstream.url is its SSE endpoint), stdio (upstream.command run as a child process per session); auto is not available yet. See Upstreams.',
   },
   { path: 'upstream.command', kind: 'string', default: '', doc: 'Program run for each upstream session when transport is stdio (required then).' },
   { path: 'upstream.args', kind: 'list', default: [], doc: 'Arguments of upstream.command (comma-separated in env and flags; use a config file for arguments containing commas).' },

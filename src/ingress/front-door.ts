@@ -191,7 +191,7 @@ function clientRevision(headers: HeaderBag, body: unknown): string {
 
 function legacyNotServed(mount: Mount) {
   if (mount.federation) return causewayError('invalid_request', 'Legacy clients are served on single-upstream mounts only');
-  return causewayError('invalid_request', 'Legacy clients are not served on this mount: its upstream is a stdio server; use protocol 2026-07-28');
+  return causewayError('invalid_request', 'Legacy clients are not served on this mount: its upstream is a stdio or HTTP+SSE server; use protocol 2026-07-28');
 }
 
 /**

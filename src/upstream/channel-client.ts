@@ -254,6 +254,7 @@ export class ChannelClient implements UpstreamSessionClient {
       while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
       this.state = 'closed';
       await Promise.allSettled([...this.sessions.values()].map((s) => this.end(s)));
+      await this.opener.close?.();
     })();
     return this.closing;
   }
@@ -264,6 +265,7 @@ export class ChannelClient implements UpstreamSessionClient {
     this.quiesce.abort();
     this.lifetime.abort();
     await Promise.allSettled([...this.sessions.values()].map((s) => this.end(s)));
+    await this.opener.close?.();
   }
 
   private adopt(channel: MessageChannel): ChannelSession {

@@ -21,4 +21,6 @@ export interface MessageChannel {
 /** Opens a new channel (one upstream session), or rejects with an upstream_* CausewayError. */
 export interface ChannelOpener {
   open(signal?: AbortSignal): Promise<MessageChannel>;
+  /** Releases what the opener itself holds (an HTTP agent), once every channel is closed. */
+  close?(): Promise<void>;
 }

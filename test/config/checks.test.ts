@@ -73,7 +73,7 @@ t.test('stdio upstreams: a command instead of a URL, per entry too; transports n
     'upstream.transport: expected one of streamable-http, sse, stdio, auto',
   ]);
   t.same(problemsOf(['--upstream.transport', 'auto', '--upstream.url', 'http://127.0.0.1:1/mcp']), [
-    'upstream.transport: auto is not available yet; use streamable-http or stdio',
+    'upstream.transport: auto is not available yet; use streamable-http, sse or stdio',
   ]);
   const upstreams = JSON.stringify({
     local: { transport: 'stdio', command: 'node', args: ['a.js'], env: { K: 'v' }, cwd: '/tmp', maxProcesses: 3 },

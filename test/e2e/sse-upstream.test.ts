@@ -1,0 +1,75 @@
+// A 2024-11-05 HTTP+SSE upstream end to end: the legacy fixture in its HTTP+SSE mode (SDK 1.32.2
+// SSEServerTransport: GET /sse, POST /messages) behind Causeway with upstream.transport=sse, and
+// the real 2026-07-28 client (@modelcontextprotocol/client 2.4.0) in front: discover, lists, a
+// call, progress, a multi-round elicitation answered by the client, and a listen that hears a
+// list change. One SSE connection per pooled session; a drain closes them.
+
+import t from 'tap';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { startLegacyServer } from '../fixtures/legacy-server.js';
+import { startCauseway } from '../helpers/causeway.js';
+import { SseReader } from '../helpers/sse.js';
+import { modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
+
+const upstream = await startLegacyServer({ transport: 'sse' });
+const causeway = await startCauseway({ 'upstream.transport': 'sse', 'upstream.url': upstream.url, 'upstream.name': 'old' });
+t.teardown(async () => {
+  await causeway.close();
+  await upstream.close();
+});
+
+async function modernClient(): Promise<Client> {
+  const client = new Client(
+    { name: 'e2e-sse', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: { form: {} } } },
+  );
+  client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { name: 'Ada' } }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(causeway.url)));
+  t.teardown(() => client.close());
+  return client;
+}
+
+t.test('modern_client-to-sse_upstream-discover-lists-call-progress-elicitation', async (t) => {
+  const client = await modernClient();
+  const d = await client.discover();
+  t.same(d.supportedVersions, ['2026-07-28']);
+  t.ok(d.capabilities.tools, 'capabilities from the upstream initialize, over HTTP+SSE');
+  const names = (await client.listTools()).tools.map((x) => x.name);
+  t.ok(names.includes('echo') && names.includes('test_simple_text'));
+  const r = await client.callTool({ name: 'echo', arguments: { text: 'over sse' } });
+  t.same(r.content, [{ type: 'text', text: 'over sse' }]);
+  const seen: number[] = [];
+  await client.callTool({ name: 'test_tool_with_progress', arguments: {} }, { onprogress: (p) => seen.push(p.progress) });
+  t.same(seen, [0, 50, 100], 'progress routed by its token');
+  const asked = await client.callTool({ name: 'test_input_required_result_elicitation', arguments: {} });
+  t.same(asked.content, [{ type: 'text', text: 'Hello, Ada!' }], 'the upstream asked, the client answered in a second round');
+  t.ok(upstream.stats().getStreamsOpened >= 1, 'the upstream saw its SSE stream opened');
+});
+
+t.test('modern_client-to-sse_upstream-listen-hears-a-list-change', async (t) => {
+  const abort = new AbortController();
+  t.teardown(() => abort.abort());
+  const res = await fetch(causeway.url, {
+    method: 'POST',
+    headers: modernHeaders('subscriptions/listen'),
+    body: JSON.stringify(modernBody('subscriptions/listen', { notifications: { toolsListChanged: true } } as JsonObject, 'sse-listen')),
+    signal: abort.signal,
+  });
+  t.equal(res.status, 200);
+  const reader = new SseReader(res.body!, { endOnError: true });
+  t.equal((await reader.nextMessage())?.method, 'notifications/subscriptions/acknowledged');
+  const { body, headers } = toolCall('test_trigger_tool_change', {}, 'trigger');
+  t.equal((await post(causeway.url, body, headers)).status, 200);
+  const change = await reader.nextMessage();
+  t.equal(change?.method, 'notifications/tools/list_changed', 'the change reached the listener');
+});
+
+t.test('legacy_client-to-sse_upstream-is-refused-clearly', async (t) => {
+  const res = await post(
+    causeway.url,
+    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } } },
+    { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+  );
+  t.equal(res.status, 400);
+  t.match((res.json as { error?: { message?: string } }).error?.message, /stdio or HTTP\+SSE server/);
+});
