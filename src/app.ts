@@ -311,7 +311,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
 interface UpstreamParts {
   spec: UpstreamSpec;
   client: UpstreamSessionClient;
-  /** Absent for a stdio upstream: legacy clients are not served there. */
+  /** Absent for a stdio or HTTP+SSE upstream: legacy clients are not served there. */
   passthrough: LegacyPassthrough | undefined;
   forward: ForwardPolicy;
   metrics: UpstreamMetrics;

@@ -7,7 +7,8 @@
 //    their closing result. Requests on connections still open are served.
 // 3. Up to timeoutMs, wait for the requests in flight. Only then are idle HTTP/1.1 connections
 //    closed: a client may be writing its next request on one, and closing it earlier would lose
-//    that request. Then everything left is cut and held multi-round calls are cancelled.
+//    that request. Then everything left is cut, and held multi-round calls are let go (shared
+//    store: another replica resumes them) or cancelled (memory store).
 // 4. Release what the replica holds (handoff bus, pool, store, upstream clients); close the admin
 //    port last, so the drain itself can be scraped.
 

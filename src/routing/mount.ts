@@ -9,6 +9,6 @@ import type { ModernDeps } from '../pipeline.js';
 import type { Federation } from './federation.js';
 
 export type Mount =
-  /** passthrough is undefined when the upstream is a stdio server: its sessions are Causeway's own, legacy clients get a 400. */
+  /** passthrough is undefined when the upstream is a stdio or HTTP+SSE server: its sessions are Causeway's own, legacy clients get a 400. */
   | { readonly path: string; readonly passthrough: LegacyPassthrough | undefined; readonly upstream: ModernDeps; readonly federation?: undefined }
   | { readonly path: string; readonly passthrough: undefined; readonly federation: Federation; readonly upstream?: undefined };
