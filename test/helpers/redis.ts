@@ -44,44 +44,14 @@ export async function startRedis(t?: Owner): Promise<RunningRedis> {
   let child: ChildProcess | undefined;
 
   const launch = async (): Promise<void> => {
-    const proc = spawnOwned(
+    const node = launchNode(
+      t,
       BINARY,
       ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--protected-mode', 'no', '--loglevel', 'warning'],
-      { t, stdio: ['ignore', 'pipe', 'pipe'] },
+      port,
     );
-    child = proc;
-    let output = '';
-    proc.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-    proc.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-    await new Promise<void>((resolve, reject) => {
-      proc.once('error', (err: NodeJS.ErrnoException) =>
-        reject(
-          err.code === 'ENOENT'
-            ? new Error(`redis-server not found (${BINARY}); these tests need it on PATH (or REDIS_SERVER=/path/to/redis-server)`)
-            : err,
-        ),
-      );
-      proc.once('exit', (code) => reject(new Error(`redis-server exited with ${code}: ${output}`)));
-      const deadline = Date.now() + 10_000;
-      const probe = () => {
-        const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-        c.on('error', () => undefined);
-        c.connect()
-          .then(() => c.ping())
-          .then(
-            () => {
-              c.disconnect();
-              resolve();
-            },
-            () => {
-              c.disconnect();
-              if (Date.now() > deadline) reject(new Error(`redis-server did not answer on ${port}: ${output}`));
-              else setTimeout(probe, 25);
-            },
-          );
-      };
-      probe();
-    });
+    child = node.child;
+    await node.up;
   };
 
   await launch();
