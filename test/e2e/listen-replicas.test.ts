@@ -10,8 +10,8 @@ import t, { type Test } from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
-import { SseReader } from '../helpers/sse.js';
-import { modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
+import { rawListen, type RawListen } from '../helpers/listen.js';
+import { post, toolCall } from './wire.js';
 import { callStreamUpstream } from './upstreams.js';
 
 const WATCHED = 'test://watched-resource';
@@ -52,37 +52,7 @@ async function trigger(url: string, tool: string): Promise<void> {
   if (res.status !== 200) throw new Error(`${tool} answered HTTP ${res.status}: ${res.text}`);
 }
 
-type Listen = Awaited<ReturnType<typeof rawListen>>;
-
-/** A listen request read event by event off the raw SSE stream. */
-async function rawListen(t: Test, url: string, id: string, notifications: Record<string, unknown>) {
-  const abort = new AbortController();
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: modernHeaders('subscriptions/listen'),
-    body: JSON.stringify(modernBody('subscriptions/listen', { notifications } as JsonObject, id)),
-    signal: abort.signal,
-  });
-  // An aborted read ends the stream.
-  const stream = new SseReader(res.body!, { endOnError: true });
-  let pending: Promise<any | undefined> | undefined;
-  const close = () => abort.abort();
-  t.teardown(close);
-  return {
-    status: res.status,
-    /** The next JSON-RPC message; undefined once the stream ended. Fails after `ms` of silence. */
-    next: (ms = 5000): Promise<any | undefined> => {
-      // A read cut short by the silence timer is picked up by the next call.
-      const p = (pending ??= stream.nextMessage().finally(() => (pending = undefined)));
-      let timer: NodeJS.Timeout | undefined;
-      const silence = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no listen-stream message within ${ms} ms`)), ms);
-      });
-      return Promise.race([p, silence]).finally(() => clearTimeout(timer));
-    },
-    close,
-  };
-}
+type Listen = RawListen;
 
 async function acknowledged(t: Test, l: Listen): Promise<unknown> {
   t.equal(l.status, 200);

@@ -11,9 +11,9 @@ import { randomBytes } from 'node:crypto';
 import t, { type Test } from 'tap';
 import { spawnCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
-import { SseReader } from '../helpers/sse.js';
+import { rawListen } from '../helpers/listen.js';
 import { spawnFixture } from './upstreams.js';
-import { modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
+import { post, toolCall } from './wire.js';
 
 const WATCHED = 'test://watched-resource';
 const TAKEOVER_MS = 1000;
@@ -26,26 +26,7 @@ async function trigger(url: string, tool: string): Promise<void> {
   if (res.status !== 200) throw new Error(`${tool} answered HTTP ${res.status}: ${res.text}`);
 }
 
-/** A listen request read message by message; `next` fails after `ms` of silence. */
-async function listen(t: Test, url: string, id: string, notifications: Record<string, unknown>) {
-  const abort = new AbortController();
-  t.teardown(() => abort.abort());
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: modernHeaders('subscriptions/listen'),
-    body: JSON.stringify(modernBody('subscriptions/listen', { notifications } as JsonObject, id)),
-    signal: abort.signal,
-  });
-  const stream = new SseReader(res.body!, { endOnError: true });
-  let pending: Promise<any | undefined> | undefined;
-  const next = (ms = 10_000): Promise<any | undefined> => {
-    const p = (pending ??= stream.nextMessage().finally(() => (pending = undefined)));
-    let timer: NodeJS.Timeout | undefined;
-    const silence = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no message within ${ms} ms`)), ms)));
-    return Promise.race([p, silence]).finally(() => clearTimeout(timer));
-  };
-  return { status: res.status, next };
-}
+const listen = (t: Test, url: string, id: string, notifications: Record<string, unknown>) => rawListen(t, url, id, notifications, { silenceMs: 10_000 });
 
 /** Methods read until `quietMs` pass with nothing. */
 async function drain(next: (ms: number) => Promise<any | undefined>, quietMs: number): Promise<string[]> {

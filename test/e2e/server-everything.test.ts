@@ -9,8 +9,8 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startCauseway } from '../helpers/causeway.js';
-import { SseReader } from '../helpers/sse.js';
-import { modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
+import { rawListen } from '../helpers/listen.js';
+import { post, toolCall } from './wire.js';
 
 const pkg = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/package.json');
 const EVERYTHING = join(dirname(pkg), 'dist', 'index.js');
@@ -59,21 +59,13 @@ t.test('modern_client-to-server_everything_stdio-echo-sampling-elicitation', asy
 });
 
 t.test('modern_client-to-server_everything_stdio-listen-hears-a-resource-list-change', async (t) => {
-  const abort = new AbortController();
-  t.teardown(() => abort.abort());
-  const res = await fetch(causeway.url, {
-    method: 'POST',
-    headers: modernHeaders('subscriptions/listen'),
-    body: JSON.stringify(modernBody('subscriptions/listen', { notifications: { resourcesListChanged: true } } as JsonObject, 'everything-listen')),
-    signal: abort.signal,
-  });
-  t.equal(res.status, 200);
-  const reader = new SseReader(res.body!, { endOnError: true });
-  t.equal((await reader.nextMessage())?.method, 'notifications/subscriptions/acknowledged');
+  const listen = await rawListen(t, causeway.url, 'everything-listen', { resourcesListChanged: true });
+  t.equal(listen.status, 200);
+  t.equal((await listen.next())?.method, 'notifications/subscriptions/acknowledged');
   // The tool registers a session resource: the server announces its resource list changed.
   const { body, headers } = toolCall('gzip-file-as-resource', { name: 'hello.txt.gz', data: 'data:text/plain;base64,aGVsbG8=' }, 'gzip');
   const call = await post(causeway.url, body, headers);
   t.equal(call.status, 200, `the tool ran: ${call.text.slice(0, 200)}`);
-  const change = await reader.nextMessage();
+  const change = await listen.next();
   t.equal(change?.method, 'notifications/resources/list_changed', 'the change reached the listener');
 });

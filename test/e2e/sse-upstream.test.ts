@@ -8,8 +8,8 @@ import t from 'tap';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { SseReader } from '../helpers/sse.js';
-import { modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
+import { rawListen } from '../helpers/listen.js';
+import { post, toolCall } from './wire.js';
 
 const upstream = await startLegacyServer({ transport: 'sse' });
 const causeway = await startCauseway({ 'upstream.transport': 'sse', 'upstream.url': upstream.url, 'upstream.name': 'old' });
@@ -47,20 +47,12 @@ t.test('modern_client-to-sse_upstream-discover-lists-call-progress-elicitation',
 });
 
 t.test('modern_client-to-sse_upstream-listen-hears-a-list-change', async (t) => {
-  const abort = new AbortController();
-  t.teardown(() => abort.abort());
-  const res = await fetch(causeway.url, {
-    method: 'POST',
-    headers: modernHeaders('subscriptions/listen'),
-    body: JSON.stringify(modernBody('subscriptions/listen', { notifications: { toolsListChanged: true } } as JsonObject, 'sse-listen')),
-    signal: abort.signal,
-  });
-  t.equal(res.status, 200);
-  const reader = new SseReader(res.body!, { endOnError: true });
-  t.equal((await reader.nextMessage())?.method, 'notifications/subscriptions/acknowledged');
+  const listen = await rawListen(t, causeway.url, 'sse-listen', { toolsListChanged: true });
+  t.equal(listen.status, 200);
+  t.equal((await listen.next())?.method, 'notifications/subscriptions/acknowledged');
   const { body, headers } = toolCall('test_trigger_tool_change', {}, 'trigger');
   t.equal((await post(causeway.url, body, headers)).status, 200);
-  const change = await reader.nextMessage();
+  const change = await listen.next();
   t.equal(change?.method, 'notifications/tools/list_changed', 'the change reached the listener');
 });
 
