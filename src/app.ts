@@ -7,7 +7,7 @@ import { originPolicy } from './envelope/index.js';
 import { createAdmin, createIngress, drain, frontDoor } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics, type Metrics } from './metrics/index.js';
-import { LegacyPassthrough, SessionBinding } from './passthrough/index.js';
+import { LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
 import {
   ChannelClient,
   DEFAULT_CREDENTIAL_HEADERS,
@@ -312,7 +312,7 @@ interface UpstreamParts {
   spec: UpstreamSpec;
   client: UpstreamSessionClient;
   /** Absent for a stdio or HTTP+SSE upstream: legacy clients are not served there. */
-  passthrough: LegacyPassthrough | undefined;
+  passthrough: LegacyFace | undefined;
   forward: ForwardPolicy;
   metrics: UpstreamMetrics;
 }

@@ -1,2 +1,3 @@
 export { LegacyPassthrough, routingHeaders } from './legacy.js';
 export { SessionBinding } from './session-binding.js';
+export type { LegacyFace } from './legacy-face.js';

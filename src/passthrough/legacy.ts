@@ -19,6 +19,7 @@ import { isObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { principalHash, type PrincipalPolicy } from '../routing/index.js';
 import { HOP_BY_HOP, neverDelivered, toUpstreamError, type ForwardPolicy, type TargetSet } from '../upstream/index.js';
+import type { LegacyFace } from './legacy-face.js';
 import type { SessionBinding } from './session-binding.js';
 
 export interface PassthroughOptions {
@@ -78,7 +79,7 @@ export function routingHeaders(headers: IncomingHttpHeaders, body: unknown): Rec
   return out;
 }
 
-export class LegacyPassthrough {
+export class LegacyPassthrough implements LegacyFace {
   // Legacy GET streams live as long as the client wants: no body timeout here.
   private readonly agent: Agent;
 

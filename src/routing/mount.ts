@@ -4,11 +4,11 @@
 // of a stdio upstream. Plain data: the
 // composition root builds it, the front door hands it to the pipeline.
 
-import type { LegacyPassthrough } from '../passthrough/index.js';
+import type { LegacyFace } from '../passthrough/index.js';
 import type { ModernDeps } from '../pipeline.js';
 import type { Federation } from './federation.js';
 
 export type Mount =
   /** passthrough is undefined when the upstream is a stdio or HTTP+SSE server: its sessions are Causeway's own, legacy clients get a 400. */
-  | { readonly path: string; readonly passthrough: LegacyPassthrough | undefined; readonly upstream: ModernDeps; readonly federation?: undefined }
+  | { readonly path: string; readonly passthrough: LegacyFace | undefined; readonly upstream: ModernDeps; readonly federation?: undefined }
   | { readonly path: string; readonly passthrough: undefined; readonly federation: Federation; readonly upstream?: undefined };
