@@ -13,6 +13,7 @@ import {
   DEFAULT_CREDENTIAL_HEADERS,
   ForwardPolicy,
   IdMinter,
+  ReplicaRelay,
   SseChannelOpener,
   StdioOpener,
   TargetSet,
@@ -58,12 +59,28 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const requestMetrics = new RequestMetrics(metrics);
   const storeMetrics = new StoreMetrics(metrics);
 
+  const replicaId = randomUUID();
+  // With a shared store, a stdio or HTTP+SSE session (a process or a connection in one replica)
+  // is reached from every replica: operations on another replica's session go to it over the bus.
+  const relayBus =
+    config.store.kind === 'redis' && topology.upstreams.some((u) => u.transport === 'stdio' || u.transport === 'sse')
+      ? new RedisBus(createRedisClient(redisConnection(config.store)))
+      : undefined;
+  const relays: ReplicaRelay[] = [];
+  // Requests this replica is serving, its own and those handed here: a drain waits for them.
+  const inFlight = { count: 0 };
+  const reachable = (name: string, client: ChannelClient): UpstreamSessionClient => {
+    if (!relayBus) return client;
+    const relay = new ReplicaRelay(name, client, relayBus, replicaId, config.store.keyPrefix, log.child({ stage: 'relay', upstream: name }), { inFlight });
+    relays.push(relay);
+    return relay;
+  };
   const upstreams = new Map<string, UpstreamParts>();
-  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log));
+  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, reachable));
   const partsOf = (name: string) => upstreams.get(name)!;
   const pool = new SessionPool(
     store,
-    new Map([...upstreams].map(([name, u]) => [name, { client: u.client, protocolVersion: u.spec.protocolVersion, replicaLocal: u.spec.transport === 'stdio' || u.spec.transport === 'sse' }])),
+    new Map([...upstreams].map(([name, u]) => [name, { client: u.client, protocolVersion: u.spec.protocolVersion }])),
     {
       clientInfo: { name: 'causeway', version: VERSION },
       idleTtlMs: config.store.idleTtlMs,
@@ -82,7 +99,6 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   );
   const ids = new IdMinter();
   const held = new HeldCalls(config.mrtr.maxPending, config.mrtr.maxPendingPerPrincipal);
-  const replicaId = randomUUID();
   const sealer = new StateSealer(config.mrtr.stateKeys);
   // With a shared store, a retry may land on any replica: hand it to the one holding its call.
   const handoff =
@@ -187,7 +203,6 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   }
   let draining = false;
   let closing = false;
-  const inFlight = { count: 0 };
   const ingress = createIngress(
     {
       host: config.listen.host,
@@ -258,6 +273,9 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         log.warn({ err }, 'cannot receive handed-over retries yet; retries landing elsewhere will replay');
       });
       await crossReplica?.start();
+      await Promise.all(relays.map((r) => r.start())).catch((err: unknown) => {
+        log.warn({ err }, 'cannot take requests for this replica\'s stdio or HTTP+SSE sessions yet; other replicas will open their own');
+      });
       // Name conflicts between federated upstreams are reported before traffic arrives, unless a
       // slow upstream would hold start-up past FEDERATION_CHECK_WAIT_MS: then they are reported when found.
       const checked = Promise.all(federations.map((f) => f.check()));
@@ -299,6 +317,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             () => pool.close(),
             () => store.close(),
             () => Promise.allSettled([...upstreams.values()].flatMap((u) => [u.client.close(), u.passthrough?.close()])),
+            async () => relayBus?.close(),
           ],
           admin,
         },
@@ -317,7 +336,14 @@ interface UpstreamParts {
   metrics: UpstreamMetrics;
 }
 
-function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log: Logger): UpstreamParts {
+/** `reachable` makes a replica's own stdio or HTTP+SSE client reach sessions on other replicas too. */
+function upstreamParts(
+  spec: UpstreamSpec,
+  config: Config,
+  metrics: Metrics,
+  log: Logger,
+  reachable: (name: string, client: ChannelClient) => UpstreamSessionClient,
+): UpstreamParts {
   const upstreamMetrics = new UpstreamMetrics(metrics, spec.name);
   const upstreamLog = log.child({ stage: 'upstream', upstream: spec.name });
   const { principal } = config;
@@ -325,7 +351,7 @@ function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log
   if (principal.mode === 'header') credentials.push(principal.header);
   const forward = new ForwardPolicy(spec.forwardHeaders, credentials);
   if (spec.transport === 'stdio') {
-    // One child process per pooled session, in this replica only.
+    // One child process per pooled session, in the replica that opened it.
     const opener = new StdioOpener(
       spec.name,
       { command: spec.command, args: spec.args, env: spec.env, cwd: spec.cwd === '' ? undefined : spec.cwd, maxLineBytes: spec.maxResponseBytes },
@@ -338,10 +364,10 @@ function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log
       onChannels: (n) => upstreamMetrics.processes(n),
       onRestart: () => upstreamMetrics.processRestarted(),
     });
-    return { spec, client, passthrough: undefined, forward, metrics: upstreamMetrics };
+    return { spec, client: reachable(spec.name, client), passthrough: undefined, forward, metrics: upstreamMetrics };
   }
   if (spec.transport === 'sse') {
-    // One SSE connection per pooled session, in this replica only, as with stdio.
+    // One SSE connection per pooled session, in the replica that opened it, as with stdio.
     const opener = new SseChannelOpener({
       url: spec.urls[0]!,
       headers: spec.headers,
@@ -355,7 +381,7 @@ function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log
       maxChannels: config.store.maxSessions,
       onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds),
     });
-    return { spec, client, passthrough: undefined, forward, metrics: upstreamMetrics };
+    return { spec, client: reachable(spec.name, client), passthrough: undefined, forward, metrics: upstreamMetrics };
   }
   // URLs are logged by position: they may carry credentials.
   const targets = new TargetSet(

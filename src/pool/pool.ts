@@ -26,8 +26,6 @@ export interface PoolUpstream {
   client: UpstreamSessionClient;
   /** Offered in initialize; the upstream may negotiate an older one. */
   protocolVersion: string;
-  /** Its sessions exist in this process only (a stdio child each): never shared through the store. */
-  replicaLocal?: boolean;
 }
 
 /** Why a session was opened: none yet, the upstream forgot it (404), its URL was ejected, or unreachable. */
@@ -55,8 +53,6 @@ export interface PooledSession {
   lastUsedAt: number;
   /** Opened while the store failed: known to this replica only until it is published. */
   localOnly: boolean;
-  /** A session of a replica-local upstream (stdio): localOnly for good, never published. */
-  readonly pinned?: boolean;
 }
 
 export interface PoolEvents {
@@ -158,7 +154,6 @@ export class SessionPool {
       return warm;
     }
     this.events.onMiss?.(key.upstream);
-    if (this.isReplicaLocal(key.upstream)) return this.singleFlight(key.id, () => this.openPinned(key, 'new', 1));
     return this.singleFlight(key.id, () => this.load(key));
   }
 
@@ -184,7 +179,6 @@ export class SessionPool {
     return this.singleFlight(stale.key.id, async () => {
       const current = this.local.get(stale.key.id);
       if (current && current !== stale && !sameRecord(current.record, stale.record) && this.onAdmittedTarget(current.record)) return current;
-      if (this.isReplicaLocal(stale.key.upstream)) return this.openPinned(stale.key, reason, stale.record.generation + 1);
       // Records known dead: the stale one, and the one a replica-local stale session itself replaced.
       const replaced = this.replacing.get(stale);
       const dead = (r: SessionRecord) => sameRecord(r, stale.record) || (replaced !== undefined && sameRecord(r, replaced));
@@ -226,8 +220,9 @@ export class SessionPool {
     this.retiring.clear();
     for (const s of this.local.values()) {
       // A memory store dies with this process, so its sessions are ended; shared ones stay for the
-      // other replicas, except those this replica alone knows.
-      if (!this.shared) ending.push(this.drop(s));
+      // other replicas, except those this replica alone knows, and those that die with it (a
+      // child process here): their records go, so no replica sends to a replica that is gone.
+      if (!this.shared || this.endsHere(s.record)) ending.push(this.drop(s));
       else if (s.localOnly) ending.push(this.terminate(s.record));
     }
     await Promise.allSettled(ending);
@@ -303,19 +298,6 @@ export class SessionPool {
     return this.adopt(key, record, true);
   }
 
-  /** A session of a replica-local upstream: opened and kept here, the store never told. */
-  private async openPinned(key: SessionKey, reason: OpenReason, generation: number): Promise<PooledSession> {
-    await this.makeRoom(true).catch(() => undefined);
-    const record = await this.initialize(key, reason, generation);
-    const session: PooledSession = { key, record, facts: new SessionFacts(), lastUsedAt: Date.now(), localOnly: true, pinned: true };
-    this.local.set(key.id, session);
-    return session;
-  }
-
-  private isReplicaLocal(upstream: string): boolean {
-    return this.upstreams.get(upstream)?.replicaLocal === true;
-  }
-
   private async initialize(key: SessionKey, reason: OpenReason, generation: number): Promise<SessionRecord> {
     const upstream = this.upstream(key.upstream);
     const started = performance.now();
@@ -365,10 +347,9 @@ export class SessionPool {
   /**
    * Keeps this replica under maxSessions (memory store: ending the least recently used; shared
    * store: only forgetting it, since other replicas may use it) and, for a shared store, keeps the
-   * store under maxSessions by ending its least recently used sessions (not for a session that
-   * will never be stored: `localOnly`).
+   * store under maxSessions by ending its least recently used sessions.
    */
-  private async makeRoom(localOnly = false): Promise<void> {
+  private async makeRoom(): Promise<void> {
     while (this.local.size >= this.opts.maxSessions) {
       const oldest = this.local.values().next().value as PooledSession | undefined;
       if (!oldest) break;
@@ -377,7 +358,7 @@ export class SessionPool {
         await this.drop(oldest).catch((err: unknown) => this.log.warn({ err }, 'evicting an upstream session failed'));
       }
     }
-    if (!this.shared || !this.health.isUp || localOnly) return;
+    if (!this.shared || !this.health.isUp) return;
     const count = await this.health.run('count', () => this.store.count());
     if (count < this.opts.maxSessions) return;
     const oldest = await this.health.run('idle', () => this.store.idle(Date.now() + 1, count - this.opts.maxSessions + 1));
@@ -404,6 +385,10 @@ export class SessionPool {
     const u = this.upstreams.get(name);
     if (!u) throw new Error(`no upstream named ${name}`);
     return u;
+  }
+
+  private endsHere(record: SessionRecord): boolean {
+    return this.upstreams.get(upstreamOf(record.key))?.client.endsHere?.(record.target) === true;
   }
 
   /** False when the session's URL is ejected (or no longer configured): the session is moved before use. */

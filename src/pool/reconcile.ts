@@ -33,7 +33,7 @@ export async function republish(host: ReconcileHost): Promise<void> {
     if (host.isClosed() || !health.isUp) return;
     const results = await Promise.allSettled(
       sessions.slice(i, i + BATCH).map(async (s) => {
-        if (local.get(s.key.id) !== s || s.pinned === true) return;
+        if (local.get(s.key.id) !== s) return;
         const mine: SessionRecord = { ...s.record, lastUsedAt: Math.max(s.record.lastUsedAt, s.lastUsedAt) };
         let stored = await health.run('insert', () => store.insert(mine));
         const replaced = host.replacing.get(s);

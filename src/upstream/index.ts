@@ -12,3 +12,4 @@ export { ResumeRefusedError, SessionExpiredError, TargetUnreachableError, toUpst
 export { SseChannelOpener, type SseChannelOptions } from './sse-channel.js';
 export { detectTransport, TransportMemo, type DetectOptions, type LegacyTransport } from './detect-transport.js';
 export type { ChannelOpener, MessageChannel } from './message-channel.js';
+export { ReplicaRelay, type RelayOptions } from './replica-relay.js';

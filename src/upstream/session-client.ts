@@ -11,6 +11,8 @@ import type { StreamHandlers } from './inbound.js';
 export interface UpstreamSessionClient {
   /** False while the place a session lives on is ejected, or is not one of this upstream's. */
   admits(target: string | undefined): boolean;
+  /** True when a session at `target` ends with this process (a child process of this replica). */
+  endsHere?(target: string | undefined): boolean;
   /** The position of a session's place in the upstream's list, for logs. */
   targetIndex(target: string | undefined): number;
   /** Opens one upstream session: initialize, then notifications/initialized. */

@@ -311,29 +311,19 @@ t.test('a session lost again right after its replacement is upstream_unavailable
   t.equal(up.initialized, 2);
 });
 
-t.test('a replica-local upstream (stdio): sessions never touch a shared store, are replaced locally, and end on close', async (t) => {
+t.test('sessions that end with this process (a child process here) are shared, and leave the store when the replica closes', async (t) => {
   const store = new SharedStore();
   const upstream = new StubUpstream();
-  let localEvents = 0;
+  const ownHere = Object.assign(upstream, { endsHere: (target: string | undefined) => target === 'url-0' });
   const pool = new SessionPool(
     store,
-    new Map([['up', { client: upstream as unknown as UpstreamClient, protocolVersion: '2025-11-25', replicaLocal: true }]]),
-    { ...OPTS, touchIntervalMs: 20 },
+    new Map([['up', { client: ownHere as unknown as UpstreamClient, protocolVersion: '2025-11-25' }]]),
+    OPTS,
     createLogger('silent'),
-    { onLocalSession: () => localEvents++ },
   );
-  const [a, b] = await Promise.all([pool.acquire(KEY), pool.acquire(KEY)]);
-  t.equal(a, b, 'single flight still');
-  t.equal(upstream.initialized, 1);
-  let uses = 0;
-  const r = await pool.withSession(KEY, async (s) => {
-    if (uses++ === 0) throw new SessionExpiredError('up');
-    return s.record.sessionId;
-  });
-  t.equal(r, 's2', 'replaced after the session expired');
-  await sleep(60);
-  t.same(store.calls.filter((op) => op !== 'probe'), [], 'no store command: not get, lock, insert, touch');
-  t.equal(localEvents, 0, 'not counted as a store-outage session');
+  const s = await pool.acquire(KEY);
+  t.equal((await store.get(KEY.id))?.sessionId, s.record.sessionId, 'recorded in the store for the other replicas');
   await pool.close();
-  t.same(upstream.terminated.sort(), ['s2'], 'the live one ended on close (a shared store would keep it)');
+  t.equal(await store.inner.get(KEY.id), undefined, 'its record removed on close');
+  t.same(upstream.terminated, [s.record.sessionId], 'and the session ended');
 });

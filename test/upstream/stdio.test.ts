@@ -5,25 +5,18 @@
 import t, { type Test } from 'tap';
 import { fileURLToPath } from 'node:url';
 import { CausewayError } from '../../src/errors.js';
-import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../../src/jsonrpc.js';
+import type { JsonRpcNotification, JsonRpcRequest } from '../../src/jsonrpc.js';
 import { ChannelClient, type ChannelClientOptions } from '../../src/upstream/channel-client.js';
 import { ResumeRefusedError, SessionExpiredError } from '../../src/upstream/errors.js';
 import type { SessionRef } from '../../src/upstream/headers.js';
 import { childEnv, StdioOpener, type StdioCommand } from '../../src/upstream/stdio-channel.js';
 import { logSink, type LogSink } from './log-sink.js';
+import { call, request, textOf } from './tool-calls.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
 const RAW = fileURLToPath(new URL('./raw-stdio-server.js', import.meta.url));
 const INIT = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'stdio-test', version: '1' } };
 
-let nextId = 1;
-const call = (name: string, args: JsonObject = {}, token?: string): JsonRpcRequest => ({
-  jsonrpc: '2.0',
-  id: nextId++,
-  method: 'tools/call',
-  params: { name, arguments: args, ...(token === undefined ? {} : { _meta: { progressToken: token } }) },
-});
-const textOf = (r: JsonRpcResponse): string => ('result' in r ? ((r.result.content as Array<{ text?: string }>)[0]?.text ?? '') : `error ${r.error.message}`);
 
 /** The CausewayError `p` rejects with, checked for its reason (and message). */
 async function rejectsWith(t: Test, p: Promise<unknown>, reason: string, message?: RegExp): Promise<void> {
@@ -67,7 +60,7 @@ t.test('the legacy fixture over stdio: initialize, lists, 20 calls in flight at 
   t.equal(s.protocolVersion, '2025-11-25');
   t.ok(s.sessionId, 'a local channel id');
   t.equal((s.initializeResult.serverInfo as { name: string }).name, 'causeway-legacy-fixture');
-  const list = await client.request(s, { jsonrpc: '2.0', id: nextId++, method: 'tools/list', params: {} }, {});
+  const list = await client.request(s, request('tools/list'), {});
   t.ok('result' in list && (list.result.tools as unknown[]).length > 10);
   const answers = await Promise.all(Array.from({ length: 20 }, () => client.request(s, call('slow', { ms: 400 }), {})));
   t.same(answers.map(textOf), Array.from({ length: 20 }, () => 'done'));
@@ -84,7 +77,7 @@ t.test('pings are answered; an ask goes to the call that can ask, and its answer
   const s = await client.initialize(INIT);
   t.equal(textOf(await client.request(s, call('ping_me'), {})), 'pong {}');
   const listAsks: JsonRpcRequest[] = [];
-  const list = client.request(s, { jsonrpc: '2.0', id: nextId++, method: 'resources/list', params: {} }, { onServerRequest: (r) => listAsks.push(r) });
+  const list = client.request(s, request('resources/list'), { onServerRequest: (r) => listAsks.push(r) });
   const asked = client.request(s, call('elicit'), {
     onServerRequest: (r) => void client.respond(s, { jsonrpc: '2.0', id: r.id, result: { action: 'accept', content: { name: 'Ada' } } }),
   });
