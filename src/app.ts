@@ -7,7 +7,7 @@ import { originPolicy } from './envelope/index.js';
 import { createAdmin, createIngress, drain, frontDoor } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics, type Metrics } from './metrics/index.js';
-import { LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
+import { ChannelLegacyFace, LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
 import {
   ChannelClient,
   DEFAULT_CREDENTIAL_HEADERS,
@@ -289,6 +289,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
           // Listen streams never finish on their own: end them with the closing result [SUBS].
           closeStreams: async (timeoutMs) => {
             await subscriptions.close(timeoutMs);
+            for (const u of upstreams.values()) u.passthrough.endStreams?.();
             await sessionEvents.close();
             await crossReplica?.close();
           },
@@ -298,7 +299,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             async () => handoff?.close(),
             () => pool.close(),
             () => store.close(),
-            () => Promise.allSettled([...upstreams.values()].flatMap((u) => [u.client.close(), u.passthrough?.close()])),
+            () => Promise.allSettled([...upstreams.values()].flatMap((u) => [u.client.close(), u.passthrough.close()])),
           ],
           admin,
         },
@@ -311,8 +312,8 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
 interface UpstreamParts {
   spec: UpstreamSpec;
   client: UpstreamSessionClient;
-  /** Absent for a stdio or HTTP+SSE upstream: legacy clients are not served there. */
-  passthrough: LegacyFace | undefined;
+  /** What serves legacy clients: the byte passthrough, or for a stdio or HTTP+SSE upstream Causeway's own legacy face. */
+  passthrough: LegacyFace;
   forward: ForwardPolicy;
   metrics: UpstreamMetrics;
 }
@@ -324,6 +325,13 @@ function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log
   const credentials = [...DEFAULT_CREDENTIAL_HEADERS, ...config.security.credentialHeaders];
   if (principal.mode === 'header') credentials.push(principal.header);
   const forward = new ForwardPolicy(spec.forwardHeaders, credentials);
+  const binding = principal.mode === 'none' ? undefined : new SessionBinding(principal.hashSecret, spec.name);
+  // Each legacy client session is an upstream session (a child, a connection) of its own.
+  const channelFace = (client: ChannelClient): ChannelLegacyFace =>
+    new ChannelLegacyFace(
+      { client, principal, binding, idleTtlMs: config.store.idleTtlMs, keepAliveMs: config.subscriptions.keepAliveMs },
+      log.child({ stage: 'legacy-face', upstream: spec.name }),
+    );
   if (spec.transport === 'stdio') {
     // One child process per pooled session, in this replica only.
     const opener = new StdioOpener(
@@ -338,7 +346,7 @@ function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log
       onChannels: (n) => upstreamMetrics.processes(n),
       onRestart: () => upstreamMetrics.processRestarted(),
     });
-    return { spec, client, passthrough: undefined, forward, metrics: upstreamMetrics };
+    return { spec, client, passthrough: channelFace(client), forward, metrics: upstreamMetrics };
   }
   if (spec.transport === 'sse') {
     // One SSE connection per pooled session, in this replica only, as with stdio.
@@ -355,7 +363,7 @@ function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log
       maxChannels: config.store.maxSessions,
       onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds),
     });
-    return { spec, client, passthrough: undefined, forward, metrics: upstreamMetrics };
+    return { spec, client, passthrough: channelFace(client), forward, metrics: upstreamMetrics };
   }
   // URLs are logged by position: they may carry credentials.
   const targets = new TargetSet(
@@ -387,7 +395,7 @@ function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log
       headers: spec.headers,
       forward,
       principal,
-      binding: principal.mode === 'none' ? undefined : new SessionBinding(principal.hashSecret, spec.name),
+      binding,
       connectTimeoutMs: spec.connectTimeoutMs,
       requestTimeoutMs: spec.requestTimeoutMs,
     },
