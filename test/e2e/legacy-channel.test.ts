@@ -89,6 +89,13 @@ async function metric(causeway: RunningCauseway, name: string): Promise<number> 
   return Number(new RegExp(`^${name}\\{upstream="fixture"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
 }
 
+/** A child the drain should have stopped is killed when the test ends, pass or fail. */
+function killedAtEnd(t: Test, pid: number): void {
+  t.teardown(() => {
+    if (alive(pid)) process.kill(pid, 'SIGKILL');
+  });
+}
+
 function legacyPost(url: string, sessionId: string, principal: string): Promise<Response> {
   return fetch(url, {
     method: 'POST',
@@ -111,6 +118,7 @@ t.test('legacy_client-to-stdio_upstream: DELETE stops the child; ids belong to t
   t.equal(await call(peer, 'echo', { text: 'x' }), 'x');
   t.equal(await metric(causeway, 'causeway_upstream_processes'), before + 1, 'one more child for the legacy session');
   const pid = (JSON.parse((await call(peer, 'fixture_stats')) ?? '{}') as { pid: number }).pid;
+  killedAtEnd(t, pid);
   const sessionId = peer.transport.sessionId!;
 
   const stolen = await legacyPost(causeway.url, sessionId, 'mallory');
@@ -145,6 +153,28 @@ t.test('legacy_client-to-stdio_upstream: batches are refused, a request without 
   const sessionless = await fetch(causeway.url, { method: 'POST', headers: { ...headers, 'mcp-protocol-version': '2025-11-25' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
   t.equal(sessionless.status, 400);
   t.match(await sessionless.json(), { error: { code: -32600, message: /Mcp-Session-Id is required/ } });
+});
+
+t.test('legacy_client-to-stdio_upstream: JSON answers without SSE in Accept; a session unused for store.idleTtlMs is ended', async (t) => {
+  const causeway = await startCauseway({ ...stdioSettings, 'store.idleTtlMs': 1000 });
+  t.teardown(() => causeway.close());
+  const headers = { 'content-type': 'application/json', accept: 'application/json', [PRINCIPAL_HEADER]: 'alice' };
+  const rpc = (body: object, sessionId?: string) =>
+    fetch(causeway.url, { method: 'POST', headers: sessionId === undefined ? headers : { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' }, body: JSON.stringify(body) });
+  const init = await rpc({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+  t.equal(init.status, 200);
+  t.match(await init.json(), { jsonrpc: '2.0', id: 'init', result: { protocolVersion: '2025-11-25', serverInfo: { name: 'causeway-legacy-fixture' } } });
+  const sessionId = init.headers.get('mcp-session-id')!;
+  t.equal((await rpc({ jsonrpc: '2.0', method: 'notifications/initialized' }, sessionId)).status, 202);
+  const stats = await rpc({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'fixture_stats', arguments: {} } }, sessionId);
+  t.equal(stats.headers.get('content-type'), 'application/json');
+  const body = (await stats.json()) as { id: number; result: { content: Array<{ text: string }> } };
+  t.equal(body.id, 2, "the client's own id");
+  const { pid, stats: counts } = JSON.parse(body.result.content[0]!.text) as { pid: number; stats: { initializeCount: number } };
+  killedAtEnd(t, pid);
+  t.equal(counts.initializeCount, 1, 'one initialize upstream: the client\'s own');
+  t.ok(await eventually(() => !alive(pid), 15_000, 50), 'the idle session was ended with its child');
+  t.equal((await rpc({ jsonrpc: '2.0', id: 3, method: 'tools/list' }, sessionId)).status, 404, 'and is unknown now');
 });
 
 t.test('legacy_client-to-sse_upstream: each legacy session its own HTTP+SSE connection', async (t) => {
