@@ -7,7 +7,7 @@ import { originPolicy } from './envelope/index.js';
 import { createAdmin, createIngress, drain, frontDoor } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics, type Metrics } from './metrics/index.js';
-import { LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
+import { ChannelLegacyFace, LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
 import {
   ChannelClient,
   DEFAULT_CREDENTIAL_HEADERS,
@@ -307,6 +307,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
           // Listen streams never finish on their own: end them with the closing result [SUBS].
           closeStreams: async (timeoutMs) => {
             await subscriptions.close(timeoutMs);
+            for (const u of upstreams.values()) u.passthrough.endStreams?.();
             await sessionEvents.close();
             await crossReplica?.close();
           },
@@ -316,7 +317,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             async () => handoff?.close(),
             () => pool.close(),
             () => store.close(),
-            () => Promise.allSettled([...upstreams.values()].flatMap((u) => [u.client.close(), u.passthrough?.close()])),
+            () => Promise.allSettled([...upstreams.values()].flatMap((u) => [u.client.close(), u.passthrough.close()])),
             async () => relayBus?.close(),
           ],
           admin,
@@ -330,8 +331,8 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
 interface UpstreamParts {
   spec: UpstreamSpec;
   client: UpstreamSessionClient;
-  /** Absent for a stdio or HTTP+SSE upstream: legacy clients are not served there. */
-  passthrough: LegacyFace | undefined;
+  /** What serves legacy clients: the byte passthrough, or for a stdio or HTTP+SSE upstream Causeway's own legacy face. */
+  passthrough: LegacyFace;
   forward: ForwardPolicy;
   metrics: UpstreamMetrics;
 }
@@ -350,6 +351,13 @@ function upstreamParts(
   const credentials = [...DEFAULT_CREDENTIAL_HEADERS, ...config.security.credentialHeaders];
   if (principal.mode === 'header') credentials.push(principal.header);
   const forward = new ForwardPolicy(spec.forwardHeaders, credentials);
+  const binding = principal.mode === 'none' ? undefined : new SessionBinding(principal.hashSecret, spec.name);
+  // Each legacy client session is an upstream session (a child, a connection) of its own.
+  const channelFace = (client: UpstreamSessionClient): ChannelLegacyFace =>
+    new ChannelLegacyFace(
+      { client, principal, binding, idleTtlMs: config.store.idleTtlMs, keepAliveMs: config.subscriptions.keepAliveMs },
+      log.child({ stage: 'legacy-face', upstream: spec.name }),
+    );
   if (spec.transport === 'stdio') {
     // One child process per pooled session, in the replica that opened it.
     const opener = new StdioOpener(
@@ -360,11 +368,13 @@ function upstreamParts(
     const client = new ChannelClient(spec.name, opener, upstreamLog, {
       requestTimeoutMs: spec.requestTimeoutMs,
       maxChannels: spec.maxProcesses,
+      idleTtlMs: config.store.idleTtlMs,
       onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds),
       onChannels: (n) => upstreamMetrics.processes(n),
       onRestart: () => upstreamMetrics.processRestarted(),
     });
-    return { spec, client: reachable(spec.name, client), passthrough: undefined, forward, metrics: upstreamMetrics };
+    const reached = reachable(spec.name, client);
+    return { spec, client: reached, passthrough: channelFace(reached), forward, metrics: upstreamMetrics };
   }
   if (spec.transport === 'sse') {
     // One SSE connection per pooled session, in the replica that opened it, as with stdio.
@@ -379,9 +389,11 @@ function upstreamParts(
     const client = new ChannelClient(spec.name, opener, upstreamLog, {
       requestTimeoutMs: spec.requestTimeoutMs,
       maxChannels: config.store.maxSessions,
+      idleTtlMs: config.store.idleTtlMs,
       onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds),
     });
-    return { spec, client: reachable(spec.name, client), passthrough: undefined, forward, metrics: upstreamMetrics };
+    const reached = reachable(spec.name, client);
+    return { spec, client: reached, passthrough: channelFace(reached), forward, metrics: upstreamMetrics };
   }
   // URLs are logged by position: they may carry credentials.
   const targets = new TargetSet(
@@ -413,7 +425,7 @@ function upstreamParts(
       headers: spec.headers,
       forward,
       principal,
-      binding: principal.mode === 'none' ? undefined : new SessionBinding(principal.hashSecret, spec.name),
+      binding,
       connectTimeoutMs: spec.connectTimeoutMs,
       requestTimeoutMs: spec.requestTimeoutMs,
     },

@@ -304,7 +304,7 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'mrtr.maxPendingPerPrincipal', kind: 'number', default: 100, doc: 'Most held calls per principal on one replica.' },
   { path: 'subscriptions.maxListeners', kind: 'number', default: 10_000, doc: 'Most subscriptions/listen streams open at once on one replica (503 beyond).' },
   { path: 'subscriptions.maxPerPrincipal', kind: 'number', default: 100, doc: 'Most listen streams open at once per principal on one replica (503 beyond).' },
-  { path: 'subscriptions.keepAliveMs', kind: 'number', default: 15_000, doc: 'Interval of the `:` keep-alive comments on listen streams; 0 sends none.' },
+  { path: 'subscriptions.keepAliveMs', kind: 'number', default: 15_000, doc: "Interval of the `:` keep-alive comments on listen streams, and on legacy clients' SSE streams of a stdio or HTTP+SSE upstream; 0 sends none." },
   { path: 'subscriptions.maxUrisPerListen', kind: 'number', default: 100, doc: 'Most resourceSubscriptions URIs one listen request may name (-32602 beyond).' },
   {
     path: 'subscriptions.takeoverMs',

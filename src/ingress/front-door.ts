@@ -1,6 +1,6 @@
 // The request handler behind the ingress: probes (/healthz, /readyz; /metrics is on the admin
 // port only), drain and load shedding, the mount the path names, Host/Origin, HTTP method, body
-// limits, then the classifier's verdict: the mount's legacy passthrough, a modern request for the
+// limits, then the classifier's verdict: the mount's legacy face, a modern request for the
 // mount, or the spec's error. Nothing thrown here reaches the client as a stack trace.
 
 import { randomUUID } from 'node:crypto';
@@ -189,9 +189,9 @@ function clientRevision(headers: HeaderBag, body: unknown): string {
   return revisionLabel(headers['mcp-protocol-version']?.trim());
 }
 
-function legacyNotServed(mount: Mount) {
-  if (mount.federation) return causewayError('invalid_request', 'Legacy clients are served on single-upstream mounts only');
-  return causewayError('invalid_request', 'Legacy clients are not served on this mount: its upstream is a stdio or HTTP+SSE server; use protocol 2026-07-28');
+/** Legacy clients on a federated mount: there is no one upstream session to give them. */
+function legacyNotServed() {
+  return causewayError('invalid_request', 'Legacy clients are served on single-upstream mounts only');
 }
 
 /**
@@ -239,7 +239,7 @@ async function dispatch(
     }
     tag.era = 'legacy';
     tag.method = method === 'GET' ? 'stream' : 'terminate';
-    if (!passthrough) return sendCausewayError(res, legacyNotServed(mount), null);
+    if (!passthrough) return sendCausewayError(res, legacyNotServed(), null);
     return passthrough.forward(method, req.headers, undefined, res, signal);
   }
   if (method !== 'POST') {
@@ -273,7 +273,7 @@ async function dispatch(
     case 'legacy':
       tag.era = 'legacy';
       tag.method = legacyMethodLabel(parsed.ok ? parsed.value : undefined);
-      if (!passthrough) return sendCausewayError(res, legacyNotServed(mount), null);
+      if (!passthrough) return sendCausewayError(res, legacyNotServed(), null);
       return passthrough.forward('POST', req.headers, body, res, signal, routingHeaders(req.headers, parsed.ok ? parsed.value : undefined));
     case 'accepted':
       tag.era = 'modern';

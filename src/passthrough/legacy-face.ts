@@ -1,9 +1,11 @@
 // What the front door hands a legacy client's request to (dual era): the byte passthrough to a
-// Streamable HTTP upstream (legacy.ts), or a face that serves the legacy protocol itself over
-// an upstream whose sessions are Causeway's own (stdio, HTTP+SSE).
+// Streamable HTTP upstream (legacy.ts), or the face that serves the legacy protocol itself over
+// an upstream whose sessions are Causeway's own channels (stdio, HTTP+SSE: channel-face.ts).
 
 import type { IncomingHttpHeaders } from 'node:http';
-import type { HttpResponse } from '../egress/index.js';
+import { sendCausewayError, type HttpResponse } from '../egress/index.js';
+import { causewayError } from '../errors.js';
+import type { RequestId } from '../jsonrpc.js';
 
 export interface LegacyFace {
   /** A legacy POST (with its body), GET stream or DELETE; answers on `res`, never throws. */
@@ -15,6 +17,13 @@ export interface LegacyFace {
     signal: AbortSignal,
     extraHeaders?: Record<string, string>,
   ): Promise<void>;
+  /** Ends the long-lived GET streams it serves itself (a drain's stream phase); the sessions stay. */
+  endStreams?(): void;
   /** Lets go of connections or sessions once the requests in flight are done. */
   close(): Promise<void>;
+}
+
+/** 404 to a request on a session: a legacy client then starts a new one [L-TR]. */
+export function sessionGone(res: HttpResponse, id: RequestId | null): void {
+  sendCausewayError(res, causewayError('not_found', 'Session not found'), id);
 }

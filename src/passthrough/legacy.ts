@@ -13,13 +13,13 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { Agent, request as undiciRequest } from 'undici';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
-import { causewayError, toCausewayError } from '../errors.js';
+import { toCausewayError } from '../errors.js';
 import { encodeHeaderValue, type HeaderBag } from '../envelope/index.js';
 import { isObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { principalHash, type PrincipalPolicy } from '../routing/index.js';
 import { HOP_BY_HOP, neverDelivered, toUpstreamError, type ForwardPolicy, type TargetSet } from '../upstream/index.js';
-import type { LegacyFace } from './legacy-face.js';
+import { sessionGone, type LegacyFace } from './legacy-face.js';
 import type { SessionBinding } from './session-binding.js';
 
 export interface PassthroughOptions {
@@ -110,13 +110,13 @@ export class LegacyPassthrough implements LegacyFace {
     let sessionId = sent['mcp-session-id'];
     if (binding && sessionId !== undefined) {
       sessionId = binding.open(sessionId, principal!);
-      if (sessionId === undefined) return sessionGone(res);
+      if (sessionId === undefined) return sessionGone(res, null);
       sent['mcp-session-id'] = sessionId;
     }
     if (spread && sessionId !== undefined) {
       const dot = sessionId.indexOf('.');
       target = dot > 0 ? targets.at(Number(sessionId.slice(0, dot))) : undefined;
-      if (target === undefined || !targets.admits(target)) return sessionGone(res);
+      if (target === undefined || !targets.admits(target)) return sessionGone(res, null);
       sent['mcp-session-id'] = sessionId.slice(dot + 1);
     }
     const tried = new Set<string>();
@@ -141,7 +141,7 @@ export class LegacyPassthrough implements LegacyFace {
           targets.failed(url);
           // A new session may go to another URL; an existing one lives where it lives.
           if (target === undefined && tried.size < targets.size) continue;
-          if (target !== undefined && spread) return sessionGone(res);
+          if (target !== undefined && spread) return sessionGone(res, null);
         }
         this.log.warn({ err: (err as Error).message }, 'legacy passthrough failed');
         sendCausewayError(res, toCausewayError(toUpstreamError(err)), null);
@@ -173,9 +173,4 @@ export class LegacyPassthrough implements LegacyFace {
   destroy(): void {
     void this.agent.destroy();
   }
-}
-
-/** 404 to a request on a session: a legacy client then starts a new one [L-TR]. */
-function sessionGone(res: HttpResponse): void {
-  sendCausewayError(res, causewayError('not_found', 'Session not found'), null);
 }

@@ -14,6 +14,8 @@
 //   call it belongs to; pings are answered at once.
 // At most maxChannels channels are open; to open one more the least recently used idle one (no
 // call in flight, no open stream) is closed, and with none idle the open is refused (overloaded).
+// A channel idle for idleTtlMs is closed too: its last use is seen here whoever asked for it (a
+// pooled session, a legacy client's, another replica's through the relay).
 // A channel lost with calls in flight fails them (upstream_unavailable); the next request on its
 // session gets SessionExpiredError, so the pool opens a new one, after a backoff when channels
 // keep being lost. A call cannot be resumed: resumeCall is refused, and the bridge replays.
@@ -46,6 +48,8 @@ export interface ChannelClientOptions {
   /** Backoff before opening a channel after one was lost: first wait, doubled per loss, capped. */
   restartBackoffMs?: number;
   maxRestartBackoffMs?: number;
+  /** A channel with no call in flight, no open stream and no use for this long is closed. */
+  idleTtlMs?: number;
   /** Called once per request() with its outcome and duration, as UpstreamClient does. */
   onRequest?(method: string, result: 'ok' | 'error' | 'failed' | 'cancelled', seconds: number): void;
   /** Open channels, after each change. */
@@ -59,6 +63,8 @@ const NO_RESUME_STATUS = 405;
 /** A channel that lived this long before it was lost counts as the first loss again. */
 const HEALTHY_LIFETIME_MS = 10_000;
 const INITIALIZE_ID = 0;
+/** The longest time between two idle sweeps; a short idleTtlMs sweeps more often, at most once a second. */
+const MAX_SWEEP_MS = 30_000;
 /** Calls that may ask the client something; an ask goes to one of these first. */
 const ASKING_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
 
@@ -109,6 +115,7 @@ export class ChannelClient implements UpstreamSessionClient {
   private losses = 0;
   private lastLossAt = 0;
   private restartOwed = false;
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly name: string,
@@ -117,6 +124,20 @@ export class ChannelClient implements UpstreamSessionClient {
     private readonly opts: ChannelClientOptions,
   ) {
     setMaxListeners(0, this.lifetime.signal, this.quiesce.signal);
+    const ttl = opts.idleTtlMs;
+    if (ttl !== undefined) {
+      this.sweeper = setInterval(() => this.sweep(ttl), Math.max(1000, Math.min(ttl / 4, MAX_SWEEP_MS)));
+      this.sweeper.unref();
+    }
+  }
+
+  private sweep(idleTtlMs: number): void {
+    const before = Date.now() - idleTtlMs;
+    for (const s of [...this.sessions.values()]) {
+      if (!s.idle || s.lastUsedAt >= before) continue;
+      this.log.debug('closing an upstream channel left idle');
+      void this.end(s);
+    }
   }
 
   /** Channels open now. */
@@ -249,6 +270,7 @@ export class ChannelClient implements UpstreamSessionClient {
   /** Refuses new work, ends open streams, lets in-flight calls finish, then closes every channel. */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      clearInterval(this.sweeper);
       if (this.state === 'open') this.state = 'closing';
       this.quiesce.abort();
       while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
@@ -261,6 +283,7 @@ export class ChannelClient implements UpstreamSessionClient {
 
   /** Fails every call now and closes every channel. */
   async destroy(): Promise<void> {
+    clearInterval(this.sweeper);
     this.state = 'closed';
     this.quiesce.abort();
     this.lifetime.abort();

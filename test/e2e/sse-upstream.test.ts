@@ -55,13 +55,3 @@ t.test('modern_client-to-sse_upstream-listen-hears-a-list-change', async (t) => 
   const change = await listen.next();
   t.equal(change?.method, 'notifications/tools/list_changed', 'the change reached the listener');
 });
-
-t.test('legacy_client-to-sse_upstream-is-refused-clearly', async (t) => {
-  const res = await post(
-    causeway.url,
-    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } } },
-    { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-  );
-  t.equal(res.status, 400);
-  t.match((res.json as { error?: { message?: string } }).error?.message, /stdio or HTTP\+SSE server/);
-});

@@ -130,3 +130,41 @@ t.test('the owner drained: the sessions of its processes leave the store; the ot
   t.equal(await count(other.url, 'ada'), 1, 'a fresh session, here');
   t.equal(await processes(other), 1);
 });
+
+t.test('a legacy client\'s session is served by either replica, on the one process its initialize started', async (t) => {
+  const [a, b] = shared;
+  const headers = { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': '2025-11-25', 'x-causeway-principal': 'old' };
+  const init = await fetch(a.url, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } } }),
+  });
+  t.equal(init.status, 200);
+  const session = init.headers.get('mcp-session-id')!;
+  t.ok(session, 'a session id');
+  const counts: string[] = [];
+  for (let i = 1; i <= 4; i++) {
+    const res = await fetch((i % 2 ? b : a).url, {
+      method: 'POST',
+      headers: { ...headers, 'mcp-session-id': session },
+      body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'counter', arguments: {} } }),
+    });
+    const body = (await res.json()) as { result?: { content?: Array<{ text?: string }> } };
+    counts.push(body.result?.content?.[0]?.text ?? `HTTP ${res.status}`);
+  }
+  t.same(counts, ['1', '2', '3', '4'], 'one upstream session, whichever replica answered');
+  const other = await fetch(b.url, {
+    method: 'POST',
+    headers: { ...headers, 'x-causeway-principal': 'mallory', 'mcp-session-id': session },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'counter', arguments: {} } }),
+  });
+  t.equal(other.status, 404, 'another principal cannot use it on either replica');
+  const ended = await fetch(b.url, { method: 'DELETE', headers: { ...headers, 'mcp-session-id': session } });
+  t.equal(ended.status, 200, 'DELETE on the other replica ends it');
+  const after = await fetch(a.url, {
+    method: 'POST',
+    headers: { ...headers, 'mcp-session-id': session },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'counter', arguments: {} } }),
+  });
+  t.equal(after.status, 404, 'and it is gone on the replica that opened it');
+});

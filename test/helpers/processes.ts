@@ -31,6 +31,16 @@ export function isRunning(child: ChildProcess): boolean {
   return child.pid !== undefined && child.exitCode === null && child.signalCode === null;
 }
 
+/** Whether a process of any parent still runs (signal 0 only checks it is there). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export interface Exit {
   code: number | null;
   signal: NodeJS.Signals | null;

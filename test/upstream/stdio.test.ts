@@ -12,6 +12,7 @@ import type { SessionRef } from '../../src/upstream/headers.js';
 import { childEnv, StdioOpener, type StdioCommand } from '../../src/upstream/stdio-channel.js';
 import { logSink, type LogSink } from './log-sink.js';
 import { call, request, textOf } from './tool-calls.js';
+import { alive } from '../helpers/processes.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
 const RAW = fileURLToPath(new URL('./raw-stdio-server.js', import.meta.url));
@@ -27,15 +28,6 @@ async function rejectsWith(t: Test, p: Promise<unknown>, reason: string, message
   t.ok(err instanceof CausewayError, 'a CausewayError');
   t.equal((err as CausewayError).reason, reason);
   if (message) t.match((err as Error).message, message);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function setup(

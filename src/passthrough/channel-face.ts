@@ -1,0 +1,203 @@
+// The legacy Streamable HTTP protocol (2025-03-26 .. 2025-11-25) served by Causeway itself over an
+// upstream whose sessions are channels (stdio, HTTP+SSE): each legacy client session is its own
+// upstream session, opened with the client's own initialize [L-LIFE] (channel-sessions.ts keeps
+// them). A request is answered as SSE when the client accepts it (its progress, log lines and the
+// server's asks routed to it, then its response) or else as JSON; notifications and answers to
+// asks get 202; GET is the session's stream of messages that belong to no call; DELETE ends the
+// session [L-TR]. Client ids go upstream unchanged: nobody else uses the session.
+
+import type { IncomingHttpHeaders } from 'node:http';
+import { errorBody, sendCausewayError, sendJson, sendStatus, SseStream, type HttpResponse } from '../egress/index.js';
+import type { HeaderBag } from '../envelope/index.js';
+import { CausewayError, causewayError, toCausewayError } from '../errors.js';
+import {
+  isNotification,
+  isObject,
+  isRequest,
+  isResponse,
+  type JsonRpcMessage,
+  type JsonRpcRequest,
+  type RequestId,
+} from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { principalHash, type PrincipalPolicy } from '../routing/index.js';
+import { SessionExpiredError, type UpstreamSessionClient } from '../upstream/index.js';
+import { LegacySessions, type LegacySession } from './channel-sessions.js';
+import { sessionGone, type LegacyFace } from './legacy-face.js';
+import type { SessionBinding } from './session-binding.js';
+
+export interface ChannelFaceOptions {
+  client: UpstreamSessionClient;
+  principal: PrincipalPolicy;
+  /** Binds handed-out session ids to their principal; undefined when principal.mode is none. */
+  binding: SessionBinding | undefined;
+  /** A legacy session unused this long is ended. */
+  idleTtlMs: number;
+  /** Interval of `:` keep-alive comments on SSE answers and GET streams; 0 sends none. */
+  keepAliveMs: number;
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+const acceptsSse = (headers: IncomingHttpHeaders): boolean => /\btext\/event-stream\b|\*\/\*/i.test(header(headers, 'accept') ?? '');
+
+/** The one JSON-RPC message of a POST body, or the error that refuses it. */
+function readMessage(body: Buffer | undefined): JsonRpcMessage {
+  let value: unknown;
+  try {
+    value = JSON.parse(body?.toString('utf8') ?? '');
+  } catch {
+    throw causewayError('parse_error');
+  }
+  if (Array.isArray(value)) throw causewayError('batch_not_supported', 'JSON-RPC batches are not supported on this mount: send one message per POST');
+  if (!isObject(value) || value.jsonrpc !== '2.0') throw causewayError('invalid_request', 'Expected one JSON-RPC 2.0 message');
+  if (isRequest(value) || isNotification(value) || isResponse(value)) return value;
+  throw causewayError('invalid_request', 'Expected a JSON-RPC request, notification or response');
+}
+
+export class ChannelLegacyFace implements LegacyFace {
+  private readonly sessions: LegacySessions;
+
+  constructor(
+    private readonly opts: ChannelFaceOptions,
+    private readonly log: Logger,
+  ) {
+    this.sessions = new LegacySessions(opts.client, opts.binding, opts.idleTtlMs, log);
+  }
+
+  async forward(method: string, headers: IncomingHttpHeaders, body: Buffer | undefined, res: HttpResponse, signal: AbortSignal): Promise<void> {
+    let id: RequestId | null = null;
+    let session: LegacySession | undefined;
+    try {
+      const principal = principalHash(this.opts.principal, headers as HeaderBag);
+      const message = method === 'POST' ? readMessage(body) : undefined;
+      if (message !== undefined && isRequest(message)) id = message.id;
+      const clientId = header(headers, 'mcp-session-id');
+      if (message !== undefined && isRequest(message) && message.method === 'initialize') {
+        if (clientId !== undefined) throw causewayError('invalid_request', 'initialize opens a new session: send it without Mcp-Session-Id');
+        return await this.initialize(message, principal, res, signal);
+      }
+      if (clientId === undefined) throw causewayError('invalid_request', 'Mcp-Session-Id is required: send initialize first');
+      session = this.sessions.find(clientId, principal);
+      if (session === undefined) return sessionGone(res, id);
+      if (method === 'GET') return await this.listen(session, headers, res, signal);
+      if (method === 'DELETE') {
+        await this.sessions.end(session);
+        return sendStatus(res, 200);
+      }
+      if (message === undefined) throw causewayError('method_not_allowed');
+      return await this.post(session, message, headers, res, signal);
+    } catch (err) {
+      if (err instanceof SessionExpiredError && session) this.sessions.forget(session);
+      if (!signal.aborted) this.refuse(res, err, id);
+    }
+  }
+
+  /** Ends the GET streams, so a drain need not wait for their clients to leave. */
+  endStreams(): void {
+    this.sessions.endStreams();
+  }
+
+  async close(): Promise<void> {
+    await this.sessions.close();
+  }
+
+  private async initialize(msg: JsonRpcRequest, principal: string, res: HttpResponse, signal: AbortSignal): Promise<void> {
+    const p = isObject(msg.params) ? msg.params : {};
+    const { protocolVersion, capabilities = {}, clientInfo } = p;
+    if (typeof protocolVersion !== 'string' || !isObject(capabilities) || !isObject(clientInfo)) {
+      throw causewayError('invalid_params', 'initialize needs params.protocolVersion, params.capabilities and params.clientInfo');
+    }
+    // The upstream gets the client's own handshake; its notifications/initialized is sent here.
+    const opened = await this.opts.client.initialize({ protocolVersion, capabilities, clientInfo }, signal);
+    const ref = { sessionId: opened.sessionId, protocolVersion: opened.protocolVersion, target: opened.target };
+    if (signal.aborted) {
+      void this.opts.client.terminate(ref);
+      return;
+    }
+    const clientId = this.sessions.add(ref, principal);
+    this.log.debug({ protocolVersion: ref.protocolVersion, sessions: this.sessions.size }, 'legacy session opened');
+    sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: opened.initializeResult }, { 'mcp-session-id': clientId });
+  }
+
+  private async post(session: LegacySession, message: JsonRpcMessage, headers: IncomingHttpHeaders, res: HttpResponse, signal: AbortSignal): Promise<void> {
+    const { client } = this.opts;
+    if (isRequest(message)) return this.sessions.use(session, () => this.call(session, message, headers, res, signal));
+    // The client's notifications/initialized: the upstream had one already, at initialize.
+    if (isNotification(message) && message.method !== 'notifications/initialized') await client.notify(session.ref, message);
+    else if (isResponse(message)) await client.respond(session.ref, message);
+    sendStatus(res, 202);
+  }
+
+  private async call(session: LegacySession, msg: JsonRpcRequest, headers: IncomingHttpHeaders, res: HttpResponse, signal: AbortSignal): Promise<void> {
+    const { client } = this.opts;
+    try {
+      if (!acceptsSse(headers)) {
+        sendJson(res, 200, await client.request(session.ref, msg, {}, signal));
+        return;
+      }
+      const stream = new SseStream(res);
+      const stopKeepAlive = this.keepAlive(stream);
+      try {
+        const response = await client.request(session.ref, msg, { onNotification: (n) => stream.send(n), onServerRequest: (r) => stream.send(r) }, signal);
+        stream.end(response);
+      } finally {
+        stopKeepAlive();
+      }
+    } catch (err) {
+      // Causeway gave up waiting, the upstream did not: tell it, as the client would have [L-CANCEL].
+      if (err instanceof CausewayError && err.reason === 'upstream_timeout') {
+        void client.notify(session.ref, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason: err.message } }).catch(() => {});
+      }
+      throw err;
+    }
+  }
+
+  /** The session's stream of messages that belong to no call; a second GET replaces the first. */
+  private async listen(session: LegacySession, headers: IncomingHttpHeaders, res: HttpResponse, signal: AbortSignal): Promise<void> {
+    if (!acceptsSse(headers)) throw causewayError('not_acceptable', 'A GET stream needs Accept: text/event-stream');
+    session.endStream?.();
+    const ended = new AbortController();
+    const end = (): void => ended.abort();
+    session.endStream = end;
+    const stream = new SseStream(res);
+    try {
+      await this.sessions.use(session, async () => {
+        const opened = await this.opts.client.openStream(session.ref, { onNotification: (n) => stream.send(n) }, AbortSignal.any([signal, ended.signal]));
+        if (opened === 'unsupported') throw causewayError('method_not_allowed', 'This upstream offers no GET stream');
+        stream.start();
+        const stopKeepAlive = this.keepAlive(stream);
+        try {
+          await opened.done;
+        } finally {
+          stopKeepAlive();
+        }
+      });
+    } catch (err) {
+      if (!res.headersSent) throw err;
+      if (err instanceof SessionExpiredError) this.sessions.forget(session);
+    } finally {
+      if (session.endStream === end) session.endStream = undefined;
+      if (res.headersSent) stream.end();
+    }
+  }
+
+  private keepAlive(stream: SseStream): () => void {
+    if (this.opts.keepAliveMs <= 0) return () => {};
+    const timer = setInterval(() => stream.comment(), this.opts.keepAliveMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  /** Answers with the error: on the SSE stream when one was started, else as JSON with its status. */
+  private refuse(res: HttpResponse, err: unknown, id: RequestId | null): void {
+    const e = err instanceof SessionExpiredError ? causewayError('not_found', 'Session not found') : toCausewayError(err);
+    if (!(err instanceof CausewayError || err instanceof SessionExpiredError)) this.log.error({ err }, 'legacy request failed');
+    else if (e.status >= 500) this.log.warn({ reason: e.reason, err: e.cause }, 'legacy request failed');
+    if (res.headersSent) new SseStream(res).end(errorBody(id, { code: e.code, message: e.message }));
+    else sendCausewayError(res, e, id);
+  }
+}
