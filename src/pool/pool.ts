@@ -26,8 +26,12 @@ export interface PoolUpstream {
   client: UpstreamSessionClient;
   /** Offered in initialize; the upstream may negotiate an older one. */
   protocolVersion: string;
-  /** Its sessions exist in this process only (a stdio child each): never shared through the store. */
-  replicaLocal?: boolean;
+  /**
+   * Its sessions exist in this process only (a stdio child, an HTTP+SSE connection each): never
+   * shared through the store. Asked before each open when a function (an upstream whose transport
+   * is found at its first session).
+   */
+  replicaLocal?: boolean | (() => Promise<boolean>);
 }
 
 /** Why a session was opened: none yet, the upstream forgot it (404), its URL was ejected, or unreachable. */
@@ -158,8 +162,7 @@ export class SessionPool {
       return warm;
     }
     this.events.onMiss?.(key.upstream);
-    if (this.isReplicaLocal(key.upstream)) return this.singleFlight(key.id, () => this.openPinned(key, 'new', 1));
-    return this.singleFlight(key.id, () => this.load(key));
+    return this.singleFlight(key.id, async () => ((await this.isReplicaLocal(key.upstream)) ? this.openPinned(key, 'new', 1) : this.load(key)));
   }
 
   /**
@@ -184,7 +187,7 @@ export class SessionPool {
     return this.singleFlight(stale.key.id, async () => {
       const current = this.local.get(stale.key.id);
       if (current && current !== stale && !sameRecord(current.record, stale.record) && this.onAdmittedTarget(current.record)) return current;
-      if (this.isReplicaLocal(stale.key.upstream)) return this.openPinned(stale.key, reason, stale.record.generation + 1);
+      if (await this.isReplicaLocal(stale.key.upstream)) return this.openPinned(stale.key, reason, stale.record.generation + 1);
       // Records known dead: the stale one, and the one a replica-local stale session itself replaced.
       const replaced = this.replacing.get(stale);
       const dead = (r: SessionRecord) => sameRecord(r, stale.record) || (replaced !== undefined && sameRecord(r, replaced));
@@ -312,8 +315,9 @@ export class SessionPool {
     return session;
   }
 
-  private isReplicaLocal(upstream: string): boolean {
-    return this.upstreams.get(upstream)?.replicaLocal === true;
+  private async isReplicaLocal(upstream: string): Promise<boolean> {
+    const local = this.upstreams.get(upstream)?.replicaLocal;
+    return typeof local === 'function' ? local() : local === true;
   }
 
   private async initialize(key: SessionKey, reason: OpenReason, generation: number): Promise<SessionRecord> {

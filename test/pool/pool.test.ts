@@ -311,29 +311,50 @@ t.test('a session lost again right after its replacement is upstream_unavailable
   t.equal(up.initialized, 2);
 });
 
-t.test('a replica-local upstream (stdio): sessions never touch a shared store, are replaced locally, and end on close', async (t) => {
+const REPLICA_LOCAL: ReadonlyArray<[string, boolean | (() => Promise<boolean>)]> = [
+  ['known from the config (stdio, sse)', true],
+  ['known once its transport is found (auto)', async () => true],
+];
+
+for (const [how, replicaLocal] of REPLICA_LOCAL) {
+  t.test(`a replica-local upstream, ${how}: sessions never touch a shared store, are replaced locally, and end on close`, async (t) => {
+    const store = new SharedStore();
+    const upstream = new StubUpstream();
+    let localEvents = 0;
+    const pool = new SessionPool(
+      store,
+      new Map([['up', { client: upstream as unknown as UpstreamClient, protocolVersion: '2025-11-25', replicaLocal }]]),
+      { ...OPTS, touchIntervalMs: 20 },
+      createLogger('silent'),
+      { onLocalSession: () => localEvents++ },
+    );
+    const [a, b] = await Promise.all([pool.acquire(KEY), pool.acquire(KEY)]);
+    t.equal(a, b, 'single flight still');
+    t.equal(upstream.initialized, 1);
+    let uses = 0;
+    const r = await pool.withSession(KEY, async (s) => {
+      if (uses++ === 0) throw new SessionExpiredError('up');
+      return s.record.sessionId;
+    });
+    t.equal(r, 's2', 'replaced after the session expired');
+    await sleep(60);
+    t.same(store.calls.filter((op) => op !== 'probe'), [], 'no store command: not get, lock, insert, touch');
+    t.equal(localEvents, 0, 'not counted as a store-outage session');
+    await pool.close();
+    t.same(upstream.terminated.sort(), ['s2'], 'the live one ended on close (a shared store would keep it)');
+  });
+}
+
+t.test('an upstream found not to be replica-local (auto over Streamable HTTP) shares its sessions through the store', async (t) => {
   const store = new SharedStore();
   const upstream = new StubUpstream();
-  let localEvents = 0;
   const pool = new SessionPool(
     store,
-    new Map([['up', { client: upstream as unknown as UpstreamClient, protocolVersion: '2025-11-25', replicaLocal: true }]]),
-    { ...OPTS, touchIntervalMs: 20 },
+    new Map([['up', { client: upstream as unknown as UpstreamClient, protocolVersion: '2025-11-25', replicaLocal: async () => false }]]),
+    OPTS,
     createLogger('silent'),
-    { onLocalSession: () => localEvents++ },
   );
-  const [a, b] = await Promise.all([pool.acquire(KEY), pool.acquire(KEY)]);
-  t.equal(a, b, 'single flight still');
-  t.equal(upstream.initialized, 1);
-  let uses = 0;
-  const r = await pool.withSession(KEY, async (s) => {
-    if (uses++ === 0) throw new SessionExpiredError('up');
-    return s.record.sessionId;
-  });
-  t.equal(r, 's2', 'replaced after the session expired');
-  await sleep(60);
-  t.same(store.calls.filter((op) => op !== 'probe'), [], 'no store command: not get, lock, insert, touch');
-  t.equal(localEvents, 0, 'not counted as a store-outage session');
-  await pool.close();
-  t.same(upstream.terminated.sort(), ['s2'], 'the live one ended on close (a shared store would keep it)');
+  t.teardown(() => pool.close());
+  await pool.acquire(KEY);
+  t.ok(store.calls.includes('insert'), 'the session was recorded in the store');
 });
