@@ -7,8 +7,9 @@ import { originPolicy } from './envelope/index.js';
 import { createAdmin, createIngress, drain, frontDoor } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics, type Metrics } from './metrics/index.js';
-import { LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
+import { AutoLegacyFace, LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
 import {
+  AutoClient,
   ChannelClient,
   DEFAULT_CREDENTIAL_HEADERS,
   ForwardPolicy,
@@ -16,6 +17,7 @@ import {
   SseChannelOpener,
   StdioOpener,
   TargetSet,
+  TransportMemo,
   UpstreamClient,
   type UpstreamSessionClient,
 } from './upstream/index.js';
@@ -59,11 +61,13 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const storeMetrics = new StoreMetrics(metrics);
 
   const upstreams = new Map<string, UpstreamParts>();
-  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log));
+  // Shared by the upstreams: each URL of an auto upstream is probed once.
+  const transports = new TransportMemo();
+  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, transports));
   const partsOf = (name: string) => upstreams.get(name)!;
   const pool = new SessionPool(
     store,
-    new Map([...upstreams].map(([name, u]) => [name, { client: u.client, protocolVersion: u.spec.protocolVersion, replicaLocal: u.spec.transport === 'stdio' || u.spec.transport === 'sse' }])),
+    new Map([...upstreams].map(([name, u]) => [name, { client: u.client, protocolVersion: u.spec.protocolVersion, replicaLocal: u.replicaLocal }])),
     {
       clientInfo: { name: 'causeway', version: VERSION },
       idleTtlMs: config.store.idleTtlMs,
@@ -315,61 +319,109 @@ interface UpstreamParts {
   passthrough: LegacyFace | undefined;
   forward: ForwardPolicy;
   metrics: UpstreamMetrics;
+  /** Its sessions live in this replica only; for auto, known once the transport is found. */
+  replicaLocal: boolean | (() => Promise<boolean>);
 }
 
-function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log: Logger): UpstreamParts {
+/** What builds one upstream's parts: its spec and settings, and what the app shares among upstreams. */
+interface UpstreamContext {
+  spec: UpstreamSpec;
+  config: Config;
+  metrics: UpstreamMetrics;
+  log: Logger;
+  /** The app's log, for the legacy faces' own child. */
+  rootLog: Logger;
+  forward: ForwardPolicy;
+}
+
+function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log: Logger, transports: TransportMemo): UpstreamParts {
   const upstreamMetrics = new UpstreamMetrics(metrics, spec.name);
-  const upstreamLog = log.child({ stage: 'upstream', upstream: spec.name });
   const { principal } = config;
   const credentials = [...DEFAULT_CREDENTIAL_HEADERS, ...config.security.credentialHeaders];
   if (principal.mode === 'header') credentials.push(principal.header);
   const forward = new ForwardPolicy(spec.forwardHeaders, credentials);
-  if (spec.transport === 'stdio') {
-    // One child process per pooled session, in this replica only.
-    const opener = new StdioOpener(
-      spec.name,
-      { command: spec.command, args: spec.args, env: spec.env, cwd: spec.cwd === '' ? undefined : spec.cwd, maxLineBytes: spec.maxResponseBytes },
-      upstreamLog,
-    );
-    const client = new ChannelClient(spec.name, opener, upstreamLog, {
-      requestTimeoutMs: spec.requestTimeoutMs,
-      maxChannels: spec.maxProcesses,
-      onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds),
-      onChannels: (n) => upstreamMetrics.processes(n),
-      onRestart: () => upstreamMetrics.processRestarted(),
-    });
-    return { spec, client, passthrough: undefined, forward, metrics: upstreamMetrics };
+  const ctx: UpstreamContext = { spec, config, metrics: upstreamMetrics, log: log.child({ stage: 'upstream', upstream: spec.name }), rootLog: log, forward };
+  const parts = { spec, forward, metrics: upstreamMetrics };
+  switch (spec.transport) {
+    case 'stdio':
+      return { ...parts, client: stdioClient(ctx), passthrough: undefined, replicaLocal: true };
+    case 'sse':
+      return { ...parts, client: sseClient(ctx, spec.urls[0]!), passthrough: undefined, replicaLocal: true };
+    case 'auto': {
+      const targets = targetSet(ctx);
+      const client = new AutoClient({
+        url: spec.urls[0]!,
+        memo: transports,
+        headers: spec.headers,
+        connectTimeoutMs: spec.connectTimeoutMs,
+        probeTimeoutMs: spec.requestTimeoutMs,
+        log: ctx.log,
+        build: (found) => (found.transport === 'sse' ? sseClient(ctx, found.url) : streamableClient(ctx, targets)),
+      });
+      const passthrough = new AutoLegacyFace(
+        // No legacy face for a channel upstream yet: legacy clients are refused there, as on an sse mount.
+        { use: (signal) => client.use(signal), passthrough: legacyPassthrough(ctx, targets), channelFace: () => undefined },
+        log.child({ stage: 'passthrough', upstream: spec.name }),
+      );
+      return { ...parts, client, passthrough, replicaLocal: () => client.sessionsLocal() };
+    }
+    case 'streamable-http': {
+      const targets = targetSet(ctx);
+      return { ...parts, client: streamableClient(ctx, targets), passthrough: legacyPassthrough(ctx, targets), replicaLocal: false };
+    }
   }
-  if (spec.transport === 'sse') {
-    // One SSE connection per pooled session, in this replica only, as with stdio.
-    const opener = new SseChannelOpener({
-      url: spec.urls[0]!,
-      headers: spec.headers,
-      connectTimeoutMs: spec.connectTimeoutMs,
-      requestTimeoutMs: spec.requestTimeoutMs,
-      maxEventBytes: spec.maxResponseBytes,
-      log: upstreamLog,
-    });
-    const client = new ChannelClient(spec.name, opener, upstreamLog, {
-      requestTimeoutMs: spec.requestTimeoutMs,
-      maxChannels: config.store.maxSessions,
-      onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds),
-    });
-    return { spec, client, passthrough: undefined, forward, metrics: upstreamMetrics };
-  }
-  // URLs are logged by position: they may carry credentials.
-  const targets = new TargetSet(
+}
+
+/** One child process per pooled session, in this replica only. */
+function stdioClient({ spec, metrics, log }: UpstreamContext): UpstreamSessionClient {
+  const opener = new StdioOpener(
+    spec.name,
+    { command: spec.command, args: spec.args, env: spec.env, cwd: spec.cwd === '' ? undefined : spec.cwd, maxLineBytes: spec.maxResponseBytes },
+    log,
+  );
+  return new ChannelClient(spec.name, opener, log, {
+    requestTimeoutMs: spec.requestTimeoutMs,
+    maxChannels: spec.maxProcesses,
+    onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds),
+    onChannels: (n) => metrics.processes(n),
+    onRestart: () => metrics.processRestarted(),
+  });
+}
+
+/** One SSE connection per pooled session, in this replica only, as with stdio. */
+function sseClient({ spec, config, metrics, log }: UpstreamContext, url: string): UpstreamSessionClient {
+  const opener = new SseChannelOpener({
+    url,
+    headers: spec.headers,
+    connectTimeoutMs: spec.connectTimeoutMs,
+    requestTimeoutMs: spec.requestTimeoutMs,
+    maxEventBytes: spec.maxResponseBytes,
+    log,
+  });
+  return new ChannelClient(spec.name, opener, log, {
+    requestTimeoutMs: spec.requestTimeoutMs,
+    maxChannels: config.store.maxSessions,
+    onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds),
+  });
+}
+
+/** The upstream's URLs; they are logged by position, as they may carry credentials. */
+function targetSet({ spec, metrics, log }: UpstreamContext): TargetSet {
+  return new TargetSet(
     spec.urls,
     { ejectAfterFailures: spec.ejectAfterFailures, ejectMs: spec.ejectMs },
     {
       onEject: (_url, target) => {
-        upstreamLog.warn({ target, forMs: spec.ejectMs }, 'upstream URL ejected: it could not be reached');
-        upstreamMetrics.ejected(target);
+        log.warn({ target, forMs: spec.ejectMs }, 'upstream URL ejected: it could not be reached');
+        metrics.ejected(target);
       },
-      onReadmit: (_url, target) => upstreamLog.info({ target }, 'upstream URL re-admitted'),
+      onReadmit: (_url, target) => log.info({ target }, 'upstream URL re-admitted'),
     },
   );
-  const client = new UpstreamClient(
+}
+
+function streamableClient({ spec, metrics, log }: UpstreamContext, targets: TargetSet): UpstreamSessionClient {
+  return new UpstreamClient(
     {
       name: spec.name,
       targets,
@@ -378,10 +430,14 @@ function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log
       requestTimeoutMs: spec.requestTimeoutMs,
       maxResponseBytes: spec.maxResponseBytes,
     },
-    upstreamLog,
-    { onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds) },
+    log,
+    { onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds) },
   );
-  const passthrough = new LegacyPassthrough(
+}
+
+function legacyPassthrough({ spec, config, rootLog, forward }: UpstreamContext, targets: TargetSet): LegacyFace {
+  const { principal } = config;
+  return new LegacyPassthrough(
     {
       targets,
       headers: spec.headers,
@@ -391,9 +447,8 @@ function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log
       connectTimeoutMs: spec.connectTimeoutMs,
       requestTimeoutMs: spec.requestTimeoutMs,
     },
-    log.child({ stage: 'passthrough', upstream: spec.name }),
+    rootLog.child({ stage: 'passthrough', upstream: spec.name }),
   );
-  return { spec, client, passthrough, forward, metrics: upstreamMetrics };
 }
 
 function cacheHintOf(cache: CachePolicy): (method: string) => CacheHint {

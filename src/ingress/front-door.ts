@@ -19,7 +19,7 @@ import {
 } from '../envelope/index.js';
 import { causewayError, toCausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { routingHeaders } from '../passthrough/index.js';
+import { channelUpstreamRefusal, routingHeaders } from '../passthrough/index.js';
 import { serveModern } from '../pipeline.js';
 import type { Mount } from '../routing/index.js';
 import type { JsonLimits } from './json-limits.js';
@@ -191,7 +191,7 @@ function clientRevision(headers: HeaderBag, body: unknown): string {
 
 function legacyNotServed(mount: Mount) {
   if (mount.federation) return causewayError('invalid_request', 'Legacy clients are served on single-upstream mounts only');
-  return causewayError('invalid_request', 'Legacy clients are not served on this mount: its upstream is a stdio or HTTP+SSE server; use protocol 2026-07-28');
+  return channelUpstreamRefusal();
 }
 
 /**
