@@ -397,6 +397,7 @@ function sseClient({ spec, config, metrics, log }: UpstreamContext, url: string)
     requestTimeoutMs: spec.requestTimeoutMs,
     maxEventBytes: spec.maxResponseBytes,
     log,
+    onDrop: () => metrics.streamDropped(),
   });
   return new ChannelClient(spec.name, opener, log, {
     requestTimeoutMs: spec.requestTimeoutMs,
