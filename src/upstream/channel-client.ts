@@ -1,4 +1,4 @@
-// A legacy upstream whose every session is one MessageChannel (a stdio child process; later a
+// A legacy upstream whose every session is one MessageChannel (a stdio child process, or a
 // 2024-11-05 HTTP+SSE connection). The session id Causeway keeps is a local channel id, so such
 // sessions live in this replica only. Many requests are in flight on one channel at once, their
 // answers matched by JSON-RPC id. What the server sends outside an answer is routed as a
