@@ -7,8 +7,9 @@ import { originPolicy } from './envelope/index.js';
 import { createAdmin, createIngress, drain, frontDoor } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics, type Metrics } from './metrics/index.js';
-import { ChannelLegacyFace, LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
+import { AutoLegacyFace, ChannelLegacyFace, LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
 import {
+  AutoClient,
   ChannelClient,
   DEFAULT_CREDENTIAL_HEADERS,
   ForwardPolicy,
@@ -17,6 +18,7 @@ import {
   SseChannelOpener,
   StdioOpener,
   TargetSet,
+  TransportMemo,
   UpstreamClient,
   type UpstreamSessionClient,
 } from './upstream/index.js';
@@ -63,20 +65,22 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   // With a shared store, a stdio or HTTP+SSE session (a process or a connection in one replica)
   // is reached from every replica: operations on another replica's session go to it over the bus.
   const relayBus =
-    config.store.kind === 'redis' && topology.upstreams.some((u) => u.transport === 'stdio' || u.transport === 'sse')
+    config.store.kind === 'redis' && topology.upstreams.some((u) => u.transport !== 'streamable-http')
       ? new RedisBus(createRedisClient(redisConnection(config.store)))
       : undefined;
   const relays: ReplicaRelay[] = [];
   // Requests this replica is serving, its own and those handed here: a drain waits for them.
   const inFlight = { count: 0 };
-  const reachable = (name: string, client: ChannelClient): UpstreamSessionClient => {
+  const reachable = (name: string, client: UpstreamSessionClient): UpstreamSessionClient => {
     if (!relayBus) return client;
     const relay = new ReplicaRelay(name, client, relayBus, replicaId, config.store.keyPrefix, log.child({ stage: 'relay', upstream: name }), { inFlight });
     relays.push(relay);
     return relay;
   };
   const upstreams = new Map<string, UpstreamParts>();
-  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, reachable));
+  // Shared by the upstreams: each URL of an auto upstream is probed once.
+  const transports = new TransportMemo();
+  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, { reachable, transports }));
   const partsOf = (name: string) => upstreams.get(name)!;
   const pool = new SessionPool(
     store,
@@ -337,77 +341,140 @@ interface UpstreamParts {
   metrics: UpstreamMetrics;
 }
 
-/** `reachable` makes a replica's own stdio or HTTP+SSE client reach sessions on other replicas too. */
-function upstreamParts(
-  spec: UpstreamSpec,
-  config: Config,
-  metrics: Metrics,
-  log: Logger,
-  reachable: (name: string, client: ChannelClient) => UpstreamSessionClient,
-): UpstreamParts {
+/** What the app shares among its upstreams. */
+interface Shared {
+  /** Makes a replica's own stdio or HTTP+SSE client reach sessions on other replicas too. */
+  reachable(name: string, client: UpstreamSessionClient): UpstreamSessionClient;
+  transports: TransportMemo;
+}
+
+/** What builds one upstream's parts: its spec and settings, and what the app shares among upstreams. */
+interface UpstreamContext {
+  spec: UpstreamSpec;
+  config: Config;
+  metrics: UpstreamMetrics;
+  log: Logger;
+  /** The app's log, for the legacy faces' own child. */
+  rootLog: Logger;
+  forward: ForwardPolicy;
+  binding: SessionBinding | undefined;
+  reachable: Shared['reachable'];
+}
+
+function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log: Logger, shared: Shared): UpstreamParts {
   const upstreamMetrics = new UpstreamMetrics(metrics, spec.name);
-  const upstreamLog = log.child({ stage: 'upstream', upstream: spec.name });
   const { principal } = config;
   const credentials = [...DEFAULT_CREDENTIAL_HEADERS, ...config.security.credentialHeaders];
   if (principal.mode === 'header') credentials.push(principal.header);
   const forward = new ForwardPolicy(spec.forwardHeaders, credentials);
   const binding = principal.mode === 'none' ? undefined : new SessionBinding(principal.hashSecret, spec.name);
-  // Each legacy client session is an upstream session (a child, a connection) of its own.
-  const channelFace = (client: UpstreamSessionClient): ChannelLegacyFace =>
-    new ChannelLegacyFace(
-      { client, principal, binding, idleTtlMs: config.store.idleTtlMs, keepAliveMs: config.subscriptions.keepAliveMs },
-      log.child({ stage: 'legacy-face', upstream: spec.name }),
-    );
-  if (spec.transport === 'stdio') {
-    // One child process per pooled session, in the replica that opened it.
-    const opener = new StdioOpener(
-      spec.name,
-      { command: spec.command, args: spec.args, env: spec.env, cwd: spec.cwd === '' ? undefined : spec.cwd, maxLineBytes: spec.maxResponseBytes },
-      upstreamLog,
-    );
-    const client = new ChannelClient(spec.name, opener, upstreamLog, {
-      requestTimeoutMs: spec.requestTimeoutMs,
-      maxChannels: spec.maxProcesses,
-      idleTtlMs: config.store.idleTtlMs,
-      onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds),
-      onChannels: (n) => upstreamMetrics.processes(n),
-      onRestart: () => upstreamMetrics.processRestarted(),
-    });
-    const reached = reachable(spec.name, client);
-    return { spec, client: reached, passthrough: channelFace(reached), forward, metrics: upstreamMetrics };
+  const ctx: UpstreamContext = {
+    spec,
+    config,
+    metrics: upstreamMetrics,
+    log: log.child({ stage: 'upstream', upstream: spec.name }),
+    rootLog: log,
+    forward,
+    binding,
+    reachable: shared.reachable,
+  };
+  const parts = { spec, forward, metrics: upstreamMetrics };
+  switch (spec.transport) {
+    case 'stdio': {
+      const client = stdioClient(ctx);
+      return { ...parts, client, passthrough: channelFace(ctx, client) };
+    }
+    case 'sse': {
+      const client = sseClient(ctx, spec.urls[0]!);
+      return { ...parts, client, passthrough: channelFace(ctx, client) };
+    }
+    case 'auto': {
+      const targets = targetSet(ctx);
+      const client = new AutoClient({
+        url: spec.urls[0]!,
+        memo: shared.transports,
+        headers: spec.headers,
+        connectTimeoutMs: spec.connectTimeoutMs,
+        probeTimeoutMs: spec.requestTimeoutMs,
+        log: ctx.log,
+        build: (found) => (found.transport === 'sse' ? sseClient(ctx, found.url) : streamableClient(ctx, targets)),
+      });
+      const passthrough = new AutoLegacyFace(
+        { use: (signal) => client.use(signal), passthrough: legacyPassthrough(ctx, targets), channelFace: () => channelFace(ctx, client) },
+        log.child({ stage: 'passthrough', upstream: spec.name }),
+      );
+      return { ...parts, client, passthrough };
+    }
+    case 'streamable-http': {
+      const targets = targetSet(ctx);
+      return { ...parts, client: streamableClient(ctx, targets), passthrough: legacyPassthrough(ctx, targets) };
+    }
   }
-  if (spec.transport === 'sse') {
-    // One SSE connection per pooled session, in the replica that opened it, as with stdio.
-    const opener = new SseChannelOpener({
-      url: spec.urls[0]!,
-      headers: spec.headers,
-      connectTimeoutMs: spec.connectTimeoutMs,
-      requestTimeoutMs: spec.requestTimeoutMs,
-      maxEventBytes: spec.maxResponseBytes,
-      log: upstreamLog,
-    });
-    const client = new ChannelClient(spec.name, opener, upstreamLog, {
-      requestTimeoutMs: spec.requestTimeoutMs,
-      maxChannels: config.store.maxSessions,
-      idleTtlMs: config.store.idleTtlMs,
-      onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds),
-    });
-    const reached = reachable(spec.name, client);
-    return { spec, client: reached, passthrough: channelFace(reached), forward, metrics: upstreamMetrics };
-  }
-  // URLs are logged by position: they may carry credentials.
-  const targets = new TargetSet(
+}
+
+/** One child process per pooled session, in the replica that opened it. */
+function stdioClient({ spec, config, metrics, log, reachable }: UpstreamContext): UpstreamSessionClient {
+  const opener = new StdioOpener(
+    spec.name,
+    { command: spec.command, args: spec.args, env: spec.env, cwd: spec.cwd === '' ? undefined : spec.cwd, maxLineBytes: spec.maxResponseBytes },
+    log,
+  );
+  const client = new ChannelClient(spec.name, opener, log, {
+    requestTimeoutMs: spec.requestTimeoutMs,
+    maxChannels: spec.maxProcesses,
+    idleTtlMs: config.store.idleTtlMs,
+    onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds),
+    onChannels: (n) => metrics.processes(n),
+    onRestart: () => metrics.processRestarted(),
+  });
+  return reachable(spec.name, client);
+}
+
+/** One SSE connection per pooled session, in the replica that opened it, as with stdio. */
+function sseClient({ spec, config, metrics, log, reachable }: UpstreamContext, url: string): UpstreamSessionClient {
+  const opener = new SseChannelOpener({
+    url,
+    headers: spec.headers,
+    connectTimeoutMs: spec.connectTimeoutMs,
+    requestTimeoutMs: spec.requestTimeoutMs,
+    maxEventBytes: spec.maxResponseBytes,
+    log,
+    onDrop: () => metrics.streamDropped(),
+  });
+  const client = new ChannelClient(spec.name, opener, log, {
+    requestTimeoutMs: spec.requestTimeoutMs,
+    maxChannels: config.store.maxSessions,
+    idleTtlMs: config.store.idleTtlMs,
+    onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds),
+  });
+  return reachable(spec.name, client);
+}
+
+/** Each legacy client session is an upstream session (a child, a connection) of its own. */
+function channelFace({ spec, config, rootLog, binding }: UpstreamContext, client: UpstreamSessionClient): LegacyFace {
+  return new ChannelLegacyFace(
+    { client, principal: config.principal, binding, idleTtlMs: config.store.idleTtlMs, keepAliveMs: config.subscriptions.keepAliveMs },
+    rootLog.child({ stage: 'legacy-face', upstream: spec.name }),
+  );
+}
+
+/** The upstream's URLs; they are logged by position, as they may carry credentials. */
+function targetSet({ spec, metrics, log }: UpstreamContext): TargetSet {
+  return new TargetSet(
     spec.urls,
     { ejectAfterFailures: spec.ejectAfterFailures, ejectMs: spec.ejectMs },
     {
       onEject: (_url, target) => {
-        upstreamLog.warn({ target, forMs: spec.ejectMs }, 'upstream URL ejected: it could not be reached');
-        upstreamMetrics.ejected(target);
+        log.warn({ target, forMs: spec.ejectMs }, 'upstream URL ejected: it could not be reached');
+        metrics.ejected(target);
       },
-      onReadmit: (_url, target) => upstreamLog.info({ target }, 'upstream URL re-admitted'),
+      onReadmit: (_url, target) => log.info({ target }, 'upstream URL re-admitted'),
     },
   );
-  const client = new UpstreamClient(
+}
+
+function streamableClient({ spec, metrics, log }: UpstreamContext, targets: TargetSet): UpstreamSessionClient {
+  return new UpstreamClient(
     {
       name: spec.name,
       targets,
@@ -416,10 +483,14 @@ function upstreamParts(
       requestTimeoutMs: spec.requestTimeoutMs,
       maxResponseBytes: spec.maxResponseBytes,
     },
-    upstreamLog,
-    { onRequest: (method, result, seconds) => upstreamMetrics.upstreamCall(method, result, seconds) },
+    log,
+    { onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds) },
   );
-  const passthrough = new LegacyPassthrough(
+}
+
+function legacyPassthrough({ spec, config, rootLog, forward, binding }: UpstreamContext, targets: TargetSet): LegacyFace {
+  const { principal } = config;
+  return new LegacyPassthrough(
     {
       targets,
       headers: spec.headers,
@@ -429,9 +500,8 @@ function upstreamParts(
       connectTimeoutMs: spec.connectTimeoutMs,
       requestTimeoutMs: spec.requestTimeoutMs,
     },
-    log.child({ stage: 'passthrough', upstream: spec.name }),
+    rootLog.child({ stage: 'passthrough', upstream: spec.name }),
   );
-  return { spec, client, passthrough, forward, metrics: upstreamMetrics };
 }
 
 function cacheHintOf(cache: CachePolicy): (method: string) => CacheHint {

@@ -174,7 +174,7 @@ export const SETTINGS: readonly Setting[] = [
     doc: 'Key of the HMAC that turns a principal into its stored hash. Required unless mode is none.',
   },
   { path: 'upstream.name', kind: 'string', default: 'default', doc: 'Name of the upstream in logs and metrics.' },
-  { path: 'upstream.url', kind: 'string', default: '', doc: 'Streamable HTTP endpoint of the legacy server (required unless transport is stdio).' },
+  { path: 'upstream.url', kind: 'string', default: '', doc: 'Endpoint of the legacy server (required unless transport is stdio): Streamable HTTP, or the SSE endpoint for sse.' },
   { path: 'upstream.headers', kind: 'map', default: {}, doc: 'Extra headers sent upstream (e.g. its own credential).' },
   {
     path: 'upstream.forwardHeaders',
@@ -204,7 +204,7 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'string',
     default: 'streamable-http',
     choices: UPSTREAM_TRANSPORTS,
-    doc: 'How the legacy server is reached: streamable-http (upstream.url), sse (the 2024-11-05 HTTP+SSE transport; upstream.url is its SSE endpoint), stdio (upstream.command run as a child process per session); auto is not available yet. See Upstreams.',
+    doc: 'How the legacy server is reached: streamable-http (upstream.url), sse (the 2024-11-05 HTTP+SSE transport; upstream.url is its SSE endpoint), stdio (upstream.command run as a child process per session), auto (Streamable HTTP at upstream.url, else HTTP+SSE there or at /sse beside a /mcp URL; found at the first session). See Upstreams.',
   },
   { path: 'upstream.command', kind: 'string', default: '', doc: 'Program run for each upstream session when transport is stdio (required then).' },
   { path: 'upstream.args', kind: 'list', default: [], doc: 'Arguments of upstream.command (comma-separated in env and flags; use a config file for arguments containing commas).' },

@@ -64,8 +64,6 @@ const UPSTREAM_KEYS = new Set([
   'cwd',
   'maxProcesses',
 ]);
-/** Transports Causeway can speak to an upstream today. */
-const AVAILABLE_TRANSPORTS: ReadonlySet<UpstreamTransport> = new Set(['streamable-http', 'sse', 'stdio']);
 const MOUNT_KEYS = new Set(['upstreams', 'prefix', 'pageSize', 'routes']);
 
 type Raw = Record<string, unknown>;
@@ -143,8 +141,10 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
     else urls = raw.urls.filter((u, i): u is string => checkUrl(`${where}.urls[${i}]`, u, problems));
   } else if (checkUrl(`${where}.url`, raw.url, problems)) urls = [raw.url as string];
   if (new Set(urls).size !== urls.length) problems.push(`${where}.urls: a URL is listed twice`);
-  // An HTTP+SSE session lives on the connection that opened it: there is nothing to spread.
+  // An HTTP+SSE session lives on the connection that opened it: there is nothing to spread. auto
+  // finds its transport at one URL.
   if (stdio.transport === 'sse' && urls.length > 1) problems.push(`${where}.urls: transport sse takes one URL (the SSE endpoint)`);
+  if (stdio.transport === 'auto' && urls.length > 1) problems.push(`${where}.urls: transport auto takes one URL; give several to streamable-http`);
   let headers: Record<string, string> = { ...c.upstream.headers };
   if (raw.headers !== undefined) {
     if (isRaw(raw.headers) && Object.values(raw.headers).every((v) => typeof v === 'string')) {
@@ -200,7 +200,6 @@ function stdioSpec(where: string, raw: Raw, c: Config, problems: string[]): Stdi
     if (typeof raw.transport === 'string' && (UPSTREAM_TRANSPORTS as readonly string[]).includes(raw.transport)) transport = raw.transport as UpstreamTransport;
     else problems.push(`${where}.transport: expected one of ${UPSTREAM_TRANSPORTS.join(', ')}`);
   }
-  if (!AVAILABLE_TRANSPORTS.has(transport)) problems.push(`${where}.transport: ${transport} is not available yet; use streamable-http, sse or stdio`);
   const str = (key: 'command' | 'cwd'): string => {
     const v = raw[key];
     if (v === undefined) return c.upstream[key];

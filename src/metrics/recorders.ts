@@ -57,6 +57,7 @@ export class UpstreamMetrics {
   private readonly localSessions: CounterChild;
   private readonly processCount: { set(n: number): void };
   private readonly restarts: CounterChild;
+  private readonly drops: CounterChild;
 
   constructor(m: Metrics, upstream: string) {
     this.answers = new Children((v) => m.modernRequests.labels(upstream, ...v));
@@ -71,6 +72,7 @@ export class UpstreamMetrics {
     this.localSessions = m.localSessions.labels(upstream);
     this.processCount = m.upstreamProcesses.labels(upstream);
     this.restarts = m.processRestarts.labels(upstream);
+    this.drops = m.streamDrops.labels(upstream);
   }
 
   /** A tools/list, prompts/list or resources/templates/list page the upstream returned. */
@@ -121,6 +123,11 @@ export class UpstreamMetrics {
 
   processRestarted(): void {
     this.restarts.inc();
+  }
+
+  /** An HTTP+SSE session's stream ended without us closing it. */
+  streamDropped(): void {
+    this.drops.inc();
   }
 }
 

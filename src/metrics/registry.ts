@@ -156,6 +156,12 @@ export function createMetrics(probes: Probes) {
       labelNames: ['upstream'] as const,
       registers: [registry],
     }),
+    streamDrops: new Counter({
+      name: 'causeway_upstream_stream_drops_total',
+      help: 'SSE streams of HTTP+SSE upstream sessions that ended without Causeway closing them (the server closed them, the connection dropped), by upstream.',
+      labelNames: ['upstream'] as const,
+      registers: [registry],
+    }),
     localSessions: new Counter({
       name: 'causeway_session_local_total',
       help: 'Upstream sessions opened replica-local because the shared store was unavailable.',

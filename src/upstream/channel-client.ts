@@ -1,6 +1,7 @@
 // A legacy upstream whose every session is one MessageChannel (a stdio child process or a
 // 2024-11-05 HTTP+SSE connection). The session id Causeway keeps is a local channel id, so such
-// sessions live in this replica (replica-relay.ts reaches them from the others). Many requests are in flight on one channel at once, their
+// sessions live in this replica (replica-relay.ts reaches them from the others). Many requests
+// are in flight on one channel at once, their
 // answers matched by JSON-RPC id. What the server sends outside an answer is routed as a
 // Streamable HTTP call stream would carry it, as far as a single channel allows:
 // - a progress notification goes to the call whose progressToken it carries;

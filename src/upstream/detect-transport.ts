@@ -1,9 +1,11 @@
 // `upstream.transport: auto`: which legacy HTTP transport an upstream URL speaks, found the way the
 // spec's dual-era client falls back [SHTTP §Backward Compatibility]. POST `initialize` as
 // Streamable HTTP; an answer, or any JSON-RPC error body, means Streamable HTTP. A 400, 404 or 405
-// whose body is not JSON-RPC sends us to the deprecated HTTP+SSE transport: GET the URL (or the
-// configured SSE URL) and expect `endpoint` as the first event. The result is kept per URL in a
-// memo the caller owns, so each upstream is probed (and logged) once; a failed probe is not kept.
+// whose body is not JSON-RPC sends us to the deprecated HTTP+SSE transport: GET the URL itself, as
+// the SDK clients fall back, then, for a URL ending in /mcp, the conventional /sse beside it (the
+// SDK's dual-transport servers serve both), and expect `endpoint` as the first event. The result
+// is kept per URL in a memo the caller owns, so each upstream is probed (and logged) once; a
+// failed probe is not kept.
 
 import { Agent, type Dispatcher } from 'undici';
 import { CausewayError } from '../errors.js';
@@ -16,17 +18,23 @@ import { DEFAULT_MAX_EVENT_BYTES, parseSse } from './sse.js';
 
 export type LegacyTransport = 'streamable-http' | 'sse';
 
+/** The transport found, and the URL to speak it at (for sse, the SSE endpoint that answered). */
+export interface Detected {
+  transport: LegacyTransport;
+  url: string;
+}
+
 /** What was found per URL, and probes under way (so concurrent callers share one). */
 export class TransportMemo {
-  private readonly known = new Map<string, LegacyTransport>();
-  readonly pending = new Map<string, Promise<LegacyTransport>>();
+  private readonly known = new Map<string, Detected>();
+  readonly pending = new Map<string, Promise<Detected>>();
 
-  get(url: string): LegacyTransport | undefined {
+  get(url: string): Detected | undefined {
     return this.known.get(url);
   }
 
-  set(url: string, transport: LegacyTransport): void {
-    this.known.set(url, transport);
+  set(url: string, found: Detected): void {
+    this.known.set(url, found);
   }
 
   /** Forgets a URL, so the next call probes again (after the upstream changed, say). */
@@ -40,10 +48,10 @@ export interface DetectOptions {
   log: Logger;
   /** Configured `upstream.headers`, on both probes. */
   headers?: Record<string, string>;
-  /** The SSE URL to GET when it is not `url` itself. */
-  sseUrl?: string;
   /** Bounds each probe. */
   timeoutMs: number;
+  /** Bounds connecting, when no dispatcher is given; timeoutMs unless told. */
+  connectTimeoutMs?: number;
   dispatcher?: Dispatcher;
   signal?: AbortSignal;
 }
@@ -51,19 +59,24 @@ export interface DetectOptions {
 const PROBE_ID = 'causeway-transport-probe';
 const LEGACY_SSE_STATUSES: ReadonlySet<number> = new Set([400, 404, 405]);
 
-export async function detectTransport(url: string, options: DetectOptions): Promise<LegacyTransport> {
+export async function detectTransport(url: string, options: DetectOptions): Promise<Detected> {
   const { memo } = options;
   const known = memo.get(url);
   if (known) return known;
   const under = memo.pending.get(url);
   if (under) return under;
   const probe = (async () => {
-    const own = options.dispatcher ? undefined : new Agent({ connect: { timeout: Math.max(1, Math.ceil(options.timeoutMs)) } });
+    const connectMs = options.connectTimeoutMs ?? options.timeoutMs;
+    const own = options.dispatcher ? undefined : new Agent({ connect: { timeout: Math.max(1, Math.ceil(connectMs)) } });
     try {
-      const transport = await probeUrl(url, options, options.dispatcher ?? own!);
-      memo.set(url, transport);
-      options.log.info({ url, transport }, 'upstream transport detected');
-      return transport;
+      const found = await probeUrl(url, options, options.dispatcher ?? own!);
+      memo.set(url, found);
+      // The path only: a URL may carry credentials.
+      options.log.info({ transport: found.transport, path: new URL(found.url).pathname }, 'upstream transport detected');
+      return found;
+    } catch (err) {
+      options.log.warn({ err }, 'upstream transport probe failed; the next caller probes again');
+      throw err;
     } finally {
       memo.pending.delete(url);
       void own?.close().catch(() => undefined);
@@ -84,7 +97,16 @@ function signalFor(options: DetectOptions): AbortSignal {
   return options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
 }
 
-async function probeUrl(url: string, options: DetectOptions, dispatcher: Dispatcher): Promise<LegacyTransport> {
+/** Where an HTTP+SSE server may be: the URL itself, then /sse beside a URL ending in /mcp. */
+function sseCandidates(url: string): string[] {
+  const u = new URL(url);
+  if (!u.pathname.endsWith('/mcp')) return [url];
+  const beside = new URL(u);
+  beside.pathname = `${u.pathname.slice(0, -'/mcp'.length)}/sse`;
+  return [url, beside.href];
+}
+
+async function probeUrl(url: string, options: DetectOptions, dispatcher: Dispatcher): Promise<Detected> {
   const target = new URL(url);
   const body = JSON.stringify({
     jsonrpc: '2.0',
@@ -105,13 +127,15 @@ async function probeUrl(url: string, options: DetectOptions, dispatcher: Dispatc
     const sid = res.headers['mcp-session-id'];
     const sessionId = Array.isArray(sid) ? sid[0] : sid;
     if (sessionId !== undefined) void endProbeSession(dispatcher, options, target, sessionId);
-    return 'streamable-http';
+    return { transport: 'streamable-http', url };
   }
   if (!LEGACY_SSE_STATUSES.has(res.statusCode)) throw await refusalOf(res);
   // A JSON-RPC error body (a modern -32022 or -32601, a legacy "no session") is a server that
   // speaks JSON-RPC over POST: Streamable HTTP, whatever it thought of the probe.
-  if ((await readErrorBody(res)) !== undefined) return 'streamable-http';
-  if (await isSseEndpoint(new URL(options.sseUrl ?? url), options, dispatcher)) return 'sse';
+  if ((await readErrorBody(res)) !== undefined) return { transport: 'streamable-http', url };
+  for (const sseUrl of sseCandidates(url)) {
+    if (await isSseEndpoint(new URL(sseUrl), options, dispatcher)) return { transport: 'sse', url: sseUrl };
+  }
   throw httpRefusal(res.statusCode, 'neither Streamable HTTP nor HTTP+SSE (no endpoint event)');
 }
 

@@ -10,6 +10,7 @@ export { callHeaders } from './headers.js';
 export { TargetSet, neverDelivered } from './targets.js';
 export { ResumeRefusedError, SessionExpiredError, TargetUnreachableError, toUpstreamError } from './errors.js';
 export { SseChannelOpener, type SseChannelOptions } from './sse-channel.js';
-export { detectTransport, TransportMemo, type DetectOptions, type LegacyTransport } from './detect-transport.js';
+export { detectTransport, TransportMemo, type Detected, type DetectOptions, type LegacyTransport } from './detect-transport.js';
+export { AutoClient, type AutoClientOptions, type FoundTransport } from './auto-client.js';
 export type { ChannelOpener, MessageChannel } from './message-channel.js';
 export { ReplicaRelay, type RelayOptions } from './replica-relay.js';

@@ -1,7 +1,8 @@
 // What the rest of Causeway needs of an upstream client, whatever carries the legacy session:
-// Streamable HTTP (legacy-client.ts, one HTTP exchange per request) or one channel per session
-// (channel-client.ts: a stdio child process, later 2024-11-05 HTTP+SSE). The pool opens and ends
-// sessions with it, the pipeline and the multi-round bridge relay calls, subscriptions listen.
+// Streamable HTTP (legacy-client.ts, one HTTP exchange per request), one channel per session
+// (channel-client.ts: a stdio child process or a 2024-11-05 HTTP+SSE connection), or whichever of
+// the HTTP two an upstream turns out to speak (auto-client.ts). The pool opens and ends sessions
+// with it, the pipeline and the multi-round bridge relay calls, subscriptions listen.
 
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../jsonrpc.js';
 import type { HandshakeResult, InitializeParams } from './handshake.js';

@@ -32,6 +32,8 @@ export interface SseChannelOptions {
   log: Logger;
   /** The undici Agent or Pool to use; without one the opener makes (and close() ends) its own Agent. */
   dispatcher?: Dispatcher;
+  /** A session's stream ended without us closing it (the server closed it, the connection dropped). */
+  onDrop?(): void;
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -236,7 +238,10 @@ class SseChannel implements MessageChannel {
       const mapped = toUpstreamError(err);
       reason = mapped instanceof Error ? mapped : new CausewayError('upstream_unavailable', undefined, undefined, { cause: err });
     }
-    if (!this.ended) this.options.log.debug({ err: reason }, 'upstream HTTP+SSE stream lost');
+    if (!this.ended) {
+      this.options.log.debug({ err: reason }, 'upstream HTTP+SSE stream lost');
+      this.options.onDrop?.();
+    }
     this.end(reason);
   }
 

@@ -60,7 +60,7 @@ function problemsOf(argv: string[]): string[] {
   }
 }
 
-t.test('stdio upstreams: a command instead of a URL, per entry too; transports not available yet are refused', async (t) => {
+t.test('stdio upstreams: a command instead of a URL, per entry too; auto takes one URL', async (t) => {
   t.same(problemsOf(['--upstream.transport', 'stdio', '--upstream.command', 'node', '--upstream.args', 'server.js,--stdio']), []);
   const cfg = loadConfig(['--upstream.transport', 'stdio', '--upstream.command', 'node', '--upstream.args', 'server.js,--stdio', '--upstream.env', 'A=1'], {});
   const { topology } = resolveTopology(cfg);
@@ -72,8 +72,10 @@ t.test('stdio upstreams: a command instead of a URL, per entry too; transports n
   t.same(problemsOf(['--upstream.transport', 'carrier-pigeon', '--upstream.url', 'http://127.0.0.1:1/mcp']), [
     'upstream.transport: expected one of streamable-http, sse, stdio, auto',
   ]);
-  t.same(problemsOf(['--upstream.transport', 'auto', '--upstream.url', 'http://127.0.0.1:1/mcp']), [
-    'upstream.transport: auto is not available yet; use streamable-http, sse or stdio',
+  t.same(problemsOf(['--upstream.transport', 'auto', '--upstream.url', 'http://127.0.0.1:1/mcp']), []);
+  t.same(problemsOf(['--upstream.transport', 'auto']), ['upstream.url: required, an absolute http(s) URL']);
+  t.same(problemsOf(['--upstreams', JSON.stringify({ a: { transport: 'auto', urls: ['http://127.0.0.1:1/mcp', 'http://127.0.0.1:2/mcp'] } })]), [
+    'upstreams.a.urls: transport auto takes one URL; give several to streamable-http',
   ]);
   const upstreams = JSON.stringify({
     local: { transport: 'stdio', command: 'node', args: ['a.js'], env: { K: 'v' }, cwd: '/tmp', maxProcesses: 3 },

@@ -1,7 +1,9 @@
 // The official conformance suite at 2026-07-28 through Causeway in front of the legacy fixture
 // reached over the other transports: as Causeway's stdio child (StdioServerTransport) and over
 // 2024-11-05 HTTP+SSE (SSEServerTransport). Every check of every scored scenario passes, as in
-// front of the Streamable HTTP fixture, with one exception on stdio (below).
+// front of the Streamable HTTP fixture, with one exception on stdio (below). With transport auto,
+// Causeway finds HTTP+SSE (at /sse beside the /mcp URL it is given) and Streamable HTTP, and
+// scores the same.
 
 import t, { type Test } from 'tap';
 import { fileURLToPath } from 'node:url';
@@ -39,4 +41,18 @@ t.test('2026-07-28 through Causeway to an HTTP+SSE upstream', async (t) => {
   const upstream = await startLegacyServer({ transport: 'sse' });
   t.teardown(() => upstream.close());
   await scoredThrough(t, { 'upstream.transport': 'sse', 'upstream.url': upstream.url });
+});
+
+t.test('2026-07-28 through Causeway to an auto upstream that is HTTP+SSE', async (t) => {
+  const upstream = await startLegacyServer({ transport: 'sse' });
+  t.teardown(() => upstream.close());
+  await scoredThrough(t, { 'upstream.transport': 'auto', 'upstream.url': upstream.url.replace(/\/sse$/, '/mcp') });
+  t.ok(upstream.stats().getStreamsOpened > 1, 'served over HTTP+SSE streams');
+});
+
+t.test('2026-07-28 through Causeway to an auto upstream that is Streamable HTTP', async (t) => {
+  const upstream = await startLegacyServer();
+  t.teardown(() => upstream.close());
+  await scoredThrough(t, { 'upstream.transport': 'auto', 'upstream.url': upstream.url });
+  t.ok(upstream.stats().initializeCount > 1, 'served over Streamable HTTP');
 });

@@ -1,30 +1,47 @@
-// A server nobody here wrote: @modelcontextprotocol/server-everything in its stdio mode as
-// Causeway's stdio upstream, the real 2026-07-28 client (@modelcontextprotocol/client 2.4.0) in
-// front. echo, a sampling request and an elicitation request answered by the client (each a
-// multi-round call through Causeway), and a listen that hears the resource list change a tool
-// makes.
+// A server nobody here wrote: @modelcontextprotocol/server-everything behind Causeway, in its stdio
+// mode (Causeway's stdio upstream) and in its sse mode (a 2024-11-05 HTTP+SSE upstream), the real
+// 2026-07-28 client (@modelcontextprotocol/client 2.4.0) in front. The same checks for both: echo,
+// a sampling request and an elicitation request answered by the client (each a multi-round call
+// through Causeway), and a listen that hears the resource list change a tool makes.
 
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { startCauseway } from '../helpers/causeway.js';
+import { startCauseway, type Settings } from '../helpers/causeway.js';
 import { rawListen } from '../helpers/listen.js';
+import { spawnOwned } from '../helpers/processes.js';
+import { freePort } from '../helpers/redis.js';
 import { post, toolCall } from './wire.js';
 
 const pkg = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/package.json');
 const EVERYTHING = join(dirname(pkg), 'dist', 'index.js');
+const READY = 'Server is running on port';
 
-const causeway = await startCauseway({
-  'upstream.transport': 'stdio',
-  'upstream.command': process.execPath,
-  'upstream.args': `${EVERYTHING},stdio`,
-  'upstream.name': 'everything',
-  'log.level': 'warn',
-});
-t.teardown(() => causeway.close());
+/** server-everything in sse mode on a free port (it reads PORT), stopped when `t` ends; its SSE URL. */
+async function everythingOverSse(t: Test): Promise<string> {
+  const port = await freePort();
+  const child = spawnOwned(process.execPath, [EVERYTHING, 'sse'], { t, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    let said = '';
+    const onData = (d: Buffer): void => {
+      said += d.toString();
+      if (!said.includes(READY)) return;
+      child.stderr!.off('data', onData).resume();
+      resolve();
+    };
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`server-everything exited with ${code}: ${said}`)));
+  });
+  return `http://127.0.0.1:${port}/sse`;
+}
 
-t.test('modern_client-to-server_everything_stdio-echo-sampling-elicitation', async (t) => {
+const MODES: Record<string, (t: Test) => Promise<Settings>> = {
+  stdio: async () => ({ 'upstream.transport': 'stdio', 'upstream.command': process.execPath, 'upstream.args': `${EVERYTHING},stdio` }),
+  sse: async (t) => ({ 'upstream.transport': 'sse', 'upstream.url': await everythingOverSse(t) }),
+};
+
+async function echoSamplingElicitation(t: Test, url: string): Promise<void> {
   const client = new Client(
     { name: 'e2e-everything', version: '1.0.0' },
     { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { sampling: {}, elicitation: { form: {} } } },
@@ -39,15 +56,15 @@ t.test('modern_client-to-server_everything_stdio-echo-sampling-elicitation', asy
     elicited++;
     return { action: 'accept', content: { name: 'Ada Lovelace', check: true } };
   });
-  await client.connect(new StreamableHTTPClientTransport(new URL(causeway.url)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   t.teardown(() => client.close());
 
-  t.equal(client.getServerVersion()?.name, 'mcp-servers/everything', 'serverInfo from the stdio server');
+  t.equal(client.getServerVersion()?.name, 'mcp-servers/everything', 'serverInfo from the server');
   const names = (await client.listTools()).tools.map((x) => x.name);
   t.ok(names.includes('echo') && names.includes('trigger-sampling-request') && names.includes('trigger-elicitation-request'), 'its tools');
 
-  const echo = await client.callTool({ name: 'echo', arguments: { message: 'through a stdio child' } });
-  t.match(JSON.stringify(echo.content), /through a stdio child/);
+  const echo = await client.callTool({ name: 'echo', arguments: { message: 'through Causeway' } });
+  t.match(JSON.stringify(echo.content), /through Causeway/);
 
   const sampling = await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'hello', maxTokens: 20 } });
   t.equal(sampled, 1, 'the sampling request reached the client once');
@@ -56,16 +73,25 @@ t.test('modern_client-to-server_everything_stdio-echo-sampling-elicitation', asy
   const elicitation = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
   t.equal(elicited, 1, 'the elicitation request reached the client once');
   t.match(JSON.stringify(elicitation.content), /Ada Lovelace/, "the server's result carries the client's answer");
-});
+}
 
-t.test('modern_client-to-server_everything_stdio-listen-hears-a-resource-list-change', async (t) => {
-  const listen = await rawListen(t, causeway.url, 'everything-listen', { resourcesListChanged: true });
+async function listenHearsResourceListChange(t: Test, url: string): Promise<void> {
+  const listen = await rawListen(t, url, 'everything-listen', { resourcesListChanged: true });
   t.equal(listen.status, 200);
   t.equal((await listen.next())?.method, 'notifications/subscriptions/acknowledged');
   // The tool registers a session resource: the server announces its resource list changed.
   const { body, headers } = toolCall('gzip-file-as-resource', { name: 'hello.txt.gz', data: 'data:text/plain;base64,aGVsbG8=' }, 'gzip');
-  const call = await post(causeway.url, body, headers);
+  const call = await post(url, body, headers);
   t.equal(call.status, 200, `the tool ran: ${call.text.slice(0, 200)}`);
   const change = await listen.next();
   t.equal(change?.method, 'notifications/resources/list_changed', 'the change reached the listener');
-});
+}
+
+for (const [mode, settings] of Object.entries(MODES)) {
+  t.test(`server-everything in its ${mode} mode`, async (t) => {
+    const causeway = await startCauseway({ ...(await settings(t)), 'upstream.name': 'everything', 'log.level': 'warn' });
+    t.teardown(() => causeway.close());
+    await t.test(`modern_client-to-server_everything_${mode}-echo-sampling-elicitation`, (t) => echoSamplingElicitation(t, causeway.url));
+    await t.test(`modern_client-to-server_everything_${mode}-listen-hears-a-resource-list-change`, (t) => listenHearsResourceListChange(t, causeway.url));
+  });
+}

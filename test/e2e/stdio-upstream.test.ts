@@ -228,7 +228,6 @@ t.test('two stdio upstreams federated on one mount, configured per entry of upst
 
 t.test('config: stdio needs a command; url is not used with it', async (t) => {
   await t.rejects(startCauseway({ 'upstream.transport': 'stdio' }), /upstream\.command: required when transport is stdio/);
-  await t.rejects(startCauseway({ 'upstream.transport': 'auto', 'upstream.url': 'http://127.0.0.1:1/mcp' }), /upstream\.transport: auto is not available yet/);
   await t.rejects(
     startCauseway({ ...stdioSettings(), 'upstream.url': 'http://127.0.0.1:1/mcp' }),
     /url and urls are not used when transport is stdio/,

@@ -383,12 +383,12 @@ t.test('detectTransport', async (t) => {
     t.teardown(() => fx.close());
     const sink = logSink();
     const memo = new TransportMemo();
-    t.equal(await detectTransport(fx.url, { memo, log: sink.log, timeoutMs: 2000, headers: { Authorization: SECRET } }), 'streamable-http');
+    t.same(await detectTransport(fx.url, { memo, log: sink.log, timeoutMs: 2000, headers: { Authorization: SECRET } }), { transport: 'streamable-http', url: fx.url });
     t.equal(fx.stats().initializeCount, 1);
     t.equal(fx.stats().lastHeaders['authorization'], SECRET);
     await until(() => fx.stats().sessionsOpen === 0);
     t.pass('the probe session was ended');
-    t.equal(await detectTransport(fx.url, { memo, log: sink.log, timeoutMs: 2000 }), 'streamable-http');
+    t.equal((await detectTransport(fx.url, { memo, log: sink.log, timeoutMs: 2000 })).transport, 'streamable-http');
     t.equal(fx.stats().initializeCount, 1, 'memo: no second probe');
     t.equal(sink.lines().filter((l) => l['msg'] === 'upstream transport detected').length, 1, 'logged once');
   });
@@ -401,10 +401,10 @@ t.test('detectTransport', async (t) => {
       detectTransport(fx.url, { memo, log: sink.log, timeoutMs: 2000 }),
       detectTransport(fx.url, { memo, log: sink.log, timeoutMs: 2000 }),
     ]);
-    t.equal(a, 'sse');
-    t.equal(b, 'sse');
+    t.same(a, { transport: 'sse', url: fx.url });
+    t.equal(b, a);
     t.equal(fx.stats().getStreamsOpened, 1, 'concurrent callers share one probe');
-    t.equal(await detectTransport(fx.url, { memo, log: sink.log, timeoutMs: 2000 }), 'sse');
+    t.equal((await detectTransport(fx.url, { memo, log: sink.log, timeoutMs: 2000 })).transport, 'sse');
     t.equal(fx.stats().getStreamsOpened, 1, 'memo: no second probe');
     await until(() => fx.stats().sessionsOpen === 0);
     t.pass('the probe stream was closed');
@@ -415,14 +415,14 @@ t.test('detectTransport', async (t) => {
       res.writeHead(404, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32601, message: 'Method not found' } }));
     });
-    t.equal(await detectTransport(raw.url, { memo: new TransportMemo(), log: logSink().log, timeoutMs: 1000 }), 'streamable-http');
+    t.equal((await detectTransport(raw.url, { memo: new TransportMemo(), log: logSink().log, timeoutMs: 1000 })).transport, 'streamable-http');
     t.same(raw.seen.map((s) => s.method), ['POST']);
   });
 
-  t.test('a configured SSE URL is the one tried', async (t) => {
+  t.test('a /mcp URL whose server only speaks HTTP+SSE: found at the conventional /sse beside it', async (t) => {
     const fx = await fixture(t);
     const base = fx.url.replace('/sse', '/mcp');
-    t.equal(await detectTransport(base, { memo: new TransportMemo(), log: logSink().log, timeoutMs: 1000, sseUrl: fx.url }), 'sse');
+    t.same(await detectTransport(base, { memo: new TransportMemo(), log: logSink().log, timeoutMs: 1000 }), { transport: 'sse', url: fx.url });
   });
 
   t.test('neither: the probe fails and nothing is remembered', async (t) => {
@@ -430,7 +430,7 @@ t.test('detectTransport', async (t) => {
     const memo = new TransportMemo();
     await rejectsWith(t, detectTransport(raw.url, { memo, log: logSink().log, timeoutMs: 1000 }), { reason: 'upstream_unavailable' });
     t.equal(memo.get(raw.url), undefined);
-    t.same(raw.seen.map((s) => s.method), ['POST', 'GET']);
+    t.same(raw.seen.map((s) => s.method), ['POST', 'GET', 'GET'], 'the URL, then the conventional /sse beside it');
     const down = await rawServer(t, (_req, res) => void res.writeHead(503).end());
     await rejectsWith(t, detectTransport(down.url, { memo, log: logSink().log, timeoutMs: 1000 }), { reason: 'upstream_unavailable', message: /HTTP 503/ });
   });
