@@ -48,6 +48,13 @@ async function twoSessionsOneDetection(t: Test, causeway: RunningCauseway, trans
   t.match(found[0], { upstream: 'found', transport, path });
 }
 
+/** A legacy client's initialize is served, on a session of its own. */
+async function legacyServed(t: Test, causeway: RunningCauseway, how: string): Promise<void> {
+  const legacy = await post(causeway.url, LEGACY_INITIALIZE, LEGACY_HEADERS);
+  t.equal(legacy.status, 200, `a legacy client is ${how}`);
+  t.ok(legacy.headers['mcp-session-id'], 'with its own upstream session');
+}
+
 t.test('modern_client-to-auto_upstream-finds-streamable_http', async (t) => {
   const upstream = await startLegacyServer();
   t.teardown(() => upstream.close());
@@ -55,9 +62,7 @@ t.test('modern_client-to-auto_upstream-finds-streamable_http', async (t) => {
   t.equal(upstream.stats().initializeCount, 0, 'nothing probed at start-up');
   await twoSessionsOneDetection(t, causeway, 'streamable-http', '/mcp');
   t.equal(upstream.stats().initializeCount, 3, 'the probe, then one initialize per session');
-  const legacy = await post(causeway.url, LEGACY_INITIALIZE, LEGACY_HEADERS);
-  t.equal(legacy.status, 200, 'a legacy client is passed through to the Streamable HTTP upstream');
-  t.ok(legacy.headers['mcp-session-id'], 'with its own upstream session');
+  await legacyServed(t, causeway, 'passed through to the Streamable HTTP upstream');
 });
 
 t.test('modern_client-to-auto_upstream-finds-sse-beside-mcp', async (t) => {
@@ -67,9 +72,7 @@ t.test('modern_client-to-auto_upstream-finds-sse-beside-mcp', async (t) => {
   t.equal(upstream.stats().getStreamsOpened, 0, 'nothing probed at start-up');
   await twoSessionsOneDetection(t, causeway, 'sse', '/sse');
   t.equal(upstream.stats().getStreamsOpened, 3, 'the probe stream, then one stream per session');
-  const legacy = await post(causeway.url, LEGACY_INITIALIZE, LEGACY_HEADERS);
-  t.equal(legacy.status, 200, 'a legacy client is served by the legacy face, as on an sse mount');
-  t.ok(legacy.headers['mcp-session-id'], 'with its own upstream session');
+  await legacyServed(t, causeway, 'served by the legacy face, as on an sse mount');
   t.equal(upstream.stats().getStreamsOpened, 4, 'its own SSE stream upstream');
 });
 
