@@ -63,7 +63,6 @@ type Wire =
   | { t: 'alive'; ids: string[] };
 
 interface Outgoing {
-  owner: string;
   sentAt: number;
   acked: boolean;
   heardAt: number;
@@ -221,7 +220,6 @@ export class ReplicaRelay implements UpstreamSessionClient {
     const result = new Promise<unknown>((resolve, reject) => {
       const now = Date.now();
       const w: Outgoing = {
-        owner,
         sentAt: now,
         acked: false,
         heardAt: now,
