@@ -5,10 +5,12 @@
 // 2. The listener closes; HTTP/2 sessions get GOAWAY and every HTTP/1.1 answer carries
 //    Connection: close, so clients take their next request elsewhere; listen streams end with
 //    their closing result. Requests on connections still open are served.
-// 3. Up to timeoutMs, wait for the requests in flight. Only then are idle HTTP/1.1 connections
-//    closed: a client may be writing its next request on one, and closing it earlier would lose
-//    that request. Then everything left is cut, and held multi-round calls are let go (shared
-//    store: another replica resumes them) or cancelled (memory store).
+// 3. Up to timeoutMs, wait for the requests in flight, and then for QUIET_MS without a new one.
+//    Only then are idle HTTP/1.1 connections closed: a client (a balancer with connections kept
+//    alive) may be writing its next request on one, and closing it then would lose that request,
+//    so they are closed once no request has come for a while. Requests that arrived meanwhile
+//    are waited for again; then everything left is cut, and held multi-round calls are let go
+//    (shared store: another replica resumes them) or cancelled (memory store).
 // 4. Release what the replica holds (handoff bus, pool, store, upstream clients); close the admin
 //    port last, so the drain itself can be scraped.
 
@@ -34,6 +36,8 @@ export interface DrainTimes {
 }
 
 const POLL_MS = 25;
+/** How long no request may arrive before idle connections are closed. */
+const QUIET_MS = 250;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -45,8 +49,19 @@ export async function drain(parts: DrainParts, times: DrainTimes): Promise<void>
     parts.ingress.closeConnections('goaway');
     const deadline = Date.now() + times.timeoutMs;
     await parts.closeStreams(times.timeoutMs);
-    while (parts.inFlight.count > 0 && Date.now() < deadline) await sleep(POLL_MS);
+    const settled = async () => {
+      while (parts.inFlight.count > 0 && Date.now() < deadline) await sleep(POLL_MS);
+    };
+    let quietSince = Date.now();
+    while (Date.now() < deadline) {
+      if (parts.inFlight.count > 0) {
+        await settled();
+        quietSince = Date.now();
+      } else if (Date.now() - quietSince >= QUIET_MS) break;
+      else await sleep(POLL_MS);
+    }
     parts.ingress.closeConnections('idle');
+    await settled();
     parts.ingress.closeConnections('all');
     parts.cancelHeld();
     for (const release of parts.release) await release();
