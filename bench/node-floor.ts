@@ -5,23 +5,15 @@
 //
 //   node dist/bench/node-floor.js --port P --upstream http://127.0.0.1:U/mcp
 
-import http from 'node:http';
 import { Agent, request } from 'undici';
-
-function arg(name: string): string {
-  const i = process.argv.indexOf(name);
-  const v = i >= 0 ? process.argv[i + 1] : undefined;
-  if (v === undefined) throw new Error(`${name} is required`);
-  return v;
-}
+import { arg, badGateway, serve } from './reference.js';
 
 const upstream = arg('--upstream');
-const port = Number(arg('--port'));
 const agent = new Agent({ keepAliveTimeout: 60_000 });
 const FORWARD = ['content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'];
 const BACK = ['content-type', 'mcp-session-id', 'cache-control'];
 
-const server = http.createServer((req, res) => {
+serve((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
@@ -47,13 +39,7 @@ const server = http.createServer((req, res) => {
         up.body.on('end', () => res.end());
         up.body.on('error', () => res.destroy());
       },
-      () => {
-        res.writeHead(502, { 'content-length': '0' });
-        res.end();
-      },
+      () => badGateway(res),
     );
   });
 });
-server.keepAliveTimeout = 65_000;
-server.listen(port, '127.0.0.1');
-process.once('SIGTERM', () => process.exit(0));

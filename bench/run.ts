@@ -5,7 +5,8 @@
 //
 // Environment knobs: BENCH_RUN_MS (timed window per run, default 800), BENCH_WARMUP_MS (200),
 // BENCH_FULL=1 (every workload x concurrency on the SDK upstream too, ~1 minute more),
-// BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,memory,profile,sdk (some phases; no doc).
+// BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,memory,profile,sdk (some phases; no doc),
+// BENCH_PROFILE_CONCURRENCY (1) and BENCH_PROFILE_MS (2000) for the profiled run.
 
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
@@ -24,7 +25,7 @@ import {
   ROOT,
   startCauseway,
   startNginx,
-  startNodeFloor,
+  startNodeReference,
   startRedis,
   startUpstream,
   type Proxy,
@@ -37,9 +38,11 @@ import type { BenchResults, MemoryResult, PathName, RunRecord } from './types.js
 const RUN_MS = Number(process.env.BENCH_RUN_MS ?? 800);
 const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 200);
 const MULTI_ROUND_RUN_MS = Math.max(RUN_MS, 1000);
+const PROFILE_CONCURRENCY = Number(process.env.BENCH_PROFILE_CONCURRENCY ?? 1);
+const PROFILE_MS = Number(process.env.BENCH_PROFILE_MS ?? 2000);
 const FULL = process.env.BENCH_FULL === '1';
 const CONCURRENCY = [1, 16, 128] as const;
-/** The reference Node proxy runs the small call only: it is there to split Causeway's CPU into runtime and logic. */
+/** The reference Node processes run the small call only: they are there to split Causeway's CPU into runtime and logic. */
 const FLOOR_PLAN: Array<[Workload, number]> = CONCURRENCY.map((c) => ['call', c]);
 const MEMORY_SESSIONS = 10_000;
 const MEMORY_PENDING = 1_000;
@@ -244,12 +247,16 @@ async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logD
     await ng.stop();
   }
 
-  // 5. Reference: the least a Node proxy does (raw upstream only).
+  // 5. References: the least a Node proxy and a Node translator do (raw upstream only).
   if (kind === 'raw') {
-    const floor = await startNodeFloor(upstream, logDir);
+    const floor = await startNodeReference('node-floor', upstream, logDir);
     results.commands.push({ what: 'minimal Node proxy (reference), raw upstream', command: floor.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
     await runPath(ctx, 'node-floor', { era: 'legacy', url: floor.url, ...(await openLegacySession(floor.url)) }, floor, FLOOR_PLAN);
     await floor.stop();
+    const tr = await startNodeReference('node-translator', upstream, logDir);
+    results.commands.push({ what: 'minimal Node translator (reference), raw upstream', command: tr.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+    await runPath(ctx, 'node-translator', { era: 'modern', url: tr.url }, tr, FLOOR_PLAN);
+    await tr.stop();
   }
   return upstream;
 }
@@ -299,21 +306,22 @@ async function memoryRun(worker: LoadWorker, upstream: Upstream, logDir: string,
   }
 }
 
-/** node --cpu-prof on Causeway under the warm small tools/call at concurrency 1. */
+/** node --cpu-prof on Causeway under the warm small tools/call (concurrency 1 unless told otherwise). */
 async function profileRun(worker: LoadWorker, upstream: Upstream, logDir: string, results: BenchResults): Promise<void> {
-  say('profile: node --cpu-prof on Causeway, small tools/call, concurrency 1');
+  say(`profile: node --cpu-prof on Causeway, small tools/call, concurrency ${PROFILE_CONCURRENCY}`);
   const dir = mkdtempSync(join(logDir, 'cpuprof-'));
-  const cw = await startCauseway('causeway-profiled', upstream.url, {}, logDir, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval', '250']);
+  // No drain delay: the profile is written at exit, which must come within stop()'s grace.
+  const cw = await startCauseway('causeway-profiled', upstream.url, { 'drain.delayMs': 0 }, logDir, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval', '250']);
   results.commands.push({
     what: 'Causeway under the profiler',
     command: cw.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/').replace(logDir, '$TMP'),
   });
   try {
     const target: Target = { era: 'modern', url: cw.url };
-    await worker.run(loadJob(target, 'call', 1, 500));
+    await worker.run(loadJob(target, 'call', PROFILE_CONCURRENCY, 500));
     const before = await cw.cpuUs();
     const fromUs = Number(process.hrtime.bigint() / 1000n);
-    const r = await worker.run<CannonResult>(loadJob(target, 'call', 1, 2000));
+    const r = await worker.run<CannonResult>(loadJob(target, 'call', PROFILE_CONCURRENCY, PROFILE_MS));
     const toUs = Number(process.hrtime.bigint() / 1000n);
     const after = await cw.cpuUs();
     await cw.stop();
@@ -321,8 +329,9 @@ async function profileRun(worker: LoadWorker, upstream: Upstream, logDir: string
     if (!file) throw new Error('no .cpuprofile written');
     // Only the samples of the timed window: start-up and shutdown left out.
     const s = summariseProfile(file, 15, { fromUs, toUs });
-    results.profile = { ...s, what: 'Causeway modern, memory store, raw upstream, small tools/call, concurrency 1, 2 s', cpuUsPerOp: (after - before) / Math.max(1, r.count), file: file.replace(logDir, '$TMP') };
-    say(`  top: ${s.components.slice(0, 4).map((c) => `${c.name} ${c.pct.toFixed(0)}%`).join(', ')}`);
+    const what = `Causeway modern, memory store, raw upstream, small tools/call, concurrency ${PROFILE_CONCURRENCY}, ${PROFILE_MS / 1000} s`;
+    results.profile = { ...s, what, cpuUsPerOp: (after - before) / Math.max(1, r.count), file: file.replace(logDir, '$TMP') };
+    say(`  ${r.count} calls, ${((after - before) / Math.max(1, r.count)).toFixed(0)} us CPU per call; top: ${s.components.slice(0, 4).map((c) => `${c.name} ${c.pct.toFixed(0)}%`).join(', ')}`);
   } catch (err) {
     say(`  profile failed: ${(err as Error).message}`);
   } finally {

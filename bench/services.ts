@@ -14,7 +14,6 @@ export const ROOT = join(DIST, '..');
 const CAUSEWAY_MAIN = join(DIST, 'src/main.js');
 const SDK_FIXTURE = join(DIST, 'test/fixtures/legacy-server.js');
 const RAW_UPSTREAM = join(DIST, 'bench/raw-upstream.js');
-const NODE_FLOOR = join(DIST, 'bench/node-floor.js');
 
 export type UpstreamKind = 'raw' | 'sdk';
 
@@ -153,18 +152,22 @@ export async function startCauseway(
   };
 }
 
-/** The minimal node:http + undici proxy (bench/node-floor.ts). */
-export async function startNodeFloor(upstream: Upstream, logDir: string): Promise<Proxy> {
+/**
+ * A reference Node process in front of the upstream: the byte proxy (bench/node-floor.ts) or the
+ * minimal 2026 translator (bench/node-translator.ts).
+ */
+export async function startNodeReference(kind: 'node-floor' | 'node-translator', upstream: Upstream, logDir: string): Promise<Proxy> {
   const port = await freePort();
-  const svc = startProcess(process.execPath, [NODE_FLOOR, '--port', String(port), '--upstream', upstream.url], join(logDir, 'node-floor.log'));
+  const script = join(DIST, `bench/${kind}.js`);
+  const svc = startProcess(process.execPath, [script, '--port', String(port), '--upstream', upstream.url], join(logDir, `${kind}.log`));
   const origin = `http://127.0.0.1:${port}`;
-  await waitFor('node floor proxy', svc, async () => {
+  await waitFor(kind, svc, async () => {
     const res = await fetch(origin);
     await res.arrayBuffer();
     return true;
   });
   return {
-    name: 'node-floor',
+    name: kind,
     origin,
     adminOrigin: origin,
     url: `${origin}/mcp`,

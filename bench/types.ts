@@ -4,7 +4,7 @@ import type { Workload } from './mcp.js';
 import type { ProfileSummary } from './profile.js';
 import type { UpstreamKind } from './services.js';
 
-export type PathName = 'direct' | 'causeway-memory' | 'causeway-redis' | 'passthrough' | 'nginx' | 'node-floor';
+export type PathName = 'direct' | 'causeway-memory' | 'causeway-redis' | 'passthrough' | 'nginx' | 'node-floor' | 'node-translator';
 
 export const PATH_LABEL: Record<PathName, string> = {
   direct: 'direct legacy client (baseline)',
@@ -13,6 +13,7 @@ export const PATH_LABEL: Record<PathName, string> = {
   passthrough: 'Causeway legacy passthrough',
   nginx: 'nginx reverse proxy',
   'node-floor': 'minimal Node proxy (reference)',
+  'node-translator': 'minimal Node translator (reference)',
 };
 
 export interface RunRecord {

@@ -1,7 +1,7 @@
 // The root pino logger. Stages never import it: they receive a child (per request or per
 // component). Credentials and session ids are redacted by path.
 
-import { pino, type Logger, type DestinationStream } from 'pino';
+import { pino, type Bindings, type Logger, type DestinationStream } from 'pino';
 
 export type { Logger };
 
@@ -27,4 +27,28 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     },
     destination,
   );
+}
+
+const noop = (): void => undefined;
+
+/**
+ * A request's child logger. Most requests log nothing, and a pino child serialises its bindings
+ * when made: below debug, the child is made the first time a line at an enabled level is written
+ * (its children likewise). With debug on it is made at once.
+ */
+export function requestLogger(parent: Logger, bindings: Bindings): Logger {
+  return parent.isLevelEnabled('debug') ? parent.child(bindings) : deferred(parent, () => parent.child(bindings));
+}
+
+function deferred(levels: Logger, make: () => Logger): Logger {
+  let real: Logger | undefined;
+  const get = () => (real ??= make());
+  return new Proxy(levels, {
+    get(target, key) {
+      if (key === 'child') return (b: Bindings) => deferred(target, () => get().child(b));
+      if (typeof key === 'string' && key in target.levels.values && !target.isLevelEnabled(key)) return noop;
+      const v: unknown = Reflect.get(get(), key);
+      return typeof v === 'function' ? v.bind(real) : v;
+    },
+  });
 }

@@ -3,7 +3,7 @@
 
 import { discoverResult, serverInfoOf, statusForUpstreamError, translateError, translateResult, type CacheHint } from './dialect/index.js';
 import { SseStream, sendCausewayError, sendJson, type HttpResponse } from './egress/index.js';
-import { checkParamHeaders, levelAtLeast, type HeaderBag, type ModernRequest } from './envelope/index.js';
+import { checkParamHeaders, levelAtLeast, mayNeedParamHeaders, type HeaderBag, type ModernRequest } from './envelope/index.js';
 import { causewayError, toCausewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
@@ -192,17 +192,21 @@ async function forward(
 /** Pages of tools/list read at most to find a tool's Mcp-Param-* annotations. */
 const MAX_TOOL_PAGES = 50;
 
-/** Mcp-Param-* checks need the tool's schema: learned from tools/list, fetched once when unknown. */
+/**
+ * Mcp-Param-* checks need the tool's schema: learned from tools/list, fetched once per session
+ * when unknown and the call could be refused by it [SHTTP §1.4]; a call with no header and no
+ * argument value cannot be, so a cold one of those makes no tools/list.
+ */
 async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: PooledSession): Promise<void> {
   const name = ex.request.name!;
   const { facts } = session;
-  if (facts.toolHeaders(name) === undefined && !facts.toolsComplete) {
+  const args = isObject(ex.request.params.arguments) ? ex.request.params.arguments : undefined;
+  if (facts.toolHeaders(name) === undefined && !facts.toolsComplete && mayNeedParamHeaders(ex.headers, args)) {
     const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => facts.learnTools(page), { maxPages: MAX_TOOL_PAGES, signal: ex.signal });
     if (walk.complete) facts.toolsComplete = true;
   }
   const params = facts.toolHeaders(name);
   if (!params) return;
-  const args = isObject(ex.request.params.arguments) ? ex.request.params.arguments : undefined;
   const check = checkParamHeaders(ex.headers, params, args);
   if (!check.ok) throw causewayError('header_mismatch', check.message);
 }

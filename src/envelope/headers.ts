@@ -109,6 +109,17 @@ function valueAt(args: JsonObject | undefined, path: string[]): JsonValue | unde
   return cur;
 }
 
+/**
+ * Whether a tool's annotations could refuse this call, so they must be known first: it carries an
+ * Mcp-Param-* header to compare, or an argument with a value (a null or absent one needs no header).
+ */
+export function mayNeedParamHeaders(headers: HeaderBag, args: JsonObject | undefined): boolean {
+  for (const k in headers) if (k.startsWith('mcp-param-')) return true;
+  if (args === undefined) return false;
+  for (const k in args) if (args[k] !== null && args[k] !== undefined) return true;
+  return false;
+}
+
 export function checkParamHeaders(headers: HeaderBag, params: ParamHeader[], args: JsonObject | undefined): HeaderCheck {
   for (const p of params) {
     const name = `Mcp-Param-${p.header}`;

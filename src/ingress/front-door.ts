@@ -18,7 +18,7 @@ import {
   type OriginPolicy,
 } from '../envelope/index.js';
 import { causewayError, toCausewayError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { requestLogger, type Logger } from '../log.js';
 import { routingHeaders } from '../passthrough/index.js';
 import { serveModern } from '../pipeline.js';
 import type { Mount } from '../routing/index.js';
@@ -79,7 +79,7 @@ function pathOf(req: IngressRequest): string {
 export function frontDoor(deps: FrontDoorDeps): IngressHandler {
   return (req, res) => {
     const reqId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : randomUUID();
-    const log = deps.log.child({ reqId });
+    const log = requestLogger(deps.log, { reqId });
     res.setHeader('x-request-id', reqId);
     handle(req, res, deps, log).catch((err: unknown) => {
       log.error({ err }, 'unhandled error at the front door');

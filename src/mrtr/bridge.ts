@@ -25,7 +25,7 @@ import {
 import { levelAtLeast, type ModernRequest } from '../envelope/index.js';
 import { Handoff, type ForwardedRound, type HandedResult } from './handoff.js';
 import { toAsk } from './asks.js';
-import { HeldCalls, PendingCall, type RoundListener } from './holder.js';
+import { HeldCalls, PendingCall, type Outcome, type RoundListener } from './holder.js';
 import { paramsDigest, sessionDigest, type ResumeClaims, type StateClaims, type StateSealer } from './request-state.js';
 
 /** How long a retry keeps trying to reach a holder that is alive but cut off: longer than a Redis failover (2-4 s measured). */
@@ -283,7 +283,16 @@ function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestO
   const abort = new AbortController();
   pending.cancel = () => abort.abort();
   pending.detach = () => abort.abort(new CallDetached());
-  const sessionId = session.sessionId === undefined ? undefined : sessionDigest(session.sessionId);
+  const sessionId = session.sessionId;
+  // The session's digest goes into a sealed state only: worked out when a round is sealed.
+  let digest: string | undefined;
+  const upstreamOf = (id: RequestId, token: string | undefined): NonNullable<PendingCall['upstream']> => ({
+    id,
+    token,
+    get session() {
+      return sessionId === undefined ? undefined : (digest ??= sessionDigest(sessionId));
+    },
+  });
   const declared = request.meta.clientCapabilities;
   // A resumed stream first replays what the holder had read (up to event `t`): only the asks
   // outstanding at the seal count then; the rest was answered or relayed by the holder.
@@ -298,7 +307,7 @@ function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestO
       pending.event(id);
     },
     onIds: (id, token) => {
-      pending.upstream = { id, token, session: sessionId };
+      pending.upstream = upstreamOf(id, token);
     },
     onProgress: (n) => {
       if (!replayed) pending.listener?.onProgress(n);
@@ -332,7 +341,7 @@ function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestO
   const timeoutMs = deps.stateTtlMs + deps.upstreamTimeoutMs;
   let run: Promise<JsonRpcResponse>;
   if (at !== undefined) {
-    pending.upstream = { id: at.i, token: at.k, session: sessionId };
+    pending.upstream = upstreamOf(at.i, at.k);
     // The stream is taken up after event l: that is where the call's cursor stands.
     pending.event(at.l);
     run = resumeRelayedCall(
@@ -381,39 +390,22 @@ async function nextRound(pending: PendingCall, deps: ReplicaBridge & { upstreamT
   pending.listener = listener;
   try {
     // While a round runs the upstream is working, so its usual timeout applies; between rounds
-    // the call waits on a person and only the state's TTL bounds it. (One controller and a plain
-    // timer: AbortSignal.timeout + AbortSignal.any cost more per call on the hot path.)
-    const round = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      round.abort();
-    }, deps.upstreamTimeoutMs);
-    const onAbort = () => round.abort(signal.reason);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-    let outcome: Awaited<ReturnType<PendingCall['next']>>;
-    try {
-      outcome = await pending.next(deps.collectWindowMs, round.signal);
-    } finally {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-    }
-    if (outcome.kind === 'failed' && timedOut && !signal.aborted) {
-      outcome.error = causewayError('upstream_timeout');
-    }
+    // the call waits on a person and only the state's TTL bounds it.
+    const waited = await pending.next(deps.collectWindowMs, deps.upstreamTimeoutMs, signal);
+    const outcome: Outcome = waited.kind === 'timeout' ? { kind: 'failed', error: causewayError('upstream_timeout') } : waited;
     const stateExpiry = Date.now() + deps.stateTtlMs;
     if (outcome.kind === 'done') {
-      deps.held.release(pending, stateExpiry);
+      // A call that never asked was never held: nothing to release on the common path.
+      if (pending.round > 0) deps.held.release(pending, stateExpiry);
       return { kind: 'upstream', response: outcome.response };
     }
     if (outcome.kind === 'failed') {
       pending.cancel();
       if (outcome.error instanceof SessionExpiredError) {
         // The pool re-runs this round on a new session, which replays the call from these answers.
-        deps.held.release(pending);
+        if (pending.round > 0) deps.held.release(pending);
         if (pending.replayOf !== undefined) deps.held.forget(pending.replayOf);
-      } else deps.held.release(pending, stateExpiry);
+      } else if (pending.round > 0) deps.held.release(pending, stateExpiry);
       throw outcome.error;
     }
     // The bound applies when a call first needs holding; check and hold with no await between.

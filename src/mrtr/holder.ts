@@ -9,7 +9,12 @@ import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, 
 import { toAsk, validAnswer, type Ask } from './asks.js';
 import type { ResumeClaims } from './request-state.js';
 
-export type Outcome = { kind: 'done'; response: JsonRpcResponse } | { kind: 'failed'; error: unknown } | { kind: 'input'; asks: Ask[] };
+export type Outcome =
+  | { kind: 'done'; response: JsonRpcResponse }
+  | { kind: 'failed'; error: unknown }
+  | { kind: 'input'; asks: Ask[] }
+  /** Neither an answer nor a round within the wait's timeout. */
+  | { kind: 'timeout' };
 
 /** Sends one answer to an upstream ask. */
 export type AnswerSink = (upstreamId: string | number, result: JsonObject) => void;
@@ -20,8 +25,9 @@ export interface RoundListener {
   onLog(n: JsonRpcNotification): void;
 }
 
+// Most calls never ask: until one does, a PendingCall is a few fields (no id, no promise, no timer).
 export class PendingCall {
-  readonly id = randomUUID();
+  private callId: string | undefined;
   round = 0;
   /** Asks sent to the client and not yet answered upstream, by key. */
   private readonly outstanding = new Map<string, Ask>();
@@ -43,9 +49,8 @@ export class PendingCall {
   private lastEventId: string | undefined;
   private previousEventId: string | undefined;
   private unnamedEvent = false;
-  private overNow: () => void = () => undefined;
-  /** Settles once the upstream call is over (answered, failed, refused). */
-  readonly over = new Promise<void>((resolve) => (this.overNow = resolve));
+  private overNow: (() => void) | undefined;
+  private overPromise: Promise<void> | undefined;
 
   private digestText: string | undefined;
 
@@ -55,6 +60,17 @@ export class PendingCall {
     private readonly digestOf: () => string,
     private readonly sink: AnswerSink,
   ) {}
+
+  /** The id a sealed state names the call by, made when first asked for. */
+  get id(): string {
+    return (this.callId ??= randomUUID());
+  }
+
+  /** Settles once the upstream call is over (answered, failed, refused). */
+  get over(): Promise<void> {
+    this.overPromise ??= this.outcome ? Promise.resolve() : new Promise<void>((resolve) => (this.overNow = resolve));
+    return this.overPromise;
+  }
 
   /** The original params' digest, worked out only when a round is sealed. */
   get digest(): string {
@@ -111,13 +127,13 @@ export class PendingCall {
 
   settle(response: JsonRpcResponse): void {
     this.outcome ??= { kind: 'done', response };
-    this.overNow();
+    this.overNow?.();
     this.wake?.();
   }
 
   fail(error: unknown): void {
     this.outcome ??= { kind: 'failed', error };
-    this.overNow();
+    this.overNow?.();
     this.wake?.();
   }
 
@@ -142,25 +158,33 @@ export class PendingCall {
   /** One retry at a time per held call; a second one is a replay. */
   busy = false;
 
-  /** Waits until the call is over, or until it waits on the client and no new ask came for `windowMs`. */
-  async next(windowMs: number, signal: AbortSignal): Promise<Outcome> {
+  /**
+   * Waits until the call is over, until it waits on the client and no new ask came for
+   * `windowMs`, or at most `timeoutMs` (the upstream is working meanwhile). One timer and one
+   * listener on `signal` at a time.
+   */
+  async next(windowMs: number, timeoutMs: number, signal: AbortSignal): Promise<Outcome> {
+    const deadline = Date.now() + timeoutMs;
     for (;;) {
       if (this.refusal) return { kind: 'failed', error: this.refusal };
       if (this.outcome) return this.outcome;
       if (signal.aborted) return { kind: 'failed', error: signal.reason };
-      const quietFor = Date.now() - this.lastAskAt;
+      const now = Date.now();
+      const quietFor = now - this.lastAskAt;
       if (this.outstanding.size > 0 && quietFor >= windowMs) return { kind: 'input', asks: [...this.outstanding.values()] };
+      if (now >= deadline) return { kind: 'timeout' };
+      const waitMs = this.outstanding.size > 0 ? Math.min(windowMs - quietFor, deadline - now) : deadline - now;
       await new Promise<void>((resolve) => {
-        const timer = this.outstanding.size > 0 ? setTimeout(resolve, windowMs - quietFor) : undefined;
-        const onAbort = () => resolve();
-        signal.addEventListener('abort', onAbort, { once: true });
-        this.wake = () => {
+        const done = () => {
           clearTimeout(timer);
-          signal.removeEventListener('abort', onAbort);
+          signal.removeEventListener('abort', done);
+          this.wake = undefined;
           resolve();
         };
+        const timer = setTimeout(done, waitMs);
+        signal.addEventListener('abort', done, { once: true });
+        this.wake = done;
       });
-      this.wake = undefined;
     }
   }
 

@@ -7,6 +7,9 @@ import { CausewayError } from '../errors.js';
 export interface ResponseBody extends AsyncIterable<Uint8Array> {
   destroy(err?: Error): unknown;
   dump(opts?: { limit?: number }): Promise<void>;
+  /** With destroyOnReturn false, leaving a loop over it early leaves the body open (Node Readable). */
+  iterator(options: { destroyOnReturn: boolean }): AsyncIterable<Uint8Array>;
+  on(event: 'error', listener: (err: Error) => void): unknown;
 }
 
 function tooLarge(max: number): CausewayError {
@@ -25,9 +28,9 @@ export function checkContentLength(body: ResponseBody, header: string | string[]
 }
 
 /** Yields the body's chunks and fails once more than `max` bytes went through. */
-export async function* limitBytes(body: ResponseBody, max: number): AsyncGenerator<Uint8Array, void, undefined> {
+export async function* limitBytes(body: ResponseBody, max: number, chunks: AsyncIterable<Uint8Array> = body): AsyncGenerator<Uint8Array, void, undefined> {
   let total = 0;
-  for await (const chunk of body) {
+  for await (const chunk of chunks) {
     total += chunk.byteLength;
     if (total > max) {
       body.destroy();
@@ -51,6 +54,31 @@ export function discard(body: ResponseBody): Promise<void> {
     .dump({ limit: DISCARD_LIMIT })
     .catch(() => body.destroy())
     .then(() => clearTimeout(timer));
+}
+
+/**
+ * The rest of a body whose awaited message was read (normally just its end), read in the
+ * background so the connection is reused; destroyed only if more than a little, or not soon, follows.
+ */
+export function finish(body: ResponseBody): void {
+  const timer = setTimeout(() => body.destroy(), DISCARD_WAIT_MS);
+  timer.unref();
+  const rest = async () => {
+    let total = 0;
+    for await (const chunk of body) {
+      total += chunk.byteLength;
+      if (total > DISCARD_LIMIT) throw tooLarge(DISCARD_LIMIT);
+    }
+  };
+  rest()
+    .catch(() => body.destroy())
+    .finally(() => clearTimeout(timer));
+}
+
+/** Drops a body after a failure; its own abort error is nobody's to handle. */
+export function abandon(body: ResponseBody): void {
+  body.on('error', () => undefined);
+  body.destroy();
 }
 
 export function mediaType(header: string | string[] | undefined): string {

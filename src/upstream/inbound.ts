@@ -5,7 +5,7 @@
 
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { limitBytes, type ResponseBody } from './body.js';
+import { abandon, finish, limitBytes, type ResponseBody } from './body.js';
 import type { CallScope } from './call-scope.js';
 import { isConnectionDrop } from './errors.js';
 import type { SessionRef } from './headers.js';
@@ -65,7 +65,10 @@ export async function consume(
   cursor: Cursor,
   limits: ReadLimits,
 ): Promise<Outcome> {
-  const source = limits.maxBodyBytes === undefined ? body : limitBytes(body, limits.maxBodyBytes);
+  // Leaving the loop at the response must not destroy the body (an AbortError, and its stack,
+  // per call): it is left open, then read to its end by finish().
+  const chunks = body.iterator({ destroyOnReturn: false });
+  const source = limits.maxBodyBytes === undefined ? chunks : limitBytes(body, limits.maxBodyBytes, chunks);
   let events = 0;
   try {
     for await (const ev of parseSse(source, { maxEventBytes: limits.maxEventBytes })) {
@@ -84,10 +87,14 @@ export async function consume(
       }
       const answer = route(io, ctx, messages);
       if (ev.id !== undefined && ev.id !== '') deliver(io, () => ctx.handlers.afterEvent?.(ev.id!), 'event id');
-      if (answer !== undefined) return { response: answer };
+      if (answer !== undefined) {
+        finish(body);
+        return { response: answer };
+      }
     }
     return { ended: true, events };
   } catch (err) {
+    abandon(body);
     if (ctx.scope.aborted) throw err;
     if (ctx.lenient || isConnectionDrop(err)) return { dropped: err, events };
     throw err;

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { checkParamHeaders, decodeHeaderValue, paramHeaders } from '../../src/envelope/headers.js';
+import { checkParamHeaders, decodeHeaderValue, mayNeedParamHeaders, paramHeaders } from '../../src/envelope/headers.js';
 import { checkOrigin, originPolicy } from '../../src/envelope/origin.js';
 
 t.test('header value decoding', async (t) => {
@@ -51,6 +51,14 @@ t.test('Mcp-Param-* checks', async (t) => {
   t.notOk(checkParamHeaders(missing, ph, args).ok, 'missing header while the body has the value');
   t.ok(checkParamHeaders({}, ph, { free: 'x' }).ok, 'absent values need no header');
   t.ok(checkParamHeaders({}, ph, { region: null } as never).ok, 'null values need no header');
+});
+
+t.test('only a call with a Mcp-Param-* header or an argument value can be refused by annotations', async (t) => {
+  t.notOk(mayNeedParamHeaders({ 'mcp-name': 'echo' }, undefined), 'no arguments');
+  t.notOk(mayNeedParamHeaders({}, { region: null } as never), 'null values need no header');
+  t.ok(mayNeedParamHeaders({}, { text: 'a' }), 'a value an annotation could name');
+  t.ok(mayNeedParamHeaders({}, { nested: { region: 'x' } }), 'nested objects hold values too');
+  t.ok(mayNeedParamHeaders({ 'mcp-param-region': 'x' }, undefined), 'a header to compare');
 });
 
 t.test('Host and Origin', async (t) => {

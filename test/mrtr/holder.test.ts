@@ -26,10 +26,12 @@ function newCall(principal = 'p'): { call: PendingCall; sent: Array<[string | nu
 }
 
 const never = new AbortController().signal;
+/** A round timeout no test reaches. */
+const LONG = 60_000;
 
 t.test('an ask becomes a round after the collect window; concurrent asks share it', async (t) => {
   const { call } = newCall();
-  const next = call.next(30, never);
+  const next = call.next(30, LONG, never);
   const t0 = Date.now();
   call.ask(elicit(1, 'user_name'));
   // The second ask in the same tick: a pause of the machine longer than the window (seen under
@@ -47,7 +49,7 @@ t.test('answers: valid ones go upstream by key, invalid and unknown ones do not'
   call.ask(roots(8, 'client_roots'));
   call.answer({ user_name: { action: 'maybe' }, client_roots: { roots: [{ uri: 'file:///a' }] }, bogus: accept('x') });
   t.same(sent, [[8, { roots: [{ uri: 'file:///a' }] }]], 'only the well-formed answer to an outstanding ask');
-  const out = await call.next(0, never);
+  const out = await call.next(0, LONG, never);
   t.equal(out.kind, 'input');
   if (out.kind === 'input') t.same(out.asks.map((a) => a.key), ['user_name'], 'the ill-formed one is asked again');
   call.answer({ user_name: accept('Ada') });
@@ -64,7 +66,7 @@ t.test('answers given before the ask answer it when it comes', async (t) => {
   call.ask(elicit(4, 'other'));
   t.equal(sent.length, 1, 'an ask without an answer waits');
   call.settle({ jsonrpc: '2.0', id: 'x', result: { content: [] } });
-  const out = await call.next(1000, never);
+  const out = await call.next(1000, LONG, never);
   t.equal(out.kind, 'done', 'the upstream answer wins over outstanding asks');
 });
 
@@ -77,18 +79,27 @@ t.test('an ill-formed early answer is not used', async (t) => {
 
 t.test('next() ends with the upstream outcome, a refusal, or the abort', async (t) => {
   const a = newCall().call;
-  const pa = a.next(10, never);
+  const pa = a.next(10, LONG, never);
   a.fail(new Error('boom'));
   const oa = await pa;
   t.equal(oa.kind, 'failed');
 
   const b = newCall().call;
   const ac = new AbortController();
-  const pb = b.next(10, ac.signal);
+  const pb = b.next(10, LONG, ac.signal);
   ac.abort(new Error('client left'));
   const ob = await pb;
   t.equal(ob.kind, 'failed');
   if (ob.kind === 'failed') t.match(String(ob.error), /client left/);
+});
+
+t.test('next() ends with timeout when the upstream neither answers nor asks in time', async (t) => {
+  const { call } = newCall();
+  t.same(await call.next(10, 20, never), { kind: 'timeout' });
+  const asked = newCall().call;
+  asked.ask(elicit(1, 'user_name'));
+  const out = await asked.next(10, 20, never);
+  t.equal(out.kind, 'input', 'an ask in time is a round, not a timeout');
 });
 
 t.test('expireAfter cancels the call and tells the owner; stopTimer prevents it', async (t) => {
