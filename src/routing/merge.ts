@@ -120,7 +120,7 @@ export class Merger {
           if (unreachable.has(m.name)) return undefined;
           return this.fetchAll(m, method, shape, principal, {}, AbortSignal.timeout(m.deps.bridge.upstreamTimeoutMs)).catch((err: unknown) => {
             unreachable.add(m.name);
-            this.opts.log.warn({ mount: this.opts.path, upstream: m.name, method, err: (err as Error).message }, 'federation check could not list an upstream; its names are checked when first merged');
+            this.opts.log.warn({ upstream: m.name, method, err: (err as Error).message }, 'federation check could not list an upstream; its names are checked when first merged');
             return undefined;
           });
         }),
@@ -248,7 +248,7 @@ export class Merger {
       const id = `${shape.kind}:${key}`;
       if (!this.conflicts.has(id)) {
         this.conflicts.set(id, conflict);
-        this.opts.log.warn({ mount: this.opts.path, kind: shape.kind, name: key, upstreams, kept: upstreams[0] }, 'federation name conflict');
+        this.opts.log.warn({ kind: shape.kind, name: key, upstreams, kept: upstreams[0] }, 'federation name conflict');
       }
     }
     const entries = [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
