@@ -6,6 +6,8 @@
 
 import t from 'tap';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startAuthorizationServer } from '../helpers/authorization-server.js';
 import { startCauseway } from '../helpers/causeway.js';
@@ -161,6 +163,25 @@ t.test('scope rules: 403 naming every scope needed; lists show only what may be 
   const discover = await call('server/discover', {}, `Bearer ${adminOnly}`);
   t.equal(discover.status, 403, 'a method every rule covers needs its scope too');
   t.match(discover.challenge, /scope="mcp"/);
+});
+
+t.test('legacy_client-to-legacy_upstream-with-token: the session belongs to the subject; scopes hold there too', async (t) => {
+  const token = await as.token({ client: 'alice', resource, scope: 'mcp' });
+  const transport = new LegacyTransport(new URL(causeway.url), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+  const client = new LegacyClient({ name: 'legacy-e2e', version: '1.0.0' });
+  await client.connect(transport);
+  t.teardown(() => client.close());
+  t.same((await client.callTool({ name: 'echo', arguments: { text: 'old' } })).content, [{ type: 'text', text: 'old' }]);
+  const calls = upstream.stats().toolCalls.test_simple_text ?? 0;
+  await t.rejects(client.callTool({ name: 'test_simple_text', arguments: {} }), { code: 403 }, 'a call its scopes do not cover is refused');
+  t.equal(upstream.stats().toolCalls.test_simple_text ?? 0, calls, 'and never sent upstream');
+  const sessionId = transport.sessionId!;
+  const stranger = await as.token({ client: 'bob', resource, scope: 'mcp' });
+  const res = await fetch(causeway.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId, authorization: `Bearer ${stranger}` } });
+  t.equal(res.status, 404, "another subject's token does not reach the session");
+  const refreshed = await as.token({ client: 'alice', resource, scope: 'mcp' });
+  const own = await fetch(causeway.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId, authorization: `Bearer ${refreshed}` } });
+  t.equal(own.status, 200, 'a new token of the same subject does');
 });
 
 t.test('the principal is the token issuer and subject: two tokens of one subject share a session, another subject does not', async (t) => {

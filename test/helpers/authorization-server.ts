@@ -1,7 +1,8 @@
 // A real OpenID provider (oidc-provider) on 127.0.0.1:0 for the resource server's tests: the
 // client-credentials grant for a few confidential clients, resource indicators (RFC 8707) whose
 // access tokens are JWTs (or opaque, for introspection), introspection, and a key rotation that
-// keeps the issuer and port. It counts the JWKS fetches it answers. Closed when its test ends.
+// keeps the issuer and port. It counts the JWKS and introspection requests it answers. Closed
+// when its test ends.
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -34,6 +35,8 @@ export interface AuthorizationServer {
   token(req: TokenRequest): Promise<string>;
   /** JWKS documents served so far. */
   readonly jwksFetches: number;
+  /** Introspection requests answered so far. */
+  readonly introspections: number;
   /** Signs with a new key from now on; `keepOld` keeps publishing the previous ones. */
   rotate(keepOld: boolean): Promise<void>;
   close(): Promise<void>;
@@ -52,8 +55,10 @@ async function signingKey(): Promise<JWK> {
 export async function startAuthorizationServer(t: Owner, opts: AuthorizationServerOptions): Promise<AuthorizationServer> {
   let provider: Provider | undefined;
   let jwksFetches = 0;
+  let introspections = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (req.url === '/jwks') jwksFetches++;
+    if (req.url === '/token/introspection') introspections++;
     if (!provider) {
       res.writeHead(503).end();
       return;
@@ -118,6 +123,9 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
     secret: (client) => secrets.get(client)!,
     get jwksFetches() {
       return jwksFetches;
+    },
+    get introspections() {
+      return introspections;
     },
     async token(req) {
       const body = new URLSearchParams({ grant_type: 'client_credentials', resource: req.resource, scope: req.scope ?? opts.scopes.join(' ') });
