@@ -30,7 +30,7 @@ import type { SessionBinding } from './session-binding.js';
 export interface ChannelFaceOptions {
   client: UpstreamSessionClient;
   principal: PrincipalPolicy;
-  /** Binds handed-out session ids to their principal; undefined when principal.mode is none. */
+  /** Binds handed-out session ids to their principal; undefined when neither principal.mode nor auth.mode is set. */
   binding: SessionBinding | undefined;
   /** A legacy session unused this long is ended. */
   idleTtlMs: number;

@@ -29,7 +29,7 @@ export interface PassthroughOptions {
   /** The client headers this upstream gets besides the protocol's own. */
   forward: ForwardPolicy;
   principal: PrincipalPolicy;
-  /** Binds handed-out session ids to their principal; undefined when principal.mode is none. */
+  /** Binds handed-out session ids to their principal; undefined when neither principal.mode nor auth.mode is set. */
   binding: SessionBinding | undefined;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
