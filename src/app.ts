@@ -6,7 +6,8 @@ import type { CacheHint } from './dialect/index.js';
 import { originPolicy } from './envelope/index.js';
 import { createAdmin, createIngress, drain, frontDoor } from './ingress/index.js';
 import type { Logger } from './log.js';
-import { createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics, type Metrics } from './metrics/index.js';
+import { AuthMetrics, createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics, type Metrics } from './metrics/index.js';
+import { ResourceServer } from './auth/index.js';
 import { AutoLegacyFace, ChannelLegacyFace, LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
 import {
   AutoClient,
@@ -205,6 +206,11 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     federations.push(federation);
     mounts.set(m.path, { path: m.path, passthrough: undefined, federation });
   }
+  const authMetrics = new AuthMetrics(metrics);
+  const auth =
+    config.auth.mode === 'none'
+      ? undefined
+      : new ResourceServer(config.auth, topology.mounts.map((m) => m.path), (reason) => authMetrics.failure(reason));
   let draining = false;
   let closing = false;
   const ingress = createIngress(
@@ -226,6 +232,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       body: { maxBytes: config.limits.maxBodyBytes, timeoutMs: config.limits.bodyTimeoutMs },
       json: { maxDepth: config.limits.maxJsonDepth, maxItems: config.limits.maxJsonItems },
       origin: originPolicy(config.listen.host, config.security.allowedHosts, config.security.allowedOrigins),
+      auth,
       log,
       ready: () => !draining,
       closing: () => closing,
@@ -367,7 +374,8 @@ function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log
   const credentials = [...DEFAULT_CREDENTIAL_HEADERS, ...config.security.credentialHeaders];
   if (principal.mode === 'header') credentials.push(principal.header);
   const forward = new ForwardPolicy(spec.forwardHeaders, credentials);
-  const binding = principal.mode === 'none' ? undefined : new SessionBinding(principal.hashSecret, spec.name);
+  // A legacy session belongs to whoever opened it: the header's principal, or the token's iss and sub.
+  const binding = principal.mode === 'none' && config.auth.mode === 'none' ? undefined : new SessionBinding(principal.hashSecret, spec.name);
   const ctx: UpstreamContext = {
     spec,
     config,

@@ -28,6 +28,10 @@ export const ERROR_TABLE = {
   missing_client_capability: { code: -32021, status: 400, message: 'Missing required client capability' },
   unsupported_protocol_version: { code: -32022, status: 400, message: 'Unsupported protocol version' },
   method_not_found: { code: -32601, status: 404, message: 'Method not found' },
+  // The resource server: no usable access token (401), or one without the scopes needed (403).
+  unauthorized: { code: -32600, status: 401, message: 'Authorization required' },
+  invalid_token: { code: -32600, status: 401, message: 'Invalid access token' },
+  insufficient_scope: { code: -32600, status: 403, message: 'Insufficient scope' },
   // As an upstream answers an unknown tool, prompt or resource: in-band, on HTTP 200 [RES].
   unknown_name: { code: -32602, status: 200, message: 'Unknown name' },
   notification_not_accepted: { code: -32600, status: 400, message: 'Notification not accepted' },
@@ -37,6 +41,7 @@ export const ERROR_TABLE = {
   upstream_timeout: { code: -32603, status: 504, message: 'Upstream did not answer in time' },
   draining: { code: -32603, status: 503, message: 'Server is shutting down' },
   overloaded: { code: -32603, status: 503, message: 'Too many requests in flight' },
+  auth_unavailable: { code: -32603, status: 503, message: 'Cannot check the access token now' },
   internal_error: { code: -32603, status: 500, message: 'Internal error' },
 } as const satisfies Record<string, { code: number; status: number; message: string }>;
 
@@ -58,8 +63,10 @@ export class CausewayError extends Error {
   readonly code: number;
   readonly status: number;
   readonly data: JsonValue | undefined;
+  /** Response headers the error needs (WWW-Authenticate). */
+  readonly headers: Readonly<Record<string, string>>;
 
-  constructor(reason: ErrorReason, message?: string, data?: JsonValue, options?: { cause?: unknown }) {
+  constructor(reason: ErrorReason, message?: string, data?: JsonValue, options?: { cause?: unknown; headers?: Record<string, string> }) {
     const row = ERROR_TABLE[reason];
     super(message ?? row.message, options);
     this.name = 'CausewayError';
@@ -67,6 +74,7 @@ export class CausewayError extends Error {
     this.code = row.code;
     this.status = row.status;
     this.data = data;
+    this.headers = options?.headers ?? {};
   }
 }
 
@@ -77,6 +85,11 @@ export function causewayError(
   cause?: unknown,
 ): CausewayError {
   return new CausewayError(reason, message, data, cause === undefined ? undefined : { cause });
+}
+
+/** A 401 or 403 of the resource server, with its WWW-Authenticate challenge [RFC 6750 §3]. */
+export function challengeError(reason: 'unauthorized' | 'invalid_token' | 'insufficient_scope', challenge: string, message?: string): CausewayError {
+  return new CausewayError(reason, message, undefined, { headers: { 'www-authenticate': challenge } });
 }
 
 /** Anything thrown that is not a CausewayError becomes internal_error, its text never shown. */

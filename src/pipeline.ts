@@ -23,6 +23,7 @@ import {
 import { runRound, type BridgeDeps, type RoundResult } from './mrtr/index.js';
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
 import type { Subscriptions } from './subscriptions/index.js';
+import type { Access } from './auth/index.js';
 
 export interface ModernDeps {
   upstreamName: string;
@@ -50,6 +51,8 @@ export interface ModernExchange {
   /** Aborted when the client goes away before the answer. */
   signal: AbortSignal;
   log: Logger;
+  /** The verified token's identity and scopes, when a resource server checked the request. */
+  access?: Access;
 }
 
 /** A modern request on a mount, as the front door hands it over. */
@@ -96,7 +99,7 @@ async function measured(ex: ModernExchange, metrics: UpstreamMetrics, answer: ()
 
 async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
   const { request } = ex;
-  const principal = principalHash(deps.principal, ex.headers);
+  const principal = principalHash(deps.principal, ex.headers, ex.access?.identity);
   const key = sessionKey(deps.upstreamName, principal, request.meta.clientCapabilities);
   if (request.method === 'server/discover') {
     const session = await deps.pool.acquire(key);
@@ -241,7 +244,7 @@ function reply(
       serverInfo: serverInfoOf(session.record.initializeResult),
       cache,
     });
-    body = { jsonrpc: '2.0', id: request.id, result };
+    body = { jsonrpc: '2.0', id: request.id, result: ex.access ? ex.access.filterList(request.method, result) : result };
   }
   replyBody(ex, status, body, stream);
   return isErrorResponse(upstream) ? 'upstream_error' : 'complete';

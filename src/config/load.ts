@@ -3,6 +3,7 @@
 // once; nothing reads process.env after start-up.
 
 import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
+import { authProblems } from './auth.js';
 import { deepFreeze } from './freeze.js';
 import { SETTINGS, type Config, type Setting } from './schema.js';
 import { isHeaderName, resolveTopology } from './topology.js';
@@ -165,7 +166,9 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Con
 
 function crossChecks(c: Config): string[] {
   const problems: string[] = [];
-  problems.push(...resolveTopology(c).problems);
+  const { topology, problems: topologyProblems } = resolveTopology(c);
+  problems.push(...topologyProblems);
+  if (topologyProblems.length === 0) problems.push(...authProblems(c, topology));
   if (c.principal.mode !== 'none' && c.principal.hashSecret.length < 16) {
     problems.push('principal.hashSecret: required (16+ characters) when principal.mode is not none');
   }

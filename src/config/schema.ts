@@ -5,6 +5,9 @@
 export type CacheScope = 'public' | 'private';
 export type PrincipalMode = 'none' | 'header' | 'bearer';
 export type StoreKind = 'memory' | 'redis';
+export type AuthMode = 'none' | 'jwt' | 'introspection';
+/** Asymmetric JWS algorithms only: never `none`, never an HMAC keyed by what a public key would be. */
+export const AUTH_ALGORITHMS: readonly string[] = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
 export type UpstreamTransport = 'streamable-http' | 'sse' | 'stdio' | 'auto';
 export const UPSTREAM_TRANSPORTS: readonly UpstreamTransport[] = ['streamable-http', 'sse', 'stdio', 'auto'];
 
@@ -25,6 +28,23 @@ export interface Config {
   };
   security: { allowedHosts: string[]; allowedOrigins: string[]; credentialHeaders: string[] };
   principal: { mode: PrincipalMode; header: string; hashSecret: string };
+  auth: {
+    mode: AuthMode;
+    issuer: string;
+    jwksUrl: string;
+    jwksCooldownMs: number;
+    resource: string;
+    authorizationServers: string[];
+    algorithms: string[];
+    clockSkewMs: number;
+    introspectionUrl: string;
+    introspectionClientId: string;
+    introspectionClientSecret: string;
+    introspectionCacheMs: number;
+    introspectionCacheSize: number;
+    /** `method` or `method name-pattern` -> the scopes it requires (see auth/rules.ts). */
+    rules: Record<string, unknown>;
+  };
   upstream: {
     name: string;
     url: string;
@@ -171,7 +191,42 @@ export const SETTINGS: readonly Setting[] = [
     path: 'principal.hashSecret',
     kind: 'string',
     default: '',
-    doc: 'Key of the HMAC that turns a principal into its stored hash. Required unless mode is none.',
+    doc: 'Key of the HMAC that turns a principal into its stored hash. Required unless both principal.mode and auth.mode are none.',
+  },
+  {
+    path: 'auth.mode',
+    kind: 'string',
+    default: 'none',
+    choices: ['none', 'jwt', 'introspection'],
+    doc: 'OAuth 2.1 resource server on every MCP request: none (no check), jwt (signed access tokens checked against auth.jwksUrl) or introspection (RFC 7662 at auth.introspectionUrl). See Authorization.',
+  },
+  { path: 'auth.issuer', kind: 'string', default: '', doc: 'Issuer (iss) a token must carry, exactly; required unless auth.mode is none.' },
+  { path: 'auth.jwksUrl', kind: 'string', default: '', doc: "The issuer's JWKS URL (jwt mode): fetched, cached, fetched again for an unknown kid at most once per auth.jwksCooldownMs." },
+  { path: 'auth.jwksCooldownMs', kind: 'number', default: 30_000, doc: 'Least time between two JWKS fetches caused by unknown kid values.' },
+  {
+    path: 'auth.resource',
+    kind: 'string',
+    default: '',
+    doc: "Public canonical URL of the MCP endpoint: the audience a token must carry (RFC 8707) and the metadata's resource. With several mounts, each mount's is this URL's origin plus the mount path.",
+  },
+  { path: 'auth.authorizationServers', kind: 'list', default: [], doc: 'authorization_servers of the Protected Resource Metadata; empty: auth.issuer.' },
+  { path: 'auth.algorithms', kind: 'list', default: ['RS256', 'PS256', 'ES256', 'EdDSA'], doc: `JWS algorithms accepted on access tokens, among ${AUTH_ALGORITHMS.join(', ')}.` },
+  { path: 'auth.clockSkewMs', kind: 'number', default: 30_000, doc: 'Clock difference tolerated on exp, nbf and iat.' },
+  { path: 'auth.introspectionUrl', kind: 'string', default: '', doc: 'RFC 7662 introspection endpoint (introspection mode).' },
+  { path: 'auth.introspectionClientId', kind: 'string', default: '', doc: "Causeway's client id at the introspection endpoint (HTTP Basic)." },
+  {
+    path: 'auth.introspectionClientSecret',
+    kind: 'string',
+    default: '',
+    doc: 'Its client secret (prefer the env var); never logged.',
+  },
+  { path: 'auth.introspectionCacheMs', kind: 'number', default: 60_000, doc: 'Longest time an active introspection answer is reused (never past the token exp); inactive ones are reused 5 s at most.' },
+  { path: 'auth.introspectionCacheSize', kind: 'number', default: 10_000, min: 1, doc: 'Most introspection answers kept, by a hash of the token; the oldest goes first.' },
+  {
+    path: 'auth.rules',
+    kind: 'json',
+    default: {},
+    doc: 'Scopes required, e.g. {"*":["mcp"],"tools/call admin_*":["mcp:admin"]}: every rule whose method (or *) and name pattern match applies; lists show only what may be called.',
   },
   { path: 'upstream.name', kind: 'string', default: 'default', doc: 'Name of the upstream in logs and metrics.' },
   { path: 'upstream.url', kind: 'string', default: '', doc: 'Endpoint of the legacy server (required unless transport is stdio): Streamable HTTP, or the SSE endpoint for sse.' },

@@ -37,14 +37,14 @@ export function errorBody(id: RequestId | null, error: JsonRpcErrorObject): Json
   return body;
 }
 
-export function sendRpcError(res: HttpResponse, status: number, id: RequestId | null, error: JsonRpcErrorObject): void {
-  sendJson(res, status, errorBody(id, error), status === 405 ? { allow: 'POST' } : {});
+export function sendRpcError(res: HttpResponse, status: number, id: RequestId | null, error: JsonRpcErrorObject, headers: Readonly<Record<string, string>> = {}): void {
+  sendJson(res, status, errorBody(id, error), status === 405 ? { allow: 'POST', ...headers } : { ...headers });
 }
 
 export function sendCausewayError(res: HttpResponse, err: CausewayError, id: RequestId | null): void {
   const error: JsonRpcErrorObject = { code: err.code, message: err.message };
   if (err.data !== undefined) error.data = err.data;
-  sendRpcError(res, err.status, id, error);
+  sendRpcError(res, err.status, id, error, err.headers);
 }
 
 export function sendStatus(res: HttpResponse, status: number, headers: Record<string, string> = {}): void {

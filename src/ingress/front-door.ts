@@ -1,7 +1,8 @@
 // The request handler behind the ingress: probes (/healthz, /readyz; /metrics is on the admin
-// port only), drain and load shedding, the mount the path names, Host/Origin, HTTP method, body
-// limits, then the classifier's verdict: the mount's legacy face, a modern request for the
-// mount, or the spec's error. Nothing thrown here reaches the client as a stack trace.
+// port only) and the resource metadata, drain and load shedding, the mount the path names,
+// Host/Origin, the access token, HTTP method, body limits, then the classifier's verdict and
+// the token's scopes for it: the mount's legacy face, a modern request for the mount, or the
+// spec's error. Nothing thrown here reaches the client as a stack trace.
 
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -17,9 +18,11 @@ import {
   type HeaderBag,
   type OriginPolicy,
 } from '../envelope/index.js';
-import { causewayError, toCausewayError } from '../errors.js';
+import { causewayError, toCausewayError, type CausewayError } from '../errors.js';
+import { WELL_KNOWN_PRM, type Access, type ResourceServer } from '../auth/index.js';
+import { isObject, type RequestId } from '../jsonrpc.js';
 import { requestLogger, type Logger } from '../log.js';
-import { routingHeaders } from '../passthrough/index.js';
+import { legacyName, routingHeaders } from '../passthrough/index.js';
 import { serveModern } from '../pipeline.js';
 import type { Mount } from '../routing/index.js';
 import type { JsonLimits } from './json-limits.js';
@@ -34,6 +37,8 @@ export interface FrontDoorDeps {
   body: BodyLimits;
   json: JsonLimits;
   origin: OriginPolicy;
+  /** Checks every MCP request's access token; undefined when auth.mode is none. */
+  auth: ResourceServer | undefined;
   log: Logger;
   /** Answers /readyz: false while draining or before the store is usable. */
   ready(): boolean;
@@ -96,6 +101,11 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
     const ready = deps.ready();
     return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' });
   }
+  // Public, whatever the request carries: it is how a client finds out where to get a token [RFC 9728 §3].
+  if (deps.auth && method === 'GET' && path.startsWith(WELL_KNOWN_PRM)) {
+    const doc = deps.auth.metadata(path);
+    if (doc) return sendJson(res, 200, doc, { 'cache-control': 'max-age=300' });
+  }
   // Served as usual, but the client must take its next request elsewhere (HTTP/2 sessions got GOAWAY).
   if (deps.closing() && 'httpVersionMajor' in req && req.httpVersionMajor === 1) res.setHeader('connection', 'close');
   const mount = deps.mounts.get(path);
@@ -133,7 +143,7 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
   };
   res.on('close', onClose);
   try {
-    await dispatch(req, res, method, headers, mount, deps.body, deps.json, log, abort.signal, tag);
+    await dispatch(req, res, method, headers, mount, deps, log, abort.signal, tag);
   } finally {
     deps.inFlight.count--;
   }
@@ -225,14 +235,25 @@ async function dispatch(
   method: string,
   headers: HeaderBag,
   mount: Mount,
-  bodyLimits: BodyLimits,
-  jsonLimits: JsonLimits,
+  deps: Pick<FrontDoorDeps, 'body' | 'json' | 'auth'>,
   log: Logger,
   signal: AbortSignal,
   tag: Tag,
 ): Promise<void> {
+  const { body: bodyLimits, json: jsonLimits, auth } = deps;
   const passthrough = mount.passthrough;
   tag.revision = revisionLabel(headers['mcp-protocol-version']?.trim());
+  // Every era's every method carries the token, checked before the body is read [AUTH].
+  let access: Access | undefined;
+  if (auth && (method === 'POST' || method === 'GET' || method === 'DELETE')) {
+    const verdict = await auth.authenticate(headers, mount.path);
+    if (!verdict.ok) {
+      log.debug({ reason: verdict.failure }, 'access token refused');
+      closeAfterReply(req, res);
+      return sendCausewayError(res, verdict.error, null);
+    }
+    access = verdict.access;
+  }
   if (method === 'GET' || method === 'DELETE') {
     if (headers['mcp-session-id'] === undefined) {
       return sendCausewayError(res, causewayError('method_not_allowed', `${method} needs a legacy Mcp-Session-Id`), null);
@@ -240,7 +261,7 @@ async function dispatch(
     tag.era = 'legacy';
     tag.method = method === 'GET' ? 'stream' : 'terminate';
     if (!passthrough) return sendCausewayError(res, legacyNotServed(), null);
-    return passthrough.forward(method, req.headers, undefined, res, signal);
+    return passthrough.forward(method, req.headers, undefined, res, signal, undefined, access?.identity);
   }
   if (method !== 'POST') {
     closeAfterReply(req, res);
@@ -274,7 +295,11 @@ async function dispatch(
       tag.era = 'legacy';
       tag.method = legacyMethodLabel(parsed.ok ? parsed.value : undefined);
       if (!passthrough) return sendCausewayError(res, legacyNotServed(), null);
-      return passthrough.forward('POST', req.headers, body, res, signal, routingHeaders(req.headers, parsed.ok ? parsed.value : undefined));
+      if (auth && access) {
+        const denied = legacyDenied(auth, access, mount.path, parsed.ok ? parsed.value : undefined);
+        if (denied) return sendCausewayError(res, denied.error, denied.id);
+      }
+      return passthrough.forward('POST', req.headers, body, res, signal, routingHeaders(req.headers, parsed.ok ? parsed.value : undefined), access?.identity);
     case 'accepted':
       tag.era = 'modern';
       tag.method = 'notification';
@@ -291,7 +316,21 @@ async function dispatch(
       if (accept !== undefined && !/application\/json|text\/event-stream|\*\/\*/i.test(accept)) {
         return sendCausewayError(res, causewayError('not_acceptable'), verdict.request.id);
       }
-      return serveModern({ request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }) }, mount);
+      if (auth && access) {
+        const denied = auth.authorize(access, mount.path, verdict.request.method, verdict.request.name);
+        if (denied) return sendCausewayError(res, denied, verdict.request.id);
+      }
+      return serveModern({ request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }), access }, mount);
     }
   }
+}
+
+/** The first request of a legacy POST (one message or a batch) its token's scopes do not cover. */
+function legacyDenied(auth: ResourceServer, access: Access, mountPath: string, body: unknown): { error: CausewayError; id: RequestId | null } | undefined {
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (!isObject(message) || typeof message.method !== 'string' || message.id === undefined) continue;
+    const error = auth.authorize(access, mountPath, message.method, legacyName(message));
+    if (error) return { error, id: typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null };
+  }
+  return undefined;
 }

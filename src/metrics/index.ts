@@ -1,5 +1,6 @@
 export { createMetrics, type Metrics, type Probes } from './registry.js';
 export {
+  AuthMetrics,
   RequestMetrics,
   StoreMetrics,
   UpstreamMetrics,

@@ -5,6 +5,7 @@
 
 import type { Counter, Histogram } from 'prom-client';
 import { LEGACY_METHODS } from '../envelope/index.js';
+import type { AuthFailure } from '../auth/index.js';
 import type { ErrorReason } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { RetryVia } from '../mrtr/index.js';
@@ -142,5 +143,18 @@ export class StoreMetrics {
   /** `op` is one of the pool's fixed words. */
   storeError(op: string): void {
     this.errors.get(op).inc();
+  }
+}
+
+/** The resource server's refusals; `reason` is one of its closed set (auth/grant.ts). */
+export class AuthMetrics {
+  private readonly failures: Children<CounterChild>;
+
+  constructor(m: Metrics) {
+    this.failures = new Children((v) => m.authFailures.labels(...v));
+  }
+
+  failure(reason: AuthFailure): void {
+    this.failures.get(reason).inc();
   }
 }

@@ -162,6 +162,12 @@ export function createMetrics(probes: Probes) {
       labelNames: ['upstream'] as const,
       registers: [registry],
     }),
+    authFailures: new Counter({
+      name: 'causeway_auth_failures_total',
+      help: 'Requests the resource server refused, by reason: missing_token, malformed_token, bad_signature, unknown_key, disallowed_algorithm, expired, not_yet_valid, wrong_issuer, wrong_audience, missing_subject, bound_token, inactive, unavailable (401 but unavailable: 503) or insufficient_scope (403).',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
     localSessions: new Counter({
       name: 'causeway_session_local_total',
       help: 'Upstream sessions opened replica-local because the shared store was unavailable.',

@@ -20,6 +20,7 @@ import {
   type RequestId,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
+import type { Identity } from '../auth/index.js';
 import { principalHash, type PrincipalPolicy } from '../routing/index.js';
 import { SessionExpiredError, type UpstreamSessionClient } from '../upstream/index.js';
 import { LegacySessions, type LegacySession } from './channel-sessions.js';
@@ -29,7 +30,7 @@ import type { SessionBinding } from './session-binding.js';
 export interface ChannelFaceOptions {
   client: UpstreamSessionClient;
   principal: PrincipalPolicy;
-  /** Binds handed-out session ids to their principal; undefined when principal.mode is none. */
+  /** Binds handed-out session ids to their principal; undefined when neither principal.mode nor auth.mode is set. */
   binding: SessionBinding | undefined;
   /** A legacy session unused this long is ended. */
   idleTtlMs: number;
@@ -68,11 +69,19 @@ export class ChannelLegacyFace implements LegacyFace {
     this.sessions = new LegacySessions(opts.client, opts.binding, opts.idleTtlMs, log);
   }
 
-  async forward(method: string, headers: IncomingHttpHeaders, body: Buffer | undefined, res: HttpResponse, signal: AbortSignal): Promise<void> {
+  async forward(
+    method: string,
+    headers: IncomingHttpHeaders,
+    body: Buffer | undefined,
+    res: HttpResponse,
+    signal: AbortSignal,
+    _extraHeaders?: Record<string, string>,
+    identity?: Identity,
+  ): Promise<void> {
     let id: RequestId | null = null;
     let session: LegacySession | undefined;
     try {
-      const principal = principalHash(this.opts.principal, headers as HeaderBag);
+      const principal = principalHash(this.opts.principal, headers as HeaderBag, identity);
       const message = method === 'POST' ? readMessage(body) : undefined;
       if (message !== undefined && isRequest(message)) id = message.id;
       const clientId = header(headers, 'mcp-session-id');

@@ -1,4 +1,4 @@
-export { LegacyPassthrough, routingHeaders } from './legacy.js';
+export { LegacyPassthrough, legacyName, routingHeaders } from './legacy.js';
 export { SessionBinding } from './session-binding.js';
 export { ChannelLegacyFace, type ChannelFaceOptions } from './channel-face.js';
 export type { LegacyFace } from './legacy-face.js';

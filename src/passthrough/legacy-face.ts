@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
 import { causewayError } from '../errors.js';
 import type { RequestId } from '../jsonrpc.js';
+import type { Identity } from '../auth/index.js';
 
 export interface LegacyFace {
   /** A legacy POST (with its body), GET stream or DELETE; answers on `res`, never throws. */
@@ -16,6 +17,8 @@ export interface LegacyFace {
     res: HttpResponse,
     signal: AbortSignal,
     extraHeaders?: Record<string, string>,
+    /** The verified token's, when a resource server checked the request: the session's owner. */
+    identity?: Identity,
   ): Promise<void>;
   /** Ends the long-lived GET streams it serves itself (a drain's stream phase); the sessions stay. */
   endStreams?(): void;

@@ -15,8 +15,9 @@ import { Agent, request as undiciRequest } from 'undici';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
 import { toCausewayError } from '../errors.js';
 import { encodeHeaderValue, type HeaderBag } from '../envelope/index.js';
-import { isObject } from '../jsonrpc.js';
+import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
+import type { Identity } from '../auth/index.js';
 import { principalHash, type PrincipalPolicy } from '../routing/index.js';
 import { HOP_BY_HOP, neverDelivered, toUpstreamError, type ForwardPolicy, type TargetSet } from '../upstream/index.js';
 import { sessionGone, type LegacyFace } from './legacy-face.js';
@@ -28,7 +29,7 @@ export interface PassthroughOptions {
   /** The client headers this upstream gets besides the protocol's own. */
   forward: ForwardPolicy;
   principal: PrincipalPolicy;
-  /** Binds handed-out session ids to their principal; undefined when principal.mode is none. */
+  /** Binds handed-out session ids to their principal; undefined when neither principal.mode nor auth.mode is set. */
   binding: SessionBinding | undefined;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
@@ -73,10 +74,16 @@ export function routingHeaders(headers: IncomingHttpHeaders, body: unknown): Rec
   if (!isObject(body) || typeof body.method !== 'string') return {};
   const out: Record<string, string> = {};
   if (headers['mcp-method'] === undefined) out['mcp-method'] = encodeHeaderValue(body.method);
-  const params = isObject(body.params) ? body.params : {};
-  const name = body.method === 'resources/read' ? params.uri : body.method === 'tools/call' || body.method === 'prompts/get' ? params.name : undefined;
-  if (typeof name === 'string' && headers['mcp-name'] === undefined) out['mcp-name'] = encodeHeaderValue(name);
+  const name = legacyName(body);
+  if (name !== undefined && headers['mcp-name'] === undefined) out['mcp-name'] = encodeHeaderValue(name);
   return out;
+}
+
+/** What a legacy message names, as Mcp-Name would: the tool or prompt, or the resource URI. */
+export function legacyName(message: JsonObject): string | undefined {
+  const params = isObject(message.params) ? message.params : {};
+  const name = message.method === 'resources/read' ? params.uri : message.method === 'tools/call' || message.method === 'prompts/get' ? params.name : undefined;
+  return typeof name === 'string' ? name : undefined;
 }
 
 export class LegacyPassthrough implements LegacyFace {
@@ -101,11 +108,12 @@ export class LegacyPassthrough implements LegacyFace {
     res: HttpResponse,
     signal: AbortSignal,
     extraHeaders: Record<string, string> = {},
+    identity?: Identity,
   ): Promise<void> {
     const { targets, binding } = this.opts;
     const spread = targets.size > 1;
     const sent = requestHeaders(headers, this.opts.forward);
-    const principal = binding ? principalHash(this.opts.principal, headers as HeaderBag) : undefined;
+    const principal = binding ? principalHash(this.opts.principal, headers as HeaderBag, identity) : undefined;
     let target: string | undefined;
     let sessionId = sent['mcp-session-id'];
     if (binding && sessionId !== undefined) {

@@ -65,7 +65,7 @@ export class Federation {
    * request as that member must see it (`route`, which throws the typed error when none does).
    */
   plan(exchange: ModernExchange): { merged: () => Promise<Answered> } | { route: () => Promise<Routed> } {
-    const principal = principalHash(this.opts.principal, exchange.headers);
+    const principal = principalHash(this.opts.principal, exchange.headers, exchange.access?.identity);
     // Owner indexes are per principal and capability set, as the lists may differ between them.
     const scope = sessionKey('', principal, exchange.request.meta.clientCapabilities).id;
     const ex: Asked = { ...exchange, principal, scope };

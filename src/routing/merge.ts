@@ -169,11 +169,8 @@ export class Merger {
     const end = offset + this.opts.pageSize;
     const result: JsonObject = { [shape.kind]: items.slice(offset, end) };
     if (end < items.length) result.nextCursor = writeCursor(request.method, snapshot.id, end);
-    sendJson(ex.res, 200, {
-      jsonrpc: '2.0',
-      id: request.id,
-      result: withResultMeta(result, { serverInfo: this.opts.serverInfo, cache: this.cacheHint(request.method) }),
-    });
+    const page = withResultMeta(result, { serverInfo: this.opts.serverInfo, cache: this.cacheHint(request.method) });
+    sendJson(ex.res, 200, { jsonrpc: '2.0', id: request.id, result: ex.access ? ex.access.filterList(request.method, page) : page });
     return 'complete';
   }
 

@@ -1,9 +1,11 @@
 // Who is asking, for pooling only: an upstream session is never shared between principals.
-// The principal is kept only as an HMAC under a configured secret; raw tokens go nowhere.
+// The principal is kept only as an HMAC under a configured secret; raw tokens go nowhere. With
+// a resource server, it is the verified token's issuer and subject, whatever token carries them.
 
 import { createHmac } from 'node:crypto';
 import type { HeaderBag } from '../envelope/index.js';
 import type { PrincipalMode } from '../config/index.js';
+import type { Identity } from '../auth/index.js';
 
 export const ANONYMOUS = 'anonymous';
 
@@ -13,7 +15,9 @@ export interface PrincipalPolicy {
   hashSecret: string;
 }
 
-export function principalHash(policy: PrincipalPolicy, headers: HeaderBag): string {
+/** `identity`: the verified token's, when the request was authenticated; principal.mode is none then. */
+export function principalHash(policy: PrincipalPolicy, headers: HeaderBag, identity?: Identity): string {
+  if (identity) return keyed(policy.hashSecret, `oauth:${JSON.stringify([identity.issuer, identity.subject])}`);
   let raw: string | undefined;
   if (policy.mode === 'header') raw = headers[policy.header.toLowerCase()]?.trim();
   else if (policy.mode === 'bearer') {
@@ -21,5 +25,9 @@ export function principalHash(policy: PrincipalPolicy, headers: HeaderBag): stri
     raw = m?.[1];
   }
   if (!raw) return ANONYMOUS;
-  return createHmac('sha256', policy.hashSecret).update(`${policy.mode}:${raw}`).digest('base64url').slice(0, 32);
+  return keyed(policy.hashSecret, `${policy.mode}:${raw}`);
+}
+
+function keyed(secret: string, value: string): string {
+  return createHmac('sha256', secret).update(value).digest('base64url').slice(0, 32);
 }

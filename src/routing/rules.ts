@@ -3,6 +3,9 @@
 // characters; a rule with a name pattern matches only requests that carry a name.
 
 import type { RouteRule } from '../config/index.js';
+import { globToRegExp } from '../glob.js';
+
+export { globToRegExp };
 
 export interface CompiledRule {
   method: string | undefined;
@@ -16,14 +19,6 @@ export function compileRules(rules: readonly RouteRule[]): CompiledRule[] {
     name: r.name === undefined ? undefined : globToRegExp(r.name),
     upstream: r.upstream,
   }));
-}
-
-export function globToRegExp(glob: string): RegExp {
-  const body = glob
-    .split('*')
-    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-    .join('.*');
-  return new RegExp(`^${body}$`, 's');
 }
 
 /** The upstream the first matching rule names, if any. */

@@ -1,0 +1,81 @@
+// What a verified access token grants: who it speaks for (its issuer and subject, the principal
+// the pool and the session bindings key on) and its scopes, checked against auth.rules. Failure
+// reasons form a closed set: they label a metric and a log field, never a token or claim value.
+
+import type { JsonObject } from '../jsonrpc.js';
+import { FILTERED_LISTS, filterList, missingScopes, type ScopeRule } from './rules.js';
+
+export interface Identity {
+  readonly issuer: string;
+  readonly subject: string;
+}
+
+export const AUTH_FAILURES = [
+  'missing_token',
+  'malformed_token',
+  'bad_signature',
+  'unknown_key',
+  'disallowed_algorithm',
+  'expired',
+  'not_yet_valid',
+  'wrong_issuer',
+  'wrong_audience',
+  'missing_subject',
+  // Bound to a key (cnf, RFC 9449 / RFC 8705) yet sent as a plain bearer token.
+  'bound_token',
+  'inactive',
+  'unavailable',
+  'insufficient_scope',
+] as const;
+
+export type AuthFailure = (typeof AUTH_FAILURES)[number];
+
+/** A token checked by a verifier: its identity and scopes, or why it is refused. */
+export type Verified =
+  | { ok: true; identity: Identity; scopes: ReadonlySet<string>; audiences: readonly string[] }
+  | { ok: false; failure: AuthFailure };
+
+export interface TokenVerifier {
+  verify(token: string): Promise<Verified>;
+}
+
+/** A request's access: its identity, and what its scopes let it see and call. */
+export class Access {
+  constructor(
+    readonly identity: Identity,
+    private readonly scopes: ReadonlySet<string>,
+    private readonly rules: readonly ScopeRule[],
+  ) {}
+
+  /** The scopes the request still needs, all of them when any is missing; empty when allowed. */
+  missing(method: string, name: string | undefined): string[] {
+    return missingScopes(this.rules, this.scopes, method, name);
+  }
+
+  /** A tools, prompts or resources list as this grant may see it: private to it, whatever the cache policy. */
+  filterList(method: string, result: JsonObject): JsonObject {
+    if (!FILTERED_LISTS.has(method)) return result;
+    const out = filterList(this.rules, this.scopes, method, result);
+    return 'cacheScope' in out ? { ...out, cacheScope: 'private' } : out;
+  }
+}
+
+/** The token's aud claim as a list. */
+export function audiencesOf(claims: Readonly<Record<string, unknown>>): string[] {
+  const aud = claims.aud;
+  return typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud.filter((a): a is string => typeof a === 'string') : [];
+}
+
+/** A confirmation claim binds the token to a key the bearer must prove; a bearer header proves none. */
+export function isBound(claims: Readonly<Record<string, unknown>>): boolean {
+  const cnf = claims.cnf;
+  return typeof cnf === 'object' && cnf !== null && Object.keys(cnf).length > 0;
+}
+
+/** `scope` (RFC 9068, RFC 7662: space-delimited) or `scp` (a list, as some servers issue it). */
+export function scopesOf(claims: Readonly<Record<string, unknown>>): Set<string> {
+  const out = new Set<string>();
+  if (typeof claims.scope === 'string') for (const s of claims.scope.split(' ')) if (s) out.add(s);
+  if (Array.isArray(claims.scp)) for (const s of claims.scp) if (typeof s === 'string' && s) out.add(s);
+  return out;
+}

@@ -1,0 +1,4 @@
+export { ResourceServer, resourcesOf, type Authenticated, type AuthSettings } from './resource-server.js';
+export { Access, AUTH_FAILURES, type AuthFailure, type Identity } from './grant.js';
+export { parseRules } from './rules.js';
+export { WELL_KNOWN_PRM } from './metadata.js';

@@ -1,0 +1,57 @@
+// JWT access tokens (RFC 9068) checked here, with no call to the authorization server per
+// request: signature by a key of the issuer's JWKS (cached; fetched again for an unknown kid,
+// at most once per cooldown), an allowed asymmetric alg, exact iss, aud holding this resource
+// (RFC 8707), exp / nbf within the clock skew, and a subject.
+
+import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
+import { audiencesOf, isBound, scopesOf, type AuthFailure, type TokenVerifier, type Verified } from './grant.js';
+
+export interface JwtOptions {
+  issuer: string;
+  jwksUrl: string;
+  /** Every audience accepted: the resources of the mounts. */
+  audiences: readonly string[];
+  algorithms: readonly string[];
+  clockSkewMs: number;
+  cooldownMs: number;
+}
+
+const JWKS_TIMEOUT_MS = 5_000;
+
+export class JwtVerifier implements TokenVerifier {
+  private readonly keys: ReturnType<typeof createRemoteJWKSet>;
+
+  constructor(private readonly opts: JwtOptions) {
+    this.keys = createRemoteJWKSet(new URL(opts.jwksUrl), { cooldownDuration: opts.cooldownMs, timeoutDuration: JWKS_TIMEOUT_MS });
+  }
+
+  async verify(token: string): Promise<Verified> {
+    try {
+      const { payload } = await jwtVerify(token, this.keys, {
+        issuer: this.opts.issuer,
+        audience: [...this.opts.audiences],
+        algorithms: [...this.opts.algorithms],
+        clockTolerance: this.opts.clockSkewMs / 1000,
+        requiredClaims: ['exp'],
+      });
+      if (typeof payload.sub !== 'string' || payload.sub === '') return { ok: false, failure: 'missing_subject' };
+      if (isBound(payload)) return { ok: false, failure: 'bound_token' };
+      return { ok: true, identity: { issuer: this.opts.issuer, subject: payload.sub }, scopes: scopesOf(payload), audiences: audiencesOf(payload) };
+    } catch (err) {
+      return { ok: false, failure: failureOf(err) };
+    }
+  }
+}
+
+const CLAIM_FAILURES: Readonly<Record<string, AuthFailure>> = { iss: 'wrong_issuer', aud: 'wrong_audience', nbf: 'not_yet_valid', exp: 'malformed_token' };
+
+function failureOf(err: unknown): AuthFailure {
+  if (err instanceof errors.JWTExpired) return 'expired';
+  if (err instanceof errors.JWTClaimValidationFailed) return CLAIM_FAILURES[err.claim] ?? 'malformed_token';
+  if (err instanceof errors.JWSSignatureVerificationFailed || err instanceof errors.JWKSMultipleMatchingKeys) return 'bad_signature';
+  if (err instanceof errors.JWKSNoMatchingKey) return 'unknown_key';
+  if (err instanceof errors.JOSEAlgNotAllowed) return 'disallowed_algorithm';
+  if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid || err instanceof errors.JOSENotSupported) return 'malformed_token';
+  // Anything else is the JWKS not fetched or not readable: the issuer is at fault, not the token.
+  return 'unavailable';
+}

@@ -1,0 +1,73 @@
+// The auth.* settings checked together at start-up, so that an incoherent resource server is
+// refused with every reason at once rather than half-enforced: what each mode needs, URLs a
+// token's audience and issuer can be compared with, signing algorithms that cannot be downgraded,
+// and nothing that would carry the client's token upstream.
+
+import { parseRules } from '../auth/index.js';
+import { AUTH_ALGORITHMS, SETTINGS, type Config } from './schema.js';
+import type { Topology } from './topology.js';
+
+/** Headers that carry the client's token for Causeway; an upstream never gets them then. */
+const TOKEN_HEADERS = ['authorization', 'dpop'];
+
+const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
+
+/** An absolute https URL (http only on loopback), without fragment; undefined when it is one. */
+function urlProblem(key: string, value: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    return `auth.${key}: expected an absolute URL`;
+  }
+  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && LOOPBACK.test(u.hostname))) return `auth.${key}: must be https (http only on loopback)`;
+  if (u.hash !== '' || value.includes('#')) return `auth.${key}: must not have a fragment`;
+  return undefined;
+}
+
+export function authProblems(c: Config, topology: Topology): string[] {
+  const a = c.auth;
+  const problems: string[] = [];
+  if (a.mode === 'none') {
+    // Settings given for a resource server that is off are a deployment that believes it is protected.
+    for (const s of SETTINGS) {
+      if (!s.path.startsWith('auth.') || s.path === 'auth.mode') continue;
+      const v = a[s.path.slice(5) as keyof Config['auth']];
+      if (JSON.stringify(v) !== JSON.stringify(s.default)) problems.push(`${s.path}: set, but auth.mode is none`);
+    }
+    return problems;
+  }
+  const need = (key: keyof Config['auth'], url: boolean) => {
+    const v = a[key] as string;
+    if (v === '') problems.push(`auth.${key}: required when auth.mode is ${a.mode}`);
+    else if (url) {
+      const p = urlProblem(key, v);
+      if (p) problems.push(p);
+    }
+  };
+  need('issuer', true);
+  need('resource', true);
+  if (a.resource !== '' && /[?]/.test(a.resource)) problems.push('auth.resource: must not have a query');
+  a.authorizationServers.forEach((s, i) => {
+    const p = urlProblem(`authorizationServers[${i}]`, s);
+    if (p) problems.push(p);
+  });
+  if (a.mode === 'jwt') {
+    need('jwksUrl', true);
+    const bad = a.algorithms.filter((x) => !AUTH_ALGORITHMS.includes(x));
+    if (a.algorithms.length === 0) problems.push('auth.algorithms: at least one is needed');
+    if (bad.length > 0) problems.push(`auth.algorithms: not accepted (only ${AUTH_ALGORITHMS.join(', ')}): ${bad.join(', ')}`);
+  } else {
+    need('introspectionUrl', true);
+    need('introspectionClientId', false);
+    need('introspectionClientSecret', false);
+  }
+  problems.push(...parseRules(a.rules).problems);
+  if (c.principal.mode !== 'none') problems.push('principal.mode: must be none when auth.mode is set: the principal is then the token’s iss and sub');
+  if (c.principal.hashSecret.length < 16) problems.push('principal.hashSecret: required (16+ characters) when auth.mode is set');
+  for (const u of topology.upstreams) {
+    const passed = u.forwardHeaders.filter((h) => TOKEN_HEADERS.includes(h.toLowerCase()));
+    if (passed.length > 0) problems.push(`upstream ${u.name}: forwardHeaders must not name ${passed.join(', ')} when auth.mode is set: the client's token is for Causeway alone`);
+  }
+  return problems;
+}

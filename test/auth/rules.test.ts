@@ -1,0 +1,28 @@
+// auth.rules: every matching rule applies, a request needs all their scopes at once, a pattern
+// needs a name, and a list keeps only what the grant may call.
+
+import t from 'tap';
+import { Access } from '../../src/auth/index.js';
+import { parseRules } from '../../src/auth/rules.js';
+
+const { rules, problems } = parseRules({ '*': ['mcp'], 'tools/call': ['call'], 'tools/call admin_*': ['admin'], 'resources/read file:///secret/*': ['secret'] });
+const access = (...scopes: string[]) => new Access({ issuer: 'https://as.example', subject: 's' }, new Set(scopes), rules);
+
+t.test('the scopes a request needs: the union of every matching rule, all named when any is missing', async (t) => {
+  t.same(problems, []);
+  t.same(access('mcp', 'call').missing('tools/call', 'echo'), []);
+  t.same(access('mcp', 'call').missing('tools/call', 'admin_reset'), ['mcp', 'call', 'admin']);
+  t.same(access('admin').missing('tools/call', 'admin_reset'), ['mcp', 'call', 'admin']);
+  t.same(access('mcp').missing('tools/list', undefined), []);
+  t.same(access().missing('server/discover', undefined), ['mcp']);
+  t.same(access('mcp').missing('resources/read', undefined), [], 'a pattern rule needs a name to match');
+});
+
+t.test('lists keep only what may be called, and become private', async (t) => {
+  const tools = { tools: [{ name: 'echo' }, { name: 'admin_reset' }, { name: 7 }], cacheScope: 'public', ttlMs: 5 };
+  t.same(access('mcp', 'call').filterList('tools/list', tools), { tools: [{ name: 'echo' }], cacheScope: 'private', ttlMs: 5 });
+  t.same(access('mcp').filterList('tools/list', tools).tools, [], 'no tools/call scope: no tool');
+  const resources = { resources: [{ uri: 'file:///secret/a' }, { uri: 'file:///pub/b' }] };
+  t.same(access('mcp').filterList('resources/list', resources), { resources: [{ uri: 'file:///pub/b' }] });
+  t.same(access('mcp').filterList('prompts/get', { messages: [] }), { messages: [] }, 'other results untouched');
+});

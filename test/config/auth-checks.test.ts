@@ -1,0 +1,66 @@
+// An incoherent resource server is refused at start-up with every reason at once: what each
+// auth.mode needs, URLs a token can be compared with, no unsigned or HMAC algorithms, no rule
+// that cannot be enforced, nothing that would carry the client's token upstream.
+
+import t from 'tap';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
+
+function problems(argv: string[], env: NodeJS.ProcessEnv = {}): string[] {
+  try {
+    loadConfig(['--upstream.url', 'http://127.0.0.1:1/mcp', ...argv], env);
+    return [];
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    return err.problems;
+  }
+}
+
+const JWT = ['--auth.mode', 'jwt', '--auth.issuer', 'https://as.example', '--auth.jwksUrl', 'https://as.example/jwks', '--auth.resource', 'https://mcp.example/mcp', '--principal.hashSecret', 'x'.repeat(32)];
+
+t.test('a coherent jwt and introspection configuration loads', async (t) => {
+  t.same(problems(JWT), []);
+  const env = { CAUSEWAY_AUTH_INTROSPECTION_CLIENT_SECRET: 's3cret' };
+  t.same(
+    problems(['--auth.mode', 'introspection', '--auth.issuer', 'https://as.example', '--auth.resource', 'https://mcp.example/mcp', '--auth.introspectionUrl', 'https://as.example/introspect', '--auth.introspectionClientId', 'causeway', '--principal.hashSecret', 'x'.repeat(32)], env),
+    [],
+    'the client secret from the environment',
+  );
+});
+
+t.test('jwt mode: every problem reported together', async (t) => {
+  const found = problems([
+    '--auth.mode', 'jwt',
+    '--auth.issuer', 'http://as.example',
+    '--auth.resource', 'https://mcp.example/mcp#x',
+    '--auth.algorithms', 'RS256,none,HS256',
+    '--auth.rules', '{"tools/call ":["a"],"*":[],"prompts/get x":["bad scope"]}',
+    '--principal.mode', 'bearer',
+    '--upstream.forwardHeaders', 'traceparent,Authorization',
+  ]);
+  t.same(found.sort(), [
+    'auth.algorithms: not accepted (only RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA, Ed25519): none, HS256',
+    'auth.issuer: must be https (http only on loopback)',
+    'auth.jwksUrl: required when auth.mode is jwt',
+    'auth.resource: must not have a fragment',
+    'auth.rules.*: expected a non-empty list of scope names',
+    'auth.rules.prompts/get x: expected a non-empty list of scope names',
+    'auth.rules: "tools/call " is not "method" or "method name-pattern"',
+    'principal.hashSecret: required (16+ characters) when auth.mode is set',
+    'principal.hashSecret: required (16+ characters) when principal.mode is not none',
+    'principal.mode: must be none when auth.mode is set: the principal is then the token’s iss and sub',
+    "upstream default: forwardHeaders must not name Authorization when auth.mode is set: the client's token is for Causeway alone",
+  ]);
+});
+
+t.test('introspection mode needs its endpoint and credentials', async (t) => {
+  const found = problems(['--auth.mode', 'introspection', '--auth.issuer', 'https://as.example', '--auth.resource', 'https://mcp.example/mcp', '--principal.hashSecret', 'x'.repeat(32)]);
+  t.same(found, [
+    'auth.introspectionUrl: required when auth.mode is introspection',
+    'auth.introspectionClientId: required when auth.mode is introspection',
+    'auth.introspectionClientSecret: required when auth.mode is introspection',
+  ]);
+});
+
+t.test('auth settings given while auth.mode is none are refused: the deployment believes it is protected', async (t) => {
+  t.same(problems(['--auth.issuer', 'https://as.example', '--auth.rules', '{"*":["mcp"]}']), ['auth.issuer: set, but auth.mode is none', 'auth.rules: set, but auth.mode is none']);
+});

@@ -1,0 +1,35 @@
+// The little of oidc-provider 9 (untyped JavaScript) that the test authorization server uses.
+
+declare module 'oidc-provider' {
+  import type { IncomingMessage, ServerResponse } from 'node:http';
+
+  export interface ResourceServer {
+    scope: string;
+    audience?: string;
+    accessTokenTTL?: number;
+    accessTokenFormat?: 'jwt' | 'opaque';
+  }
+
+  export interface Context {
+    oidc: { params?: Record<string, unknown> };
+  }
+
+  export type Configuration = Record<string, unknown> & {
+    features: Record<string, unknown> & {
+      resourceIndicators: {
+        enabled: boolean;
+        defaultResource(ctx: Context, client: unknown, oneOf?: string[]): unknown;
+        useGrantedResource(ctx: Context, model: unknown): boolean;
+        getResourceServerInfo(ctx: Context, indicator: string, client: unknown): ResourceServer;
+      };
+    };
+    formats?: { customizers: { jwt(ctx: Context | undefined, token: unknown, jwt: { header: unknown; payload: Record<string, unknown> }): void } };
+  };
+
+  export const errors: { InvalidTarget: new () => Error };
+
+  export default class Provider {
+    constructor(issuer: string, configuration: Configuration);
+    callback(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  }
+}
