@@ -4,8 +4,9 @@
 // the upstream sends changes while nobody holds the stream. B takes the stream over once A's
 // lease heartbeat is missed (subscriptions.takeoverMs), resumes it with the Last-Event-ID A shared
 // in Redis, and so gets every change of the gap from the upstream's replay, each once, with no
-// "everything may have changed" notifications. The time from kill to the first resumed change is
-// printed; only a generous bound is asserted (the machine may be busy).
+// "everything may have changed" notifications. The keep-alive tick is put out of reach, so that a
+// take-over at all shows it came from the heartbeat; the time from kill to the first resumed
+// change is printed, not bounded (the machine may be busy).
 
 import { randomBytes } from 'node:crypto';
 import t, { type Test } from 'tap';
@@ -53,9 +54,11 @@ t.test('modern_client-to-legacy_upstream-listen-holder-killed-takeover-resumes-w
     'store.redisUrl': redis.url,
     'mrtr.stateKeys': randomBytes(32).toString('base64'),
     'subscriptions.takeoverMs': TAKEOVER_MS,
+    // The take-over must not wait for the listen tick: at 10 minutes, waiting for it fails the
+    // read of the first resumed change below.
+    'subscriptions.keepAliveMs': 600_000,
     'admin.port': -1,
   };
-  // The keep-alive tick stays at its 15 s default: the take-over must not wait for it.
   const [a, b] = await Promise.all([spawnCauseway(settings, { t }), spawnCauseway(settings, { t })]);
   const kinds = { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true, resourceSubscriptions: [WATCHED] };
 
@@ -89,11 +92,13 @@ t.test('modern_client-to-legacy_upstream-listen-holder-killed-takeover-resumes-w
   await trigger(b.url, 'test_trigger_tool_change');
   await trigger(b.url, 'test_trigger_resource_update');
 
-  const first = await onB.next(20_000);
-  const took = Date.now() - killed;
-  t.comment(`kill to first resumed notification: ${took} ms (takeoverMs ${TAKEOVER_MS})`);
-  t.ok(took < 15_000, `B took the stream over well before the 15 s tick could have (${took} ms)`);
-  const seen = [first?.method, ...(await drain(onB.next, 1500))];
+  // Far longer than the take-over needs, far shorter than the tick.
+  const first = await onB.next(60_000);
+  t.comment(`kill to first resumed notification: ${Date.now() - killed} ms (takeoverMs ${TAKEOVER_MS})`);
+  // The four changes of the gap are read however slowly they come; then nothing more may.
+  const seen = [first?.method];
+  while (seen.length < 4) seen.push((await onB.next(60_000))?.method);
+  seen.push(...(await drain(onB.next, 1500)));
   const n = (m: string) => seen.filter((x) => x === m).length;
   t.equal(n('notifications/tools/list_changed'), 2, `each tools change of the gap, once (${seen.join(', ')})`);
   t.equal(n('notifications/prompts/list_changed'), 1, 'the prompts change');

@@ -224,7 +224,9 @@ t.test('modern_client-to-causeway-listen-bounds', async (t) => {
 });
 
 t.test('modern_client-to-legacy_upstream-listen-graceful-end-on-drain', async (t) => {
-  const draining = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn' });
+  // A drain timeout no test reaches: a drain held by the listen streams never ends (the test
+  // times out), and streams cut at the timeout would not see the closing result anyway.
+  const draining = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn', 'drain.timeoutMs': 600_000 });
   let closed = false;
   t.teardown(() => (closed ? undefined : draining.close()));
   const client = await modernClient(t, draining.url);
@@ -236,7 +238,7 @@ t.test('modern_client-to-legacy_upstream-listen-graceful-end-on-drain', async (t
   const started = Date.now();
   await draining.close();
   closed = true;
-  t.ok(Date.now() - started < 5000, 'listen streams do not hold the drain for its whole timeout');
+  t.comment(`drained in ${Date.now() - started} ms`);
   t.equal(await sub.closed, 'graceful', 'the client saw the closing result');
   t.same(await raw.next(), { jsonrpc: '2.0', id: 42, result: { resultType: 'complete', _meta: { [SID]: 42 } } });
   t.equal(await raw.next(), undefined, 'then the stream ends');

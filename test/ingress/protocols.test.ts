@@ -106,18 +106,22 @@ t.test('cleartext: HTTP/1.1 and h2c on one port', async (t) => {
     stream.on('response', (h) => (status = Number(h[':status'])));
     stream.resume();
     const piece = Buffer.alloc(16 * 1024, 0x78);
+    // Pushes until the server resets the stream, or until far more than the limit went out: the
+    // failure, whatever the machine's speed. (A server that stops reading without a reset stalls
+    // the push on flow control, and the test times out.)
+    const cap = 16 * MAX_BODY;
     let sent = 0;
     const started = Date.now();
     // stream.closed turns true on the server's RST_STREAM; 'close' itself waits for the session.
     await new Promise<void>((resolve) => {
       const check = setInterval(() => {
-        if (stream.closed || Date.now() - started >= 2000) {
+        if (stream.closed || sent >= cap) {
           clearInterval(check);
           resolve();
         }
       }, 20);
       const pump = () => {
-        while (!stream.closed && !stream.destroyed && Date.now() - started < 2000) {
+        while (!stream.closed && !stream.destroyed && sent < cap) {
           sent += piece.length;
           if (!stream.write(piece)) return void stream.once('drain', pump);
         }
@@ -126,8 +130,8 @@ t.test('cleartext: HTTP/1.1 and h2c on one port', async (t) => {
     });
     t.equal(status, 413, '413 over h2');
     t.ok(stream.closed, 'the stream was closed by the server');
-    t.ok(sent < 16 * MAX_BODY, `the client could not push the refused body on (${sent} bytes)`);
-    t.ok(Date.now() - started < 2000, 'closed promptly');
+    t.ok(sent < cap, `the client could not push the refused body on (${sent} bytes)`);
+    t.comment(`stream reset ${Date.now() - started} ms after the request`);
   });
 
   t.test('h2c_client-header-block-over-limit', async (t) => {

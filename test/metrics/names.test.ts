@@ -47,8 +47,11 @@ t.test('resources/read counts by the most specific matching template', async (t)
 t.test('adjacent expressions do not backtrack without bound', async (t) => {
   const names = new KnownNames();
   names.learn('resources/templates/list', { resourceTemplates: [{ uriTemplate: 'x://{a}{b}{c}{d}{e}{f}!' }] });
+  // Six like expressions in a row compile to the pattern of one, which cannot backtrack against
+  // itself; were they kept apart, the matches below would take longer than the test may run.
+  t.equal(compileTemplate('x://{a}{b}{c}{d}{e}{f}!')?.pattern.source, compileTemplate('x://{a}!')?.pattern.source, 'merged into one');
   const started = performance.now();
   t.equal(names.label('resources/read', 'x://' + 'a'.repeat(1000)), OTHER_NAME);
   t.equal(names.label('resources/read', 'x://' + 'a'.repeat(5000) + '!'), OTHER_NAME, 'over-long URIs are not matched');
-  t.ok(performance.now() - started < 100, 'fast');
+  t.comment(`matched in ${(performance.now() - started).toFixed(1)} ms`);
 });
