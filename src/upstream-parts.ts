@@ -1,0 +1,193 @@
+// Each upstream's parts, built from its spec: the client for its transport (Streamable HTTP, a
+// stdio child or HTTP+SSE connection per session, or auto), the face legacy clients get, its
+// forward policy and metrics. Part of the composition root: app.ts calls it once per upstream.
+
+import type { Config, UpstreamSpec } from './config/index.js';
+import type { Logger } from './log.js';
+import { UpstreamMetrics, type Metrics } from './metrics/index.js';
+import { AutoLegacyFace, ChannelLegacyFace, LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
+import {
+  AutoClient,
+  ChannelClient,
+  DEFAULT_CREDENTIAL_HEADERS,
+  ForwardPolicy,
+  SseChannelOpener,
+  StdioOpener,
+  TargetSet,
+  UpstreamClient,
+  type TransportMemo,
+  type UpstreamSessionClient,
+} from './upstream/index.js';
+
+export interface UpstreamParts {
+  spec: UpstreamSpec;
+  client: UpstreamSessionClient;
+  /** What serves legacy clients: the byte passthrough, or for a stdio or HTTP+SSE upstream Causeway's own legacy face. */
+  passthrough: LegacyFace;
+  forward: ForwardPolicy;
+  metrics: UpstreamMetrics;
+}
+
+/** What the app shares among its upstreams. */
+export interface Shared {
+  /** Makes a replica's own stdio or HTTP+SSE client reach sessions on other replicas too. */
+  reachable(name: string, client: UpstreamSessionClient): UpstreamSessionClient;
+  transports: TransportMemo;
+}
+
+/** What builds one upstream's parts: its spec and settings, and what the app shares among upstreams. */
+interface UpstreamContext {
+  spec: UpstreamSpec;
+  config: Config;
+  metrics: UpstreamMetrics;
+  log: Logger;
+  /** The app's log, for the legacy faces' own child. */
+  rootLog: Logger;
+  forward: ForwardPolicy;
+  binding: SessionBinding | undefined;
+  reachable: Shared['reachable'];
+}
+
+export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log: Logger, shared: Shared): UpstreamParts {
+  const upstreamMetrics = new UpstreamMetrics(metrics, spec.name);
+  const { principal } = config;
+  const credentials = [...DEFAULT_CREDENTIAL_HEADERS, ...config.security.credentialHeaders];
+  if (principal.mode === 'header') credentials.push(principal.header);
+  const forward = new ForwardPolicy(spec.forwardHeaders, credentials);
+  // A legacy session belongs to whoever opened it: the header's principal, or the token's iss and sub.
+  const binding = principal.mode === 'none' && config.auth.mode === 'none' ? undefined : new SessionBinding(principal.hashSecret, spec.name);
+  const ctx: UpstreamContext = {
+    spec,
+    config,
+    metrics: upstreamMetrics,
+    log: log.child({ stage: 'upstream', upstream: spec.name }),
+    rootLog: log,
+    forward,
+    binding,
+    reachable: shared.reachable,
+  };
+  const parts = { spec, forward, metrics: upstreamMetrics };
+  switch (spec.transport) {
+    case 'stdio': {
+      const client = stdioClient(ctx);
+      return { ...parts, client, passthrough: channelFace(ctx, client) };
+    }
+    case 'sse': {
+      const client = sseClient(ctx, spec.urls[0]!);
+      return { ...parts, client, passthrough: channelFace(ctx, client) };
+    }
+    case 'auto': {
+      const targets = targetSet(ctx);
+      const client = new AutoClient({
+        url: spec.urls[0]!,
+        memo: shared.transports,
+        headers: spec.headers,
+        connectTimeoutMs: spec.connectTimeoutMs,
+        probeTimeoutMs: spec.requestTimeoutMs,
+        log: ctx.log,
+        build: (found) => (found.transport === 'sse' ? sseClient(ctx, found.url) : streamableClient(ctx, targets)),
+      });
+      const passthrough = new AutoLegacyFace(
+        { use: (signal) => client.use(signal), passthrough: legacyPassthrough(ctx, targets), channelFace: () => channelFace(ctx, client) },
+        log.child({ stage: 'passthrough', upstream: spec.name }),
+      );
+      return { ...parts, client, passthrough };
+    }
+    case 'streamable-http': {
+      const targets = targetSet(ctx);
+      return { ...parts, client: streamableClient(ctx, targets), passthrough: legacyPassthrough(ctx, targets) };
+    }
+  }
+}
+
+/** One child process per pooled session, in the replica that opened it. */
+function stdioClient({ spec, config, metrics, log, reachable }: UpstreamContext): UpstreamSessionClient {
+  const opener = new StdioOpener(
+    spec.name,
+    { command: spec.command, args: spec.args, env: spec.env, cwd: spec.cwd === '' ? undefined : spec.cwd, maxLineBytes: spec.maxResponseBytes },
+    log,
+  );
+  const client = new ChannelClient(spec.name, opener, log, {
+    requestTimeoutMs: spec.requestTimeoutMs,
+    maxChannels: spec.maxProcesses,
+    idleTtlMs: config.store.idleTtlMs,
+    onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds),
+    onChannels: (n) => metrics.processes(n),
+    onRestart: () => metrics.processRestarted(),
+  });
+  return reachable(spec.name, client);
+}
+
+/** One SSE connection per pooled session, in the replica that opened it, as with stdio. */
+function sseClient({ spec, config, metrics, log, reachable }: UpstreamContext, url: string): UpstreamSessionClient {
+  const opener = new SseChannelOpener({
+    url,
+    headers: spec.headers,
+    connectTimeoutMs: spec.connectTimeoutMs,
+    requestTimeoutMs: spec.requestTimeoutMs,
+    maxEventBytes: spec.maxResponseBytes,
+    log,
+    onDrop: () => metrics.streamDropped(),
+  });
+  const client = new ChannelClient(spec.name, opener, log, {
+    requestTimeoutMs: spec.requestTimeoutMs,
+    maxChannels: config.store.maxSessions,
+    idleTtlMs: config.store.idleTtlMs,
+    onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds),
+  });
+  return reachable(spec.name, client);
+}
+
+/** Each legacy client session is an upstream session (a child, a connection) of its own. */
+function channelFace({ spec, config, rootLog, binding }: UpstreamContext, client: UpstreamSessionClient): LegacyFace {
+  return new ChannelLegacyFace(
+    { client, principal: config.principal, binding, idleTtlMs: config.store.idleTtlMs, keepAliveMs: config.subscriptions.keepAliveMs },
+    rootLog.child({ stage: 'legacy-face', upstream: spec.name }),
+  );
+}
+
+/** The upstream's URLs; they are logged by position, as they may carry credentials. */
+function targetSet({ spec, metrics, log }: UpstreamContext): TargetSet {
+  return new TargetSet(
+    spec.urls,
+    { ejectAfterFailures: spec.ejectAfterFailures, ejectMs: spec.ejectMs },
+    {
+      onEject: (_url, target) => {
+        log.warn({ target, forMs: spec.ejectMs }, 'upstream URL ejected: it could not be reached');
+        metrics.ejected(target);
+      },
+      onReadmit: (_url, target) => log.info({ target }, 'upstream URL re-admitted'),
+    },
+  );
+}
+
+function streamableClient({ spec, metrics, log }: UpstreamContext, targets: TargetSet): UpstreamSessionClient {
+  return new UpstreamClient(
+    {
+      name: spec.name,
+      targets,
+      headers: spec.headers,
+      connectTimeoutMs: spec.connectTimeoutMs,
+      requestTimeoutMs: spec.requestTimeoutMs,
+      maxResponseBytes: spec.maxResponseBytes,
+    },
+    log,
+    { onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds) },
+  );
+}
+
+function legacyPassthrough({ spec, config, rootLog, forward, binding }: UpstreamContext, targets: TargetSet): LegacyFace {
+  const { principal } = config;
+  return new LegacyPassthrough(
+    {
+      targets,
+      headers: spec.headers,
+      forward,
+      principal,
+      binding,
+      connectTimeoutMs: spec.connectTimeoutMs,
+      requestTimeoutMs: spec.requestTimeoutMs,
+    },
+    rootLog.child({ stage: 'passthrough', upstream: spec.name }),
+  );
+}
