@@ -1,18 +1,8 @@
 // A legacy upstream whose every session is one MessageChannel (a stdio child process or a
 // 2024-11-05 HTTP+SSE connection). The session id Causeway keeps is a local channel id, so such
 // sessions live in this replica (replica-relay.ts reaches them from the others). Many requests
-// are in flight on one channel at once, their
-// answers matched by JSON-RPC id. What the server sends outside an answer is routed as a
-// Streamable HTTP call stream would carry it, as far as a single channel allows:
-// - a progress notification goes to the call whose progressToken it carries;
-// - notifications/message goes to every call in flight (the legacy protocol does not say which
-//   call a log line belongs to);
-// - other notifications (list_changed, resources/updated) go to the session's open streams, or,
-//   with none open, to its oldest call in flight (never both: listeners would hear them twice);
-// - a server->client request (elicitation, sampling, roots) goes to the oldest call in flight
-//   that can ask the client (tools/call, prompts/get, resources/read first, and of those one
-//   not already waiting on an answer first), since nothing in the legacy protocol says which
-//   call it belongs to; pings are answered at once.
+// are in flight on one channel at once; channel-session.ts matches answers to them by JSON-RPC id
+// and routes what the server sends outside an answer.
 // At most maxChannels channels are open; to open one more the least recently used idle one (no
 // call in flight, no open stream) is closed, and with none idle the open is refused (overloaded).
 // A channel idle for idleTtlMs is closed too: its last use is seen here whoever asked for it (a
@@ -24,22 +14,16 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { CausewayError } from '../errors.js';
-import {
-  isObject,
-  type JsonRpcMessage,
-  type JsonRpcNotification,
-  type JsonRpcRequest,
-  type JsonRpcResponse,
-  type RequestId,
-} from '../jsonrpc.js';
+import { isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { CallScope } from './call-scope.js';
 import { ResumeRefusedError, SessionExpiredError } from './errors.js';
 import type { HandshakeResult, InitializeParams } from './handshake.js';
 import type { SessionRef } from './headers.js';
-import { refusal, type StreamHandlers } from './inbound.js';
+import type { StreamHandlers } from './inbound.js';
+import { ChannelSession, idKey, type OpenStream, type Pending } from './channel-session.js';
 import type { ChannelOpener, MessageChannel } from './message-channel.js';
-import { badResponse, classify } from './messages.js';
+import { badResponse } from './messages.js';
 import type { UpstreamSessionClient } from './session-client.js';
 
 export interface ChannelClientOptions {
@@ -66,44 +50,6 @@ const HEALTHY_LIFETIME_MS = 10_000;
 const INITIALIZE_ID = 0;
 /** The longest time between two idle sweeps; a short idleTtlMs sweeps more often, at most once a second. */
 const MAX_SWEEP_MS = 30_000;
-/** Calls that may ask the client something; an ask goes to one of these first. */
-const ASKING_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
-
-interface Pending {
-  method: string;
-  handlers: StreamHandlers;
-  progressToken: string | number | undefined;
-  asked: boolean;
-  /** Asks routed to this call that have not been answered yet. */
-  readonly outstanding: Set<string>;
-  settle(outcome: { response: JsonRpcResponse } | { error: unknown }): void;
-}
-
-interface OpenStream {
-  handlers: StreamHandlers;
-  end(err?: unknown): void;
-}
-
-class ChannelSession {
-  readonly pending = new Map<string, Pending>();
-  readonly streams = new Set<OpenStream>();
-  /** Unanswered server->client requests, by id, and the call each was routed to. */
-  readonly asks = new Map<string, Pending>();
-  lastUsedAt = Date.now();
-  readonly openedAt = Date.now();
-  lost = false;
-
-  constructor(
-    readonly id: string,
-    readonly channel: MessageChannel,
-  ) {}
-
-  get idle(): boolean {
-    return this.pending.size === 0 && this.streams.size === 0;
-  }
-}
-
-const idKey = (id: RequestId): string => `${typeof id}:${String(id)}`;
 
 export class ChannelClient implements UpstreamSessionClient {
   private readonly sessions = new Map<string, ChannelSession>();
@@ -293,9 +239,9 @@ export class ChannelClient implements UpstreamSessionClient {
   }
 
   private adopt(channel: MessageChannel): ChannelSession {
-    const s = new ChannelSession(randomUUID(), channel);
+    const s = new ChannelSession(randomUUID(), channel, this.log);
     this.sessions.set(s.id, s);
-    channel.onMessage((m) => this.route(s, m));
+    channel.onMessage((m) => s.route(m));
     channel.onClose((reason) => this.lose(s, reason));
     if (channel.closed) this.lose(s, new CausewayError('upstream_unavailable', `Upstream ${this.name}: its channel closed`));
     return s;
@@ -383,87 +329,6 @@ export class ChannelClient implements UpstreamSessionClient {
       scope.signal.addEventListener('abort', onAbort, { once: true });
       s.channel.send(msg).catch((err: unknown) => pending.settle({ error: err }));
     });
-  }
-
-  private route(s: ChannelSession, raw: JsonRpcMessage): void {
-    let m;
-    try {
-      m = classify(raw);
-    } catch (err) {
-      this.log.warn({ err }, 'dropping an invalid upstream message');
-      return;
-    }
-    if (m.kind === 'response') {
-      const id = m.message.id;
-      if (id === null || id === undefined) {
-        // An id-less error answers the one call in flight, if there is just one.
-        const only = s.pending.size === 1 ? [...s.pending.values()][0] : undefined;
-        if (only && 'error' in m.message) {
-          only.settle({ response: m.message });
-          return;
-        }
-        this.log.debug('dropping an upstream response without id');
-        return;
-      }
-      const p = s.pending.get(idKey(id));
-      if (p) p.settle({ response: m.message });
-      else this.log.debug('dropping an upstream response for no call in flight');
-      return;
-    }
-    if (m.kind === 'request') return this.serverRequest(s, m.message);
-    this.notification(s, m.message);
-  }
-
-  private notification(s: ChannelSession, n: JsonRpcNotification): void {
-    const calls = [...s.pending.values()];
-    if (n.method === 'notifications/progress') {
-      const token = isObject(n.params) ? n.params.progressToken : undefined;
-      const owner = calls.find((p) => p.progressToken !== undefined && p.progressToken === token);
-      if (owner) this.deliver(() => owner.handlers.onNotification?.(n), n.method);
-      return;
-    }
-    if (n.method === 'notifications/message') {
-      for (const p of calls) this.deliver(() => p.handlers.onNotification?.(n), n.method);
-      return;
-    }
-    if (s.streams.size > 0) {
-      for (const stream of [...s.streams]) this.deliver(() => stream.handlers.onNotification?.(n), n.method);
-      return;
-    }
-    const oldest = calls[0];
-    if (oldest) this.deliver(() => oldest.handlers.onNotification?.(n), n.method);
-  }
-
-  private serverRequest(s: ChannelSession, r: JsonRpcRequest): void {
-    if (r.method === 'ping') {
-      this.reply(s, { jsonrpc: '2.0', id: r.id, result: {} }, r.method);
-      return;
-    }
-    // A call already waiting on an answer is less likely to ask again than one that has not asked.
-    const askers = [...s.pending.values()].filter((p) => p.handlers.onServerRequest !== undefined);
-    const rank = (p: Pending): number => (ASKING_METHODS.has(p.method) ? 0 : 2) + (p.outstanding.size > 0 ? 1 : 0);
-    const target = askers.reduce<Pending | undefined>((best, p) => (best === undefined || rank(p) < rank(best) ? p : best), undefined);
-    if (target === undefined) {
-      this.reply(s, refusal(r.id, 'Method not found'), r.method);
-      return;
-    }
-    target.asked = true;
-    const key = idKey(r.id);
-    target.outstanding.add(key);
-    s.asks.set(key, target);
-    this.deliver(() => target.handlers.onServerRequest!(r), r.method);
-  }
-
-  private reply(s: ChannelSession, r: JsonRpcResponse, method: string): void {
-    s.channel.send(r).catch((err: unknown) => this.log.warn({ err, method }, 'could not answer an upstream request'));
-  }
-
-  private deliver(fn: () => void, method: string): void {
-    try {
-      fn();
-    } catch (err) {
-      this.log.error({ err, method }, 'upstream message handler threw');
-    }
   }
 
   private oneWay(session: SessionRef, message: JsonRpcNotification | JsonRpcResponse): Promise<void> {
