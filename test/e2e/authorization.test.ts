@@ -9,15 +9,11 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
-import { startAuthorizationServer } from '../helpers/authorization-server.js';
+import { protectedResource, startAuthorizationServer } from '../helpers/authorization-server.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { freePort } from '../helpers/redis.js';
 import { envelope } from '../mrtr/wire.js';
 
-const port = await freePort();
-const resource = `http://127.0.0.1:${port}/mcp`;
-const elsewhere = 'https://elsewhere.example/mcp';
-const metadataUrl = `http://127.0.0.1:${port}/.well-known/oauth-protected-resource/mcp`;
+const { port, resource, elsewhere, metadataUrl } = await protectedResource();
 
 const upstream = await startLegacyServer();
 t.teardown(() => upstream.close());

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import Provider, { errors, type Configuration } from 'oidc-provider';
+import { freePort } from './redis.js';
 
 export interface AuthorizationServerOptions {
   /** Resource indicator -> token format. Tokens are asked for one of these. */
@@ -146,5 +147,16 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
       build();
     },
     close,
+  };
+}
+
+/** A resource on a free loopback port (Causeway listens there), another one elsewhere, and its metadata URL. */
+export async function protectedResource(): Promise<{ port: number; resource: string; elsewhere: string; metadataUrl: string }> {
+  const port = await freePort();
+  return {
+    port,
+    resource: `http://127.0.0.1:${port}/mcp`,
+    elsewhere: 'https://elsewhere.example/mcp',
+    metadataUrl: `http://127.0.0.1:${port}/.well-known/oauth-protected-resource/mcp`,
   };
 }
