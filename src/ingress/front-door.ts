@@ -288,18 +288,19 @@ async function dispatch(
     const message = parsed.exceeded === 'depth' ? `JSON nested deeper than ${jsonLimits.maxDepth}` : `JSON holds more than ${jsonLimits.maxItems} items`;
     return sendCausewayError(res, parsed.json ? causewayError('invalid_request', message) : causewayError('parse_error'), parsed.id);
   }
-  const verdict = classifyPost({ headers, body: parsed.ok ? parsed.value : undefined, parseError: !parsed.ok });
-  tag.revision = clientRevision(headers, parsed.ok ? parsed.value : undefined);
+  const json = parsed.ok ? parsed.value : undefined;
+  const verdict = classifyPost({ headers, body: json, parseError: !parsed.ok });
+  tag.revision = clientRevision(headers, json);
   switch (verdict.era) {
     case 'legacy':
       tag.era = 'legacy';
-      tag.method = legacyMethodLabel(parsed.ok ? parsed.value : undefined);
+      tag.method = legacyMethodLabel(json);
       if (!passthrough) return sendCausewayError(res, legacyNotServed(), null);
       if (auth && access) {
-        const denied = legacyDenied(auth, access, mount.path, parsed.ok ? parsed.value : undefined);
+        const denied = legacyDenied(auth, access, mount.path, json);
         if (denied) return sendCausewayError(res, denied.error, denied.id);
       }
-      return passthrough.forward('POST', req.headers, body, res, signal, routingHeaders(req.headers, parsed.ok ? parsed.value : undefined), access?.identity);
+      return passthrough.forward('POST', req.headers, { bytes: body, json }, res, signal, routingHeaders(req.headers, json), access?.identity);
     case 'accepted':
       tag.era = 'modern';
       tag.method = 'notification';

@@ -24,7 +24,7 @@ import type { Identity } from '../auth/index.js';
 import { principalHash, type PrincipalPolicy } from '../routing/index.js';
 import { SessionExpiredError, type UpstreamSessionClient } from '../upstream/index.js';
 import { LegacySessions, type LegacySession } from './channel-sessions.js';
-import { sessionGone, type LegacyFace } from './legacy-face.js';
+import { sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
 import type { SessionBinding } from './session-binding.js';
 
 export interface ChannelFaceOptions {
@@ -46,13 +46,9 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
 const acceptsSse = (headers: IncomingHttpHeaders): boolean => /\btext\/event-stream\b|\*\/\*/i.test(header(headers, 'accept') ?? '');
 
 /** The one JSON-RPC message of a POST body, or the error that refuses it. */
-function readMessage(body: Buffer | undefined): JsonRpcMessage {
-  let value: unknown;
-  try {
-    value = JSON.parse(body?.toString('utf8') ?? '');
-  } catch {
-    throw causewayError('parse_error');
-  }
+function readMessage(body: LegacyBody | undefined): JsonRpcMessage {
+  const value = body?.json;
+  if (value === undefined) throw causewayError('parse_error');
   if (Array.isArray(value)) throw causewayError('batch_not_supported', 'JSON-RPC batches are not supported on this mount: send one message per POST');
   if (!isObject(value) || value.jsonrpc !== '2.0') throw causewayError('invalid_request', 'Expected one JSON-RPC 2.0 message');
   if (isRequest(value) || isNotification(value) || isResponse(value)) return value;
@@ -72,7 +68,7 @@ export class ChannelLegacyFace implements LegacyFace {
   async forward(
     method: string,
     headers: IncomingHttpHeaders,
-    body: Buffer | undefined,
+    body: LegacyBody | undefined,
     res: HttpResponse,
     signal: AbortSignal,
     _extraHeaders?: Record<string, string>,

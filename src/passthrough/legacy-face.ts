@@ -8,12 +8,19 @@ import { causewayError } from '../errors.js';
 import type { RequestId } from '../jsonrpc.js';
 import type { Identity } from '../auth/index.js';
 
+/** A legacy POST's body: its bytes (passed on as they are), and what the front door parsed of them. */
+export interface LegacyBody {
+  bytes: Buffer;
+  /** The parsed JSON; undefined when the bytes are not JSON. */
+  json: unknown;
+}
+
 export interface LegacyFace {
   /** A legacy POST (with its body), GET stream or DELETE; answers on `res`, never throws. */
   forward(
     method: string,
     headers: IncomingHttpHeaders,
-    body: Buffer | undefined,
+    body: LegacyBody | undefined,
     res: HttpResponse,
     signal: AbortSignal,
     extraHeaders?: Record<string, string>,

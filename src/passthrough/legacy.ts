@@ -20,7 +20,7 @@ import type { Logger } from '../log.js';
 import type { Identity } from '../auth/index.js';
 import { principalHash, type PrincipalPolicy } from '../routing/index.js';
 import { HOP_BY_HOP, neverDelivered, toUpstreamError, type ForwardPolicy, type TargetSet } from '../upstream/index.js';
-import { sessionGone, type LegacyFace } from './legacy-face.js';
+import { sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
 import type { SessionBinding } from './session-binding.js';
 
 export interface PassthroughOptions {
@@ -104,7 +104,7 @@ export class LegacyPassthrough implements LegacyFace {
   async forward(
     method: string,
     headers: IncomingHttpHeaders,
-    body: Buffer | undefined,
+    body: LegacyBody | undefined,
     res: HttpResponse,
     signal: AbortSignal,
     extraHeaders: Record<string, string> = {},
@@ -136,7 +136,7 @@ export class LegacyPassthrough implements LegacyFace {
         upstream = await undiciRequest(url, {
           method: method as 'GET' | 'POST' | 'DELETE',
           headers: { ...sent, ...extraHeaders, ...this.opts.headers },
-          body,
+          body: body?.bytes,
           dispatcher: this.agent,
           signal,
         });

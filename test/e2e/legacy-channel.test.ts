@@ -138,7 +138,7 @@ t.test('legacy_client-to-stdio_upstream: DELETE stops the child; ids belong to t
   t.equal(after.status, 404, 'the ended session is unknown: the client initializes again');
 });
 
-t.test('legacy_client-to-stdio_upstream: batches are refused, a request without session id is 400', async (t) => {
+t.test('legacy_client-to-stdio_upstream: batches and bodies that are not JSON are refused, a request without session id is 400', async (t) => {
   const causeway = await startCauseway(stdioSettings);
   t.teardown(() => causeway.close());
   const peer = await legacyClient(t, causeway.url);
@@ -153,6 +153,10 @@ t.test('legacy_client-to-stdio_upstream: batches are refused, a request without 
   const sessionless = await fetch(causeway.url, { method: 'POST', headers: { ...headers, 'mcp-protocol-version': '2025-11-25' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
   t.equal(sessionless.status, 400);
   t.match(await sessionless.json(), { error: { code: -32600, message: /Mcp-Session-Id is required/ } });
+  const garbled = await fetch(causeway.url, { method: 'POST', headers: { ...headers, 'mcp-session-id': peer.transport.sessionId! }, body: '{"jsonrpc": "2.0", "id": 1,' });
+  t.equal(garbled.status, 400, 'a body that is not JSON, on a session');
+  t.match(await garbled.json(), { error: { code: -32700 } });
+  t.ok((await peer.client.listTools()).tools.length > 0, 'and the session serves on');
 });
 
 t.test('legacy_client-to-stdio_upstream: JSON answers without SSE in Accept; a session unused for store.idleTtlMs is ended', async (t) => {
