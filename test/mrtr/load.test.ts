@@ -28,9 +28,13 @@ t.teardown(async () => {
 const origin = new URL(causeway.url).origin;
 const loadAgent = new http.Agent({ keepAlive: true, maxSockets: BATCH });
 const probeAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+// One-off reads between phases get a new connection: a kept-alive one idle through a phase longer
+// than the server's keep-alive timeout (5 s on a busy machine) could be closed as it is reused.
+const onceAgent = new http.Agent({ keepAlive: false });
 t.teardown(() => {
   loadAgent.destroy();
   probeAgent.destroy();
+  onceAgent.destroy();
 });
 
 function get(url: string, agent: http.Agent): Promise<{ status: number; text: string }> {
@@ -47,12 +51,12 @@ function get(url: string, agent: http.Agent): Promise<{ status: number; text: st
 }
 
 async function fixtureStats(): Promise<{ toolCalls: Record<string, number>; responsesReceived: number; cancelled: number }> {
-  return JSON.parse((await get(`${fixtureBase}/__stats`, probeAgent)).text);
+  return JSON.parse((await get(`${fixtureBase}/__stats`, onceAgent)).text);
 }
 
 /** Causeway's own event-loop delay since the last scrape (prom-client resets the histogram per scrape). */
 async function causewayLag(): Promise<{ p99: number; max: number }> {
-  const text = (await get(`${causeway.adminUrl}/metrics`, probeAgent)).text;
+  const text = (await get(`${causeway.adminUrl}/metrics`, onceAgent)).text;
   const read = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000;
   return { p99: read('nodejs_eventloop_lag_p99_seconds'), max: read('nodejs_eventloop_lag_max_seconds') };
 }
