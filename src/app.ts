@@ -57,12 +57,19 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       ? new RedisBus(createRedisClient(redisConnection(config.store)))
       : undefined;
   const relays: ReplicaRelay[] = [];
+  const startRelay = (relay: ReplicaRelay) =>
+    relay.start().catch((err: unknown) => {
+      log.warn({ err }, 'cannot take requests for this replica\'s stdio or HTTP+SSE sessions yet; other replicas will open their own');
+    });
+  // An auto upstream's relay is made when its transport is found, which may be after listen().
+  let relaysStarted = false;
   // Requests this replica is serving, its own and those handed here: a drain waits for them.
   const inFlight = { count: 0 };
   const reachable = (name: string, client: UpstreamSessionClient): UpstreamSessionClient => {
     if (!relayBus) return client;
     const relay = new ReplicaRelay(name, client, relayBus, replicaId, config.store.keyPrefix, log.child({ stage: 'relay', upstream: name }), { inFlight });
     relays.push(relay);
+    if (relaysStarted) void startRelay(relay);
     return relay;
   };
   const upstreams = new Map<string, UpstreamParts>();
@@ -271,9 +278,8 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         log.warn({ err }, 'cannot receive handed-over retries yet; retries landing elsewhere will replay');
       });
       await crossReplica?.start();
-      await Promise.all(relays.map((r) => r.start())).catch((err: unknown) => {
-        log.warn({ err }, 'cannot take requests for this replica\'s stdio or HTTP+SSE sessions yet; other replicas will open their own');
-      });
+      relaysStarted = true;
+      await Promise.all(relays.map(startRelay));
       // Name conflicts between federated upstreams are reported before traffic arrives, unless a
       // slow upstream would hold start-up past FEDERATION_CHECK_WAIT_MS: then they are reported when found.
       const checked = Promise.all(federations.map((f) => f.check()));

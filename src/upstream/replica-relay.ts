@@ -86,6 +86,7 @@ export class ReplicaRelay implements UpstreamSessionClient {
   private readonly deadAfterMs: number;
   private readonly inFlight: { count: number };
   private unsubscribe: (() => Promise<void>) | undefined;
+  private starting: Promise<void> | undefined;
   private ticker: NodeJS.Timeout | undefined;
   private closing = false;
 
@@ -104,9 +105,12 @@ export class ReplicaRelay implements UpstreamSessionClient {
     this.inFlight = opts.inFlight ?? { count: 0 };
   }
 
-  /** Starts taking operations on this replica's sessions from the others. */
-  async start(): Promise<void> {
-    this.unsubscribe = await this.bus.subscribe(this.channel(this.replicaId), (text) => this.onMessage(text));
+  /** Starts taking operations on this replica's sessions from the others, and their answers. */
+  start(): Promise<void> {
+    this.starting ??= this.bus.subscribe(this.channel(this.replicaId), (text) => this.onMessage(text)).then((u) => {
+      this.unsubscribe = u;
+    });
+    return this.starting;
   }
 
   admits(): boolean {
@@ -211,9 +215,11 @@ export class ReplicaRelay implements UpstreamSessionClient {
    * Sends an operation to the session's owner and settles with its value. `onOpen` is called,
    * before the value is handed on, when the operation is a stream that the owner opened.
    */
-  private send(session: SessionRef, op: Operation, handlers: StreamHandlers, signal?: AbortSignal, onOpen?: (w: Outgoing) => void): Promise<unknown> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    if (!this.unsubscribe) return Promise.reject(new TargetUnreachableError(this.name, new Error('the replica relay is not running')));
+  private async send(session: SessionRef, op: Operation, handlers: StreamHandlers, signal?: AbortSignal, onOpen?: (w: Outgoing) => void): Promise<unknown> {
+    // Answers come on this replica's channel: a relay made after start-up (auto) waits for it.
+    await this.starting?.catch(() => undefined);
+    if (signal?.aborted) throw signal.reason;
+    if (!this.unsubscribe) throw new TargetUnreachableError(this.name, new Error('the replica relay is not running'));
     const owner = session.target!;
     const id = randomUUID();
     let onAbort: (() => void) | undefined;

@@ -9,7 +9,8 @@ import t, { type Test } from 'tap';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway, type RunningCauseway } from '../helpers/causeway.js';
-import { freePort } from '../helpers/redis.js';
+import { freePort, startRedis } from '../helpers/redis.js';
+import { callTool, textOf } from '../mrtr/wire.js';
 import { spawnFixture } from './upstreams.js';
 import { post, toolCall } from './wire.js';
 
@@ -92,4 +93,17 @@ t.test('modern_client-to-auto_upstream-down-then-up', async (t) => {
   t.equal(up.status, 200, 'probed again and served');
   t.match(up.json, { id: 'up', result: { content: [{ type: 'text', text: 'now' }] } });
   t.match(logLines(causeway, 'upstream transport detected'), [{ transport: 'sse', path: '/sse' }]);
+});
+
+t.test('modern_client-to-two_replicas-to-auto_sse_upstream: a session found to be HTTP+SSE is reached from the other replica', async (t) => {
+  const upstream = await startLegacyServer({ transport: 'sse' });
+  t.teardown(() => upstream.close());
+  const redis = await startRedis(t);
+  const settings = { 'upstream.transport': 'auto', 'upstream.url': upstream.url, 'upstream.name': 'found', 'store.kind': 'redis', 'store.redisUrl': redis.url };
+  const replicas = await Promise.all([startCauseway(settings), startCauseway(settings)]);
+  t.teardown(() => Promise.all(replicas.map((r) => r.close())));
+  const counts: Array<string | undefined> = [];
+  // Both replicas find the transport after listening; the second's first call needs the first's relay.
+  for (let i = 0; i < 4; i++) counts.push(textOf(await callTool(replicas[i % 2]!.url, 'counter')));
+  t.same(counts, ['1', '2', '3', '4'], 'one upstream session (one SSE stream), whichever replica served');
 });
