@@ -7,7 +7,7 @@ import { originPolicy } from './envelope/index.js';
 import { createAdmin, createIngress, drain, frontDoor } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { AuthMetrics, createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics } from './metrics/index.js';
-import { ResourceServer } from './auth/index.js';
+import { replayCacheFor, ResourceServer } from './auth/index.js';
 import { IdMinter, ReplicaRelay, TransportMemo, type UpstreamSessionClient } from './upstream/index.js';
 import { upstreamParts, type UpstreamParts } from './upstream-parts.js';
 import { createRedisClient, createStore, redisConnection, SessionPool, type SessionStore } from './pool/index.js';
@@ -204,7 +204,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const auth =
     config.auth.mode === 'none'
       ? undefined
-      : new ResourceServer(config.auth, topology.mounts.map((m) => m.path), (reason) => authMetrics.failure(reason));
+      : new ResourceServer(config.auth, topology.mounts.map((m) => m.path), (reason) => authMetrics.failure(reason), replayCacheFor(store));
   let draining = false;
   let closing = false;
   const ingress = createIngress(

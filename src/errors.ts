@@ -31,6 +31,7 @@ export const ERROR_TABLE = {
   // The resource server: no usable access token (401), or one without the scopes needed (403).
   unauthorized: { code: -32600, status: 401, message: 'Authorization required' },
   invalid_token: { code: -32600, status: 401, message: 'Invalid access token' },
+  invalid_dpop_proof: { code: -32600, status: 401, message: 'Invalid DPoP proof' },
   insufficient_scope: { code: -32600, status: 403, message: 'Insufficient scope' },
   // As an upstream answers an unknown tool, prompt or resource: in-band, on HTTP 200 [RES].
   unknown_name: { code: -32602, status: 200, message: 'Unknown name' },
@@ -88,7 +89,7 @@ export function causewayError(
 }
 
 /** A 401 or 403 of the resource server, with its WWW-Authenticate challenge [RFC 6750 §3]. */
-export function challengeError(reason: 'unauthorized' | 'invalid_token' | 'insufficient_scope', challenge: string, message?: string): CausewayError {
+export function challengeError(reason: 'unauthorized' | 'invalid_token' | 'invalid_dpop_proof' | 'insufficient_scope', challenge: string, message?: string): CausewayError {
   return new CausewayError(reason, message, undefined, { headers: { 'www-authenticate': challenge } });
 }
 

@@ -21,8 +21,20 @@ export const AUTH_FAILURES = [
   'wrong_issuer',
   'wrong_audience',
   'missing_subject',
-  // Bound to a key (cnf, RFC 9449 / RFC 8705) yet sent as a plain bearer token.
+  // Bound to a key (cnf, RFC 9449 / RFC 8705) yet sent as a plain bearer token, or bound by a means not checked here.
   'bound_token',
+  // DPoP [RFC 9449]: the proof unreadable or badly signed, for another method or URL, outside the
+  // window, for another token, by another key than cnf.jkt, seen before; an unbound token under the
+  // DPoP scheme; Bearer when auth.dpop is required; the DPoP scheme when it is off.
+  'dpop_invalid_proof',
+  'dpop_wrong_target',
+  'dpop_stale',
+  'dpop_wrong_token',
+  'dpop_key_mismatch',
+  'dpop_replayed',
+  'dpop_unbound_token',
+  'dpop_required',
+  'dpop_off',
   'inactive',
   'unavailable',
   'insufficient_scope',
@@ -32,7 +44,7 @@ export type AuthFailure = (typeof AUTH_FAILURES)[number];
 
 /** A token checked by a verifier: its identity and scopes, or why it is refused. */
 export type Verified =
-  | { ok: true; identity: Identity; scopes: ReadonlySet<string>; audiences: readonly string[] }
+  | { ok: true; identity: Identity; scopes: ReadonlySet<string>; audiences: readonly string[]; jkt: string | undefined }
   | { ok: false; failure: AuthFailure };
 
 export interface TokenVerifier {
@@ -45,6 +57,8 @@ export class Access {
     readonly identity: Identity,
     private readonly scopes: ReadonlySet<string>,
     private readonly rules: readonly ScopeRule[],
+    /** How the token came: a refusal's challenge names this scheme. */
+    readonly scheme: 'Bearer' | 'DPoP' = 'Bearer',
   ) {}
 
   /** The scopes the request still needs, all of them when any is missing; empty when allowed. */
@@ -66,10 +80,15 @@ export function audiencesOf(claims: Readonly<Record<string, unknown>>): string[]
   return typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud.filter((a): a is string => typeof a === 'string') : [];
 }
 
-/** A confirmation claim binds the token to a key the bearer must prove; a bearer header proves none. */
-export function isBound(claims: Readonly<Record<string, unknown>>): boolean {
+/**
+ * The token's key binding (cnf): none, a DPoP key thumbprint (cnf.jkt, RFC 9449 §6), or 'other'
+ * (an mTLS certificate, RFC 8705), which nothing here can check.
+ */
+export function bindingOf(claims: Readonly<Record<string, unknown>>): { jkt: string } | 'other' | undefined {
   const cnf = claims.cnf;
-  return typeof cnf === 'object' && cnf !== null && Object.keys(cnf).length > 0;
+  if (typeof cnf !== 'object' || cnf === null || Object.keys(cnf).length === 0) return undefined;
+  const jkt = (cnf as Record<string, unknown>).jkt;
+  return typeof jkt === 'string' && jkt !== '' && Object.keys(cnf).length === 1 ? { jkt } : 'other';
 }
 
 /** `scope` (RFC 9068, RFC 7662: space-delimited) or `scp` (a list, as some servers issue it). */

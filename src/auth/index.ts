@@ -2,3 +2,4 @@ export { ResourceServer, resourcesOf, type Authenticated, type AuthSettings } fr
 export { Access, AUTH_FAILURES, type AuthFailure, type Identity } from './grant.js';
 export { parseRules } from './rules.js';
 export { WELL_KNOWN_PRM } from './metadata.js';
+export { replayCacheFor } from './replay-cache.js';

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import { isObject } from '../jsonrpc.js';
-import { audiencesOf, isBound, scopesOf, type TokenVerifier, type Verified } from './grant.js';
+import { audiencesOf, bindingOf, scopesOf, type TokenVerifier, type Verified } from './grant.js';
 
 export interface IntrospectionOptions {
   url: string;
@@ -90,8 +90,9 @@ export class IntrospectionVerifier implements TokenVerifier {
     // A client-credentials token speaks for its client: no sub, the client_id is the subject.
     const subject = typeof a.sub === 'string' && a.sub !== '' ? a.sub : typeof a.client_id === 'string' && a.client_id !== '' ? a.client_id : undefined;
     if (subject === undefined) return { ok: false, failure: 'missing_subject' };
-    if (isBound(a)) return { ok: false, failure: 'bound_token' };
-    return { ok: true, identity: { issuer: this.opts.issuer, subject }, scopes: scopesOf(a), audiences };
+    const binding = bindingOf(a);
+    if (binding === 'other') return { ok: false, failure: 'bound_token' };
+    return { ok: true, identity: { issuer: this.opts.issuer, subject }, scopes: scopesOf(a), audiences, jkt: binding?.jkt };
   }
 
   private remember(key: string, entry: Cached): void {

@@ -4,7 +4,7 @@
 // (RFC 8707), exp / nbf within the clock skew, and a subject.
 
 import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
-import { audiencesOf, isBound, scopesOf, type AuthFailure, type TokenVerifier, type Verified } from './grant.js';
+import { audiencesOf, bindingOf, scopesOf, type AuthFailure, type TokenVerifier, type Verified } from './grant.js';
 
 export interface JwtOptions {
   issuer: string;
@@ -35,8 +35,9 @@ export class JwtVerifier implements TokenVerifier {
         requiredClaims: ['exp'],
       });
       if (typeof payload.sub !== 'string' || payload.sub === '') return { ok: false, failure: 'missing_subject' };
-      if (isBound(payload)) return { ok: false, failure: 'bound_token' };
-      return { ok: true, identity: { issuer: this.opts.issuer, subject: payload.sub }, scopes: scopesOf(payload), audiences: audiencesOf(payload) };
+      const binding = bindingOf(payload);
+      if (binding === 'other') return { ok: false, failure: 'bound_token' };
+      return { ok: true, identity: { issuer: this.opts.issuer, subject: payload.sub }, scopes: scopesOf(payload), audiences: audiencesOf(payload), jkt: binding?.jkt };
     } catch (err) {
       return { ok: false, failure: failureOf(err) };
     }

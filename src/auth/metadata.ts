@@ -17,12 +17,21 @@ export function metadataUrl(resource: string): string {
   return new URL(resource).origin + metadataPath(resource);
 }
 
-export function metadataDocument(resource: string, authorizationServers: readonly string[], scopes: readonly string[]): JsonObject {
+/** `dpopAlgorithms` empty when DPoP is off; `dpopRequired` with auth.dpop required [RFC 9449 §5.1]. */
+export function metadataDocument(
+  resource: string,
+  authorizationServers: readonly string[],
+  scopes: readonly string[],
+  dpopAlgorithms: readonly string[],
+  dpopRequired: boolean,
+): JsonObject {
   const doc: JsonObject = {
     resource,
     authorization_servers: [...authorizationServers],
     bearer_methods_supported: ['header'],
   };
   if (scopes.length > 0) doc.scopes_supported = [...scopes];
+  if (dpopAlgorithms.length > 0) doc.dpop_signing_alg_values_supported = [...dpopAlgorithms];
+  if (dpopRequired) doc.dpop_bound_access_tokens_required = true;
   return doc;
 }

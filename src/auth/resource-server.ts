@@ -1,5 +1,6 @@
 // The resource server in front of every mount (auth.mode jwt or introspection): each request's
-// bearer token is verified before anything else is done with it, and its scopes are held against
+// access token (Bearer, or DPoP with its proof, per auth.dpop) is verified before anything else
+// is done with it, and its scopes are held against
 // auth.rules before any upstream traffic. Refusals are typed errors carrying their challenge;
 // each is reported once by reason through onFailure, and nothing here logs a token or a claim.
 
@@ -7,11 +8,13 @@ import { causewayError, challengeError, type CausewayError } from '../errors.js'
 import type { JsonObject } from '../jsonrpc.js';
 import type { Config } from '../config/index.js';
 import type { HeaderBag } from '../envelope/index.js';
-import { insufficientScopeChallenge, invalidTokenChallenge, missingTokenChallenge } from './challenge.js';
+import { Challenges, type ChallengeError, type Scheme } from './challenge.js';
+import { DpopVerifier } from './dpop.js';
 import { Access, type AuthFailure, type TokenVerifier } from './grant.js';
 import { IntrospectionVerifier } from './introspection.js';
 import { JwtVerifier } from './jwt.js';
 import { metadataDocument, metadataPath, metadataUrl, WELL_KNOWN_PRM } from './metadata.js';
+import type { ReplayCache } from './replay-cache.js';
 import { parseRules, scopesNamed, type ScopeRule } from './rules.js';
 
 export type AuthSettings = Config['auth'];
@@ -19,12 +22,16 @@ export type AuthSettings = Config['auth'];
 export type Authenticated = { ok: true; access: Access } | { ok: false; failure: AuthFailure; error: CausewayError };
 
 interface Protected {
+  /** The mount's public URL: the audience, and what a DPoP proof's htu must name. */
   resource: string;
-  metadataUrl: string;
+  challenges: Challenges;
 }
 
-/** RFC 6750 §2.1 b64token, the only way a token is accepted: never in a query or a body. */
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+/** RFC 6750 §2.1 b64token in the Authorization header, the only way a token is accepted: never in a query or a body. */
+const CREDENTIAL = /^(Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/** DPoP failures about the token's binding rather than the proof itself [RFC 9449 §7.1]. */
+const BINDING_FAILURES: ReadonlySet<AuthFailure> = new Set(['dpop_key_mismatch', 'dpop_unbound_token']);
 
 /** Each mount's resource: auth.resource for a single mount, else its origin plus the mount path. */
 export function resourcesOf(settings: Pick<AuthSettings, 'resource'>, mountPaths: readonly string[]): Map<string, string> {
@@ -39,19 +46,28 @@ export class ResourceServer {
   private readonly documents = new Map<string, JsonObject>();
   private readonly rules: readonly ScopeRule[];
   private readonly verifier: TokenVerifier;
+  private readonly dpop: DpopVerifier | undefined;
+  private readonly mode: AuthSettings['dpop'];
+  /** server/discover needs no token. */
+  readonly publicDiscover: boolean;
 
   constructor(
     settings: AuthSettings,
     mountPaths: readonly string[],
     private readonly onFailure: (reason: AuthFailure) => void,
+    replays: ReplayCache,
   ) {
     this.rules = parseRules(settings.rules).rules;
+    this.mode = settings.dpop;
+    this.publicDiscover = settings.publicDiscover;
     const servers = settings.authorizationServers.length > 0 ? settings.authorizationServers : [settings.issuer];
     const scopes = scopesNamed(this.rules);
     const resources = resourcesOf(settings, mountPaths);
+    const schemes: Scheme[] = settings.dpop === 'off' ? ['Bearer'] : settings.dpop === 'required' ? ['DPoP'] : ['Bearer', 'DPoP'];
+    const dpopAlgorithms = settings.dpop === 'off' ? [] : settings.dpopAlgorithms;
     for (const [path, resource] of resources) {
-      this.mounts.set(path, { resource, metadataUrl: metadataUrl(resource) });
-      const doc = metadataDocument(resource, servers, scopes);
+      this.mounts.set(path, { resource, challenges: new Challenges(metadataUrl(resource), schemes, dpopAlgorithms) });
+      const doc = metadataDocument(resource, servers, scopes, dpopAlgorithms, settings.dpop === 'required');
       // Served where Causeway sees the mount, and where the resource's public URL puts it.
       this.documents.set(WELL_KNOWN_PRM + (path === '/' ? '' : path), doc);
       this.documents.set(metadataPath(resource), doc);
@@ -79,6 +95,9 @@ export class ResourceServer {
             clockSkewMs: settings.clockSkewMs,
             cooldownMs: settings.jwksCooldownMs,
           });
+    if (settings.dpop !== 'off') {
+      this.dpop = new DpopVerifier({ algorithms: dpopAlgorithms, clockSkewMs: settings.clockSkewMs, windowMs: settings.dpopProofWindowMs, replays });
+    }
   }
 
   /** The metadata document served at a well-known path, if it is one. */
@@ -86,22 +105,40 @@ export class ResourceServer {
     return this.documents.get(path);
   }
 
-  /** The request's token, verified for the mount's resource. */
-  async authenticate(headers: HeaderBag, mountPath: string): Promise<Authenticated> {
+  /** The request's token, verified for the mount's resource, with its DPoP proof when it is bound or sent as DPoP. */
+  async authenticate(headers: HeaderBag, mountPath: string, method: string): Promise<Authenticated> {
     const mount = this.mounts.get(mountPath)!;
     const header = headers.authorization;
-    if (header === undefined) return this.refuse('missing_token', challengeError('unauthorized', missingTokenChallenge(mount.metadataUrl)));
-    const token = BEARER.exec(header)?.[1];
-    if (token === undefined) return this.refuse('malformed_token', this.invalid(mount));
+    if (header === undefined) return this.refuse('missing_token', challengeError('unauthorized', mount.challenges.missing()));
+    const parsed = CREDENTIAL.exec(header);
+    if (parsed === null) return this.refuse('malformed_token', this.invalid(mount, { scheme: undefined, error: 'invalid_token' }));
+    const scheme: Scheme = parsed[1]!.toLowerCase() === 'dpop' ? 'DPoP' : 'Bearer';
+    const token = parsed[2]!;
+    if (scheme === 'DPoP' && this.dpop === undefined) return this.refuse('dpop_off', this.invalid(mount, { scheme: undefined, error: 'invalid_token' }));
+    if (scheme === 'Bearer' && this.mode === 'required') return this.refuse('dpop_required', this.invalid(mount, { scheme: undefined, error: 'invalid_token' }));
     const verified = await this.verifier.verify(token);
     if (!verified.ok) {
       // The issuer's keys or introspection could not be reached: not the client's fault, no challenge.
       if (verified.failure === 'unavailable') return this.refuse('unavailable', causewayError('auth_unavailable'));
-      return this.refuse(verified.failure, this.invalid(mount));
+      return this.refuse(verified.failure, this.invalid(mount, { scheme, error: 'invalid_token' }));
     }
     // A token for another mount of this server is another resource's token [RFC 8707].
-    if (!verified.audiences.includes(mount.resource)) return this.refuse('wrong_audience', this.invalid(mount));
-    return { ok: true, access: new Access(verified.identity, verified.scopes, this.rules) };
+    if (!verified.audiences.includes(mount.resource)) return this.refuse('wrong_audience', this.invalid(mount, { scheme, error: 'invalid_token' }));
+    if (scheme === 'Bearer') {
+      // A sender-constrained token proves nothing without its proof [RFC 9449 §7.2].
+      if (verified.jkt !== undefined) return this.refuse('bound_token', this.invalid(mount, { scheme, error: 'invalid_token' }));
+    } else {
+      const failure =
+        verified.jkt === undefined
+          ? 'dpop_unbound_token'
+          : await this.dpop!.check({ proof: headers.dpop, method, url: mount.resource, token, jkt: verified.jkt });
+      if (failure === 'unavailable') return this.refuse('unavailable', causewayError('auth_unavailable'));
+      if (failure !== undefined) {
+        const error = BINDING_FAILURES.has(failure) ? 'invalid_token' : 'invalid_dpop_proof';
+        return this.refuse(failure, this.invalid(mount, { scheme, error }));
+      }
+    }
+    return { ok: true, access: new Access(verified.identity, verified.scopes, this.rules, scheme) };
   }
 
   /** The 403 for a request its scopes do not cover, naming every scope it needs; undefined when allowed. */
@@ -109,11 +146,12 @@ export class ResourceServer {
     const missing = access.missing(method, name);
     if (missing.length === 0) return undefined;
     this.onFailure('insufficient_scope');
-    return challengeError('insufficient_scope', insufficientScopeChallenge(this.mounts.get(mountPath)!.metadataUrl, missing));
+    const challenge = this.mounts.get(mountPath)!.challenges.refused({ scheme: access.scheme, error: 'insufficient_scope', scopes: missing });
+    return challengeError('insufficient_scope', challenge);
   }
 
-  private invalid(mount: Protected): CausewayError {
-    return challengeError('invalid_token', invalidTokenChallenge(mount.metadataUrl));
+  private invalid(mount: Protected, e: ChallengeError): CausewayError {
+    return challengeError(e.error === 'invalid_dpop_proof' ? 'invalid_dpop_proof' : 'invalid_token', mount.challenges.refused(e));
   }
 
   private refuse(failure: AuthFailure, error: CausewayError): Authenticated {

@@ -62,6 +62,9 @@ export function authProblems(c: Config, topology: Topology): string[] {
     need('introspectionClientId', false);
     need('introspectionClientSecret', false);
   }
+  const badDpop = a.dpopAlgorithms.filter((x) => !AUTH_ALGORITHMS.includes(x));
+  if (a.dpop !== 'off' && a.dpopAlgorithms.length === 0) problems.push('auth.dpopAlgorithms: at least one is needed unless auth.dpop is off');
+  if (badDpop.length > 0) problems.push(`auth.dpopAlgorithms: not accepted (only ${AUTH_ALGORITHMS.join(', ')}): ${badDpop.join(', ')}`);
   problems.push(...parseRules(a.rules).problems);
   if (c.principal.mode !== 'none') problems.push('principal.mode: must be none when auth.mode is set: the principal is then the token’s iss and sub');
   if (c.principal.hashSecret.length < 16) problems.push('principal.hashSecret: required (16+ characters) when auth.mode is set');

@@ -37,6 +37,10 @@ export interface Config {
     authorizationServers: string[];
     algorithms: string[];
     clockSkewMs: number;
+    dpop: 'allowed' | 'required' | 'off';
+    dpopAlgorithms: string[];
+    dpopProofWindowMs: number;
+    publicDiscover: boolean;
     introspectionUrl: string;
     introspectionClientId: string;
     introspectionClientSecret: string;
@@ -211,6 +215,21 @@ export const SETTINGS: readonly Setting[] = [
   },
   { path: 'auth.authorizationServers', kind: 'list', default: [], doc: 'authorization_servers of the Protected Resource Metadata; empty: auth.issuer.' },
   { path: 'auth.algorithms', kind: 'list', default: ['RS256', 'PS256', 'ES256', 'EdDSA'], doc: `JWS algorithms accepted on access tokens, among ${AUTH_ALGORITHMS.join(', ')}.` },
+  {
+    path: 'auth.dpop',
+    kind: 'string',
+    default: 'allowed',
+    choices: ['allowed', 'required', 'off'],
+    doc: 'DPoP (RFC 9449) sender-constrained tokens: allowed (Bearer or DPoP; a key-bound token only with its proof), required (DPoP only) or off (Bearer only). See Authorization.',
+  },
+  { path: 'auth.dpopAlgorithms', kind: 'list', default: ['ES256', 'RS256', 'PS256', 'EdDSA'], doc: `JWS algorithms accepted on DPoP proofs, among ${AUTH_ALGORITHMS.join(', ')}.` },
+  { path: 'auth.dpopProofWindowMs', kind: 'number', default: 300_000, min: 1000, doc: "How old a DPoP proof's iat may be (plus auth.clockSkewMs); each proof's jti is remembered this long, shared through Redis with the Redis store." },
+  {
+    path: 'auth.publicDiscover',
+    kind: 'boolean',
+    default: false,
+    doc: 'Answer server/discover without an access token (every other request still needs one). Off: discover gets the 401 challenge like any method.',
+  },
   { path: 'auth.clockSkewMs', kind: 'number', default: 30_000, doc: 'Clock difference tolerated on exp, nbf and iat.' },
   { path: 'auth.introspectionUrl', kind: 'string', default: '', doc: 'RFC 7662 introspection endpoint (introspection mode).' },
   { path: 'auth.introspectionClientId', kind: 'string', default: '', doc: "Causeway's client id at the introspection endpoint (HTTP Basic)." },

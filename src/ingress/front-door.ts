@@ -245,8 +245,10 @@ async function dispatch(
   tag.revision = revisionLabel(headers['mcp-protocol-version']?.trim());
   // Every era's every method carries the token, checked before the body is read [AUTH].
   let access: Access | undefined;
-  if (auth && (method === 'POST' || method === 'GET' || method === 'DELETE')) {
-    const verdict = await auth.authenticate(headers, mount.path);
+  // With auth.publicDiscover, a tokenless server/discover is let through to the classifier, which must agree.
+  const openDiscover = auth?.publicDiscover === true && method === 'POST' && headers.authorization === undefined && headers['mcp-method'] === 'server/discover';
+  if (auth && !openDiscover && (method === 'POST' || method === 'GET' || method === 'DELETE')) {
+    const verdict = await auth.authenticate(headers, mount.path, method);
     if (!verdict.ok) {
       log.debug({ reason: verdict.failure }, 'access token refused');
       closeAfterReply(req, res);
@@ -291,6 +293,10 @@ async function dispatch(
   const json = parsed.ok ? parsed.value : undefined;
   const verdict = classifyPost({ headers, body: json, parseError: !parsed.ok });
   tag.revision = clientRevision(headers, json);
+  if (auth && openDiscover && !(verdict.era === 'modern' && verdict.request.method === 'server/discover')) {
+    const refused = await auth.authenticate(headers, mount.path, method);
+    if (!refused.ok) return sendCausewayError(res, refused.error, null);
+  }
   switch (verdict.era) {
     case 'legacy':
       tag.era = 'legacy';

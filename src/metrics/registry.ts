@@ -164,7 +164,7 @@ export function createMetrics(probes: Probes) {
     }),
     authFailures: new Counter({
       name: 'causeway_auth_failures_total',
-      help: 'Requests the resource server refused, by reason: missing_token, malformed_token, bad_signature, unknown_key, disallowed_algorithm, expired, not_yet_valid, wrong_issuer, wrong_audience, missing_subject, bound_token, inactive, unavailable (401 but unavailable: 503) or insufficient_scope (403).',
+      help: 'Requests the resource server refused, by reason: missing_token, malformed_token, bad_signature, unknown_key, disallowed_algorithm, expired, not_yet_valid, wrong_issuer, wrong_audience, missing_subject, bound_token, the dpop_* proof failures, inactive, unavailable (401 but unavailable: 503) or insufficient_scope (403).',
       labelNames: ['reason'] as const,
       registers: [registry],
     }),

@@ -7,7 +7,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 
-export const DEFAULT_CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'proxy-authorization', 'cookie', 'x-api-key'];
+export const DEFAULT_CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'proxy-authorization', 'cookie', 'x-api-key', 'dpop'];
 
 /** Never forwarded: hop-by-hop, or set by the HTTP client for the upstream hop itself. */
 export const HOP_BY_HOP: ReadonlySet<string> = new Set([

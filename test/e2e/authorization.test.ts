@@ -40,6 +40,7 @@ const causeway = await startCauseway({
 });
 t.teardown(() => causeway.close());
 
+const DPOP = `DPoP algs="ES256 RS256 PS256 EdDSA", resource_metadata="${metadataUrl}"`;
 const admin = await as.token({ client: 'alice', resource, scope: 'mcp mcp:admin' });
 
 async function modernClient(token: string): Promise<Client> {
@@ -100,14 +101,16 @@ t.test('bad tokens: 401 with the challenge, nothing sent upstream', async (t) =>
   for (const c of cases) {
     const r = await call('tools/call', { name: 'echo', arguments: { text: 'x' } }, c.authorization);
     t.equal(r.status, 401, `${c.what}: 401`);
-    const expected = c.authorization === undefined ? `Bearer resource_metadata="${metadataUrl}"` : `Bearer error="invalid_token", resource_metadata="${metadataUrl}"`;
+    const bearer = c.authorization === undefined ? `Bearer resource_metadata="${metadataUrl}"` : `Bearer error="invalid_token", resource_metadata="${metadataUrl}"`;
+    // Both schemes are offered (auth.dpop allowed); the error goes on the one the request used [RFC 9449 §7.1].
+    const expected = c.what === 'another scheme' ? `Bearer error="invalid_token", resource_metadata="${metadataUrl}", DPoP error="invalid_token", ${DPOP.slice(5)}` : `${bearer}, ${DPOP}`;
     t.equal(r.challenge, expected, `${c.what}: the challenge`);
     t.same(r.body, { jsonrpc: '2.0', error: { code: -32600, message: c.authorization === undefined ? 'Authorization required' : 'Invalid access token' } }, `${c.what}: the error body`);
   }
   for (const method of ['GET', 'DELETE']) {
     const res = await fetch(causeway.url, { method, headers: { 'mcp-session-id': 'some-session', accept: 'text/event-stream' } });
     t.equal(res.status, 401, `legacy ${method} without a token: 401`);
-    t.equal(res.headers.get('www-authenticate'), `Bearer resource_metadata="${metadataUrl}"`);
+    t.equal(res.headers.get('www-authenticate'), `Bearer resource_metadata="${metadataUrl}", ${DPOP}`);
   }
   const stats = upstream.stats();
   t.equal(stats.initializeCount, 0, 'no initialize upstream');
@@ -121,6 +124,7 @@ t.test('bad tokens: 401 with the challenge, nothing sent upstream', async (t) =>
 
 t.test('the challenge leads to the Protected Resource Metadata, at both well-known URIs', async (t) => {
   const r = await call('server/discover', {});
+  t.equal(r.status, 401, 'server/discover without a token gets the challenge like any method (auth.publicDiscover off)');
   const url = /resource_metadata="([^"]+)"/.exec(r.challenge ?? '')?.[1];
   t.equal(url, metadataUrl);
   const expected = {
@@ -128,12 +132,15 @@ t.test('the challenge leads to the Protected Resource Metadata, at both well-kno
     authorization_servers: [as.issuer],
     bearer_methods_supported: ['header'],
     scopes_supported: ['mcp', 'mcp:admin'],
+    dpop_signing_alg_values_supported: ['ES256', 'RS256', 'PS256', 'EdDSA'],
   };
   for (const at of [url!, `http://127.0.0.1:${port}/.well-known/oauth-protected-resource`]) {
     // Clients send their discovery requests with whatever version header they have [AUTH-DISC].
-    const res = await fetch(at, { headers: { 'mcp-protocol-version': '2025-11-25' } });
-    t.equal(res.status, 200, `${at}: 200 without a token`);
-    t.same(await res.json(), expected, `${at}: the document`);
+    for (const version of ['2025-11-25', '2026-07-28', 'not-a-version', undefined]) {
+      const res = await fetch(at, { headers: version === undefined ? {} : { 'mcp-protocol-version': version } });
+      t.equal(res.status, 200, `${at} with MCP-Protocol-Version ${version}: 200 without a token`);
+      t.same(await res.json(), expected, `${at} with MCP-Protocol-Version ${version}: the document`);
+    }
   }
 });
 
@@ -150,7 +157,7 @@ t.test('scope rules: 403 naming every scope needed; lists show only what may be 
   const calls = upstream.stats().toolCalls.test_simple_text ?? 0;
   const denied = await call('tools/call', { name: 'test_simple_text', arguments: {} }, `Bearer ${plain}`);
   t.equal(denied.status, 403);
-  t.equal(denied.challenge, `Bearer error="insufficient_scope", scope="mcp mcp:admin", resource_metadata="${metadataUrl}"`);
+  t.equal(denied.challenge, `Bearer error="insufficient_scope", scope="mcp mcp:admin", resource_metadata="${metadataUrl}", ${DPOP}`);
   t.same(denied.body, { jsonrpc: '2.0', id: denied.body.id, error: { code: -32600, message: 'Insufficient scope' } });
   t.ok(denied.body.id !== undefined, 'the request id is echoed');
   t.equal(upstream.stats().toolCalls.test_simple_text ?? 0, calls, 'the call never went upstream');
@@ -173,8 +180,14 @@ t.test('legacy_client-to-legacy_upstream-with-token: the session belongs to the 
   t.equal(upstream.stats().toolCalls.test_simple_text ?? 0, calls, 'and never sent upstream');
   const sessionId = transport.sessionId!;
   const stranger = await as.token({ client: 'bob', resource, scope: 'mcp' });
-  const res = await fetch(causeway.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId, authorization: `Bearer ${stranger}` } });
-  t.equal(res.status, 404, "another subject's token does not reach the session");
+  for (const method of ['GET', 'DELETE']) {
+    const bare = await fetch(causeway.url, { method, headers: { 'mcp-session-id': sessionId, accept: 'text/event-stream' } });
+    t.equal(bare.status, 401, `${method} on the live session without the token: 401`);
+    await bare.body?.cancel();
+    const res = await fetch(causeway.url, { method, headers: { 'mcp-session-id': sessionId, accept: 'text/event-stream', authorization: `Bearer ${stranger}` } });
+    t.equal(res.status, 404, `${method}: another subject's token does not reach the session`);
+    await res.body?.cancel();
+  }
   const refreshed = await as.token({ client: 'alice', resource, scope: 'mcp' });
   const own = await fetch(causeway.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId, authorization: `Bearer ${refreshed}` } });
   t.equal(own.status, 200, 'a new token of the same subject does');
@@ -205,6 +218,6 @@ t.test('key rotation: a token signed with the new key is accepted after one JWKS
   const before = await failures();
   const r = await call('server/discover', {}, `Bearer ${old}`);
   t.equal(r.status, 401, 'a token signed by the rotated-out key is refused');
-  t.equal(r.challenge, `Bearer error="invalid_token", resource_metadata="${metadataUrl}"`);
+  t.equal(r.challenge, `Bearer error="invalid_token", resource_metadata="${metadataUrl}", ${DPOP}`);
   t.equal((await failures()).unknown_key, (before.unknown_key ?? 0) + 1);
 });

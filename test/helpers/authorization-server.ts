@@ -1,12 +1,13 @@
 // A real OpenID provider (oidc-provider) on 127.0.0.1:0 for the resource server's tests: the
-// client-credentials grant for a few confidential clients, resource indicators (RFC 8707) whose
+// client-credentials grant for a few confidential clients, DPoP-bound tokens (RFC 9449) on request, resource indicators (RFC 8707) whose
 // access tokens are JWTs (or opaque, for introspection), introspection, and a key rotation that
 // keeps the issuer and port. It counts the JWKS and introspection requests it answers. Closed
 // when its test ends.
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, type JWK } from 'jose';
+import { createHash, randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import Provider, { errors, type Configuration } from 'oidc-provider';
 import { freePort } from './redis.js';
 
@@ -25,6 +26,33 @@ export interface TokenRequest {
   client: string;
   resource: string;
   scope?: string;
+  /** Bind the token to this key (RFC 9449): the token request carries a DPoP proof made with it. */
+  dpop?: DpopKey;
+}
+
+/** A client's DPoP key pair, and proofs made with it. */
+export interface DpopKey {
+  publicJwk: JWK;
+  proof(method: string, url: string, token?: string, claims?: Record<string, unknown>): Promise<string>;
+}
+
+export async function dpopKey(alg = 'ES256'): Promise<DpopKey> {
+  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
+  const publicJwk = await exportJWK(publicKey);
+  return {
+    publicJwk,
+    proof: (method, url, token, claims = {}) =>
+      new SignJWT({
+        htm: method,
+        htu: url,
+        jti: randomUUID(),
+        iat: Math.floor(Date.now() / 1000),
+        ...(token === undefined ? {} : { ath: createHash('sha256').update(token).digest('base64url') }),
+        ...claims,
+      })
+        .setProtectedHeader({ alg, typ: 'dpop+jwt', jwk: publicJwk })
+        .sign(privateKey),
+  };
 }
 
 export interface AuthorizationServer {
@@ -135,11 +163,13 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
         headers: {
           authorization: `Basic ${Buffer.from(`${req.client}:${secrets.get(req.client)!}`).toString('base64')}`,
           'content-type': 'application/x-www-form-urlencoded',
+          ...(req.dpop ? { dpop: await req.dpop.proof('POST', `${issuer}/token`) } : {}),
         },
         body,
       });
-      const json = (await res.json()) as { access_token?: string; error?: string; error_description?: string };
+      const json = (await res.json()) as { access_token?: string; token_type?: string; error?: string; error_description?: string };
       if (!json.access_token) throw new Error(`no token: ${json.error}: ${json.error_description}`);
+      if (req.dpop && json.token_type !== 'DPoP') throw new Error(`a DPoP proof was sent, the token is ${json.token_type}`);
       return json.access_token;
     },
     async rotate(keepOld) {
