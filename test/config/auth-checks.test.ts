@@ -64,3 +64,10 @@ t.test('introspection mode needs its endpoint and credentials', async (t) => {
 t.test('auth settings given while auth.mode is none are refused: the deployment believes it is protected', async (t) => {
   t.same(problems(['--auth.issuer', 'https://as.example', '--auth.rules', '{"*":["mcp"]}']), ['auth.issuer: set, but auth.mode is none', 'auth.rules: set, but auth.mode is none']);
 });
+
+t.test('DPoP: its algorithms checked like the tokens’, a choice of three modes', async (t) => {
+  t.same(problems([...JWT, '--auth.dpop', 'required', '--auth.dpopAlgorithms', 'ES256,HS256,none']), ['auth.dpopAlgorithms: not accepted (only RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA, Ed25519): HS256, none']);
+  t.same(problems([...JWT, '--auth.dpopAlgorithms', '']), ['auth.dpopAlgorithms: at least one is needed unless auth.dpop is off']);
+  t.same(problems([...JWT, '--auth.dpop', 'off', '--auth.dpopAlgorithms', '']), [], 'none needed when off');
+  t.equal(problems([...JWT, '--auth.dpop', 'sometimes']).length, 1, 'an unknown mode is refused');
+});

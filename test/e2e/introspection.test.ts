@@ -1,12 +1,13 @@
 // auth.mode introspection against the introspection endpoint of a real authorization server
 // (oidc-provider issuing opaque access tokens for the resource): active tokens for this resource
 // reach the upstream, under their subject; inactive, foreign-audience or unknown tokens get the
-// 401 challenge with nothing sent upstream; answers are cached by token, both ways.
+// 401 challenge with nothing sent upstream; answers are cached by token, both ways. A DPoP-bound
+// opaque token is held to the key the introspection answer's cnf.jkt names.
 
 import t from 'tap';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
-import { protectedResource, startAuthorizationServer } from '../helpers/authorization-server.js';
+import { dpopKey, protectedResource, startAuthorizationServer } from '../helpers/authorization-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { envelope } from '../mrtr/wire.js';
 
@@ -72,4 +73,20 @@ t.test('the principal is the subject the introspection names', async (t) => {
   t.equal(await count(await as.token({ client: 'bob', resource })), '1');
   t.equal(await count(await as.token({ client: 'bob', resource })), '2', 'another token of the same subject: the same session');
   t.equal(await count(await as.token({ client: 'alice', resource })), '1', 'another subject: its own');
+});
+
+t.test('a DPoP-bound opaque token: served with a proof of the key the introspection names, refused as Bearer or with another key', async (t) => {
+  const key = await dpopKey('ES256');
+  const token = await as.token({ client: 'alice', resource, dpop: key });
+  const send = async (authorization: string, dpop?: string) => {
+    const { body, headers } = envelope('tools/call', { name: 'echo', arguments: { text: 'bound' } });
+    const res = await fetch(causeway.url, { method: 'POST', headers: { ...headers, authorization, ...(dpop === undefined ? {} : { dpop }) }, body });
+    await res.body?.cancel();
+    return res.status;
+  };
+  upstream.resetStats();
+  t.equal(await send(`Bearer ${token}`), 401, 'as Bearer: 401');
+  t.equal(await send(`DPoP ${token}`, await (await dpopKey('ES256')).proof('POST', resource, token)), 401, 'with a proof by another key: 401');
+  t.same(upstream.stats().requestsByMethod, {}, 'nothing upstream');
+  t.equal(await send(`DPoP ${token}`, await key.proof('POST', resource, token)), 200, 'with its own key: served');
 });
