@@ -180,6 +180,16 @@ t.test('legacy_client-to-legacy_upstream-with-token: the session belongs to the 
   t.equal(upstream.stats().toolCalls.test_simple_text ?? 0, calls, 'and never sent upstream');
   const sessionId = transport.sessionId!;
   const stranger = await as.token({ client: 'bob', resource, scope: 'mcp' });
+  const ping = JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'ping' });
+  const legacyHeaders = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25', 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const bareCalls = upstream.stats().requestsByMethod.ping ?? 0;
+  const barePost = await fetch(causeway.url, { method: 'POST', headers: legacyHeaders, body: ping });
+  t.equal(barePost.status, 401, 'POST on the live session without the token: 401');
+  await barePost.body?.cancel();
+  const strangerPost = await fetch(causeway.url, { method: 'POST', headers: { ...legacyHeaders, authorization: `Bearer ${stranger}` }, body: ping });
+  t.equal(strangerPost.status, 404, "POST: another subject's token does not reach the session");
+  await strangerPost.body?.cancel();
+  t.equal(upstream.stats().requestsByMethod.ping ?? 0, bareCalls, 'neither reached the upstream');
   for (const method of ['GET', 'DELETE']) {
     const bare = await fetch(causeway.url, { method, headers: { 'mcp-session-id': sessionId, accept: 'text/event-stream' } });
     t.equal(bare.status, 401, `${method} on the live session without the token: 401`);
