@@ -1,8 +1,8 @@
 // The resource server in front of every mount (auth.mode jwt or introspection): each request's
 // access token (Bearer, or DPoP with its proof, per auth.dpop) is verified before anything else
-// is done with it, and its scopes are held against
-// auth.rules before any upstream traffic. Refusals are typed errors carrying their challenge;
-// each is reported once by reason through onFailure, and nothing here logs a token or a claim.
+// is done with it, and its scopes are held against auth.rules before any upstream traffic.
+// Refusals are typed errors carrying their challenge; each is reported once by reason through
+// onFailure, and nothing here logs a token or a claim.
 
 import { causewayError, challengeError, type CausewayError } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
