@@ -7,7 +7,7 @@
 //   tools/call test_input_required_result_multi_round
 //                                             SSE: elicitation/create (inputKey step1), waits for the
 //                                             client's answer, step2 likewise, then the result
-// GET /__stats gives {initializeCount, sessions, requests}. Prints {"url","port"} and serves until SIGTERM.
+// GET /__stats gives {initializeCount, sessions, requests, exchanges}. Prints {"url","port"} and serves until SIGTERM.
 //
 //   node dist/bench/raw-upstream.js --port 0 [--tools 1000]
 
@@ -73,7 +73,9 @@ const INIT_RESULT = JSON.stringify({
 });
 
 const sessions = new Map<string, Session>();
-const stats = { initializeCount: 0, requests: 0 };
+// exchanges: every HTTP request by kind (`POST <method>`, `POST response`, `GET`, `DELETE`), for the cold-call count.
+const stats = { initializeCount: 0, requests: 0, exchanges: {} as Record<string, number> };
+const count = (kind: string) => (stats.exchanges[kind] = (stats.exchanges[kind] ?? 0) + 1);
 
 function idJson(id: unknown): string {
   return JSON.stringify(id ?? null);
@@ -180,6 +182,7 @@ function handlePost(req: http.IncomingMessage, res: http.ServerResponse, raw: st
     return rpcError(res, 400, null, -32700, 'Parse error');
   }
   stats.requests++;
+  count(typeof msg?.method === 'string' ? `POST ${msg.method}` : 'POST response');
   const sid = req.headers['mcp-session-id'];
   if (sid === undefined) {
     if (msg?.method !== 'initialize') return rpcError(res, 400, msg?.id, -32000, 'Bad Request: No valid session ID provided');
@@ -233,6 +236,7 @@ const server = http.createServer((req, res) => {
     req.on('end', () => handlePost(req, res, chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')));
     return;
   }
+  if (req.method !== 'POST') count(req.method ?? '?');
   if (req.method === 'DELETE') {
     const sid = req.headers['mcp-session-id'];
     if (sid !== undefined && sessions.delete(String(sid))) {

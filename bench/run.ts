@@ -1,26 +1,26 @@
 // `npm run bench`: Causeway's cost next to a direct legacy client and nginx, on two legacy
-// upstreams, for four workloads at concurrency 1, 16 and 128. Load comes from a separate process
+// upstreams, for four workloads at concurrency 1, 16 and 64. Load comes from a separate process
 // (bench/load-worker.ts). Writes bench/results/<date>.json and the generated part of
 // docs/benchmarks.md. Runs in under 3 minutes on 2 cores.
 //
 // Environment knobs: BENCH_RUN_MS (timed window per run, default 800), BENCH_WARMUP_MS (200),
 // BENCH_FULL=1 (every workload x concurrency on the SDK upstream too, ~1 minute more),
-// BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,memory,profile,sdk (some phases; no doc),
-// BENCH_PROFILE_CONCURRENCY (1) and BENCH_PROFILE_MS (2000) for the profiled run.
+// BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,cold,memory,profile,sdk (some phases; no
+// doc), BENCH_PROFILE_CONCURRENCY (16) and BENCH_PROFILE_MS (3000) for the profiled run.
 
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import type { CannonJob, CannonResult, FillResult, Job, MultiRoundJob, MultiRoundResult } from './load-worker.js';
-import { openLegacySession, probe, requestFor, WORKLOADS, type Target, type Workload } from './mcp.js';
+import { modernHeaders, modernMeta, openLegacySession, probe, requestFor, WORKLOADS, type Target, type Workload } from './mcp.js';
 import { summariseProfile } from './profile.js';
 import { findBinary, peakRssMb, procCpuUs, resetPeakRss, rssMb, sleep } from './procs.js';
-import { renderDoc, evaluateTargets } from './report.js';
+import { CONCURRENCY, renderDoc, evaluateTargets } from './report.js';
 import {
   DIST,
   metricsOf,
-  nginxBinary,
+  findOrInstallNginx,
   profileIn,
   ROOT,
   startCauseway,
@@ -33,15 +33,14 @@ import {
   type Upstream,
   type UpstreamKind,
 } from './services.js';
-import type { BenchResults, MemoryResult, PathName, RunRecord } from './types.js';
+import type { BenchResults, ColdCall, MemoryResult, PathName, RunRecord } from './types.js';
 
 const RUN_MS = Number(process.env.BENCH_RUN_MS ?? 800);
 const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 200);
 const MULTI_ROUND_RUN_MS = Math.max(RUN_MS, 1000);
-const PROFILE_CONCURRENCY = Number(process.env.BENCH_PROFILE_CONCURRENCY ?? 1);
-const PROFILE_MS = Number(process.env.BENCH_PROFILE_MS ?? 2000);
+const PROFILE_CONCURRENCY = Number(process.env.BENCH_PROFILE_CONCURRENCY ?? 16);
+const PROFILE_MS = Number(process.env.BENCH_PROFILE_MS ?? 3000);
 const FULL = process.env.BENCH_FULL === '1';
-const CONCURRENCY = [1, 16, 128] as const;
 /** The reference Node processes run the small call only: they are there to split Causeway's CPU into runtime and logic. */
 const FLOOR_PLAN: Array<[Workload, number]> = CONCURRENCY.map((c) => ['call', c]);
 const MEMORY_SESSIONS = 10_000;
@@ -96,7 +95,7 @@ function plan(kind: UpstreamKind): Array<[Workload, number]> {
   return [
     ['call', 1],
     ['call', 16],
-    ['call', 128],
+    ['call', 64],
     ['list', 1],
     ['progress', 1],
     ['multiround', 1],
@@ -261,6 +260,48 @@ async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logD
   return upstream;
 }
 
+/**
+ * What a cold call (a principal with no pooled session yet) costs upstream, counted by the raw
+ * upstream itself: a call with no argument value, one with an argument (its tool's Mcp-Param
+ * annotations must be known first: one tools/list per session), and that call again.
+ */
+async function coldRun(upstream: Upstream, logDir: string, results: BenchResults): Promise<void> {
+  say('cold call: upstream exchanges per first call of a new principal');
+  const settings = { 'principal.mode': 'header', 'principal.hashSecret': 'causeway-bench-principal-secret', 'log.level': 'warn' };
+  const cw = await startCauseway('causeway-cold', upstream.url, settings, logDir);
+  results.commands.push({ what: 'Causeway for the cold-call count', command: cw.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+  const calls: Array<[string, string, Record<string, unknown>]> = [
+    ['cold call, no argument value (new principal)', 'cold-a', {}],
+    ['cold call with an argument value (new principal)', 'cold-b', { text: 'hello' }],
+    ['the same call again (warm session)', 'cold-b', { text: 'hello' }],
+  ];
+  try {
+    const out: ColdCall[] = [];
+    for (const [what, principal, args] of calls) {
+      const before = (await upstream.stats()).exchanges ?? {};
+      const res = await fetch(cw.url, {
+        method: 'POST',
+        headers: modernHeaders('tools/call', 'echo', { [PRINCIPAL_HEADER]: principal }),
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: args, _meta: modernMeta() } }),
+      });
+      await res.text();
+      // The initialized notification and any background work land within a moment of the answer.
+      await sleep(300);
+      const after = (await upstream.stats()).exchanges ?? {};
+      const byKind: Record<string, number> = {};
+      for (const [k, n] of Object.entries(after)) if (n - (before[k] ?? 0) > 0) byKind[k] = n - (before[k] ?? 0);
+      out.push({ what, exchanges: Object.values(byKind).reduce((a, b) => a + b, 0), byKind, status: res.status });
+    }
+    results.cold = out;
+    for (const c of out) say(`  ${c.what}: ${c.exchanges} exchanges (${Object.entries(c.byKind).map(([k, n]) => `${k} x${n}`).join(', ')})`);
+  } catch (err) {
+    results.cold = { error: (err as Error).message };
+    say(`  cold-call run failed: ${(err as Error).message}`);
+  } finally {
+    await cw.svc.stop('SIGKILL');
+  }
+}
+
 /** RSS with 10,000 pooled session records and 1,000 multi-round calls held between rounds. */
 async function memoryRun(worker: LoadWorker, upstream: Upstream, logDir: string, results: BenchResults): Promise<void> {
   say(`memory: ${MEMORY_SESSIONS} pooled sessions + ${MEMORY_PENDING} pending multi-round calls`);
@@ -389,14 +430,17 @@ async function main(): Promise<void> {
       results.unavailable.push(`causeway-redis: not available: ${(err as Error).message.split('\n')[0]}`);
     }
   }
-  const nginx = nginxBinary();
-  if (!nginx) results.unavailable.push('nginx: not available: no nginx binary on PATH');
+  const found = findOrInstallNginx();
+  say(found.note);
+  const nginx = found.bin;
+  if (!nginx) results.unavailable.push(`nginx: not available: ${found.note}`);
 
-  const phases = new Set((process.env.BENCH_ONLY ?? 'raw,memory,profile,sdk').split(','));
+  const phases = new Set((process.env.BENCH_ONLY ?? 'raw,cold,memory,profile,sdk').split(','));
   const ctx = { worker, redis, runs: results.runs };
   let raw: Upstream | undefined;
   if (phases.has('raw')) raw = await runUpstream('raw', ctx, logDir, results, nginx);
-  else if (phases.has('memory') || phases.has('profile')) raw = await startUpstream('raw', logDir);
+  else if (phases.has('cold') || phases.has('memory') || phases.has('profile')) raw = await startUpstream('raw', logDir);
+  if (raw && phases.has('cold')) await coldRun(raw, logDir, results);
   if (raw && phases.has('memory')) await memoryRun(worker, raw, logDir, results);
   if (raw && phases.has('profile')) await profileRun(worker, raw, logDir, results);
   await raw?.svc.stop();

@@ -1,6 +1,7 @@
 // The services a bench run stands up: the two legacy upstreams, Causeway (one process per
 // configuration), nginx as a plain reverse proxy, and a private redis-server.
 
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -24,7 +25,8 @@ export interface Upstream {
   port: number;
   svc: Service;
   toolCount: number;
-  stats(): Promise<{ initializeCount: number }>;
+  /** exchanges: HTTP requests by kind (raw upstream only). */
+  stats(): Promise<{ initializeCount: number; exchanges?: Record<string, number> }>;
 }
 
 async function getJson(url: string): Promise<any> {
@@ -60,7 +62,7 @@ async function launchUpstream(kind: UpstreamKind, logDir: string, tools: number)
     toolCount: (listed.result.tools as unknown[]).length,
     stats: async () => {
       const s = await getJson(`${origin}/__stats`);
-      return { initializeCount: Number(s.initializeCount) };
+      return { initializeCount: Number(s.initializeCount), exchanges: s.exchanges };
     },
   };
 }
@@ -108,12 +110,9 @@ export function hasSetting(path: string): boolean {
   return SETTINGS.some((s) => s.path === path);
 }
 
-/**
- * Settings every bench Causeway gets on top of the defaults: ports, and room for the 128
- * concurrent multi-round calls one principal makes (the default bound is 100 per principal).
- */
+/** Settings every bench Causeway gets on top of the defaults: its ports. */
 export async function benchSettings(): Promise<Record<string, string | number>> {
-  const s: Record<string, string | number> = { 'listen.port': await freePort(), 'mrtr.maxPendingPerPrincipal': 1000 };
+  const s: Record<string, string | number> = { 'listen.port': await freePort() };
   if (hasSetting('admin.port')) s['admin.port'] = await freePort();
   return s;
 }
@@ -209,8 +208,18 @@ http {
 `;
 }
 
-export function nginxBinary(): string | undefined {
-  return findBinary('nginx');
+/**
+ * nginx from PATH (or /usr/sbin), else Debian's package installed with apt-get when this runs as
+ * root; `note` says which, or why there is none.
+ */
+export function findOrInstallNginx(): { bin?: string; note: string } {
+  const found = findBinary('nginx');
+  if (found) return { bin: found, note: `nginx found at ${found}` };
+  if (process.getuid?.() !== 0 || !findBinary('apt-get')) return { note: 'no nginx binary on PATH, and apt-get cannot be run here (not root or no apt-get)' };
+  const r = spawnSync('apt-get', ['install', '-y', 'nginx'], { encoding: 'utf8', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  const bin = findBinary('nginx');
+  if (bin) return { bin, note: `nginx installed with apt-get install -y nginx (${bin})` };
+  return { note: `apt-get install -y nginx failed (exit ${r.status}): ${(r.stderr || r.stdout).trim().split('\n').pop()}` };
 }
 
 export async function startNginx(bin: string, upstream: Upstream, dir: string): Promise<Proxy & { conf: string }> {

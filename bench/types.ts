@@ -69,6 +69,14 @@ export interface MemoryResult {
   firstError?: string;
 }
 
+/** Upstream HTTP exchanges one modern tools/call caused (raw upstream's own count, by kind). */
+export interface ColdCall {
+  what: string;
+  exchanges: number;
+  byKind: Record<string, number>;
+  status: number;
+}
+
 export interface BenchResults {
   date: string;
   wallSeconds: number;
@@ -81,6 +89,7 @@ export interface BenchResults {
   cpuSource: Record<string, string>;
   runs: RunRecord[];
   memory?: MemoryResult | { error: string };
+  cold?: ColdCall[] | { error: string };
   profile?: ProfileSummary & { what: string; cpuUsPerOp: number; file: string };
   targets: TargetRow[];
 }

@@ -12,6 +12,7 @@ import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, t
 import type { Logger } from '../log.js';
 import {
   CallDetached,
+  lendSignal,
   refuseAsk,
   relayCall,
   resumeRelayedCall,
@@ -281,6 +282,8 @@ function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestO
       .catch((err: unknown) => ex.log.warn({ err }, 'answering an upstream ask failed'));
   });
   const abort = new AbortController();
+  // The call's one signal: its CallScope aborts it on a deadline instead of making another.
+  const signal = lendSignal(abort);
   pending.cancel = () => abort.abort();
   pending.detach = () => abort.abort(new CallDetached());
   const sessionId = session.sessionId;
@@ -351,7 +354,7 @@ function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestO
       { progressToken: request.meta.progressToken, timeoutMs },
       observer,
       ex.log,
-      abort.signal,
+      signal,
     );
   } else {
     run = relayCall(
@@ -361,7 +364,7 @@ function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestO
       { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: ex.upstreamHeaders, timeoutMs },
       observer,
       ex.log,
-      abort.signal,
+      signal,
     );
   }
   run.then(

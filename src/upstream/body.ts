@@ -9,10 +9,13 @@ export interface ResponseBody extends AsyncIterable<Uint8Array> {
   dump(opts?: { limit?: number }): Promise<void>;
   /** With destroyOnReturn false, leaving a loop over it early leaves the body open (Node Readable). */
   iterator(options: { destroyOnReturn: boolean }): AsyncIterable<Uint8Array>;
-  on(event: 'error', listener: (err: Error) => void): unknown;
+  on(event: 'error', listener: (err: Error) => void): this;
+  on(event: 'close', listener: () => void): this;
+  on(event: 'data', listener: (chunk: Uint8Array) => void): this;
+  resume(): this;
 }
 
-function tooLarge(max: number): CausewayError {
+export function tooLarge(max: number): CausewayError {
   return new CausewayError('upstream_bad_response', `Upstream response exceeds ${max} bytes`);
 }
 
@@ -27,22 +30,17 @@ export function checkContentLength(body: ResponseBody, header: string | string[]
   }
 }
 
-/** Yields the body's chunks and fails once more than `max` bytes went through. */
-export async function* limitBytes(body: ResponseBody, max: number, chunks: AsyncIterable<Uint8Array> = body): AsyncGenerator<Uint8Array, void, undefined> {
+export async function readText(body: ResponseBody, max: number): Promise<string> {
+  const chunks: Uint8Array[] = [];
   let total = 0;
-  for await (const chunk of chunks) {
+  for await (const chunk of body) {
     total += chunk.byteLength;
     if (total > max) {
       body.destroy();
       throw tooLarge(max);
     }
-    yield chunk;
+    chunks.push(chunk);
   }
-}
-
-export async function readText(body: ResponseBody, max: number): Promise<string> {
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of limitBytes(body, max)) chunks.push(chunk);
   return Buffer.concat(chunks).toString('utf8');
 }
 
@@ -63,16 +61,15 @@ export function discard(body: ResponseBody): Promise<void> {
 export function finish(body: ResponseBody): void {
   const timer = setTimeout(() => body.destroy(), DISCARD_WAIT_MS);
   timer.unref();
-  const rest = async () => {
-    let total = 0;
-    for await (const chunk of body) {
-      total += chunk.byteLength;
-      if (total > DISCARD_LIMIT) throw tooLarge(DISCARD_LIMIT);
-    }
-  };
-  rest()
-    .catch(() => body.destroy())
-    .finally(() => clearTimeout(timer));
+  let rest = 0;
+  body
+    .on('error', () => undefined)
+    .on('close', () => clearTimeout(timer))
+    .on('data', (chunk) => {
+      rest += chunk.byteLength;
+      if (rest > DISCARD_LIMIT) body.destroy();
+    })
+    .resume();
 }
 
 /** Drops a body after a failure; its own abort error is nobody's to handle. */

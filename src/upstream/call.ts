@@ -3,6 +3,7 @@
 // client's token, and on abort a notifications/cancelled so the upstream stops the work.
 
 import { isObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
+import { CausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { IdMinter } from './ids.js';
 import type { SessionRef, StreamHandlers } from './legacy-client.js';
@@ -137,9 +138,12 @@ function callHandlers(observer: CallObserver, upstreamToken: string | undefined,
   };
 }
 
-/** An aborted call is cancelled upstream, unless it was only detached (CallDetached). */
+/**
+ * A call its caller aborted is cancelled upstream, unless it was only detached (CallDetached). A
+ * lent signal its own scope aborted (deadline, client shut down) carries a CausewayError: not the caller's.
+ */
 function cancelOnAbort(client: UpstreamSessionClient, session: SessionRef, id: RequestId, log: Logger, signal: AbortSignal | undefined): void {
-  if (!signal?.aborted || signal.reason instanceof CallDetached) return;
+  if (!signal?.aborted || signal.reason instanceof CallDetached || signal.reason instanceof CausewayError) return;
   const cancel: JsonRpcNotification = {
     jsonrpc: '2.0',
     method: 'notifications/cancelled',

@@ -16,7 +16,7 @@ import { setMaxListeners } from 'node:events';
 import { CausewayError } from '../errors.js';
 import { isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { CallScope } from './call-scope.js';
+import { CallScope, ScopeSet } from './call-scope.js';
 import { ResumeRefusedError, SessionExpiredError } from './errors.js';
 import type { HandshakeResult, InitializeParams } from './handshake.js';
 import type { SessionRef } from './headers.js';
@@ -53,7 +53,7 @@ const MAX_SWEEP_MS = 30_000;
 
 export class ChannelClient implements UpstreamSessionClient {
   private readonly sessions = new Map<string, ChannelSession>();
-  private readonly lifetime = new AbortController();
+  private readonly lifetime = new ScopeSet();
   private readonly quiesce = new AbortController();
   private readonly inflight = new Set<Promise<unknown>>();
   private state: 'open' | 'closing' | 'closed' = 'open';
@@ -70,7 +70,7 @@ export class ChannelClient implements UpstreamSessionClient {
     private readonly log: Logger,
     private readonly opts: ChannelClientOptions,
   ) {
-    setMaxListeners(0, this.lifetime.signal, this.quiesce.signal);
+    setMaxListeners(0, this.quiesce.signal);
     const ttl = opts.idleTtlMs;
     if (ttl !== undefined) {
       this.sweeper = setInterval(() => this.sweep(ttl), Math.max(1000, Math.min(ttl / 4, MAX_SWEEP_MS)));
@@ -233,7 +233,7 @@ export class ChannelClient implements UpstreamSessionClient {
     clearInterval(this.sweeper);
     this.state = 'closed';
     this.quiesce.abort();
-    this.lifetime.abort();
+    this.lifetime.end();
     await Promise.allSettled([...this.sessions.values()].map((s) => this.end(s)));
     await this.opener.close?.();
   }
@@ -340,7 +340,7 @@ export class ChannelClient implements UpstreamSessionClient {
   }
 
   private scope(signal: AbortSignal | undefined, timeoutMs: number): CallScope {
-    return new CallScope(signal, [this.lifetime.signal], timeoutMs);
+    return new CallScope(signal, [this.lifetime], timeoutMs);
   }
 
   private changed(): void {

@@ -5,12 +5,12 @@
 
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { abandon, finish, limitBytes, type ResponseBody } from './body.js';
+import { abandon, finish, tooLarge, type ResponseBody } from './body.js';
 import type { CallScope } from './call-scope.js';
 import { isConnectionDrop } from './errors.js';
 import type { SessionRef } from './headers.js';
 import { badResponse, decodeMessages, type UpstreamMessage } from './messages.js';
-import { parseSse } from './sse.js';
+import { SseParser, type SseEvent } from './sse.js';
 
 export interface StreamHandlers {
   onNotification?(n: JsonRpcNotification): void;
@@ -65,32 +65,30 @@ export async function consume(
   cursor: Cursor,
   limits: ReadLimits,
 ): Promise<Outcome> {
-  // Leaving the loop at the response must not destroy the body (an AbortError, and its stack,
-  // per call): it is left open, then read to its end by finish().
-  const chunks = body.iterator({ destroyOnReturn: false });
-  const source = limits.maxBodyBytes === undefined ? chunks : limitBytes(body, limits.maxBodyBytes, chunks);
+  // One loop over the body's chunks, the byte cap and the SSE parser inline (no generator per
+  // layer). Leaving it at the response must not destroy the body (an AbortError, and its stack,
+  // per call): the rest, normally just its end, is drained by finish().
+  const parser = new SseParser({ maxEventBytes: limits.maxEventBytes });
+  const max = limits.maxBodyBytes;
+  let total = 0;
   let events = 0;
   try {
-    for await (const ev of parseSse(source, { maxEventBytes: limits.maxEventBytes })) {
+    for await (const chunk of body.iterator({ destroyOnReturn: false })) {
+      total += chunk.byteLength;
+      if (max !== undefined && total > max) throw tooLarge(max);
+      for (const ev of parser.push(chunk)) {
+        events += 1;
+        const answer = onEvent(io, ctx, cursor, ev);
+        if (answer !== undefined) {
+          finish(body);
+          return { response: answer };
+        }
+      }
+    }
+    for (const ev of parser.end()) {
       events += 1;
-      if (ev.id !== undefined) cursor.lastEventId = ev.id;
-      if (ev.retry !== undefined) cursor.retryMs = ev.retry;
-      ctx.handlers.beforeEvent?.(ev.id);
-      if (ev.data === '' || (ev.event !== undefined && ev.event !== 'message')) continue;
-      let messages: UpstreamMessage[];
-      try {
-        messages = decodeMessages(ev.data);
-      } catch (err) {
-        if (!ctx.lenient) throw err;
-        io.log.warn({ err }, 'skipping an invalid event on the upstream GET stream');
-        continue;
-      }
-      const answer = route(io, ctx, messages);
-      if (ev.id !== undefined && ev.id !== '') deliver(io, () => ctx.handlers.afterEvent?.(ev.id!), 'event id');
-      if (answer !== undefined) {
-        finish(body);
-        return { response: answer };
-      }
+      const answer = onEvent(io, ctx, cursor, ev);
+      if (answer !== undefined) return { response: answer };
     }
     return { ended: true, events };
   } catch (err) {
@@ -99,6 +97,25 @@ export async function consume(
     if (ctx.lenient || isConnectionDrop(err)) return { dropped: err, events };
     throw err;
   }
+}
+
+/** One SSE event: its cursor kept, its messages routed; the awaited response when it carries it. */
+function onEvent(io: Inbound, ctx: Exchange, cursor: Cursor, ev: SseEvent): JsonRpcResponse | undefined {
+  if (ev.id !== undefined) cursor.lastEventId = ev.id;
+  if (ev.retry !== undefined) cursor.retryMs = ev.retry;
+  ctx.handlers.beforeEvent?.(ev.id);
+  if (ev.data === '' || (ev.event !== undefined && ev.event !== 'message')) return undefined;
+  let messages: UpstreamMessage[];
+  try {
+    messages = decodeMessages(ev.data);
+  } catch (err) {
+    if (!ctx.lenient) throw err;
+    io.log.warn({ err }, 'skipping an invalid event on the upstream GET stream');
+    return undefined;
+  }
+  const answer = route(io, ctx, messages);
+  if (ev.id !== undefined && ev.id !== '') deliver(io, () => ctx.handlers.afterEvent?.(ev.id!), 'event id');
+  return answer;
 }
 
 /** An id-less error answers the call it arrived on; an id-less result is garbage. */

@@ -1,3 +1,4 @@
+export { lendSignal } from './call-scope.js';
 export { CallDetached, relayCall, resumeRelayedCall, type CallObserver, type ResumePoint } from './call.js';
 export { IdMinter } from './ids.js';
 export { ForwardPolicy, DEFAULT_CREDENTIAL_HEADERS, HOP_BY_HOP } from './forward-headers.js';

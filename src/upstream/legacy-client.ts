@@ -6,7 +6,6 @@
 // session), or the caller's own abort reason. JSON-RPC ids are sent as given; session ids and
 // header values are never logged.
 
-import { setMaxListeners } from 'node:events';
 import type { Dispatcher } from 'undici';
 import { CausewayError } from '../errors.js';
 import type {
@@ -18,7 +17,7 @@ import type {
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { checkContentLength, discard, mediaType, readText } from './body.js';
-import { CallScope } from './call-scope.js';
+import { CallScope, ScopeSet } from './call-scope.js';
 import { httpRefusal, readErrorBody, refusalOf, UpstreamDispatcher } from './dispatcher.js';
 import { SessionExpiredError, TargetUnreachableError } from './errors.js';
 import { initializeOn, type HandshakeHost, type HandshakeResult, type InitializeParams } from './handshake.js';
@@ -80,8 +79,9 @@ export class UpstreamClient implements UpstreamSessionClient {
   private readonly dispatcher: UpstreamDispatcher;
   private readonly streams: StreamContext;
   private readonly handshakes: HandshakeHost;
-  private readonly lifetime = new AbortController();
-  private readonly quiesce = new AbortController();
+  private readonly lifetime = new ScopeSet();
+  /** Standalone streams only: ended when the client starts closing. */
+  private readonly quiesce = new ScopeSet();
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly io: Inbound;
   private state: 'open' | 'closing' | 'closed' = 'open';
@@ -101,7 +101,6 @@ export class UpstreamClient implements UpstreamSessionClient {
     const { onRequest, ...tuning } = options;
     this.opts = { ...UPSTREAM_CLIENT_DEFAULTS, ...tuning };
     this.onRequest = onRequest;
-    setMaxListeners(0, this.lifetime.signal, this.quiesce.signal);
     this.dispatcher = new UpstreamDispatcher(endpoint);
     this.streams = {
       upstream: endpoint.name,
@@ -212,7 +211,7 @@ export class UpstreamClient implements UpstreamSessionClient {
     lastEventId?: string,
   ): Promise<'unsupported' | { done: Promise<void> }> {
     return this.track(true, async () => {
-      const scope = new CallScope(signal, [this.lifetime.signal, this.quiesce.signal], undefined);
+      const scope = new CallScope(signal, [this.lifetime, this.quiesce], undefined);
       const cursor: Cursor = { lastEventId, retryMs: undefined };
       let first: Dispatcher.ResponseData | 'unsupported';
       try {
@@ -251,7 +250,7 @@ export class UpstreamClient implements UpstreamSessionClient {
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (this.state === 'open') this.state = 'closing';
-      this.quiesce.abort();
+      this.quiesce.end();
       while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
       this.state = 'closed';
       await this.dispatcher.close();
@@ -262,8 +261,8 @@ export class UpstreamClient implements UpstreamSessionClient {
   /** Aborts every call and stream now; they reject with upstream_unavailable. */
   async destroy(): Promise<void> {
     this.state = 'closed';
-    this.quiesce.abort();
-    this.lifetime.abort();
+    this.quiesce.end();
+    this.lifetime.end();
     await this.dispatcher.destroy();
   }
 
@@ -360,7 +359,7 @@ export class UpstreamClient implements UpstreamSessionClient {
   }
 
   private scope(signal: AbortSignal | undefined, timeoutMs: number): CallScope {
-    return new CallScope(signal, [this.lifetime.signal], timeoutMs);
+    return new CallScope(signal, [this.lifetime], timeoutMs);
   }
 
   /** New calls are refused once closing; one-way sends still go so in-flight calls can finish. */
