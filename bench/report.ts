@@ -204,7 +204,8 @@ function generated(res: BenchResults, jsonPath: string): string {
   ]));
   out.push('');
   out.push(
-    `Each timed run lasts ${res.settings.runMs} ms (multi-round ${res.settings.multiRoundRunMs} ms) after a ${res.settings.warmupMs} ms warm-up at the same concurrency; ` +
+    `Each timed run lasts ${res.settings.runMs} ms (multi-round ${res.settings.multiRoundRunMs} ms) after a ${res.settings.warmupMs} ms warm-up at the same concurrency` +
+      `${res.settings.processWarmupMs ? `, and each proxy process first serves ${res.settings.processWarmupMs} ms of small calls at c=16, untimed (a process just started runs unoptimised code)` : ''}; ` +
       'the load generator, the proxy, the upstream (and redis-server) all share the same cores, so requests per second are what this machine does with all of them busy, not a proxy in isolation.',
   );
   out.push('');

@@ -3,7 +3,8 @@
 // (bench/load-worker.ts). Writes bench/results/<date>.json and the generated part of
 // docs/benchmarks.md. Runs in under 3 minutes on 2 cores.
 //
-// Environment knobs: BENCH_RUN_MS (timed window per run, default 800), BENCH_WARMUP_MS (200),
+// Environment knobs: BENCH_RUN_MS (timed window per run, default 800), BENCH_WARMUP_MS (200;
+// before each run), BENCH_PROCESS_WARMUP_MS (3000; once per proxy process, small calls at c=16),
 // BENCH_FULL=1 (every workload x concurrency on the SDK upstream too, ~1 minute more),
 // BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,cold,memory,profile,sdk (some phases; no
 // doc), BENCH_PROFILE_CONCURRENCY (16) and BENCH_PROFILE_MS (3000) for the profiled run.
@@ -37,6 +38,7 @@ import type { BenchResults, ColdCall, MemoryResult, PathName, RunRecord } from '
 
 const RUN_MS = Number(process.env.BENCH_RUN_MS ?? 800);
 const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 200);
+const PROCESS_WARMUP_MS = Number(process.env.BENCH_PROCESS_WARMUP_MS ?? 3000);
 const MULTI_ROUND_RUN_MS = Math.max(RUN_MS, 1000);
 const PROFILE_CONCURRENCY = Number(process.env.BENCH_PROFILE_CONCURRENCY ?? 16);
 const PROFILE_MS = Number(process.env.BENCH_PROFILE_MS ?? 3000);
@@ -187,6 +189,9 @@ async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | 
 
 async function runPath(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | undefined, only?: Array<[Workload, number]>): Promise<void> {
   for (const w of ['call', 'list', 'progress'] as const) await probe(target, w);
+  // A process just started runs its code unoptimised for its first few thousand requests: warm
+  // calls are what is measured, so every path gets the same untimed run first.
+  await ctx.worker.run(loadJob(target, 'call', 16, PROCESS_WARMUP_MS));
   for (const [w, c] of only ?? plan(ctx.upstream.kind)) await measure(ctx, path, target, proxy, w, c);
 }
 
@@ -359,7 +364,7 @@ async function profileRun(worker: LoadWorker, upstream: Upstream, logDir: string
   });
   try {
     const target: Target = { era: 'modern', url: cw.url };
-    await worker.run(loadJob(target, 'call', PROFILE_CONCURRENCY, 500));
+    await worker.run(loadJob(target, 'call', PROFILE_CONCURRENCY, PROCESS_WARMUP_MS));
     const before = await cw.cpuUs();
     const fromUs = Number(process.hrtime.bigint() / 1000n);
     const r = await worker.run<CannonResult>(loadJob(target, 'call', PROFILE_CONCURRENCY, PROFILE_MS));
@@ -405,7 +410,7 @@ async function main(): Promise<void> {
     date: date.toISOString(),
     wallSeconds: 0,
     machine: machine(),
-    settings: { runMs: RUN_MS, warmupMs: WARMUP_MS, multiRoundRunMs: MULTI_ROUND_RUN_MS, full: FULL },
+    settings: { runMs: RUN_MS, warmupMs: WARMUP_MS, processWarmupMs: PROCESS_WARMUP_MS, multiRoundRunMs: MULTI_ROUND_RUN_MS, full: FULL },
     commands: [{ what: 'everything', command: 'npm run bench   # = npm run build --silent && node dist/bench/run.js' }],
     unavailable: [],
     upstreams: [],

@@ -81,7 +81,7 @@ export interface BenchResults {
   date: string;
   wallSeconds: number;
   machine: { cpu: string; cores: number; memoryGb: number; os: string; node: string };
-  settings: { runMs: number; warmupMs: number; multiRoundRunMs: number; full: boolean };
+  settings: { runMs: number; warmupMs: number; processWarmupMs?: number; multiRoundRunMs: number; full: boolean };
   commands: Array<{ what: string; command: string }>;
   nginxConf?: string;
   unavailable: string[];
