@@ -323,14 +323,6 @@ function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestO
         if (!outstanding.has(r.id)) return;
         resuming?.attached();
       }
-      if (sessionId === undefined) {
-        // Session-less (no Mcp-Session-Id at initialize): the answer would reach a fresh server
-        // that never sent the request, so waiting for it only ends in upstream.requestTimeoutMs.
-        refuseAsk(deps.client, session, r, `${r.method} cannot be answered without a session`).catch(() => undefined);
-        pending.refusal ??= causewayError('upstream_sessionless', `The upstream keeps no sessions, so its ${r.method} cannot be answered`);
-        abort.abort();
-        return;
-      }
       const required = requiredCapability(r.method, r.params);
       if (required === undefined || !declares(declared, required)) {
         refuseAsk(deps.client, session, r, `${r.method} was not declared by the client`).catch(() => undefined);
@@ -340,6 +332,14 @@ function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestO
           });
           abort.abort();
         }
+        return;
+      }
+      if (sessionId === undefined) {
+        // Session-less (no Mcp-Session-Id at initialize): the answer would reach a fresh server
+        // that never sent the request, so waiting for it only ends in upstream.requestTimeoutMs.
+        refuseAsk(deps.client, session, r, `${r.method} cannot be answered without a session`).catch(() => undefined);
+        pending.refusal ??= causewayError('upstream_sessionless', `The upstream keeps no sessions, so its ${r.method} cannot be answered`);
+        abort.abort();
         return;
       }
       pending.ask(r);
