@@ -40,6 +40,8 @@ export const ERROR_TABLE = {
   upstream_unavailable: { code: -32603, status: 502, message: 'Upstream unavailable' },
   upstream_bad_response: { code: -32603, status: 502, message: 'Upstream sent an invalid response' },
   upstream_timeout: { code: -32603, status: 504, message: 'Upstream did not answer in time' },
+  // No Mcp-Session-Id at initialize: an answer to the upstream's own request can never reach the call.
+  upstream_sessionless: { code: -32603, status: 502, message: 'The upstream keeps no sessions: its request to the client cannot be answered' },
   draining: { code: -32603, status: 503, message: 'Server is shutting down' },
   overloaded: { code: -32603, status: 503, message: 'Too many requests in flight' },
   auth_unavailable: { code: -32603, status: 503, message: 'Cannot check the access token now' },

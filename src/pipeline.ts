@@ -5,7 +5,7 @@ import { discoverResult, serverInfoOf, statusForUpstreamError, translateError, t
 import { SseStream, sendCausewayError, sendJson, type HttpResponse } from './egress/index.js';
 import { checkParamHeaders, levelAtLeast, mayNeedParamHeaders, type HeaderBag, type ModernRequest } from './envelope/index.js';
 import { causewayError, toCausewayError, CausewayError } from './errors.js';
-import { isErrorResponse, isObject, type JsonObject, type JsonRpcResponse } from './jsonrpc.js';
+import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { sessionKey, sessionRef, type PooledSession, type SessionPool } from './pool/index.js';
 import { principalHash, type Federation, type Mount, type PrincipalPolicy, type Routed } from './routing/index.js';
@@ -115,7 +115,7 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
     await deps.subscriptions.listen({ request, parts: [{ key }], principal, res: ex.res, signal: ex.signal, log: ex.log });
     return 'complete';
   }
-  const stream = wantsStream(request) ? new SseStream(ex.res) : undefined;
+  const stream = wantsStream(request) && acceptsStream(ex.headers) ? new SseStream(ex.res) : undefined;
   const outcome = await deps.pool.withSession(key, (session) => forward(ex, deps, session, stream, principal));
   if (outcome.result.kind === 'input') {
     replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: outcome.result.result }, stream);
@@ -126,6 +126,18 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
 
 function wantsStream(request: ModernRequest): boolean {
   return request.meta.progressToken !== undefined || request.meta.logLevel !== undefined;
+}
+
+/** An Accept listing only application/json gets JSON even when the request wanted progress or logs [SHTTP]. */
+function acceptsStream(headers: HeaderBag): boolean {
+  const accept = headers.accept;
+  return accept === undefined || /text\/event-stream|\*\/\*/i.test(accept);
+}
+
+/** Where this request's progress and log notifications go: its stream, or counted as dropped. */
+function notificationSink(deps: ModernDeps, stream: SseStream | undefined): (n: JsonRpcNotification) => void {
+  if (stream) return (n) => stream.send(n);
+  return (n) => deps.metrics.notificationDropped(n.method === 'notifications/progress' ? 'progress' : 'log');
 }
 
 async function forward(
@@ -144,6 +156,7 @@ async function forward(
   }
   if (request.method === 'tools/call') await checkToolHeaders(ex, deps, session);
   if (request.meta.logLevel !== undefined) await enableUpstreamLogging(deps, session, ex.log);
+  const deliver = notificationSink(deps, stream);
   if (request.spec.multiRound) {
     const result = await runRound(
       {
@@ -151,7 +164,7 @@ async function forward(
         principal,
         signal: ex.signal,
         log: ex.log,
-        send: (n) => stream?.send(n),
+        send: deliver,
         onChange: (n) => deps.subscriptions.publishChange(session, n),
         upstreamHeaders: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)),
       },
@@ -163,11 +176,11 @@ async function forward(
 
   const level = request.meta.logLevel;
   const observer: CallObserver = {
-    onProgress: (n) => stream?.send(n),
+    onProgress: deliver,
     onOtherNotification: (n) => deps.subscriptions.publishChange(session, n),
     onLog: (n) => {
       const l = isObject(n.params) ? n.params.level : undefined;
-      if (stream && level !== undefined && typeof l === 'string' && levelAtLeast(l, level)) stream.send(n);
+      if (level !== undefined && typeof l === 'string' && levelAtLeast(l, level)) deliver(n);
     },
     // Only tools/call, prompts/get and resources/read may ask the client [MRTR]; other asks are refused.
     onServerRequest: (r) => {

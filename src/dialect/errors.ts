@@ -16,12 +16,18 @@ export function translateError(method: string, err: JsonRpcErrorObject, params: 
   if (code === -32002 || (code === -32602 && method === 'resources/read')) {
     const data = isObject(err.data) ? err.data : {};
     const uri = typeof data.uri === 'string' ? data.uri : typeof params.uri === 'string' ? params.uri : undefined;
-    return { code: -32602, message, data: uri === undefined ? data : { ...data, uri } };
+    const own = uri === undefined ? 'Resource not found' : `Resource not found: ${uri}`;
+    return { code: -32602, message: own, data: uri === undefined ? data : { ...data, uri } };
   }
   if (code >= MCP_RESERVED_LOW && code <= MCP_RESERVED_HIGH && !DEFINED_2026.has(code)) {
-    return { code: -32603, message };
+    return { code: -32603, message: `Upstream error: ${withoutCodePrefix(message)}` };
   }
   return err.data === undefined ? { code, message } : { code, message, data: err.data };
+}
+
+/** A recoded error's text must not name the old code: SDK 1.x writes "MCP error <code>: " before its own. */
+function withoutCodePrefix(message: string): string {
+  return message.replace(/^MCP error -?\d+: /, '');
 }
 
 /** HTTP status for a relayed upstream error: those 2026 pins to a status keep it; others ride on 200. */

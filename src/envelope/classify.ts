@@ -61,14 +61,16 @@ function hasModernMeta(body: JsonObject): boolean {
 }
 
 /**
- * Legacy traffic: anything inside a legacy session, an initialize, or a request without modern
- * `_meta` whose MCP-Protocol-Version is a legacy revision or absent (absent means 2025-03-26 [SHTTP]).
+ * Legacy traffic: a request without modern `_meta` that is inside a legacy session, an
+ * initialize, or whose MCP-Protocol-Version is a legacy revision or absent (absent means
+ * 2025-03-26 [SHTTP]).
  */
 function isLegacy(headers: HeaderBag, body: unknown): boolean {
+  // A modern envelope wins over a stray Mcp-Session-Id (ignored in 2026) and even on
+  // `initialize` (then a removed method, 404) [SHTTP].
+  if (isObject(body) && hasModernMeta(body)) return false;
   if (headers['mcp-session-id'] !== undefined) return true;
   if (!isObject(body)) return false;
-  // A modern envelope wins even on `initialize`: then it is a removed method, 404 [SHTTP].
-  if (hasModernMeta(body)) return false;
   if (body.method === 'initialize') return true;
   const version = headers['mcp-protocol-version']?.trim();
   return version === undefined || isLegacyVersion(version);

@@ -59,6 +59,7 @@ export class UpstreamMetrics {
   private readonly processCount: { set(n: number): void };
   private readonly restarts: CounterChild;
   private readonly drops: CounterChild;
+  private readonly notificationDrops: Children<CounterChild>;
 
   constructor(m: Metrics, upstream: string) {
     this.answers = new Children((v) => m.modernRequests.labels(upstream, ...v));
@@ -74,6 +75,7 @@ export class UpstreamMetrics {
     this.processCount = m.upstreamProcesses.labels(upstream);
     this.restarts = m.processRestarts.labels(upstream);
     this.drops = m.streamDrops.labels(upstream);
+    this.notificationDrops = new Children((v) => m.notificationDrops.labels(upstream, ...v));
   }
 
   /** A tools/list, prompts/list or resources/templates/list page the upstream returned. */
@@ -129,6 +131,11 @@ export class UpstreamMetrics {
   /** An HTTP+SSE session's stream ended without us closing it. */
   streamDropped(): void {
     this.drops.inc();
+  }
+
+  /** A progress or log notification for a client whose Accept took JSON only. */
+  notificationDropped(kind: 'progress' | 'log'): void {
+    this.notificationDrops.get(kind).inc();
   }
 }
 

@@ -162,6 +162,12 @@ export function createMetrics(probes: Probes) {
       labelNames: ['upstream'] as const,
       registers: [registry],
     }),
+    notificationDrops: new Counter({
+      name: 'causeway_notifications_dropped_total',
+      help: 'Progress and log notifications not delivered because the client\'s Accept listed only application/json, by upstream and kind (progress, log).',
+      labelNames: ['upstream', 'kind'] as const,
+      registers: [registry],
+    }),
     authFailures: new Counter({
       name: 'causeway_auth_failures_total',
       help: 'Requests the resource server refused, by reason: missing_token, malformed_token, bad_signature, unknown_key, disallowed_algorithm, expired, not_yet_valid, wrong_issuer, wrong_audience, missing_subject, bound_token, the dpop_* proof failures, inactive, unavailable (401 but unavailable: 503) or insufficient_scope (403).',

@@ -337,6 +337,14 @@ function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestO
         }
         return;
       }
+      if (sessionId === undefined) {
+        // Session-less (no Mcp-Session-Id at initialize): the answer would reach a fresh server
+        // that never sent the request, so waiting for it only ends in upstream.requestTimeoutMs.
+        refuseAsk(deps.client, session, r, `${r.method} cannot be answered without a session`).catch(() => undefined);
+        pending.refusal ??= causewayError('upstream_sessionless', `The upstream keeps no sessions, so its ${r.method} cannot be answered`);
+        abort.abort();
+        return;
+      }
       pending.ask(r);
     },
   };

@@ -371,6 +371,7 @@ const rows: Row[] = [
     send: () =>
       post(url, modernBody('resources/read', { uri: 'test://nope' }, 'rnf'), modernHeaders('resources/read', 'test://nope')),
     want: { status: 200, code: -32602, id: 'rnf', data: { uri: 'test://nope' } },
+    also: (t, res) => t.equal(res.json?.error?.message, 'Resource not found: test://nope', 'a message of its own, not the SDK\'s "MCP error -32002: ..."'),
   },
 ];
 

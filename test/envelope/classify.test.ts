@@ -68,6 +68,7 @@ const cases: Case[] = [
   { name: 'initialize with a modern envelope is a removed method', headers: h('initialize'), body: req('initialize'), era: 'reject', code: -32601, status: 404, id: 7 },
   { name: 'legacy initialize', headers: {}, body: { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' } } }, era: 'legacy' },
   { name: 'legacy session', headers: { 'mcp-session-id': 'abc', 'mcp-protocol-version': '2025-11-25' }, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, era: 'legacy' },
+  { name: 'modern envelope with a stray Mcp-Session-Id is modern', headers: h('tools/list', { 'mcp-session-id': 'abc' }), body: req('tools/list'), era: 'modern' },
   { name: 'legacy session garbage still forwarded', headers: { 'mcp-session-id': 'abc' }, body: undefined, parseError: true, era: 'legacy' },
   { name: 'legacy version header, no _meta', headers: { 'mcp-protocol-version': '2025-06-18' }, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, era: 'legacy' },
   { name: 'modern version header, no _meta', headers: h('tools/list'), body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, era: 'reject', code: -32602, status: 400, id: 1 },
