@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { ConfigError, resolveTopology, type CachePolicy, type Config } from './config/index.js';
 import type { CacheHint } from './dialect/index.js';
 import { originPolicy } from './envelope/index.js';
-import { createAdmin, createIngress, drain, frontDoor } from './ingress/index.js';
+import { createAdmin, createIngress, drain, frontDoor, RateLimiter } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { AuthMetrics, createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics } from './metrics/index.js';
 import { replayCacheFor, ResourceServer } from './auth/index.js';
@@ -227,6 +227,17 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       json: { maxDepth: config.limits.maxJsonDepth, maxItems: config.limits.maxJsonItems },
       origin: originPolicy(config.listen.host, config.security.allowedHosts, config.security.allowedOrigins),
       auth,
+      rate:
+        config.limits.ratePerSecond > 0
+          ? {
+              limiter: new RateLimiter(
+                { ratePerSecond: config.limits.ratePerSecond, burst: config.limits.rateBurst || Math.max(1, Math.ceil(config.limits.ratePerSecond)) },
+                store,
+                log.child({ stage: 'rate' }),
+              ),
+              principal: config.principal,
+            }
+          : undefined,
       log,
       ready: () => !draining,
       closing: () => closing,

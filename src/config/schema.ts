@@ -25,6 +25,8 @@ export interface Config {
     maxConnections: number;
     maxJsonDepth: number;
     maxJsonItems: number;
+    ratePerSecond: number;
+    rateBurst: number;
   };
   security: { allowedHosts: string[]; allowedOrigins: string[]; credentialHeaders: string[] };
   principal: { mode: PrincipalMode; header: string; hashSecret: string };
@@ -136,6 +138,14 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'limits.bodyTimeoutMs', kind: 'number', default: 10_000, doc: 'Time allowed to receive a request body (408 after).' },
   { path: 'limits.maxConcurrentStreams', kind: 'number', default: 256, doc: 'HTTP/2 streams per connection.' },
   { path: 'limits.maxInFlight', kind: 'number', default: 4096, doc: 'Requests handled at once; more get 503.' },
+  {
+    path: 'limits.ratePerSecond',
+    kind: 'number',
+    default: 0,
+    min: 0,
+    doc: 'Requests per second each principal may make (a token bucket, shared through Redis with the Redis store); over it, 429 with Retry-After. 0: no limit.',
+  },
+  { path: 'limits.rateBurst', kind: 'number', default: 0, min: 0, doc: "Most requests a principal may make at once, its bucket's size; 0: limits.ratePerSecond rounded up (at least 1)." },
   {
     path: 'limits.headersTimeoutMs',
     kind: 'number',

@@ -24,8 +24,9 @@ import { isObject, type RequestId } from '../jsonrpc.js';
 import { requestLogger, type Logger } from '../log.js';
 import { legacyName, routingHeaders } from '../passthrough/index.js';
 import { serveModern } from '../pipeline.js';
-import type { Mount } from '../routing/index.js';
+import { principalHash, type Mount, type PrincipalPolicy } from '../routing/index.js';
 import type { JsonLimits } from './json-limits.js';
+import type { RateLimiter } from './rate-limit.js';
 import { parseJson, readBody, type BodyLimits } from './read-body.js';
 import type { IngressHandler, IngressRequest } from './server.js';
 
@@ -39,6 +40,8 @@ export interface FrontDoorDeps {
   origin: OriginPolicy;
   /** Checks every MCP request's access token; undefined when auth.mode is none. */
   auth: ResourceServer | undefined;
+  /** Per-principal request rate; undefined when limits.ratePerSecond is 0. */
+  rate: { limiter: RateLimiter; principal: PrincipalPolicy } | undefined;
   log: Logger;
   /** Answers /readyz: false while draining or before the store is usable. */
   ready(): boolean;
@@ -235,7 +238,7 @@ async function dispatch(
   method: string,
   headers: HeaderBag,
   mount: Mount,
-  deps: Pick<FrontDoorDeps, 'body' | 'json' | 'auth'>,
+  deps: Pick<FrontDoorDeps, 'body' | 'json' | 'auth' | 'rate'>,
   log: Logger,
   signal: AbortSignal,
   tag: Tag,
@@ -255,6 +258,13 @@ async function dispatch(
       return sendCausewayError(res, verdict.error, null);
     }
     access = verdict.access;
+  }
+  if (deps.rate && (method === 'POST' || method === 'GET' || method === 'DELETE')) {
+    const refused = await deps.rate.limiter.refuse(principalHash(deps.rate.principal, headers, access?.identity));
+    if (refused) {
+      closeAfterReply(req, res);
+      return sendCausewayError(res, refused, null);
+    }
   }
   if (method === 'GET' || method === 'DELETE') {
     if (headers['mcp-session-id'] === undefined) {

@@ -2,3 +2,4 @@ export { createAdmin } from './admin.js';
 export { drain } from './drain.js';
 export { frontDoor } from './front-door.js';
 export { createIngress } from './server.js';
+export { RateLimiter } from './rate-limit.js';

@@ -6,6 +6,7 @@
 //                           protocolVersion, initializeResult (JSON), createdAt, lastUsedAt (as written), generation.
 //                           PEXPIRE recordTtlMs (a bit above store.idleTtlMs), refreshed by touch.
 //   P lock:{ID}     string  owner token of the replica opening or replacing the session; PX lockTtl.
+//   P rate:{K}      hash    tokens, at: the limits.rate* token bucket of principal hash K; PEXPIRE until full again.
 //   P idle          zset    member ID, score last use (epoch ms). The authority on lastUsedAt:
 //                           touch moves it forward (ZADD XX GT); idle() and count() read it.
 //
@@ -52,6 +53,7 @@ interface Scripts {
   cwRemove(key: string, generation: number): Promise<number>;
   cwLock(key: string, owner: string, ttl: number): Promise<number>;
   cwUnlock(key: string, owner: string): Promise<number>;
+  cwTake(key: string, ratePerSecond: number, burst: number): Promise<number>;
 }
 
 /** Lua sources, exported so tests can recognise them by SHA. Each touches one key (one slot). */
@@ -84,6 +86,22 @@ return 0`,
   cwUnlock: `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`,
+  // Token bucket on Redis's own clock (replicas' clocks differ): 0 when a token was taken, else the
+  // ms until one is due. Kept no longer than the bucket needs to fill again.
+  cwTake: `
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(b[1]) or burst
+local at = tonumber(b[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - at) * rate / 1000)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = math.ceil((1 - tokens) * 1000 / rate) end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+return wait`,
 } as const;
 
 const RETRY_CAP_MS = 1000;
@@ -393,6 +411,11 @@ export class RedisSessionStore implements SessionStore {
 
   async unlock(key: string, owner: string): Promise<void> {
     await this.scripts.cwUnlock(this.lockKey(key), owner);
+  }
+
+  /** Takes one token of `key`'s bucket: 0 when taken, else the ms until one is due (one round trip). */
+  async take(key: string, ratePerSecond: number, burst: number): Promise<number> {
+    return this.scripts.cwTake(`${this.opts.keyPrefix}rate:{${tag(key)}}`, ratePerSecond, burst);
   }
 
   async idle(before: number, limit: number): Promise<SessionRecord[]> {
