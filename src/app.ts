@@ -45,7 +45,10 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     listenStreams: () => subscriptions.size,
     federationConflicts: () => federations.map((f) => [f.path, f.conflictCount]),
     openConnections: () => ingress.openConnections,
-  });
+    inFlight: () => inFlight.count,
+    pooledSessions: () => pool.size,
+    storeUp: () => pool.storeUp,
+  }, { version: VERSION });
   const requestMetrics = new RequestMetrics(metrics);
   const storeMetrics = new StoreMetrics(metrics);
 

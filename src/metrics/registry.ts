@@ -14,15 +14,58 @@ export interface Probes {
   federationConflicts(): Array<[string, number]>;
   /** Client connections open on the data port. */
   openConnections(): number;
+  /** Requests this replica is serving, its own and those handed to it. */
+  inFlight(): number;
+  /** Upstream sessions in this replica's pool. */
+  pooledSessions(): number;
+  /** Whether the session store answers (the memory store always does). */
+  storeUp(): boolean;
+}
+
+/** What build is running, for the causeway_build_info series. */
+export interface BuildInfo {
+  version: string;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-export function createMetrics(probes: Probes) {
+export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unknown' }) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  const buildInfo = new Gauge({
+    name: 'causeway_build_info',
+    help: 'Always 1; its labels name the running version and Node.js.',
+    labelNames: ['version', 'node'] as const,
+    registers: [registry],
+  });
+  buildInfo.labels(build.version, process.version).set(1);
   return {
     registry,
+    buildInfo,
+    requestsInFlight: new Gauge({
+      name: 'causeway_requests_in_flight',
+      help: 'Requests this replica is serving, its own and those handed to it.',
+      registers: [registry],
+      collect() {
+        this.set(probes.inFlight());
+      },
+    }),
+    pooledSessions: new Gauge({
+      name: 'causeway_pooled_sessions',
+      help: 'Upstream sessions in this replica\'s pool.',
+      registers: [registry],
+      collect() {
+        this.set(probes.pooledSessions());
+      },
+    }),
+    storeUp: new Gauge({
+      name: 'causeway_session_store_up',
+      help: '1 while the session store answers, 0 while the pool works around it.',
+      registers: [registry],
+      collect() {
+        this.set(probes.storeUp() ? 1 : 0);
+      },
+    }),
     requests: new Counter({
       name: 'causeway_requests_total',
       help: 'MCP requests answered, by era (modern, legacy, rejected), method and outcome (ok, client_error, server_error by HTTP status).',

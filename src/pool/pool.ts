@@ -115,6 +115,11 @@ export class SessionPool {
     });
   }
 
+  /** Whether the shared store answers (store-health.ts). */
+  get storeUp(): boolean {
+    return this.health.isUp;
+  }
+
   get size(): number {
     return this.local.size;
   }

@@ -11,7 +11,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { dpopKey, protectedResource, startAuthorizationServer, type DpopKey } from '../helpers/authorization-server.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { freePort, startRedis } from '../helpers/redis.js';
+import { startRedis } from '../helpers/redis.js';
 import { envelope } from '../mrtr/wire.js';
 
 const { port, resource, metadataUrl } = await protectedResource();
@@ -37,7 +37,7 @@ const common = {
 // Two replicas of one public URL: the second listens elsewhere, as behind a balancer.
 const causeway = await startCauseway({ ...common, 'listen.port': port, 'auth.resource': resource });
 t.teardown(() => causeway.close());
-const replica = await startCauseway({ ...common, 'listen.port': await freePort(), 'auth.resource': resource });
+const replica = await startCauseway({ ...common, 'auth.resource': resource });
 t.teardown(() => replica.close());
 const required = await startCauseway({ ...common, 'listen.port': strict.port, 'auth.resource': strict.resource, 'auth.dpop': 'required', 'auth.publicDiscover': 'true' });
 t.teardown(() => required.close());

@@ -3,6 +3,7 @@
 // listen-stream gauges; upstream latency; client revisions. The data port serves no /metrics.
 
 import t from 'tap';
+import { VERSION } from '../../src/version.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { ALL_CAPS, ELICIT, nameAnswer, rpc, sleep, type Reply } from '../mrtr/wire.js';
@@ -60,6 +61,10 @@ t.test('a scripted run gives exact counts', async (t) => {
   t.equal(first.body.result?.resultType, 'input_required');
   const held = await scrape();
   t.equal(value(held, 'causeway_mrtr_pending_calls'), 1, 'the call is held between rounds');
+  t.equal(value(held, 'causeway_pooled_sessions'), 2, 'two capability sets, two pooled sessions');
+  t.match(held, /^causeway_requests_in_flight 0$/m, 'nothing in flight between rounds (the scrape is no MCP request)');
+  t.equal(value(held, 'causeway_session_store_up'), 1, 'the memory store always answers');
+  t.equal(value(held, `causeway_build_info{version="${VERSION}",node="${process.version}"}`), 1, 'build info names the running version');
   const key = Object.keys(first.body.result.inputRequests)[0]!;
   const second = await call('tools/call', {
     name: ELICIT,
@@ -147,7 +152,9 @@ t.test('a listen stream shows in the gauge while open and is counted when it end
     seen += new TextDecoder().decode(chunk);
   }
   t.match(seen, /acknowledged/);
-  t.equal(value(await scrape(), 'causeway_listen_streams'), 1);
+  const open = await scrape();
+  t.equal(value(open, 'causeway_listen_streams'), 1);
+  t.equal(value(open, 'causeway_requests_in_flight'), 1, 'an open listen stream is a request in flight');
 
   abort.abort();
   await reader.cancel().catch(() => undefined);
