@@ -245,6 +245,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       ready: () => !draining,
       closing: () => closing,
       observe: (s) => requestMetrics.request(s.era, s.method, s.status, s.revision, s.seconds),
+      accessSample: config.log.accessSample,
       inFlight,
     }),
     (reason) => metrics.connectionsClosed.labels(reason).inc(),

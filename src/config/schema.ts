@@ -103,7 +103,7 @@ export interface Config {
     maxUrisPerListen: number;
     takeoverMs: number;
   };
-  log: { level: string };
+  log: { level: string; accessSample: number };
   drain: { delayMs: number; timeoutMs: number };
 }
 
@@ -403,6 +403,12 @@ export const SETTINGS: readonly Setting[] = [
     default: 'info',
     choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
     doc: 'pino log level.',
+  },
+  {
+    path: 'log.accessSample',
+    kind: 'number',
+    default: 0,
+    doc: 'Share of MCP requests logged at info when they end, one line each (era, method, name, status, duration, request id): 0 logs none, 1 every one, 0.01 one in a hundred.',
   },
   {
     path: 'drain.delayMs',

@@ -49,6 +49,8 @@ export interface FrontDoorDeps {
   closing(): boolean;
   /** Called once per MCP request when its response ends. */
   observe(sample: RequestSample): void;
+  /** Share of MCP requests given an access log line (log.accessSample). */
+  accessSample: number;
   inFlight: { count: number };
 }
 
@@ -142,7 +144,11 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
   const tag: Tag = { era: 'rejected', method: 'none', revision: 'none' };
   const onClose = () => {
     if (!res.writableFinished) abort.abort();
-    deps.observe({ ...tag, status: res.statusCode, seconds: (performance.now() - started) / 1000 });
+    const seconds = (performance.now() - started) / 1000;
+    deps.observe({ ...tag, status: res.statusCode, seconds });
+    if (deps.accessSample > 0 && (deps.accessSample >= 1 || Math.random() < deps.accessSample)) {
+      log.info({ era: tag.era, method: tag.method, name: tag.name?.slice(0, 256), status: res.statusCode, ms: Math.round(seconds * 1e4) / 10, finished: res.writableFinished }, 'request');
+    }
   };
   res.on('close', onClose);
   try {
@@ -175,7 +181,8 @@ function bodyPending(req: IngressRequest): boolean {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length.trim() !== '0');
 }
 
-type Tag = Pick<RequestSample, 'era' | 'method' | 'revision'>;
+/** `name`: the tool, prompt or resource a modern request names, for the access log only (unbounded). */
+type Tag = Pick<RequestSample, 'era' | 'method' | 'revision'> & { name?: string };
 
 /** Bounded: a known legacy method, 'notification', 'response' or 'other'. */
 function legacyMethodLabel(body: unknown): string {
@@ -329,6 +336,7 @@ async function dispatch(
     case 'modern': {
       tag.era = 'modern';
       tag.method = verdict.request.method;
+      tag.name = verdict.request.name;
       const accept = headers.accept;
       if (accept !== undefined && !/application\/json|text\/event-stream|\*\/\*/i.test(accept)) {
         return sendCausewayError(res, causewayError('not_acceptable'), verdict.request.id);

@@ -1,0 +1,49 @@
+// log.accessSample: with 1, every MCP request ends in one info line (era, method, name, status,
+// duration, request id), whatever its outcome; with 0 (the default) none does; tokens never appear.
+
+import t from 'tap';
+import { startLegacyServer } from '../fixtures/legacy-server.js';
+import { startCauseway } from '../helpers/causeway.js';
+import { modernBody, modernHeaders } from '../e2e/wire.js';
+
+const upstream = await startLegacyServer();
+t.teardown(() => upstream.close());
+
+const TOKEN = 'secret-token-value-never-logged';
+
+async function post(url: string, body: string, headers: Record<string, string>, reqId: string): Promise<number> {
+  const res = await fetch(url, { method: 'POST', headers: { ...headers, 'x-request-id': reqId, authorization: `Bearer ${TOKEN}` }, body });
+  await res.text();
+  return res.status;
+}
+
+const accessLines = (logs: string[]) => logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
+
+t.test('with log.accessSample 1: one line per request, success and failure alike', async (t) => {
+  const cw = await startCauseway({ 'upstream.url': upstream.url, 'log.accessSample': 1, 'principal.mode': 'bearer', 'principal.hashSecret': 'access-log-test-secret-0123456789' });
+  t.teardown(() => cw.close());
+  const call = modernBody('tools/call', { name: 'echo', arguments: { text: 'hi' } });
+  t.equal(await post(cw.url, JSON.stringify(call), modernHeaders('tools/call', 'echo'), 'req-ok'), 200);
+  t.equal(await post(cw.url, '{not json', modernHeaders('tools/call', 'echo'), 'req-bad'), 400);
+  const unknown = modernBody('tools/call', { name: 'no_such_tool', arguments: {} });
+  t.equal(await post(cw.url, JSON.stringify(unknown), modernHeaders('tools/call', 'no_such_tool'), 'req-unknown'), 200);
+  // The line is written when the response closes, just after the client has read it.
+  for (let i = 0; i < 100 && accessLines(cw.logs).length < 3; i++) await new Promise((r) => setTimeout(r, 20));
+  const lines = accessLines(cw.logs);
+  t.match(lines, [
+    { level: 30, reqId: 'req-ok', era: 'modern', method: 'tools/call', name: 'echo', status: 200, finished: true },
+    { level: 30, reqId: 'req-bad', era: 'rejected', status: 400 },
+    { level: 30, reqId: 'req-unknown', era: 'modern', method: 'tools/call', name: 'no_such_tool', status: 200 },
+  ]);
+  t.ok(lines.every((l) => typeof l.ms === 'number' && (l.ms as number) >= 0), 'each line has its duration');
+  t.notOk(cw.logs.some((l) => l.includes(TOKEN)), 'the bearer token is in no log line');
+});
+
+t.test('by default (log.accessSample 0) no access line is written', async (t) => {
+  const cw = await startCauseway({ 'upstream.url': upstream.url });
+  t.teardown(() => cw.close());
+  const call = modernBody('tools/call', { name: 'echo', arguments: { text: 'hi' } });
+  t.equal(await post(cw.url, JSON.stringify(call), modernHeaders('tools/call', 'echo'), 'req-quiet'), 200);
+  await cw.close();
+  t.same(accessLines(cw.logs), []);
+});
