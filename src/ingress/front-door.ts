@@ -181,7 +181,7 @@ function bodyPending(req: IngressRequest): boolean {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length.trim() !== '0');
 }
 
-/** `name`: the tool, prompt or resource a modern request names, for the access log only (unbounded). */
+/** `name`: the tool, prompt or resource a modern request names; for the access log only (not a metric label), cut to 256 characters there. */
 type Tag = Pick<RequestSample, 'era' | 'method' | 'revision'> & { name?: string };
 
 /** Bounded: a known legacy method, 'notification', 'response' or 'other'. */
