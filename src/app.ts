@@ -7,7 +7,7 @@ import { originPolicy } from './envelope/index.js';
 import { createAdmin, createIngress, drain, frontDoor, RateLimiter } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { AuthMetrics, createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics } from './metrics/index.js';
-import { replayCacheFor, ResourceServer } from './auth/index.js';
+import { replayCacheFor, ResourceServer, SubjectTokens } from './auth/index.js';
 import { IdMinter, ReplicaRelay, TransportMemo, type UpstreamSessionClient } from './upstream/index.js';
 import { upstreamParts, type UpstreamParts } from './upstream-parts.js';
 import { createRedisClient, createStore, redisConnection, SessionPool, type SessionStore } from './pool/index.js';
@@ -15,7 +15,7 @@ import { RedisBus } from './bus/index.js';
 import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, type ReplicaBridge } from './mrtr/index.js';
 import { randomUUID } from 'node:crypto';
 import type { ModernDeps } from './pipeline.js';
-import { compileRules, Federation, type Mount } from './routing/index.js';
+import { compileRules, Federation, principalHash, type Mount } from './routing/index.js';
 import { crossReplicaListen, InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
 import { VERSION } from './version.js';
 
@@ -78,7 +78,11 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const upstreams = new Map<string, UpstreamParts>();
   // Shared by the upstreams: each URL of an auto upstream is probed once.
   const transports = new TransportMemo();
-  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, { reachable, transports }));
+  // The clients' own tokens, kept for the upstreams that exchange them for theirs.
+  const subjects = topology.upstreams.some((u) => u.credentials?.grant === 'token_exchange')
+    ? new SubjectTokens((identity) => principalHash(config.principal, {}, identity))
+    : undefined;
+  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, { reachable, transports, subjects }));
   const partsOf = (name: string) => upstreams.get(name)!;
   const pool = new SessionPool(
     store,
@@ -207,7 +211,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const auth =
     config.auth.mode === 'none'
       ? undefined
-      : new ResourceServer(config.auth, topology.mounts.map((m) => m.path), (reason) => authMetrics.failure(reason), replayCacheFor(store));
+      : new ResourceServer(config.auth, topology.mounts.map((m) => m.path), (reason) => authMetrics.failure(reason), replayCacheFor(store), subjects);
   let draining = false;
   let closing = false;
   const ingress = createIngress(

@@ -42,6 +42,8 @@ export const ERROR_TABLE = {
   upstream_unavailable: { code: -32603, status: 502, message: 'Upstream unavailable' },
   upstream_bad_response: { code: -32603, status: 502, message: 'Upstream sent an invalid response' },
   upstream_timeout: { code: -32603, status: 504, message: 'Upstream did not answer in time' },
+  // Causeway's own token for the upstream (client credentials, token exchange) could not be had.
+  upstream_credentials: { code: -32603, status: 502, message: 'Cannot obtain the upstream credential' },
   // No Mcp-Session-Id at initialize: an answer to the upstream's own request can never reach the call.
   upstream_sessionless: { code: -32603, status: 502, message: 'The upstream keeps no sessions: its request to the client cannot be answered' },
   draining: { code: -32603, status: 503, message: 'Server is shutting down' },

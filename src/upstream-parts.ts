@@ -15,6 +15,8 @@ import {
   StdioOpener,
   TargetSet,
   UpstreamClient,
+  UpstreamCredentials,
+  type SubjectSource,
   type TransportMemo,
   type UpstreamSessionClient,
 } from './upstream/index.js';
@@ -33,6 +35,8 @@ export interface Shared {
   /** Makes a replica's own stdio or HTTP+SSE client reach sessions on other replicas too. */
   reachable(name: string, client: UpstreamSessionClient): UpstreamSessionClient;
   transports: TransportMemo;
+  /** The clients' tokens, for upstreams whose credential is an exchange of them. */
+  subjects: SubjectSource | undefined;
 }
 
 /** What builds one upstream's parts: its spec and settings, and what the app shares among upstreams. */
@@ -46,6 +50,7 @@ interface UpstreamContext {
   forward: ForwardPolicy;
   binding: SessionBinding | undefined;
   reachable: Shared['reachable'];
+  credentials: UpstreamCredentials | undefined;
 }
 
 export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log: Logger, shared: Shared): UpstreamParts {
@@ -56,15 +61,17 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
   const forward = new ForwardPolicy(spec.forwardHeaders, credentials);
   // A legacy session belongs to whoever opened it: the header's principal, or the token's iss and sub.
   const binding = principal.mode === 'none' && config.auth.mode === 'none' ? undefined : new SessionBinding(principal.hashSecret, spec.name);
+  const upstreamLog = log.child({ stage: 'upstream', upstream: spec.name });
   const ctx: UpstreamContext = {
     spec,
     config,
     metrics: upstreamMetrics,
-    log: log.child({ stage: 'upstream', upstream: spec.name }),
+    log: upstreamLog,
     rootLog: log,
     forward,
     binding,
     reachable: shared.reachable,
+    credentials: spec.credentials && new UpstreamCredentials(spec.credentials, shared.subjects, upstreamLog),
   };
   const parts = { spec, forward, metrics: upstreamMetrics };
   switch (spec.transport) {
@@ -161,12 +168,13 @@ function targetSet({ spec, metrics, log }: UpstreamContext): TargetSet {
   );
 }
 
-function streamableClient({ spec, metrics, log }: UpstreamContext, targets: TargetSet): UpstreamSessionClient {
+function streamableClient({ spec, metrics, log, credentials }: UpstreamContext, targets: TargetSet): UpstreamSessionClient {
   return new UpstreamClient(
     {
       name: spec.name,
       targets,
       headers: spec.headers,
+      credentials,
       connectTimeoutMs: spec.connectTimeoutMs,
       requestTimeoutMs: spec.requestTimeoutMs,
       maxResponseBytes: spec.maxResponseBytes,
@@ -176,12 +184,13 @@ function streamableClient({ spec, metrics, log }: UpstreamContext, targets: Targ
   );
 }
 
-function legacyPassthrough({ spec, config, rootLog, forward, binding }: UpstreamContext, targets: TargetSet): LegacyFace {
+function legacyPassthrough({ spec, config, rootLog, forward, binding, credentials }: UpstreamContext, targets: TargetSet): LegacyFace {
   const { principal } = config;
   return new LegacyPassthrough(
     {
       targets,
       headers: spec.headers,
+      credentials,
       forward,
       principal,
       binding,

@@ -44,7 +44,15 @@ export type AuthFailure = (typeof AUTH_FAILURES)[number];
 
 /** A token checked by a verifier: its identity and scopes, or why it is refused. */
 export type Verified =
-  | { ok: true; identity: Identity; scopes: ReadonlySet<string>; audiences: readonly string[]; jkt: string | undefined }
+  | {
+      ok: true;
+      identity: Identity;
+      scopes: ReadonlySet<string>;
+      audiences: readonly string[];
+      jkt: string | undefined;
+      /** When the token ends (ms since the epoch); undefined: the introspection answer did not say. */
+      expiresAt: number | undefined;
+    }
   | { ok: false; failure: AuthFailure };
 
 export interface TokenVerifier {

@@ -92,7 +92,8 @@ export class IntrospectionVerifier implements TokenVerifier {
     if (subject === undefined) return { ok: false, failure: 'missing_subject' };
     const binding = bindingOf(a);
     if (binding === 'other') return { ok: false, failure: 'bound_token' };
-    return { ok: true, identity: { issuer: this.opts.issuer, subject }, scopes: scopesOf(a), audiences, jkt: binding?.jkt };
+    const expiresAt = typeof a.exp === 'number' ? a.exp * 1000 : undefined;
+    return { ok: true, identity: { issuer: this.opts.issuer, subject }, scopes: scopesOf(a), audiences, jkt: binding?.jkt, expiresAt };
   }
 
   private remember(key: string, entry: Cached): void {

@@ -37,7 +37,7 @@ export class JwtVerifier implements TokenVerifier {
       if (typeof payload.sub !== 'string' || payload.sub === '') return { ok: false, failure: 'missing_subject' };
       const binding = bindingOf(payload);
       if (binding === 'other') return { ok: false, failure: 'bound_token' };
-      return { ok: true, identity: { issuer: this.opts.issuer, subject: payload.sub }, scopes: scopesOf(payload), audiences: audiencesOf(payload), jkt: binding?.jkt };
+      return { ok: true, identity: { issuer: this.opts.issuer, subject: payload.sub }, scopes: scopesOf(payload), audiences: audiencesOf(payload), jkt: binding?.jkt, expiresAt: payload.exp! * 1000 };
     } catch (err) {
       return { ok: false, failure: failureOf(err) };
     }

@@ -15,6 +15,7 @@ import { IntrospectionVerifier } from './introspection.js';
 import { JwtVerifier } from './jwt.js';
 import { metadataDocument, metadataPath, metadataUrl, WELL_KNOWN_PRM } from './metadata.js';
 import type { ReplayCache } from './replay-cache.js';
+import type { SubjectTokens } from './subject-tokens.js';
 import { parseRules, scopesNamed, type ScopeRule } from './rules.js';
 
 export type AuthSettings = Config['auth'];
@@ -56,6 +57,8 @@ export class ResourceServer {
     mountPaths: readonly string[],
     private readonly onFailure: (reason: AuthFailure) => void,
     replays: ReplayCache,
+    /** Told every accepted token when an upstream's credential is an exchange of it. */
+    private readonly subjects?: SubjectTokens,
   ) {
     this.rules = parseRules(settings.rules).rules;
     this.mode = settings.dpop;
@@ -138,6 +141,7 @@ export class ResourceServer {
         return this.refuse(failure, this.invalid(mount, { scheme, error }));
       }
     }
+    this.subjects?.remember(verified.identity, token, verified.expiresAt);
     return { ok: true, access: new Access(verified.identity, verified.scopes, this.rules, scheme) };
   }
 

@@ -28,6 +28,11 @@ function urlProblem(key: string, value: string): string | undefined {
 export function authProblems(c: Config, topology: Topology): string[] {
   const a = c.auth;
   const problems: string[] = [];
+  for (const u of topology.upstreams) {
+    if (a.mode === 'none' && u.credentials?.grant === 'token_exchange') {
+      problems.push(`upstream ${u.name}: credentials grant token_exchange needs auth.mode jwt or introspection: it exchanges the client's verified token`);
+    }
+  }
   if (a.mode === 'none') {
     // Settings given for a resource server that is off are a deployment that believes it is protected.
     for (const s of SETTINGS) {

@@ -55,6 +55,7 @@ export interface Config {
     name: string;
     url: string;
     headers: Record<string, string>;
+    credentials: Record<string, string>;
     forwardHeaders: string[];
     protocolVersion: string;
     connectTimeoutMs: number;
@@ -260,6 +261,12 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'upstream.name', kind: 'string', default: 'default', doc: 'Name of the upstream in logs and metrics.' },
   { path: 'upstream.url', kind: 'string', default: '', doc: 'Endpoint of the legacy server (required unless transport is stdio): Streamable HTTP, or the SSE endpoint for sse.' },
   { path: 'upstream.headers', kind: 'map', default: {}, doc: 'Extra headers sent upstream (e.g. its own credential).' },
+  {
+    path: 'upstream.credentials',
+    kind: 'map',
+    default: {},
+    doc: 'Causeway’s own OAuth token for the upstream (streamable-http), never the client’s: grant (client_credentials, or token_exchange of the client’s token, RFC 8693), tokenUrl, clientId, clientSecret, and optional scope, resource, audience. See Authorization.',
+  },
   {
     path: 'upstream.forwardHeaders',
     kind: 'list',

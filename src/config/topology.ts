@@ -2,6 +2,7 @@
 // no `upstreams` has one, built from the `upstream.*` settings and served at `listen.path`; with
 // `upstreams`, those settings are the defaults of each entry and `mounts` say what is served where.
 
+import { CREDENTIAL_GRANTS, type CredentialGrant, type CredentialSpec } from '../upstream/index.js';
 import { deepFreeze } from './freeze.js';
 import { UPSTREAM_TRANSPORTS, type CacheScope, type Config, type UpstreamTransport } from './schema.js';
 
@@ -12,10 +13,12 @@ export interface CachePolicy {
 }
 
 /** One upstream: the `upstream.*` settings, with its own URLs and cache policy. */
-export interface UpstreamSpec extends Omit<Config['upstream'], 'url'> {
+export interface UpstreamSpec extends Omit<Config['upstream'], 'url' | 'credentials'> {
   /** Equivalent URLs (replicas of one deployment); sessions are spread over them. Empty for stdio. */
   urls: string[];
   cache: CachePolicy;
+  /** Causeway's own token for the upstream; undefined: only the configured headers. */
+  credentials: CredentialSpec | undefined;
 }
 
 /** Pins requests to one member of a mount: by method, by name pattern (`*` any run of characters), or both. */
@@ -57,6 +60,7 @@ const UPSTREAM_KEYS = new Set([
   'ejectAfterFailures',
   'ejectMs',
   'cache',
+  'credentials',
   'transport',
   'command',
   'args',
@@ -175,10 +179,16 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
       if (raw.cache.methods !== undefined) cache.methods = { ...cache.methods, ...cacheMethods(`${where}.cache.methods`, raw.cache.methods, problems) };
     }
   }
+  const credentials = credentialSpec(`${where}.credentials`, raw.credentials ?? c.upstream.credentials, problems);
+  if (credentials && stdio.transport !== 'streamable-http') problems.push(`${where}.credentials: only for transport streamable-http`);
+  if (credentials && Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) {
+    problems.push(`${where}: give credentials or an Authorization header, not both`);
+  }
   return {
     name,
     urls,
     headers,
+    credentials,
     forwardHeaders,
     protocolVersion,
     connectTimeoutMs: num(`${where}.connectTimeoutMs`, raw.connectTimeoutMs, c.upstream.connectTimeoutMs, 0, problems),
@@ -188,6 +198,42 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
     ejectMs: num(`${where}.ejectMs`, raw.ejectMs, c.upstream.ejectMs, 0, problems),
     ...stdio,
     cache,
+  };
+}
+
+const CREDENTIAL_KEYS = new Set(['grant', 'tokenUrl', 'clientId', 'clientSecret', 'scope', 'resource', 'audience']);
+const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
+
+/** An upstream's credentials entry (an object of strings); undefined when there is none. */
+function credentialSpec(where: string, v: unknown, problems: string[]): CredentialSpec | undefined {
+  if (!isRaw(v) || !Object.values(v).every((x) => typeof x === 'string')) {
+    problems.push(`${where}: expected an object of strings`);
+    return undefined;
+  }
+  if (Object.keys(v).length === 0) return undefined;
+  const o = v as Record<string, string>;
+  for (const k of Object.keys(o)) if (!CREDENTIAL_KEYS.has(k)) problems.push(`${where}: unknown setting ${k}`);
+  if (!(CREDENTIAL_GRANTS as readonly string[]).includes(o.grant ?? '')) problems.push(`${where}.grant: expected one of ${CREDENTIAL_GRANTS.join(', ')}`);
+  for (const k of ['tokenUrl', 'clientId', 'clientSecret']) if (!o[k]) problems.push(`${where}.${k}: required`);
+  if (o.tokenUrl) {
+    try {
+      const u = new URL(o.tokenUrl);
+      // The client secret goes there: in the clear only on this machine.
+      if (u.protocol !== 'https:' && !(u.protocol === 'http:' && LOOPBACK.test(u.hostname))) problems.push(`${where}.tokenUrl: must be https (http only on loopback)`);
+    } catch {
+      problems.push(`${where}.tokenUrl: expected an absolute URL`);
+    }
+  }
+  if (o.resource && !URL.canParse(o.resource)) problems.push(`${where}.resource: expected an absolute URL`);
+  if (o.audience && o.grant !== 'token_exchange') problems.push(`${where}.audience: only for grant token_exchange`);
+  return {
+    grant: o.grant as CredentialGrant,
+    tokenUrl: o.tokenUrl ?? '',
+    clientId: o.clientId ?? '',
+    clientSecret: o.clientSecret ?? '',
+    scope: o.scope ?? '',
+    resource: o.resource ?? '',
+    audience: o.audience ?? '',
   };
 }
 

@@ -19,13 +19,15 @@ import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Identity } from '../auth/index.js';
 import { principalHash, type PrincipalPolicy } from '../routing/index.js';
-import { HOP_BY_HOP, neverDelivered, toUpstreamError, type ForwardPolicy, type TargetSet } from '../upstream/index.js';
+import { HOP_BY_HOP, neverDelivered, toUpstreamError, type ForwardPolicy, type TargetSet, type UpstreamCredentials } from '../upstream/index.js';
 import { sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
 import type { SessionBinding } from './session-binding.js';
 
 export interface PassthroughOptions {
   targets: TargetSet;
   headers: Readonly<Record<string, string>>;
+  /** Causeway's own token for the upstream, sent instead of anything the client has. */
+  credentials?: UpstreamCredentials;
   /** The client headers this upstream gets besides the protocol's own. */
   forward: ForwardPolicy;
   principal: PrincipalPolicy;
@@ -127,34 +129,50 @@ export class LegacyPassthrough implements LegacyFace {
       if (target === undefined || !targets.admits(target)) return sessionGone(res, null);
       sent['mcp-session-id'] = sessionId.slice(dot + 1);
     }
+    const { credentials } = this.opts;
     const tried = new Set<string>();
     let upstream;
-    for (;;) {
-      const url = target ?? targets.pick(tried);
-      tried.add(url);
+    for (let attempt = 1; ; attempt++) {
+      let authorization: string | undefined;
       try {
-        upstream = await undiciRequest(url, {
-          method: method as 'GET' | 'POST' | 'DELETE',
-          headers: { ...sent, ...extraHeaders, ...this.opts.headers },
-          body: body?.bytes,
-          dispatcher: this.agent,
-          signal,
-        });
-        targets.succeeded(url);
-        target = url;
-        break;
+        authorization = await credentials?.authorization(principal);
       } catch (err) {
-        if (signal.aborted) return;
-        if (neverDelivered(err)) {
-          targets.failed(url);
-          // A new session may go to another URL; an existing one lives where it lives.
-          if (target === undefined && tried.size < targets.size) continue;
-          if (target !== undefined && spread) return sessionGone(res, null);
-        }
-        this.log.warn({ err: (err as Error).message }, 'legacy passthrough failed');
-        sendCausewayError(res, toCausewayError(toUpstreamError(err)), null);
+        sendCausewayError(res, toCausewayError(err), null);
         return;
       }
+      const own = authorization === undefined ? this.opts.headers : { ...this.opts.headers, authorization };
+      for (;;) {
+        const url = target ?? targets.pick(tried);
+        tried.add(url);
+        try {
+          upstream = await undiciRequest(url, {
+            method: method as 'GET' | 'POST' | 'DELETE',
+            headers: { ...sent, ...extraHeaders, ...own },
+            body: body?.bytes,
+            dispatcher: this.agent,
+            signal,
+          });
+          targets.succeeded(url);
+          target = url;
+          break;
+        } catch (err) {
+          if (signal.aborted) return;
+          if (neverDelivered(err)) {
+            targets.failed(url);
+            // A new session may go to another URL; an existing one lives where it lives.
+            if (target === undefined && tried.size < targets.size) continue;
+            if (target !== undefined && spread) return sessionGone(res, null);
+          }
+          this.log.warn({ err: (err as Error).message }, 'legacy passthrough failed');
+          sendCausewayError(res, toCausewayError(toUpstreamError(err)), null);
+          return;
+        }
+      }
+      // The upstream refused Causeway's own token before doing anything: one more try with a new one.
+      if (upstream.statusCode !== 401 || authorization === undefined) break;
+      credentials!.refused(principal, authorization);
+      if (attempt === 2) break;
+      await upstream.body.dump().catch(() => undefined);
     }
     if (res.headersSent || res.destroyed) {
       upstream.body.destroy();

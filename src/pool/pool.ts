@@ -15,7 +15,7 @@ import { causewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { SessionExpiredError, TargetUnreachableError, type SessionRef, type UpstreamSessionClient } from '../upstream/index.js';
-import { upstreamOf, type SessionKey } from './session-key.js';
+import { principalOf, upstreamOf, type SessionKey } from './session-key.js';
 import { Housekeeping } from './housekeeping.js';
 import { republish } from './reconcile.js';
 import { sameRecord, type SessionRecord, type SessionStore } from './session-store.js';
@@ -72,7 +72,7 @@ interface ReconnectSignal {
 
 /** How the upstream client addresses a pooled session. */
 export function sessionRef(s: PooledSession): SessionRef {
-  return { sessionId: s.record.sessionId, protocolVersion: s.record.protocolVersion, target: s.record.target };
+  return { sessionId: s.record.sessionId, protocolVersion: s.record.protocolVersion, target: s.record.target, principal: s.key.principalHash };
 }
 
 
@@ -306,11 +306,11 @@ export class SessionPool {
   private async initialize(key: SessionKey, reason: OpenReason, generation: number): Promise<SessionRecord> {
     const upstream = this.upstream(key.upstream);
     const started = performance.now();
-    const hs = await upstream.client.initialize({
-      protocolVersion: upstream.protocolVersion,
-      capabilities: key.legacyCapabilities,
-      clientInfo: this.opts.clientInfo,
-    });
+    const hs = await upstream.client.initialize(
+      { protocolVersion: upstream.protocolVersion, capabilities: key.legacyCapabilities, clientInfo: this.opts.clientInfo },
+      undefined,
+      key.principalHash,
+    );
     this.events.onInitialize?.(key.upstream, performance.now() - started, reason);
     this.log.info(
       { upstream: key.upstream, target: upstream.client.targetIndex(hs.target), negotiated: hs.protocolVersion, reason, sessionful: hs.sessionId !== undefined },
@@ -382,7 +382,7 @@ export class SessionPool {
     const upstream = this.upstreams.get(upstreamOf(record.key));
     if (!upstream) return Promise.resolve();
     return upstream.client
-      .terminate({ sessionId: record.sessionId, protocolVersion: record.protocolVersion, target: record.target })
+      .terminate({ sessionId: record.sessionId, protocolVersion: record.protocolVersion, target: record.target, principal: principalOf(record.key) })
       .catch((err: unknown) => this.log.debug({ err }, 'ending an upstream session failed'));
   }
 

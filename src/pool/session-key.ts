@@ -52,3 +52,8 @@ export function upstreamOf(keyId: string): string {
   const bar = keyId.indexOf('|');
   return bar < 0 ? keyId : keyId.slice(0, bar);
 }
+
+/** The principal hash in a key id (hashes are base64url: no `|`). */
+export function principalOf(keyId: string): string | undefined {
+  return keyId.split('|')[1];
+}

@@ -77,8 +77,8 @@ export class AutoClient implements UpstreamSessionClient {
     return this.found?.client.endsHere?.(target) ?? false;
   }
 
-  async initialize(params: InitializeParams, signal?: AbortSignal): Promise<HandshakeResult> {
-    return (await this.use(signal)).client.initialize(params, signal);
+  async initialize(params: InitializeParams, signal?: AbortSignal, principal?: string): Promise<HandshakeResult> {
+    return (await this.use(signal)).client.initialize(params, signal, principal);
   }
 
   // The caller's signal, where there is one, bounds its wait for the probe too.

@@ -11,6 +11,7 @@ import { TargetUnreachableError } from './errors.js';
 import { upstreamHeaders, type SessionRef, type UpstreamRequestKind } from './headers.js';
 import { decodeMessages } from './messages.js';
 import { neverDelivered, type TargetSet } from './targets.js';
+import type { UpstreamCredentials } from './credentials.js';
 
 export type Response = Dispatcher.ResponseData;
 
@@ -18,6 +19,8 @@ export interface DispatcherEndpoint {
   name: string;
   targets: TargetSet;
   headers?: Record<string, string>;
+  /** Causeway's own token for this upstream, sent as Authorization on every request. */
+  credentials?: UpstreamCredentials;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
 }
@@ -68,37 +71,47 @@ export class UpstreamDispatcher {
   }
 
   /**
-   * Sends to the session's target (the first URL when it has none). With `movable`, failing to
-   * reach the target is a TargetUnreachableError: nothing was sent, so the pool moves the session.
+   * Sends to the session's target (the first URL when it has none), with the upstream credential
+   * of the session's principal. With `movable`, failing to reach the target is a
+   * TargetUnreachableError: nothing was sent, so the pool moves the session.
    */
   async send(
     method: 'POST' | 'GET' | 'DELETE',
-    target: string | undefined,
+    session: Pick<SessionRef, 'target' | 'principal'>,
     headers: Record<string, string>,
     body: string | undefined,
     signal: AbortSignal,
     how: { longLived?: boolean; movable?: boolean } = {},
   ): Promise<Response> {
-    const { targets, name } = this.endpoint;
-    const url = target ?? targets.at(0)!;
+    const { targets, name, credentials } = this.endpoint;
+    const url = session.target ?? targets.at(0)!;
     const where = this.parsed.get(url);
     if (!where) throw new TargetUnreachableError(name, new Error('the session lives on a URL this upstream no longer lists'));
-    try {
-      const res = await this.agent.request({
-        origin: where.origin,
-        path: where.path,
-        method,
-        headers,
-        body,
-        signal,
-        ...(how.longLived ? { bodyTimeout: 0 } : {}),
-      });
+    for (let attempt = 1; ; attempt++) {
+      if (credentials) headers = { ...headers, authorization: await credentials.authorization(session.principal) };
+      let res: Response;
+      try {
+        res = await this.agent.request({
+          origin: where.origin,
+          path: where.path,
+          method,
+          headers,
+          body,
+          signal,
+          ...(how.longLived ? { bodyTimeout: 0 } : {}),
+        });
+      } catch (err) {
+        if (signal.aborted || !neverDelivered(err)) throw err;
+        targets.failed(url);
+        throw how.movable ? new TargetUnreachableError(name, err) : err;
+      }
       targets.succeeded(url);
-      return res;
-    } catch (err) {
-      if (signal.aborted || !neverDelivered(err)) throw err;
-      targets.failed(url);
-      throw how.movable ? new TargetUnreachableError(name, err) : err;
+      // A 401 is the upstream refusing Causeway's token before doing anything (expired early,
+      // revoked, its keys rotated): one more try with a new one.
+      if (res.statusCode !== 401 || !credentials) return res;
+      credentials.refused(session.principal, headers.authorization!);
+      if (attempt === 2) return res;
+      await res.body.dump().catch(() => undefined);
     }
   }
 

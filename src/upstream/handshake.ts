@@ -36,13 +36,13 @@ export interface HandshakeHost {
 const INITIALIZE_ID = 0;
 
 /** Initializes on the first URL that takes it; errors are settled against `scope` by the caller. */
-export async function initializeOn(host: HandshakeHost, params: InitializeParams, scope: CallScope): Promise<HandshakeResult> {
+export async function initializeOn(host: HandshakeHost, params: InitializeParams, scope: CallScope, principal?: string): Promise<HandshakeResult> {
   const tried = new Set<string>();
   for (;;) {
     const target = host.targets.pick(tried);
     tried.add(target);
     try {
-      return await handshake(host, params, target, scope);
+      return await handshake(host, params, { target, principal }, scope);
     } catch (err) {
       if (!(err instanceof TargetUnreachableError)) throw scope.settle(err);
       // Never reached: another replica of the upstream may take the session.
@@ -52,9 +52,9 @@ export async function initializeOn(host: HandshakeHost, params: InitializeParams
   }
 }
 
-async function handshake(host: HandshakeHost, params: InitializeParams, target: string, scope: CallScope): Promise<HandshakeResult> {
+async function handshake(host: HandshakeHost, params: InitializeParams, at: Pick<SessionRef, 'target' | 'principal'>, scope: CallScope): Promise<HandshakeResult> {
   const ctx: Exchange = {
-    session: { sessionId: undefined, protocolVersion: params.protocolVersion, target },
+    session: { sessionId: undefined, protocolVersion: params.protocolVersion, ...at },
     handlers: {},
     id: INITIALIZE_ID,
     scope,
@@ -70,7 +70,7 @@ async function handshake(host: HandshakeHost, params: InitializeParams, target: 
     }
     const version = response.result.protocolVersion;
     if (typeof version !== 'string' || version === '') throw badResponse('initialize result has no protocolVersion');
-    const session: SessionRef = { sessionId: ctx.session.sessionId, protocolVersion: version, target };
+    const session: SessionRef = { sessionId: ctx.session.sessionId, protocolVersion: version, ...at };
     ctx.session = session;
     await host.postOneWay(scope, session, { jsonrpc: '2.0', method: 'notifications/initialized' });
     host.log.debug({ protocolVersion: version, sessionful: session.sessionId !== undefined }, 'upstream initialized');

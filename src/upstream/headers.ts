@@ -9,6 +9,8 @@ export interface SessionRef {
   protocolVersion: string;
   /** The URL of the upstream replica the session lives on; absent: the upstream's first URL. */
   target?: string;
+  /** The principal hash the session was opened for: whose upstream credential it is sent with. */
+  principal?: string;
 }
 
 export type UpstreamRequestKind = 'post' | 'get' | 'delete' | 'initialize';

@@ -15,3 +15,4 @@ export { detectTransport, TransportMemo, type Detected, type DetectOptions, type
 export { AutoClient, type AutoClientOptions, type FoundTransport } from './auto-client.js';
 export type { ChannelOpener, MessageChannel } from './message-channel.js';
 export { ReplicaRelay, type RelayOptions } from './replica-relay.js';
+export { UpstreamCredentials, CREDENTIAL_GRANTS, type CredentialGrant, type CredentialSpec, type SubjectSource } from './credentials.js';

@@ -32,12 +32,15 @@ import type { UpstreamSessionClient } from './session-client.js';
 export type { SessionRef } from './headers.js';
 export type { HandshakeResult } from './handshake.js';
 export type { StreamHandlers } from './inbound.js';
+import type { UpstreamCredentials } from './credentials.js';
 
 export interface UpstreamEndpoint {
   name: string;
   /** The upstream's equivalent URLs; each session lives on one of them. */
   targets: TargetSet;
   headers?: Record<string, string>;
+  /** Causeway's own token for the upstream, on every request. */
+  credentials?: UpstreamCredentials;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
   maxResponseBytes: number;
@@ -129,11 +132,11 @@ export class UpstreamClient implements UpstreamSessionClient {
     return target === undefined ? 0 : this.endpoint.targets.indexOf(target);
   }
 
-  initialize(params: InitializeParams, signal?: AbortSignal): Promise<HandshakeResult> {
+  initialize(params: InitializeParams, signal?: AbortSignal, principal?: string): Promise<HandshakeResult> {
     return this.track(true, async () => {
       const scope = this.scope(signal, this.endpoint.requestTimeoutMs);
       try {
-        return await initializeOn(this.handshakes, params, scope);
+        return await initializeOn(this.handshakes, params, scope, principal);
       } finally {
         scope.dispose();
       }
@@ -235,7 +238,7 @@ export class UpstreamClient implements UpstreamSessionClient {
     await this.track(false, async () => {
       const scope = this.scope(undefined, this.endpoint.requestTimeoutMs);
       try {
-        const res = await this.dispatcher.send('DELETE', session.target, this.dispatcher.headers('delete', session), undefined, scope.signal);
+        const res = await this.dispatcher.send('DELETE', session, this.dispatcher.headers('delete', session), undefined, scope.signal);
         void discard(res.body);
         this.log.debug({ status: res.statusCode }, 'upstream session terminated');
       } catch (err) {
@@ -274,7 +277,7 @@ export class UpstreamClient implements UpstreamSessionClient {
   ): Promise<JsonRpcResponse> {
     const headers =
       kind === 'initialize' ? this.dispatcher.headers('initialize', undefined) : this.dispatcher.headers('post', ctx.session, extraHeaders);
-    const res = await this.dispatcher.send('POST', ctx.session.target, headers, body, ctx.scope.signal, { longLived: ctx.patient === true, movable: true });
+    const res = await this.dispatcher.send('POST', ctx.session, headers, body, ctx.scope.signal, { longLived: ctx.patient === true, movable: true });
     if (kind === 'initialize') {
       // A URL that cannot take a session now (overloaded, starting, behind a dead gateway) has
       // opened none: another URL of the upstream may.
@@ -345,7 +348,7 @@ export class UpstreamClient implements UpstreamSessionClient {
     session: SessionRef,
     message: JsonRpcNotification | JsonRpcResponse,
   ): Promise<void> {
-    const res = await this.dispatcher.send('POST', session.target, this.dispatcher.headers('post', session), JSON.stringify(message), scope.signal, { movable: true });
+    const res = await this.dispatcher.send('POST', session, this.dispatcher.headers('post', session), JSON.stringify(message), scope.signal, { movable: true });
     const status = res.statusCode;
     if (status === 202 || status === 200 || status === 204) {
       await discard(res.body);

@@ -16,8 +16,8 @@ export interface UpstreamSessionClient {
   endsHere?(target: string | undefined): boolean;
   /** The position of a session's place in the upstream's list, for logs. */
   targetIndex(target: string | undefined): number;
-  /** Opens one upstream session: initialize, then notifications/initialized. */
-  initialize(params: InitializeParams, signal?: AbortSignal): Promise<HandshakeResult>;
+  /** Opens one upstream session for `principal` (a principal hash): initialize, then notifications/initialized. */
+  initialize(params: InitializeParams, signal?: AbortSignal, principal?: string): Promise<HandshakeResult>;
   /**
    * Sends a request on a session and resolves with its response; notifications and server->client
    * requests that belong to it go to `handlers`. Fails with an upstream_* CausewayError,

@@ -62,7 +62,7 @@ export async function resumeRequestStream(c: StreamContext, ctx: Exchange, lastE
   const cursor: Cursor = { lastEventId, retryMs: undefined };
   for (let attempt = 1; ; attempt++) {
     const headers = c.dispatcher.headers('get', ctx.session, undefined, lastEventId);
-    const res = await c.dispatcher.send('GET', ctx.session.target, headers, undefined, ctx.scope.signal, { longLived: true });
+    const res = await c.dispatcher.send('GET', ctx.session, headers, undefined, ctx.scope.signal, { longLived: true });
     const status = res.statusCode;
     if (status === 200 && mediaType(res.headers['content-type']) === 'text/event-stream') {
       return follow(c, ctx, cursor, await read(c, ctx, res, cursor));
@@ -103,7 +103,7 @@ async function resume(c: StreamContext, ctx: Exchange, cursor: Cursor): Promise<
   let res: Response;
   try {
     const headers = c.dispatcher.headers('get', ctx.session, undefined, cursor.lastEventId);
-    res = await c.dispatcher.send('GET', ctx.session.target, headers, undefined, ctx.scope.signal, { longLived: ctx.patient === true });
+    res = await c.dispatcher.send('GET', ctx.session, headers, undefined, ctx.scope.signal, { longLived: ctx.patient === true });
   } catch (err) {
     if (ctx.scope.aborted || !isConnectionDrop(err)) throw err;
     return { dropped: err, events: 0 };
@@ -130,7 +130,7 @@ async function resume(c: StreamContext, ctx: Exchange, cursor: Cursor): Promise<
 export async function connectStream(c: StreamContext, session: SessionRef, cursor: Cursor, scope: CallScope): Promise<Response | 'unsupported'> {
   const lastEventId = cursor.lastEventId === '' ? undefined : cursor.lastEventId;
   const headers = c.dispatcher.headers('get', session, undefined, lastEventId);
-  const res = await c.dispatcher.send('GET', session.target, headers, undefined, scope.signal, { longLived: true, movable: true });
+  const res = await c.dispatcher.send('GET', session, headers, undefined, scope.signal, { longLived: true, movable: true });
   const status = res.statusCode;
   if (status === 405) {
     void discard(res.body);

@@ -7,7 +7,8 @@ import { ConfigError, loadConfig } from '../../src/config/load.js';
 
 function problems(argv: string[], env: NodeJS.ProcessEnv = {}): string[] {
   try {
-    loadConfig(['--upstream.url', 'http://127.0.0.1:1/mcp', ...argv], env);
+    // upstream.url is the one upstream's; a config naming upstreams gives each its own.
+    loadConfig(argv.includes('--upstreams') ? argv : ['--upstream.url', 'http://127.0.0.1:1/mcp', ...argv], env);
     return [];
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
@@ -70,4 +71,37 @@ t.test('DPoP: its algorithms checked like the tokens’, a choice of three modes
   t.same(problems([...JWT, '--auth.dpopAlgorithms', '']), ['auth.dpopAlgorithms: at least one is needed unless auth.dpop is off']);
   t.same(problems([...JWT, '--auth.dpop', 'off', '--auth.dpopAlgorithms', '']), [], 'none needed when off');
   t.equal(problems([...JWT, '--auth.dpop', 'sometimes']).length, 1, 'an unknown mode is refused');
+});
+
+t.test('upstream credentials: what each grant needs, a secret sent only over TLS, never beside a static Authorization', async (t) => {
+  const cc = { grant: 'client_credentials', tokenUrl: 'https://as.example/token', clientId: 'causeway', clientSecret: 's3cret' };
+  const upstreams = (u: Record<string, unknown>) => ['--upstreams', JSON.stringify(u)];
+  t.same(problems([...JWT, ...upstreams({ a: { url: 'http://127.0.0.1:1/mcp', credentials: cc } })]), []);
+  t.same(problems(upstreams({ a: { url: 'http://127.0.0.1:1/mcp', credentials: { ...cc, tokenUrl: 'http://127.0.0.1:9/token' } } })), [], 'plain http on loopback, and no auth.mode needed');
+  t.same(problems(upstreams({ a: { url: 'http://127.0.0.1:1/mcp', credentials: { ...cc, grant: 'token_exchange' } } })), [
+    "upstream a: credentials grant token_exchange needs auth.mode jwt or introspection: it exchanges the client's verified token",
+  ]);
+  t.same(problems([...JWT, ...upstreams({ a: { url: 'http://127.0.0.1:1/mcp', credentials: { ...cc, grant: 'token_exchange', audience: 'https://up.example' } } })]), []);
+  t.same(
+    problems(
+      upstreams({
+        a: { url: 'http://127.0.0.1:1/mcp', credentials: { grant: 'password', tokenUrl: 'http://as.example/token', audience: 'x', extra: 'y' } },
+        b: { url: 'http://127.0.0.1:1/mcp', credentials: { ...cc, grant: 'token_exchange', resource: 'not a url' }, headers: { Authorization: 'Bearer static' } },
+        c: { transport: 'stdio', command: 'node', credentials: cc },
+        d: { url: 'http://127.0.0.1:1/mcp', credentials: 'cc' },
+      }).concat('--mounts', JSON.stringify({ '/a': { upstreams: ['a'] }, '/b': { upstreams: ['b'] }, '/c': { upstreams: ['c'] }, '/d': { upstreams: ['d'] } })),
+    ).sort(),
+    [
+      'upstreams.a.credentials.audience: only for grant token_exchange',
+      'upstreams.a.credentials.clientId: required',
+      'upstreams.a.credentials.clientSecret: required',
+      'upstreams.a.credentials.grant: expected one of client_credentials, token_exchange',
+      'upstreams.a.credentials.tokenUrl: must be https (http only on loopback)',
+      'upstreams.a.credentials: unknown setting extra',
+      'upstreams.b.credentials.resource: expected an absolute URL',
+      'upstreams.b: give credentials or an Authorization header, not both',
+      'upstreams.c.credentials: only for transport streamable-http',
+      'upstreams.d.credentials: expected an object of strings',
+    ].sort(),
+  );
 });

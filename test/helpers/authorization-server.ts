@@ -7,8 +7,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHash, randomUUID } from 'node:crypto';
-import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
-import Provider, { errors, type Configuration } from 'oidc-provider';
+import { createLocalJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT, type JWK } from 'jose';
+import Provider, { errors, type Configuration, type Context } from 'oidc-provider';
 import { freePort } from './redis.js';
 
 export interface AuthorizationServerOptions {
@@ -20,6 +20,11 @@ export interface AuthorizationServerOptions {
   clients: readonly string[];
   /** Clients among them whose JWTs are issued already expired (exp two minutes before iat), signed like any other. */
   expiring?: readonly string[];
+  /**
+   * Clients among them also allowed RFC 8693 token exchange: a JWT access token of this server
+   * (any of `resources`) for one to another resource, with the subject's `sub` and the client as `act`.
+   */
+  exchangers?: readonly string[];
 }
 
 export interface TokenRequest {
@@ -66,6 +71,8 @@ export interface AuthorizationServer {
   readonly jwksFetches: number;
   /** Introspection requests answered so far. */
   readonly introspections: number;
+  /** Tokens issued so far, by grant type and client. */
+  issued(grant: string, client: string): number;
   /** Signs with a new key from now on; `keepOld` keeps publishing the previous ones. */
   rotate(keepOld: boolean): Promise<void>;
   close(): Promise<void>;
@@ -74,6 +81,11 @@ export interface AuthorizationServer {
 interface Owner {
   teardown(fn: () => Promise<void> | void): void;
 }
+
+export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
+
+const publicOf = ({ kty, n, e, alg, use, kid }: JWK): JWK => ({ kty, n, e, alg, use, kid });
 
 async function signingKey(): Promise<JWK> {
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
@@ -85,6 +97,7 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
   let provider: Provider | undefined;
   let jwksFetches = 0;
   let introspections = 0;
+  const issued = new Map<string, number>();
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (req.url === '/jwks') jwksFetches++;
     if (req.url === '/token/introspection') introspections++;
@@ -103,7 +116,7 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
     clients: opts.clients.map((client_id) => ({
       client_id,
       client_secret: secrets.get(client_id)!,
-      grant_types: ['client_credentials'],
+      grant_types: opts.exchangers?.includes(client_id) ? ['client_credentials', TOKEN_EXCHANGE] : ['client_credentials'],
       redirect_uris: [],
       response_types: [],
       token_endpoint_auth_method: 'client_secret_basic',
@@ -125,16 +138,49 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
         },
       },
     },
+    // The subject of a token exchange, put on the token by exchange() below.
+    extraTokenClaims: (ctx: Context & { exchangedFor?: string }) => (ctx.exchangedFor === undefined ? undefined : { exchangedFor: ctx.exchangedFor }),
     formats: {
       customizers: {
         jwt: (_ctx, _token, jwt) => {
           if (opts.expiring?.includes(jwt.payload.client_id as string)) jwt.payload.exp = (jwt.payload.iat as number) - 120;
+          const exchanged = jwt.payload.exchangedFor;
+          if (typeof exchanged === 'string') {
+            jwt.payload.sub = exchanged;
+            jwt.payload.act = { sub: jwt.payload.client_id };
+            delete jwt.payload.exchangedFor;
+          }
         },
       },
     },
   });
   const build = () => {
-    provider = new Provider(issuer, configure());
+    const p = new Provider(issuer, configure());
+    p.on('grant.success', (ctx) => {
+      const key = `${String(ctx.oidc.params?.grant_type)} ${ctx.oidc.client?.clientId}`;
+      issued.set(key, (issued.get(key) ?? 0) + 1);
+    });
+    p.registerGrantType(TOKEN_EXCHANGE, (ctx) => exchange(p, ctx), ['subject_token', 'subject_token_type', 'requested_token_type', 'resource', 'audience', 'scope']);
+    provider = p;
+  };
+  // RFC 8693 §2: the subject token must be one of ours, unexpired; the new one is for `resource`.
+  const exchange = async (p: Provider, ctx: Context) => {
+    const params = ctx.oidc.params as Record<string, string | undefined>;
+    if (params.subject_token_type !== ACCESS_TOKEN || params.subject_token === undefined) throw new errors.InvalidRequest('subject_token_type');
+    let subject: string;
+    try {
+      const { payload } = await jwtVerify(params.subject_token, createLocalJWKSet({ keys: keys.map(publicOf) }), { issuer });
+      subject = payload.sub!;
+    } catch {
+      throw new errors.InvalidGrant('subject_token');
+    }
+    const resource = params.resource;
+    if (resource === undefined || opts.resources[resource] !== 'jwt') throw new errors.InvalidTarget();
+    (ctx as Context & { exchangedFor?: string }).exchangedFor = subject;
+    const token = new p.ClientCredentials({ client: ctx.oidc.client, scope: params.scope ?? opts.scopes.join(' ') });
+    token.resourceServer = new p.ResourceServer(resource, { scope: opts.scopes.join(' '), audience: resource, accessTokenTTL: 300, accessTokenFormat: 'jwt' });
+    const value = await token.save();
+    ctx.body = { access_token: value, issued_token_type: ACCESS_TOKEN, token_type: 'Bearer', expires_in: 300 };
   };
   build();
 
@@ -156,6 +202,7 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
     get introspections() {
       return introspections;
     },
+    issued: (grant, client) => issued.get(`${grant} ${client}`) ?? 0,
     async token(req) {
       const body = new URLSearchParams({ grant_type: 'client_credentials', resource: req.resource, scope: req.scope ?? opts.scopes.join(' ') });
       const res = await fetch(`${issuer}/token`, {

@@ -11,7 +11,14 @@ declare module 'oidc-provider' {
   }
 
   export interface Context {
-    oidc: { params?: Record<string, unknown> };
+    oidc: { params?: Record<string, unknown>; client?: { clientId: string } };
+    status: number;
+    body: unknown;
+  }
+
+  export interface IssuedToken {
+    resourceServer: unknown;
+    save(): Promise<string>;
   }
 
   export type Configuration = Record<string, unknown> & {
@@ -26,10 +33,14 @@ declare module 'oidc-provider' {
     formats?: { customizers: { jwt(ctx: Context | undefined, token: unknown, jwt: { header: unknown; payload: Record<string, unknown> }): void } };
   };
 
-  export const errors: { InvalidTarget: new () => Error };
+  export const errors: { InvalidTarget: new () => Error; InvalidGrant: new (detail: string) => Error; InvalidRequest: new (detail: string) => Error };
 
   export default class Provider {
     constructor(issuer: string, configuration: Configuration);
     callback(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+    on(event: 'grant.success', listener: (ctx: Context) => void): void;
+    registerGrantType(name: string, handler: (ctx: Context) => Promise<void>, params: string[]): void;
+    ClientCredentials: new (init: { client: unknown; scope?: string }) => IssuedToken;
+    ResourceServer: new (identifier: string, info: ResourceServer) => unknown;
   }
 }
