@@ -1,23 +1,38 @@
 // The real 2.4.0 client, pinned to 2026-07-28 and starting without a token, logs in through
 // Causeway's challenge on its own: its first request (server/discover) gets the 401, it reads
 // the Protected Resource Metadata the challenge names, then the authorization server's metadata,
-// gets a token from a real oidc-provider, retries and calls a tool. The upstream never sees the
-// client's Authorization or DPoP header.
+// gets a token from a real oidc-provider, retries and calls a tool. By client credentials, and by
+// authorization code with PKCE through a scripted login at the provider's own pages. The upstream
+// never sees the client's Authorization or DPoP header.
 
 import t, { type Test } from 'tap';
-import { Client, ClientCredentialsProvider, StreamableHTTPClientTransport, type OAuthClientProvider } from '@modelcontextprotocol/client';
+import { createHash } from 'node:crypto';
+import {
+  Client,
+  ClientCredentialsProvider,
+  StreamableHTTPClientTransport,
+  UnauthorizedError,
+  type OAuthClientMetadata,
+  type OAuthClientProvider,
+  type OAuthDiscoveryState,
+  type StoredOAuthClientInformation,
+  type StoredOAuthTokens,
+} from '@modelcontextprotocol/client';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { protectedResource, startAuthorizationServer } from '../helpers/authorization-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 
 const { port, resource, metadataUrl } = await protectedResource();
+// Nothing listens there: the scripted browser stops at the redirect and reads the code from it.
+const REDIRECT_URI = 'http://127.0.0.1/callback';
 
 const upstream = await startLegacyServer();
 t.teardown(() => upstream.close());
 const as = await startAuthorizationServer(t, {
   resources: { [resource]: 'jwt' },
   scopes: ['mcp'],
-  clients: ['machine', 'bound-machine'],
+  clients: ['machine'],
+  interactive: [{ client: 'desktop-app', redirectUri: REDIRECT_URI }],
 });
 const causeway = await startCauseway({
   'listen.port': port,
@@ -104,7 +119,148 @@ t.test('client credentials: from the 401 to a tool call', async (t) => {
   t.equal(as.issued('client_credentials', 'machine'), 1, 'one token issued');
   const token = provider.tokens()!.access_token;
   t.same([claims(token).aud, claims(token).sub], [resource, 'machine'], 'for this resource, as the client');
-  t.same((await client.callTool({ name: 'echo', arguments: { text: 'cc' } })).content, [{ type: 'text', text: 'cc' }]);
+  t.same((await client.callTool({ name: 'echo', arguments: { text: 'cc' } })).content, [{ type: 'text', text: 'cc' }], 'the tool call is answered');
   t.ok(seen.filter((s) => s.url === causeway.url && s.status === 200).every((s) => s.authorization === `Bearer ${token}`), 'each served request carried the token as Bearer');
   assertUpstreamClean(t);
 });
+
+/** A public client that logs in in a browser: everything it must keep across the redirect, kept in memory. */
+class BrowserLoginProvider implements OAuthClientProvider {
+  private info: StoredOAuthClientInformation = { client_id: 'desktop-app', issuer: as.issuer };
+  private saved?: StoredOAuthTokens;
+  private verifier?: string;
+  private discovery?: OAuthDiscoveryState;
+  /** The query of the redirect back to the client, once the login is done. */
+  callback?: URLSearchParams;
+
+  constructor(private readonly login: (authorizationUrl: URL) => Promise<{ callback: URL }>) {}
+
+  get redirectUrl(): string {
+    return REDIRECT_URI;
+  }
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: 'oauth-e2e', redirect_uris: [REDIRECT_URI], grant_types: ['authorization_code'], token_endpoint_auth_method: 'none' };
+  }
+  clientInformation(): StoredOAuthClientInformation {
+    return this.info;
+  }
+  saveClientInformation(info: StoredOAuthClientInformation): void {
+    this.info = info;
+  }
+  tokens(): StoredOAuthTokens | undefined {
+    return this.saved;
+  }
+  saveTokens(tokens: StoredOAuthTokens): void {
+    this.saved = tokens;
+  }
+  async redirectToAuthorization(authorizationUrl: URL): Promise<void> {
+    this.callback = (await this.login(authorizationUrl)).callback.searchParams;
+  }
+  saveCodeVerifier(verifier: string): void {
+    this.verifier = verifier;
+  }
+  codeVerifier(): string {
+    if (this.verifier === undefined) throw new Error('no code verifier saved');
+    return this.verifier;
+  }
+  saveDiscoveryState(state: OAuthDiscoveryState): void {
+    this.discovery = state;
+  }
+  discoveryState(): OAuthDiscoveryState | undefined {
+    return this.discovery;
+  }
+}
+
+/**
+ * A user at oidc-provider's dev pages, as a browser would be: follows redirects by hand with the
+ * cookies they set, fills the login form (any account, any password), approves the consent
+ * form, and stops at the redirect to the client, returning it and the forms' prompts.
+ */
+async function scriptedLogin(authorizationUrl: URL, account: string): Promise<{ callback: URL; prompts: string[] }> {
+  const prompts: string[] = [];
+  const jar = new Map<string, string>();
+  let url = authorizationUrl;
+  let form: URLSearchParams | undefined;
+  for (let step = 0; step < 12; step++) {
+    const res = await fetch(url, {
+      method: form ? 'POST' : 'GET',
+      redirect: 'manual',
+      headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '), ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+      body: form,
+    });
+    for (const line of res.headers.getSetCookie()) {
+      const [pair = '', ...attrs] = line.split(';');
+      const name = pair.slice(0, pair.indexOf('=')).trim();
+      const value = pair.slice(pair.indexOf('=') + 1).trim();
+      const expires = attrs.map((a) => /^\s*expires=(.*)$/i.exec(a)?.[1]).find((x) => x !== undefined);
+      if (value === '' || (expires !== undefined && Date.parse(expires) <= Date.now())) jar.delete(name);
+      else jar.set(name, value);
+    }
+    const location = res.headers.get('location');
+    if (res.status >= 300 && res.status < 400 && location !== null) {
+      await res.body?.cancel();
+      const next = new URL(location, url);
+      if (`${next.origin}${next.pathname}` === REDIRECT_URI) return { callback: next, prompts };
+      url = next;
+      form = undefined;
+      continue;
+    }
+    const html = await res.text();
+    if (res.status !== 200) throw new Error(`login page answered ${res.status}: ${html.slice(0, 500)}`);
+    const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
+    if (action === undefined) throw new Error(`no form on the page: ${html.slice(0, 500)}`);
+    form = new URLSearchParams();
+    for (const input of html.matchAll(/<input[^>]*type="hidden"[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g)) form.set(input[1]!, input[2]!);
+    if (/name="login"/.test(html)) {
+      form.set('login', account);
+      form.set('password', 'any password');
+    }
+    prompts.push(form.get('prompt') ?? '');
+    url = new URL(action.replaceAll('&amp;', '&'), url);
+  }
+  throw new Error('the login did not come back to the client');
+}
+
+t.test('authorization code with PKCE: a scripted login, finishAuth, then a tool call', async (t) => {
+  const seen: Seen[] = [];
+  const pages: string[] = [];
+  const prompts: string[] = [];
+  const provider = new BrowserLoginProvider(async (url) => {
+    pages.push(url.href);
+    const done = await scriptedLogin(url, 'frank');
+    prompts.push(...done.prompts);
+    return done;
+  });
+  const transport = new StreamableHTTPClientTransport(new URL(causeway.url), { authProvider: provider, fetch: recordingFetch(seen) });
+  const first = newClient();
+  t.teardown(() => first.close());
+  await t.rejects(first.connect(transport), UnauthorizedError, 'the first connect stops for the login');
+  t.equal(pages.length, 1, 'the client sent its user to log in once');
+  const asked = new URL(pages[0]!);
+  t.equal(`${asked.origin}${asked.pathname}`, `${as.issuer}/auth`, "at the authorization server's authorization endpoint");
+  t.same(
+    [asked.searchParams.get('response_type'), asked.searchParams.get('client_id'), asked.searchParams.get('resource'), asked.searchParams.get('code_challenge_method')],
+    ['code', 'desktop-app', resource, 'S256'],
+    'for a code for this resource, with an S256 challenge',
+  );
+  t.same(prompts, ['login', 'consent'], "the user went through the provider's login and consent forms");
+  t.ok(provider.callback?.get('code'), 'and came back with a code');
+
+  await transport.finishAuth(provider.callback!);
+  const grants = as.codeGrants.filter((g) => g.client === 'desktop-app');
+  t.equal(grants.length, 1, 'the code was redeemed once');
+  const grant = grants[0]!;
+  t.equal(grant.codeChallengeMethod, 'S256', 'by PKCE S256');
+  t.equal(grant.codeChallenge, asked.searchParams.get('code_challenge'), 'the challenge is the one the client sent');
+  t.ok(grant.codeVerifier, 'the token request carried a code_verifier');
+  t.equal(createHash('sha256').update(grant.codeVerifier ?? '').digest('base64url'), grant.codeChallenge, 'whose S256 is the challenge');
+  const token = provider.tokens()!.access_token;
+  t.same([claims(token).aud, claims(token).sub], [resource, 'frank'], 'the token is for this resource, as the user who logged in');
+
+  const client = await connect(t, provider, seen);
+  assertDiscovery(t, seen);
+  t.same((await client.callTool({ name: 'echo', arguments: { text: 'code' } })).content, [{ type: 'text', text: 'code' }], 'the tool call is answered');
+  t.ok(seen.filter((s) => s.url === causeway.url && s.status === 200).every((s) => s.authorization === `Bearer ${token}`), 'each served request carried the token as Bearer');
+  assertUpstreamClean(t);
+});
+

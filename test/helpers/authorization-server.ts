@@ -1,5 +1,7 @@
 // A real OpenID provider (oidc-provider) on 127.0.0.1:0 for the resource server's tests: the
-// client-credentials grant for a few confidential clients, DPoP-bound tokens (RFC 9449) on request, resource indicators (RFC 8707) whose
+// client-credentials grant for a few confidential clients, on request the authorization-code
+// grant with PKCE for public clients through the provider's own dev login and consent pages,
+// DPoP-bound tokens (RFC 9449) on request, resource indicators (RFC 8707) whose
 // access tokens are JWTs (or opaque, for introspection), introspection, and a key rotation that
 // keeps the issuer and port. It counts the JWKS and introspection requests it answers. Closed
 // when its test ends.
@@ -25,6 +27,25 @@ export interface AuthorizationServerOptions {
    * (any of `resources`) for one to another resource, with the subject's `sub` and the client as `act`.
    */
   exchangers?: readonly string[];
+  /**
+   * Public clients (no secret) allowed the authorization-code grant with PKCE, each with its one
+   * redirect URI; turns on oidc-provider's dev interactions (a login form taking any account and
+   * password, then a consent form).
+   */
+  interactive?: readonly InteractiveClient[];
+}
+
+export interface InteractiveClient {
+  client: string;
+  redirectUri: string;
+}
+
+/** An authorization code redeemed: the PKCE challenge of its authorization request and the verifier the token request carried. */
+export interface CodeGrant {
+  client: string;
+  codeChallenge?: string;
+  codeChallengeMethod?: string;
+  codeVerifier?: string;
 }
 
 export interface TokenRequest {
@@ -73,6 +94,8 @@ export interface AuthorizationServer {
   readonly introspections: number;
   /** Tokens issued so far, by grant type and client. */
   issued(grant: string, client: string): number;
+  /** Authorization codes redeemed so far. */
+  readonly codeGrants: readonly CodeGrant[];
   /** Signs with a new key from now on; `keepOld` keeps publishing the previous ones. */
   rotate(keepOld: boolean): Promise<void>;
   close(): Promise<void>;
@@ -98,6 +121,7 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
   let jwksFetches = 0;
   let introspections = 0;
   const issued = new Map<string, number>();
+  const codeGrants: CodeGrant[] = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (req.url === '/jwks') jwksFetches++;
     if (req.url === '/token/introspection') introspections++;
@@ -113,18 +137,28 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
   let keys: JWK[] = [await signingKey()];
 
   const configure = (): Configuration => ({
-    clients: opts.clients.map((client_id) => ({
-      client_id,
-      client_secret: secrets.get(client_id)!,
-      grant_types: opts.exchangers?.includes(client_id) ? ['client_credentials', TOKEN_EXCHANGE] : ['client_credentials'],
-      redirect_uris: [],
-      response_types: [],
-      token_endpoint_auth_method: 'client_secret_basic',
-    })),
+    clients: [
+      ...opts.clients.map((client_id) => ({
+        client_id,
+        client_secret: secrets.get(client_id)!,
+        grant_types: opts.exchangers?.includes(client_id) ? ['client_credentials', TOKEN_EXCHANGE] : ['client_credentials'],
+        redirect_uris: [] as string[],
+        response_types: [] as string[],
+        token_endpoint_auth_method: 'client_secret_basic',
+      })),
+      ...(opts.interactive ?? []).map(({ client, redirectUri }) => ({
+        client_id: client,
+        application_type: 'native',
+        grant_types: ['authorization_code'],
+        redirect_uris: [redirectUri],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      })),
+    ],
     jwks: { keys },
     scopes: [...opts.scopes],
     features: {
-      devInteractions: { enabled: false },
+      devInteractions: { enabled: opts.interactive !== undefined },
       clientCredentials: { enabled: true },
       introspection: { enabled: true },
       resourceIndicators: {
@@ -159,6 +193,11 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
     p.on('grant.success', (ctx) => {
       const key = `${String(ctx.oidc.params?.grant_type)} ${ctx.oidc.client?.clientId}`;
       issued.set(key, (issued.get(key) ?? 0) + 1);
+      const code = ctx.oidc.entities.AuthorizationCode;
+      if (code) {
+        const codeVerifier = ctx.oidc.params?.code_verifier as string | undefined;
+        codeGrants.push({ client: code.clientId, codeChallenge: code.codeChallenge, codeChallengeMethod: code.codeChallengeMethod, codeVerifier });
+      }
     });
     p.registerGrantType(TOKEN_EXCHANGE, (ctx) => exchange(p, ctx), ['subject_token', 'subject_token_type', 'requested_token_type', 'resource', 'audience', 'scope']);
     provider = p;
@@ -203,6 +242,7 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
       return introspections;
     },
     issued: (grant, client) => issued.get(`${grant} ${client}`) ?? 0,
+    codeGrants,
     async token(req) {
       const body = new URLSearchParams({ grant_type: 'client_credentials', resource: req.resource, scope: req.scope ?? opts.scopes.join(' ') });
       const res = await fetch(`${issuer}/token`, {

@@ -11,7 +11,11 @@ declare module 'oidc-provider' {
   }
 
   export interface Context {
-    oidc: { params?: Record<string, unknown>; client?: { clientId: string } };
+    oidc: {
+      params?: Record<string, unknown>;
+      client?: { clientId: string };
+      entities: { AuthorizationCode?: { clientId: string; codeChallenge?: string; codeChallengeMethod?: string } };
+    };
     status: number;
     body: unknown;
   }
