@@ -1,15 +1,17 @@
 // The real 2.4.0 client, pinned to 2026-07-28 and starting without a token, logs in through
 // Causeway's challenge on its own: its first request (server/discover) gets the 401, it reads
 // the Protected Resource Metadata the challenge names, then the authorization server's metadata,
-// gets a token from a real oidc-provider, retries and calls a tool. By client credentials, and by
-// authorization code with PKCE through a scripted login at the provider's own pages. The upstream
-// never sees the client's Authorization or DPoP header.
+// gets a token from a real oidc-provider, retries and calls a tool. By client credentials, by
+// authorization code with PKCE through a scripted login at the provider's own pages, and with a
+// DPoP-bound token sent with fresh proofs. The upstream never sees the client's Authorization or
+// DPoP header.
 
 import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
 import {
   Client,
   ClientCredentialsProvider,
+  DpopSession,
   StreamableHTTPClientTransport,
   UnauthorizedError,
   type OAuthClientMetadata,
@@ -31,7 +33,7 @@ t.teardown(() => upstream.close());
 const as = await startAuthorizationServer(t, {
   resources: { [resource]: 'jwt' },
   scopes: ['mcp'],
-  clients: ['machine'],
+  clients: ['machine', 'bound-machine'],
   interactive: [{ client: 'desktop-app', redirectUri: REDIRECT_URI }],
 });
 const causeway = await startCauseway({
@@ -264,3 +266,35 @@ t.test('authorization code with PKCE: a scripted login, finishAuth, then a tool 
   assertUpstreamClean(t);
 });
 
+/** The SDK's client-credentials provider with a DPoP key: its token request carries a proof, and so does every request with the token. */
+class DpopClientCredentialsProvider extends ClientCredentialsProvider {
+  readonly session = DpopSession.create();
+  dpop(): Promise<DpopSession> {
+    return this.session;
+  }
+}
+
+t.test('DPoP: a bound token from the 401 on, every call with Authorization: DPoP and a fresh proof', async (t) => {
+  const seen: Seen[] = [];
+  const provider = new DpopClientCredentialsProvider({ clientId: 'bound-machine', clientSecret: as.secret('bound-machine'), expectedIssuer: as.issuer });
+  const client = await connect(t, provider, seen);
+  assertDiscovery(t, seen);
+  const tokenRequest = seen.find((s) => s.url === `${as.issuer}/token`)!;
+  t.ok(tokenRequest.dpop, 'the token request carried a DPoP proof');
+  const tokens = provider.tokens()!;
+  t.equal(tokens.token_type, 'DPoP', 'the authorization server issued a DPoP token');
+  t.same(claims(tokens.access_token).cnf, { jkt: (await provider.session).thumbprint }, "bound to the client's key");
+
+  t.same((await client.callTool({ name: 'echo', arguments: { text: 'bound' } })).content, [{ type: 'text', text: 'bound' }], 'the tool call is answered');
+  const served = seen.filter((s) => s.url === causeway.url && s.status === 200);
+  t.ok(served.length >= 2, 'server/discover and the call were served');
+  const ath = createHash('sha256').update(tokens.access_token).digest('base64url');
+  for (const s of served) {
+    t.equal(s.authorization, `DPoP ${tokens.access_token}`, `${s.mcpMethod}: the token under the DPoP scheme`);
+    const proof = claims(s.dpop ?? '..');
+    t.same([proof.htm, proof.htu, proof.ath], ['POST', resource, ath], `${s.mcpMethod}: a proof for this request and this token`);
+  }
+  const jtis = served.map((s) => claims(s.dpop!).jti);
+  t.equal(new Set(jtis).size, jtis.length, 'a fresh proof for each request');
+  assertUpstreamClean(t);
+});
