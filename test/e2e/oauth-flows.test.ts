@@ -49,7 +49,6 @@ const causeway = await startCauseway({
 t.teardown(() => causeway.close());
 
 interface Seen {
-  method: string;
   url: string;
   status: number;
   authorization: string | null;
@@ -63,7 +62,6 @@ function recordingFetch(seen: Seen[]): (url: string | URL, init?: RequestInit) =
     const res = await fetch(url, init);
     const headers = new Headers(init.headers);
     seen.push({
-      method: init.method ?? 'GET',
       url: String(url),
       status: res.status,
       authorization: headers.get('authorization'),
@@ -104,6 +102,17 @@ function assertDiscovery(t: Test, seen: Seen[]): void {
   t.ok(retried > token && seen[retried]!.status === 200, 'and retried server/discover with it, answered 200');
 }
 
+/** Requests Causeway served (server/discover and the call at least), each with the token as Bearer. */
+function assertBearer(t: Test, seen: Seen[], token: string): void {
+  const served = seen.filter((s) => s.url === causeway.url && s.status === 200);
+  t.ok(served.length >= 2, 'server/discover and the call were served');
+  t.same(
+    served.map((s) => s.authorization),
+    served.map(() => `Bearer ${token}`),
+    'each with the token as Bearer',
+  );
+}
+
 function assertUpstreamClean(t: Test): void {
   const counts = upstream.stats().headerCounts;
   t.ok(Object.keys(counts).length > 0, 'the upstream was reached');
@@ -122,7 +131,7 @@ t.test('client credentials: from the 401 to a tool call', async (t) => {
   const token = provider.tokens()!.access_token;
   t.same([claims(token).aud, claims(token).sub], [resource, 'machine'], 'for this resource, as the client');
   t.same((await client.callTool({ name: 'echo', arguments: { text: 'cc' } })).content, [{ type: 'text', text: 'cc' }], 'the tool call is answered');
-  t.ok(seen.filter((s) => s.url === causeway.url && s.status === 200).every((s) => s.authorization === `Bearer ${token}`), 'each served request carried the token as Bearer');
+  assertBearer(t, seen, token);
   assertUpstreamClean(t);
 });
 
@@ -262,7 +271,7 @@ t.test('authorization code with PKCE: a scripted login, finishAuth, then a tool 
   const client = await connect(t, provider, seen);
   assertDiscovery(t, seen);
   t.same((await client.callTool({ name: 'echo', arguments: { text: 'code' } })).content, [{ type: 'text', text: 'code' }], 'the tool call is answered');
-  t.ok(seen.filter((s) => s.url === causeway.url && s.status === 200).every((s) => s.authorization === `Bearer ${token}`), 'each served request carried the token as Bearer');
+  assertBearer(t, seen, token);
   assertUpstreamClean(t);
 });
 
