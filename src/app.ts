@@ -8,9 +8,9 @@ import { createAdmin, createIngress, drain, frontDoor, RateLimiter } from './ing
 import type { Logger } from './log.js';
 import { AuthMetrics, createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics } from './metrics/index.js';
 import { replayCacheFor, ResourceServer, SubjectTokens } from './auth/index.js';
-import { IdMinter, ReplicaRelay, TransportMemo, type UpstreamSessionClient } from './upstream/index.js';
+import { IdMinter, MemoryGrants, ReplicaRelay, SignInCallback, TransportMemo, type UpstreamSessionClient } from './upstream/index.js';
 import { upstreamParts, type UpstreamParts } from './upstream-parts.js';
-import { createRedisClient, createStore, redisConnection, SessionPool, type SessionStore } from './pool/index.js';
+import { createRedisClient, createStore, redisConnection, RedisSessionStore, SessionPool, type SessionStore } from './pool/index.js';
 import { RedisBus } from './bus/index.js';
 import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, type ReplicaBridge } from './mrtr/index.js';
 import { randomUUID } from 'node:crypto';
@@ -82,7 +82,12 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const subjects = topology.upstreams.some((u) => u.credentials?.grant === 'token_exchange')
     ? new SubjectTokens((identity) => principalHash(config.principal, {}, identity))
     : undefined;
-  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, { reachable, transports, subjects }));
+  // Seals requestState, and the users' sign-in states and upstream tokens.
+  const sealer = new StateSealer(config.mrtr.stateKeys);
+  const grants = store instanceof RedisSessionStore ? store : new MemoryGrants();
+  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, { reachable, transports, subjects, sealer, grants }));
+  const signIns = new Map([...upstreams].flatMap(([name, parts]) => (parts.signIn ? [[name, parts.signIn] as const] : [])));
+  const signInCallback = signIns.size > 0 ? new SignInCallback(new URL(config.auth.callbackUrl).pathname, sealer, signIns) : undefined;
   const partsOf = (name: string) => upstreams.get(name)!;
   const pool = new SessionPool(
     store,
@@ -105,7 +110,6 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   );
   const ids = new IdMinter();
   const held = new HeldCalls(config.mrtr.maxPending, config.mrtr.maxPendingPerPrincipal);
-  const sealer = new StateSealer(config.mrtr.stateKeys);
   // With a shared store, a retry may land on any replica: hand it to the one holding its call.
   const handoff =
     config.store.kind === 'redis'
@@ -234,6 +238,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       json: { maxDepth: config.limits.maxJsonDepth, maxItems: config.limits.maxJsonItems },
       origin: originPolicy(config.listen.host, config.security.allowedHosts, config.security.allowedOrigins),
       auth,
+      signIn: signInCallback,
       rate:
         config.limits.ratePerSecond > 0
           ? {

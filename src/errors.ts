@@ -44,6 +44,9 @@ export const ERROR_TABLE = {
   upstream_timeout: { code: -32603, status: 504, message: 'Upstream did not answer in time' },
   // Causeway's own token for the upstream (client credentials, token exchange) could not be had.
   upstream_credentials: { code: -32603, status: 502, message: 'Cannot obtain the upstream credential' },
+  // The upstream wants the user's own token (credentials grant authorization_code) and Causeway has
+  // none for this principal: calls get a URL-mode sign-in round instead; data.url is the sign-in link.
+  upstream_authorization_required: { code: -32600, status: 403, message: 'The upstream needs the user’s own authorization: sign in first' },
   // No Mcp-Session-Id at initialize: an answer to the upstream's own request can never reach the call.
   upstream_sessionless: { code: -32603, status: 502, message: 'The upstream keeps no sessions: its request to the client cannot be answered' },
   draining: { code: -32603, status: 503, message: 'Server is shutting down' },

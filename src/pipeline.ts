@@ -20,7 +20,7 @@ import {
   type IdMinter,
   type UpstreamSessionClient,
 } from './upstream/index.js';
-import { runRound, type BridgeDeps, type RoundResult } from './mrtr/index.js';
+import { runRound, signInRound, type BridgeDeps, type RoundResult } from './mrtr/index.js';
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
 import type { Subscriptions } from './subscriptions/index.js';
 import type { Access } from './auth/index.js';
@@ -116,7 +116,17 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
     return 'complete';
   }
   const stream = wantsStream(request) && acceptsStream(ex.headers) ? new SseStream(ex.res) : undefined;
-  const outcome = await deps.pool.withSession(key, (session) => forward(ex, deps, session, stream, principal));
+  let outcome: { session: PooledSession; result: RoundResult };
+  try {
+    outcome = await deps.pool.withSession(key, (session) => forward(ex, deps, session, stream, principal));
+  } catch (err) {
+    // The upstream wants the user's own token: a call asks the user to sign in, in a URL-mode round.
+    if (!(request.spec.multiRound && err instanceof CausewayError && err.reason === 'upstream_authorization_required')) throw err;
+    const { url } = err.data as { url: string };
+    const round = signInRound({ request, principal }, deps.bridge, url, err.message);
+    replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: round.result }, stream);
+    return 'input_required';
+  }
   if (outcome.result.kind === 'input') {
     replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: outcome.result.result }, stream);
     return 'input_required';

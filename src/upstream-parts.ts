@@ -16,7 +16,11 @@ import {
   TargetSet,
   UpstreamClient,
   UpstreamCredentials,
+  UpstreamSignIn,
+  type GrantStore,
+  type Sealer,
   type SubjectSource,
+  type UpstreamAuthorization,
   type TransportMemo,
   type UpstreamSessionClient,
 } from './upstream/index.js';
@@ -28,6 +32,8 @@ export interface UpstreamParts {
   passthrough: LegacyFace;
   forward: ForwardPolicy;
   metrics: UpstreamMetrics;
+  /** The users' sign-in at this upstream, when it wants their own token (grant authorization_code). */
+  signIn?: UpstreamSignIn;
 }
 
 /** What the app shares among its upstreams. */
@@ -37,6 +43,9 @@ export interface Shared {
   transports: TransportMemo;
   /** The clients' tokens, for upstreams whose credential is an exchange of them. */
   subjects: SubjectSource | undefined;
+  /** Seals sign-in states and the users' upstream tokens; the grant store keeps those. */
+  sealer: Sealer;
+  grants: GrantStore;
 }
 
 /** What builds one upstream's parts: its spec and settings, and what the app shares among upstreams. */
@@ -50,7 +59,7 @@ interface UpstreamContext {
   forward: ForwardPolicy;
   binding: SessionBinding | undefined;
   reachable: Shared['reachable'];
-  credentials: UpstreamCredentials | undefined;
+  credentials: UpstreamAuthorization | undefined;
 }
 
 export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log: Logger, shared: Shared): UpstreamParts {
@@ -71,9 +80,15 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
     forward,
     binding,
     reachable: shared.reachable,
-    credentials: spec.credentials && new UpstreamCredentials(spec.credentials, shared.subjects, upstreamLog),
+    credentials: undefined,
   };
-  const parts = { spec, forward, metrics: upstreamMetrics };
+  let signIn: UpstreamSignIn | undefined;
+  if (spec.credentials?.grant === 'authorization_code') {
+    const { sealer, grants } = shared;
+    signIn = new UpstreamSignIn({ upstream: spec.name, spec: spec.credentials, callbackUrl: config.auth.callbackUrl, sealer, grants, log: upstreamLog });
+    ctx.credentials = signIn;
+  } else if (spec.credentials) ctx.credentials = new UpstreamCredentials(spec.credentials, shared.subjects, upstreamLog);
+  const parts = { spec, forward, metrics: upstreamMetrics, ...(signIn ? { signIn } : {}) };
   switch (spec.transport) {
     case 'stdio': {
       const client = stdioClient(ctx);

@@ -28,9 +28,13 @@ function urlProblem(key: string, value: string): string | undefined {
 export function authProblems(c: Config, topology: Topology): string[] {
   const a = c.auth;
   const problems: string[] = [];
+  const signIns = topology.upstreams.filter((u) => u.credentials?.grant === 'authorization_code');
   for (const u of topology.upstreams) {
     if (a.mode === 'none' && u.credentials?.grant === 'token_exchange') {
       problems.push(`upstream ${u.name}: credentials grant token_exchange needs auth.mode jwt or introspection: it exchanges the client's verified token`);
+    }
+    if (a.mode === 'none' && u.credentials?.grant === 'authorization_code') {
+      problems.push(`upstream ${u.name}: credentials grant authorization_code needs auth.mode jwt or introspection: a user's token is kept for their verified identity`);
     }
   }
   if (a.mode === 'none') {
@@ -71,6 +75,15 @@ export function authProblems(c: Config, topology: Topology): string[] {
   if (a.dpop !== 'off' && a.dpopAlgorithms.length === 0) problems.push('auth.dpopAlgorithms: at least one is needed unless auth.dpop is off');
   if (badDpop.length > 0) problems.push(`auth.dpopAlgorithms: not accepted (only ${AUTH_ALGORITHMS.join(', ')}): ${badDpop.join(', ')}`);
   problems.push(...parseRules(a.rules).problems);
+  if (signIns.length > 0) {
+    if (a.callbackUrl === '') problems.push(`auth.callbackUrl: required: upstream ${signIns[0]!.name} has users sign in`);
+    else {
+      const p = urlProblem('callbackUrl', a.callbackUrl);
+      if (p) problems.push(p);
+    }
+    const path = URL.canParse(a.callbackUrl) ? new URL(a.callbackUrl).pathname : undefined;
+    if (path !== undefined && topology.mounts.some((m) => m.path === path)) problems.push(`auth.callbackUrl: its path ${path} is a mount's`);
+  } else if (a.callbackUrl !== '') problems.push('auth.callbackUrl: set, but no upstream has credentials grant authorization_code');
   if (c.principal.mode !== 'none') problems.push('principal.mode: must be none when auth.mode is set: the principal is then the token’s iss and sub');
   if (c.principal.hashSecret.length < 16) problems.push('principal.hashSecret: required (16+ characters) when auth.mode is set');
   for (const u of topology.upstreams) {

@@ -43,6 +43,7 @@ export interface Config {
     dpopAlgorithms: string[];
     dpopProofWindowMs: number;
     publicDiscover: boolean;
+    callbackUrl: string;
     introspectionUrl: string;
     introspectionClientId: string;
     introspectionClientSecret: string;
@@ -241,6 +242,12 @@ export const SETTINGS: readonly Setting[] = [
     default: false,
     doc: 'Answer server/discover without an access token (every other request still needs one). Off: discover gets the 401 challenge like any method.',
   },
+  {
+    path: 'auth.callbackUrl',
+    kind: 'string',
+    default: '',
+    doc: "Causeway's OAuth callback as users' browsers reach it (e.g. https://mcp.example.com/oauth/callback): the redirect_uri of upstreams whose credentials grant is authorization_code; Causeway serves its path.",
+  },
   { path: 'auth.clockSkewMs', kind: 'number', default: 30_000, doc: 'Clock difference tolerated on exp, nbf and iat.' },
   { path: 'auth.introspectionUrl', kind: 'string', default: '', doc: 'RFC 7662 introspection endpoint (introspection mode).' },
   { path: 'auth.introspectionClientId', kind: 'string', default: '', doc: "Causeway's client id at the introspection endpoint (HTTP Basic)." },
@@ -265,7 +272,7 @@ export const SETTINGS: readonly Setting[] = [
     path: 'upstream.credentials',
     kind: 'map',
     default: {},
-    doc: 'Causeway’s own OAuth token for the upstream (streamable-http), never the client’s: grant (client_credentials, or token_exchange of the client’s token, RFC 8693), tokenUrl, clientId, clientSecret, and optional scope, resource, audience. See Authorization.',
+    doc: 'The upstream’s OAuth token (streamable-http), never the client’s: grant (client_credentials: Causeway’s own; token_exchange: an RFC 8693 exchange of the client’s; authorization_code: each user’s own, after signing in), tokenUrl (issuer for authorization_code), clientId, clientSecret, and optional scope, resource, audience. See Authorization.',
   },
   {
     path: 'upstream.forwardHeaders',

@@ -201,7 +201,7 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
   };
 }
 
-const CREDENTIAL_KEYS = new Set(['grant', 'tokenUrl', 'clientId', 'clientSecret', 'scope', 'resource', 'audience']);
+const CREDENTIAL_KEYS = new Set(['grant', 'tokenUrl', 'issuer', 'clientId', 'clientSecret', 'scope', 'resource', 'audience']);
 const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
 
 /** An upstream's credentials entry (an object of strings); undefined when there is none. */
@@ -214,14 +214,19 @@ function credentialSpec(where: string, v: unknown, problems: string[]): Credenti
   const o = v as Record<string, string>;
   for (const k of Object.keys(o)) if (!CREDENTIAL_KEYS.has(k)) problems.push(`${where}: unknown setting ${k}`);
   if (!(CREDENTIAL_GRANTS as readonly string[]).includes(o.grant ?? '')) problems.push(`${where}.grant: expected one of ${CREDENTIAL_GRANTS.join(', ')}`);
-  for (const k of ['tokenUrl', 'clientId', 'clientSecret']) if (!o[k]) problems.push(`${where}.${k}: required`);
-  if (o.tokenUrl) {
+  // A user's sign-in finds the endpoints in the issuer's metadata; the other grants name the token endpoint.
+  const signIn = o.grant === 'authorization_code';
+  for (const k of [signIn ? 'issuer' : 'tokenUrl', 'clientId', 'clientSecret']) if (!o[k]) problems.push(`${where}.${k}: required`);
+  if (signIn && o.tokenUrl) problems.push(`${where}.tokenUrl: not for grant authorization_code (the issuer's metadata names it)`);
+  if (!signIn && o.issuer) problems.push(`${where}.issuer: only for grant authorization_code`);
+  for (const k of ['tokenUrl', 'issuer']) {
+    if (!o[k]) continue;
     try {
-      const u = new URL(o.tokenUrl);
-      // The client secret goes there: in the clear only on this machine.
-      if (u.protocol !== 'https:' && !(u.protocol === 'http:' && LOOPBACK.test(u.hostname))) problems.push(`${where}.tokenUrl: must be https (http only on loopback)`);
+      const u = new URL(o[k]);
+      // The client secret and the users' codes go there: in the clear only on this machine.
+      if (u.protocol !== 'https:' && !(u.protocol === 'http:' && LOOPBACK.test(u.hostname))) problems.push(`${where}.${k}: must be https (http only on loopback)`);
     } catch {
-      problems.push(`${where}.tokenUrl: expected an absolute URL`);
+      problems.push(`${where}.${k}: expected an absolute URL`);
     }
   }
   if (o.resource && !URL.canParse(o.resource)) problems.push(`${where}.resource: expected an absolute URL`);
@@ -229,6 +234,7 @@ function credentialSpec(where: string, v: unknown, problems: string[]): Credenti
   return {
     grant: o.grant as CredentialGrant,
     tokenUrl: o.tokenUrl ?? '',
+    issuer: o.issuer ?? '',
     clientId: o.clientId ?? '',
     clientSecret: o.clientSecret ?? '',
     scope: o.scope ?? '',

@@ -40,6 +40,8 @@ export interface FrontDoorDeps {
   origin: OriginPolicy;
   /** Checks every MCP request's access token; undefined when auth.mode is none. */
   auth: ResourceServer | undefined;
+  /** Causeway's OAuth callback for users signing in at an upstream; undefined when none has them. */
+  signIn: SignInEndpoint | undefined;
   /** Per-principal request rate; undefined when limits.ratePerSecond is 0. */
   rate: { limiter: RateLimiter; principal: PrincipalPolicy } | undefined;
   log: Logger;
@@ -52,6 +54,11 @@ export interface FrontDoorDeps {
   /** Share of MCP requests given an access log line (log.accessSample). */
   accessSample: number;
   inFlight: { count: number };
+}
+
+export interface SignInEndpoint {
+  path: string;
+  handle(query: URLSearchParams): Promise<{ status: number; text: string }>;
 }
 
 /** What a request was, in bounded label values, for metrics. */
@@ -86,6 +93,22 @@ function pathOf(req: IngressRequest): string {
   return q >= 0 ? url.slice(0, q) : url;
 }
 
+/** A user's browser back from an upstream's authorization server: a plain page saying how it went. */
+async function signInAnswer(req: IngressRequest, res: HttpResponse, endpoint: SignInEndpoint, log: Logger): Promise<void> {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  let answer: { status: number; text: string };
+  try {
+    answer = await endpoint.handle(new URLSearchParams(q >= 0 ? url.slice(q + 1) : ''));
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'sign-in callback failed');
+    answer = { status: 502, text: (err as Error).message };
+  }
+  // The URL held a code and a state: no referrer leaves this page, and nothing caches it.
+  res.writeHead(answer.status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
+  res.end(`${answer.text}\n`);
+}
+
 export function frontDoor(deps: FrontDoorDeps): IngressHandler {
   return (req, res) => {
     const reqId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : randomUUID();
@@ -111,6 +134,7 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
     const doc = deps.auth.metadata(path);
     if (doc) return sendJson(res, 200, doc, { 'cache-control': 'max-age=300' });
   }
+  if (deps.signIn && method === 'GET' && path === deps.signIn.path) return signInAnswer(req, res, deps.signIn, log);
   // Served as usual, but the client must take its next request elsewhere (HTTP/2 sessions got GOAWAY).
   if (deps.closing() && 'httpVersionMajor' in req && req.httpVersionMajor === 1) res.setHeader('connection', 'close');
   const mount = deps.mounts.get(path);

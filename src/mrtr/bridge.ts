@@ -173,7 +173,17 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
  * elicitation.url declared it becomes a url-mode round whose retry re-issues the call; without
  * it, -32021.
  */
-function urlElicitationRound(ex: RoundExchange, deps: BridgeDeps, r: RoundResult): RoundResult {
+/**
+ * A call whose upstream wants the user's own token, which Causeway does not hold yet: one URL-mode
+ * round pointing at the sign-in link, as an upstream's own -32042 would be; its retry re-issues
+ * the call, which then carries the token the sign-in gave.
+ */
+export function signInRound(ex: Pick<RoundExchange, 'request' | 'principal'>, deps: BridgeDeps, url: string, message: string): RoundResult & { kind: 'input' } {
+  const elicitations = [{ mode: 'url', url, message }];
+  return <RoundResult & { kind: 'input' }>urlElicitationRound(ex, deps, { kind: 'upstream', response: { jsonrpc: '2.0', id: 0, error: { code: -32042, message, data: { elicitations } } } });
+}
+
+function urlElicitationRound(ex: Pick<RoundExchange, 'request' | 'principal'>, deps: BridgeDeps, r: RoundResult): RoundResult {
   if (r.kind !== 'upstream' || !isErrorResponse(r.response) || r.response.error.code !== -32042) return r;
   const data = r.response.error.data;
   const elicitations = isObject(data) && Array.isArray(data.elicitations) ? data.elicitations.filter(isObject) : [];

@@ -60,16 +60,38 @@ export class StateSealer {
   }
 
   seal(claims: StateClaims): string {
+    return this.encrypt(0, undefined, claims);
+  }
+
+  /**
+   * Seals another value Causeway hands out or keeps (a sign-in state, a stored upstream token)
+   * under the same keys, with `purpose` as associated data: one kind never opens as another.
+   */
+  sealFor(purpose: string, value: unknown): string {
+    return this.encrypt(1, purpose, value);
+  }
+
+  /** A value sealFor sealed for `purpose`, or undefined. */
+  openFor(purpose: string, sealed: string): unknown {
+    return this.decrypt(sealed, 1, purpose);
+  }
+
+  private encrypt(version: number, purpose: string | undefined, value: unknown): string {
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.keys[0]!, iv);
-    const body = Buffer.concat([cipher.update(JSON.stringify(claims), 'utf8'), cipher.final()]);
-    return Buffer.concat([Buffer.from([0]), iv, body, cipher.getAuthTag()]).toString('base64url');
+    if (purpose !== undefined) cipher.setAAD(Buffer.from(purpose));
+    const body = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
+    return Buffer.concat([Buffer.from([version]), iv, body, cipher.getAuthTag()]).toString('base64url');
   }
 
   /** The claims, or undefined when the state was not sealed by any configured key. */
   open(state: string): StateClaims | undefined {
+    return this.decrypt(state, 0, undefined) as StateClaims | undefined;
+  }
+
+  private decrypt(state: string, version: number, purpose: string | undefined): unknown {
     const raw = Buffer.from(state, 'base64url');
-    if (raw.length < 1 + IV_BYTES + TAG_BYTES + 2 || raw[0] !== 0 || raw.toString('base64url') !== state) return undefined;
+    if (raw.length < 1 + IV_BYTES + TAG_BYTES + 2 || raw[0] !== version || raw.toString('base64url') !== state) return undefined;
     const iv = raw.subarray(1, 1 + IV_BYTES);
     const tag = raw.subarray(raw.length - TAG_BYTES);
     const body = raw.subarray(1 + IV_BYTES, raw.length - TAG_BYTES);
@@ -77,8 +99,9 @@ export class StateSealer {
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, iv);
         decipher.setAuthTag(tag);
+        if (purpose !== undefined) decipher.setAAD(Buffer.from(purpose));
         const text = Buffer.concat([decipher.update(body), decipher.final()]).toString('utf8');
-        return JSON.parse(text) as StateClaims;
+        return JSON.parse(text) as unknown;
       } catch {
         // next key
       }

@@ -19,15 +19,15 @@ import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Identity } from '../auth/index.js';
 import { principalHash, type PrincipalPolicy } from '../routing/index.js';
-import { HOP_BY_HOP, neverDelivered, toUpstreamError, type ForwardPolicy, type TargetSet, type UpstreamCredentials } from '../upstream/index.js';
+import { HOP_BY_HOP, neverDelivered, toUpstreamError, type ForwardPolicy, type TargetSet, type UpstreamAuthorization } from '../upstream/index.js';
 import { sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
 import type { SessionBinding } from './session-binding.js';
 
 export interface PassthroughOptions {
   targets: TargetSet;
   headers: Readonly<Record<string, string>>;
-  /** Causeway's own token for the upstream, sent instead of anything the client has. */
-  credentials?: UpstreamCredentials;
+  /** Causeway's own token for the upstream, or the user's, sent instead of anything the client has. */
+  credentials?: UpstreamAuthorization;
   /** The client headers this upstream gets besides the protocol's own. */
   forward: ForwardPolicy;
   principal: PrincipalPolicy;
@@ -168,10 +168,18 @@ export class LegacyPassthrough implements LegacyFace {
           return;
         }
       }
-      // The upstream refused Causeway's own token before doing anything: one more try with a new one.
-      if (upstream.statusCode !== 401 || authorization === undefined) break;
-      credentials!.refused(principal, authorization);
-      if (attempt === 2) break;
+      // The upstream refused the token before doing anything: one more try with a new one, or
+      // the error the credential answers with (the user has to sign in).
+      if (upstream.statusCode !== 401 || !credentials) break;
+      let retry: boolean;
+      try {
+        retry = (await credentials.refused(principal, authorization)) && attempt === 1;
+      } catch (err) {
+        upstream.body.destroy();
+        sendCausewayError(res, toCausewayError(err), null);
+        return;
+      }
+      if (!retry) break;
       await upstream.body.dump().catch(() => undefined);
     }
     if (res.headersSent || res.destroyed) {

@@ -7,6 +7,7 @@
 //                           PEXPIRE recordTtlMs (a bit above store.idleTtlMs), refreshed by touch.
 //   P lock:{ID}     string  owner token of the replica opening or replacing the session; PX lockTtl.
 //   P rate:{K}      hash    tokens, at: the limits.rate* token bucket of principal hash K; PEXPIRE until full again.
+//   P grant:{K}     string  a user's own upstream token, sealed (upstream/sign-in.ts), for upstream|principal hash K; PX its life.
 //   P idle          zset    member ID, score last use (epoch ms). The authority on lastUsedAt:
 //                           touch moves it forward (ZADD XX GT); idle() and count() read it.
 //
@@ -416,6 +417,22 @@ export class RedisSessionStore implements SessionStore {
   /** Takes one token of `key`'s bucket: 0 when taken, else the ms until one is due (one round trip). */
   async take(key: string, ratePerSecond: number, burst: number): Promise<number> {
     return this.scripts.cwTake(`${this.opts.keyPrefix}rate:{${tag(key)}}`, ratePerSecond, burst);
+  }
+
+  async getGrant(key: string): Promise<string | undefined> {
+    return (await this.client.get(this.grantKey(key))) ?? undefined;
+  }
+
+  async putGrant(key: string, sealed: string, ttlMs: number): Promise<void> {
+    await this.client.set(this.grantKey(key), sealed, 'PX', Math.max(1, Math.round(ttlMs)));
+  }
+
+  async dropGrant(key: string): Promise<void> {
+    await this.client.del(this.grantKey(key));
+  }
+
+  private grantKey(key: string): string {
+    return `${this.opts.keyPrefix}grant:{${tag(key)}}`;
   }
 
   async idle(before: number, limit: number): Promise<SessionRecord[]> {

@@ -8,12 +8,15 @@ import { request } from 'undici';
 import { CausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 
-export type CredentialGrant = 'client_credentials' | 'token_exchange';
-export const CREDENTIAL_GRANTS: readonly CredentialGrant[] = ['client_credentials', 'token_exchange'];
+export type CredentialGrant = 'client_credentials' | 'token_exchange' | 'authorization_code';
+export const CREDENTIAL_GRANTS: readonly CredentialGrant[] = ['client_credentials', 'token_exchange', 'authorization_code'];
 
 export interface CredentialSpec {
   grant: CredentialGrant;
+  /** The token endpoint; for authorization_code, found in the issuer's metadata. */
   tokenUrl: string;
+  /** authorization_code: the upstream's authorization server, whose metadata names its endpoints. */
+  issuer: string;
   clientId: string;
   clientSecret: string;
   /** Space-separated scopes asked for; empty: none named. */
@@ -22,6 +25,17 @@ export interface CredentialSpec {
   resource: string;
   /** token_exchange: the audience asked for [RFC 8693 §2.1]; empty: none sent. */
   audience: string;
+}
+
+/** How an upstream's requests are authorized: Causeway's own token, or the user's own (sign-in.ts). */
+export interface UpstreamAuthorization {
+  /** The Authorization value of a request made for `principal`; undefined: none to send. */
+  authorization(principal: string | undefined): Promise<string | undefined>;
+  /**
+   * The upstream answered 401 to a request sent with `sent`: true when one more try with a new
+   * token may pass; throws instead when the answer is an error of Causeway's own.
+   */
+  refused(principal: string | undefined, sent: string | undefined): Promise<boolean>;
 }
 
 /** The access token a principal's requests came with lately: the subject of an exchange. */
@@ -47,7 +61,7 @@ const DEFAULT_LIFETIME_MS = 60_000;
 const TOKEN_TIMEOUT_MS = 10_000;
 const MAX_ANSWER_BYTES = 64 * 1024;
 
-function failed(message: string, cause?: unknown): CausewayError {
+export function credentialError(message: string, cause?: unknown): CausewayError {
   return new CausewayError('upstream_credentials', message, undefined, cause === undefined ? undefined : { cause });
 }
 
@@ -57,7 +71,7 @@ function basic(id: string, secret: string): string {
   return `Basic ${Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64')}`;
 }
 
-export class UpstreamCredentials {
+export class UpstreamCredentials implements UpstreamAuthorization {
   private readonly held = new Map<string, Held>();
   private readonly fetching = new Map<string, Promise<Held>>();
 
@@ -83,15 +97,16 @@ export class UpstreamCredentials {
     return `Bearer ${(await this.fetch(key)).value}`;
   }
 
-  /** The upstream answered 401 to `authorization`: the next request fetches a new token. */
-  refused(principal: string | undefined, authorization: string): void {
+  /** The next request fetches a new token (one refused early: revoked, its keys rotated). */
+  async refused(principal: string | undefined, sent: string | undefined): Promise<boolean> {
     const key = this.keyOf(principal);
-    if (`Bearer ${this.held.get(key)?.value}` === authorization) this.held.delete(key);
+    if (`Bearer ${this.held.get(key)?.value}` === sent) this.held.delete(key);
+    return true;
   }
 
   private keyOf(principal: string | undefined): string {
     if (this.spec.grant === 'client_credentials') return SHARED;
-    if (principal === undefined) throw failed('No principal to exchange a token for');
+    if (principal === undefined) throw credentialError('No principal to exchange a token for');
     return principal;
   }
 
@@ -111,7 +126,7 @@ export class UpstreamCredentials {
     if (spec.grant === 'client_credentials') form.set('grant_type', 'client_credentials');
     else {
       const subject = this.subjects?.subject(key);
-      if (!subject || subject.expiresAt <= Date.now()) throw failed('No live client token to exchange for the upstream’s');
+      if (!subject || subject.expiresAt <= Date.now()) throw credentialError('No live client token to exchange for the upstream’s');
       // The upstream's token speaks for the client no longer than the client's own does.
       notAfter = subject.expiresAt;
       form.set('grant_type', TOKEN_EXCHANGE);
@@ -123,7 +138,7 @@ export class UpstreamCredentials {
     if (spec.resource !== '') form.set('resource', spec.resource);
     if (spec.scope !== '') form.set('scope', spec.scope);
     const sent = Date.now();
-    const answer = await this.post(form);
+    const answer = await tokenRequest(spec, form, this.log);
     const lifetime = answer.expiresInS === undefined ? DEFAULT_LIFETIME_MS : answer.expiresInS * 1000;
     const expiresAt = Math.min(sent + lifetime, notAfter);
     // Fetched again once 80% of its life is spent, and never in its last 10 s without waiting.
@@ -133,39 +148,53 @@ export class UpstreamCredentials {
     this.held.set(key, held);
     return held;
   }
+}
 
-  private async post(form: URLSearchParams): Promise<{ token: string; expiresInS: number | undefined }> {
-    let status: number;
-    let body: unknown;
-    try {
-      const res = await request(this.spec.tokenUrl, {
-        method: 'POST',
-        headers: {
-          authorization: basic(this.spec.clientId, this.spec.clientSecret),
-          'content-type': 'application/x-www-form-urlencoded',
-          accept: 'application/json',
-        },
-        body: form.toString(),
-        signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS),
-      });
-      status = res.statusCode;
-      const text = await res.body.text();
-      body = text.length <= MAX_ANSWER_BYTES ? JSON.parse(text) : undefined;
-    } catch (err) {
-      this.log.warn({ grant: this.spec.grant, err: (err as Error).message }, 'upstream token request failed');
-      throw failed('The upstream’s authorization server could not be reached', err);
-    }
-    const o = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
-    if (status !== 200 || typeof o.access_token !== 'string' || o.access_token === '') {
-      // error is a registered code [RFC 6749 §5.2]: short and safe to log; the description is not logged.
-      const error = typeof o.error === 'string' ? o.error.slice(0, 64) : undefined;
-      this.log.warn({ grant: this.spec.grant, status, error }, 'upstream token refused');
-      throw failed(`The upstream’s authorization server refused the token request${error ? ` (${error})` : ''}`);
-    }
-    if (typeof o.token_type !== 'string' || o.token_type.toLowerCase() !== 'bearer') {
-      throw failed('The upstream’s authorization server issued a token that is not a Bearer token');
-    }
-    const expiresIn = typeof o.expires_in === 'number' && o.expires_in > 0 ? o.expires_in : undefined;
-    return { token: o.access_token, expiresInS: expiresIn };
+/** A token endpoint's answer [RFC 6749 §5.1]. */
+export interface TokenAnswer {
+  token: string;
+  expiresInS: number | undefined;
+  refreshToken: string | undefined;
+}
+
+/** POSTs a token request with client_secret_basic; refusals and failures are upstream_credentials errors. */
+export async function tokenRequest(
+  client: Pick<CredentialSpec, 'tokenUrl' | 'clientId' | 'clientSecret'>,
+  form: URLSearchParams,
+  log: Logger,
+): Promise<TokenAnswer> {
+  const grant = form.get('grant_type');
+  let status: number;
+  let body: unknown;
+  try {
+    const res = await request(client.tokenUrl, {
+      method: 'POST',
+      headers: {
+        authorization: basic(client.clientId, client.clientSecret),
+        'content-type': 'application/x-www-form-urlencoded',
+        accept: 'application/json',
+      },
+      body: form.toString(),
+      signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS),
+    });
+    status = res.statusCode;
+    const text = await res.body.text();
+    body = text.length <= MAX_ANSWER_BYTES ? JSON.parse(text) : undefined;
+  } catch (err) {
+    log.warn({ grant, err: (err as Error).message }, 'upstream token request failed');
+    throw credentialError('The upstream’s authorization server could not be reached', err);
   }
+  const o = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  if (status !== 200 || typeof o.access_token !== 'string' || o.access_token === '') {
+    // error is a registered code [RFC 6749 §5.2]: short and safe to log; the description is not logged.
+    const error = typeof o.error === 'string' ? o.error.slice(0, 64) : undefined;
+    log.warn({ grant, status, error }, 'upstream token refused');
+    throw credentialError(`The upstream’s authorization server refused the token request${error ? ` (${error})` : ''}`);
+  }
+  if (typeof o.token_type !== 'string' || o.token_type.toLowerCase() !== 'bearer') {
+    throw credentialError('The upstream’s authorization server issued a token that is not a Bearer token');
+  }
+  const expiresIn = typeof o.expires_in === 'number' && o.expires_in > 0 ? o.expires_in : undefined;
+  const refresh = typeof o.refresh_token === 'string' && o.refresh_token !== '' ? o.refresh_token : undefined;
+  return { token: o.access_token, expiresInS: expiresIn, refreshToken: refresh };
 }

@@ -11,7 +11,7 @@ import { TargetUnreachableError } from './errors.js';
 import { upstreamHeaders, type SessionRef, type UpstreamRequestKind } from './headers.js';
 import { decodeMessages } from './messages.js';
 import { neverDelivered, type TargetSet } from './targets.js';
-import type { UpstreamCredentials } from './credentials.js';
+import type { UpstreamAuthorization } from './credentials.js';
 
 export type Response = Dispatcher.ResponseData;
 
@@ -19,8 +19,8 @@ export interface DispatcherEndpoint {
   name: string;
   targets: TargetSet;
   headers?: Record<string, string>;
-  /** Causeway's own token for this upstream, sent as Authorization on every request. */
-  credentials?: UpstreamCredentials;
+  /** The Authorization this upstream gets: Causeway's own token, or the user's. */
+  credentials?: UpstreamAuthorization;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
 }
@@ -88,14 +88,14 @@ export class UpstreamDispatcher {
     const where = this.parsed.get(url);
     if (!where) throw new TargetUnreachableError(name, new Error('the session lives on a URL this upstream no longer lists'));
     for (let attempt = 1; ; attempt++) {
-      if (credentials) headers = { ...headers, authorization: await credentials.authorization(session.principal) };
+      const authorization = credentials && (await credentials.authorization(session.principal));
       let res: Response;
       try {
         res = await this.agent.request({
           origin: where.origin,
           path: where.path,
           method,
-          headers,
+          headers: authorization === undefined ? headers : { ...headers, authorization },
           body,
           signal,
           ...(how.longLived ? { bodyTimeout: 0 } : {}),
@@ -106,11 +106,18 @@ export class UpstreamDispatcher {
         throw how.movable ? new TargetUnreachableError(name, err) : err;
       }
       targets.succeeded(url);
-      // A 401 is the upstream refusing Causeway's token before doing anything (expired early,
-      // revoked, its keys rotated): one more try with a new one.
+      // A 401 is the upstream refusing the token before doing anything (expired early, revoked,
+      // its keys rotated, or the user has yet to sign in): one more try with a new one, or the
+      // error the credential answers with.
       if (res.statusCode !== 401 || !credentials) return res;
-      credentials.refused(session.principal, headers.authorization!);
-      if (attempt === 2) return res;
+      let retry: boolean;
+      try {
+        retry = (await credentials.refused(session.principal, authorization)) && attempt === 1;
+      } catch (err) {
+        await res.body.dump().catch(() => undefined);
+        throw err;
+      }
+      if (!retry) return res;
       await res.body.dump().catch(() => undefined);
     }
   }

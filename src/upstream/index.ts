@@ -15,4 +15,6 @@ export { detectTransport, TransportMemo, type Detected, type DetectOptions, type
 export { AutoClient, type AutoClientOptions, type FoundTransport } from './auto-client.js';
 export type { ChannelOpener, MessageChannel } from './message-channel.js';
 export { ReplicaRelay, type RelayOptions } from './replica-relay.js';
-export { UpstreamCredentials, CREDENTIAL_GRANTS, type CredentialGrant, type CredentialSpec, type SubjectSource } from './credentials.js';
+export { UpstreamCredentials, CREDENTIAL_GRANTS, type CredentialGrant, type CredentialSpec, type SubjectSource, type UpstreamAuthorization } from './credentials.js';
+export { SignInCallback, UpstreamSignIn, type Sealer } from './sign-in.js';
+export { MemoryGrants, type GrantStore } from './grants.js';

@@ -32,15 +32,15 @@ import type { UpstreamSessionClient } from './session-client.js';
 export type { SessionRef } from './headers.js';
 export type { HandshakeResult } from './handshake.js';
 export type { StreamHandlers } from './inbound.js';
-import type { UpstreamCredentials } from './credentials.js';
+import type { UpstreamAuthorization } from './credentials.js';
 
 export interface UpstreamEndpoint {
   name: string;
   /** The upstream's equivalent URLs; each session lives on one of them. */
   targets: TargetSet;
   headers?: Record<string, string>;
-  /** Causeway's own token for the upstream, on every request. */
-  credentials?: UpstreamCredentials;
+  /** Causeway's own token for the upstream, or the user's, on every request. */
+  credentials?: UpstreamAuthorization;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
   maxResponseBytes: number;

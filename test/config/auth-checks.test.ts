@@ -95,7 +95,7 @@ t.test('upstream credentials: what each grant needs, a secret sent only over TLS
       'upstreams.a.credentials.audience: only for grant token_exchange',
       'upstreams.a.credentials.clientId: required',
       'upstreams.a.credentials.clientSecret: required',
-      'upstreams.a.credentials.grant: expected one of client_credentials, token_exchange',
+      'upstreams.a.credentials.grant: expected one of client_credentials, token_exchange, authorization_code',
       'upstreams.a.credentials.tokenUrl: must be https (http only on loopback)',
       'upstreams.a.credentials: unknown setting extra',
       'upstreams.b.credentials.resource: expected an absolute URL',
@@ -104,4 +104,19 @@ t.test('upstream credentials: what each grant needs, a secret sent only over TLS
       'upstreams.d.credentials: expected an object of strings',
     ].sort(),
   );
+});
+
+t.test('users signing in at an upstream: the issuer instead of a token URL, and a callback that is not a mount', async (t) => {
+  const signIn = { grant: 'authorization_code', issuer: 'https://login.crm.example', clientId: 'causeway', clientSecret: 's3cret' };
+  const upstreams = (credentials: Record<string, string>) => ['--upstreams', JSON.stringify({ crm: { url: 'http://127.0.0.1:1/mcp', credentials } })];
+  t.same(problems([...JWT, ...upstreams(signIn), '--auth.callbackUrl', 'https://mcp.example/oauth/callback']), []);
+  t.same(problems([...JWT, ...upstreams(signIn)]), ['auth.callbackUrl: required: upstream crm has users sign in']);
+  t.same(problems([...JWT, ...upstreams(signIn), '--auth.callbackUrl', 'https://mcp.example/mcp']), ['auth.callbackUrl: its path /mcp is a mount\'s']);
+  t.same(problems(upstreams(signIn)), ["upstream crm: credentials grant authorization_code needs auth.mode jwt or introspection: a user's token is kept for their verified identity"]);
+  t.same(problems([...JWT, '--auth.callbackUrl', 'https://mcp.example/cb']), ['auth.callbackUrl: set, but no upstream has credentials grant authorization_code']);
+  t.same(problems(upstreams({ ...signIn, issuer: 'http://login.crm.example', tokenUrl: 'https://login.crm.example/token' })).sort(), [
+    'upstreams.crm.credentials.issuer: must be https (http only on loopback)',
+    "upstreams.crm.credentials.tokenUrl: not for grant authorization_code (the issuer's metadata names it)",
+  ]);
+  t.same(problems(upstreams({ ...signIn, grant: 'client_credentials', tokenUrl: 'https://login.crm.example/token' })), ['upstreams.crm.credentials.issuer: only for grant authorization_code']);
 });

@@ -9,7 +9,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
-import { startAuthorizationServer, TOKEN_EXCHANGE } from '../helpers/authorization-server.js';
+import { jwtFace, startAuthorizationServer, TOKEN_EXCHANGE } from '../helpers/authorization-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { freePort } from '../helpers/redis.js';
 import { envelope } from '../mrtr/wire.js';
@@ -61,12 +61,7 @@ const credentials = (grant: string, secret = as.secret('causeway')) => ({
   scope: 'mcp',
 });
 const causeway = await startCauseway({
-  'listen.port': port,
-  'principal.hashSecret': 'a-test-secret-of-32-characters!!',
-  'auth.mode': 'jwt',
-  'auth.issuer': as.issuer,
-  'auth.jwksUrl': as.jwksUrl,
-  'auth.resource': ccResource,
+  ...jwtFace(as, port, ccResource),
   upstreams: JSON.stringify({
     cc: { url: cc.server.url, credentials: credentials('client_credentials') },
     tx: { url: tx.server.url, credentials: credentials('token_exchange') },

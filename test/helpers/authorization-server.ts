@@ -28,8 +28,8 @@ export interface AuthorizationServerOptions {
    */
   exchangers?: readonly string[];
   /**
-   * Public clients (no secret) allowed the authorization-code grant with PKCE, each with its one
-   * redirect URI; turns on oidc-provider's dev interactions (a login form taking any account and
+   * Clients allowed the authorization-code grant with PKCE (public unless `confidential`), each
+   * with its one redirect URI; turns on oidc-provider's dev interactions (a login form taking any account and
    * password, then a consent form).
    */
   interactive?: readonly InteractiveClient[];
@@ -38,6 +38,8 @@ export interface AuthorizationServerOptions {
 export interface InteractiveClient {
   client: string;
   redirectUri: string;
+  /** A confidential client (client_secret_basic, its secret from `secret(client)`), as a server is. */
+  confidential?: boolean;
 }
 
 /** An authorization code redeemed: the PKCE challenge of its authorization request and the verifier the token request carried. */
@@ -133,7 +135,8 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const secrets = new Map(opts.clients.map((c) => [c, `secret-of-${c}-${Math.random().toString(36).slice(2)}`]));
+  const confidential = [...opts.clients, ...(opts.interactive ?? []).filter((c) => c.confidential).map((c) => c.client)];
+  const secrets = new Map(confidential.map((c) => [c, `secret-of-${c}-${Math.random().toString(36).slice(2)}`]));
   let keys: JWK[] = [await signingKey()];
 
   const configure = (): Configuration => ({
@@ -146,13 +149,14 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
         response_types: [] as string[],
         token_endpoint_auth_method: 'client_secret_basic',
       })),
-      ...(opts.interactive ?? []).map(({ client, redirectUri }) => ({
+      ...(opts.interactive ?? []).map(({ client, redirectUri, confidential }) => ({
         client_id: client,
-        application_type: 'native',
+        ...(confidential
+          ? { application_type: 'web', client_secret: secrets.get(client)!, token_endpoint_auth_method: 'client_secret_basic' }
+          : { application_type: 'native', token_endpoint_auth_method: 'none' }),
         grant_types: ['authorization_code'],
         redirect_uris: [redirectUri],
         response_types: ['code'],
-        token_endpoint_auth_method: 'none',
       })),
     ],
     jwks: { keys },
@@ -275,5 +279,17 @@ export async function protectedResource(): Promise<{ port: number; resource: str
     resource: `http://127.0.0.1:${port}/mcp`,
     elsewhere: 'https://elsewhere.example/mcp',
     metadataUrl: `http://127.0.0.1:${port}/.well-known/oauth-protected-resource/mcp`,
+  };
+}
+
+/** Causeway's settings for a JWT resource server of `as` at `resource`, listening on `port`. */
+export function jwtFace(as: Pick<AuthorizationServer, 'issuer' | 'jwksUrl'>, port: number, resource: string): Record<string, string | number> {
+  return {
+    'listen.port': port,
+    'principal.hashSecret': 'a-test-secret-of-32-characters!!',
+    'auth.mode': 'jwt',
+    'auth.issuer': as.issuer,
+    'auth.jwksUrl': as.jwksUrl,
+    'auth.resource': resource,
   };
 }

@@ -133,3 +133,12 @@ t.test('paramsDigest names the request, not its envelope or round', async (t) =>
   t.not(paramsDigest({ ...base, task: { ttl: 1 } }), d, 'an extra param');
   t.equal(paramsDigest({}), paramsDigest({ _meta: {} }), 'empty params');
 });
+
+t.test('values sealed for a purpose open only for that purpose, and never as a requestState', async (t) => {
+  const sealer = new StateSealer([k1]);
+  const sealed = sealer.sealFor('grant a|p1', { a: 'token' });
+  t.same(sealer.openFor('grant a|p1', sealed), { a: 'token' });
+  t.equal(sealer.openFor('grant a|p2', sealed), undefined, 'copied under another key, it does not open');
+  t.equal(sealer.open(sealed), undefined, 'not a requestState');
+  t.equal(sealer.openFor('grant a|p1', sealer.seal(claims)), undefined, 'and a requestState is not one of them');
+});

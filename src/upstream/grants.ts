@@ -1,0 +1,31 @@
+// Where the users' own upstream tokens are kept (sealed by the caller): in this replica's memory,
+// or in Redis with the Redis store, so a sign-in completed at one replica serves at every other.
+
+export interface GrantStore {
+  getGrant(key: string): Promise<string | undefined>;
+  putGrant(key: string, sealed: string, ttlMs: number): Promise<void>;
+  dropGrant(key: string): Promise<void>;
+}
+
+/** Most grants one replica keeps in memory; the oldest goes first. */
+const MAX_GRANTS = 10_000;
+
+export class MemoryGrants implements GrantStore {
+  private readonly grants = new Map<string, { sealed: string; until: number }>();
+
+  async getGrant(key: string): Promise<string | undefined> {
+    const g = this.grants.get(key);
+    if (g && g.until <= Date.now()) this.grants.delete(key);
+    return g && g.until > Date.now() ? g.sealed : undefined;
+  }
+
+  async putGrant(key: string, sealed: string, ttlMs: number): Promise<void> {
+    this.grants.delete(key);
+    if (this.grants.size >= MAX_GRANTS) this.grants.delete(this.grants.keys().next().value!);
+    this.grants.set(key, { sealed, until: Date.now() + ttlMs });
+  }
+
+  async dropGrant(key: string): Promise<void> {
+    this.grants.delete(key);
+  }
+}

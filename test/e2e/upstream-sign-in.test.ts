@@ -1,0 +1,158 @@
+// Per-user upstream credentials: a legacy server that takes only its users' own tokens (JWTs of
+// the authorization server addressed to it) behind Causeway, which is its OAuth client. A call
+// without the user's token gets one URL-mode round pointing at the sign-in link; a scripted
+// browser logs in at the real oidc-provider and comes back to Causeway's callback, which redeems
+// the code (PKCE, RFC 9207 iss); the retry of the call carries the user's token, and no other user
+// gets it.
+
+import t from 'tap';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startLegacyServer } from '../fixtures/legacy-server.js';
+import { jwtFace, startAuthorizationServer } from '../helpers/authorization-server.js';
+import { scriptedLogin } from '../helpers/browser-login.js';
+import { startCauseway } from '../helpers/causeway.js';
+import { freePort } from '../helpers/redis.js';
+import { rpc, type Json } from '../mrtr/wire.js';
+
+const UPSTREAM = 'https://crm.example/mcp';
+const port = await freePort();
+const origin = `http://127.0.0.1:${port}`;
+const resource = `${origin}/mcp`;
+const callbackUrl = `${origin}/oauth/callback`;
+
+const as = await startAuthorizationServer(t, {
+  resources: { [resource]: 'jwt', [UPSTREAM]: 'jwt' },
+  scopes: ['mcp', 'crm'],
+  clients: ['alice', 'bob'],
+  interactive: [{ client: 'causeway-crm', redirectUri: callbackUrl, confidential: true }],
+});
+const keys = createRemoteJWKSet(new URL(as.jwksUrl));
+
+/** Every token the upstream took, and how many requests it refused. */
+const taken: string[] = [];
+let refused = 0;
+const upstream = await startLegacyServer({
+  authorize: async (authorization) => {
+    const token = /^Bearer (\S+)$/.exec(authorization ?? '')?.[1];
+    try {
+      await jwtVerify(token ?? '', keys, { issuer: as.issuer, audience: UPSTREAM });
+    } catch {
+      refused++;
+      return false;
+    }
+    taken.push(token!);
+    return true;
+  },
+});
+t.teardown(() => upstream.close());
+
+const causeway = await startCauseway({
+  ...jwtFace(as, port, resource),
+  'auth.callbackUrl': callbackUrl,
+  upstreams: JSON.stringify({
+    crm: {
+      url: upstream.url,
+      credentials: { grant: 'authorization_code', issuer: as.issuer, clientId: 'causeway-crm', clientSecret: as.secret('causeway-crm'), resource: UPSTREAM, scope: 'crm' },
+    },
+  }),
+  mounts: JSON.stringify({ '/mcp': { upstreams: ['crm'] } }),
+});
+t.teardown(() => causeway.close());
+
+const claims = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
+const URL_CAPS = { elicitation: { url: {} } };
+const tokenOf = (client: string) => as.token({ client, resource });
+
+async function call(token: string, params: Record<string, unknown>, caps: Record<string, unknown> = URL_CAPS): Promise<{ status: number; body: Json }> {
+  return rpc(resource, 'tools/call', { name: 'echo', arguments: { text: 'hi' }, ...params }, { caps, headers: { authorization: `Bearer ${token}` } });
+}
+
+/** The sign-in round of a call: its one URL-mode ask and the state to echo. */
+function signInAsk(body: Json): { key: string; url: URL; requestState: string } {
+  const result = body.result;
+  const entries = Object.entries(result.inputRequests as Record<string, Json>);
+  if (result.resultType !== 'input_required' || entries.length !== 1) throw new Error(`not a sign-in round: ${JSON.stringify(body)}`);
+  const [key, ask] = entries[0]!;
+  if (ask.method !== 'elicitation/create' || ask.params.mode !== 'url') throw new Error(`not a URL-mode ask: ${JSON.stringify(ask)}`);
+  return { key, url: new URL(ask.params.url), requestState: result.requestState };
+}
+
+t.test('a call without the user’s token: one URL-mode round, a sign-in, then the retry carries the user’s own token', async (t) => {
+  const alice = await tokenOf('alice');
+  const first = await call(alice, {});
+  t.equal(first.status, 200);
+  const ask = signInAsk(first.body);
+  t.equal(`${ask.url.origin}${ask.url.pathname}`, `${as.issuer}/auth`, 'the link is the authorization endpoint');
+  t.match(Object.fromEntries(ask.url.searchParams), {
+    response_type: 'code',
+    client_id: 'causeway-crm',
+    redirect_uri: callbackUrl,
+    resource: UPSTREAM,
+    scope: 'crm',
+    code_challenge_method: 'S256',
+    code_challenge: /^[A-Za-z0-9_-]{43}$/,
+    state: /.+/,
+  });
+  t.equal(taken.length, 0, 'the upstream took nothing yet');
+
+  const again = await call(alice, { inputResponses: { [ask.key]: { action: 'accept' } }, requestState: ask.requestState });
+  t.equal(signInAsk(again.body).url.searchParams.get('client_id'), 'causeway-crm', 'a retry before the sign-in finished gets the round again');
+
+  const { callback } = await scriptedLogin(ask.url, 'alice@crm', callbackUrl);
+  t.equal(callback.searchParams.get('iss'), as.issuer, 'the server names itself on the callback (RFC 9207)');
+  const forged = new URL(callback);
+  forged.searchParams.set('iss', 'https://evil.example');
+  const refusedForged = await fetch(forged);
+  t.equal(refusedForged.status, 400, 'an answer naming another issuer is refused before the code is used');
+  t.match(await refusedForged.text(), /expected authorization server/);
+  const tampered = new URL(callback);
+  tampered.searchParams.set('state', `${callback.searchParams.get('state')!.slice(0, -4)}AAAA`);
+  t.equal((await fetch(tampered)).status, 400, 'a state Causeway did not seal is refused');
+
+  const landed = await fetch(callback);
+  t.equal(landed.status, 200, await landed.text());
+  t.equal(landed.headers.get('cache-control'), 'no-store');
+  t.equal(landed.headers.get('referrer-policy'), 'no-referrer');
+  t.match(as.codeGrants.at(-1), { client: 'causeway-crm', codeChallengeMethod: 'S256', codeChallenge: ask.url.searchParams.get('code_challenge') }, 'redeemed with the verifier of its challenge');
+
+  const done = await call(alice, { inputResponses: { [ask.key]: { action: 'accept' } }, requestState: again.body.result.requestState });
+  t.equal(done.status, 200);
+  t.same(done.body.result.content, [{ type: 'text', text: 'hi' }], 'the call went through');
+  t.ok(taken.length > 0);
+  t.match(claims(taken.at(-1)!), { sub: 'alice@crm', aud: UPSTREAM, client_id: 'causeway-crm' }, 'with the user’s own token for the upstream');
+  t.notOk(taken.includes(alice), 'never the client’s token');
+
+  const later = await call(alice, { arguments: { text: 'later' } });
+  t.same(later.body.result.content, [{ type: 'text', text: 'later' }], 'later calls need no round');
+
+  const legacy = new LegacyClient({ name: 'legacy-e2e', version: '1.0.0' });
+  await legacy.connect(new LegacyTransport(new URL(resource), { requestInit: { headers: { authorization: `Bearer ${alice}` } } }));
+  t.teardown(() => legacy.close());
+  t.same((await legacy.callTool({ name: 'echo', arguments: { text: 'old' } })).content, [{ type: 'text', text: 'old' }], 'the same user on a legacy client too');
+  t.ok(new Set(taken.map((tok) => claims(tok).sub)).size === 1, 'every token the upstream took is alice’s');
+});
+
+t.test('another user does not get that token: their own round, their own sign-in', async (t) => {
+  const bob = await tokenOf('bob');
+  const before = taken.length;
+  const first = await call(bob, {});
+  const ask = signInAsk(first.body);
+  t.equal(taken.length, before, 'nothing upstream in bob’s name');
+
+  const discover = await rpc(resource, 'server/discover', {}, { headers: { authorization: `Bearer ${bob}` } });
+  t.equal(discover.status, 403, 'what cannot ask for a sign-in is refused, with the link');
+  t.match(discover.body.error, { code: -32600, data: { upstream: 'crm', url: new RegExp(`^${as.issuer}/auth\\?`) } });
+
+  const noUrlMode = await call(bob, {}, { elicitation: { form: {} } });
+  t.equal(noUrlMode.status, 400);
+  t.match(noUrlMode.body.error, { code: -32021, data: { requiredCapabilities: { elicitation: { url: {} } } } }, 'a client without URL elicitation is told what it lacks');
+
+  const { callback } = await scriptedLogin(ask.url, 'bob@crm', callbackUrl);
+  t.equal((await fetch(callback)).status, 200);
+  const done = await call(bob, { inputResponses: { [ask.key]: { action: 'accept' } }, requestState: ask.requestState });
+  t.same(done.body.result.content, [{ type: 'text', text: 'hi' }]);
+  t.equal(claims(taken.at(-1)!).sub, 'bob@crm', 'bob’s call carried bob’s token');
+  t.ok(refused > 0, 'the upstream refused the tokenless tries');
+});
