@@ -3,9 +3,10 @@
 // without the user's token gets one URL-mode round pointing at the sign-in link; a scripted
 // browser logs in at the real oidc-provider and comes back to Causeway's callback, which redeems
 // the code (PKCE, RFC 9207 iss); the retry of the call carries the user's token, and no other user
-// gets it.
+// gets it. Two replicas share Redis: the round comes from one, the callback lands on the other.
 
 import t from 'tap';
+import { randomBytes } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -13,7 +14,7 @@ import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { jwtFace, startAuthorizationServer } from '../helpers/authorization-server.js';
 import { scriptedLogin } from '../helpers/browser-login.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { freePort } from '../helpers/redis.js';
+import { freePort, startRedis } from '../helpers/redis.js';
 import { rpc, type Json } from '../mrtr/wire.js';
 
 const UPSTREAM = 'https://crm.example/mcp';
@@ -48,8 +49,15 @@ const upstream = await startLegacyServer({
 });
 t.teardown(() => upstream.close());
 
-const causeway = await startCauseway({
-  ...jwtFace(as, port, resource),
+const redis = await startRedis(t);
+const face = jwtFace(as, port, resource);
+// Each replica is given its own port below.
+delete face['listen.port'];
+const settings = {
+  ...face,
+  'store.kind': 'redis',
+  'store.redisUrl': redis.url,
+  'mrtr.stateKeys': randomBytes(32).toString('base64'),
   'auth.callbackUrl': callbackUrl,
   upstreams: JSON.stringify({
     crm: {
@@ -58,15 +66,20 @@ const causeway = await startCauseway({
     },
   }),
   mounts: JSON.stringify({ '/mcp': { upstreams: ['crm'] } }),
-});
+};
+const causeway = await startCauseway({ ...settings, 'listen.port': port });
 t.teardown(() => causeway.close());
+// Another replica of the same public URL (as behind a balancer): it listens on a port of its own.
+const replica = await startCauseway(settings);
+t.teardown(() => replica.close());
+const atReplica = `${replica.url.replace(/\/mcp$/, '')}/mcp`;
 
 const claims = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
 const URL_CAPS = { elicitation: { url: {} } };
 const tokenOf = (client: string) => as.token({ client, resource });
 
-async function call(token: string, params: Record<string, unknown>, caps: Record<string, unknown> = URL_CAPS): Promise<{ status: number; body: Json }> {
-  return rpc(resource, 'tools/call', { name: 'echo', arguments: { text: 'hi' }, ...params }, { caps, headers: { authorization: `Bearer ${token}` } });
+async function call(token: string, params: Record<string, unknown>, caps: Record<string, unknown> = URL_CAPS, at = resource): Promise<{ status: number; body: Json }> {
+  return rpc(at, 'tools/call', { name: 'echo', arguments: { text: 'hi' }, ...params }, { caps, headers: { authorization: `Bearer ${token}` } });
 }
 
 /** The sign-in round of a call: its one URL-mode ask and the state to echo. */
@@ -81,7 +94,7 @@ function signInAsk(body: Json): { key: string; url: URL; requestState: string } 
 
 t.test('a call without the user’s token: one URL-mode round, a sign-in, then the retry carries the user’s own token', async (t) => {
   const alice = await tokenOf('alice');
-  const first = await call(alice, {});
+  const first = await call(alice, {}, URL_CAPS, atReplica);
   t.equal(first.status, 200);
   const ask = signInAsk(first.body);
   t.equal(`${ask.url.origin}${ask.url.pathname}`, `${as.issuer}/auth`, 'the link is the authorization endpoint');
@@ -97,7 +110,7 @@ t.test('a call without the user’s token: one URL-mode round, a sign-in, then t
   });
   t.equal(taken.length, 0, 'the upstream took nothing yet');
 
-  const again = await call(alice, { inputResponses: { [ask.key]: { action: 'accept' } }, requestState: ask.requestState });
+  const again = await call(alice, { inputResponses: { [ask.key]: { action: 'accept' } }, requestState: ask.requestState }, URL_CAPS, atReplica);
   t.equal(signInAsk(again.body).url.searchParams.get('client_id'), 'causeway-crm', 'a retry before the sign-in finished gets the round again');
 
   const { callback } = await scriptedLogin(ask.url, 'alice@crm', callbackUrl);
@@ -113,19 +126,20 @@ t.test('a call without the user’s token: one URL-mode round, a sign-in, then t
 
   const landed = await fetch(callback);
   t.equal(landed.status, 200, await landed.text());
+  t.equal(callback.port, String(port), 'the callback landed on the other replica');
   t.equal(landed.headers.get('cache-control'), 'no-store');
   t.equal(landed.headers.get('referrer-policy'), 'no-referrer');
   t.match(as.codeGrants.at(-1), { client: 'causeway-crm', codeChallengeMethod: 'S256', codeChallenge: ask.url.searchParams.get('code_challenge') }, 'redeemed with the verifier of its challenge');
 
-  const done = await call(alice, { inputResponses: { [ask.key]: { action: 'accept' } }, requestState: again.body.result.requestState });
+  const done = await call(alice, { inputResponses: { [ask.key]: { action: 'accept' } }, requestState: again.body.result.requestState }, URL_CAPS, atReplica);
   t.equal(done.status, 200);
-  t.same(done.body.result.content, [{ type: 'text', text: 'hi' }], 'the call went through');
+  t.same(done.body.result.content, [{ type: 'text', text: 'hi' }], 'the call went through, on the replica that made the round');
   t.ok(taken.length > 0);
   t.match(claims(taken.at(-1)!), { sub: 'alice@crm', aud: UPSTREAM, client_id: 'causeway-crm' }, 'with the user’s own token for the upstream');
   t.notOk(taken.includes(alice), 'never the client’s token');
 
   const later = await call(alice, { arguments: { text: 'later' } });
-  t.same(later.body.result.content, [{ type: 'text', text: 'later' }], 'later calls need no round');
+  t.same(later.body.result.content, [{ type: 'text', text: 'later' }], 'later calls need no round, at either replica');
 
   const legacy = new LegacyClient({ name: 'legacy-e2e', version: '1.0.0' });
   await legacy.connect(new LegacyTransport(new URL(resource), { requestInit: { headers: { authorization: `Bearer ${alice}` } } }));
