@@ -87,7 +87,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const grants = store instanceof RedisSessionStore ? store : new MemoryGrants();
   for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, { reachable, transports, subjects, sealer, grants }));
   const signIns = new Map([...upstreams].flatMap(([name, parts]) => (parts.signIn ? [[name, parts.signIn] as const] : [])));
-  const signInCallback = signIns.size > 0 ? new SignInCallback(new URL(config.auth.callbackUrl).pathname, sealer, signIns) : undefined;
+  const signInCallback = signIns.size > 0 ? new SignInCallback(config.auth.callbackUrl, config.auth.clientMetadataUrl, sealer, signIns) : undefined;
   const partsOf = (name: string) => upstreams.get(name)!;
   const pool = new SessionPool(
     store,

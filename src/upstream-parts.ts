@@ -85,7 +85,7 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
   let signIn: UpstreamSignIn | undefined;
   if (spec.credentials?.grant === 'authorization_code') {
     const { sealer, grants } = shared;
-    signIn = new UpstreamSignIn({ upstream: spec.name, spec: spec.credentials, callbackUrl: config.auth.callbackUrl, sealer, grants, log: upstreamLog });
+    signIn = new UpstreamSignIn({ upstream: spec.name, spec: spec.credentials, callbackUrl: config.auth.callbackUrl, clientMetadataUrl: config.auth.clientMetadataUrl, sealer, grants, log: upstreamLog });
     ctx.credentials = signIn;
   } else if (spec.credentials) ctx.credentials = new UpstreamCredentials(spec.credentials, shared.subjects, upstreamLog);
   const parts = { spec, forward, metrics: upstreamMetrics, ...(signIn ? { signIn } : {}) };

@@ -81,9 +81,24 @@ export function authProblems(c: Config, topology: Topology): string[] {
       const p = urlProblem('callbackUrl', a.callbackUrl);
       if (p) problems.push(p);
     }
-    const path = URL.canParse(a.callbackUrl) ? new URL(a.callbackUrl).pathname : undefined;
-    if (path !== undefined && topology.mounts.some((m) => m.path === path)) problems.push(`auth.callbackUrl: its path ${path} is a mount's`);
-  } else if (a.callbackUrl !== '') problems.push('auth.callbackUrl: set, but no upstream has credentials grant authorization_code');
+    const taken = topology.mounts.map((m) => m.path);
+    for (const key of ['callbackUrl', 'clientMetadataUrl'] as const) {
+      const path = URL.canParse(a[key]) ? new URL(a[key]).pathname : undefined;
+      if (path !== undefined && taken.includes(path)) problems.push(`auth.${key}: its path ${path} is already served (a mount, or the callback)`);
+      if (path !== undefined) taken.push(path);
+    }
+    if (a.clientMetadataUrl !== '') {
+      // draft-ietf-oauth-client-id-metadata-document: an https URL with a path, the client id itself.
+      const u = URL.canParse(a.clientMetadataUrl) ? new URL(a.clientMetadataUrl) : undefined;
+      if (u?.protocol !== 'https:' || u.pathname === '/' || u.search !== '' || a.clientMetadataUrl.includes('#')) {
+        problems.push('auth.clientMetadataUrl: must be an https URL with a path, no query or fragment');
+      }
+    }
+  } else {
+    for (const key of ['callbackUrl', 'clientMetadataUrl'] as const) {
+      if (a[key] !== '') problems.push(`auth.${key}: set, but no upstream has credentials grant authorization_code`);
+    }
+  }
   if (c.principal.mode !== 'none') problems.push('principal.mode: must be none when auth.mode is set: the principal is then the token’s iss and sub');
   if (c.principal.hashSecret.length < 16) problems.push('principal.hashSecret: required (16+ characters) when auth.mode is set');
   for (const u of topology.upstreams) {

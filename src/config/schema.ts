@@ -44,6 +44,7 @@ export interface Config {
     dpopProofWindowMs: number;
     publicDiscover: boolean;
     callbackUrl: string;
+    clientMetadataUrl: string;
     introspectionUrl: string;
     introspectionClientId: string;
     introspectionClientSecret: string;
@@ -247,6 +248,12 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'string',
     default: '',
     doc: "Causeway's OAuth callback as users' browsers reach it (e.g. https://mcp.example.com/oauth/callback): the redirect_uri of upstreams whose credentials grant is authorization_code; Causeway serves its path.",
+  },
+  {
+    path: 'auth.clientMetadataUrl',
+    kind: 'string',
+    default: '',
+    doc: "Causeway's Client ID Metadata Document, an https URL with a path that Causeway serves: its client id at upstream authorization servers that accept such documents, for authorization_code upstreams without a clientId (else it registers, RFC 7591).",
   },
   { path: 'auth.clockSkewMs', kind: 'number', default: 30_000, doc: 'Clock difference tolerated on exp, nbf and iat.' },
   { path: 'auth.introspectionUrl', kind: 'string', default: '', doc: 'RFC 7662 introspection endpoint (introspection mode).' },

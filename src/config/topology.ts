@@ -216,7 +216,9 @@ function credentialSpec(where: string, v: unknown, problems: string[]): Credenti
   if (!(CREDENTIAL_GRANTS as readonly string[]).includes(o.grant ?? '')) problems.push(`${where}.grant: expected one of ${CREDENTIAL_GRANTS.join(', ')}`);
   // A user's sign-in finds the endpoints in the issuer's metadata; the other grants name the token endpoint.
   const signIn = o.grant === 'authorization_code';
-  for (const k of [signIn ? 'issuer' : 'tokenUrl', 'clientId', 'clientSecret']) if (!o[k]) problems.push(`${where}.${k}: required`);
+  // Without a clientId a sign-in is made as Causeway's metadata document or a registered client.
+  for (const k of signIn ? ['issuer'] : ['tokenUrl', 'clientId', 'clientSecret']) if (!o[k]) problems.push(`${where}.${k}: required`);
+  if (signIn && o.clientSecret && !o.clientId) problems.push(`${where}.clientSecret: only with a clientId`);
   if (signIn && o.tokenUrl) problems.push(`${where}.tokenUrl: not for grant authorization_code (the issuer's metadata names it)`);
   if (!signIn && o.issuer) problems.push(`${where}.issuer: only for grant authorization_code`);
   for (const k of ['tokenUrl', 'issuer']) {

@@ -59,6 +59,8 @@ export interface FrontDoorDeps {
 export interface SignInEndpoint {
   path: string;
   handle(query: URLSearchParams): Promise<{ status: number; text: string }>;
+  /** Causeway's Client ID Metadata Document, fetched by authorization servers. */
+  client: { path: string; document: Record<string, unknown> } | undefined;
 }
 
 /** What a request was, in bounded label values, for metrics. */
@@ -135,6 +137,7 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
     if (doc) return sendJson(res, 200, doc, { 'cache-control': 'max-age=300' });
   }
   if (deps.signIn && method === 'GET' && path === deps.signIn.path) return signInAnswer(req, res, deps.signIn, log);
+  if (deps.signIn?.client && method === 'GET' && path === deps.signIn.client.path) return sendJson(res, 200, deps.signIn.client.document, { 'cache-control': 'max-age=300' });
   // Served as usual, but the client must take its next request elsewhere (HTTP/2 sessions got GOAWAY).
   if (deps.closing() && 'httpVersionMajor' in req && req.httpVersionMajor === 1) res.setHeader('connection', 'close');
   const mount = deps.mounts.get(path);

@@ -164,13 +164,15 @@ export async function tokenRequest(
   log: Logger,
 ): Promise<TokenAnswer> {
   const grant = form.get('grant_type');
+  if (client.clientSecret === '') form.set('client_id', client.clientId);
   let status: number;
   let body: unknown;
   try {
     const res = await request(client.tokenUrl, {
       method: 'POST',
+      // A public client (no secret: a metadata document's) names itself in the form [RFC 6749 §3.2.1].
       headers: {
-        authorization: basic(client.clientId, client.clientSecret),
+        ...(client.clientSecret === '' ? {} : { authorization: basic(client.clientId, client.clientSecret) }),
         'content-type': 'application/x-www-form-urlencoded',
         accept: 'application/json',
       },

@@ -2,7 +2,9 @@
 // Causeway is that upstream's OAuth client. A request for a principal without a token gets the
 // upstream_authorization_required error carrying a sign-in link (the authorization URL, PKCE S256,
 // `resource`, a sealed `state` naming the principal); the pipeline turns it into a URL-mode
-// elicitation round. Causeway's callback redeems the code (exact RFC 9207 `iss`, the verifier
+// elicitation round. Causeway is the configured client, else its Client ID Metadata Document
+// (auth.clientMetadataUrl, where the server supports them), else a client it registers (RFC 7591,
+// kept per issuer). Causeway's callback redeems the code (exact RFC 9207 `iss`, the verifier
 // from the state) and keeps the token sealed in the grant store under upstream + principal hash,
 // refreshed with its refresh token when it expires. It is sent only to that upstream, only for
 // that principal, and never logged.
@@ -20,7 +22,15 @@ export interface Sealer {
   openFor(purpose: string, sealed: string): unknown;
 }
 
+/** Who Causeway is at the upstream's authorization server; a public client has no secret (''). */
+interface OAuthClient {
+  id: string;
+  secret: string;
+}
+
 interface Grant {
+  /** The client the token was issued to (a refresh is made as it). */
+  c: string;
   /** The access token. */
   a: string;
   /** Its refresh token, when the server gave one. */
@@ -32,6 +42,8 @@ interface Grant {
 interface SignInState {
   /** Upstream name. */
   u: string;
+  /** The client id the authorization request was made as. */
+  c: string;
   /** Principal hash. */
   p: string;
   /** PKCE code verifier. */
@@ -46,6 +58,11 @@ interface ServerMetadata {
   tokenEndpoint: string;
   /** RFC 9207: the server puts `iss` on every authorization response. */
   issOnResponse: boolean;
+  /** Client ID Metadata Documents accepted as client ids. */
+  metadataDocuments: boolean;
+  registrationEndpoint: string | undefined;
+  /** Whether the server issues refresh tokens (grant_types_supported lists it, or says nothing). */
+  refreshes: boolean;
 }
 
 const STATE_PURPOSE = 'causeway sign-in state';
@@ -59,6 +76,9 @@ const DEFAULT_LIFETIME_MS = 3600_000;
 /** A token this close to its end is refreshed before use. */
 const EXPIRY_MARGIN_MS = 10_000;
 const METADATA_TIMEOUT_MS = 10_000;
+/** A registered client whose server names no expiry is kept this long. */
+const REGISTRATION_TTL_MS = 365 * 24 * 3600_000;
+const CLIENT_PURPOSE = 'causeway upstream client';
 const MAX_CACHED = 10_000;
 
 export interface SignInOptions {
@@ -66,6 +86,8 @@ export interface SignInOptions {
   spec: CredentialSpec;
   /** Causeway's callback, as the user's browser reaches it: the redirect_uri. */
   callbackUrl: string;
+  /** Causeway's Client ID Metadata Document URL; '' when there is none. */
+  clientMetadataUrl: string;
   sealer: Sealer;
   grants: GrantStore;
   log: Logger;
@@ -76,6 +98,8 @@ export class UpstreamSignIn implements UpstreamAuthorization {
   /** Grants this replica read or made lately, by upstream|principal. */
   private readonly cached = new Map<string, Grant>();
   private readonly refreshing = new Map<string, Promise<Grant | undefined>>();
+  /** This replica's registration at the server, when it needed one. */
+  private registration: Promise<OAuthClient> | undefined;
 
   constructor(private readonly opts: SignInOptions) {}
 
@@ -111,13 +135,15 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     if (!code) return { status: 400, text: 'The sign-in answer carries no code.' };
     const form = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: this.opts.callbackUrl, code_verifier: state.v });
     if (this.opts.spec.resource !== '') form.set('resource', this.opts.spec.resource);
+    const client = await this.clientById(state.c);
+    if (!client) return { status: 400, text: 'The client this sign-in was made as is no longer known: call the tool again for a new link.' };
     let answer: TokenAnswer;
     try {
-      answer = await tokenRequest(this.client(md), form, this.opts.log);
+      answer = await tokenRequest(tokenClient(md, client), form, this.opts.log);
     } catch (err) {
       return { status: 502, text: (err as Error).message };
     }
-    await this.keep(`${this.opts.upstream}|${state.p}`, grantOf(answer, undefined));
+    await this.keep(`${this.opts.upstream}|${state.p}`, grantOf(client.id, answer, undefined));
     this.opts.log.info({ upstream: this.opts.upstream }, 'user signed in at the upstream');
     return { status: 200, text: `Signed in to ${this.opts.upstream}. You can close this window and go back to your client.` };
   }
@@ -143,7 +169,9 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: grant.r! });
     if (this.opts.spec.resource !== '') form.set('resource', this.opts.spec.resource);
     try {
-      const fresh = grantOf(await tokenRequest(this.client(await this.metadata()), form, this.opts.log), grant.r);
+      const client = await this.clientById(grant.c);
+      if (!client) throw credentialError('The client the grant was issued to is no longer known');
+      const fresh = grantOf(client.id, await tokenRequest(tokenClient(await this.metadata(), client), form, this.opts.log), grant.r);
       await this.keep(key, fresh);
       return fresh;
     } catch {
@@ -193,18 +221,78 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     this.cached.set(key, grant);
   }
 
-  private client(md: ServerMetadata): Pick<CredentialSpec, 'tokenUrl' | 'clientId' | 'clientSecret'> {
-    return { tokenUrl: md.tokenEndpoint, clientId: this.opts.spec.clientId, clientSecret: this.opts.spec.clientSecret };
+  /** Who to be at the server for a new sign-in: configured, else a metadata document, else registered. */
+  private async clientFor(md: ServerMetadata): Promise<OAuthClient> {
+    const { spec, clientMetadataUrl } = this.opts;
+    if (spec.clientId !== '') return { id: spec.clientId, secret: spec.clientSecret };
+    if (md.metadataDocuments && clientMetadataUrl !== '') return { id: clientMetadataUrl, secret: '' };
+    if (md.registrationEndpoint === undefined) {
+      throw credentialError('The upstream’s authorization server takes neither client metadata documents nor registrations, and no clientId is configured');
+    }
+    this.registration ??= this.register(md).catch((err: unknown) => {
+      this.registration = undefined;
+      throw err;
+    });
+    return this.registration;
+  }
+
+  /** The client a sign-in or grant was made as, wherever it was registered. */
+  private async clientById(id: string): Promise<OAuthClient | undefined> {
+    const { spec, clientMetadataUrl } = this.opts;
+    if (spec.clientId !== '' && id === spec.clientId) return { id, secret: spec.clientSecret };
+    if (clientMetadataUrl !== '' && id === clientMetadataUrl) return { id, secret: '' };
+    const mine = await this.registration?.catch(() => undefined);
+    if (mine?.id === id) return mine;
+    // Registered by another replica: each keeps its registration in the store, by issuer and id.
+    const sealed = await this.opts.grants.getGrant(this.clientKey(id)).catch(() => undefined);
+    return sealed === undefined ? undefined : (this.opts.sealer.openFor(`${CLIENT_PURPOSE} ${this.clientKey(id)}`, sealed) as OAuthClient | undefined);
+  }
+
+  /** Dynamic client registration [RFC 7591], the fallback: deprecated in 2026-07-28, still common. */
+  private async register(md: ServerMetadata): Promise<OAuthClient> {
+    let status: number;
+    let body: Record<string, unknown>;
+    try {
+      // A server refuses a registration naming a grant it does not have.
+      const grants = md.refreshes ? undefined : { grant_types: ['authorization_code'] };
+      const res = await request(md.registrationEndpoint!, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ ...clientMetadata(this.opts.callbackUrl), ...grants, token_endpoint_auth_method: 'client_secret_basic' }),
+        signal: AbortSignal.timeout(METADATA_TIMEOUT_MS),
+      });
+      status = res.statusCode;
+      body = (await res.body.json()) as Record<string, unknown>;
+    } catch (err) {
+      throw credentialError('The upstream’s authorization server could not be reached to register', err);
+    }
+    if ((status !== 201 && status !== 200) || typeof body.client_id !== 'string') {
+      const error = typeof body.error === 'string' ? body.error.slice(0, 64) : undefined;
+      this.opts.log.warn({ status, error }, 'client registration at the upstream’s authorization server refused');
+      throw credentialError(`The upstream’s authorization server refused Causeway’s registration${error ? ` (${error})` : ''}`);
+    }
+    const client = { id: body.client_id, secret: typeof body.client_secret === 'string' ? body.client_secret : '' };
+    const expires = typeof body.client_secret_expires_at === 'number' && body.client_secret_expires_at > 0 ? body.client_secret_expires_at * 1000 - Date.now() : REGISTRATION_TTL_MS;
+    const key = this.clientKey(client.id);
+    await this.opts.grants.putGrant(key, this.opts.sealer.sealFor(`${CLIENT_PURPOSE} ${key}`, client), expires);
+    this.opts.log.info({ upstream: this.opts.upstream }, 'registered at the upstream’s authorization server');
+    return client;
+  }
+
+  /** Registrations are per authorization server, never reused at another [AUTH-REG]. */
+  private clientKey(id: string): string {
+    return `client|${this.opts.spec.issuer}|${id}`;
   }
 
   private async authorizationUrl(principal: string): Promise<string> {
     const md = await this.metadata();
+    const client = await this.clientFor(md);
     const verifier = randomBytes(32).toString('base64url');
-    const state: SignInState = { u: this.opts.upstream, p: principal, v: verifier, e: Date.now() + STATE_TTL_MS };
+    const state: SignInState = { u: this.opts.upstream, c: client.id, p: principal, v: verifier, e: Date.now() + STATE_TTL_MS };
     const url = new URL(md.authorizationEndpoint);
     const q = url.searchParams;
     q.set('response_type', 'code');
-    q.set('client_id', this.opts.spec.clientId);
+    q.set('client_id', client.id);
     q.set('redirect_uri', this.opts.callbackUrl);
     q.set('state', this.opts.sealer.sealFor(STATE_PURPOSE, state));
     q.set('code_challenge', createHash('sha256').update(verifier).digest('base64url'));
@@ -224,10 +312,25 @@ export class UpstreamSignIn implements UpstreamAuthorization {
   }
 }
 
-function grantOf(answer: TokenAnswer, previousRefresh: string | undefined): Grant {
+function tokenClient(md: ServerMetadata, client: OAuthClient): Pick<CredentialSpec, 'tokenUrl' | 'clientId' | 'clientSecret'> {
+  return { tokenUrl: md.tokenEndpoint, clientId: client.id, clientSecret: client.secret };
+}
+
+/** What Causeway says of itself as a client: its metadata document, and its registration request. */
+export function clientMetadata(callbackUrl: string): Record<string, unknown> {
+  return {
+    client_name: 'Causeway',
+    redirect_uris: [callbackUrl],
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    application_type: 'web',
+  };
+}
+
+function grantOf(client: string, answer: TokenAnswer, previousRefresh: string | undefined): Grant {
   const lifetime = answer.expiresInS === undefined ? DEFAULT_LIFETIME_MS : answer.expiresInS * 1000;
   const refresh = answer.refreshToken ?? previousRefresh;
-  return { a: answer.token, e: Date.now() + lifetime, ...(refresh === undefined ? {} : { r: refresh }) };
+  return { c: client, a: answer.token, e: Date.now() + lifetime, ...(refresh === undefined ? {} : { r: refresh }) };
 }
 
 /** RFC 8414 metadata (path-inserted), else OpenID discovery; its issuer must be the one configured. */
@@ -253,6 +356,9 @@ async function discover(issuer: string): Promise<ServerMetadata> {
         authorizationEndpoint: md.authorization_endpoint,
         tokenEndpoint: md.token_endpoint,
         issOnResponse: md.authorization_response_iss_parameter_supported === true,
+        metadataDocuments: md.client_id_metadata_document_supported === true,
+        registrationEndpoint: typeof md.registration_endpoint === 'string' ? md.registration_endpoint : undefined,
+        refreshes: !Array.isArray(md.grant_types_supported) || md.grant_types_supported.includes('refresh_token'),
       };
     } catch (err) {
       last = err;
@@ -263,12 +369,23 @@ async function discover(issuer: string): Promise<ServerMetadata> {
 
 /** Causeway's callback endpoint: finds the upstream a sign-in was for by its sealed state. */
 export class SignInCallback {
+  /** The callback's path on Causeway's listener. */
+  readonly path: string;
+  /** Causeway's Client ID Metadata Document and where it is served, when auth.clientMetadataUrl is set. */
+  readonly client: { path: string; document: Record<string, unknown> } | undefined;
+
   constructor(
-    /** The callback's path on Causeway's listener. */
-    readonly path: string,
+    callbackUrl: string,
+    clientMetadataUrl: string,
     private readonly sealer: Sealer,
     private readonly upstreams: ReadonlyMap<string, UpstreamSignIn>,
-  ) {}
+  ) {
+    this.path = new URL(callbackUrl).pathname;
+    this.client =
+      clientMetadataUrl === ''
+        ? undefined
+        : { path: new URL(clientMetadataUrl).pathname, document: { client_id: clientMetadataUrl, ...clientMetadata(callbackUrl), token_endpoint_auth_method: 'none' } };
+  }
 
   async handle(query: URLSearchParams): Promise<{ status: number; text: string }> {
     const sealed = query.get('state');

@@ -111,7 +111,7 @@ t.test('users signing in at an upstream: the issuer instead of a token URL, and 
   const upstreams = (credentials: Record<string, string>) => ['--upstreams', JSON.stringify({ crm: { url: 'http://127.0.0.1:1/mcp', credentials } })];
   t.same(problems([...JWT, ...upstreams(signIn), '--auth.callbackUrl', 'https://mcp.example/oauth/callback']), []);
   t.same(problems([...JWT, ...upstreams(signIn)]), ['auth.callbackUrl: required: upstream crm has users sign in']);
-  t.same(problems([...JWT, ...upstreams(signIn), '--auth.callbackUrl', 'https://mcp.example/mcp']), ['auth.callbackUrl: its path /mcp is a mount\'s']);
+  t.same(problems([...JWT, ...upstreams(signIn), '--auth.callbackUrl', 'https://mcp.example/mcp']), ['auth.callbackUrl: its path /mcp is already served (a mount, or the callback)']);
   t.same(problems(upstreams(signIn)), ["upstream crm: credentials grant authorization_code needs auth.mode jwt or introspection: a user's token is kept for their verified identity"]);
   t.same(problems([...JWT, '--auth.callbackUrl', 'https://mcp.example/cb']), ['auth.callbackUrl: set, but no upstream has credentials grant authorization_code']);
   t.same(problems(upstreams({ ...signIn, issuer: 'http://login.crm.example', tokenUrl: 'https://login.crm.example/token' })).sort(), [
@@ -119,4 +119,18 @@ t.test('users signing in at an upstream: the issuer instead of a token URL, and 
     "upstreams.crm.credentials.tokenUrl: not for grant authorization_code (the issuer's metadata names it)",
   ]);
   t.same(problems(upstreams({ ...signIn, grant: 'client_credentials', tokenUrl: 'https://login.crm.example/token' })), ['upstreams.crm.credentials.issuer: only for grant authorization_code']);
+});
+
+t.test('a sign-in without a configured client: a metadata document URL that can be a client id', async (t) => {
+  const upstreams = ['--upstreams', JSON.stringify({ crm: { url: 'http://127.0.0.1:1/mcp', credentials: { grant: 'authorization_code', issuer: 'https://login.crm.example' } } })];
+  const base = [...JWT, ...upstreams, '--auth.callbackUrl', 'https://mcp.example/oauth/callback'];
+  t.same(problems(base), [], 'neither clientId nor secret: a registration, or the document');
+  t.same(problems([...base, '--auth.clientMetadataUrl', 'https://mcp.example/oauth/client']), []);
+  for (const bad of ['http://mcp.example/oauth/client', 'https://mcp.example/', 'https://mcp.example/c?x=1']) {
+    t.same(problems([...base, '--auth.clientMetadataUrl', bad]), ['auth.clientMetadataUrl: must be an https URL with a path, no query or fragment'], bad);
+  }
+  t.same(problems([...base, '--auth.clientMetadataUrl', 'https://mcp.example/oauth/callback']), ['auth.clientMetadataUrl: its path /oauth/callback is already served (a mount, or the callback)']);
+  t.same(problems(['--upstreams', JSON.stringify({ crm: { url: 'http://127.0.0.1:1/mcp', credentials: { grant: 'authorization_code', issuer: 'https://login.crm.example', clientSecret: 'x' } } }), ...JWT, '--auth.callbackUrl', 'https://mcp.example/cb']), [
+    'upstreams.crm.credentials.clientSecret: only with a clientId',
+  ]);
 });

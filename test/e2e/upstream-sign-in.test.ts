@@ -4,8 +4,10 @@
 // browser logs in at the real oidc-provider and comes back to Causeway's callback, which redeems
 // the code (PKCE, RFC 9207 iss); the retry of the call carries the user's token, and no other user
 // gets it. Two replicas share Redis: the round comes from one, the callback lands on the other.
+// Without a configured client, Causeway is its Client ID Metadata Document where the server takes
+// them, and otherwise registers (RFC 7591) at another server.
 
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
@@ -18,36 +20,52 @@ import { freePort, startRedis } from '../helpers/redis.js';
 import { rpc, type Json } from '../mrtr/wire.js';
 
 const UPSTREAM = 'https://crm.example/mcp';
+const DOCS = 'https://docs.example/mcp';
+const WIKI = 'https://wiki.example/mcp';
+const CLIENT_DOCUMENT = 'https://causeway.example/oauth/client';
 const port = await freePort();
 const origin = `http://127.0.0.1:${port}`;
 const resource = `${origin}/mcp`;
 const callbackUrl = `${origin}/oauth/callback`;
 
 const as = await startAuthorizationServer(t, {
-  resources: { [resource]: 'jwt', [UPSTREAM]: 'jwt' },
+  resources: { [resource]: 'jwt', [`${origin}/docs`]: 'jwt', [`${origin}/wiki`]: 'jwt', [UPSTREAM]: 'jwt', [DOCS]: 'jwt' },
   scopes: ['mcp', 'crm'],
   clients: ['alice', 'bob'],
   interactive: [{ client: 'causeway-crm', redirectUri: callbackUrl, confidential: true }],
+  // Causeway's document, served over TLS in production, is reached at the test's loopback port.
+  clientMetadataDocuments: (url) => url.replace('https://causeway.example', origin),
+  refreshTokens: true,
+  // Short enough that a docs token is refreshed a few seconds after it was issued.
+  lifetimes: { [DOCS]: 12 },
 });
-const keys = createRemoteJWKSet(new URL(as.jwksUrl));
+// The wiki's own authorization server: no metadata documents, open registration.
+const wikiAs = await startAuthorizationServer(t, { resources: { [WIKI]: 'jwt' }, scopes: ['wiki'], clients: [], registration: true });
 
-/** Every token the upstream took, and how many requests it refused. */
-const taken: string[] = [];
-let refused = 0;
-const upstream = await startLegacyServer({
-  authorize: async (authorization) => {
-    const token = /^Bearer (\S+)$/.exec(authorization ?? '')?.[1];
-    try {
-      await jwtVerify(token ?? '', keys, { issuer: as.issuer, audience: UPSTREAM });
-    } catch {
-      refused++;
-      return false;
-    }
-    taken.push(token!);
-    return true;
-  },
-});
-t.teardown(() => upstream.close());
+/** A legacy server taking only JWTs of `server` for `audience`: every token it took, and how many requests it refused. */
+async function protectedUpstream(server: { issuer: string; jwksUrl: string }, audience: string) {
+  const keys = createRemoteJWKSet(new URL(server.jwksUrl));
+  const seen = { taken: [] as string[], refused: 0 };
+  const handle = await startLegacyServer({
+    authorize: async (authorization) => {
+      const token = /^Bearer (\S+)$/.exec(authorization ?? '')?.[1];
+      try {
+        await jwtVerify(token ?? '', keys, { issuer: server.issuer, audience });
+      } catch {
+        seen.refused++;
+        return false;
+      }
+      seen.taken.push(token!);
+      return true;
+    },
+  });
+  t.teardown(() => handle.close());
+  return { url: handle.url, seen };
+}
+const crm = await protectedUpstream(as, UPSTREAM);
+const docs = await protectedUpstream(as, DOCS);
+const wiki = await protectedUpstream(wikiAs, WIKI);
+const { taken } = crm.seen;
 
 const redis = await startRedis(t);
 const face = jwtFace(as, port, resource);
@@ -59,24 +77,28 @@ const settings = {
   'store.redisUrl': redis.url,
   'mrtr.stateKeys': randomBytes(32).toString('base64'),
   'auth.callbackUrl': callbackUrl,
+  'auth.clientMetadataUrl': CLIENT_DOCUMENT,
   upstreams: JSON.stringify({
     crm: {
-      url: upstream.url,
+      url: crm.url,
       credentials: { grant: 'authorization_code', issuer: as.issuer, clientId: 'causeway-crm', clientSecret: as.secret('causeway-crm'), resource: UPSTREAM, scope: 'crm' },
     },
+    docs: { url: docs.url, credentials: { grant: 'authorization_code', issuer: as.issuer, resource: DOCS, scope: 'crm' } },
+    wiki: { url: wiki.url, credentials: { grant: 'authorization_code', issuer: wikiAs.issuer, resource: WIKI, scope: 'wiki' } },
   }),
-  mounts: JSON.stringify({ '/mcp': { upstreams: ['crm'] } }),
+  mounts: JSON.stringify({ '/mcp': { upstreams: ['crm'] }, '/docs': { upstreams: ['docs'] }, '/wiki': { upstreams: ['wiki'] } }),
 };
 const causeway = await startCauseway({ ...settings, 'listen.port': port });
 t.teardown(() => causeway.close());
 // Another replica of the same public URL (as behind a balancer): it listens on a port of its own.
 const replica = await startCauseway(settings);
 t.teardown(() => replica.close());
-const atReplica = `${replica.url.replace(/\/mcp$/, '')}/mcp`;
+const replicaOrigin = new URL(replica.url).origin;
+const atReplica = `${replicaOrigin}/mcp`;
 
 const claims = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
 const URL_CAPS = { elicitation: { url: {} } };
-const tokenOf = (client: string) => as.token({ client, resource });
+const tokenOf = (client: string, mount = '/mcp') => as.token({ client, resource: `${origin}${mount}` });
 
 async function call(token: string, params: Record<string, unknown>, caps: Record<string, unknown> = URL_CAPS, at = resource): Promise<{ status: number; body: Json }> {
   return rpc(at, 'tools/call', { name: 'echo', arguments: { text: 'hi' }, ...params }, { caps, headers: { authorization: `Bearer ${token}` } });
@@ -168,5 +190,57 @@ t.test('another user does not get that token: their own round, their own sign-in
   const done = await call(bob, { inputResponses: { [ask.key]: { action: 'accept' } }, requestState: ask.requestState });
   t.same(done.body.result.content, [{ type: 'text', text: 'hi' }]);
   t.equal(claims(taken.at(-1)!).sub, 'bob@crm', 'bob’s call carried bob’s token');
-  t.ok(refused > 0, 'the upstream refused the tokenless tries');
+  t.ok(crm.seen.refused > 0, 'the upstream refused the tokenless tries');
+});
+
+/** Signs `account` in through the round of a call at `at`, as the user's browser would; returns the round. */
+async function signIn(t: Test, token: string, at: string, account: string): Promise<{ key: string; url: URL; requestState: string }> {
+  const first = await call(token, {}, URL_CAPS, at);
+  if (first.body.result === undefined) throw new Error(`no round: ${first.status} ${JSON.stringify(first.body)}`);
+  const ask = signInAsk(first.body);
+  const { callback } = await scriptedLogin(ask.url, account, callbackUrl);
+  const landed = await fetch(callback);
+  t.equal(landed.status, 200, await landed.text());
+  return ask;
+}
+
+t.test('without a configured client: Causeway’s metadata document is its client id, and the user’s token is refreshed when it ends', async (t) => {
+  const doc = await fetch(`${origin}/oauth/client`);
+  t.equal(doc.status, 200);
+  t.same(await doc.json(), {
+    client_id: CLIENT_DOCUMENT,
+    client_name: 'Causeway',
+    redirect_uris: [callbackUrl],
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    application_type: 'web',
+    token_endpoint_auth_method: 'none',
+  });
+  const alice = await tokenOf('alice', '/docs');
+  const ask = await signIn(t, alice, `${origin}/docs`, 'alice@docs');
+  t.equal(ask.url.searchParams.get('client_id'), CLIENT_DOCUMENT, 'the sign-in is made as the document');
+  const done = await call(alice, { inputResponses: { [ask.key]: { action: 'accept' } }, requestState: ask.requestState }, URL_CAPS, `${origin}/docs`);
+  t.same(done.body.result.content, [{ type: 'text', text: 'hi' }]);
+  const first = docs.seen.taken.at(-1)!;
+  t.match(claims(first), { sub: 'alice@docs', aud: DOCS, client_id: CLIENT_DOCUMENT });
+
+  // Its 12 s token is refreshed once less than 10 s are left.
+  await new Promise((r) => setTimeout(r, 2500));
+  const later = await call(alice, { arguments: { text: 'later' } }, URL_CAPS, `${origin}/docs`);
+  t.same(later.body.result.content, [{ type: 'text', text: 'later' }], 'no new round');
+  t.ok(as.issued('refresh_token', CLIENT_DOCUMENT) >= 1, 'the refresh token was used');
+  const last = docs.seen.taken.at(-1)!;
+  t.not(last, first, 'the upstream got a new token');
+  t.match(claims(last), { sub: 'alice@docs', client_id: CLIENT_DOCUMENT });
+});
+
+t.test('a server without metadata documents: Causeway registers there, and every replica finds the registration', async (t) => {
+  const bob = await tokenOf('bob', '/wiki');
+  const ask = await signIn(t, bob, `${replicaOrigin}/wiki`, 'bob@wiki');
+  const registered = ask.url.searchParams.get('client_id')!;
+  t.not(registered, CLIENT_DOCUMENT);
+  t.match(registered, /.+/, 'a client id the server gave');
+  const done = await call(bob, { inputResponses: { [ask.key]: { action: 'accept' } }, requestState: ask.requestState }, URL_CAPS, `${replicaOrigin}/wiki`);
+  t.same(done.body.result.content, [{ type: 'text', text: 'hi' }], 'the callback at the other replica redeemed the code as the registered client');
+  t.match(claims(wiki.seen.taken.at(-1)!), { sub: 'bob@wiki', aud: WIKI, client_id: registered });
 });

@@ -33,6 +33,17 @@ export interface AuthorizationServerOptions {
    * password, then a consent form).
    */
   interactive?: readonly InteractiveClient[];
+  /** Open dynamic client registration (RFC 7591); the registered clients log in at the dev pages. */
+  registration?: boolean;
+  /**
+   * Accept Client ID Metadata Documents as client ids, each fetched from where this maps its URL
+   * (an https URL in the client id, served by a test process over loopback http).
+   */
+  clientMetadataDocuments?: (url: string) => string;
+  /** Issue refresh tokens with every authorization code (for any scope, without offline_access). */
+  refreshTokens?: boolean;
+  /** Access token lifetimes in seconds by resource; 300 for the others. */
+  lifetimes?: Record<string, number>;
 }
 
 export interface InteractiveClient {
@@ -154,15 +165,28 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
         ...(confidential
           ? { application_type: 'web', client_secret: secrets.get(client)!, token_endpoint_auth_method: 'client_secret_basic' }
           : { application_type: 'native', token_endpoint_auth_method: 'none' }),
-        grant_types: ['authorization_code'],
+        grant_types: opts.refreshTokens ? ['authorization_code', 'refresh_token'] : ['authorization_code'],
         redirect_uris: [redirectUri],
         response_types: ['code'],
       })),
     ],
     jwks: { keys },
     scopes: [...opts.scopes],
+    // Only the metadata documents are fetched, from loopback (which the provider's own guard refuses).
+    ...(opts.clientMetadataDocuments
+      ? {
+          fetch: (url: string | URL, init: RequestInit & { dispatcher?: unknown }) => {
+            const { dispatcher, ...rest } = init;
+            void dispatcher;
+            return fetch(opts.clientMetadataDocuments!(String(url)), rest);
+          },
+        }
+      : {}),
+    ...(opts.refreshTokens ? { issueRefreshToken: () => true } : {}),
     features: {
-      devInteractions: { enabled: opts.interactive !== undefined },
+      devInteractions: { enabled: opts.interactive !== undefined || opts.registration === true || opts.clientMetadataDocuments !== undefined },
+      registration: { enabled: opts.registration === true },
+      clientIdMetadataDocument: { enabled: opts.clientMetadataDocuments !== undefined, ...(opts.clientMetadataDocuments ? { ack: 'draft-02' } : {}) },
       clientCredentials: { enabled: true },
       introspection: { enabled: true },
       resourceIndicators: {
@@ -172,7 +196,7 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
         getResourceServerInfo: (_ctx, indicator) => {
           const format = opts.resources[indicator];
           if (format === undefined) throw new errors.InvalidTarget();
-          return { scope: opts.scopes.join(' '), audience: indicator, accessTokenTTL: 300, accessTokenFormat: format };
+          return { scope: opts.scopes.join(' '), audience: indicator, accessTokenTTL: opts.lifetimes?.[indicator] ?? 300, accessTokenFormat: format };
         },
       },
     },
