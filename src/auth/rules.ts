@@ -70,6 +70,11 @@ export function filterList(rules: readonly ScopeRule[], granted: ReadonlySet<str
   return { ...result, [shape.items]: visible };
 }
 
+/** The scopes every request needs: those of the rules naming neither a method nor a name. */
+export function baselineScopes(rules: readonly ScopeRule[]): string[] {
+  return [...new Set(rules.filter((r) => r.method === undefined && r.name === undefined).flatMap((r) => r.scopes))];
+}
+
 /** Every scope named by a rule, for the metadata's scopes_supported. */
 export function scopesNamed(rules: readonly ScopeRule[]): string[] {
   return [...new Set(rules.flatMap((r) => r.scopes))];
