@@ -74,7 +74,7 @@ export class Access {
     return missingScopes(this.rules, this.scopes, method, name);
   }
 
-  /** A tools, prompts or resources list as this grant may see it: private to it, whatever the cache policy. */
+  /** A tools, prompts, resources or templates list as this grant may see it: private to it, whatever the cache policy. */
   filterList(method: string, result: JsonObject): JsonObject {
     if (!FILTERED_LISTS.has(method)) return result;
     const out = filterList(this.rules, this.scopes, method, result);

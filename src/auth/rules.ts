@@ -12,11 +12,16 @@ export interface ScopeRule {
   scopes: readonly string[];
 }
 
-/** The list results filtered to what may be called, and the call that decides each item. */
+/**
+ * The list results filtered to what may be called, and the call that decides each item. A
+ * template is kept when a resources/read of its uriTemplate text, as written, would be allowed;
+ * each URI read through it is still checked on its own.
+ */
 const LISTED: Readonly<Record<string, { items: string; call: string; key: string }>> = {
   'tools/list': { items: 'tools', call: 'tools/call', key: 'name' },
   'prompts/list': { items: 'prompts', call: 'prompts/get', key: 'name' },
   'resources/list': { items: 'resources', call: 'resources/read', key: 'uri' },
+  'resources/templates/list': { items: 'resourceTemplates', call: 'resources/read', key: 'uriTemplate' },
 };
 
 export const FILTERED_LISTS: ReadonlySet<string> = new Set(Object.keys(LISTED));
@@ -58,7 +63,7 @@ export function missingScopes(rules: readonly ScopeRule[], granted: ReadonlySet<
   return needed.some((s) => !granted.has(s)) ? needed : [];
 }
 
-/** A tools, prompts or resources list result holding only the items the grant may call. */
+/** A tools, prompts, resources or resource templates list result holding only the items the grant may call. */
 export function filterList(rules: readonly ScopeRule[], granted: ReadonlySet<string>, method: string, result: JsonObject): JsonObject {
   const shape = LISTED[method];
   const items = shape ? result[shape.items] : undefined;

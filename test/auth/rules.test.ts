@@ -24,5 +24,8 @@ t.test('lists keep only what may be called, and become private', async (t) => {
   t.same(access('mcp').filterList('tools/list', tools).tools, [], 'no tools/call scope: no tool');
   const resources = { resources: [{ uri: 'file:///secret/a' }, { uri: 'file:///pub/b' }] };
   t.same(access('mcp').filterList('resources/list', resources), { resources: [{ uri: 'file:///pub/b' }] });
+  const templates = { resourceTemplates: [{ uriTemplate: 'file:///secret/{name}' }, { uriTemplate: 'file:///pub/{name}' }], cacheScope: 'public' };
+  t.same(access('mcp').filterList('resources/templates/list', templates), { resourceTemplates: [{ uriTemplate: 'file:///pub/{name}' }], cacheScope: 'private' }, 'a template by the rules for a read of its text');
+  t.same(access('mcp', 'secret').filterList('resources/templates/list', templates).resourceTemplates, templates.resourceTemplates);
   t.same(access('mcp').filterList('prompts/get', { messages: [] }), { messages: [] }, 'other results untouched');
 });

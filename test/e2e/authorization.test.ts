@@ -36,7 +36,7 @@ const causeway = await startCauseway({
   'auth.resource': resource,
   // Every unknown kid fetches the JWKS again: the rotation test counts fetches, not seconds.
   'auth.jwksCooldownMs': 0,
-  'auth.rules': JSON.stringify({ '*': ['mcp'], 'tools/call test_*': ['mcp:admin'] }),
+  'auth.rules': JSON.stringify({ '*': ['mcp'], 'tools/call test_*': ['mcp:admin'], 'resources/read test://template/*': ['mcp:admin'] }),
 });
 t.teardown(() => causeway.close());
 
@@ -154,6 +154,9 @@ t.test('scope rules: 403 naming every scope needed; lists show only what may be 
   t.same(names.filter((n) => n.startsWith('test_')), [], 'tools it may not call are not');
   const raw = await call('tools/list', {}, `Bearer ${plain}`);
   t.equal(raw.body.result?.cacheScope, 'private', 'a filtered list is private, whatever cache.scope says');
+  const templates = async (c: Client) => (await c.listResourceTemplates()).resourceTemplates.map((x) => x.uriTemplate);
+  t.same(await templates(client), [], 'a template is listed by the rules for a read of its uriTemplate');
+  t.same(await templates(await modernClient(admin)), ['test://template/{id}/data'], 'and is there for a token with the scope');
 
   const calls = upstream.stats().toolCalls.test_simple_text ?? 0;
   const denied = await call('tools/call', { name: 'test_simple_text', arguments: {} }, `Bearer ${plain}`);
