@@ -47,6 +47,15 @@ export function parseRules(raw: Readonly<Record<string, unknown>>): { rules: Sco
   return { rules, problems };
 }
 
+/**
+ * Whether filterList could drop an item of this list for the grant: some rule that may apply to
+ * the call deciding its items asks for a scope the grant lacks. False for any other method.
+ */
+export function mayHide(rules: readonly ScopeRule[], granted: ReadonlySet<string>, method: string): boolean {
+  const shape = LISTED[method];
+  return shape !== undefined && rules.some((r) => (r.method === undefined || r.method === shape.call) && r.scopes.some((s) => !granted.has(s)));
+}
+
 /** Every scope the matching rules name, in rule order, each once. */
 export function requiredScopes(rules: readonly ScopeRule[], method: string, name: string | undefined): string[] {
   const out = new Set<string>();
