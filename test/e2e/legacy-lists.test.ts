@@ -1,6 +1,6 @@
 // A legacy client (@modelcontextprotocol/sdk 1.32.2) is shown only what its token may call, as a
 // modern one is: tools and templates lists from a Streamable HTTP upstream answering JSON or SSE
-// (with a log notification before the list, passed on), and from a stdio upstream; a list too
+// (with a log notification before the list, passed on), and from stdio and HTTP+SSE upstreams; a list too
 // large to read within maxResponseBytes is an error, never the list unfiltered; a token that may
 // see everything gets the upstream's answer as it is, unread. Real oidc-provider tokens.
 
@@ -20,11 +20,12 @@ const MAX_RESPONSE_BYTES = 16_384;
 
 const port = await freePort();
 const origin = `http://127.0.0.1:${port}`;
-const paths = ['/json', '/sse', '/stdio', '/big-json', '/big-sse'];
+const paths = ['/json', '/sse', '/stdio', '/http-sse', '/big-json', '/big-sse'];
 
 const servers = {
   json: await startLegacyServer({ jsonResponse: true }),
   sse: await startLegacyServer({ logLists: true }),
+  'http-sse': await startLegacyServer({ transport: 'sse' }),
   'big-json': await startLegacyServer({ jsonResponse: true, manyTools: 300 }),
   'big-sse': await startLegacyServer({ manyTools: 300 }),
 };
@@ -42,6 +43,7 @@ const causeway = await startCauseway({
     json: { url: servers.json.url },
     sse: { url: servers.sse.url },
     stdio: { transport: 'stdio', command: process.execPath, args: [FIXTURE, '--stdio'] },
+    'http-sse': { transport: 'sse', url: servers['http-sse'].url },
     'big-json': { url: servers['big-json'].url, maxResponseBytes: MAX_RESPONSE_BYTES },
     'big-sse': { url: servers['big-sse'].url, maxResponseBytes: MAX_RESPONSE_BYTES },
   }),
@@ -81,6 +83,7 @@ for (const [path, answer] of [
   ['/json', 'application/json'],
   ['/sse', 'text/event-stream'],
   ['/stdio', undefined],
+  ['/http-sse', undefined],
 ] as const) {
   t.test(`${path}: a legacy client sees only the tools and templates its token may use`, async (t) => {
     const plain = await legacyClient(path, 'mcp');
