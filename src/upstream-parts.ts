@@ -211,6 +211,7 @@ function legacyPassthrough({ spec, config, rootLog, forward, binding, credential
       binding,
       connectTimeoutMs: spec.connectTimeoutMs,
       requestTimeoutMs: spec.requestTimeoutMs,
+      maxResponseBytes: spec.maxResponseBytes,
     },
     rootLog.child({ stage: 'passthrough', upstream: spec.name }),
   );

@@ -1,7 +1,8 @@
 // WWW-Authenticate values of the resource server [RFC 6750 §3, RFC 9728 §5.1, RFC 9449 §7.1]:
 // one challenge per accepted scheme (Bearer, DPoP with its algs), each naming the metadata; a
 // refusal's error goes on the scheme the request used (on every offered one when it sent none
-// usable); a lack of scope names every scope the request needs at once.
+// usable); a lack of scope names every scope the request needs at once, and a 401 names the
+// scopes every request needs (the `*` rule), so a client asks for them at its first login.
 
 export type Scheme = 'Bearer' | 'DPoP';
 
@@ -24,6 +25,8 @@ export class Challenges {
     private readonly metadata: string,
     private readonly schemes: readonly Scheme[],
     private readonly dpopAlgorithms: readonly string[],
+    /** What every request needs, named on the challenges that name no other scopes. */
+    private readonly baseline: readonly string[] = [],
   ) {}
 
   /** No token, or nothing readable as one: every scheme, no error [RFC 6750 §3.1]. */
@@ -38,7 +41,8 @@ export class Challenges {
   private one(scheme: Scheme, e: ChallengeError | undefined): string {
     const params: string[] = [];
     if (e) params.push(param('error', e.error));
-    if (e?.scopes) params.push(param('scope', e.scopes.join(' ')));
+    const scopes = e?.scopes ?? this.baseline;
+    if (scopes.length > 0) params.push(param('scope', scopes.join(' ')));
     if (scheme === 'DPoP') params.push(param('algs', this.dpopAlgorithms.join(' ')));
     params.push(param('resource_metadata', this.metadata));
     return `${scheme} ${params.join(', ')}`;

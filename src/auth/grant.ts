@@ -3,7 +3,7 @@
 // reasons form a closed set: they label a metric and a log field, never a token or claim value.
 
 import type { JsonObject } from '../jsonrpc.js';
-import { FILTERED_LISTS, filterList, missingScopes, type ScopeRule } from './rules.js';
+import { FILTERED_LISTS, filterList, mayHide, missingScopes, type ScopeRule } from './rules.js';
 
 export interface Identity {
   readonly issuer: string;
@@ -74,7 +74,12 @@ export class Access {
     return missingScopes(this.rules, this.scopes, method, name);
   }
 
-  /** A tools, prompts or resources list as this grant may see it: private to it, whatever the cache policy. */
+  /** Whether a list answer of this method could lose items for this grant: else it need not be read at all. */
+  mayHide(method: string): boolean {
+    return mayHide(this.rules, this.scopes, method);
+  }
+
+  /** A tools, prompts, resources or templates list as this grant may see it: private to it, whatever the cache policy. */
   filterList(method: string, result: JsonObject): JsonObject {
     if (!FILTERED_LISTS.has(method)) return result;
     const out = filterList(this.rules, this.scopes, method, result);

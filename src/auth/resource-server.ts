@@ -16,7 +16,7 @@ import { JwtVerifier } from './jwt.js';
 import { metadataDocument, metadataPath, metadataUrl, WELL_KNOWN_PRM } from './metadata.js';
 import type { ReplayCache } from './replay-cache.js';
 import type { SubjectTokens } from './subject-tokens.js';
-import { parseRules, scopesNamed, type ScopeRule } from './rules.js';
+import { baselineScopes, parseRules, scopesNamed, type ScopeRule } from './rules.js';
 
 export type AuthSettings = Config['auth'];
 
@@ -65,11 +65,12 @@ export class ResourceServer {
     this.publicDiscover = settings.publicDiscover;
     const servers = settings.authorizationServers.length > 0 ? settings.authorizationServers : [settings.issuer];
     const scopes = scopesNamed(this.rules);
+    const baseline = baselineScopes(this.rules);
     const resources = resourcesOf(settings, mountPaths);
     const schemes: Scheme[] = settings.dpop === 'off' ? ['Bearer'] : settings.dpop === 'required' ? ['DPoP'] : ['Bearer', 'DPoP'];
     const dpopAlgorithms = settings.dpop === 'off' ? [] : settings.dpopAlgorithms;
     for (const [path, resource] of resources) {
-      this.mounts.set(path, { resource, challenges: new Challenges(metadataUrl(resource), schemes, dpopAlgorithms) });
+      this.mounts.set(path, { resource, challenges: new Challenges(metadataUrl(resource), schemes, dpopAlgorithms, baseline) });
       const doc = metadataDocument(resource, servers, scopes, dpopAlgorithms, settings.dpop === 'required');
       // Served where Causeway sees the mount, and where the resource's public URL puts it.
       this.documents.set(WELL_KNOWN_PRM + (path === '/' ? '' : path), doc);

@@ -12,11 +12,16 @@ export interface ScopeRule {
   scopes: readonly string[];
 }
 
-/** The list results filtered to what may be called, and the call that decides each item. */
+/**
+ * The list results filtered to what may be called, and the call that decides each item. A
+ * template is kept when a resources/read of its uriTemplate text, as written, would be allowed;
+ * each URI read through it is still checked on its own.
+ */
 const LISTED: Readonly<Record<string, { items: string; call: string; key: string }>> = {
   'tools/list': { items: 'tools', call: 'tools/call', key: 'name' },
   'prompts/list': { items: 'prompts', call: 'prompts/get', key: 'name' },
   'resources/list': { items: 'resources', call: 'resources/read', key: 'uri' },
+  'resources/templates/list': { items: 'resourceTemplates', call: 'resources/read', key: 'uriTemplate' },
 };
 
 export const FILTERED_LISTS: ReadonlySet<string> = new Set(Object.keys(LISTED));
@@ -42,6 +47,15 @@ export function parseRules(raw: Readonly<Record<string, unknown>>): { rules: Sco
   return { rules, problems };
 }
 
+/**
+ * Whether filterList could drop an item of this list for the grant: some rule that may apply to
+ * the call deciding its items asks for a scope the grant lacks. False for any other method.
+ */
+export function mayHide(rules: readonly ScopeRule[], granted: ReadonlySet<string>, method: string): boolean {
+  const shape = LISTED[method];
+  return shape !== undefined && rules.some((r) => (r.method === undefined || r.method === shape.call) && r.scopes.some((s) => !granted.has(s)));
+}
+
 /** Every scope the matching rules name, in rule order, each once. */
 export function requiredScopes(rules: readonly ScopeRule[], method: string, name: string | undefined): string[] {
   const out = new Set<string>();
@@ -58,7 +72,7 @@ export function missingScopes(rules: readonly ScopeRule[], granted: ReadonlySet<
   return needed.some((s) => !granted.has(s)) ? needed : [];
 }
 
-/** A tools, prompts or resources list result holding only the items the grant may call. */
+/** A tools, prompts, resources or resource templates list result holding only the items the grant may call. */
 export function filterList(rules: readonly ScopeRule[], granted: ReadonlySet<string>, method: string, result: JsonObject): JsonObject {
   const shape = LISTED[method];
   const items = shape ? result[shape.items] : undefined;
@@ -68,6 +82,11 @@ export function filterList(rules: readonly ScopeRule[], granted: ReadonlySet<str
     return typeof name === 'string' && missingScopes(rules, granted, shape.call, name).length === 0;
   });
   return { ...result, [shape.items]: visible };
+}
+
+/** The scopes every request needs: those of the rules naming neither a method nor a name. */
+export function baselineScopes(rules: readonly ScopeRule[]): string[] {
+  return [...new Set(rules.filter((r) => r.method === undefined && r.name === undefined).flatMap((r) => r.scopes))];
 }
 
 /** Every scope named by a rule, for the metadata's scopes_supported. */

@@ -295,7 +295,7 @@ export const SETTINGS: readonly Setting[] = [
   },
   { path: 'upstream.connectTimeoutMs', kind: 'number', default: 5_000, doc: 'Upstream TCP connect timeout.' },
   { path: 'upstream.requestTimeoutMs', kind: 'number', default: 60_000, doc: 'Longest wait for an upstream answer (504 after).' },
-  { path: 'upstream.maxResponseBytes', kind: 'number', default: 16_777_216, doc: 'Largest upstream response accepted; for stdio, the longest line of its stdout.' },
+  { path: 'upstream.maxResponseBytes', kind: 'number', default: 16_777_216, doc: 'Largest upstream response accepted (also the most of a list answer read to filter it for a legacy client); for stdio, the longest line of its stdout.' },
   {
     path: 'upstream.ejectAfterFailures',
     kind: 'number',

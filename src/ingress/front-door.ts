@@ -307,7 +307,7 @@ async function dispatch(
     tag.era = 'legacy';
     tag.method = method === 'GET' ? 'stream' : 'terminate';
     if (!passthrough) return sendCausewayError(res, legacyNotServed(), null);
-    return passthrough.forward(method, req.headers, undefined, res, signal, undefined, access?.identity);
+    return passthrough.forward(method, req.headers, undefined, res, signal, undefined, access);
   }
   if (method !== 'POST') {
     closeAfterReply(req, res);
@@ -350,7 +350,7 @@ async function dispatch(
         const denied = legacyDenied(auth, access, mount.path, json);
         if (denied) return sendCausewayError(res, denied.error, denied.id);
       }
-      return passthrough.forward('POST', req.headers, { bytes: body, json }, res, signal, routingHeaders(req.headers, json), access?.identity);
+      return passthrough.forward('POST', req.headers, { bytes: body, json }, res, signal, routingHeaders(req.headers, json), access);
     case 'accepted':
       tag.era = 'modern';
       tag.method = 'notification';

@@ -4,7 +4,8 @@
 // them). A request is answered as SSE when the client accepts it (its progress, log lines and the
 // server's asks routed to it, then its response) or else as JSON; notifications and answers to
 // asks get 202; GET is the session's stream of messages that belong to no call; DELETE ends the
-// session [L-TR]. Client ids go upstream unchanged: nobody else uses the session.
+// session [L-TR]. Client ids go upstream unchanged: nobody else uses the session. A list's
+// response is filtered to what the request's token may call.
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { errorBody, sendCausewayError, sendJson, sendStatus, SseStream, type HttpResponse } from '../egress/index.js';
@@ -17,10 +18,11 @@ import {
   isResponse,
   type JsonRpcMessage,
   type JsonRpcRequest,
+  type JsonRpcResponse,
   type RequestId,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { Identity } from '../auth/index.js';
+import type { Access } from '../auth/index.js';
 import { principalHash, type PrincipalPolicy } from '../routing/index.js';
 import { SessionExpiredError, type UpstreamSessionClient } from '../upstream/index.js';
 import { LegacySessions, type LegacySession } from './channel-sessions.js';
@@ -72,12 +74,12 @@ export class ChannelLegacyFace implements LegacyFace {
     res: HttpResponse,
     signal: AbortSignal,
     _extraHeaders?: Record<string, string>,
-    identity?: Identity,
+    access?: Access,
   ): Promise<void> {
     let id: RequestId | null = null;
     let session: LegacySession | undefined;
     try {
-      const principal = principalHash(this.opts.principal, headers as HeaderBag, identity);
+      const principal = principalHash(this.opts.principal, headers as HeaderBag, access?.identity);
       const message = method === 'POST' ? readMessage(body) : undefined;
       if (message !== undefined && isRequest(message)) id = message.id;
       const clientId = header(headers, 'mcp-session-id');
@@ -94,7 +96,7 @@ export class ChannelLegacyFace implements LegacyFace {
         return sendStatus(res, 200);
       }
       if (message === undefined) throw causewayError('method_not_allowed');
-      return await this.post(session, message, headers, res, signal);
+      return await this.post(session, message, headers, res, signal, access);
     } catch (err) {
       if (err instanceof SessionExpiredError && session) this.sessions.forget(session);
       if (!signal.aborted) this.refuse(res, err, id);
@@ -128,27 +130,43 @@ export class ChannelLegacyFace implements LegacyFace {
     sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: opened.initializeResult }, { 'mcp-session-id': clientId });
   }
 
-  private async post(session: LegacySession, message: JsonRpcMessage, headers: IncomingHttpHeaders, res: HttpResponse, signal: AbortSignal): Promise<void> {
+  private async post(
+    session: LegacySession,
+    message: JsonRpcMessage,
+    headers: IncomingHttpHeaders,
+    res: HttpResponse,
+    signal: AbortSignal,
+    access: Access | undefined,
+  ): Promise<void> {
     const { client } = this.opts;
-    if (isRequest(message)) return this.sessions.use(session, () => this.call(session, message, headers, res, signal));
+    if (isRequest(message)) return this.sessions.use(session, () => this.call(session, message, headers, res, signal, access));
     // The client's notifications/initialized: the upstream had one already, at initialize.
     if (isNotification(message) && message.method !== 'notifications/initialized') await client.notify(session.ref, message);
     else if (isResponse(message)) await client.respond(session.ref, message);
     sendStatus(res, 202);
   }
 
-  private async call(session: LegacySession, msg: JsonRpcRequest, headers: IncomingHttpHeaders, res: HttpResponse, signal: AbortSignal): Promise<void> {
+  private async call(
+    session: LegacySession,
+    msg: JsonRpcRequest,
+    headers: IncomingHttpHeaders,
+    res: HttpResponse,
+    signal: AbortSignal,
+    access: Access | undefined,
+  ): Promise<void> {
     const { client } = this.opts;
+    const seen = (response: JsonRpcResponse): JsonRpcResponse =>
+      access?.mayHide(msg.method) && 'result' in response ? { ...response, result: access.filterList(msg.method, response.result) } : response;
     try {
       if (!acceptsSse(headers)) {
-        sendJson(res, 200, await client.request(session.ref, msg, {}, signal));
+        sendJson(res, 200, seen(await client.request(session.ref, msg, {}, signal)));
         return;
       }
       const stream = new SseStream(res);
       const stopKeepAlive = this.keepAlive(stream);
       try {
         const response = await client.request(session.ref, msg, { onNotification: (n) => stream.send(n), onServerRequest: (r) => stream.send(r) }, signal);
-        stream.end(response);
+        stream.end(seen(response));
       } finally {
         stopKeepAlive();
       }

@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
 import { causewayError } from '../errors.js';
 import type { RequestId } from '../jsonrpc.js';
-import type { Identity } from '../auth/index.js';
+import type { Access } from '../auth/index.js';
 
 /** A legacy POST's body: its bytes (passed on as they are), and what the front door parsed of them. */
 export interface LegacyBody {
@@ -24,8 +24,8 @@ export interface LegacyFace {
     res: HttpResponse,
     signal: AbortSignal,
     extraHeaders?: Record<string, string>,
-    /** The verified token's, when a resource server checked the request: the session's owner. */
-    identity?: Identity,
+    /** The verified token's, when a resource server checked the request: its identity owns the session, its scopes filter lists. */
+    access?: Access,
   ): Promise<void>;
   /** Ends the long-lived GET streams it serves itself (a drain's stream phase); the sessions stay. */
   endStreams?(): void;

@@ -2,7 +2,8 @@
 // upstream unchanged and streamed both ways without buffering. Upstream go the protocol's own
 // headers and those the upstream's forward policy allows; back come the upstream's, less the
 // hop-by-hop ones and any named in Connection [RFC 9110 §7.6.1]. With principals, a session id
-// is bound to the principal that opened it (see session-binding.ts).
+// is bound to the principal that opened it (see session-binding.ts). The one exception to the
+// streaming: a list answer the token may not see whole is read and filtered (list-answers.ts).
 //
 // An upstream with several equivalent URLs: a new session goes to the next admitted one, and
 // its Mcp-Session-Id is handed to the client as `<url index>.<id>` so later requests find it
@@ -17,10 +18,11 @@ import { toCausewayError } from '../errors.js';
 import { encodeHeaderValue, type HeaderBag } from '../envelope/index.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { Identity } from '../auth/index.js';
+import type { Access } from '../auth/index.js';
 import { principalHash, type PrincipalPolicy } from '../routing/index.js';
 import { HOP_BY_HOP, neverDelivered, toUpstreamError, type ForwardPolicy, type TargetSet, type UpstreamAuthorization } from '../upstream/index.js';
 import { sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
+import { listRequests, relayFiltered } from './list-answers.js';
 import type { SessionBinding } from './session-binding.js';
 
 export interface PassthroughOptions {
@@ -35,6 +37,8 @@ export interface PassthroughOptions {
   binding: SessionBinding | undefined;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
+  /** The most of a list answer read to filter it. */
+  maxResponseBytes: number;
 }
 
 /** Headers of the legacy Streamable HTTP protocol itself, always passed on [L-TR]. */
@@ -110,12 +114,15 @@ export class LegacyPassthrough implements LegacyFace {
     res: HttpResponse,
     signal: AbortSignal,
     extraHeaders: Record<string, string> = {},
-    identity?: Identity,
+    access?: Access,
   ): Promise<void> {
     const { targets, binding } = this.opts;
     const spread = targets.size > 1;
     const sent = requestHeaders(headers, this.opts.forward);
-    const principal = binding ? principalHash(this.opts.principal, headers as HeaderBag, identity) : undefined;
+    const lists = listRequests(access, body?.json);
+    // A list to filter is read here: not compressed.
+    if (lists) delete sent['accept-encoding'];
+    const principal = binding ? principalHash(this.opts.principal, headers as HeaderBag, access?.identity) : undefined;
     let target: string | undefined;
     let sessionId = sent['mcp-session-id'];
     if (binding && sessionId !== undefined) {
@@ -189,6 +196,7 @@ export class LegacyPassthrough implements LegacyFace {
     const out = responseHeaders(upstream.headers as Record<string, string | string[] | undefined>);
     if (spread && out['mcp-session-id'] !== undefined) out['mcp-session-id'] = `${targets.indexOf(target)}.${out['mcp-session-id']}`;
     if (binding && out['mcp-session-id'] !== undefined) out['mcp-session-id'] = binding.bind(out['mcp-session-id'], principal!);
+    if (lists && upstream.statusCode === 200) return relayFiltered(upstream.body, out, res, lists, access!, this.opts.maxResponseBytes);
     res.writeHead(upstream.statusCode, out);
     (res as { flushHeaders?: () => void }).flushHeaders?.();
     try {

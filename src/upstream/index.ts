@@ -18,3 +18,5 @@ export { ReplicaRelay, type RelayOptions } from './replica-relay.js';
 export { UpstreamCredentials, CREDENTIAL_GRANTS, type CredentialGrant, type CredentialSpec, type SubjectSource, type UpstreamAuthorization } from './credentials.js';
 export { SignInCallback, UpstreamSignIn, type Sealer } from './sign-in.js';
 export { MemoryGrants, type GrantStore } from './grants.js';
+export { abandon, checkContentLength, mediaType, readText, type ResponseBody } from './body.js';
+export { SseParser, type SseEvent } from './sse.js';

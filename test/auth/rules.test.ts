@@ -24,5 +24,17 @@ t.test('lists keep only what may be called, and become private', async (t) => {
   t.same(access('mcp').filterList('tools/list', tools).tools, [], 'no tools/call scope: no tool');
   const resources = { resources: [{ uri: 'file:///secret/a' }, { uri: 'file:///pub/b' }] };
   t.same(access('mcp').filterList('resources/list', resources), { resources: [{ uri: 'file:///pub/b' }] });
+  const templates = { resourceTemplates: [{ uriTemplate: 'file:///secret/{name}' }, { uriTemplate: 'file:///pub/{name}' }], cacheScope: 'public' };
+  t.same(access('mcp').filterList('resources/templates/list', templates), { resourceTemplates: [{ uriTemplate: 'file:///pub/{name}' }], cacheScope: 'private' }, 'a template by the rules for a read of its text');
+  t.same(access('mcp', 'secret').filterList('resources/templates/list', templates).resourceTemplates, templates.resourceTemplates);
   t.same(access('mcp').filterList('prompts/get', { messages: [] }), { messages: [] }, 'other results untouched');
+});
+
+t.test('a list can lose items only when a rule for its call asks for a scope the grant lacks', async (t) => {
+  t.ok(access('mcp', 'call').mayHide('tools/list'), 'admin_* needs admin');
+  t.notOk(access('mcp', 'call', 'admin').mayHide('tools/list'), 'every tools/call rule satisfied');
+  t.ok(access('mcp', 'admin').mayHide('tools/list'), 'tools/call without a pattern needs call');
+  t.notOk(access('mcp').mayHide('prompts/list'), 'no rule for prompts/get but *');
+  t.ok(access('mcp').mayHide('resources/templates/list'), 'resources/read file:///secret/* needs secret');
+  t.notOk(access('mcp').mayHide('tools/call'), 'not a list');
 });

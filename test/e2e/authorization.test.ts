@@ -36,11 +36,12 @@ const causeway = await startCauseway({
   'auth.resource': resource,
   // Every unknown kid fetches the JWKS again: the rotation test counts fetches, not seconds.
   'auth.jwksCooldownMs': 0,
-  'auth.rules': JSON.stringify({ '*': ['mcp'], 'tools/call test_*': ['mcp:admin'] }),
+  'auth.rules': JSON.stringify({ '*': ['mcp'], 'tools/call test_*': ['mcp:admin'], 'resources/read test://template/*': ['mcp:admin'] }),
 });
 t.teardown(() => causeway.close());
 
-const DPOP = `DPoP algs="ES256 RS256 PS256 EdDSA", resource_metadata="${metadataUrl}"`;
+// Every request needs mcp (the `*` rule): each challenge names it, so a client asks for it at login.
+const DPOP = `DPoP scope="mcp", algs="ES256 RS256 PS256 EdDSA", resource_metadata="${metadataUrl}"`;
 const admin = await as.token({ client: 'alice', resource, scope: 'mcp mcp:admin' });
 
 async function modernClient(token: string): Promise<Client> {
@@ -101,16 +102,16 @@ t.test('bad tokens: 401 with the challenge, nothing sent upstream', async (t) =>
   for (const c of cases) {
     const r = await call('tools/call', { name: 'echo', arguments: { text: 'x' } }, c.authorization);
     t.equal(r.status, 401, `${c.what}: 401`);
-    const bearer = c.authorization === undefined ? `Bearer resource_metadata="${metadataUrl}"` : `Bearer error="invalid_token", resource_metadata="${metadataUrl}"`;
+    const bearer = c.authorization === undefined ? `Bearer scope="mcp", resource_metadata="${metadataUrl}"` : `Bearer error="invalid_token", scope="mcp", resource_metadata="${metadataUrl}"`;
     // Both schemes are offered (auth.dpop allowed); the error goes on the one the request used [RFC 9449 §7.1].
-    const expected = c.what === 'another scheme' ? `Bearer error="invalid_token", resource_metadata="${metadataUrl}", DPoP error="invalid_token", ${DPOP.slice(5)}` : `${bearer}, ${DPOP}`;
+    const expected = c.what === 'another scheme' ? `Bearer error="invalid_token", scope="mcp", resource_metadata="${metadataUrl}", DPoP error="invalid_token", ${DPOP.slice(5)}` : `${bearer}, ${DPOP}`;
     t.equal(r.challenge, expected, `${c.what}: the challenge`);
     t.same(r.body, { jsonrpc: '2.0', error: { code: -32600, message: c.authorization === undefined ? 'Authorization required' : 'Invalid access token' } }, `${c.what}: the error body`);
   }
   for (const method of ['GET', 'DELETE']) {
     const res = await fetch(causeway.url, { method, headers: { 'mcp-session-id': 'some-session', accept: 'text/event-stream' } });
     t.equal(res.status, 401, `legacy ${method} without a token: 401`);
-    t.equal(res.headers.get('www-authenticate'), `Bearer resource_metadata="${metadataUrl}", ${DPOP}`);
+    t.equal(res.headers.get('www-authenticate'), `Bearer scope="mcp", resource_metadata="${metadataUrl}", ${DPOP}`);
   }
   const stats = upstream.stats();
   t.equal(stats.initializeCount, 0, 'no initialize upstream');
@@ -153,6 +154,9 @@ t.test('scope rules: 403 naming every scope needed; lists show only what may be 
   t.same(names.filter((n) => n.startsWith('test_')), [], 'tools it may not call are not');
   const raw = await call('tools/list', {}, `Bearer ${plain}`);
   t.equal(raw.body.result?.cacheScope, 'private', 'a filtered list is private, whatever cache.scope says');
+  const templates = async (c: Client) => (await c.listResourceTemplates()).resourceTemplates.map((x) => x.uriTemplate);
+  t.same(await templates(client), [], 'a template is listed by the rules for a read of its uriTemplate');
+  t.same(await templates(await modernClient(admin)), ['test://template/{id}/data'], 'and is there for a token with the scope');
 
   const calls = upstream.stats().toolCalls.test_simple_text ?? 0;
   const denied = await call('tools/call', { name: 'test_simple_text', arguments: {} }, `Bearer ${plain}`);
@@ -228,6 +232,6 @@ t.test('key rotation: a token signed with the new key is accepted after one JWKS
   const before = await failures();
   const r = await call('server/discover', {}, `Bearer ${old}`);
   t.equal(r.status, 401, 'a token signed by the rotated-out key is refused');
-  t.equal(r.challenge, `Bearer error="invalid_token", resource_metadata="${metadataUrl}", ${DPOP}`);
+  t.equal(r.challenge, `Bearer error="invalid_token", scope="mcp", resource_metadata="${metadataUrl}", ${DPOP}`);
   t.equal((await failures()).unknown_key, (before.unknown_key ?? 0) + 1);
 });

@@ -60,7 +60,7 @@ t.test('inactive, unknown and foreign-audience tokens: 401 invalid_token, nothin
   for (const token of [foreign, 'no-such-token']) {
     const r = await call('tools/call', { name: 'echo', arguments: { text: 'x' } }, token);
     t.equal(r.status, 401);
-    t.equal(r.challenge, `Bearer error="invalid_token", resource_metadata="${metadataUrl}", DPoP algs="ES256 RS256 PS256 EdDSA", resource_metadata="${metadataUrl}"`);
+    t.equal(r.challenge, `Bearer error="invalid_token", scope="mcp", resource_metadata="${metadataUrl}", DPoP scope="mcp", algs="ES256 RS256 PS256 EdDSA", resource_metadata="${metadataUrl}"`);
   }
   const introspected = as.introspections;
   t.equal((await call('server/discover', {}, 'no-such-token')).status, 401);
