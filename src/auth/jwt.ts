@@ -3,7 +3,7 @@
 // at most once per cooldown), an allowed asymmetric alg, exact iss, aud holding this resource
 // (RFC 8707), exp / nbf within the clock skew, and a subject.
 
-import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
+import { createRemoteJWKSet, decodeJwt, errors, jwtVerify } from 'jose';
 import { audiencesOf, bindingOf, scopesOf, type AuthFailure, type TokenVerifier, type Verified } from './grant.js';
 
 export interface JwtOptions {
@@ -41,6 +41,31 @@ export class JwtVerifier implements TokenVerifier {
     } catch (err) {
       return { ok: false, failure: failureOf(err) };
     }
+  }
+}
+
+/**
+ * Several issuers (auth.moreIssuers): a token goes to the verifier of the issuer it names, and
+ * only there, so one issuer's keys never vouch for another's tokens.
+ */
+export class IssuerSet implements TokenVerifier {
+  private readonly byIssuer: ReadonlyMap<string, JwtVerifier>;
+
+  constructor(jwksUrls: ReadonlyMap<string, string>, common: Omit<JwtOptions, 'issuer' | 'jwksUrl'>) {
+    this.byIssuer = new Map([...jwksUrls].map(([issuer, jwksUrl]) => [issuer, new JwtVerifier({ ...common, issuer, jwksUrl })]));
+  }
+
+  async verify(token: string): Promise<Verified> {
+    // One issuer (the usual case): its verifier checks iss itself, with no second decode.
+    if (this.byIssuer.size === 1) return this.byIssuer.values().next().value!.verify(token);
+    let iss: unknown;
+    try {
+      iss = decodeJwt(token).iss;
+    } catch {
+      return { ok: false, failure: 'malformed_token' };
+    }
+    const verifier = typeof iss === 'string' ? this.byIssuer.get(iss) : undefined;
+    return verifier ? verifier.verify(token) : { ok: false, failure: 'wrong_issuer' };
   }
 }
 

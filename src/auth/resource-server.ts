@@ -12,7 +12,7 @@ import { Challenges, type ChallengeError, type Scheme } from './challenge.js';
 import { DpopVerifier } from './dpop.js';
 import { Access, type AuthFailure, type TokenVerifier } from './grant.js';
 import { IntrospectionVerifier } from './introspection.js';
-import { JwtVerifier } from './jwt.js';
+import { IssuerSet } from './jwt.js';
 import { metadataDocument, metadataPath, metadataUrl, WELL_KNOWN_PRM } from './metadata.js';
 import type { ReplayCache } from './replay-cache.js';
 import type { SubjectTokens } from './subject-tokens.js';
@@ -63,7 +63,8 @@ export class ResourceServer {
     this.rules = parseRules(settings.rules).rules;
     this.mode = settings.dpop;
     this.publicDiscover = settings.publicDiscover;
-    const servers = settings.authorizationServers.length > 0 ? settings.authorizationServers : [settings.issuer];
+    const issuers = new Map([[settings.issuer, settings.jwksUrl], ...Object.entries(settings.moreIssuers)]);
+    const servers = settings.authorizationServers.length > 0 ? settings.authorizationServers : [...issuers.keys()];
     const scopes = scopesNamed(this.rules);
     const baseline = baselineScopes(this.rules);
     const resources = resourcesOf(settings, mountPaths);
@@ -91,9 +92,7 @@ export class ResourceServer {
             cacheMs: settings.introspectionCacheMs,
             cacheSize: settings.introspectionCacheSize,
           })
-        : new JwtVerifier({
-            issuer: settings.issuer,
-            jwksUrl: settings.jwksUrl,
+        : new IssuerSet(issuers, {
             audiences,
             algorithms: settings.algorithms,
             clockSkewMs: settings.clockSkewMs,

@@ -61,6 +61,14 @@ export function authProblems(c: Config, topology: Topology): string[] {
     const p = urlProblem(`authorizationServers[${i}]`, s);
     if (p) problems.push(p);
   });
+  for (const [issuer, jwksUrl] of Object.entries(a.moreIssuers)) {
+    if (a.mode !== 'jwt') {
+      problems.push('auth.moreIssuers: only in jwt mode (an opaque token does not say its issuer)');
+      break;
+    }
+    if (issuer === a.issuer) problems.push(`auth.moreIssuers: ${issuer} is auth.issuer already`);
+    for (const p of [urlProblem('moreIssuers issuer', issuer), urlProblem(`moreIssuers ${issuer}`, jwksUrl)]) if (p) problems.push(p);
+  }
   if (a.mode === 'jwt') {
     need('jwksUrl', true);
     const bad = a.algorithms.filter((x) => !AUTH_ALGORITHMS.includes(x));

@@ -34,6 +34,7 @@ export interface Config {
     mode: AuthMode;
     issuer: string;
     jwksUrl: string;
+    moreIssuers: Record<string, string>;
     jwksCooldownMs: number;
     resource: string;
     authorizationServers: string[];
@@ -226,7 +227,13 @@ export const SETTINGS: readonly Setting[] = [
     default: '',
     doc: "Public canonical URL of the MCP endpoint: the audience a token must carry (RFC 8707) and the metadata's resource. With several mounts, each mount's is this URL's origin plus the mount path.",
   },
-  { path: 'auth.authorizationServers', kind: 'list', default: [], doc: 'authorization_servers of the Protected Resource Metadata; empty: auth.issuer.' },
+  {
+    path: 'auth.moreIssuers',
+    kind: 'map',
+    default: {},
+    doc: 'Further issuers whose JWTs are accepted beside auth.issuer (jwt mode): issuer -> its JWKS URL. A token is checked against the keys of the issuer it names; principals of different issuers never meet.',
+  },
+  { path: 'auth.authorizationServers', kind: 'list', default: [], doc: 'authorization_servers of the Protected Resource Metadata; empty: auth.issuer and auth.moreIssuers.' },
   { path: 'auth.algorithms', kind: 'list', default: ['RS256', 'PS256', 'ES256', 'EdDSA'], doc: `JWS algorithms accepted on access tokens, among ${AUTH_ALGORITHMS.join(', ')}.` },
   {
     path: 'auth.dpop',

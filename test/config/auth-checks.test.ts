@@ -134,3 +134,13 @@ t.test('a sign-in without a configured client: a metadata document URL that can 
     'upstreams.crm.credentials.clientSecret: only with a clientId',
   ]);
 });
+
+t.test('more issuers: jwt mode only, URLs as for auth.issuer, none twice', async (t) => {
+  t.same(problems([...JWT, '--auth.moreIssuers', 'https://partners.example=https://partners.example/jwks']), []);
+  t.same(problems([...JWT, '--auth.moreIssuers', 'https://as.example=https://as.example/jwks,http://partners.example=https://partners.example/jwks']).sort(), [
+    'auth.moreIssuers issuer: must be https (http only on loopback)',
+    'auth.moreIssuers: https://as.example is auth.issuer already',
+  ]);
+  const introspection = ['--auth.mode', 'introspection', '--auth.issuer', 'https://as.example', '--auth.resource', 'https://mcp.example/mcp', '--auth.introspectionUrl', 'https://as.example/introspect', '--auth.introspectionClientId', 'c', '--auth.introspectionClientSecret', 's', '--principal.hashSecret', 'x'.repeat(32)];
+  t.same(problems([...introspection, '--auth.moreIssuers', 'https://partners.example=https://partners.example/jwks']), ['auth.moreIssuers: only in jwt mode (an opaque token does not say its issuer)']);
+});
