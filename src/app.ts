@@ -240,10 +240,14 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       auth,
       signIn: signInCallback,
       rate:
-        config.limits.ratePerSecond > 0
+        config.limits.ratePerSecond > 0 || Object.keys(config.limits.rateMethods).length > 0
           ? {
               limiter: new RateLimiter(
-                { ratePerSecond: config.limits.ratePerSecond, burst: config.limits.rateBurst || Math.max(1, Math.ceil(config.limits.ratePerSecond)) },
+                {
+                  ratePerSecond: config.limits.ratePerSecond,
+                  burst: burstOf(config.limits.ratePerSecond, config.limits.rateBurst),
+                  methods: new Map(Object.entries(config.limits.rateMethods).map(([m, r]) => [m, { ratePerSecond: r.ratePerSecond, burst: burstOf(r.ratePerSecond, r.burst) }])),
+                },
                 store,
                 log.child({ stage: 'rate' }),
               ),
@@ -361,4 +365,9 @@ function cacheHintOf(cache: CachePolicy): (method: string) => CacheHint {
     const o = cache.methods[method];
     return { ttlMs: o?.ttlMs ?? cache.ttlMs, cacheScope: o?.scope ?? cache.scope };
   };
+}
+
+/** A bucket's size: as configured, else the rate rounded up (at least 1). */
+function burstOf(ratePerSecond: number, burst: number | undefined): number {
+  return burst || Math.max(1, Math.ceil(ratePerSecond));
 }

@@ -181,6 +181,12 @@ function crossChecks(c: Config): string[] {
   problems.push(...storeProblems(c.store), ...stateKeyProblems(c.mrtr.stateKeys));
   const badNames = c.security.credentialHeaders.filter((n) => !isHeaderName(n));
   if (badNames.length > 0) problems.push(`security.credentialHeaders: not header names: ${badNames.join(', ')}`);
+  for (const [method, o] of Object.entries(c.limits.rateMethods)) {
+    const ok = typeof o === 'object' && o !== null && typeof o.ratePerSecond === 'number' && o.ratePerSecond > 0 && (o.burst === undefined || (Number.isInteger(o.burst) && o.burst >= 1));
+    if (!ok || Object.keys(o).some((k) => k !== 'ratePerSecond' && k !== 'burst')) {
+      problems.push(`limits.rateMethods.${method}: expected {"ratePerSecond": > 0, "burst": integer >= 1 (optional)}`);
+    }
+  }
   for (const [method, o] of Object.entries(c.cache.methods)) {
     if (o.scope !== undefined && o.scope !== 'public' && o.scope !== 'private') {
       problems.push(`cache.methods.${method}.scope: expected public or private`);

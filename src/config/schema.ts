@@ -27,6 +27,7 @@ export interface Config {
     maxJsonItems: number;
     ratePerSecond: number;
     rateBurst: number;
+    rateMethods: Record<string, { ratePerSecond: number; burst?: number }>;
   };
   security: { allowedHosts: string[]; allowedOrigins: string[]; credentialHeaders: string[] };
   principal: { mode: PrincipalMode; header: string; hashSecret: string };
@@ -150,6 +151,12 @@ export const SETTINGS: readonly Setting[] = [
     doc: 'Requests per second each principal may make (a token bucket, shared through Redis with the Redis store); over it, 429 with Retry-After. 0: no limit.',
   },
   { path: 'limits.rateBurst', kind: 'number', default: 0, min: 0, doc: "Most requests a principal may make at once, its bucket's size; 0: limits.ratePerSecond rounded up (at least 1)." },
+  {
+    path: 'limits.rateMethods',
+    kind: 'json',
+    default: {},
+    doc: 'Per-method buckets besides the principal\'s own, e.g. {"tools/call":{"ratePerSecond":2,"burst":5}} (burst: ratePerSecond rounded up when absent); a request spends both. Legacy requests count by their JSON-RPC method.',
+  },
   {
     path: 'limits.headersTimeoutMs',
     kind: 'number',

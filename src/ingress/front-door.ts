@@ -293,8 +293,9 @@ async function dispatch(
     }
     access = verdict.access;
   }
+  const principal = deps.rate && principalHash(deps.rate.principal, headers, access?.identity);
   if (deps.rate && (method === 'POST' || method === 'GET' || method === 'DELETE')) {
-    const refused = await deps.rate.limiter.refuse(principalHash(deps.rate.principal, headers, access?.identity));
+    const refused = await deps.rate.limiter.refuse(principal!);
     if (refused) {
       closeAfterReply(req, res);
       return sendCausewayError(res, refused, null);
@@ -350,6 +351,10 @@ async function dispatch(
         const denied = legacyDenied(auth, access, mount.path, json);
         if (denied) return sendCausewayError(res, denied.error, denied.id);
       }
+      if (deps.rate) {
+        const over = await methodRate(deps.rate.limiter, principal!, json);
+        if (over) return sendCausewayError(res, over.error, over.id);
+      }
       return passthrough.forward('POST', req.headers, { bytes: body, json }, res, signal, routingHeaders(req.headers, json), access);
     case 'accepted':
       tag.era = 'modern';
@@ -372,9 +377,21 @@ async function dispatch(
         const denied = auth.authorize(access, mount.path, verdict.request.method, verdict.request.name);
         if (denied) return sendCausewayError(res, denied, verdict.request.id);
       }
+      const over = deps.rate && (await deps.rate.limiter.refuseMethod(principal!, verdict.request.method));
+      if (over) return sendCausewayError(res, over, verdict.request.id);
       return serveModern({ request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }), access }, mount);
     }
   }
+}
+
+/** The first request of a legacy POST (one message or a batch) over its method's rate (limits.rateMethods). */
+async function methodRate(limiter: RateLimiter, principal: string, body: unknown): Promise<{ error: CausewayError; id: RequestId | null } | undefined> {
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (!isObject(message) || typeof message.method !== 'string' || message.id === undefined) continue;
+    const error = await limiter.refuseMethod(principal, message.method);
+    if (error) return { error, id: typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null };
+  }
+  return undefined;
 }
 
 /** The first request of a legacy POST (one message or a batch) its token's scopes do not cover. */

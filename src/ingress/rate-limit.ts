@@ -8,8 +8,11 @@ import type { Logger } from '../log.js';
 import { RedisSessionStore, type SessionStore } from '../pool/index.js';
 
 export interface RateSettings {
+  /** 0: no principal-wide bucket. */
   ratePerSecond: number;
   burst: number;
+  /** Buckets per principal and method, spent besides the principal's own. */
+  methods: ReadonlyMap<string, { ratePerSecond: number; burst: number }>;
 }
 
 interface Buckets {
@@ -53,10 +56,21 @@ export class RateLimiter {
   }
 
   /** The 429 for a principal over its rate, with Retry-After in whole seconds; undefined to go on. */
-  async refuse(principal: string): Promise<CausewayError | undefined> {
+  refuse(principal: string): Promise<CausewayError | undefined> {
+    const { ratePerSecond, burst } = this.settings;
+    return ratePerSecond > 0 ? this.spend(principal, ratePerSecond, burst) : Promise.resolve(undefined);
+  }
+
+  /** The same for the principal's bucket of `method`, when limits.rateMethods has one. */
+  refuseMethod(principal: string, method: string): Promise<CausewayError | undefined> {
+    const limit = this.settings.methods.get(method);
+    return limit ? this.spend(`${principal}|${method}`, limit.ratePerSecond, limit.burst) : Promise.resolve(undefined);
+  }
+
+  private async spend(key: string, ratePerSecond: number, burst: number): Promise<CausewayError | undefined> {
     let wait: number;
     try {
-      wait = await this.buckets.take(principal, this.settings.ratePerSecond, this.settings.burst);
+      wait = await this.buckets.take(key, ratePerSecond, burst);
     } catch (err) {
       this.log.warn({ err }, 'rate limit store unreachable; request let through');
       return undefined;

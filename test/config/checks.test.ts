@@ -95,3 +95,12 @@ t.test('stdio upstreams: a command instead of a URL, per entry too; auto takes o
   t.match(specs.find((u) => u.name === 'local'), { transport: 'stdio', command: 'node', args: ['a.js'], cwd: '/tmp', maxProcesses: 3, env: { BASE: '1' } });
   t.match(specs.find((u) => u.name === 'remote'), { transport: 'streamable-http', urls: ['http://127.0.0.1:1/mcp'] });
 });
+
+t.test('per-method rate limits: a rate above 0 and a whole burst for each method', async (t) => {
+  t.same(problems(['--limits.rateMethods', JSON.stringify({ 'tools/call': { ratePerSecond: 2, burst: 5 }, 'resources/read': { ratePerSecond: 0.5 } })]), []);
+  t.same(problems(['--limits.rateMethods', JSON.stringify({ 'tools/call': { ratePerSecond: 0 }, ping: { ratePerSecond: 1, burst: 1.5 }, x: { ratePerSecond: 1, every: 2 } })]).sort(), [
+    'limits.rateMethods.ping: expected {"ratePerSecond": > 0, "burst": integer >= 1 (optional)}',
+    'limits.rateMethods.tools/call: expected {"ratePerSecond": > 0, "burst": integer >= 1 (optional)}',
+    'limits.rateMethods.x: expected {"ratePerSecond": > 0, "burst": integer >= 1 (optional)}',
+  ]);
+});

@@ -6,7 +6,7 @@ import t from 'tap';
 import { spawnCauseway, startCauseway, type RunningCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
 import { spawnFixture } from './upstreams.js';
-import { modernBody, modernHeaders } from './wire.js';
+import { modernBody, modernHeaders, type Json } from './wire.js';
 
 const SECRET = 'rate-limit-test-hash-secret-0123456789';
 const fixture = await spawnFixture();
@@ -59,6 +59,43 @@ t.test('in memory: a principal gets its burst, then 429 with Retry-After; anothe
   t.equal(legacy.status, 429, 'a legacy request spends the same bucket');
   t.equal(await initializeCount(), before, 'nothing refused reached the upstream');
   t.equal((await discover(cw, 'bob')).status, 200, 'another principal has its own bucket');
+});
+
+t.test('per method: a bucket for tools/call that other methods do not spend, modern and legacy alike', async (t) => {
+  const cw = await startCauseway({ ...limited, 'limits.ratePerSecond': 0, 'limits.rateMethods': JSON.stringify({ 'tools/call': { ratePerSecond: 0.001, burst: 2 } }) });
+  t.teardown(() => cw.close());
+  const call = async (user: string, method = 'tools/call') => {
+    const params: Record<string, Json> = method === 'tools/call' ? { name: 'echo', arguments: { text: 'x' } } : {};
+    const res = await fetch(cw.url, {
+      method: 'POST',
+      headers: { ...modernHeaders(method), ...(method === 'tools/call' ? { 'mcp-name': 'echo' } : {}), 'x-user': user },
+      body: JSON.stringify(modernBody(method, params, nextId++)),
+    });
+    await res.text();
+    return { status: res.status, retryAfter: res.headers.get('retry-after') };
+  };
+  t.equal((await call('frank')).status, 200);
+  t.equal((await call('frank')).status, 200);
+  const over = await call('frank');
+  t.equal(over.status, 429, 'the third call of a burst of two');
+  t.ok(Number(over.retryAfter) >= 1);
+  for (let i = 0; i < 3; i++) t.equal((await call('frank', 'tools/list')).status, 200, 'tools/list has no bucket');
+  t.equal((await call('grace')).status, 200, 'another principal has buckets of its own');
+
+  const session = await fetch(cw.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-user': 'frank' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'rate-test', version: '1' } } }),
+  });
+  t.equal(session.status, 200, 'a legacy initialize spends no tools/call token');
+  await session.text();
+  const legacyCall = await fetch(cw.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-user': 'frank', 'mcp-session-id': session.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 77, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' } } }),
+  });
+  t.equal(legacyCall.status, 429, 'a legacy tools/call spends the same bucket');
+  t.match(await legacyCall.json(), { id: 77, error: { code: -32000 } });
 });
 
 t.test('off by default: no bucket, no 429', async (t) => {
