@@ -215,7 +215,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const auth =
     config.auth.mode === 'none'
       ? undefined
-      : new ResourceServer(config.auth, topology.mounts.map((m) => m.path), (reason) => authMetrics.failure(reason), replayCacheFor(store), subjects);
+      : new ResourceServer(config.auth, topology.mounts.map((m) => m.path), (reason) => authMetrics.failure(reason), replayCacheFor(store), { subjects, nonceSecret: config.principal.hashSecret });
   let draining = false;
   let closing = false;
   const ingress = createIngress(

@@ -98,8 +98,13 @@ export function causewayError(
 }
 
 /** A 401 or 403 of the resource server, with its WWW-Authenticate challenge [RFC 6750 §3]. */
-export function challengeError(reason: 'unauthorized' | 'invalid_token' | 'invalid_dpop_proof' | 'insufficient_scope', challenge: string, message?: string): CausewayError {
-  return new CausewayError(reason, message, undefined, { headers: { 'www-authenticate': challenge } });
+export function challengeError(
+  reason: 'unauthorized' | 'invalid_token' | 'invalid_dpop_proof' | 'insufficient_scope',
+  challenge: string,
+  message?: string,
+  headers: Record<string, string> = {},
+): CausewayError {
+  return new CausewayError(reason, message, undefined, { headers: { 'www-authenticate': challenge, ...headers } });
 }
 
 /** Anything thrown that is not a CausewayError becomes internal_error, its text never shown. */

@@ -9,7 +9,7 @@ export type Scheme = 'Bearer' | 'DPoP';
 export interface ChallengeError {
   /** The scheme the request used; undefined when it used none accepted. */
   scheme: Scheme | undefined;
-  error: 'invalid_token' | 'invalid_dpop_proof' | 'insufficient_scope';
+  error: 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce' | 'insufficient_scope';
   /** insufficient_scope only. */
   scopes?: readonly string[];
 }

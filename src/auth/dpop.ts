@@ -2,11 +2,12 @@
 // `DPoP` header holding a dpop+jwt signed by its embedded public key with an allowed asymmetric
 // alg; htm and htu naming this request's method and public URL; iat within the proof window;
 // ath the hash of the token; the key's thumbprint the token's cnf.jkt; a jti never seen within
-// the window. Server nonces (DPoP-Nonce) are not issued: iat and the replay cache bound a proof.
+// the window; with auth.dpopNonces, a nonce Causeway issued lately (dpop-nonce.ts).
 
 import { createHash } from 'node:crypto';
 import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, jwtVerify, type JWK } from 'jose';
 import type { AuthFailure } from './grant.js';
+import type { DpopNonces } from './dpop-nonce.js';
 import type { ReplayCache } from './replay-cache.js';
 
 export interface DpopOptions {
@@ -15,6 +16,8 @@ export interface DpopOptions {
   /** How old a proof's iat may be; the replay cache keeps each jti this long plus the skew. */
   windowMs: number;
   replays: ReplayCache;
+  /** Server nonces every proof must carry; undefined: none asked for. */
+  nonces?: DpopNonces;
 }
 
 export interface ProofRequest {
@@ -71,6 +74,7 @@ export class DpopVerifier {
     if (ath !== tokenHash(req.token)) return 'dpop_wrong_token';
     const thumbprint = await calculateJwkThumbprint(jwk, 'sha256');
     if (thumbprint !== req.jkt) return 'dpop_key_mismatch';
+    if (this.opts.nonces && !this.opts.nonces.accepts(payload.nonce)) return 'dpop_nonce';
     // Last, so a proof refused for another reason does not use up its jti.
     const fresh = await this.opts.replays.first(`${thumbprint}.${jti}`, windowMs + 2 * skew).catch(() => undefined);
     if (fresh === undefined) return 'unavailable';

@@ -32,6 +32,8 @@ export const AUTH_FAILURES = [
   'dpop_wrong_token',
   'dpop_key_mismatch',
   'dpop_replayed',
+  // auth.dpopNonces: the proof carries no nonce Causeway issued lately (the client retries with DPoP-Nonce).
+  'dpop_nonce',
   'dpop_unbound_token',
   'dpop_required',
   'dpop_off',

@@ -10,6 +10,7 @@ import type { Config } from '../config/index.js';
 import type { HeaderBag } from '../envelope/index.js';
 import { Challenges, type ChallengeError, type Scheme } from './challenge.js';
 import { DpopVerifier } from './dpop.js';
+import { DpopNonces } from './dpop-nonce.js';
 import { Access, type AuthFailure, type TokenVerifier } from './grant.js';
 import { IntrospectionVerifier } from './introspection.js';
 import { IssuerSet } from './jwt.js';
@@ -48,6 +49,8 @@ export class ResourceServer {
   private readonly rules: readonly ScopeRule[];
   private readonly verifier: TokenVerifier;
   private readonly dpop: DpopVerifier | undefined;
+  private readonly nonces: DpopNonces | undefined;
+  private readonly subjects: SubjectTokens | undefined;
   private readonly mode: AuthSettings['dpop'];
   /** server/discover needs no token. */
   readonly publicDiscover: boolean;
@@ -57,9 +60,14 @@ export class ResourceServer {
     mountPaths: readonly string[],
     private readonly onFailure: (reason: AuthFailure) => void,
     replays: ReplayCache,
-    /** Told every accepted token when an upstream's credential is an exchange of it. */
-    private readonly subjects?: SubjectTokens,
+    more: {
+      /** Told every accepted token when an upstream's credential is an exchange of it. */
+      subjects?: SubjectTokens | undefined;
+      /** What every replica derives its DPoP nonces from (principal.hashSecret). */
+      nonceSecret?: string;
+    } = {},
   ) {
+    this.subjects = more.subjects;
     this.rules = parseRules(settings.rules).rules;
     this.mode = settings.dpop;
     this.publicDiscover = settings.publicDiscover;
@@ -99,7 +107,8 @@ export class ResourceServer {
             cooldownMs: settings.jwksCooldownMs,
           });
     if (settings.dpop !== 'off') {
-      this.dpop = new DpopVerifier({ algorithms: dpopAlgorithms, clockSkewMs: settings.clockSkewMs, windowMs: settings.dpopProofWindowMs, replays });
+      if (settings.dpopNonces) this.nonces = new DpopNonces(more.nonceSecret ?? '', settings.dpopProofWindowMs);
+      this.dpop = new DpopVerifier({ algorithms: dpopAlgorithms, clockSkewMs: settings.clockSkewMs, windowMs: settings.dpopProofWindowMs, replays, nonces: this.nonces });
     }
   }
 
@@ -136,6 +145,10 @@ export class ResourceServer {
           ? 'dpop_unbound_token'
           : await this.dpop!.check({ proof: headers.dpop, method, url: mount.resource, token, jkt: verified.jkt });
       if (failure === 'unavailable') return this.refuse('unavailable', causewayError('auth_unavailable'));
+      if (failure === 'dpop_nonce') {
+        const challenge = mount.challenges.refused({ scheme, error: 'use_dpop_nonce' });
+        return this.refuse(failure, challengeError('invalid_dpop_proof', challenge, 'A DPoP nonce is required', { 'dpop-nonce': this.nonces!.current() }));
+      }
       if (failure !== undefined) {
         const error = BINDING_FAILURES.has(failure) ? 'invalid_token' : 'invalid_dpop_proof';
         return this.refuse(failure, this.invalid(mount, { scheme, error }));
@@ -143,6 +156,11 @@ export class ResourceServer {
     }
     this.subjects?.remember(verified.identity, token, verified.expiresAt);
     return { ok: true, access: new Access(verified.identity, verified.scopes, this.rules, scheme) };
+  }
+
+  /** The DPoP-Nonce a DPoP request's answer carries, so the client's next proof has a fresh one. */
+  nonceFor(access: Access): string | undefined {
+    return access.scheme === 'DPoP' ? this.nonces?.current() : undefined;
   }
 
   /** The 403 for a request its scopes do not cover, naming every scope it needs; undefined when allowed. */

@@ -80,6 +80,7 @@ export function authProblems(c: Config, topology: Topology): string[] {
     need('introspectionClientSecret', false);
   }
   const badDpop = a.dpopAlgorithms.filter((x) => !AUTH_ALGORITHMS.includes(x));
+  if (a.dpop === 'off' && a.dpopNonces) problems.push('auth.dpopNonces: needs auth.dpop allowed or required');
   if (a.dpop !== 'off' && a.dpopAlgorithms.length === 0) problems.push('auth.dpopAlgorithms: at least one is needed unless auth.dpop is off');
   if (badDpop.length > 0) problems.push(`auth.dpopAlgorithms: not accepted (only ${AUTH_ALGORITHMS.join(', ')}): ${badDpop.join(', ')}`);
   problems.push(...parseRules(a.rules).problems);

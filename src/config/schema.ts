@@ -45,6 +45,7 @@ export interface Config {
     dpopAlgorithms: string[];
     dpopProofWindowMs: number;
     publicDiscover: boolean;
+    dpopNonces: boolean;
     callbackUrl: string;
     clientMetadataUrl: string;
     introspectionUrl: string;
@@ -251,6 +252,12 @@ export const SETTINGS: readonly Setting[] = [
   },
   { path: 'auth.dpopAlgorithms', kind: 'list', default: ['ES256', 'RS256', 'PS256', 'EdDSA'], doc: `JWS algorithms accepted on DPoP proofs, among ${AUTH_ALGORITHMS.join(', ')}.` },
   { path: 'auth.dpopProofWindowMs', kind: 'number', default: 300_000, min: 1000, doc: "How old a DPoP proof's iat may be (plus auth.clockSkewMs); each proof's jti is remembered this long, shared through Redis with the Redis store." },
+  {
+    path: 'auth.dpopNonces',
+    kind: 'boolean',
+    default: false,
+    doc: 'Require a server nonce in every DPoP proof (RFC 9449 §9): a proof without a current one gets 401 use_dpop_nonce with DPoP-Nonce, and DPoP answers carry the next; each nonce lives auth.dpopProofWindowMs, every replica takes every replica\'s.',
+  },
   {
     path: 'auth.publicDiscover',
     kind: 'boolean',

@@ -292,6 +292,8 @@ async function dispatch(
       return sendCausewayError(res, verdict.error, null);
     }
     access = verdict.access;
+    const nonce = auth.nonceFor(access);
+    if (nonce !== undefined) res.setHeader('dpop-nonce', nonce);
   }
   const principal = deps.rate && principalHash(deps.rate.principal, headers, access?.identity);
   if (deps.rate && (method === 'POST' || method === 'GET' || method === 'DELETE')) {

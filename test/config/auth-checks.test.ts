@@ -144,3 +144,8 @@ t.test('more issuers: jwt mode only, URLs as for auth.issuer, none twice', async
   const introspection = ['--auth.mode', 'introspection', '--auth.issuer', 'https://as.example', '--auth.resource', 'https://mcp.example/mcp', '--auth.introspectionUrl', 'https://as.example/introspect', '--auth.introspectionClientId', 'c', '--auth.introspectionClientSecret', 's', '--principal.hashSecret', 'x'.repeat(32)];
   t.same(problems([...introspection, '--auth.moreIssuers', 'https://partners.example=https://partners.example/jwks']), ['auth.moreIssuers: only in jwt mode (an opaque token does not say its issuer)']);
 });
+
+t.test('DPoP nonces need DPoP', async (t) => {
+  t.same(problems([...JWT, '--auth.dpopNonces', 'true']), []);
+  t.same(problems([...JWT, '--auth.dpop', 'off', '--auth.dpopNonces', 'true']), ['auth.dpopNonces: needs auth.dpop allowed or required']);
+});

@@ -4,7 +4,7 @@
 // replayed proof (also at a second replica sharing Redis), a proof for another method or URL,
 // by another key or for another token, are each a 401 with nothing sent upstream. With
 // auth.dpop required, Bearer is refused and the metadata says so; auth.publicDiscover opens
-// server/discover and nothing else.
+// server/discover and nothing else. With auth.dpopNonces, a proof must carry a nonce Causeway issued.
 
 import t from 'tap';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -16,12 +16,13 @@ import { envelope } from '../mrtr/wire.js';
 
 const { port, resource, metadataUrl } = await protectedResource();
 const strict = await protectedResource();
+const nonceAt = await protectedResource();
 
 const upstream = await startLegacyServer();
 t.teardown(() => upstream.close());
 const redis = await startRedis(t);
 const as = await startAuthorizationServer(t, {
-  resources: { [resource]: 'jwt', [strict.resource]: 'jwt' },
+  resources: { [resource]: 'jwt', [strict.resource]: 'jwt', [nonceAt.resource]: 'jwt' },
   scopes: ['mcp'],
   clients: ['alice', 'bob'],
 });
@@ -158,4 +159,33 @@ t.test('auth.dpop required: Bearer refused, the metadata and the challenge say D
   const token = await as.token({ client: 'alice', resource: strict.resource, dpop: k });
   const ok = await call(required.url, 'tools/call', echo, { authorization: `DPoP ${token}`, dpop: await k.proof('POST', strict.resource, token) });
   t.equal(ok.status, 200, 'a bound token with its proof is served');
+});
+
+t.test('auth.dpopNonces: a proof needs a nonce Causeway issued, learnt from the 401 and renewed on every answer; every replica takes every replica’s', async (t) => {
+  const at = nonceAt;
+  const nonced = { ...common, 'auth.resource': at.resource, 'auth.dpopNonces': 'true' };
+  const a = await startCauseway({ ...nonced, 'listen.port': at.port });
+  t.teardown(() => a.close());
+  const b = await startCauseway(nonced);
+  t.teardown(() => b.close());
+  const token = await as.token({ client: 'alice', resource: at.resource, dpop: key });
+  const send = async (url: string, claims: Record<string, unknown> = {}) => {
+    const e = envelope('tools/call', echo);
+    const res = await fetch(url, { method: 'POST', headers: { ...e.headers, authorization: `DPoP ${token}`, dpop: await key.proof('POST', at.resource, token, claims) }, body: e.body });
+    await res.text();
+    return { status: res.status, challenge: res.headers.get('www-authenticate'), nonce: res.headers.get('dpop-nonce') };
+  };
+  const before = await failures(a);
+  const first = await send(a.url);
+  t.equal(first.status, 401, 'a proof without a nonce');
+  t.match(first.challenge, /DPoP error="use_dpop_nonce"/);
+  t.match(first.nonce, /^[a-z0-9]+\.[A-Za-z0-9_-]{22}$/, 'the 401 hands out a nonce');
+  const ok = await send(a.url, { nonce: first.nonce });
+  t.equal(ok.status, 200, 'the proof with it passes');
+  t.ok(ok.nonce, 'and the answer carries the nonce for the next proof');
+  t.equal((await send(b.url, { nonce: first.nonce })).status, 200, 'another replica takes it');
+  const forged = await send(a.url, { nonce: `${first.nonce!.split('.')[0]}.${'A'.repeat(22)}` });
+  t.equal(forged.status, 401, 'a nonce Causeway did not make is refused');
+  t.match(forged.challenge, /use_dpop_nonce/);
+  t.equal(((await failures(a)).dpop_nonce ?? 0) - (before.dpop_nonce ?? 0), 2, 'counted as dpop_nonce');
 });

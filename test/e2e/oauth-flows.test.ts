@@ -22,17 +22,18 @@ import {
 } from '@modelcontextprotocol/client';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { scriptedLogin } from '../helpers/browser-login.js';
-import { protectedResource, startAuthorizationServer } from '../helpers/authorization-server.js';
+import { jwtFace, protectedResource, startAuthorizationServer } from '../helpers/authorization-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 
 const { port, resource, metadataUrl } = await protectedResource();
+const nonced = await protectedResource();
 // Nothing listens there: the scripted browser stops at the redirect and reads the code from it.
 const REDIRECT_URI = 'http://127.0.0.1/callback';
 
 const upstream = await startLegacyServer();
 t.teardown(() => upstream.close());
 const as = await startAuthorizationServer(t, {
-  resources: { [resource]: 'jwt' },
+  resources: { [resource]: 'jwt', [nonced.resource]: 'jwt' },
   scopes: ['mcp'],
   clients: ['machine', 'bound-machine'],
   interactive: [{ client: 'desktop-app', redirectUri: REDIRECT_URI }],
@@ -52,6 +53,8 @@ t.teardown(() => causeway.close());
 interface Seen {
   url: string;
   status: number;
+  /** The DPoP-Nonce the answer carried. */
+  nonce: string | null;
   authorization: string | null;
   dpop: string | null;
   mcpMethod: string | null;
@@ -65,6 +68,7 @@ function recordingFetch(seen: Seen[]): (url: string | URL, init?: RequestInit) =
     seen.push({
       url: String(url),
       status: res.status,
+      nonce: res.headers.get('dpop-nonce'),
       authorization: headers.get('authorization'),
       dpop: headers.get('dpop'),
       mcpMethod: headers.get('mcp-method'),
@@ -77,9 +81,9 @@ function newClient(): Client {
   return new Client({ name: 'oauth-e2e', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} });
 }
 
-async function connect(t: Test, provider: OAuthClientProvider, seen: Seen[]): Promise<Client> {
+async function connect(t: Test, provider: OAuthClientProvider, seen: Seen[], url = causeway.url): Promise<Client> {
   const client = newClient();
-  await client.connect(new StreamableHTTPClientTransport(new URL(causeway.url), { authProvider: provider, fetch: recordingFetch(seen) }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { authProvider: provider, fetch: recordingFetch(seen) }));
   t.teardown(() => client.close());
   return client;
 }
@@ -256,5 +260,22 @@ t.test('DPoP: a bound token from the 401 on, every call with Authorization: DPoP
   }
   const jtis = served.map((s) => claims(s.dpop!).jti);
   t.equal(new Set(jtis).size, jtis.length, 'a fresh proof for each request');
+  assertUpstreamClean(t);
+});
+
+t.test('DPoP with server nonces: the client takes the nonce from the 401 use_dpop_nonce, and each proof carries one Causeway issued', async (t) => {
+  const strict = await startCauseway({ ...jwtFace(as, nonced.port, nonced.resource), 'upstream.url': upstream.url, 'auth.dpopNonces': 'true' });
+  t.teardown(() => strict.close());
+  const seen: Seen[] = [];
+  const provider = new DpopClientCredentialsProvider({ clientId: 'bound-machine', clientSecret: as.secret('bound-machine'), expectedIssuer: as.issuer });
+  const client = await connect(t, provider, seen, strict.url);
+  t.same((await client.callTool({ name: 'echo', arguments: { text: 'nonce' } })).content, [{ type: 'text', text: 'nonce' }], 'the tool call is answered');
+  const atCauseway = seen.filter((s) => s.url === strict.url && s.dpop !== null);
+  const asked = atCauseway.findIndex((s) => s.status === 401);
+  t.ok(asked >= 0 && atCauseway[asked]!.nonce, 'the first proof without a nonce got a 401 carrying one');
+  const issued = new Set(atCauseway.map((s) => s.nonce).filter((n) => n !== null));
+  const served = atCauseway.filter((s) => s.status === 200);
+  t.ok(served.length >= 2, 'server/discover and the call were served');
+  for (const s of served) t.ok(issued.has(claims(s.dpop!).nonce as string), `${s.mcpMethod}: its proof carried a nonce Causeway issued`);
   assertUpstreamClean(t);
 });
