@@ -33,9 +33,10 @@ export interface UpstreamAuthorization {
   authorization(principal: string | undefined): Promise<string | undefined>;
   /**
    * The upstream answered 401 to a request sent with `sent`: true when one more try with a new
-   * token may pass; throws instead when the answer is an error of Causeway's own.
+   * token may pass (none is made after the `last` try); throws instead when the answer is an
+   * error of Causeway's own.
    */
-  refused(principal: string | undefined, sent: string | undefined): Promise<boolean>;
+  refused(principal: string | undefined, sent: string | undefined, last: boolean): Promise<boolean>;
 }
 
 /** The access token a principal's requests came with lately: the subject of an exchange. */

@@ -109,9 +109,12 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     return grant && `Bearer ${grant.a}`;
   }
 
-  /** The upstream refused the user's token, or wants one: the user signs in (again). */
-  async refused(principal: string | undefined, sent: string | undefined): Promise<boolean> {
-    if (principal !== undefined && sent !== undefined) await this.forget(principal, sent);
+  /**
+   * The upstream refused the user's token, or wants one: a refused token that can be refreshed is
+   * refreshed for one more try; otherwise the user signs in (again).
+   */
+  async refused(principal: string | undefined, sent: string | undefined, last: boolean): Promise<boolean> {
+    if (principal !== undefined && sent !== undefined && (await this.forget(principal, sent, !last))) return true;
     throw await this.required(principal);
   }
 
@@ -184,10 +187,17 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     }
   }
 
-  private async forget(principal: string, sent: string): Promise<void> {
+  /** Forgets a refused token; with `refresh`, keeps its refresh token for the next use: true then. */
+  private async forget(principal: string, sent: string, refresh: boolean): Promise<boolean> {
     const key = `${this.opts.upstream}|${principal}`;
     const grant = this.cached.get(key) ?? (await this.stored(key));
-    if (grant && `Bearer ${grant.a}` === sent) await this.drop(key);
+    if (!grant || `Bearer ${grant.a}` !== sent) return false;
+    if (refresh && grant.r !== undefined) {
+      this.remember(key, { ...grant, e: 0 });
+      return true;
+    }
+    await this.drop(key);
+    return false;
   }
 
   private async stored(key: string): Promise<Grant | undefined> {

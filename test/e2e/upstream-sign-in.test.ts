@@ -45,11 +45,12 @@ const wikiAs = await startAuthorizationServer(t, { resources: { [WIKI]: 'jwt' },
 /** A legacy server taking only JWTs of `server` for `audience`: every token it took, and how many requests it refused. */
 async function protectedUpstream(server: { issuer: string; jwksUrl: string }, audience: string) {
   const keys = createRemoteJWKSet(new URL(server.jwksUrl));
-  const seen = { taken: [] as string[], refused: 0 };
+  const seen = { taken: [] as string[], refused: 0, revoked: new Set<string>() };
   const handle = await startLegacyServer({
     authorize: async (authorization) => {
       const token = /^Bearer (\S+)$/.exec(authorization ?? '')?.[1];
       try {
+        if (seen.revoked.has(token ?? '')) throw new Error('revoked');
         await jwtVerify(token ?? '', keys, { issuer: server.issuer, audience });
       } catch {
         seen.refused++;
@@ -232,6 +233,14 @@ t.test('without a configured client: Causeway’s metadata document is its clien
   const last = docs.seen.taken.at(-1)!;
   t.not(last, first, 'the upstream got a new token');
   t.match(claims(last), { sub: 'alice@docs', client_id: CLIENT_DOCUMENT });
+
+  // The upstream stops taking the token (revoked early): one refresh and one more try, no new round.
+  docs.seen.revoked.add(last);
+  const refreshes = as.issued('refresh_token', CLIENT_DOCUMENT);
+  const after = await call(alice, { arguments: { text: 'after' } }, URL_CAPS, `${origin}/docs`);
+  t.same(after.body.result?.content, [{ type: 'text', text: 'after' }], 'a refused token with a refresh token is refreshed, not asked for again');
+  t.equal(as.issued('refresh_token', CLIENT_DOCUMENT) - refreshes, 1);
+  t.not(docs.seen.taken.at(-1), last);
 });
 
 t.test('a server without metadata documents: Causeway registers there, and every replica finds the registration', async (t) => {
