@@ -1,0 +1,1 @@
+export { startTracing, tracingRequested, type Tracing, type TracingEnv } from './sdk.js';
