@@ -5,6 +5,7 @@
 
 import {
   context,
+  INVALID_SPAN_CONTEXT,
   isSpanContextValid,
   propagation,
   ROOT_CONTEXT,
@@ -12,6 +13,7 @@ import {
   SpanStatusCode,
   trace,
   type Attributes,
+  type Context,
   type Span,
 } from '@opentelemetry/api';
 import { CausewayError } from '../errors.js';
@@ -72,25 +74,22 @@ export interface ServedRequest {
  * Runs a modern request in its server span. The parent is the HTTP `traceparent`, else the one
  * in `params._meta` (the convention's place for it); `serve` gets the span only when it records.
  */
-export async function inRequestSpan<T>(request: ServedRequest, headers: Carrier, serve: (span: Span | undefined) => Promise<T>): Promise<T> {
+export function inRequestSpan<T>(request: ServedRequest, headers: Carrier, serve: (span: Span | undefined) => Promise<T>): Promise<T> {
   const meta = request.params._meta;
   const carrier = headers.traceparent === undefined && typeof meta === 'object' && meta !== null ? (meta as Carrier) : headers;
   const parent = propagation.extract(ROOT_CONTEXT, carrier, carrierGetter);
-  const span = tracer.startSpan(spanName(request.method, request.name), { kind: SpanKind.SERVER }, parent);
-  if (!isSpanContextValid(span.spanContext())) return serve(undefined);
+  const span = tracer.startSpan(request.method, SERVER, parent);
+  if (carriesNothing(span)) return serve(undefined);
   const ctx = trace.setSpan(parent, span);
   // Sampled out: nothing is recorded, but the upstream hops still carry the trace on.
   if (!span.isRecording()) return context.with(ctx, () => serve(undefined));
+  span.updateName(spanName(request.method, request.name));
   span.setAttributes({
     ...mcpAttributes({ method: request.method, name: request.name, id: request.id, protocolVersion: request.meta.protocolVersion }),
     'network.transport': 'tcp',
     'network.protocol.name': 'http',
   });
-  try {
-    return await context.with(ctx, () => serve(span));
-  } finally {
-    span.end();
-  }
+  return recording(span, ctx, () => serve(span));
 }
 
 /** The request failed: `reason` is Causeway's (or 'cancelled'), `code` the JSON-RPC error code the client got. */
@@ -104,40 +103,53 @@ export function markFailed(span: Span | undefined, reason: string, code?: number
 /**
  * One exchange with the upstream as a client span, the active one while `run` runs (so the HTTP
  * hop injects it as `traceparent`). `run` gets the trace context to put in `params._meta`, or
- * undefined when there is no span to name (tracing off). `errorCode` reads a JSON-RPC error off
- * the result.
+ * undefined when there is no span to name (tracing off). `describe` is asked only for a span that
+ * records; `errorCode` reads a JSON-RPC error off the result.
  */
-export async function inUpstreamSpan<T>(
-  call: McpCall,
+export function inUpstreamSpan<T>(
+  method: string,
+  describe: () => McpCall,
   run: (meta: Record<string, string> | undefined) => Promise<T>,
   errorCode: (result: T) => number | undefined,
 ): Promise<T> {
-  const span = tracer.startSpan(spanName(call.method, call.name), { kind: SpanKind.CLIENT });
-  if (!isSpanContextValid(span.spanContext())) return run(undefined);
+  const span = tracer.startSpan(method, CLIENT);
+  if (carriesNothing(span)) return run(undefined);
   const ctx = trace.setSpan(context.active(), span);
   const meta: Record<string, string> = {};
   propagation.inject(ctx, meta);
-  if (span.isRecording()) span.setAttributes(mcpAttributes(call));
-  try {
-    const result = await context.with(ctx, () => run(meta));
-    const code = errorCode(result);
-    if (code !== undefined) markFailed(span, 'upstream_error', code);
-    return result;
-  } catch (err) {
-    markFailed(span, errorType(err));
-    throw err;
-  } finally {
-    span.end();
+  if (span.isRecording()) {
+    const call = describe();
+    span.updateName(spanName(call.method, call.name));
+    span.setAttributes(mcpAttributes(call));
   }
+  return recording(span, ctx, () => run(meta), errorCode);
 }
 
 /** A step of Causeway's own (a pool acquire, an upstream initialize) as a span of `kind`. */
-export async function inStepSpan<T>(name: string, kind: 'internal' | 'client', attributes: Attributes, run: () => Promise<T>): Promise<T> {
-  const span = tracer.startSpan(name, { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL });
+export function inStepSpan<T>(name: string, kind: 'internal' | 'client', attributes: Attributes, run: () => Promise<T>): Promise<T> {
+  const span = tracer.startSpan(name, kind === 'client' ? CLIENT : INTERNAL);
   if (!span.isRecording()) return run();
   span.setAttributes(attributes);
+  return recording(span, trace.setSpan(context.active(), span), run);
+}
+
+const SERVER = { kind: SpanKind.SERVER };
+const CLIENT = { kind: SpanKind.CLIENT };
+const INTERNAL = { kind: SpanKind.INTERNAL };
+
+/** No trace to carry on: the API's no-op span (tracing off), or a root span sampled out. */
+function carriesNothing(span: Span): boolean {
+  const sc = span.spanContext();
+  return sc === INVALID_SPAN_CONTEXT || !isSpanContextValid(sc);
+}
+
+/** Runs `run` with `span` active, marks it failed on a throw (or an error result), and ends it. */
+async function recording<T>(span: Span, ctx: Context, run: () => Promise<T>, errorCode?: (result: T) => number | undefined): Promise<T> {
   try {
-    return await context.with(trace.setSpan(context.active(), span), run);
+    const result = await context.with(ctx, run);
+    const code = errorCode?.(result);
+    if (code !== undefined) markFailed(span, 'upstream_error', code);
+    return result;
   } catch (err) {
     markFailed(span, errorType(err));
     throw err;

@@ -18,7 +18,8 @@ export function tracedRequest(
   timeoutMs?: number,
 ): Promise<JsonRpcResponse> {
   return inUpstreamSpan(
-    { method: request.method, name: nameOf(request), id: request.id, protocolVersion: session.protocolVersion },
+    request.method,
+    () => ({ method: request.method, name: nameOf(request), id: request.id, protocolVersion: session.protocolVersion }),
     (trace) => client.request(session, trace ? withTraceMeta(request, trace) : request, handlers, signal, headers, timeoutMs),
     (response) => (isErrorResponse(response) ? response.error.code : undefined),
   );
