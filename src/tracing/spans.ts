@@ -133,6 +133,16 @@ export function inStepSpan<T>(name: string, kind: 'internal' | 'client', attribu
   return recording(span, trace.setSpan(context.active(), span), run);
 }
 
+/**
+ * A command to a shared session store, as a client span under the request that needed it; the
+ * store's own background work (housekeeping, republishing) makes no spans. Keys name sessions,
+ * so none goes on the span.
+ */
+export function inStoreSpan<T>(op: string, system: string, run: () => Promise<T>): Promise<T> {
+  if (trace.getSpan(context.active()) === undefined) return run();
+  return inStepSpan(`causeway.store.${op}`, 'client', { 'db.system.name': system, 'causeway.store.op': op }, run);
+}
+
 const SERVER = { kind: SpanKind.SERVER };
 const CLIENT = { kind: SpanKind.CLIENT };
 const INTERNAL = { kind: SpanKind.INTERNAL };

@@ -7,6 +7,7 @@
 import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway } from '../helpers/causeway.js';
+import { startRedis } from '../helpers/redis.js';
 import { startOtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { modernBody, modernHeaders, post, toolCall } from './wire.js';
 
@@ -133,6 +134,31 @@ t.test('one trace from the client through Causeway to the upstream, exported whe
     t.notOk(spans.some((s) => 'mcp.session.id' in s.attributes), 'mcp.session.id is never set');
     t.notOk(everything.includes(String(sessionId)), "the upstream session id appears in no attribute");
   });
+});
+
+t.test('with the Redis store, the commands a request needs are client spans under it', async (t) => {
+  const redis = await startRedis(t);
+  const receiver = await startOtlpReceiver();
+  t.teardown(() => receiver.close());
+  const c = await spawnCauseway(
+    { 'upstream.url': upstream.url, 'upstream.name': 'redis-traced', 'store.kind': 'redis', 'store.redisUrl': redis.url },
+    { t, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '600000' } },
+  );
+  const ids = { traceId: '8af92f3577b34da6a3ce929d0e0e4740', spanId: '44f067aa0ba902bb' };
+  const call = toolCall('echo', { text: 'shared' }, 4);
+  const res = await post(c.url, call.body, { ...call.headers, traceparent: traceparent(ids.traceId, ids.spanId) });
+  t.equal(res.status, 200);
+  await c.close();
+  const trace = receiver.spans.filter((s) => s.traceId === ids.traceId);
+  const acquire = trace.find((s) => s.name === 'causeway.pool.acquire');
+  const store = trace.filter((s) => s.name.startsWith('causeway.store.'));
+  t.ok(store.length > 0, `store spans: ${store.map((s) => s.name).join(', ')}`);
+  t.ok(store.every((s) => s.kind === CLIENT && s.attributes['db.system.name'] === 'redis'), 'client spans of the redis system');
+  t.ok(store.some((s) => s.parentSpanId === acquire?.spanId), 'the cold acquire reads the store');
+  t.notOk(
+    receiver.spans.some((s) => s.name.startsWith('causeway.store.') && s.traceId !== ids.traceId),
+    "the store's background commands make no traces of their own",
+  );
 });
 
 t.test('tracing off: nothing reaches the receiver, and the client context still goes upstream unchanged', async (t) => {
