@@ -28,6 +28,7 @@ import { Handoff, type ForwardedRound, type HandedResult } from './handoff.js';
 import { toAsk } from './asks.js';
 import { HeldCalls, PendingCall, type Outcome, type RoundListener } from './holder.js';
 import { paramsDigest, sessionDigest, type ResumeClaims, type StateClaims, type StateSealer } from './request-state.js';
+import { activeTraceparent, linkTo } from '../tracing/index.js';
 
 /** How long a retry keeps trying to reach a holder that is alive but cut off: longer than a Redis failover (2-4 s measured). */
 const HOLDER_REACH_MS = 15_000;
@@ -108,6 +109,7 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
       throw invalid('requestState does not belong to this request');
     }
     if (claims.e <= Date.now()) throw invalid('requestState has expired');
+    if (claims.x !== undefined) linkTo(claims.x, 'previous_round');
     if (claims.c !== '') {
       if (deps.held.wasFinished(claims.c)) throw invalid('requestState was already used');
       pending = deps.held.get(claims.c);
@@ -209,6 +211,7 @@ function urlElicitationRound(ex: Pick<RoundExchange, 'request' | 'principal'>, d
     r: 1,
     h: deps.replicaId,
     e: Date.now() + deps.stateTtlMs,
+    x: activeTraceparent(),
   });
   return { kind: 'input', result: { resultType: 'input_required', inputRequests, requestState } };
 }
@@ -451,6 +454,7 @@ async function nextRound(pending: PendingCall, deps: ReplicaBridge & { upstreamT
       h: deps.replicaId,
       e: stateExpiry,
       u: pending.resumePoint(),
+      x: activeTraceparent(),
     });
     return { kind: 'input', result: { resultType: 'input_required', inputRequests, requestState } };
   } finally {

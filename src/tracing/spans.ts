@@ -143,6 +143,21 @@ export function inStoreSpan<T>(op: string, system: string, run: () => Promise<T>
   return inStepSpan(`causeway.store.${op}`, 'client', { 'db.system.name': system, 'causeway.store.op': op }, run);
 }
 
+/** The active span as a traceparent, to be carried to a later request; undefined when tracing is off. */
+export function activeTraceparent(): string | undefined {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier.traceparent;
+}
+
+/** Links the active span to the span a traceparent names (the round before this one). */
+export function linkTo(traceparent: string, relation: string): void {
+  const span = trace.getSpan(context.active());
+  if (!span?.isRecording()) return;
+  const linked = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, { traceparent }));
+  if (linked && isSpanContextValid(linked)) span.addLink({ context: linked, attributes: { 'causeway.link': relation } });
+}
+
 const SERVER = { kind: SpanKind.SERVER };
 const CLIENT = { kind: SpanKind.CLIENT };
 const INTERNAL = { kind: SpanKind.INTERNAL };

@@ -9,6 +9,7 @@ import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
 import { startOtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
+import { callTool, ELICIT, nameAnswer, textOf } from '../mrtr/wire.js';
 import { modernBody, modernHeaders, post, toolCall } from './wire.js';
 
 const SERVER = 2;
@@ -49,6 +50,17 @@ t.test('one trace from the client through Causeway to the upstream, exported whe
   const f = modernBody('prompts/get', { name: 'no_such_prompt' }, 3);
   const resF = await post(c.url, f, { ...modernHeaders('prompts/get', 'no_such_prompt'), traceparent: traceparent(failing.traceId, failing.spanId) });
   t.equal(resF.json?.error?.code, -32602, 'the upstream refuses an unknown prompt');
+  const round1 = { traceId: '9bf92f3577b34da6a3ce929d0e0e4741', spanId: '55f067aa0ba902bc' };
+  const round2 = { traceId: 'acf92f3577b34da6a3ce929d0e0e4742', spanId: '66f067aa0ba902bd' };
+  const asked = await callTool(c.url, ELICIT, {}, { headers: { traceparent: traceparent(round1.traceId, round1.spanId) } });
+  t.equal(asked.body.result?.resultType, 'input_required', 'the multi-round call asks the client');
+  const answered = await callTool(
+    c.url,
+    ELICIT,
+    { inputResponses: { user_name: nameAnswer('Ada') }, requestState: asked.body.result?.requestState },
+    { headers: { traceparent: traceparent(round2.traceId, round2.spanId) } },
+  );
+  t.equal(textOf(answered), 'Hello, Ada!', 'the retry completes the call');
   const sessionId = upstream.stats().lastHeaders['mcp-session-id'];
   t.ok(sessionId, 'the upstream session has an id (it must appear in no span)');
 
@@ -127,6 +139,16 @@ t.test('one trace from the client through Causeway to the upstream, exported whe
     const call = trace.find((s) => s.kind === CLIENT);
     t.ok(call?.attributes['error.type'], "the client span carries the upstream's code");
     t.equal(call?.status, 2);
+  });
+
+  t.test("a multi-round call's next round links to the round before it", async (t) => {
+    const first = inTrace(round1.traceId).find((s) => s.kind === SERVER);
+    const second = inTrace(round2.traceId).find((s) => s.kind === SERVER);
+    t.equal(first?.parentSpanId, round1.spanId, "round 1 is a server span in its client's trace");
+    t.equal(second?.parentSpanId, round2.spanId, "the retry is a server span in the retry's trace");
+    t.match(second?.links, [{ traceId: round1.traceId, spanId: first?.spanId, attributes: { 'causeway.link': 'previous_round' } }], 'linked to round 1');
+    const held = inTrace(round1.traceId).find((s) => s.kind === CLIENT && s.name === `tools/call ${ELICIT}`);
+    t.equal(held?.parentSpanId, first?.spanId, 'the upstream call held across the rounds is a child of round 1');
   });
 
   t.test('no session id and no token in any span', async (t) => {

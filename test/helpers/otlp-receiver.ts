@@ -16,6 +16,7 @@ export interface ReceivedSpan {
   attributes: Record<string, string | number | boolean>;
   /** OTLP status code: 0 unset, 1 ok, 2 error. */
   status: number;
+  links: Array<{ traceId: string; spanId: string; attributes: Record<string, string | number | boolean> }>;
 }
 
 export interface OtlpReceiver {
@@ -41,7 +42,16 @@ interface OtlpExport {
   resourceSpans?: Array<{
     resource?: { attributes?: OtlpAttribute[] };
     scopeSpans?: Array<{
-      spans?: Array<{ traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: OtlpAttribute[]; status?: { code?: number } }>;
+      spans?: Array<{
+        traceId: string;
+        spanId: string;
+        parentSpanId?: string;
+        name: string;
+        kind: number;
+        attributes?: OtlpAttribute[];
+        status?: { code?: number };
+        links?: Array<{ traceId: string; spanId: string; attributes?: OtlpAttribute[] }>;
+      }>;
     }>;
   }>;
 }
@@ -81,6 +91,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               kind: s.kind,
               attributes: attributes(s.attributes),
               status: s.status?.code ?? 0,
+              links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId, attributes: attributes(l.attributes) })),
             });
           }
         }
