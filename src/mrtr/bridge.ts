@@ -28,7 +28,7 @@ import { Handoff, type ForwardedRound, type HandedResult } from './handoff.js';
 import { toAsk } from './asks.js';
 import { HeldCalls, PendingCall, type Outcome, type RoundListener } from './holder.js';
 import { paramsDigest, sessionDigest, type ResumeClaims, type StateClaims, type StateSealer } from './request-state.js';
-import { activeTraceparent, linkTo } from '../tracing/index.js';
+import { activeTraceparent, inRemoteSpan, linkTo } from '../tracing/index.js';
 
 /** How long a retry keeps trying to reach a holder that is alive but cut off: longer than a Redis failover (2-4 s measured). */
 const HOLDER_REACH_MS = 15_000;
@@ -122,7 +122,12 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
       const handoff = !pending && claims.h !== deps.replicaId ? deps.handoff : undefined;
       // The holder's round runs under the state's TTL (serveHandedRounds); past it, and a margin, it is gone.
       const handOver = () =>
-        handoff!.forward(claims.h, { callId: claims.c, round: claims.r, inputResponses: responses }, ex.signal, deps.stateTtlMs + deps.upstreamTimeoutMs);
+        handoff!.forward(
+          claims.h,
+          { callId: claims.c, round: claims.r, inputResponses: responses, traceparent: activeTraceparent() },
+          ex.signal,
+          deps.stateTtlMs + deps.upstreamTimeoutMs,
+        );
       if (handoff) {
         const handed = await handOver();
         if (handed !== 'unreachable') {
@@ -222,17 +227,18 @@ function fromHanded(h: HandedResult): RoundResult {
 
 /** The holder's side of a handed-over retry: the same round logic, results sent back over the bus. */
 export function serveHandedRounds(deps: ReplicaBridge & { upstreamTimeoutMs: number }): (round: ForwardedRound) => Promise<HandedResult | 'missing'> {
-  return async ({ callId, round, inputResponses }) => {
-    if (deps.held.wasFinished(callId)) throw invalid('requestState was already used');
-    const pending = deps.held.get(callId);
-    if (!pending) return 'missing';
-    if (pending.round !== round || pending.busy) throw invalid('requestState was already used');
-    pending.stopTimer();
-    pending.answer(inputResponses);
-    const quiet: RoundListener = { onProgress: () => undefined, onLog: () => undefined };
-    const r = await nextRound(pending, deps, quiet, AbortSignal.timeout(deps.stateTtlMs));
-    return r.kind === 'input' ? r : { kind: 'upstream', response: r.response as unknown as JsonObject };
-  };
+  return ({ callId, round, inputResponses, traceparent }) =>
+    inRemoteSpan(traceparent, 'causeway.mrtr.handed_round', { 'causeway.mrtr.round': round }, async () => {
+      if (deps.held.wasFinished(callId)) throw invalid('requestState was already used');
+      const pending = deps.held.get(callId);
+      if (!pending) return 'missing';
+      if (pending.round !== round || pending.busy) throw invalid('requestState was already used');
+      pending.stopTimer();
+      pending.answer(inputResponses);
+      const quiet: RoundListener = { onProgress: () => undefined, onLog: () => undefined };
+      const r = await nextRound(pending, deps, quiet, AbortSignal.timeout(deps.stateTtlMs));
+      return r.kind === 'input' ? r : { kind: 'upstream', response: r.response as unknown as JsonObject };
+    });
 }
 
 /**

@@ -158,6 +158,12 @@ export function linkTo(traceparent: string, relation: string): void {
   if (linked && isSpanContextValid(linked)) span.addLink({ context: linked, attributes: { 'causeway.link': relation } });
 }
 
+/** Work done for a request that reached another replica first: a span under that request's, or none. */
+export function inRemoteSpan<T>(traceparent: string | undefined, name: string, attributes: Attributes, run: () => Promise<T>): Promise<T> {
+  if (traceparent === undefined) return run();
+  return context.with(propagation.extract(ROOT_CONTEXT, { traceparent }), () => inStepSpan(name, 'internal', attributes, run));
+}
+
 const SERVER = { kind: SpanKind.SERVER };
 const CLIENT = { kind: SpanKind.CLIENT };
 const INTERNAL = { kind: SpanKind.INTERNAL };

@@ -5,6 +5,7 @@
 // receiver hears nothing and the client's own context still reaches the upstream.
 
 import t from 'tap';
+import { randomBytes } from 'node:crypto';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
@@ -181,6 +182,33 @@ t.test('with the Redis store, the commands a request needs are client spans unde
     receiver.spans.some((s) => s.name.startsWith('causeway.store.') && s.traceId !== ids.traceId),
     "the store's background commands make no traces of their own",
   );
+});
+
+t.test('a round handed to the replica holding the call is traced there, under the retry', async (t) => {
+  const redis = await startRedis(t);
+  const receiver = await startOtlpReceiver();
+  t.teardown(() => receiver.close());
+  const settings = { 'upstream.url': upstream.url, 'store.kind': 'redis', 'store.redisUrl': redis.url, 'mrtr.stateKeys': randomBytes(32).toString('base64') };
+  const env = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '600000' };
+  const [a, b] = await Promise.all([spawnCauseway(settings, { t, env }), spawnCauseway(settings, { t, env })]);
+  const tool = 'test_input_required_result_multi_round';
+  const ids = ['bdf92f3577b34da6a3ce929d0e0e4743', 'cef92f3577b34da6a3ce929d0e0e4744', 'dff92f3577b34da6a3ce929d0e0e4745'];
+  const on = (i: number) => ({ headers: { traceparent: traceparent(ids[i]!, '77f067aa0ba902be') } });
+  const r1 = await callTool(a.url, tool, {}, on(0));
+  t.equal(r1.body.result?.resultType, 'input_required', 'round 1 on A');
+  const r2 = await callTool(b.url, tool, { inputResponses: { step1: { action: 'accept', content: { name: 'Alice' } } }, requestState: r1.body.result?.requestState }, on(1));
+  t.equal(r2.body.result?.resultType, 'input_required', 'round 2 through B, handed to A');
+  const r3 = await callTool(a.url, tool, { inputResponses: { step2: { action: 'accept', content: { color: 'blue' } } }, requestState: r2.body.result?.requestState }, on(2));
+  t.notOk(r3.body.error, 'round 3 on A completes the call');
+  await Promise.all([a.close(), b.close()]);
+
+  const server = (i: number) => receiver.spans.find((s) => s.traceId === ids[i] && s.kind === SERVER);
+  const [s1, s2, s3] = [server(0), server(1), server(2)];
+  t.match(s2?.links, [{ traceId: ids[0], spanId: s1?.spanId }], "B's retry links to round 1 on A");
+  const handed = receiver.spans.find((s) => s.name === 'causeway.mrtr.handed_round');
+  t.equal(handed?.traceId, ids[1], "A's work for the handed round is in the retry's trace");
+  t.equal(handed?.parentSpanId, s2?.spanId, "under B's server span");
+  t.match(s3?.links, [{ traceId: ids[1], spanId: handed?.spanId }], 'round 3 links to the round A served for B');
 });
 
 t.test('tracing off: nothing reaches the receiver, and the client context still goes upstream unchanged', async (t) => {
