@@ -172,6 +172,7 @@ t.test('with the Redis store, the commands a request needs are client spans unde
   const res = await post(c.url, call.body, { ...call.headers, traceparent: traceparent(ids.traceId, ids.spanId) });
   t.equal(res.status, 200);
   await c.close();
+  t.ok(receiver.spans.length > 0 && receiver.spans.every((s) => s.service === 'causeway'), 'without OTEL_SERVICE_NAME the service is causeway');
   const trace = receiver.spans.filter((s) => s.traceId === ids.traceId);
   const acquire = trace.find((s) => s.name === 'causeway.pool.acquire');
   const store = trace.filter((s) => s.name.startsWith('causeway.store.'));
