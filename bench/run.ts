@@ -7,7 +7,8 @@
 // before each run), BENCH_PROCESS_WARMUP_MS (3000; once per proxy process, small calls at c=16),
 // BENCH_FULL=1 (every workload x concurrency on the SDK upstream too, ~1 minute more),
 // BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,cold,memory,profile,sdk (some phases; no
-// doc), BENCH_PROFILE_CONCURRENCY (16) and BENCH_PROFILE_MS (3000) for the profiled run.
+// doc), BENCH_PROFILE_CONCURRENCY (16) and BENCH_PROFILE_MS (3000) for the profiled run. OTEL_*
+// variables are passed on to Causeway (tracing on when they ask for it; see README, Traces).
 
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync, existsSync, readFileSync } from 'node:fs';

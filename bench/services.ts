@@ -126,8 +126,10 @@ export async function startCauseway(
 ): Promise<Proxy> {
   const all: Record<string, string | number> = { 'upstream.url': upstreamUrl, ...(await benchSettings()), ...settings };
   const flags = Object.entries(all).flatMap(([k, v]) => [`--${k}`, String(v)]);
+  // OTEL_* of the bench's own environment reach Causeway: a run with them measures tracing on.
+  const otel = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('OTEL_')));
   const svc = startProcess(process.execPath, [...nodeArgs, CAUSEWAY_MAIN, ...flags], join(logDir, `${name}.log`), {
-    env: { PATH: process.env.PATH },
+    env: { PATH: process.env.PATH, ...otel },
   });
   const origin = `http://127.0.0.1:${all['listen.port']}`;
   // /metrics, /healthz and /readyz live on the admin port where there is one, else on the data port.

@@ -5,6 +5,7 @@ import { createApp } from './app.js';
 import { ConfigError, helpText, loadConfig } from './config/index.js';
 import { createLogger } from './log.js';
 import { createStore, storeReady } from './pool/index.js';
+import { startTracing, type Tracing } from './tracing/index.js';
 import { VERSION } from './version.js';
 
 async function main(): Promise<void> {
@@ -28,6 +29,12 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.log.level);
+  let tracing: Tracing | undefined;
+  try {
+    tracing = await startTracing(process.env, log);
+  } catch (err) {
+    log.warn({ err }, 'tracing could not start; serving without it');
+  }
   let store;
   try {
     store = createStore(config, log.child({ stage: 'store' }));
@@ -45,13 +52,17 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'draining');
-    app.drain().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error({ err }, 'drain failed');
-        process.exit(1);
-      },
-    );
+    // Spans of the requests the drain waited for are exported before the exit.
+    app
+      .drain()
+      .then(() => tracing?.shutdown())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          log.error({ err }, 'drain failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

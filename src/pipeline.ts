@@ -24,6 +24,7 @@ import { runRound, signInRound, type BridgeDeps, type RoundResult } from './mrtr
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
 import type { Subscriptions } from './subscriptions/index.js';
 import type { Access } from './auth/index.js';
+import { inRequestSpan, markFailed, type Span } from './tracing/index.js';
 
 export interface ModernDeps {
   upstreamName: string;
@@ -53,11 +54,16 @@ export interface ModernExchange {
   log: Logger;
   /** The verified token's identity and scopes, when a resource server checked the request. */
   access?: Access;
+  /** The request's server span, when tracing records it. */
+  span?: Span;
 }
 
 /** A modern request on a mount, as the front door hands it over. */
 export function serveModern(ex: ModernExchange, mount: Mount): Promise<void> {
-  return mount.federation ? handleFederated(ex, mount.federation) : handleModern(ex, mount.upstream);
+  return inRequestSpan(ex.request, ex.headers, (span) => {
+    const traced = span ? { ...ex, span } : ex;
+    return mount.federation ? handleFederated(traced, mount.federation) : handleModern(traced, mount.upstream);
+  });
 }
 
 export function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void> {
@@ -259,6 +265,7 @@ function reply(
   let body: JsonObject;
   if (isErrorResponse(upstream)) {
     const error = translateError(request.method, upstream.error, request.params);
+    markFailed(ex.span, 'upstream_error', error.code);
     status = statusForUpstreamError(error.code);
     body = { jsonrpc: '2.0', id: request.id, error: error as unknown as JsonObject };
   } else {
@@ -280,8 +287,12 @@ function replyBody(ex: ModernExchange, status: number, body: JsonObject, stream:
 
 /** Answers with the error and returns its reason, or 'cancelled' when the client is gone. */
 function fail(ex: ModernExchange, err: unknown): AnswerOutcome {
-  if (ex.signal.aborted) return 'cancelled';
+  if (ex.signal.aborted) {
+    markFailed(ex.span, 'cancelled');
+    return 'cancelled';
+  }
   const e = toCausewayError(err);
+  markFailed(ex.span, e.reason, e.code);
   if (!(err instanceof CausewayError)) ex.log.error({ err }, 'request failed');
   else if (e.status >= 500) ex.log.warn({ reason: e.reason, err: e.cause }, 'request failed');
   if (ex.res.headersSent) {

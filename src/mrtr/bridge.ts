@@ -28,6 +28,7 @@ import { Handoff, type ForwardedRound, type HandedResult } from './handoff.js';
 import { toAsk } from './asks.js';
 import { HeldCalls, PendingCall, type Outcome, type RoundListener } from './holder.js';
 import { paramsDigest, sessionDigest, type ResumeClaims, type StateClaims, type StateSealer } from './request-state.js';
+import { activeTraceparent, inRemoteSpan, linkTo } from '../tracing/index.js';
 
 /** How long a retry keeps trying to reach a holder that is alive but cut off: longer than a Redis failover (2-4 s measured). */
 const HOLDER_REACH_MS = 15_000;
@@ -108,6 +109,7 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
       throw invalid('requestState does not belong to this request');
     }
     if (claims.e <= Date.now()) throw invalid('requestState has expired');
+    if (claims.x !== undefined) linkTo(claims.x, 'previous_round');
     if (claims.c !== '') {
       if (deps.held.wasFinished(claims.c)) throw invalid('requestState was already used');
       pending = deps.held.get(claims.c);
@@ -120,7 +122,12 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
       const handoff = !pending && claims.h !== deps.replicaId ? deps.handoff : undefined;
       // The holder's round runs under the state's TTL (serveHandedRounds); past it, and a margin, it is gone.
       const handOver = () =>
-        handoff!.forward(claims.h, { callId: claims.c, round: claims.r, inputResponses: responses }, ex.signal, deps.stateTtlMs + deps.upstreamTimeoutMs);
+        handoff!.forward(
+          claims.h,
+          { callId: claims.c, round: claims.r, inputResponses: responses, traceparent: activeTraceparent() },
+          ex.signal,
+          deps.stateTtlMs + deps.upstreamTimeoutMs,
+        );
       if (handoff) {
         const handed = await handOver();
         if (handed !== 'unreachable') {
@@ -209,6 +216,7 @@ function urlElicitationRound(ex: Pick<RoundExchange, 'request' | 'principal'>, d
     r: 1,
     h: deps.replicaId,
     e: Date.now() + deps.stateTtlMs,
+    x: activeTraceparent(),
   });
   return { kind: 'input', result: { resultType: 'input_required', inputRequests, requestState } };
 }
@@ -219,17 +227,18 @@ function fromHanded(h: HandedResult): RoundResult {
 
 /** The holder's side of a handed-over retry: the same round logic, results sent back over the bus. */
 export function serveHandedRounds(deps: ReplicaBridge & { upstreamTimeoutMs: number }): (round: ForwardedRound) => Promise<HandedResult | 'missing'> {
-  return async ({ callId, round, inputResponses }) => {
-    if (deps.held.wasFinished(callId)) throw invalid('requestState was already used');
-    const pending = deps.held.get(callId);
-    if (!pending) return 'missing';
-    if (pending.round !== round || pending.busy) throw invalid('requestState was already used');
-    pending.stopTimer();
-    pending.answer(inputResponses);
-    const quiet: RoundListener = { onProgress: () => undefined, onLog: () => undefined };
-    const r = await nextRound(pending, deps, quiet, AbortSignal.timeout(deps.stateTtlMs));
-    return r.kind === 'input' ? r : { kind: 'upstream', response: r.response as unknown as JsonObject };
-  };
+  return ({ callId, round, inputResponses, traceparent }) =>
+    inRemoteSpan(traceparent, 'causeway.mrtr.handed_round', { 'causeway.mrtr.round': round }, async () => {
+      if (deps.held.wasFinished(callId)) throw invalid('requestState was already used');
+      const pending = deps.held.get(callId);
+      if (!pending) return 'missing';
+      if (pending.round !== round || pending.busy) throw invalid('requestState was already used');
+      pending.stopTimer();
+      pending.answer(inputResponses);
+      const quiet: RoundListener = { onProgress: () => undefined, onLog: () => undefined };
+      const r = await nextRound(pending, deps, quiet, AbortSignal.timeout(deps.stateTtlMs));
+      return r.kind === 'input' ? r : { kind: 'upstream', response: r.response as unknown as JsonObject };
+    });
 }
 
 /**
@@ -451,6 +460,7 @@ async function nextRound(pending: PendingCall, deps: ReplicaBridge & { upstreamT
       h: deps.replicaId,
       e: stateExpiry,
       u: pending.resumePoint(),
+      x: activeTraceparent(),
     });
     return { kind: 'input', result: { resultType: 'input_required', inputRequests, requestState } };
   } finally {

@@ -13,6 +13,8 @@ export interface ForwardedRound {
   callId: string;
   round: number;
   inputResponses: Record<string, JsonObject>;
+  /** The retry's span (tracing on): the holder's work for the round is traced under it. */
+  traceparent?: string;
 }
 
 export type HandedResult = { kind: 'upstream'; response: JsonObject } | { kind: 'input'; result: JsonObject };
@@ -73,7 +75,7 @@ export class Handoff {
       await this.send(to, { t: 'ack', id: msg.id });
       let reply: Wire;
       try {
-        const r = await server({ callId: msg.callId, round: msg.round, inputResponses: msg.inputResponses });
+        const r = await server({ callId: msg.callId, round: msg.round, inputResponses: msg.inputResponses, traceparent: msg.traceparent });
         reply = r === 'missing' ? { t: 'reply', id: msg.id, missing: true } : { t: 'reply', id: msg.id, result: r };
       } catch (err) {
         const e = err instanceof CausewayError ? err : causewayError('internal_error');

@@ -24,6 +24,8 @@ export interface StateClaims {
   e: number;
   /** How a replica other than the holder takes the call up on its upstream stream; absent when it cannot. */
   u?: ResumeClaims;
+  /** The traceparent of the round that sealed the state (tracing on): the next round's span links to it. */
+  x?: string;
 }
 
 /** Where the held call stands on its upstream stream when the round was sealed. */

@@ -20,6 +20,7 @@ import { Housekeeping } from './housekeeping.js';
 import { republish } from './reconcile.js';
 import { sameRecord, type SessionRecord, type SessionStore } from './session-store.js';
 import { StoreHealth, StoreUnavailable } from './store-health.js';
+import { inStepSpan } from '../tracing/index.js';
 
 /** What the pool needs of each upstream it opens sessions on. */
 export interface PoolUpstream {
@@ -159,7 +160,7 @@ export class SessionPool {
       return warm;
     }
     this.events.onMiss?.(key.upstream);
-    return this.singleFlight(key.id, () => this.load(key));
+    return inStepSpan('causeway.pool.acquire', 'internal', { 'causeway.upstream': key.upstream }, () => this.singleFlight(key.id, () => this.load(key)));
   }
 
   /**
@@ -306,10 +307,12 @@ export class SessionPool {
   private async initialize(key: SessionKey, reason: OpenReason, generation: number): Promise<SessionRecord> {
     const upstream = this.upstream(key.upstream);
     const started = performance.now();
-    const hs = await upstream.client.initialize(
-      { protocolVersion: upstream.protocolVersion, capabilities: key.legacyCapabilities, clientInfo: this.opts.clientInfo },
-      undefined,
-      key.principalHash,
+    const hs = await inStepSpan('initialize', 'client', { 'mcp.method.name': 'initialize', 'causeway.upstream': key.upstream, 'causeway.pool.reason': reason }, () =>
+      upstream.client.initialize(
+        { protocolVersion: upstream.protocolVersion, capabilities: key.legacyCapabilities, clientInfo: this.opts.clientInfo },
+        undefined,
+        key.principalHash,
+      ),
     );
     this.events.onInitialize?.(key.upstream, performance.now() - started, reason);
     this.log.info(

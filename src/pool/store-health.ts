@@ -5,6 +5,7 @@
 
 import type { Logger } from '../log.js';
 import type { SessionStore } from './session-store.js';
+import { inStoreSpan } from '../tracing/index.js';
 
 /** A store command failed; the pool falls back to replica-local sessions. */
 export class StoreUnavailable extends Error {
@@ -46,7 +47,8 @@ export class StoreHealth {
   async run<T>(op: string, fn: () => Promise<T>): Promise<T> {
     let value: T;
     try {
-      value = await fn();
+      // The memory store answers in-process: a span per map lookup would say nothing.
+      value = await (this.store.kind === 'memory' ? fn() : inStoreSpan(op, this.store.kind, fn));
     } catch (err) {
       this.opts.onError?.(op);
       this.retryAt = Date.now() + this.opts.retryMs;

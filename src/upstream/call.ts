@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { IdMinter } from './ids.js';
 import type { SessionRef, StreamHandlers } from './legacy-client.js';
 import type { UpstreamSessionClient } from './session-client.js';
+import { tracedRequest } from './traced-request.js';
 
 export interface CallObserver {
   /** notifications/progress of this call, token already mapped back to the client's. */
@@ -93,7 +94,7 @@ export async function relayCall(
   };
   observer.onIds?.(upstreamId, upstreamToken);
   try {
-    return await client.request(session, request, callHandlers(observer, upstreamToken, call.progressToken), signal, call.headers, call.timeoutMs);
+    return await tracedRequest(client, session, request, callHandlers(observer, upstreamToken, call.progressToken), signal, call.headers, call.timeoutMs);
   } catch (err) {
     cancelOnAbort(client, session, upstreamId, log, signal);
     throw err;

@@ -12,6 +12,7 @@ import { upstreamHeaders, type SessionRef, type UpstreamRequestKind } from './he
 import { decodeMessages } from './messages.js';
 import { neverDelivered, type TargetSet } from './targets.js';
 import type { UpstreamAuthorization } from './credentials.js';
+import { injectHeaders } from '../tracing/index.js';
 
 export type Response = Dispatcher.ResponseData;
 
@@ -87,6 +88,8 @@ export class UpstreamDispatcher {
     const url = session.target ?? targets.at(0)!;
     const where = this.parsed.get(url);
     if (!where) throw new TargetUnreachableError(name, new Error('the session lives on a URL this upstream no longer lists'));
+    // The active span (tracing on) is the upstream's parent; it replaces a forwarded client traceparent.
+    injectHeaders(headers);
     for (let attempt = 1; ; attempt++) {
       const authorization = credentials && (await credentials.authorization(session.principal));
       let res: Response;

@@ -8,6 +8,7 @@ import type { IdMinter } from './ids.js';
 import { refusal } from './inbound.js';
 import type { SessionRef } from './legacy-client.js';
 import type { UpstreamSessionClient } from './session-client.js';
+import { tracedRequest } from './traced-request.js';
 
 export interface OwnCallDeps {
   client: UpstreamSessionClient;
@@ -37,7 +38,7 @@ export async function walkList(
   let cursor: string | undefined;
   for (let page = 0; page < opts.maxPages; page++) {
     const request: JsonRpcRequest = { jsonrpc: '2.0', id: deps.ids.requestId(), method, params: cursor === undefined ? {} : { cursor } };
-    const r = await deps.client.request(session, request, {}, opts.signal, opts.headers);
+    const r = await tracedRequest(deps.client, session, request, {}, opts.signal, opts.headers);
     if (isErrorResponse(r)) return { complete: false, error: r.error };
     deps.metrics.learn(method, r.result);
     onPage(r.result);
@@ -49,7 +50,7 @@ export async function walkList(
 
 /** logging/setLevel debug: legacy logging is per session, so Causeway asks for all and filters per request. */
 export async function enableLogging(deps: OwnCallDeps, session: SessionRef): Promise<JsonRpcErrorObject | undefined> {
-  const r = await deps.client.request(session, { jsonrpc: '2.0', id: deps.ids.requestId(), method: 'logging/setLevel', params: { level: 'debug' } }, {});
+  const r = await tracedRequest(deps.client, session, { jsonrpc: '2.0', id: deps.ids.requestId(), method: 'logging/setLevel', params: { level: 'debug' } }, {});
   return isErrorResponse(r) ? r.error : undefined;
 }
 
