@@ -304,7 +304,8 @@ t.test('two replicas: a dead holder’s successor resumes from the shared event 
   for (let i = 0; i < 100 && !(await redis.admin.get(k.cursor))?.endsWith(' ev-7'); i++) await sleep(5);
   t.match(await redis.admin.get(k.cursor), /^[0-9a-f]{16} ev-7$/, 'A shared the id once the change was published');
   // A "dies": no heartbeat from it any more; B's heartbeat takes over once the lease is gone.
-  const took = await beatUntil(chB, () => chB.holdsStream);
+  // B holds the lease a moment before its stream is opened: wait for both.
+  const took = await beatUntil(chB, () => chB.holdsStream && client.streams.length === 2);
   t.ok(chB.holdsStream, `B took the stream over on its heartbeat (${took} ms), no tick needed`);
   t.equal(client.streams.length, 2);
   t.equal(client.streams[1]!.from, 'ev-7', 'with the Last-Event-ID A shared');
