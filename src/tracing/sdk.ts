@@ -65,7 +65,7 @@ export async function startTracing(env: TracingEnv, log: Logger): Promise<Tracin
   const resource = resourceFromAttributes({ 'service.name': 'causeway', 'service.version': VERSION }).merge(detectResources({ detectors: [envDetector] }));
   const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
   provider.register();
-  log.info({ service: resource.attributes['service.name'] }, 'tracing on: spans exported over OTLP/HTTP');
+  log.info({ serviceName: resource.attributes['service.name'] }, 'tracing on: spans exported over OTLP/HTTP');
   return {
     shutdown: (timeoutMs = 5_000) => {
       let timer: NodeJS.Timeout | undefined;

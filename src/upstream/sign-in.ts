@@ -147,7 +147,7 @@ export class UpstreamSignIn implements UpstreamAuthorization {
       return { status: 502, text: (err as Error).message };
     }
     await this.keep(`${this.opts.upstream}|${state.p}`, grantOf(client.id, answer, undefined));
-    this.opts.log.info({ upstream: this.opts.upstream }, 'user signed in at the upstream');
+    this.opts.log.info('user signed in at the upstream');
     return { status: 200, text: `Signed in to ${this.opts.upstream}. You can close this window and go back to your client.` };
   }
 
@@ -285,7 +285,7 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     const expires = typeof body.client_secret_expires_at === 'number' && body.client_secret_expires_at > 0 ? body.client_secret_expires_at * 1000 - Date.now() : REGISTRATION_TTL_MS;
     const key = this.clientKey(client.id);
     await this.opts.grants.putGrant(key, this.opts.sealer.sealFor(`${CLIENT_PURPOSE} ${key}`, client), expires);
-    this.opts.log.info({ upstream: this.opts.upstream }, 'registered at the upstream’s authorization server');
+    this.opts.log.info('registered at the upstream’s authorization server');
     return client;
   }
 

@@ -9,6 +9,7 @@ import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
 import { spawnOwned, stopProcess, type Owner } from './processes.js';
+import { strictlyInvalid } from './strict-json.js';
 
 export interface RunningCauseway {
   url: string;
@@ -40,7 +41,13 @@ export async function startCauseway(settings: Settings): Promise<RunningCauseway
   const config = loadConfig(flags({ ...TEST_DEFAULTS, 'log.level': 'debug', ...settings }), {});
   const app = createApp(config, createLogger(config.log.level, sink));
   const addr = await app.listen();
-  return { app, url: app.url!, port: addr.port, adminUrl: app.adminUrl, logs, close: () => app.drain() };
+  return { app, url: app.url!, port: addr.port, adminUrl: app.adminUrl, logs, close: () => app.drain().then(() => strictLogs(logs)) };
+}
+
+/** Every line Causeway wrote must be one a strict JSON parser takes: no key twice in one object. */
+function strictLogs(logs: readonly string[]): void {
+  const bad = strictlyInvalid(logs);
+  if (bad.length > 0) throw new Error(`log lines a strict JSON parser refuses:\n${bad.slice(0, 5).join('\n')}`);
 }
 
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
@@ -110,6 +117,7 @@ export async function spawnCauseway(settings: Settings, options: SpawnOptions = 
     logs,
     close: async () => {
       await stopProcess(child, { graceMs });
+      strictLogs(logs);
     },
   };
 }
