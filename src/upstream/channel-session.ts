@@ -16,9 +16,7 @@ import type { Logger } from '../log.js';
 import { refusal, type StreamHandlers } from './inbound.js';
 import type { MessageChannel } from './message-channel.js';
 import { classify } from './messages.js';
-
-/** Calls that may ask the client something; an ask goes to one of these first. */
-const ASKING_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
+import { ASKING_METHODS } from './outside-asks.js';
 
 export interface Pending {
   method: string;

@@ -45,6 +45,8 @@ export interface Inbound {
   log: Logger;
   /** POSTs an answer to a server->client request; never throws. */
   reply(session: SessionRef, r: JsonRpcResponse, method: string): void;
+  /** The call in flight on the session that takes a request from its standalone GET stream, if one can. */
+  outside?(session: SessionRef): Exchange | undefined;
 }
 
 export interface ReadLimits {
@@ -157,7 +159,13 @@ function serverRequest(io: Inbound, ctx: Exchange, r: JsonRpcRequest): void {
   ctx.asked = true;
   const onServerRequest = ctx.handlers.onServerRequest;
   if (onServerRequest === undefined) {
-    io.reply(ctx.session, refusal(r.id, 'Method not found'), r.method);
+    const call = ctx.id === undefined ? io.outside?.(ctx.session) : undefined;
+    if (call !== undefined) {
+      call.asked = true;
+      deliver(io, () => call.handlers.onServerRequest?.(r), r.method);
+      return;
+    }
+    io.reply(ctx.session, refusal(r.id, ctx.id === undefined ? 'No call in flight can take this request' : 'Method not found'), r.method);
     return;
   }
   deliver(io, () => onServerRequest(r), r.method);

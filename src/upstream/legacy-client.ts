@@ -25,6 +25,7 @@ import { isValidSessionId, type SessionRef } from './headers.js';
 import { route, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
 import { badResponse, decodeMessages } from './messages.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
+import { OutsideAsks } from './outside-asks.js';
 import { connectStream, pumpStream, readRequestStream, resumeRequestStream, type StreamContext } from './streams.js';
 import type { TargetSet } from './targets.js';
 import type { UpstreamSessionClient } from './session-client.js';
@@ -87,6 +88,8 @@ export class UpstreamClient implements UpstreamSessionClient {
   private readonly quiesce = new ScopeSet();
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly io: Inbound;
+  /** Multi-round calls in flight, by session: who takes an ask from the GET stream. */
+  private readonly asking = new OutsideAsks();
   private state: 'open' | 'closing' | 'closed' = 'open';
   private closing: Promise<void> | undefined;
 
@@ -100,6 +103,7 @@ export class UpstreamClient implements UpstreamSessionClient {
           log.warn({ err, method }, 'could not answer an upstream request');
         });
       },
+      outside: (session) => this.asking.take(session.sessionId),
     };
     const { onRequest, ...tuning } = options;
     this.opts = { ...UPSTREAM_CLIENT_DEFAULTS, ...tuning };
@@ -155,6 +159,7 @@ export class UpstreamClient implements UpstreamSessionClient {
     return this.track(true, async () => {
       const scope = this.scope(signal, timeoutMs ?? this.endpoint.requestTimeoutMs);
       const ctx: Exchange = { session, handlers, id: msg.id, scope, lenient: false, patient: timeoutMs !== undefined };
+      const leave = this.asking.enter(ctx, msg.method);
       const started = performance.now();
       let result: 'ok' | 'error' | 'failed' | 'cancelled' = 'failed';
       try {
@@ -167,6 +172,7 @@ export class UpstreamClient implements UpstreamSessionClient {
         throw scope.settle(err);
       } finally {
         scope.dispose();
+        leave?.();
         if (this.onRequest && !ctx.asked) this.onRequest(msg.method, result, (performance.now() - started) / 1000);
       }
     });
@@ -188,12 +194,14 @@ export class UpstreamClient implements UpstreamSessionClient {
     return this.track(true, async () => {
       const scope = this.scope(signal, timeoutMs ?? this.endpoint.requestTimeoutMs);
       const ctx: Exchange = { session, handlers, id, scope, lenient: false, patient: true, asked: true };
+      const leave = this.asking.enter(ctx, undefined);
       try {
         return await resumeRequestStream(this.streams, ctx, lastEventId);
       } catch (err) {
         throw scope.settle(err);
       } finally {
         scope.dispose();
+        leave?.();
       }
     });
   }
