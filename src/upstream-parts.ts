@@ -183,7 +183,7 @@ function targetSet({ spec, metrics, log }: UpstreamContext): TargetSet {
   );
 }
 
-function streamableClient({ spec, metrics, log, credentials }: UpstreamContext, targets: TargetSet): UpstreamSessionClient {
+function streamableClient({ spec, config, metrics, log, credentials }: UpstreamContext, targets: TargetSet): UpstreamSessionClient {
   return new UpstreamClient(
     {
       name: spec.name,
@@ -195,7 +195,11 @@ function streamableClient({ spec, metrics, log, credentials }: UpstreamContext, 
       maxResponseBytes: spec.maxResponseBytes,
     },
     log,
-    { onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds) },
+    {
+      onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds),
+      // Across replicas a listen elsewhere needs the session's one GET stream: held there only while listened.
+      standingStreams: config.store.kind === 'memory' ? config.store.maxSessions : 0,
+    },
   );
 }
 

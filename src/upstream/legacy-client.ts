@@ -26,6 +26,7 @@ import { route, type Cursor, type Exchange, type Inbound, type StreamHandlers } 
 import { badResponse, decodeMessages } from './messages.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
 import { OutsideAsks } from './outside-asks.js';
+import { StandingStreams } from './standing-streams.js';
 import { connectStream, pumpStream, readRequestStream, resumeRequestStream, type StreamContext } from './streams.js';
 import type { TargetSet } from './targets.js';
 import type { UpstreamSessionClient } from './session-client.js';
@@ -61,9 +62,15 @@ export interface UpstreamClientOptions {
    * asked the client something (their duration is the client's).
    */
   onRequest?(method: string, result: 'ok' | 'error' | 'failed' | 'cancelled', seconds: number): void;
+  /**
+   * Most sessions whose standalone GET stream is held from initialize on, so that requests the
+   * upstream sends outside a call are routed or refused at once (standing-streams.ts); 0: none.
+   */
+  standingStreams?: number;
 }
 
 export const UPSTREAM_CLIENT_DEFAULTS = Object.freeze({
+  standingStreams: 0,
   maxEventBytes: DEFAULT_MAX_EVENT_BYTES,
   defaultRetryMs: 1000,
   maxRetryMs: 10_000,
@@ -90,6 +97,7 @@ export class UpstreamClient implements UpstreamSessionClient {
   private readonly io: Inbound;
   /** Multi-round calls in flight, by session: who takes an ask from the GET stream. */
   private readonly asking = new OutsideAsks();
+  private readonly standing: StandingStreams | undefined;
   private state: 'open' | 'closing' | 'closed' = 'open';
   private closing: Promise<void> | undefined;
 
@@ -124,6 +132,9 @@ export class UpstreamClient implements UpstreamSessionClient {
       postOneWay: (scope, session, message) => this.postOneWay(scope, session, message),
       terminate: (session) => this.terminate(session),
     };
+    if (this.opts.standingStreams > 0) {
+      this.standing = new StandingStreams((session, signal) => this.openStream(session, {}, signal, undefined, true), this.opts.standingStreams, log);
+    }
   }
 
   /** False while the URL a session lives on is ejected, or is not one of this upstream's. */
@@ -140,7 +151,9 @@ export class UpstreamClient implements UpstreamSessionClient {
     return this.track(true, async () => {
       const scope = this.scope(signal, this.endpoint.requestTimeoutMs);
       try {
-        return await initializeOn(this.handshakes, params, scope, principal);
+        const hs = await initializeOn(this.handshakes, params, scope, principal);
+        this.standing?.hold({ sessionId: hs.sessionId, protocolVersion: hs.protocolVersion, target: hs.target, principal });
+        return hs;
       } finally {
         scope.dispose();
       }
@@ -220,8 +233,11 @@ export class UpstreamClient implements UpstreamSessionClient {
     handlers: StreamHandlers,
     signal: AbortSignal,
     lastEventId?: string,
+    /** The standing stream's own (standing-streams.ts): every other one takes the session's GET stream from it while open. */
+    standing = false,
   ): Promise<'unsupported' | { done: Promise<void> }> {
     return this.track(true, async () => {
+      const takeBack = standing ? undefined : this.standing?.pause(session.sessionId);
       const scope = new CallScope(signal, [this.lifetime, this.quiesce], undefined);
       const cursor: Cursor = { lastEventId, retryMs: undefined };
       let first: Dispatcher.ResponseData | 'unsupported';
@@ -229,20 +245,24 @@ export class UpstreamClient implements UpstreamSessionClient {
         first = await connectStream(this.streams, session, cursor, scope);
       } catch (err) {
         scope.dispose();
+        takeBack?.();
         throw scope.settle(err);
       }
       if (first === 'unsupported') {
         scope.dispose();
+        takeBack?.();
         return 'unsupported';
       }
       const ctx: Exchange = { session, handlers, id: undefined, scope, lenient: true };
       const done = this.register(pumpStream(this.streams, ctx, first, cursor));
+      if (takeBack) done.then(takeBack, takeBack);
       return { done };
     });
   }
 
   async terminate(session: SessionRef): Promise<void> {
     if (session.sessionId === undefined || this.state === 'closed') return;
+    this.standing?.drop(session.sessionId);
     await this.track(false, async () => {
       const scope = this.scope(undefined, this.endpoint.requestTimeoutMs);
       try {
@@ -261,6 +281,7 @@ export class UpstreamClient implements UpstreamSessionClient {
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (this.state === 'open') this.state = 'closing';
+      this.standing?.dropAll();
       this.quiesce.end();
       while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
       this.state = 'closed';
@@ -272,6 +293,7 @@ export class UpstreamClient implements UpstreamSessionClient {
   /** Aborts every call and stream now; they reject with upstream_unavailable. */
   async destroy(): Promise<void> {
     this.state = 'closed';
+    this.standing?.dropAll();
     this.quiesce.end();
     this.lifetime.end();
     await this.dispatcher.destroy();
