@@ -152,7 +152,14 @@ export class UpstreamClient implements UpstreamSessionClient {
       const scope = this.scope(signal, this.endpoint.requestTimeoutMs);
       try {
         const hs = await initializeOn(this.handshakes, params, scope, principal);
-        this.standing?.hold({ sessionId: hs.sessionId, protocolVersion: hs.protocolVersion, target: hs.target, principal });
+        if (this.standing) {
+          // Servers ask right after initialize, or in the first call: the stream should be up by then.
+          // A server slow to answer a GET holds the session's opening up to connectTimeoutMs, no longer.
+          const up = this.standing.hold({ sessionId: hs.sessionId, protocolVersion: hs.protocolVersion, target: hs.target, principal });
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([up, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.endpoint.connectTimeoutMs)))]);
+          clearTimeout(timer);
+        }
         return hs;
       } finally {
         scope.dispose();

@@ -35,12 +35,13 @@ export class StandingStreams {
     return this.held.size;
   }
 
-  hold(session: SessionRef): void {
+  /** Resolves once the upstream took the stream (or refused it): an ask sent before then would be lost. */
+  hold(session: SessionRef): Promise<void> {
     const id = session.sessionId;
-    if (id === undefined || this.held.has(id) || this.held.size >= this.max) return;
+    if (id === undefined || this.held.has(id) || this.held.size >= this.max) return Promise.resolve();
     const h: Held = { session, running: undefined, paused: 0 };
     this.held.set(id, h);
-    this.start(id, h);
+    return this.start(id, h);
   }
 
   /** Lets go of the session's stream while someone else holds it; the function returned takes it up again. */
@@ -55,7 +56,7 @@ export class StandingStreams {
       if (resumed) return;
       resumed = true;
       h.paused -= 1;
-      this.start(sessionId!, h);
+      void this.start(sessionId!, h);
     };
   }
 
@@ -70,8 +71,8 @@ export class StandingStreams {
     for (const id of [...this.held.keys()]) this.drop(id);
   }
 
-  private start(id: string, h: Held): void {
-    if (h.paused > 0 || h.running !== undefined || this.held.get(id) !== h) return;
+  private start(id: string, h: Held): Promise<void> {
+    if (h.paused > 0 || h.running !== undefined || this.held.get(id) !== h) return Promise.resolve();
     const running = new AbortController();
     h.running = running;
     const gone = (err?: unknown): void => {
@@ -79,7 +80,7 @@ export class StandingStreams {
       if (err !== undefined) this.log.debug({ err }, 'the standing GET stream of a session ended');
       if (this.held.get(id) === h) this.held.delete(id);
     };
-    this.connect(h.session, running.signal).then(
+    return this.connect(h.session, running.signal).then(
       (opened) => {
         if (opened === 'unsupported') gone();
         else opened.done.then(() => gone(), gone);
