@@ -1,8 +1,10 @@
 // A server nobody here wrote: @modelcontextprotocol/server-everything behind Causeway, in its stdio
-// mode (Causeway's stdio upstream) and in its sse mode (a 2024-11-05 HTTP+SSE upstream), the real
-// 2026-07-28 client (@modelcontextprotocol/client 2.4.0) in front. The same checks for both: echo,
-// a sampling request and an elicitation request answered by the client (each a multi-round call
-// through Causeway), and a listen that hears the resource list change a tool makes.
+// mode (Causeway's stdio upstream), its sse mode (a 2024-11-05 HTTP+SSE upstream) and its
+// streamableHttp mode, the real 2026-07-28 client (@modelcontextprotocol/client 2.4.0) in front.
+// The same checks for all: echo, a sampling request and an elicitation request answered by the
+// client (each a multi-round call through Causeway), get-roots-list (whose roots/list names no
+// request: on Streamable HTTP it comes on the session's GET stream), and a listen that hears the
+// resource list change a tool makes.
 
 import t, { type Test } from 'tap';
 import { createRequire } from 'node:module';
@@ -16,29 +18,28 @@ import { post, toolCall } from './wire.js';
 
 const pkg = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/package.json');
 const EVERYTHING = join(dirname(pkg), 'dist', 'index.js');
-const READY = 'Server is running on port';
-
-/** server-everything in sse mode on a free port (it reads PORT), stopped when `t` ends; its SSE URL. */
-async function everythingOverSse(t: Test): Promise<string> {
+/** server-everything in an HTTP mode on a free port (it reads PORT), stopped when `t` ends; once it says `ready`. */
+async function everythingOverHttp(t: Test, mode: string, ready: string): Promise<number> {
   const port = await freePort();
-  const child = spawnOwned(process.execPath, [EVERYTHING, 'sse'], { t, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawnOwned(process.execPath, [EVERYTHING, mode], { t, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
   await new Promise<void>((resolve, reject) => {
     let said = '';
     const onData = (d: Buffer): void => {
       said += d.toString();
-      if (!said.includes(READY)) return;
+      if (!said.includes(ready)) return;
       child.stderr!.off('data', onData).resume();
       resolve();
     };
     child.stderr!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`server-everything exited with ${code}: ${said}`)));
   });
-  return `http://127.0.0.1:${port}/sse`;
+  return port;
 }
 
 const MODES: Record<string, (t: Test) => Promise<Settings>> = {
   stdio: async () => ({ 'upstream.transport': 'stdio', 'upstream.command': process.execPath, 'upstream.args': `${EVERYTHING},stdio` }),
-  sse: async (t) => ({ 'upstream.transport': 'sse', 'upstream.url': await everythingOverSse(t) }),
+  sse: async (t) => ({ 'upstream.transport': 'sse', 'upstream.url': `http://127.0.0.1:${await everythingOverHttp(t, 'sse', 'Server is running on port')}/sse` }),
+  streamableHttp: async (t) => ({ 'upstream.url': `http://127.0.0.1:${await everythingOverHttp(t, 'streamableHttp', 'MCP Streamable HTTP Server listening on port')}/mcp` }),
 };
 
 async function echoSamplingElicitation(t: Test, url: string): Promise<void> {
@@ -75,6 +76,21 @@ async function echoSamplingElicitation(t: Test, url: string): Promise<void> {
   t.match(JSON.stringify(elicitation.content), /Ada Lovelace/, "the server's result carries the client's answer");
 }
 
+/** Its roots/list is a round of the call (a hang would be this test's timeout: requestTimeoutMs is huge). */
+async function rootsList(t: Test, url: string): Promise<void> {
+  const client = new Client({ name: 'e2e-everything-roots', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { roots: {} } });
+  let asked = 0;
+  client.setRequestHandler('roots/list', async () => {
+    asked++;
+    return { roots: [{ uri: 'file:///work/causeway', name: 'causeway' }] };
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  t.teardown(() => client.close());
+  const r = await client.callTool({ name: 'get-roots-list', arguments: {} });
+  t.ok(asked >= 1, 'the roots/list reached the client in an input_required round');
+  t.match(JSON.stringify(r.content), /file:\/\/\/work\/causeway/, "the server's answer lists the client's root");
+}
+
 async function listenHearsResourceListChange(t: Test, url: string): Promise<void> {
   const listen = await rawListen(t, url, 'everything-listen', { resourcesListChanged: true });
   t.equal(listen.status, 200);
@@ -89,9 +105,10 @@ async function listenHearsResourceListChange(t: Test, url: string): Promise<void
 
 for (const [mode, settings] of Object.entries(MODES)) {
   t.test(`server-everything in its ${mode} mode`, async (t) => {
-    const causeway = await startCauseway({ ...(await settings(t)), 'upstream.name': 'everything', 'log.level': 'warn' });
+    const causeway = await startCauseway({ ...(await settings(t)), 'upstream.name': 'everything', 'log.level': 'warn', 'upstream.requestTimeoutMs': 3_600_000 });
     t.teardown(() => causeway.close());
     await t.test(`modern_client-to-server_everything_${mode}-echo-sampling-elicitation`, (t) => echoSamplingElicitation(t, causeway.url));
+    await t.test(`modern_client-to-server_everything_${mode}-get_roots_list`, (t) => rootsList(t, causeway.url));
     await t.test(`modern_client-to-server_everything_${mode}-listen-hears-a-resource-list-change`, (t) => listenHearsResourceListChange(t, causeway.url));
   });
 }
