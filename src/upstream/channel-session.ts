@@ -112,7 +112,7 @@ export class ChannelSession {
     const rank = (p: Pending): number => (ASKING_METHODS.has(p.method) ? 0 : 2) + (p.outstanding.size > 0 ? 1 : 0);
     const target = askers.reduce<Pending | undefined>((best, p) => (best === undefined || rank(p) < rank(best) ? p : best), undefined);
     if (target === undefined) {
-      this.reply(refusal(r.id, 'Method not found'), r.method);
+      this.reply(refusal(r.id, 'No call in flight can take this request'), r.method);
       return;
     }
     target.asked = true;

@@ -1,50 +1,92 @@
-// Server->client requests the upstream sends outside a call's own stream, on the session's
-// standalone GET stream, which Causeway holds from initialize on though nobody listens: with one
-// multi-round call in flight the ask becomes a round of that call; with none it is refused at
-// once, which the legacy fixture records. The upstream's request timeout is huge, so a hang would
-// show as this test's own timeout, never as a quick error.
+// Server->client requests the upstream sends outside a call's own stream: on a Streamable HTTP
+// upstream they come on the session's standalone GET stream, which Causeway holds from initialize
+// on though nobody listens; on stdio and HTTP+SSE upstreams every message comes on the session's
+// one channel. With one multi-round call in flight the ask becomes a round of that call; with none
+// it is refused at once, which the legacy fixture records. The upstream's request timeout is huge,
+// so a hang would show as this test's own timeout, never as a quick error.
 
-import t from 'tap';
-import { startLegacyServer } from '../fixtures/legacy-server.js';
-import { startCauseway } from '../helpers/causeway.js';
+import t, { type Test } from 'tap';
+import { fileURLToPath } from 'node:url';
+import { startLegacyServer, type LegacyServerStats } from '../fixtures/legacy-server.js';
+import { startCauseway, type Settings } from '../helpers/causeway.js';
 import { callTool, rpc, sleep, textOf } from '../mrtr/wire.js';
 
-const upstream = await startLegacyServer();
-const causeway = await startCauseway({ 'upstream.url': upstream.url, 'upstream.requestTimeoutMs': 3_600_000 });
-t.teardown(async () => {
-  await causeway.close();
-  await upstream.close();
-});
-const url = causeway.url;
+const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
 const caps = { roots: {} };
 
 /** Waits for a condition with no deadline of its own: the test's timeout is the only one. */
-async function until(check: () => boolean): Promise<void> {
-  while (!check()) await sleep(20);
+async function until(check: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await check())) await sleep(20);
 }
 
-t.test('outside_asks-legacy_upstream-no_call_in_flight: refused at once', async (t) => {
-  const armed = await callTool(url, 'arm_outside_ask', {}, { caps });
-  t.equal(textOf(armed), 'armed');
-  // Nobody listens: the stream is Causeway's own. Once it is open the ask can reach it.
-  await until(() => upstream.stats().getStreamsOpen === 1);
-  t.equal(upstream.stats().getStreamsOpen, 1, 'the pooled session holds its GET stream without a listener');
-  const list = await rpc(url, 'prompts/list', {}, { caps });
-  t.equal(list.status, 200, 'a call that cannot ask is not taken for the ask');
-  await until(() => upstream.stats().outsideAnswers.length > 0);
-  t.same(upstream.stats().outsideAnswers, [{ error: { code: -32601, message: 'MCP error -32601: No call in flight can take this request' } }], 'answered with an error');
-});
+interface Upstream {
+  settings: Settings;
+  stats(url: string): Promise<LegacyServerStats>;
+  /** Resolves once what the server sends outside a call can reach Causeway. */
+  ready(): Promise<void>;
+}
 
-t.test('outside_asks-legacy_upstream-one_call_in_flight: the ask is a round of that call', async (t) => {
-  await until(() => upstream.stats().getStreamsOpen === 1);
-  const r1 = await callTool(url, 'roots_outside', {}, { caps });
-  t.equal(r1.status, 200);
-  const result = r1.body.result;
-  t.equal(result?.resultType, 'input_required', 'the ask from the GET stream came back as a round');
-  const keys = Object.keys(result?.inputRequests ?? {});
-  t.equal(keys.length, 1);
-  t.same(result.inputRequests[keys[0]!], { method: 'roots/list', params: {} });
-  const done = await callTool(url, 'roots_outside', { inputResponses: { [keys[0]!]: { roots: [{ uri: 'file:///work', name: 'work' }] } }, requestState: result.requestState }, { caps });
-  t.equal(done.body.result?.resultType, 'complete');
-  t.equal(textOf(done), 'roots=1; first=file:///work', "the tool got the client's answer");
-});
+async function streamable(t: Test): Promise<Upstream> {
+  const upstream = await startLegacyServer();
+  t.teardown(() => upstream.close());
+  return {
+    settings: { 'upstream.url': upstream.url },
+    stats: async () => upstream.stats(),
+    // Nobody listens: the GET stream is Causeway's own.
+    ready: () => until(() => upstream.stats().getStreamsOpen === 1),
+  };
+}
+
+async function sse(t: Test): Promise<Upstream> {
+  const upstream = await startLegacyServer({ transport: 'sse' });
+  t.teardown(() => upstream.close());
+  return { settings: { 'upstream.transport': 'sse', 'upstream.url': upstream.url }, stats: async () => upstream.stats(), ready: async () => undefined };
+}
+
+async function stdio(): Promise<Upstream> {
+  return {
+    settings: { 'upstream.transport': 'stdio', 'upstream.command': process.execPath, 'upstream.args': `${FIXTURE},--stdio` },
+    stats: async (url) => (JSON.parse(textOf(await callTool(url, 'fixture_stats', {}, { caps })) ?? '{}') as { stats: LegacyServerStats }).stats,
+    ready: async () => undefined,
+  };
+}
+
+const UPSTREAMS: Record<string, (t: Test) => Promise<Upstream>> = { streamable_http: streamable, sse, stdio };
+
+for (const [name, make] of Object.entries(UPSTREAMS)) {
+  t.test(`outside_asks-${name}_upstream`, async (t) => {
+    const upstream = await make(t);
+    const causeway = await startCauseway({ ...upstream.settings, 'upstream.name': 'fixture', 'upstream.requestTimeoutMs': 3_600_000 });
+    t.teardown(() => causeway.close());
+    const url = causeway.url;
+
+    await t.test('no call in flight: refused at once', async (t) => {
+      const armed = await callTool(url, 'arm_outside_ask', {}, { caps });
+      t.equal(textOf(armed), 'armed');
+      await upstream.ready();
+      const list = await rpc(url, 'prompts/list', {}, { caps });
+      t.equal(list.status, 200, 'a call that cannot ask is not taken for the ask');
+      let answers: LegacyServerStats['outsideAnswers'] = [];
+      await until(async () => (answers = (await upstream.stats(url)).outsideAnswers).length > 0);
+      t.equal(answers.length, 1);
+      t.match(answers[0], { error: { code: -32601 } }, 'answered with an error');
+      // On a channel the call in flight (prompts/list) is the one that refuses it, saying so.
+      t.match(answers[0], { error: { message: name === 'streamable_http' ? /No call in flight can take this request/ : /roots\/list is not available during prompts\/list/ } });
+    });
+
+    await t.test('one call in flight: the ask is a round of that call', async (t) => {
+      await upstream.ready();
+      const r1 = await callTool(url, 'roots_outside', {}, { caps });
+      t.equal(r1.status, 200);
+      const result = r1.body.result;
+      t.equal(result?.resultType, 'input_required', 'the ask came back as a round');
+      const keys = Object.keys(result?.inputRequests ?? {});
+      t.equal(keys.length, 1);
+      t.same(result.inputRequests[keys[0]!], { method: 'roots/list', params: {} });
+      const answer = { [keys[0]!]: { roots: [{ uri: 'file:///work', name: 'work' }] } };
+      const done = await callTool(url, 'roots_outside', { inputResponses: answer, requestState: result.requestState }, { caps });
+      t.equal(done.body.result?.resultType, 'complete');
+      t.equal(textOf(done), 'roots=1; first=file:///work', "the tool got the client's answer");
+    });
+  });
+}
