@@ -88,5 +88,24 @@ for (const [name, make] of Object.entries(UPSTREAMS)) {
       t.equal(done.body.result?.resultType, 'complete');
       t.equal(textOf(done), 'roots=1; first=file:///work', "the tool got the client's answer");
     });
+
+    // Which call an ask on the GET stream belongs to is then unknown: none is guessed.
+    if (name === 'streamable_http') {
+      await t.test('two calls in flight: refused at once', async (t) => {
+        await upstream.ready();
+        const before = (await upstream.stats(url)).toolCalls['slow'] ?? 0;
+        const stop = new AbortController();
+        const slow = callTool(url, 'slow', { arguments: { ms: 3_600_000 } }, { caps, signal: stop.signal }).catch(() => undefined);
+        t.teardown(() => {
+          stop.abort();
+          return slow;
+        });
+        await until(async () => ((await upstream.stats(url)).toolCalls['slow'] ?? 0) > before);
+        const r = await callTool(url, 'roots_outside', {}, { caps });
+        t.not(r.body.result?.resultType, 'input_required', 'no round for either call');
+        // The tool fails with the refusal it got (-32601, which a 2026 answer carries as 404).
+        t.match(r.body.error, { code: -32601, message: /No call in flight can take this request/ }, 'the tool saw the ask refused');
+      });
+    }
   });
 }
