@@ -133,7 +133,7 @@ export class UpstreamClient implements UpstreamSessionClient {
       terminate: (session) => this.terminate(session),
     };
     if (this.opts.standingStreams > 0) {
-      this.standing = new StandingStreams((session, signal) => this.openStream(session, {}, signal, undefined, true), this.opts.standingStreams, log);
+      this.standing = new StandingStreams(endpoint.name, (session, handlers, signal) => this.openStream(session, handlers, signal, undefined, true), this.opts.standingStreams, log);
     }
   }
 
@@ -240,11 +240,13 @@ export class UpstreamClient implements UpstreamSessionClient {
     handlers: StreamHandlers,
     signal: AbortSignal,
     lastEventId?: string,
-    /** The standing stream's own (standing-streams.ts): every other one takes the session's GET stream from it while open. */
+    /** The standing stream's own (standing-streams.ts): every other one shares it while it is held. */
     standing = false,
   ): Promise<'unsupported' | { done: Promise<void> }> {
     return this.track(true, async () => {
-      const takeBack = standing ? undefined : this.standing?.pause(session.sessionId);
+      // An upstream allows one GET stream per session: a listen hears the one held for asks.
+      const shared = standing || lastEventId !== undefined ? undefined : this.standing?.share(session.sessionId, handlers, signal);
+      if (shared) return shared;
       const scope = new CallScope(signal, [this.lifetime, this.quiesce], undefined);
       const cursor: Cursor = { lastEventId, retryMs: undefined };
       let first: Dispatcher.ResponseData | 'unsupported';
@@ -252,17 +254,14 @@ export class UpstreamClient implements UpstreamSessionClient {
         first = await connectStream(this.streams, session, cursor, scope);
       } catch (err) {
         scope.dispose();
-        takeBack?.();
         throw scope.settle(err);
       }
       if (first === 'unsupported') {
         scope.dispose();
-        takeBack?.();
         return 'unsupported';
       }
       const ctx: Exchange = { session, handlers, id: undefined, scope, lenient: true };
       const done = this.register(pumpStream(this.streams, ctx, first, cursor));
-      if (takeBack) done.then(takeBack, takeBack);
       return { done };
     });
   }

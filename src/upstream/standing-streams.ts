@@ -1,31 +1,37 @@
 // The standalone GET stream of each session, held from initialize on so that a server->client
 // request sent outside any call (roots/list after initialize, or by a tool that does not name its
 // call) reaches Causeway and is routed or refused at once instead of hanging the upstream's tool.
-// At most `max` are held (one long-lived request each). A listen channel that opens the session's
-// stream itself pauses this one (an upstream allows one GET stream per session) until it lets go;
-// the stream ends when the session does, when the upstream has none (405) or cannot keep it up.
+// At most `max` are held (one long-lived request each). A listen channel of the session shares the
+// stream (an upstream allows one GET stream per session) rather than opening its own. The stream
+// ends when the session does, when the upstream has none (405) or cannot keep it up.
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log.js';
 import { SessionExpiredError } from './errors.js';
 import type { SessionRef } from './headers.js';
+import type { StreamHandlers } from './inbound.js';
 
-/** First GETs tried: a stream a listen just let go of may still be open upstream for a moment (409). */
+/** First GETs tried before the stream is given up. */
 const OPEN_ATTEMPTS = 4;
 const OPEN_BACKOFF_MS = 100;
 
-type Open = (session: SessionRef, signal: AbortSignal) => Promise<'unsupported' | { done: Promise<void> }>;
+type Open = (session: SessionRef, handlers: StreamHandlers, signal: AbortSignal) => Promise<'unsupported' | { done: Promise<void> }>;
+
+interface Sharer {
+  handlers: StreamHandlers;
+  end(err?: unknown): void;
+}
 
 interface Held {
-  session: SessionRef;
-  running: AbortController | undefined;
-  paused: number;
+  running: AbortController;
+  sharers: Set<Sharer>;
 }
 
 export class StandingStreams {
   private readonly held = new Map<string, Held>();
 
   constructor(
+    private readonly upstream: string,
     private readonly open: Open,
     private readonly max: number,
     private readonly log: Logger,
@@ -39,48 +45,20 @@ export class StandingStreams {
   hold(session: SessionRef): Promise<void> {
     const id = session.sessionId;
     if (id === undefined || this.held.has(id) || this.held.size >= this.max) return Promise.resolve();
-    const h: Held = { session, running: undefined, paused: 0 };
+    const h: Held = { running: new AbortController(), sharers: new Set() };
     this.held.set(id, h);
-    return this.start(id, h);
-  }
-
-  /** Lets go of the session's stream while someone else holds it; the function returned takes it up again. */
-  pause(sessionId: string | undefined): () => void {
-    const h = sessionId === undefined ? undefined : this.held.get(sessionId);
-    if (h === undefined) return () => undefined;
-    h.paused += 1;
-    h.running?.abort();
-    h.running = undefined;
-    let resumed = false;
-    return () => {
-      if (resumed) return;
-      resumed = true;
-      h.paused -= 1;
-      void this.start(sessionId!, h);
+    const fanOut: StreamHandlers = {
+      onNotification: (n) => h.sharers.forEach((s) => s.handlers.onNotification?.(n)),
+      beforeEvent: (e) => h.sharers.forEach((s) => s.handlers.beforeEvent?.(e)),
+      afterEvent: (e) => h.sharers.forEach((s) => s.handlers.afterEvent?.(e)),
     };
-  }
-
-  drop(sessionId: string | undefined): void {
-    const h = sessionId === undefined ? undefined : this.held.get(sessionId);
-    if (h === undefined) return;
-    this.held.delete(sessionId!);
-    h.running?.abort();
-  }
-
-  dropAll(): void {
-    for (const id of [...this.held.keys()]) this.drop(id);
-  }
-
-  private start(id: string, h: Held): Promise<void> {
-    if (h.paused > 0 || h.running !== undefined || this.held.get(id) !== h) return Promise.resolve();
-    const running = new AbortController();
-    h.running = running;
     const gone = (err?: unknown): void => {
-      if (running.signal.aborted) return;
-      if (err !== undefined) this.log.debug({ err }, 'the standing GET stream of a session ended');
       if (this.held.get(id) === h) this.held.delete(id);
+      if (h.running.signal.aborted) err = undefined;
+      else if (err !== undefined) this.log.debug({ err }, 'the standing GET stream of a session ended');
+      for (const s of [...h.sharers]) s.end(err);
     };
-    return this.connect(h.session, running.signal).then(
+    return this.connect(session, fanOut, h.running.signal).then(
       (opened) => {
         if (opened === 'unsupported') gone();
         else opened.done.then(() => gone(), gone);
@@ -89,10 +67,50 @@ export class StandingStreams {
     );
   }
 
-  private async connect(session: SessionRef, signal: AbortSignal): ReturnType<Open> {
+  /**
+   * The session's messages that belong to no call, from its standing stream, until `signal`
+   * aborts: done rejects when the stream is lost (the caller opens another). Undefined when none is held.
+   */
+  share(sessionId: string | undefined, handlers: StreamHandlers, signal: AbortSignal): { done: Promise<void> } | undefined {
+    const h = sessionId === undefined ? undefined : this.held.get(sessionId);
+    if (h === undefined || signal.aborted) return undefined;
+    let sharer!: Sharer;
+    const done = new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => sharer.end();
+      sharer = {
+        handlers,
+        end: (err) => {
+          h.sharers.delete(sharer);
+          signal.removeEventListener('abort', onAbort);
+          if (err === undefined) resolve();
+          else reject(err);
+        },
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    h.sharers.add(sharer);
+    return { done };
+  }
+
+  /** The session ended: a listen sharing its stream follows the pool to the next one. */
+  drop(sessionId: string | undefined): void {
+    const h = sessionId === undefined ? undefined : this.held.get(sessionId);
+    if (h === undefined) return;
+    this.held.delete(sessionId!);
+    for (const s of [...h.sharers]) s.end(new SessionExpiredError(this.upstream));
+    h.running.abort();
+  }
+
+  /** The client is closing: every stream ends, and those sharing them end quietly. */
+  dropAll(): void {
+    for (const h of this.held.values()) h.running.abort();
+    this.held.clear();
+  }
+
+  private async connect(session: SessionRef, handlers: StreamHandlers, signal: AbortSignal): ReturnType<Open> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.open(session, signal);
+        return await this.open(session, handlers, signal);
       } catch (err) {
         if (signal.aborted || err instanceof SessionExpiredError || attempt >= OPEN_ATTEMPTS) throw err;
         await sleep(OPEN_BACKOFF_MS * attempt, undefined, { signal });
