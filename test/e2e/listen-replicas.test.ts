@@ -147,7 +147,8 @@ t.test('modern_client-to-legacy_upstream-listen-holder-killed-another-replica-ta
   await new Promise((r) => a.child.once('exit', r));
   const killed = Date.now();
   // Waited for as long as it takes (the lease is 3 s); what matters is who opened the stream and why.
-  await until('B holds a new GET stream', () => stat().getStreamsOpened - opened === 2 && stat().getStreamsOpen === 1, 60_000);
+  // B's log line reaches this process a moment after the fixture counts the stream: wait for both.
+  await until('B holds a new GET stream', () => stat().getStreamsOpened - opened === 2 && stat().getStreamsOpen === 1 && takeovers() > takenBefore, 60_000);
   t.comment(`B took the stream over ${Date.now() - killed} ms after the kill`);
   t.equal(takeovers() - takenBefore, 1, 'B took the stream over once it found the lease gone');
   // A read no event on its fresh stream before it died, so it shared no cursor: B cannot resume and over-notifies.
