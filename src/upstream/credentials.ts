@@ -82,10 +82,6 @@ export class UpstreamCredentials implements UpstreamAuthorization {
     private readonly log: Logger,
   ) {}
 
-  get grant(): CredentialGrant {
-    return this.spec.grant;
-  }
-
   /** The Authorization value of a request made for `principal` (its pooled session's, or its own). */
   async authorization(principal: string | undefined): Promise<string> {
     const key = this.keyOf(principal);

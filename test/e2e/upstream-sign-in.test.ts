@@ -186,6 +186,12 @@ t.test('another user does not get that token: their own round, their own sign-in
   t.equal(noUrlMode.status, 400);
   t.match(noUrlMode.body.error, { code: -32021, data: { requiredCapabilities: { elicitation: { url: {} } } } }, 'a client without URL elicitation is told what it lacks');
 
+  const denied = new URL(callbackUrl);
+  denied.search = new URLSearchParams({ state: ask.url.searchParams.get('state')!, error: 'access_denied', iss: as.issuer }).toString();
+  const deniedAnswer = await fetch(denied);
+  t.equal(deniedAnswer.status, 400, 'a user who refused consent is told so');
+  t.match(await deniedAnswer.text(), /did not sign you in \(access_denied\)/);
+
   const { callback } = await scriptedLogin(ask.url, 'bob@crm', callbackUrl);
   t.equal((await fetch(callback)).status, 200);
   const done = await call(bob, { inputResponses: { [ask.key]: { action: 'accept' } }, requestState: ask.requestState });
