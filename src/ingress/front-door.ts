@@ -20,7 +20,7 @@ import {
 } from '../envelope/index.js';
 import { causewayError, toCausewayError, type CausewayError } from '../errors.js';
 import { WELL_KNOWN_PRM, type Access, type ResourceServer } from '../auth/index.js';
-import { isObject, type RequestId } from '../jsonrpc.js';
+import { isObject, type JsonObject, type RequestId } from '../jsonrpc.js';
 import { requestLogger, type Logger } from '../log.js';
 import { legacyName, routingHeaders } from '../passthrough/index.js';
 import { serveModern } from '../pipeline.js';
@@ -386,22 +386,30 @@ async function dispatch(
   }
 }
 
-/** The first request of a legacy POST (one message or a batch) over its method's rate (limits.rateMethods). */
-async function methodRate(limiter: RateLimiter, principal: string, body: unknown): Promise<{ error: CausewayError; id: RequestId | null } | undefined> {
+/** The requests of a legacy POST (one message, or a 2025-03-26 batch): notifications and responses left out. */
+function requestsIn(body: unknown): Array<{ method: string; id: RequestId | null; message: JsonObject }> {
+  const out: Array<{ method: string; id: RequestId | null; message: JsonObject }> = [];
   for (const message of Array.isArray(body) ? body : [body]) {
     if (!isObject(message) || typeof message.method !== 'string' || message.id === undefined) continue;
-    const error = await limiter.refuseMethod(principal, message.method);
-    if (error) return { error, id: typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null };
+    out.push({ method: message.method, id: typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null, message });
+  }
+  return out;
+}
+
+/** The first request of a legacy POST over its method's rate (limits.rateMethods). */
+async function methodRate(limiter: RateLimiter, principal: string, body: unknown): Promise<{ error: CausewayError; id: RequestId | null } | undefined> {
+  for (const { method, id } of requestsIn(body)) {
+    const error = await limiter.refuseMethod(principal, method);
+    if (error) return { error, id };
   }
   return undefined;
 }
 
-/** The first request of a legacy POST (one message or a batch) its token's scopes do not cover. */
+/** The first request of a legacy POST its token's scopes do not cover. */
 function legacyDenied(auth: ResourceServer, access: Access, mountPath: string, body: unknown): { error: CausewayError; id: RequestId | null } | undefined {
-  for (const message of Array.isArray(body) ? body : [body]) {
-    if (!isObject(message) || typeof message.method !== 'string' || message.id === undefined) continue;
-    const error = auth.authorize(access, mountPath, message.method, legacyName(message));
-    if (error) return { error, id: typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null };
+  for (const { method, id, message } of requestsIn(body)) {
+    const error = auth.authorize(access, mountPath, method, legacyName(message));
+    if (error) return { error, id };
   }
   return undefined;
 }

@@ -180,7 +180,7 @@ export class LegacyPassthrough implements LegacyFace {
       if (upstream.statusCode !== 401 || !credentials) break;
       let retry: boolean;
       try {
-        retry = (await credentials.refused(principal, authorization, attempt === 2)) && attempt === 1;
+        retry = await credentials.refused(principal, authorization, attempt === 2);
       } catch (err) {
         upstream.body.destroy();
         sendCausewayError(res, toCausewayError(err), null);

@@ -32,9 +32,9 @@ export interface UpstreamAuthorization {
   /** The Authorization value of a request made for `principal`; undefined: none to send. */
   authorization(principal: string | undefined): Promise<string | undefined>;
   /**
-   * The upstream answered 401 to a request sent with `sent`: true when one more try with a new
-   * token may pass (none is made after the `last` try); throws instead when the answer is an
-   * error of Causeway's own.
+   * The upstream answered 401 to a request sent with `sent`: true to try once more with a new
+   * token (never after the `last` try, when the 401 is relayed); throws instead when the answer
+   * is an error of Causeway's own.
    */
   refused(principal: string | undefined, sent: string | undefined, last: boolean): Promise<boolean>;
 }
@@ -95,10 +95,10 @@ export class UpstreamCredentials implements UpstreamAuthorization {
   }
 
   /** The next request fetches a new token (one refused early: revoked, its keys rotated). */
-  async refused(principal: string | undefined, sent: string | undefined): Promise<boolean> {
+  async refused(principal: string | undefined, sent: string | undefined, last: boolean): Promise<boolean> {
     const key = this.keyOf(principal);
     if (`Bearer ${this.held.get(key)?.value}` === sent) this.held.delete(key);
-    return true;
+    return !last;
   }
 
   private keyOf(principal: string | undefined): string {

@@ -115,7 +115,7 @@ export class UpstreamDispatcher {
       if (res.statusCode !== 401 || !credentials) return res;
       let retry: boolean;
       try {
-        retry = (await credentials.refused(session.principal, authorization, attempt === 2)) && attempt === 1;
+        retry = await credentials.refused(session.principal, authorization, attempt === 2);
       } catch (err) {
         await res.body.dump().catch(() => undefined);
         throw err;

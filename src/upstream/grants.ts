@@ -15,8 +15,9 @@ export class MemoryGrants implements GrantStore {
 
   async getGrant(key: string): Promise<string | undefined> {
     const g = this.grants.get(key);
-    if (g && g.until <= Date.now()) this.grants.delete(key);
-    return g && g.until > Date.now() ? g.sealed : undefined;
+    if (g === undefined || g.until > Date.now()) return g?.sealed;
+    this.grants.delete(key);
+    return undefined;
   }
 
   async putGrant(key: string, sealed: string, ttlMs: number): Promise<void> {

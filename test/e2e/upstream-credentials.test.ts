@@ -30,13 +30,14 @@ const as = await startAuthorizationServer(t, {
 const keys = createRemoteJWKSet(new URL(as.jwksUrl));
 
 /** A legacy server that takes only tokens of `as` for UPSTREAM, and remembers every one it took. */
-async function protectedUpstream(): Promise<{ server: LegacyServerHandle; seen: string[]; revoked: Set<string> }> {
+async function protectedUpstream(): Promise<{ server: LegacyServerHandle; seen: string[]; revoked: Set<string>; refuseAll: boolean }> {
   const seen: string[] = [];
   const revoked = new Set<string>();
+  const handle = { seen, revoked, refuseAll: false };
   const server = await startLegacyServer({
     authorize: async (authorization) => {
       const token = /^Bearer (\S+)$/.exec(authorization ?? '')?.[1];
-      if (token === undefined || revoked.has(token)) return false;
+      if (token === undefined || revoked.has(token) || handle.refuseAll) return false;
       try {
         await jwtVerify(token, keys, { issuer: as.issuer, audience: UPSTREAM });
       } catch {
@@ -47,7 +48,7 @@ async function protectedUpstream(): Promise<{ server: LegacyServerHandle; seen: 
     },
   });
   t.teardown(() => server.close());
-  return { server, seen, revoked };
+  return Object.assign(handle, { server });
 }
 const cc = await protectedUpstream();
 const tx = await protectedUpstream();
@@ -163,4 +164,25 @@ t.test('an authorization server that refuses Causeway: 502 upstream credential e
   t.equal(json.error.code, -32603);
   t.match(json.error.message, /refused the token request \(invalid_client\)/);
   t.equal(cc.server.stats().requestsByMethod.initialize ?? 0, requests, 'no request went to the upstream');
+});
+
+t.test('an upstream that refuses every token: one new token and one more try, then its 401 is the answer, not a loop', async (t) => {
+  const aliceToken = await as.token({ client: 'alice', resource: ccResource });
+  const alice = await modernClient('/cc', aliceToken);
+  const before = as.issued('client_credentials', 'causeway');
+  cc.refuseAll = true;
+  t.teardown(() => {
+    cc.refuseAll = false;
+  });
+  await t.rejects(alice.callTool({ name: 'echo', arguments: { text: 'x' } }), 'the call fails');
+  t.equal(as.issued('client_credentials', 'causeway') - before, 1, 'one new token was fetched, not more');
+  const res = await fetch(`${origin}/cc`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${aliceToken}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+  });
+  t.equal(res.status, 401, "a legacy client gets the upstream's own 401 after the second try");
+  await res.body?.cancel();
+  // The modern call forgot the token refused last, so this request fetched one, then one more.
+  t.equal(as.issued('client_credentials', 'causeway') - before, 3, 'at most two token requests for a request');
 });
