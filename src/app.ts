@@ -12,6 +12,7 @@ import { IdMinter, MemoryGrants, ReplicaRelay, SignInCallback, TransportMemo, ty
 import { upstreamParts, type UpstreamParts } from './upstream-parts.js';
 import { createRedisClient, createStore, redisConnection, RedisSessionStore, SessionPool, type SessionStore } from './pool/index.js';
 import { RedisBus } from './bus/index.js';
+import { MemoryTaskStore, RedisTaskStore, TaskBridge } from './tasks/index.js';
 import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, type ReplicaBridge } from './mrtr/index.js';
 import { randomUUID } from 'node:crypto';
 import type { ModernDeps } from './pipeline.js';
@@ -156,6 +157,19 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     },
   );
 
+  // Tasks live in the store beside the sessions, so any replica answers for a task.
+  const tasks = new TaskBridge(
+    {
+      store: store instanceof RedisSessionStore ? new RedisTaskStore(store.client, config.store.keyPrefix) : new MemoryTaskStore(),
+      pool,
+      ids,
+      clientOf: (upstream) => partsOf(upstream).client,
+      announce: (principal, n) => subscriptions.publishTask(principal, n),
+      log: log.child({ stage: 'tasks' }),
+    },
+    { ttlMs: config.tasks.ttlMs, maxFollowed: config.tasks.maxFollowed, maxFollowedPerPrincipal: config.tasks.maxFollowedPerPrincipal },
+  );
+
   const replicaBridge: ReplicaBridge = {
     replicaId,
     handoff,
@@ -185,6 +199,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       bridge,
       subscriptions,
       metrics: u.metrics,
+      tasks,
     });
   }
   // A round handed over from another replica finds its held call by id, whatever its upstream.
@@ -344,7 +359,11 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             await crossReplica?.close();
           },
           // With a shared store another replica can resume a held call on its upstream stream: let go, do not cancel.
-          cancelHeld: () => (config.store.kind === 'redis' ? held.detachAll() : held.cancelAll()),
+          cancelHeld: () => {
+            tasks.detachAll();
+            if (config.store.kind === 'redis') held.detachAll();
+            else held.cancelAll();
+          },
           release: [
             async () => handoff?.close(),
             () => pool.close(),

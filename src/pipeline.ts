@@ -1,7 +1,19 @@
 // handleModern(): a validated 2026-07-28 request, from principal to reply, readable top to
 // bottom. Each stage either hands a value to the next or ends the request with a typed error.
 
-import { discoverResult, serverInfoOf, statusForUpstreamError, translateError, translateResult, type CacheHint } from './dialect/index.js';
+import {
+  declaresTasks,
+  discoverResult,
+  legacyTaskOf,
+  serverInfoOf,
+  statusForUpstreamError,
+  translateError,
+  translateResult,
+  upstreamRunsTasks,
+  TASKS_EXTENSION,
+  TASKS_REQUIRED,
+  type CacheHint,
+} from './dialect/index.js';
 import { SseStream, sendCausewayError, sendJson, type HttpResponse } from './egress/index.js';
 import { checkParamHeaders, levelAtLeast, mayNeedParamHeaders, type HeaderBag, type ModernRequest } from './envelope/index.js';
 import { causewayError, toCausewayError, CausewayError } from './errors.js';
@@ -25,6 +37,7 @@ import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index
 import type { Subscriptions } from './subscriptions/index.js';
 import type { Access } from './auth/index.js';
 import { inRequestSpan, markFailed, type Span } from './tracing/index.js';
+import type { TaskBridge } from './tasks/index.js';
 
 export interface ModernDeps {
   upstreamName: string;
@@ -40,10 +53,12 @@ export interface ModernDeps {
   cacheHint(method: string): CacheHint;
   /** Learns the upstream's tool / prompt / template names; records each answer once. */
   metrics: UpstreamMetrics;
+  /** The tasks extension over the upstream's own tasks. */
+  tasks: TaskBridge;
 }
 
 /** What a request was answered with, for its metric: set by the stage that answered. */
-export type Answered = 'complete' | 'input_required' | 'upstream_error';
+export type Answered = 'complete' | 'input_required' | 'task' | 'upstream_error';
 
 export interface ModernExchange {
   request: ModernRequest;
@@ -121,8 +136,9 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
     await deps.subscriptions.listen({ request, parts: [{ key }], principal, res: ex.res, signal: ex.signal, log: ex.log });
     return 'complete';
   }
+  if (request.spec.task) return serveTask(ex, deps, principal);
   const stream = wantsStream(request) && acceptsStream(ex.headers) ? new SseStream(ex.res) : undefined;
-  let outcome: { session: PooledSession; result: RoundResult };
+  let outcome: Forwarded;
   try {
     outcome = await deps.pool.withSession(key, (session) => forward(ex, deps, session, stream, principal));
   } catch (err) {
@@ -137,7 +153,40 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
     replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: outcome.result.result }, stream);
     return 'input_required';
   }
-  return reply(ex, deps, outcome.session, outcome.result.response, stream);
+  const { response } = outcome.result;
+  if (request.method === 'tools/call' && !outcome.asTask) await refuseRequiredTask(ex, deps, outcome.session, response);
+  const legacyTask = outcome.asTask && !isErrorResponse(response) ? legacyTaskOf(response.result) : undefined;
+  if (legacyTask) {
+    const created = await deps.tasks.created({ upstream: deps.upstreamName, key, principal, session: outcome.session }, legacyTask);
+    replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: created }, stream);
+    return 'task';
+  }
+  return reply(ex, deps, outcome.session, response, stream);
+}
+
+/** tasks/get, tasks/update and tasks/cancel [SEP-2663], for clients that declare the extension. */
+async function serveTask(ex: ModernExchange, deps: ModernDeps, principal: string): Promise<Answered> {
+  const { request } = ex;
+  if (!declaresTasks(request.meta.clientCapabilities)) {
+    throw causewayError('missing_client_capability', `${request.method} needs the ${TASKS_EXTENSION} extension`, TASKS_REQUIRED);
+  }
+  const taskId = request.name!;
+  let result: JsonObject = { resultType: 'complete' };
+  if (request.method === 'tasks/get') result = await deps.tasks.get(deps.upstreamName, principal, taskId);
+  else if (request.method === 'tasks/update') {
+    const responses = request.params.inputResponses;
+    if (!isObject(responses)) throw causewayError('invalid_params', 'inputResponses must be an object');
+    await deps.tasks.update(deps.upstreamName, principal, taskId, responses);
+  } else await deps.tasks.cancel(deps.upstreamName, principal, taskId);
+  sendJson(ex.res, 200, { jsonrpc: '2.0', id: request.id, result });
+  return 'complete';
+}
+
+interface Forwarded {
+  session: PooledSession;
+  result: RoundResult;
+  /** The call was sent as a legacy task-augmented tools/call. */
+  asTask: boolean;
 }
 
 function wantsStream(request: ModernRequest): boolean {
@@ -162,15 +211,19 @@ async function forward(
   session: PooledSession,
   stream: SseStream | undefined,
   principal: string,
-): Promise<{ session: PooledSession; result: RoundResult }> {
-  const { request } = ex;
+): Promise<Forwarded> {
+  let { request } = ex;
   const ref = sessionRef(session);
   const capability = request.spec.capability;
   const advertised = session.record.initializeResult.capabilities;
   if (capability && !(isObject(advertised) && isObject(advertised[capability]))) {
     throw causewayError('method_not_found', `Method not found: ${request.method}`);
   }
-  if (request.method === 'tools/call') await checkToolHeaders(ex, deps, session);
+  let asTask = false;
+  if (request.method === 'tools/call') {
+    await checkToolHeaders(ex, deps, session);
+    ({ request, asTask } = await taskPlan(ex, deps, session, principal));
+  }
   if (request.meta.logLevel !== undefined) await enableUpstreamLogging(deps, session, ex.log);
   const deliver = notificationSink(deps, stream);
   if (request.spec.multiRound) {
@@ -187,7 +240,7 @@ async function forward(
       ref,
       deps.bridge,
     );
-    return { session, result };
+    return { session, result, asTask };
   }
 
   const level = request.meta.logLevel;
@@ -218,11 +271,19 @@ async function forward(
     if (request.method === 'tools/list') session.facts.learnTools(upstream.result);
     deps.metrics.learn(request.method, upstream.result);
   }
-  return { session, result: { kind: 'upstream', response: upstream } };
+  return { session, result: { kind: 'upstream', response: upstream }, asTask };
 }
 
-/** Pages of tools/list read at most to find a tool's Mcp-Param-* annotations. */
+/** Pages of tools/list read at most to learn a tool's Mcp-Param-* annotations or task support. */
 const MAX_TOOL_PAGES = 50;
+
+/** Reads every page of tools/list into the session's facts, once, until the tools change. */
+async function learnTools(ex: ModernExchange, deps: ModernDeps, session: PooledSession): Promise<void> {
+  const { facts } = session;
+  if (facts.toolsComplete) return;
+  const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => facts.learnTools(page), { maxPages: MAX_TOOL_PAGES, signal: ex.signal });
+  if (walk.complete) facts.toolsComplete = true;
+}
 
 /**
  * Mcp-Param-* checks need the tool's schema: learned from tools/list, fetched once per session
@@ -233,14 +294,45 @@ async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: P
   const name = ex.request.name!;
   const { facts } = session;
   const args = isObject(ex.request.params.arguments) ? ex.request.params.arguments : undefined;
-  if (facts.toolHeaders(name) === undefined && !facts.toolsComplete && mayNeedParamHeaders(ex.headers, args)) {
-    const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => facts.learnTools(page), { maxPages: MAX_TOOL_PAGES, signal: ex.signal });
-    if (walk.complete) facts.toolsComplete = true;
-  }
+  if (facts.toolHeaders(name) === undefined && mayNeedParamHeaders(ex.headers, args)) await learnTools(ex, deps, session);
   const params = facts.toolHeaders(name);
   if (!params) return;
   const check = checkParamHeaders(ex.headers, params, args);
   if (!check.ok) throw causewayError('header_mismatch', check.message);
+}
+
+/**
+ * Whether a tools/call runs as a task [SEP-2663]: the server decides, so a client's own `task`
+ * param is dropped; a tool the upstream runs as a task (execution.taskSupport optional or
+ * required) does, for a request that declared the extension. Only such a request needs the
+ * tool's taskSupport, so only it may cost a tools/list (once per session).
+ */
+async function taskPlan(ex: ModernExchange, deps: ModernDeps, session: PooledSession, principal: string): Promise<{ request: ModernRequest; asTask: boolean }> {
+  const { task: _clientTask, ...params } = ex.request.params;
+  void _clientTask;
+  const request = _clientTask === undefined ? ex.request : { ...ex.request, params };
+  if (!declaresTasks(request.meta.clientCapabilities) || !upstreamRunsTasks(session.record.initializeResult.capabilities)) return { request, asTask: false };
+  const name = ex.request.name!;
+  if (session.facts.taskSupport(name) === undefined) await learnTools(ex, deps, session);
+  const support = session.facts.taskSupport(name);
+  if (support === undefined || support === 'forbidden') return { request, asTask: false };
+  if (!deps.tasks.hasRoom(principal)) throw causewayError('overloaded', 'Too many tasks in flight');
+  return { request: { ...request, params: { ...params, task: { ttl: deps.tasks.ttlMs } } }, asTask: true };
+}
+
+/**
+ * A tool that runs only as a task, called without the extension, is refused by the upstream
+ * (-32601, or an isError result from SDK servers): the client gets -32021 naming the extension
+ * instead [SEP-2663]. Only such a refusal costs a tools/list, to learn that the tool is one.
+ */
+async function refuseRequiredTask(ex: ModernExchange, deps: ModernDeps, session: PooledSession, response: JsonRpcResponse): Promise<void> {
+  const refused = isErrorResponse(response) ? response.error.code === -32601 : response.result.isError === true;
+  if (!refused || !upstreamRunsTasks(session.record.initializeResult.capabilities)) return;
+  const name = ex.request.name!;
+  if (session.facts.taskSupport(name) === undefined) await learnTools(ex, deps, session);
+  if (session.facts.taskSupport(name) === 'required') {
+    throw causewayError('missing_client_capability', `Tool ${name} runs only as a task: declare the ${TASKS_EXTENSION} extension`, TASKS_REQUIRED);
+  }
 }
 
 /** Legacy logging is per session; ask for everything once and filter per request. */

@@ -102,6 +102,11 @@ export interface Config {
     maxPending: number;
     maxPendingPerPrincipal: number;
   };
+  tasks: {
+    ttlMs: number;
+    maxFollowed: number;
+    maxFollowedPerPrincipal: number;
+  };
   subscriptions: {
     maxListeners: number;
     maxPerPrincipal: number;
@@ -428,6 +433,9 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'mrtr.collectWindowMs', kind: 'number', default: 20, doc: 'Asks arriving this close together go into one input_required round.' },
   { path: 'mrtr.maxPending', kind: 'number', default: 10_000, doc: 'Most upstream calls held open between rounds on one replica.' },
   { path: 'mrtr.maxPendingPerPrincipal', kind: 'number', default: 100, doc: 'Most held calls per principal on one replica.' },
+  { path: 'tasks.ttlMs', kind: 'number', default: 3_600_000, min: 1, doc: 'The life Causeway asks an upstream to give a task it runs for a client (tasks extension); tasks/get finds the task for at least that long.' },
+  { path: 'tasks.maxFollowed', kind: 'number', default: 10_000, doc: 'Most tasks one replica follows on their upstream at once (503 for a new task beyond).' },
+  { path: 'tasks.maxFollowedPerPrincipal', kind: 'number', default: 100, doc: 'Most tasks one replica follows at once per principal (503 beyond).' },
   { path: 'subscriptions.maxListeners', kind: 'number', default: 10_000, doc: 'Most subscriptions/listen streams open at once on one replica (503 beyond).' },
   { path: 'subscriptions.maxPerPrincipal', kind: 'number', default: 100, doc: 'Most listen streams open at once per principal on one replica (503 beyond).' },
   { path: 'subscriptions.keepAliveMs', kind: 'number', default: 15_000, doc: "Interval of the `:` keep-alive comments on listen streams, and on legacy clients' SSE streams of a stdio or HTTP+SSE upstream; 0 sends none." },

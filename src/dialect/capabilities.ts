@@ -2,6 +2,7 @@
 // client declared, in legacy shape. Downstream, it advertises only what it can translate.
 
 import { isObject, type JsonObject } from '../jsonrpc.js';
+import { TASKS_EXTENSION, upstreamRunsTasks } from './tasks.js';
 
 /** 2026 ClientCapabilities -> 2025-11-25 ClientCapabilities (no extensions; roots without listChanged). */
 export function toLegacyClientCapabilities(modern: JsonObject): JsonObject {
@@ -29,7 +30,8 @@ export function canonicalJson(v: unknown): string {
 /**
  * Legacy ServerCapabilities -> what the modern face advertises. Kept: tools, prompts, resources,
  * completions, logging (per-request logLevel is translated), and listChanged / subscribe where
- * the upstream declared them (bridged by subscriptions/listen). Dropped: tasks (an extension in 2026).
+ * the upstream declared them (bridged by subscriptions/listen). Legacy tasks become the tasks
+ * extension when the upstream runs tools/call as tasks (bridged by src/tasks) [SEP-2663].
  */
 export function toModernServerCapabilities(legacy: JsonObject): JsonObject {
   const out: JsonObject = {};
@@ -43,6 +45,7 @@ export function toModernServerCapabilities(legacy: JsonObject): JsonObject {
   }
   if (isObject(legacy.completions)) out.completions = {};
   if (isObject(legacy.logging)) out.logging = {};
+  if (upstreamRunsTasks(legacy)) out.extensions = { [TASKS_EXTENSION]: {} };
   return out;
 }
 

@@ -2,3 +2,18 @@ export { toLegacyClientCapabilities, toModernServerCapabilities, canonicalJson, 
 export { discoverResult, serverInfoOf } from './discover.js';
 export { translateResult, withResultMeta, normalizeToolsList, type CacheHint, type ResultContext } from './results.js';
 export { translateError, statusForUpstreamError } from './errors.js';
+export {
+  declaresTasks,
+  isoTime,
+  isTerminal,
+  legacyTaskOf,
+  taskStatusOf,
+  taskSupportOf,
+  timesOf,
+  upstreamRunsTasks,
+  TASKS_EXTENSION,
+  TASKS_REQUIRED,
+  type TaskStatus,
+  type TaskSupport,
+  type TaskTimes,
+} from './tasks.js';

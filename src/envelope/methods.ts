@@ -6,7 +6,7 @@ export type ServerCapabilityName = 'tools' | 'prompts' | 'resources' | 'completi
 
 export interface MethodSpec {
   /** Body field mirrored in the Mcp-Name header, when the method has one. */
-  nameParam?: 'name' | 'uri';
+  nameParam?: 'name' | 'uri' | 'taskId';
   /** Result carries ttlMs / cacheScope [CACHE]. */
   cacheable: boolean;
   /** May answer input_required [MRTR]. */
@@ -15,6 +15,8 @@ export interface MethodSpec {
   capability?: ServerCapabilityName;
   /** Relayed to the upstream as the same legacy method. */
   forwarded: boolean;
+  /** Served by src/tasks for clients that declare the tasks extension [SEP-2663]. */
+  task?: true;
 }
 
 export const MODERN_METHODS: Readonly<Record<string, MethodSpec>> = {
@@ -29,6 +31,10 @@ export const MODERN_METHODS: Readonly<Record<string, MethodSpec>> = {
   'completion/complete': { cacheable: false, multiRound: false, capability: 'completions', forwarded: true },
   // Served by src/subscriptions from the legacy GET stream and resources/subscribe [SUBS].
   'subscriptions/listen': { cacheable: false, multiRound: false, forwarded: false },
+  // The tasks extension: Mcp-Name carries the taskId. tasks/result and tasks/list are gone [SEP-2663].
+  'tasks/get': { nameParam: 'taskId', cacheable: false, multiRound: false, forwarded: false, task: true },
+  'tasks/update': { nameParam: 'taskId', cacheable: false, multiRound: false, forwarded: false, task: true },
+  'tasks/cancel': { nameParam: 'taskId', cacheable: false, multiRound: false, forwarded: false, task: true },
 };
 
 export function methodSpec(method: string): MethodSpec | undefined {

@@ -13,7 +13,7 @@ import { Children } from './children.js';
 import { KnownNames } from './names.js';
 import type { Metrics } from './registry.js';
 
-export type ResultType = 'complete' | 'input_required' | 'error';
+export type ResultType = 'complete' | 'input_required' | 'task' | 'error';
 /** ok: a result; upstream_error: the upstream's own JSON-RPC error, relayed; cancelled: the client went away first. */
 export type AnswerOutcome = 'ok' | 'upstream_error' | 'cancelled' | ErrorReason;
 export type UpstreamResult = 'ok' | 'error' | 'failed' | 'cancelled';

@@ -87,7 +87,7 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
     }),
     modernRequests: new Counter({
       name: 'causeway_modern_requests_total',
-      help: 'Modern (2026-07-28) requests answered, by upstream, method, name, result_type (complete, input_required, error) and outcome (ok, upstream_error, cancelled, or the local error reason).',
+      help: 'Modern (2026-07-28) requests answered, by upstream, method, name, result_type (complete, input_required, task, error) and outcome (ok, upstream_error, cancelled, or the local error reason).',
       labelNames: ['upstream', 'method', 'name', 'result_type', 'outcome'] as const,
       registers: [registry],
     }),

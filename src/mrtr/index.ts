@@ -2,3 +2,4 @@ export { runRound, signInRound, type BridgeDeps, type RoundResult, serveHandedRo
 export { Handoff } from './handoff.js';
 export { HeldCalls } from './holder.js';
 export { StateSealer } from './request-state.js';
+export { ASK_METHODS, toAsk, validAnswer } from './asks.js';

@@ -1,17 +1,20 @@
 // What Causeway has learned about one pooled upstream session, kept beside it on this replica:
 // the x-mcp-header annotations of the tools it listed (so tools/call can check its Mcp-Param-*
-// headers without asking the upstream each time), and whether upstream logging is turned on.
+// headers without asking the upstream each time), which tools run as tasks, and whether
+// upstream logging is turned on.
 // A change notification from the upstream makes some of it stale: invalidate(method) forgets
 // that part, here and, through the subscriptions bus, on every other replica.
 
 import { paramHeaders, type ParamHeader } from '../envelope/index.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
+import { taskSupportOf, type TaskSupport } from '../dialect/index.js';
 
 /** Change notifications that make part of what is known stale. */
 const STALES_FACTS: ReadonlySet<string> = new Set(['notifications/tools/list_changed']);
 
 export class SessionFacts {
   private tools = new Map<string, ParamHeader[]>();
+  private taskTools = new Map<string, TaskSupport>();
   /** Every page of tools/list was learned since the tools last changed. */
   toolsComplete = false;
   /** logging/setLevel debug was sent on this session: per-request levels are filtered here. */
@@ -29,6 +32,8 @@ export class SessionFacts {
       if (!isObject(tool) || typeof tool.name !== 'string') continue;
       const headers = paramHeaders(tool.inputSchema);
       if (headers) this.tools.set(tool.name, headers);
+      const support = taskSupportOf(tool);
+      if (support !== 'forbidden') this.taskTools.set(tool.name, support);
     }
   }
 
@@ -37,10 +42,16 @@ export class SessionFacts {
     return this.tools.get(name);
   }
 
+  /** A listed tool's execution.taskSupport; undefined for a tool not listed (yet) and every tool until some page was learned. */
+  taskSupport(name: string): TaskSupport | undefined {
+    return this.taskTools.get(name) ?? (this.toolsComplete ? 'forbidden' : undefined);
+  }
+
   /** Forgets what `method` (a change notification) made stale. */
   invalidate(method: string): void {
     if (method === 'notifications/tools/list_changed') {
       this.tools = new Map();
+      this.taskTools = new Map();
       this.toolsComplete = false;
     }
   }

@@ -74,7 +74,15 @@ export class Federation {
     if (method === 'subscriptions/listen') return { merged: () => this.listen(ex) };
     const shape = LISTS[method];
     if (shape) return { merged: () => this.merger.list(ex, shape) };
+    if (ex.request.spec.task) return { route: () => this.routeTask(ex) };
     return { route: () => this.router.route(ex) };
+  }
+
+  /** A task is served by the member it was created on; an unknown one by the first, which says so. */
+  private async routeTask(ex: Asked): Promise<Routed> {
+    const { members } = this.opts;
+    const upstream = await members[0]!.deps.tasks.upstreamOf(ex.principal, ex.request.name!);
+    return { request: ex.request, member: members.find((m) => m.name === upstream) ?? members[0]! };
   }
 
   /** Merges every list for an anonymous principal and reports each name conflict found (see Merger.check). */

@@ -5,7 +5,7 @@
 import { META_SUBSCRIPTION_ID } from '../envelope/index.js';
 import { isObject, type JsonObject, type JsonRpcNotification, type RequestId } from '../jsonrpc.js';
 
-export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+export { TASKS_EXTENSION } from '../dialect/index.js';
 
 /** The `notifications` object of a listen request, and of its acknowledgment [S26 SubscriptionFilter]. */
 export interface ListenFilter {
@@ -13,7 +13,11 @@ export interface ListenFilter {
   promptsListChanged?: true;
   resourcesListChanged?: true;
   resourceSubscriptions?: string[];
+  /** Tasks whose notifications/tasks the stream carries (tasks extension) [SEP-2663]. */
+  taskIds?: string[];
 }
+
+export const TASK_STATUS = 'notifications/tasks';
 
 export type ReadFilter =
   | { ok: true; filter: ListenFilter; /** taskIds were asked for (tasks extension). */ taskIds: boolean }
@@ -64,8 +68,15 @@ export function readFilter(params: JsonObject, maxUris: number): ReadFilter {
     filter.resourceSubscriptions = unique;
   }
   const taskIds = n.taskIds;
-  if (taskIds !== undefined && !Array.isArray(taskIds)) return { ok: false, message: 'notifications.taskIds must be a list' };
-  return { ok: true, filter, taskIds: Array.isArray(taskIds) && taskIds.length > 0 };
+  if (taskIds !== undefined) {
+    if (!Array.isArray(taskIds) || !taskIds.every((id) => typeof id === 'string' && id !== '')) {
+      return { ok: false, message: 'notifications.taskIds must be a list of task ids' };
+    }
+    const unique = [...new Set(taskIds as string[])];
+    if (unique.length > maxUris) return { ok: false, message: `notifications.taskIds lists more than ${maxUris} tasks` };
+    if (unique.length > 0) filter.taskIds = unique;
+  }
+  return { ok: true, filter, taskIds: filter.taskIds !== undefined };
 }
 
 function declared(capability: unknown, flag: string): boolean {
@@ -75,7 +86,8 @@ function declared(capability: unknown, flag: string): boolean {
 /**
  * The part of `requested` this upstream can back, from its legacy InitializeResult capabilities:
  * a list kind only if it declared `<kind>.listChanged`, resource subscriptions only if it
- * declared `resources.subscribe`. Task ids are never honoured (Causeway offers no tasks).
+ * declared `resources.subscribe`. Task ids are not the upstream's business: src/tasks publishes
+ * those notifications, and the listen stream hears them itself.
  */
 export function honour(requested: ListenFilter, upstreamCapabilities: unknown): ListenFilter {
   const caps = isObject(upstreamCapabilities) ? upstreamCapabilities : {};
@@ -99,7 +111,7 @@ export function unionOf(filters: readonly ListenFilter[]): ListenFilter {
   return out;
 }
 
-/** Whether the filter asks for anything at all. */
+/** Whether the filter asks anything of the upstream session. */
 export function isEmpty(filter: ListenFilter): boolean {
   return !filter.toolsListChanged && !filter.promptsListChanged && !filter.resourcesListChanged && !filter.resourceSubscriptions?.length;
 }
@@ -124,6 +136,8 @@ export function admits(filter: ListenFilter, n: JsonRpcNotification): boolean {
 /** The 2026 shape on a listen stream: only the spec's params, tagged with the subscription id [SUBS]. */
 export function forStream(n: JsonRpcNotification, subscriptionId: RequestId): JsonRpcNotification {
   const params: JsonObject = { _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } };
+  // A task notification's params are the DetailedTask [SEP-2663].
+  if (n.method === TASK_STATUS && isObject(n.params)) return { jsonrpc: '2.0', method: n.method, params: { ...n.params, ...params } };
   if (n.method === RESOURCE_UPDATED && isObject(n.params) && typeof n.params.uri === 'string') params.uri = n.params.uri;
   return { jsonrpc: '2.0', method: n.method, params };
 }

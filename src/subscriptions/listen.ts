@@ -14,6 +14,7 @@ import type { PooledSession, SessionKey } from '../pool/index.js';
 import type { UpstreamSessionClient } from '../upstream/index.js';
 import { SessionChannel, type ChannelDeps, type ChannelMember } from './channel.js';
 import { listenTickMs } from './coordination.js';
+import { declaresTasks, TASKS_REQUIRED } from '../dialect/index.js';
 import {
   acknowledgment,
   admits,
@@ -23,7 +24,6 @@ import {
   isChange,
   isEmpty,
   readFilter,
-  TASKS_EXTENSION,
   unionOf,
   type ListenFilter,
 } from './filter.js';
@@ -104,6 +104,11 @@ export class Subscriptions {
    * A notification that arrived on a call's stream of `session` (tools/call, lists, ...): what is
    * known of the session goes stale (SessionFacts), and the key's listeners, wherever they are, hear of it.
    */
+  /** A task of `principal` changed: notifications/tasks for the listen streams that named it, on every replica. */
+  publishTask(principal: string, n: JsonRpcNotification): void {
+    this.deps.bus.publish(taskEventsKey(principal), n).catch((err: unknown) => this.deps.log.warn({ err }, 'publishing a task event failed'));
+  }
+
   publishChange(session: PooledSession, n: JsonRpcNotification): void {
     if (!isChange(n.method)) return;
     session.facts.invalidate(n.method);
@@ -129,9 +134,7 @@ export class Subscriptions {
     const read = readFilter(request.params, this.limits.maxUrisPerListen);
     if (!read.ok) throw causewayError('invalid_params', read.message);
     if (read.taskIds && !declaresTasks(request.meta.clientCapabilities)) {
-      throw causewayError('missing_client_capability', 'taskIds need the tasks extension', {
-        requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
-      });
+      throw causewayError('missing_client_capability', 'taskIds need the tasks extension', TASKS_REQUIRED);
     }
     const release = this.reserve(ex.principal);
     try {
@@ -154,7 +157,14 @@ export class Subscriptions {
     };
 
     const joined: Array<{ channel: SessionChannel; member: ChannelMember }> = [];
+    let hearTasks: (() => Promise<void>) | undefined;
     try {
+      const taskIds = requested.taskIds;
+      if (taskIds) {
+        hearTasks = await this.deps.bus.subscribe(taskEventsKey(ex.principal), (n) => {
+          if (isObject(n.params) && taskIds.includes(n.params.taskId as string)) deliver(n);
+        });
+      }
       const honoured: ListenFilter[] = [];
       for (const part of ex.parts) {
         const session = await this.deps.pool.acquire(part.key);
@@ -175,7 +185,7 @@ export class Subscriptions {
         }
         honoured.push(filter);
       }
-      const filter = unionOf(honoured);
+      const filter = { ...unionOf(honoured), ...(taskIds ? { taskIds } : {}) };
       if (ex.signal.aborted) return;
       if (this.closing) throw causewayError('draining');
 
@@ -203,6 +213,7 @@ export class Subscriptions {
       else if (why === 'lost') stream.end();
       ex.log.debug({ why }, 'listen stream ended');
     } finally {
+      await hearTasks?.();
       for (const j of joined) await j.channel.detach(j.member);
       if (this.open.size === 0) this.stopTicker();
     }
@@ -267,13 +278,13 @@ export class Subscriptions {
   }
 }
 
-function declaresTasks(capabilities: unknown): boolean {
-  return isObject(capabilities) && isObject(capabilities.extensions) && isObject(capabilities.extensions[TASKS_EXTENSION]);
-}
-
 /** Kinds only, for logs: never the URIs. */
 function describe(f: ListenFilter): string[] {
   const kinds = (['toolsListChanged', 'promptsListChanged', 'resourcesListChanged'] as const).filter((k) => f[k]);
   return f.resourceSubscriptions ? [...kinds, `resources:${f.resourceSubscriptions.length}`] : kinds;
 }
 
+/** Where a principal's task notifications travel: not a session key (those have three parts). */
+function taskEventsKey(principal: string): string {
+  return `tasks|${principal}`;
+}

@@ -310,6 +310,7 @@ export class ChannelClient implements UpstreamSessionClient {
         method: msg.method,
         handlers,
         progressToken: typeof token === 'string' || typeof token === 'number' ? token : undefined,
+        ...(msg.method === 'tasks/result' && isObject(msg.params) && typeof msg.params.taskId === 'string' ? { followsTask: msg.params.taskId } : {}),
         asked: false,
         outstanding: new Set(),
         settle: (outcome) => {

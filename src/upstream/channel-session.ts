@@ -9,7 +9,8 @@
 // - a server->client request (elicitation, sampling, roots) goes to the oldest call in flight
 //   that can ask the client (tools/call, prompts/get, resources/read first, and of those one
 //   not already waiting on an answer first), since nothing in the legacy protocol says which
-//   call it belongs to; pings are answered at once.
+//   call it belongs to; one that names its task (related-task _meta) goes to the tasks/result
+//   following that task; pings are answered at once.
 
 import { isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
@@ -22,6 +23,8 @@ export interface Pending {
   method: string;
   handlers: StreamHandlers;
   progressToken: string | number | undefined;
+  /** The upstream task a tasks/result call follows: that task's asks are its own. */
+  followsTask?: string;
   asked: boolean;
   /** Asks routed to this call that have not been answered yet. */
   readonly outstanding: Set<string>;
@@ -109,8 +112,12 @@ export class ChannelSession {
     }
     // A call already waiting on an answer is less likely to ask again than one that has not asked.
     const askers = [...this.pending.values()].filter((p) => p.handlers.onServerRequest !== undefined);
+    const task = relatedTaskOf(r);
     const rank = (p: Pending): number => (ASKING_METHODS.has(p.method) ? 0 : 2) + (p.outstanding.size > 0 ? 1 : 0);
-    const target = askers.reduce<Pending | undefined>((best, p) => (best === undefined || rank(p) < rank(best) ? p : best), undefined);
+    const target =
+      task === undefined
+        ? askers.filter((p) => p.followsTask === undefined).reduce<Pending | undefined>((best, p) => (best === undefined || rank(p) < rank(best) ? p : best), undefined)
+        : askers.find((p) => p.followsTask === task);
     if (target === undefined) {
       this.reply(refusal(r.id, 'No call in flight can take this request'), r.method);
       return;
@@ -136,3 +143,10 @@ export class ChannelSession {
 }
 
 export const idKey = (id: RequestId): string => `${typeof id}:${String(id)}`;
+
+/** The task a 2025-11-25 server says its request belongs to [L-TASKS related-task]. */
+function relatedTaskOf(r: JsonRpcRequest): string | undefined {
+  const meta = isObject(r.params) && isObject(r.params._meta) ? r.params._meta : undefined;
+  const related = meta?.['io.modelcontextprotocol/related-task'];
+  return isObject(related) && typeof related.taskId === 'string' ? related.taskId : undefined;
+}

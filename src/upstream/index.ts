@@ -8,6 +8,7 @@ export type { UpstreamSessionClient } from './session-client.js';
 export { ChannelClient } from './channel-client.js';
 export { StdioOpener } from './stdio-channel.js';
 export { callHeaders } from './headers.js';
+export { tracedRequest } from './traced-request.js';
 export { TargetSet, neverDelivered } from './targets.js';
 export { ResumeRefusedError, SessionExpiredError, TargetUnreachableError, toUpstreamError } from './errors.js';
 export { SseChannelOpener, type SseChannelOptions } from './sse-channel.js';
