@@ -19,12 +19,16 @@ export interface Ask {
   before?: string;
 }
 
-/** 2026 shape: the key hint and url-mode elicitationId removed [CHG minor 11]. */
+/** The 2025-11-25 tag naming the task an ask belongs to; a 2026 task's inputRequests need none. */
+const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
+
+/** 2026 shape: the key hint, the related-task tag and url-mode elicitationId removed [CHG minor 11][SEP-2663]. */
 function modernParams(method: string, params: JsonObject | undefined): JsonObject {
   const out: JsonObject = { ...(params ?? {}) };
   if (isObject(out._meta)) {
-    const { [INPUT_KEY_META]: _hint, ...meta } = out._meta;
+    const { [INPUT_KEY_META]: _hint, [RELATED_TASK_META]: _task, ...meta } = out._meta;
     void _hint;
+    void _task;
     if (Object.keys(meta).length > 0) out._meta = meta;
     else delete out._meta;
   }

@@ -3,8 +3,10 @@
 // streamableHttp mode, the real 2026-07-28 client (@modelcontextprotocol/client 2.4.0) in front.
 // The same checks for all: echo, a sampling request and an elicitation request answered by the
 // client (each a multi-round call through Causeway), get-roots-list (whose roots/list names no
-// request: on Streamable HTTP it comes on the session's GET stream), and a listen that hears the
-// resource list change a tool makes.
+// request: on Streamable HTTP it comes on the session's GET stream), a listen that hears the
+// resource list change a tool makes, and simulate-research-query (a tool that runs only as a
+// 2025-11-25 task) run as a task of the tasks extension, its clarifying question answered
+// through tasks/update. The 2.4.0 client sends no tasks/* at 2026-07-28, so the task is driven raw.
 
 import t, { type Test } from 'tap';
 import { createRequire } from 'node:module';
@@ -14,7 +16,8 @@ import { startCauseway, type Settings } from '../helpers/causeway.js';
 import { rawListen } from '../helpers/listen.js';
 import { spawnOwned } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
-import { post, toolCall } from './wire.js';
+import { waitFor } from '../helpers/redis.js';
+import { META_CAPABILITIES, modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
 
 const pkg = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/package.json');
 const EVERYTHING = join(dirname(pkg), 'dist', 'index.js');
@@ -103,6 +106,35 @@ async function listenHearsResourceListChange(t: Test, url: string): Promise<void
   t.equal(change?.method, 'notifications/resources/list_changed', 'the change reached the listener');
 }
 
+const TASKS = 'io.modelcontextprotocol/tasks';
+
+async function researchAsTask(t: Test, url: string): Promise<void> {
+  let id = 1;
+  const rpc = (method: string, params: JsonObject, name: string, caps: JsonObject) =>
+    post(url, modernBody(method, params, `research-${id++}`, { [META_CAPABILITIES]: caps }), modernHeaders(method, name));
+  const caps: JsonObject = { elicitation: { form: {} }, extensions: { [TASKS]: {} } };
+  const args = { topic: 'python', ambiguous: true };
+
+  const refused = await rpc('tools/call', { name: 'simulate-research-query', arguments: args }, 'simulate-research-query', { elicitation: { form: {} } });
+  t.equal(refused.json?.error?.code, -32021, 'without the extension the tool cannot run');
+  t.ok(refused.json?.error?.data?.requiredCapabilities?.extensions?.[TASKS], 'the error names the extension');
+
+  const created = await rpc('tools/call', { name: 'simulate-research-query', arguments: args }, 'simulate-research-query', caps);
+  t.equal(created.json?.result?.resultType, 'task', `a task: ${created.text.slice(0, 200)}`);
+  const taskId = created.json.result.taskId as string;
+  const task = async () => (await rpc('tasks/get', { taskId }, taskId, caps)).json?.result;
+  let asking: any;
+  await waitFor('the clarifying question', async () => (asking = await task())?.status === 'input_required', 60_000);
+  const [key, ask] = Object.entries(asking.inputRequests as Record<string, any>)[0]!;
+  t.equal(ask.method, 'elicitation/create', "the server's question, as an input request");
+  t.notOk(JSON.stringify(ask.params).includes('related-task'), 'without the legacy related-task tag');
+  const ack = await rpc('tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { interpretation: 'programming' } } } }, taskId, caps);
+  t.same(ack.json?.result, { resultType: 'complete' });
+  let done: any;
+  await waitFor('the research to finish', async () => (done = await task())?.status === 'completed', 60_000);
+  t.match(done.result.content[0].text, /python \(programming\)/, "the report carries the client's answer");
+}
+
 for (const [mode, settings] of Object.entries(MODES)) {
   t.test(`server-everything in its ${mode} mode`, async (t) => {
     const causeway = await startCauseway({ ...(await settings(t)), 'upstream.name': 'everything', 'log.level': 'warn', 'upstream.requestTimeoutMs': 3_600_000 });
@@ -110,5 +142,6 @@ for (const [mode, settings] of Object.entries(MODES)) {
     await t.test(`modern_client-to-server_everything_${mode}-echo-sampling-elicitation`, (t) => echoSamplingElicitation(t, causeway.url));
     await t.test(`modern_client-to-server_everything_${mode}-get_roots_list`, (t) => rootsList(t, causeway.url));
     await t.test(`modern_client-to-server_everything_${mode}-listen-hears-a-resource-list-change`, (t) => listenHearsResourceListChange(t, causeway.url));
+    await t.test(`raw_client-to-server_everything_${mode}-research-runs-as-a-task`, (t) => researchAsTask(t, causeway.url));
   });
 }
