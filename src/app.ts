@@ -12,6 +12,7 @@ import { IdMinter, MemoryGrants, ReplicaRelay, SignInCallback, TransportMemo, ty
 import { upstreamParts, type UpstreamParts } from './upstream-parts.js';
 import { createRedisClient, createStore, redisConnection, RedisSessionStore, SessionPool, type SessionStore } from './pool/index.js';
 import { RedisBus } from './bus/index.js';
+import { globToRegExp } from './glob.js';
 import { MemoryTaskStore, RedisTaskStore, TaskBridge } from './tasks/index.js';
 import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, type ReplicaBridge } from './mrtr/index.js';
 import { randomUUID } from 'node:crypto';
@@ -167,7 +168,12 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       announce: (principal, n) => subscriptions.publishTask(principal, n),
       log: log.child({ stage: 'tasks' }),
     },
-    { ttlMs: config.tasks.ttlMs, maxFollowed: config.tasks.maxFollowed, maxFollowedPerPrincipal: config.tasks.maxFollowedPerPrincipal },
+    {
+      ttlMs: config.tasks.ttlMs,
+      maxFollowed: config.tasks.maxFollowed,
+      maxFollowedPerPrincipal: config.tasks.maxFollowedPerPrincipal,
+      heartbeatMs: config.tasks.heartbeatMs,
+    },
   );
 
   const replicaBridge: ReplicaBridge = {
@@ -200,6 +206,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       subscriptions,
       metrics: u.metrics,
       tasks,
+      taskTools: u.spec.taskTools.map(globToRegExp),
     });
   }
   // A round handed over from another replica finds its held call by id, whatever its upstream.

@@ -1,6 +1,7 @@
 // The root pino logger. Stages never import it: they receive a child (per request or per
 // component). Credentials and session ids are redacted by path.
 
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { pino, type Bindings, type Logger, type DestinationStream } from 'pino';
 
 export type { Logger };
@@ -17,6 +18,18 @@ export const REDACT_PATHS = [
   'token',
 ];
 
+/**
+ * The request a line is written for, at debug: lines of components that outlive a request (the
+ * upstream clients, the pool) carry its reqId too. Kept only with debug on, since an async
+ * context costs every request something.
+ */
+const debugRequest = new AsyncLocalStorage<string>();
+
+/** Runs `fn` as part of request `reqId`, for the lines written at debug. */
+export function inRequestLog<T>(log: Logger, reqId: string, fn: () => T): T {
+  return log.isLevelEnabled('debug') ? debugRequest.run(reqId, fn) : fn();
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {
@@ -24,6 +37,11 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       base: { service: 'causeway' },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // A logger that has the reqId bound already says it; a key twice would break strict JSON parsers.
+      mixin: (_merge, _level, logger) => {
+        const reqId = debugRequest.getStore();
+        return reqId === undefined || 'reqId' in logger.bindings() ? {} : { reqId };
+      },
     },
     destination,
   );

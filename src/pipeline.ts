@@ -53,12 +53,27 @@ export interface ModernDeps {
   cacheHint(method: string): CacheHint;
   /** Learns the upstream's tool / prompt / template names; records each answer once. */
   metrics: UpstreamMetrics;
-  /** The tasks extension over the upstream's own tasks. */
+  /** The tasks extension: the upstream's own tasks, and calls held as tasks. */
   tasks: TaskBridge;
+  /** upstream.taskTools: the tools Causeway runs as tasks itself. */
+  taskTools: readonly RegExp[];
 }
 
 /** What a request was answered with, for its metric: set by the stage that answered. */
 export type Answered = 'complete' | 'input_required' | 'task' | 'upstream_error';
+
+/** What the access log line of a request says beyond the front door's view; filled by the stages that know. */
+export interface AccessNotes {
+  upstream?: string;
+  /** The JSON-RPC error code the client got, if any. */
+  code?: number;
+  /** The pooled upstream session was opened for this request, or one already open was used. */
+  session?: 'opened' | 'reused';
+  resultType?: string;
+  /** A multi-round retry (it carried a requestState). */
+  retry?: boolean;
+  traceId?: string;
+}
 
 export interface ModernExchange {
   request: ModernRequest;
@@ -71,17 +86,21 @@ export interface ModernExchange {
   access?: Access;
   /** The request's server span, when tracing records it. */
   span?: Span;
+  /** Filled for the access log, when the front door keeps one. */
+  notes?: AccessNotes;
 }
 
 /** A modern request on a mount, as the front door hands it over. */
 export function serveModern(ex: ModernExchange, mount: Mount): Promise<void> {
   return inRequestSpan(ex.request, ex.headers, (span) => {
+    if (span && ex.notes) ex.notes.traceId = span.spanContext().traceId;
     const traced = span ? { ...ex, span } : ex;
     return mount.federation ? handleFederated(traced, mount.federation) : handleModern(traced, mount.upstream);
   });
 }
 
 export function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void> {
+  if (ex.notes) ex.notes.upstream = deps.upstreamName;
   return measured(ex, deps.metrics, () => answer(ex, deps));
 }
 
@@ -115,6 +134,7 @@ async function measured(ex: ModernExchange, metrics: UpstreamMetrics, answer: ()
     resultType = 'error';
     outcome = fail(ex, err);
   }
+  if (ex.notes) ex.notes.resultType = resultType;
   metrics.answered(ex.request.method, ex.request.name, resultType, outcome, (performance.now() - started) / 1000);
 }
 
@@ -127,7 +147,7 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
     sendJson(ex.res, 200, {
       jsonrpc: '2.0',
       id: request.id,
-      result: discoverResult(session.record.initializeResult, deps.cacheHint(request.method)),
+      result: discoverResult(session.record.initializeResult, deps.cacheHint(request.method), deps.taskTools.length > 0),
     });
     return 'complete';
   }
@@ -139,8 +159,15 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
   if (request.spec.task) return serveTask(ex, deps, principal);
   const stream = wantsStream(request) && acceptsStream(ex.headers) ? new SseStream(ex.res) : undefined;
   let outcome: Forwarded;
+  const since = Date.now();
   try {
-    outcome = await deps.pool.withSession(key, (session) => forward(ex, deps, session, stream, principal));
+    outcome = await deps.pool.withSession(key, (session) => {
+      if (ex.notes) {
+        ex.notes.session = session.record.createdAt >= since ? 'opened' : 'reused';
+        ex.notes.retry = request.params.requestState !== undefined;
+      }
+      return forward(ex, deps, session, stream, principal);
+    });
   } catch (err) {
     // The upstream wants the user's own token: a call asks the user to sign in, in a URL-mode round.
     if (!(request.spec.multiRound && err instanceof CausewayError && err.reason === 'upstream_authorization_required')) throw err;
@@ -152,6 +179,10 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
   if (outcome.result.kind === 'input') {
     replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: outcome.result.result }, stream);
     return 'input_required';
+  }
+  if (outcome.result.kind === 'task') {
+    replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: outcome.result.created }, stream);
+    return 'task';
   }
   const { response } = outcome.result;
   if (request.method === 'tools/call' && !outcome.asTask) await refuseRequiredTask(ex, deps, outcome.session, response);
@@ -184,7 +215,8 @@ async function serveTask(ex: ModernExchange, deps: ModernDeps, principal: string
 
 interface Forwarded {
   session: PooledSession;
-  result: RoundResult;
+  /** The round's outcome, or the CreateTaskResult of a call Causeway holds as a task. */
+  result: RoundResult | { kind: 'task'; created: JsonObject };
   /** The call was sent as a legacy task-augmented tools/call. */
   asTask: boolean;
 }
@@ -222,7 +254,13 @@ async function forward(
   let asTask = false;
   if (request.method === 'tools/call') {
     await checkToolHeaders(ex, deps, session);
-    ({ request, asTask } = await taskPlan(ex, deps, session, principal));
+    let runHere: boolean;
+    ({ request, asTask, runHere } = await taskPlan(ex, deps, session, principal));
+    if (runHere) {
+      const origin = { upstream: deps.upstreamName, key: session.key, principal, session };
+      const call = { params: request.params, headers: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)) };
+      return { session, result: { kind: 'task', created: await deps.tasks.runHere(origin, call, ex.log) }, asTask };
+    }
   }
   if (request.meta.logLevel !== undefined) await enableUpstreamLogging(deps, session, ex.log);
   const deliver = notificationSink(deps, stream);
@@ -302,22 +340,33 @@ async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: P
 }
 
 /**
- * Whether a tools/call runs as a task [SEP-2663]: the server decides, so a client's own `task`
- * param is dropped; a tool the upstream runs as a task (execution.taskSupport optional or
- * required) does, for a request that declared the extension. Only such a request needs the
- * tool's taskSupport, so only it may cost a tools/list (once per session).
+ * Whether a tools/call runs as a task [SEP-2663], for a request that declared the extension (the
+ * server decides, so a client's own `task` param is dropped): as the upstream's own task when it
+ * runs the tool as one (execution.taskSupport optional or required), else as a call Causeway
+ * holds when upstream.taskTools names the tool. Only a declaring request needs the tool's
+ * taskSupport, so only it may cost a tools/list (once per session).
  */
-async function taskPlan(ex: ModernExchange, deps: ModernDeps, session: PooledSession, principal: string): Promise<{ request: ModernRequest; asTask: boolean }> {
+async function taskPlan(
+  ex: ModernExchange,
+  deps: ModernDeps,
+  session: PooledSession,
+  principal: string,
+): Promise<{ request: ModernRequest; asTask: boolean; runHere: boolean }> {
   const { task: _clientTask, ...params } = ex.request.params;
   void _clientTask;
   const request = _clientTask === undefined ? ex.request : { ...ex.request, params };
-  if (!declaresTasks(request.meta.clientCapabilities) || !upstreamRunsTasks(session.record.initializeResult.capabilities)) return { request, asTask: false };
   const name = ex.request.name!;
-  if (session.facts.taskSupport(name) === undefined) await learnTools(ex, deps, session);
-  const support = session.facts.taskSupport(name);
-  if (support === undefined || support === 'forbidden') return { request, asTask: false };
+  if (!declaresTasks(request.meta.clientCapabilities)) return { request, asTask: false, runHere: false };
+  let asTask = false;
+  if (upstreamRunsTasks(session.record.initializeResult.capabilities)) {
+    if (session.facts.taskSupport(name) === undefined) await learnTools(ex, deps, session);
+    const support = session.facts.taskSupport(name);
+    asTask = support === 'optional' || support === 'required';
+  }
+  const runHere = !asTask && deps.taskTools.some((pattern) => pattern.test(name));
+  if (!asTask && !runHere) return { request, asTask, runHere };
   if (!deps.tasks.hasRoom(principal)) throw causewayError('overloaded', 'Too many tasks in flight');
-  return { request: { ...request, params: { ...params, task: { ttl: deps.tasks.ttlMs } } }, asTask: true };
+  return asTask ? { request: { ...request, params: { ...params, task: { ttl: deps.tasks.ttlMs } } }, asTask, runHere } : { request, asTask, runHere };
 }
 
 /**
@@ -358,6 +407,7 @@ function reply(
   if (isErrorResponse(upstream)) {
     const error = translateError(request.method, upstream.error, request.params);
     markFailed(ex.span, 'upstream_error', error.code);
+    if (ex.notes) ex.notes.code = error.code;
     status = statusForUpstreamError(error.code);
     body = { jsonrpc: '2.0', id: request.id, error: error as unknown as JsonObject };
   } else {
@@ -385,6 +435,7 @@ function fail(ex: ModernExchange, err: unknown): AnswerOutcome {
   }
   const e = toCausewayError(err);
   markFailed(ex.span, e.reason, e.code);
+  if (ex.notes) ex.notes.code = e.code;
   if (!(err instanceof CausewayError)) ex.log.error({ err }, 'request failed');
   else if (e.status >= 500) ex.log.warn({ reason: e.reason, err: e.cause }, 'request failed');
   if (ex.res.headersSent) {

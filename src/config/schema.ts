@@ -62,6 +62,7 @@ export interface Config {
     headers: Record<string, string>;
     credentials: Record<string, string>;
     forwardHeaders: string[];
+    taskTools: string[];
     protocolVersion: string;
     connectTimeoutMs: number;
     requestTimeoutMs: number;
@@ -106,6 +107,7 @@ export interface Config {
     ttlMs: number;
     maxFollowed: number;
     maxFollowedPerPrincipal: number;
+    heartbeatMs: number;
   };
   subscriptions: {
     maxListeners: number;
@@ -314,6 +316,12 @@ export const SETTINGS: readonly Setting[] = [
     doc: 'Client headers copied upstream on both paths: names, or prefixes ending in *. Credentials pass only when named exactly; hop-by-hop headers never.',
   },
   {
+    path: 'upstream.taskTools',
+    kind: 'list',
+    default: [],
+    doc: 'Tools (names, `*` any run of characters) Causeway itself runs as tasks for clients that declare the tasks extension, where the upstream does not run them as tasks: the call goes on in the background on one replica. See Tasks.',
+  },
+  {
     path: 'upstream.protocolVersion',
     kind: 'string',
     default: '2025-11-25',
@@ -436,6 +444,7 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'tasks.ttlMs', kind: 'number', default: 3_600_000, min: 1, doc: 'The life Causeway asks an upstream to give a task it runs for a client (tasks extension); tasks/get finds the task for at least that long.' },
   { path: 'tasks.maxFollowed', kind: 'number', default: 10_000, doc: 'Most tasks one replica follows on their upstream at once (503 for a new task beyond).' },
   { path: 'tasks.maxFollowedPerPrincipal', kind: 'number', default: 100, doc: 'Most tasks one replica follows at once per principal (503 beyond).' },
+  { path: 'tasks.heartbeatMs', kind: 'number', default: 5_000, min: 1, doc: 'How often the replica holding a call run as a task (upstream.taskTools) says it is alive; after four times this without a word the task has failed with it.' },
   { path: 'subscriptions.maxListeners', kind: 'number', default: 10_000, doc: 'Most subscriptions/listen streams open at once on one replica (503 beyond).' },
   { path: 'subscriptions.maxPerPrincipal', kind: 'number', default: 100, doc: 'Most listen streams open at once per principal on one replica (503 beyond).' },
   { path: 'subscriptions.keepAliveMs', kind: 'number', default: 15_000, doc: "Interval of the `:` keep-alive comments on listen streams, and on legacy clients' SSE streams of a stdio or HTTP+SSE upstream; 0 sends none." },

@@ -53,6 +53,7 @@ const UPSTREAM_KEYS = new Set([
   'urls',
   'headers',
   'forwardHeaders',
+  'taskTools',
   'protocolVersion',
   'connectTimeoutMs',
   'requestTimeoutMs',
@@ -162,6 +163,11 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
       problems.push(...forwardListProblems(`${where}.forwardHeaders`, forwardHeaders));
     } else problems.push(`${where}.forwardHeaders: expected a list of header names`);
   }
+  let taskTools = c.upstream.taskTools;
+  if (raw.taskTools !== undefined) {
+    if (Array.isArray(raw.taskTools) && raw.taskTools.every((v) => typeof v === 'string' && v !== '')) taskTools = raw.taskTools as string[];
+    else problems.push(`${where}.taskTools: expected a list of tool names`);
+  }
   let protocolVersion = c.upstream.protocolVersion;
   if (raw.protocolVersion !== undefined) {
     if (typeof raw.protocolVersion === 'string') protocolVersion = raw.protocolVersion;
@@ -190,6 +196,7 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
     headers,
     credentials,
     forwardHeaders,
+    taskTools,
     protocolVersion,
     connectTimeoutMs: num(`${where}.connectTimeoutMs`, raw.connectTimeoutMs, c.upstream.connectTimeoutMs, 0, problems),
     requestTimeoutMs: num(`${where}.requestTimeoutMs`, raw.requestTimeoutMs, c.upstream.requestTimeoutMs, 0, problems),

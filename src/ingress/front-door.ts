@@ -21,9 +21,9 @@ import {
 import { causewayError, toCausewayError, type CausewayError } from '../errors.js';
 import { WELL_KNOWN_PRM, type Access, type ResourceServer } from '../auth/index.js';
 import { isObject, type JsonObject, type RequestId } from '../jsonrpc.js';
-import { requestLogger, type Logger } from '../log.js';
+import { inRequestLog, requestLogger, type Logger } from '../log.js';
 import { legacyName, routingHeaders } from '../passthrough/index.js';
-import { serveModern } from '../pipeline.js';
+import { serveModern, type AccessNotes } from '../pipeline.js';
 import { principalHash, type Mount, type PrincipalPolicy } from '../routing/index.js';
 import type { JsonLimits } from './json-limits.js';
 import type { RateLimiter } from './rate-limit.js';
@@ -116,7 +116,7 @@ export function frontDoor(deps: FrontDoorDeps): IngressHandler {
     const reqId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : randomUUID();
     const log = requestLogger(deps.log, { reqId });
     res.setHeader('x-request-id', reqId);
-    handle(req, res, deps, log).catch((err: unknown) => {
+    inRequestLog(deps.log, reqId, () => handle(req, res, deps, log)).catch((err: unknown) => {
       log.error({ err }, 'unhandled error at the front door');
       sendCausewayError(res, toCausewayError(err), null);
     });
@@ -168,13 +168,25 @@ async function handle(req: IngressRequest, res: HttpResponse, deps: FrontDoorDep
   deps.inFlight.count++;
   const abort = new AbortController();
   const started = performance.now();
-  const tag: Tag = { era: 'rejected', method: 'none', revision: 'none' };
+  const tag: Tag = { era: 'rejected', method: 'none', revision: 'none', notes: {} };
   const onClose = () => {
     if (!res.writableFinished) abort.abort();
     const seconds = (performance.now() - started) / 1000;
     deps.observe({ ...tag, status: res.statusCode, seconds });
     if (deps.accessSample > 0 && (deps.accessSample >= 1 || Math.random() < deps.accessSample)) {
-      log.info({ era: tag.era, method: tag.method, name: tag.name?.slice(0, 256), status: res.statusCode, ms: Math.round(seconds * 1e4) / 10, finished: res.writableFinished }, 'request');
+      log.info(
+        {
+          era: tag.era,
+          method: tag.method,
+          name: tag.name?.slice(0, 256),
+          status: res.statusCode,
+          ms: Math.round(seconds * 1e4) / 10,
+          finished: res.writableFinished,
+          ...tag.notes,
+          ...(tag.notes.traceId === undefined ? traceIdOf(headers.traceparent) : {}),
+        },
+        'request',
+      );
     }
   };
   res.on('close', onClose);
@@ -208,8 +220,17 @@ function bodyPending(req: IngressRequest): boolean {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length.trim() !== '0');
 }
 
-/** `name`: the tool, prompt or resource a modern request names; for the access log only (not a metric label), cut to 256 characters there. */
-type Tag = Pick<RequestSample, 'era' | 'method' | 'revision'> & { name?: string };
+/**
+ * `name`: the tool, prompt or resource a modern request names; `notes`: what the later stages
+ * add. Both for the access log only (not metric labels); the name is cut to 256 characters there.
+ */
+type Tag = Pick<RequestSample, 'era' | 'method' | 'revision'> & { name?: string; notes: AccessNotes };
+
+/** The trace id of a W3C traceparent header, for the access log of a request no span recorded. */
+function traceIdOf(traceparent: string | undefined): { traceId?: string } {
+  const m = traceparent === undefined ? null : /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}/.exec(traceparent.trim());
+  return m ? { traceId: m[1] } : {};
+}
 
 /** Bounded: a known legacy method, 'notification', 'response' or 'other'. */
 function legacyMethodLabel(body: unknown): string {
@@ -365,6 +386,7 @@ async function dispatch(
     case 'reject': {
       const r = verdict.rejection;
       log.debug({ reason: r.reason }, 'request rejected');
+      tag.notes.code = causewayError(r.reason).code;
       return sendCausewayError(res, causewayError(r.reason, r.message, r.data), r.id);
     }
     case 'modern': {
@@ -381,7 +403,7 @@ async function dispatch(
       }
       const over = deps.rate && (await deps.rate.limiter.refuseMethod(principal!, verdict.request.method));
       if (over) return sendCausewayError(res, over, verdict.request.id);
-      return serveModern({ request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }), access }, mount);
+      return serveModern({ request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }), access, notes: tag.notes }, mount);
     }
   }
 }

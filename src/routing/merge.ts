@@ -148,7 +148,7 @@ export class Merger {
     });
     const merged: JsonObject = { capabilities, serverInfo: this.opts.serverInfo };
     if (instructions.length > 0) merged.instructions = instructions.join('\n\n');
-    sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: discoverResult(merged, this.cacheHint('server/discover')) });
+    sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: discoverResult(merged, this.cacheHint('server/discover'), this.opts.members.some((m) => m.deps.taskTools.length > 0)) });
     return 'complete';
   }
 

@@ -1,11 +1,15 @@
-// Tasks bridge [SEP-2663] over a legacy server's own 2025-11-25 tasks [L-TASKS]. A tools/call the
-// upstream answered with a legacy CreateTaskResult becomes a task of Causeway's: recorded in the
-// task store under an id of Causeway's, bound to the principal, so that any replica answers
-// tasks/get, tasks/update and tasks/cancel on the pooled upstream session the task lives on. The
-// replica that created the task follows it (legacy tasks/result, which carries the upstream's asks
-// and then the outcome) and records both; any replica answers an ask (tasks/update) by POSTing the
-// JSON-RPC response on that session, and any replica that finds the task over upstream, or waiting
-// on an ask nobody recorded, takes it up itself.
+// Tasks bridge [SEP-2663]. A task is recorded in the task store under an id of Causeway's, bound
+// to the principal, so that any replica answers tasks/get, tasks/update and tasks/cancel on the
+// pooled upstream session the task lives on. It is either
+// - the upstream's own 2025-11-25 task [L-TASKS]: a tools/call it answered with a legacy
+//   CreateTaskResult. The replica that created it follows it (legacy tasks/result, which carries
+//   the upstream's asks and then the outcome) and records both; any replica that finds it over
+//   upstream, or waiting on an ask nobody recorded, takes it up itself; or
+// - a call Causeway holds itself (upstream.taskTools): the replica that took it keeps the legacy
+//   tools/call open in the background, records its asks and its answer, and beats a heartbeat into
+//   the record; a task whose heartbeat stopped failed with its replica.
+// Either way any replica answers an ask (tasks/update) by sending the JSON-RPC response on the
+// task's session, under the upstream's id of the ask.
 
 import { randomUUID } from 'node:crypto';
 import {
@@ -21,12 +25,21 @@ import {
   type TaskStatus,
   type TaskTimes,
 } from '../dialect/index.js';
-import { causewayError, type CausewayError } from '../errors.js';
-import { isErrorResponse, isObject, type JsonObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.js';
+import { causewayError, toCausewayError, type CausewayError } from '../errors.js';
+import {
+  isErrorResponse,
+  isObject,
+  type JsonObject,
+  type JsonRpcErrorObject,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+  type RequestId,
+} from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { ASK_METHODS, toAsk, validAnswer } from '../mrtr/index.js';
 import { sessionRef, type PooledSession, type SessionKey, type SessionPool } from '../pool/index.js';
-import { CallDetached, refuseAsk, tracedRequest, type IdMinter, type SessionRef, type UpstreamSessionClient } from '../upstream/index.js';
+import { CallDetached, refuseAsk, relayCall, tracedRequest, type IdMinter, type SessionRef, type UpstreamSessionClient } from '../upstream/index.js';
 import type { TaskStore } from './store.js';
 
 export interface TaskBridgeOptions {
@@ -35,6 +48,8 @@ export interface TaskBridgeOptions {
   /** Most tasks this replica follows at once, in all and per principal. */
   maxFollowed: number;
   maxFollowedPerPrincipal: number;
+  /** How often the holder of a call run as a task says it is alive; silent four times as long, it is gone. */
+  heartbeatMs: number;
 }
 
 export interface TaskBridgeDeps {
@@ -76,11 +91,22 @@ interface TaskRecord {
   upstream: string;
   key: SessionKey;
   principal: string;
-  upstreamTaskId: string;
+  /** The upstream's own task; absent for a call Causeway holds itself. */
+  upstreamTaskId?: string;
   createdAt: string;
   times: TaskTimes;
   outcome?: Outcome;
   asks: Map<string, PendingAsk>;
+  /** A held call: its upstream JSON-RPC id (to cancel it from any replica), the holder's heartbeat, the last change. */
+  call?: RequestId;
+  aliveUntil?: number;
+  updatedAt?: string;
+}
+
+/** The legacy tools/call Causeway holds as a task. */
+export interface HeldCall {
+  params: JsonObject;
+  headers: Record<string, string>;
 }
 
 /** What the upstream's tasks/get says, or that it no longer knows the task. */
@@ -93,8 +119,8 @@ const TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
 
 export class TaskBridge {
-  /** Tasks this replica follows on their upstream's tasks/result stream, by task id. */
-  private readonly followed = new Map<string, { principal: string; stop: AbortController }>();
+  /** Tasks this replica follows (upstream tasks) or holds (calls), by task id. */
+  private readonly followed = new Map<string, { principal: string; stop: AbortController; held: boolean }>();
 
   constructor(
     private readonly deps: TaskBridgeDeps,
@@ -146,6 +172,26 @@ export class TaskBridge {
     };
   }
 
+  /**
+   * A tools/call Causeway runs as a task itself: recorded, then sent upstream and held here in the
+   * background for up to the task's ttl; its CreateTaskResult at once.
+   */
+  async runHere(origin: TaskOrigin, call: HeldCall, log: Logger): Promise<JsonObject> {
+    const now = new Date().toISOString();
+    const record: TaskRecord = {
+      id: randomUUID(),
+      upstream: origin.upstream,
+      key: origin.key,
+      principal: origin.principal,
+      createdAt: now,
+      times: { ttlMs: this.opts.ttlMs },
+      asks: new Map(),
+    };
+    await this.deps.store.createTask(record.id, { ...toFields(record), b: String(Date.now() + 4 * this.opts.heartbeatMs) }, this.opts.ttlMs + RECORD_MARGIN_MS);
+    this.hold(record, sessionRef(origin.session), call, log);
+    return { resultType: 'task', ...envelope(record, { status: 'working', lastUpdatedAt: now }) };
+  }
+
   /** The upstream a task of `principal` lives on, for a federated mount's routing. */
   async upstreamOf(principal: string, taskId: string): Promise<string | undefined> {
     return (await this.read(principal, taskId))?.upstream;
@@ -155,6 +201,7 @@ export class TaskBridge {
   async get(upstream: string, principal: string, taskId: string): Promise<JsonObject> {
     const task = await this.load(upstream, principal, taskId);
     if (task.outcome) return detailed(task, task.outcome);
+    if (task.upstreamTaskId === undefined) return detailed(task, await this.heldNow(task));
     const view = await this.deps.pool.withSession(task.key, (s) => this.upstreamView(task, sessionRef(s)));
     if (view === 'lost' || isTerminal(view.status)) return detailed(task, await this.conclude(task, view));
     if (task.asks.size > 0) {
@@ -165,6 +212,18 @@ export class TaskBridge {
     // Waiting on an ask nobody recorded: whoever followed the task is gone, so follow it here.
     if (view.status === 'input_required' && !this.followed.has(task.id)) this.follow(task);
     return detailed(task, { status: 'working', statusMessage: view.statusMessage, lastUpdatedAt: view.lastUpdatedAt });
+  }
+
+  /** Where a held call stands: its asks, else working; failed once its holder stopped beating. */
+  private async heldNow(task: TaskRecord): Promise<TaskNow> {
+    if ((task.aliveUntil ?? 0) < Date.now()) {
+      return this.conclude(task, 'lost', undefined, 'The replica running this task is gone; the call was cut off with it');
+    }
+    const lastUpdatedAt = task.updatedAt ?? task.createdAt;
+    if (task.asks.size === 0) return { status: 'working', lastUpdatedAt };
+    const inputRequests: JsonObject = {};
+    for (const [key, ask] of task.asks) inputRequests[key] = ask.input;
+    return { status: 'input_required', lastUpdatedAt, inputRequests };
   }
 
   /**
@@ -187,6 +246,7 @@ export class TaskBridge {
         await client.respond(ref, { jsonrpc: '2.0', id: ask.id, result: answer });
       }
     });
+    await this.deps.store.setTaskFields(task.id, { m: new Date().toISOString() });
     await this.announceAsks(task.id, principal);
   }
 
@@ -194,28 +254,85 @@ export class TaskBridge {
   async cancel(upstream: string, principal: string, taskId: string): Promise<void> {
     const task = await this.load(upstream, principal, taskId);
     if (task.outcome) return;
+    if (task.upstreamTaskId === undefined) return this.cancelHeld(task);
     const request: JsonRpcRequest = { jsonrpc: '2.0', id: this.deps.ids.requestId(), method: 'tasks/cancel', params: { taskId: task.upstreamTaskId } };
     const r = await this.deps.pool.withSession(task.key, (s) => tracedRequest(this.deps.clientOf(task.upstream), sessionRef(s), request, {}));
     // -32602: over already, or unknown upstream; the next tasks/get says which.
     if (isErrorResponse(r) && r.error.code !== -32602) this.deps.log.debug({ code: r.error.code }, 'upstream refused tasks/cancel');
   }
 
-  /** Drain: stops following without cancelling anything upstream; another replica takes the tasks up. */
+  /**
+   * A held call is cancelled here, whichever replica holds it: the task ends cancelled, and the
+   * upstream is told to stop the call (notifications/cancelled under its id); the holder sees
+   * the end at its next heartbeat and lets go.
+   */
+  private async cancelHeld(task: TaskRecord): Promise<void> {
+    const outcome: Outcome = { status: 'cancelled', statusMessage: 'Cancelled by the client', lastUpdatedAt: new Date().toISOString() };
+    if (!(await this.deps.store.setTaskFieldOnce(task.id, 'f', JSON.stringify(outcome)))) return;
+    this.announce(task, outcome);
+    this.followed.get(task.id)?.stop.abort(new CallDetached());
+    if (task.call === undefined) return;
+    const cancel: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: task.call, reason: 'task cancelled' } };
+    await this.deps.pool.withSession(task.key, (s) => this.deps.clientOf(task.upstream).notify(sessionRef(s), cancel));
+  }
+
+  /**
+   * Drain: upstream tasks are let go without cancelling anything (another replica takes them up);
+   * a held call cannot be taken up elsewhere, so it is cancelled upstream and its task fails.
+   */
   detachAll(): void {
-    for (const f of this.followed.values()) f.stop.abort(new CallDetached());
+    for (const f of this.followed.values()) f.stop.abort(f.held ? new HolderDraining() : new CallDetached());
     this.followed.clear();
+  }
+
+  /** Sends the call and holds it: asks recorded, the answer kept as the outcome, a heartbeat meanwhile. */
+  private hold(task: TaskRecord, ref: SessionRef, call: HeldCall, log: Logger): void {
+    const stop = new AbortController();
+    this.followed.set(task.id, { principal: task.principal, stop, held: true });
+    const taken = new Set<string>();
+    const beat = setInterval(() => void this.beat(task.id, stop), this.opts.heartbeatMs);
+    beat.unref();
+    const observer = {
+      onIds: (id: RequestId) => void this.deps.store.setTaskFields(task.id, { q: JSON.stringify(id) }).catch(() => undefined),
+      onServerRequest: (r: JsonRpcRequest) => void this.recordAsk(task, ref, r, taken),
+    };
+    const client = this.deps.clientOf(task.upstream);
+    void relayCall(client, ref, this.deps.ids, { method: 'tools/call', params: call.params, progressToken: undefined, headers: call.headers, timeoutMs: task.times.ttlMs ?? this.opts.ttlMs }, observer, log, stop.signal)
+      .then(async (response) => this.conclude(task, { status: 'completed', lastUpdatedAt: new Date().toISOString() }, response))
+      .catch(async (err: unknown) => {
+        if (stop.signal.reason instanceof CallDetached) return;
+        if (stop.signal.reason instanceof HolderDraining) return void (await this.conclude(task, 'lost', undefined, stop.signal.reason.message));
+        const e = toCausewayError(err);
+        await this.conclude(task, 'lost', undefined, e.message, e.code);
+      })
+      .catch((err: unknown) => log.warn({ err }, 'the outcome of a held task could not be recorded'))
+      .finally(() => {
+        clearInterval(beat);
+        if (this.followed.get(task.id)?.stop === stop) this.followed.delete(task.id);
+      });
+  }
+
+  /** The holder is alive; a task that ended meanwhile (cancelled, expired) is let go. */
+  private async beat(taskId: string, stop: AbortController): Promise<void> {
+    try {
+      const fields = await this.deps.store.readTask(taskId);
+      if (!fields || fields.f !== undefined) stop.abort(new CallDetached());
+      else await this.deps.store.setTaskFields(taskId, { b: String(Date.now() + 4 * this.opts.heartbeatMs) });
+    } catch (err) {
+      this.deps.log.debug({ err }, 'a held task could not beat its heartbeat');
+    }
   }
 
   /** Follows the task on its upstream's tasks/result stream: records each ask, then the outcome. */
   private follow(task: TaskRecord): void {
     const stop = new AbortController();
-    this.followed.set(task.id, { principal: task.principal, stop });
+    this.followed.set(task.id, { principal: task.principal, stop, held: false });
     const log = this.deps.log;
     void this.deps.pool
       .withSession(task.key, async (s) => {
         const ref = sessionRef(s);
         const taken = new Set(task.asks.keys());
-        const request: JsonRpcRequest = { jsonrpc: '2.0', id: this.deps.ids.requestId(), method: 'tasks/result', params: { taskId: task.upstreamTaskId } };
+        const request: JsonRpcRequest = { jsonrpc: '2.0', id: this.deps.ids.requestId(), method: 'tasks/result', params: { taskId: task.upstreamTaskId! } };
         const handlers = { onServerRequest: (r: JsonRpcRequest) => void this.recordAsk(task, ref, r, taken) };
         const response = await tracedRequest(this.deps.clientOf(task.upstream), ref, request, handlers, stop.signal, undefined, task.times.ttlMs ?? this.opts.ttlMs);
         await this.conclude(task, await this.upstreamView(task, ref), response);
@@ -245,25 +362,28 @@ export class TaskBridge {
       const ask = toAsk(r, taken);
       taken.add(ask.key);
       const pending: PendingAsk = { id: r.id, input: ask.input };
-      await this.deps.store.setTaskFields(task.id, { [ASK_PREFIX + ask.key]: JSON.stringify(pending) });
+      await this.deps.store.setTaskFields(task.id, { [ASK_PREFIX + ask.key]: JSON.stringify(pending), m: new Date().toISOString() });
       await this.announceAsks(task.id, task.principal);
     } catch (err) {
       this.deps.log.warn({ err }, 'an upstream task asked the client and the ask could not be recorded');
     }
   }
 
-  /** The task is over (or lost) upstream: its outcome, kept in the store. */
-  private async conclude(task: TaskRecord, view: UpstreamView, response?: JsonRpcResponse): Promise<Outcome> {
+  /** The task is over (or lost): its outcome, kept in the store by whoever knows it first. */
+  private async conclude(task: TaskRecord, view: UpstreamView, response?: JsonRpcResponse, lostWhy = 'The upstream no longer knows this task (its session ended)', code = -32603): Promise<Outcome> {
     let outcome: Outcome;
     if (view === 'lost') {
-      outcome = { status: 'failed', lastUpdatedAt: new Date().toISOString(), error: { code: -32603, message: 'The upstream no longer knows this task (its session ended)' } };
+      outcome = { status: 'failed', lastUpdatedAt: new Date().toISOString(), error: { code, message: lostWhy } };
     } else if (view.status === 'cancelled') {
       outcome = { status: 'cancelled', statusMessage: view.statusMessage, lastUpdatedAt: view.lastUpdatedAt };
     } else {
       const r = response ?? (await this.deps.pool.withSession(task.key, (s) => this.upstreamResult(task, sessionRef(s))));
       outcome = outcomeOf(view, r, await this.serverInfo(task));
     }
-    await this.deps.store.setTaskFields(task.id, { f: JSON.stringify(outcome) });
+    if (!(await this.deps.store.setTaskFieldOnce(task.id, 'f', JSON.stringify(outcome)))) {
+      const first = await this.deps.store.readTask(task.id);
+      return first?.f === undefined ? outcome : (JSON.parse(first.f) as Outcome);
+    }
     this.announce(task, outcome);
     return outcome;
   }
@@ -285,12 +405,12 @@ export class TaskBridge {
   }
 
   private upstreamResult(task: TaskRecord, ref: SessionRef): Promise<JsonRpcResponse> {
-    const request: JsonRpcRequest = { jsonrpc: '2.0', id: this.deps.ids.requestId(), method: 'tasks/result', params: { taskId: task.upstreamTaskId } };
+    const request: JsonRpcRequest = { jsonrpc: '2.0', id: this.deps.ids.requestId(), method: 'tasks/result', params: { taskId: task.upstreamTaskId! } };
     return tracedRequest(this.deps.clientOf(task.upstream), ref, request, {});
   }
 
   private async upstreamView(task: TaskRecord, ref: SessionRef): Promise<UpstreamView> {
-    const request: JsonRpcRequest = { jsonrpc: '2.0', id: this.deps.ids.requestId(), method: 'tasks/get', params: { taskId: task.upstreamTaskId } };
+    const request: JsonRpcRequest = { jsonrpc: '2.0', id: this.deps.ids.requestId(), method: 'tasks/get', params: { taskId: task.upstreamTaskId! } };
     const r = await tracedRequest(this.deps.clientOf(task.upstream), ref, request, {});
     if (isErrorResponse(r)) {
       if (r.error.code === -32602) return 'lost';
@@ -321,6 +441,14 @@ export class TaskBridge {
     const task = await this.read(principal, taskId);
     if (!task || task.upstream !== upstream) throw unknownTask(taskId);
     return task;
+  }
+}
+
+/** Why a held call is aborted on drain: unlike CallDetached, the upstream is told to stop it. */
+class HolderDraining extends Error {
+  constructor() {
+    super('The replica running this task shut down; the call was cancelled');
+    this.name = 'HolderDraining';
   }
 }
 
@@ -383,14 +511,14 @@ function toFields(task: TaskRecord): Record<string, string> {
     u: task.upstream,
     k: JSON.stringify(task.key),
     p: task.principal,
-    t: task.upstreamTaskId,
+    ...(task.upstreamTaskId === undefined ? {} : { t: task.upstreamTaskId }),
     c: task.createdAt,
     l: JSON.stringify(task.times),
   };
 }
 
 function fromFields(id: string, f: Record<string, string>): TaskRecord | undefined {
-  if (f.u === undefined || f.k === undefined || f.p === undefined || f.t === undefined || f.c === undefined || f.l === undefined) return undefined;
+  if (f.u === undefined || f.k === undefined || f.p === undefined || f.c === undefined || f.l === undefined) return undefined;
   const asks = new Map<string, PendingAsk>();
   for (const [name, value] of Object.entries(f)) {
     if (name.startsWith(ASK_PREFIX)) asks.set(name.slice(ASK_PREFIX.length), JSON.parse(value) as PendingAsk);
@@ -400,10 +528,13 @@ function fromFields(id: string, f: Record<string, string>): TaskRecord | undefin
     upstream: f.u,
     key: JSON.parse(f.k) as SessionKey,
     principal: f.p,
-    upstreamTaskId: f.t,
+    ...(f.t === undefined ? {} : { upstreamTaskId: f.t }),
     createdAt: f.c,
     times: JSON.parse(f.l) as TaskTimes,
     ...(f.f === undefined ? {} : { outcome: JSON.parse(f.f) as Outcome }),
     asks,
+    ...(f.q === undefined ? {} : { call: JSON.parse(f.q) as RequestId }),
+    ...(f.b === undefined ? {} : { aliveUntil: Number(f.b) }),
+    ...(f.m === undefined ? {} : { updatedAt: f.m }),
   };
 }

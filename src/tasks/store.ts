@@ -15,6 +15,8 @@ export interface TaskStore {
   setTaskFields(id: string, fields: Readonly<Record<string, string>>): Promise<boolean>;
   /** Removes fields; how many this call removed (an ask is answered by the one call that removed it). */
   dropTaskFields(id: string, names: readonly string[]): Promise<number>;
+  /** Sets `name` of a task that still exists and has none yet; true when this call set it (how a task ends once). */
+  setTaskFieldOnce(id: string, name: string, value: string): Promise<boolean>;
 }
 
 /** Most tasks one replica keeps in memory; the oldest goes first. */
@@ -47,6 +49,13 @@ export class MemoryTaskStore implements TaskStore {
     return names.filter((n) => t.delete(n)).length;
   }
 
+  async setTaskFieldOnce(id: string, name: string, value: string): Promise<boolean> {
+    const t = this.live(id);
+    if (!t || t.has(name)) return false;
+    t.set(name, value);
+    return true;
+  }
+
   private live(id: string): Map<string, string> | undefined {
     const t = this.tasks.get(id);
     if (t === undefined) return undefined;
@@ -58,6 +67,7 @@ export class MemoryTaskStore implements TaskStore {
 
 interface TaskScripts {
   cwTaskSet(key: string, ...fields: string[]): Promise<number>;
+  cwTaskSetOnce(key: string, name: string, value: string): Promise<number>;
 }
 
 // HSET only while the hash exists: a plain HSET on an expired task would bring it back without a TTL.
@@ -65,6 +75,9 @@ const TASK_SET = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1`;
+const TASK_SET_ONCE = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+return redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])`;
 
 export class RedisTaskStore implements TaskStore {
   private readonly scripts: TaskScripts;
@@ -74,6 +87,7 @@ export class RedisTaskStore implements TaskStore {
     private readonly keyPrefix: string,
   ) {
     client.defineCommand('cwTaskSet', { numberOfKeys: 1, lua: TASK_SET });
+    client.defineCommand('cwTaskSetOnce', { numberOfKeys: 1, lua: TASK_SET_ONCE });
     this.scripts = client as unknown as TaskScripts;
   }
 
@@ -93,6 +107,10 @@ export class RedisTaskStore implements TaskStore {
 
   async dropTaskFields(id: string, names: readonly string[]): Promise<number> {
     return names.length === 0 ? 0 : this.client.hdel(this.key(id), ...names);
+  }
+
+  async setTaskFieldOnce(id: string, name: string, value: string): Promise<boolean> {
+    return (await this.scripts.cwTaskSetOnce(this.key(id), name, value)) === 1;
   }
 
   /** Task ids are Causeway's own UUIDs: nothing to escape in the Cluster hash tag. */
