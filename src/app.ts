@@ -45,6 +45,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const metrics = createMetrics({
     pendingCalls: () => held.size,
     listenStreams: () => subscriptions.size,
+    tasksFollowed: () => tasks.followedCount,
     federationConflicts: () => federations.map((f) => [f.path, f.conflictCount]),
     openConnections: () => ingress.openConnections,
     inFlight: () => inFlight.count,

@@ -5,7 +5,7 @@ import { createApp } from './app.js';
 import { ConfigError, helpText, loadConfig } from './config/index.js';
 import { createLogger } from './log.js';
 import { createStore, storeReady } from './pool/index.js';
-import { startTracing, type Tracing } from './tracing/index.js';
+import { startTelemetry, type Telemetry } from './tracing/index.js';
 import { VERSION } from './version.js';
 
 async function main(): Promise<void> {
@@ -29,11 +29,11 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.log.level);
-  let tracing: Tracing | undefined;
+  let telemetry: Telemetry | undefined;
   try {
-    tracing = await startTracing(process.env, log);
+    telemetry = await startTelemetry(process.env, log);
   } catch (err) {
-    log.warn({ err }, 'tracing could not start; serving without it');
+    log.warn({ err }, 'OpenTelemetry could not start; serving without it');
   }
   let store;
   try {
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
     // Spans of the requests the drain waited for are exported before the exit.
     app
       .drain()
-      .then(() => tracing?.shutdown())
+      .then(() => telemetry?.shutdown())
       .then(
         () => process.exit(0),
         (err: unknown) => {

@@ -153,7 +153,7 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
   }
   if (request.method === 'subscriptions/listen') {
     // Counted when the stream ends, however it ends (drain, client gone, upstream lost).
-    await deps.subscriptions.listen({ request, parts: [{ key }], principal, res: ex.res, signal: ex.signal, log: ex.log });
+    await deps.subscriptions.listen({ request, parts: [{ key }], principal, res: ex.res, signal: ex.signal, log: ex.log, span: ex.span });
     return 'complete';
   }
   if (request.spec.task) return serveTask(ex, deps, principal);

@@ -9,6 +9,7 @@ import type { AuthFailure } from '../auth/index.js';
 import type { ErrorReason } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { RetryVia } from '../mrtr/index.js';
+import { operationDone } from '../tracing/index.js';
 import { Children } from './children.js';
 import { KnownNames } from './names.js';
 import type { Metrics } from './registry.js';
@@ -61,7 +62,10 @@ export class UpstreamMetrics {
   private readonly drops: CounterChild;
   private readonly notificationDrops: Children<CounterChild>;
 
-  constructor(m: Metrics, upstream: string) {
+  constructor(
+    m: Metrics,
+    private readonly upstream: string,
+  ) {
     this.answers = new Children((v) => m.modernRequests.labels(upstream, ...v));
     this.answerDurations = new Children((v) => m.modernDuration.labels(upstream, ...v));
     this.calls = new Children((v) => m.upstreamDuration.labels(upstream, ...v));
@@ -88,6 +92,7 @@ export class UpstreamMetrics {
     const label = this.names.label(method, name);
     this.answers.get(method, label, resultType, outcome).inc();
     this.answerDurations.get(method, label, resultType).observe(seconds);
+    operationDone(this.upstream, method, label, outcome, seconds);
     if (resultType === 'input_required') this.rounds.get(method).inc();
   }
 

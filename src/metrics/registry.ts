@@ -10,6 +10,8 @@ export interface Probes {
   pendingCalls(): number;
   /** subscriptions/listen streams open. */
   listenStreams(): number;
+  /** Tasks followed on their upstream or held as calls (TaskBridge.followedCount). */
+  tasksFollowed(): number;
   /** Distinct name conflicts found so far, per federated mount path. */
   federationConflicts(): Array<[string, number]>;
   /** Client connections open on the data port. */
@@ -123,6 +125,14 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
       registers: [registry],
       collect() {
         this.set(probes.pendingCalls());
+      },
+    }),
+    tasksFollowed: new Gauge({
+      name: 'causeway_tasks_followed',
+      help: 'Tasks this replica follows on their upstream (tasks/result open) or holds as calls (upstream.taskTools).',
+      registers: [registry],
+      collect() {
+        this.set(probes.tasksFollowed());
       },
     }),
     listenStreams: new Gauge({

@@ -103,7 +103,7 @@ export class Federation {
       if (owner) owned[this.opts.members.indexOf(owner)]!.push(uris[i]!);
     });
     const parts = this.opts.members.map((m, i) => ({ key: sessionKey(m.name, principal, caps), uris: owned[i]! }));
-    await this.opts.subscriptions.listen({ request: ex.request, parts, principal, res: ex.res, signal: ex.signal, log: ex.log });
+    await this.opts.subscriptions.listen({ request: ex.request, parts, principal, res: ex.res, signal: ex.signal, log: ex.log, span: ex.span });
     return 'complete';
   }
 }

@@ -12,6 +12,7 @@ import { isObject, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { PooledSession, SessionKey } from '../pool/index.js';
 import type { UpstreamSessionClient } from '../upstream/index.js';
+import type { Span } from '../tracing/index.js';
 import { SessionChannel, type ChannelDeps, type ChannelMember } from './channel.js';
 import { listenTickMs } from './coordination.js';
 import { declaresTasks, TASKS_REQUIRED } from '../dialect/index.js';
@@ -57,6 +58,8 @@ export interface ListenExchange {
   /** Aborted when the client goes away. */
   signal: AbortSignal;
   log: Logger;
+  /** The listen request's server span, when tracing records it: one event per notification sent, and how the stream ended. */
+  span?: Span;
 }
 
 type Ending = 'drain' | 'client' | 'lost';
@@ -152,6 +155,7 @@ export class Subscriptions {
     let finish!: (why: Ending) => void;
     const ended = new Promise<Ending>((resolve) => (finish = resolve));
     const deliver = (n: JsonRpcNotification) => {
+      ex.span?.addEvent(n.method);
       if (acknowledged) stream.send(forStream(n, id));
       else early.push(n);
     };
@@ -208,6 +212,7 @@ export class Subscriptions {
         this.open.delete(entry);
         ex.signal.removeEventListener('abort', onAbort);
       }
+      ex.span?.setAttribute('causeway.listen.ended_by', why);
       if (why === 'drain') stream.end(closingResult(id));
       // A lost upstream ends the stream without the result: the client treats it as a drop and re-listens.
       else if (why === 'lost') stream.end();

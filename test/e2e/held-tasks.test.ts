@@ -43,6 +43,12 @@ async function created(r: RunningCauseway, tool: string, args: JsonObject): Prom
   return res.json.result.taskId as string;
 }
 
+async function followed(r: RunningCauseway): Promise<number> {
+  const text = await (await fetch(`${r.adminUrl}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('causeway_tasks_followed '));
+  return Number(line?.split(' ')[1]);
+}
+
 async function until(r: RunningCauseway, taskId: string, done: (task: any) => boolean): Promise<any> {
   let last: any;
   await waitFor('the task', async () => done((last = (await rpc(r, 'tasks/get', { taskId }, taskId)).json?.result)), PATIENCE_MS);
@@ -80,10 +86,13 @@ t.test('tasks/cancel on another replica stops the call upstream', async (t) => {
   const before = upstream.stats().cancelled;
   const taskId = await created(a, 'slow', { ms: 600_000 });
   await waitFor('the call upstream', () => (upstream.stats().toolCalls['slow'] ?? 0) > 0, PATIENCE_MS);
+  t.equal(await followed(a), 1, 'the holder shows the task in causeway_tasks_followed');
   t.same((await rpc(b, 'tasks/cancel', { taskId }, taskId)).json?.result, { resultType: 'complete' });
   t.equal((await rpc(b, 'tasks/get', { taskId }, taskId)).json?.result?.status, 'cancelled');
   await waitFor('the upstream to hear the cancel', () => upstream.stats().cancelled > before, PATIENCE_MS);
   t.pass('the upstream call was cancelled');
+  await waitFor('the holder to let go', async () => (await followed(a)) === 0, PATIENCE_MS);
+  t.pass('and the holder let go of it at its next beat');
 });
 
 t.test('a task whose holder is killed fails instead of hanging', async (t) => {

@@ -2,7 +2,8 @@
 // process of the built bin exporting over OTLP/HTTP to a receiver of the test's own, and the
 // legacy fixture recording the trace context each request reached it with. One trace id from the
 // client's span through Causeway's server and client spans to the upstream. With tracing off the
-// receiver hears nothing and the client's own context still reaches the upstream.
+// receiver hears nothing and the client's own context still reaches the upstream. With
+// OpenTelemetry metrics asked for, mcp.server.operation.duration reaches the receiver too.
 
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
@@ -229,4 +230,33 @@ t.test('tracing off: nothing reaches the receiver, and the client context still 
   const got = upstream.stats().traceparents.find((s) => s.method === 'tools/call' && s.meta === client);
   t.equal(got?.header, client, "the client's traceparent header is forwarded as it was");
   t.equal(got?.meta, client, "and its _meta.traceparent too");
+});
+
+t.test('OpenTelemetry metrics asked for: mcp.server.operation.duration after the MCP conventions', async (t) => {
+  const receiver = await startOtlpReceiver();
+  t.teardown(() => receiver.close());
+  const c = await spawnCauseway(
+    { 'upstream.url': upstream.url, 'upstream.name': 'metered' },
+    { t, env: { OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_EXPORTER: 'none', OTEL_METRIC_EXPORT_INTERVAL: '600000' } },
+  );
+  await post(c.url, modernBody('tools/list', {}), modernHeaders('tools/list'));
+  for (let i = 0; i < 2; i++) {
+    const call = toolCall('echo', { text: 'metered' }, 10 + i);
+    t.equal((await post(c.url, call.body, call.headers)).status, 200);
+  }
+  const unknown = toolCall('no_such_tool', {}, 20);
+  await post(c.url, unknown.body, unknown.headers);
+  await c.close();
+  t.ok(receiver.requests.every((r) => r.path === '/v1/metrics'), 'metrics only: traces were turned off');
+  const points = receiver.histograms.filter((p) => p.metric === 'mcp.server.operation.duration');
+  t.ok(points.length > 0, 'the drain exported the histogram');
+  t.ok(points.every((p) => p.unit === 's' && p.service === 'causeway'), 'in seconds, from causeway');
+  const echo = points.find((p) => p.attributes['gen_ai.tool.name'] === 'echo');
+  t.match(echo?.attributes, { 'mcp.method.name': 'tools/call', 'mcp.protocol.version': '2026-07-28', 'causeway.upstream': 'metered' });
+  t.equal(echo?.count, 2, 'both echo calls');
+  t.notOk(echo && 'error.type' in echo.attributes, 'no error on a success');
+  t.ok(
+    points.some((p) => p.attributes['mcp.method.name'] === 'tools/call' && p.attributes['error.type'] === 'upstream_error'),
+    "the upstream's error is the error.type",
+  );
 });

@@ -1,6 +1,6 @@
 // A stand-in OpenTelemetry collector for tests: a node:http server on 127.0.0.1 that takes OTLP/HTTP
-// JSON trace exports (POST /v1/traces), answers 200 as a collector does, and keeps every span it
-// decoded with its resource's service.name.
+// JSON trace and metric exports (POST /v1/traces, /v1/metrics), answers 200 as a collector does,
+// and keeps every span and histogram data point it decoded with its resource's service.name.
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,10 +19,20 @@ export interface ReceivedSpan {
   links: Array<{ traceId: string; spanId: string; attributes: Record<string, string | number | boolean> }>;
 }
 
+export interface ReceivedHistogramPoint {
+  service: string | undefined;
+  metric: string;
+  unit: string | undefined;
+  count: number;
+  sum: number | undefined;
+  attributes: Record<string, string | number | boolean>;
+}
+
 export interface OtlpReceiver {
   /** Base URL, as OTEL_EXPORTER_OTLP_ENDPOINT takes it. */
   url: string;
   spans: ReceivedSpan[];
+  histograms: ReceivedHistogramPoint[];
   /** Every request that reached the receiver, whatever its path or body. */
   requests: Array<{ method: string; path: string; contentType: string | undefined }>;
   close(): Promise<void>;
@@ -38,6 +48,19 @@ interface OtlpAttribute {
   key: string;
   value: OtlpValue;
 }
+interface OtlpMetricsExport {
+  resourceMetrics?: Array<{
+    resource?: { attributes?: OtlpAttribute[] };
+    scopeMetrics?: Array<{
+      metrics?: Array<{
+        name: string;
+        unit?: string;
+        histogram?: { dataPoints?: Array<{ count: string | number; sum?: number; attributes?: OtlpAttribute[] }> };
+      }>;
+    }>;
+  }>;
+}
+
 interface OtlpExport {
   resourceSpans?: Array<{
     resource?: { attributes?: OtlpAttribute[] };
@@ -67,14 +90,30 @@ function attributes(list: OtlpAttribute[] | undefined): Record<string, string | 
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
+  const histograms: ReceivedHistogramPoint[] = [];
   const requests: OtlpReceiver['requests'] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       requests.push({ method: req.method ?? '', path: req.url ?? '', contentType: req.headers['content-type'] });
-      if (req.method !== 'POST' || req.url !== '/v1/traces' || !/json/.test(req.headers['content-type'] ?? '')) {
+      if (req.method !== 'POST' || (req.url !== '/v1/traces' && req.url !== '/v1/metrics') || !/json/.test(req.headers['content-type'] ?? '')) {
         res.writeHead(415).end();
+        return;
+      }
+      if (req.url === '/v1/metrics') {
+        const metricsBody = JSON.parse(Buffer.concat(chunks).toString('utf8')) as OtlpMetricsExport;
+        for (const rm of metricsBody.resourceMetrics ?? []) {
+          const service = attributes(rm.resource?.attributes)['service.name'];
+          for (const sm of rm.scopeMetrics ?? []) {
+            for (const m of sm.metrics ?? []) {
+              for (const p of m.histogram?.dataPoints ?? []) {
+                histograms.push({ service: typeof service === 'string' ? service : undefined, metric: m.name, unit: m.unit, count: Number(p.count), sum: p.sum, attributes: attributes(p.attributes) });
+              }
+            }
+          }
+        }
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
         return;
       }
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as OtlpExport;
@@ -104,6 +143,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   return {
     url: `http://127.0.0.1:${port}`,
     spans,
+    histograms,
     requests,
     close: () =>
       new Promise((resolve) => {

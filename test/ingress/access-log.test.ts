@@ -1,5 +1,8 @@
 // log.accessSample: with 1, every MCP request ends in one info line (era, method, name, status,
-// duration, request id), whatever its outcome; with 0 (the default) none does; tokens never appear.
+// duration, request id, and what the stages learned: upstream, JSON-RPC error code, session
+// opened or reused, result type, multi-round retry, trace id), whatever its outcome; with 0 (the
+// default) none does; tokens never appear. With debug on, the upstream client's lines written
+// during a request carry its request id.
 
 import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
@@ -23,18 +26,35 @@ t.test('with log.accessSample 1: one line per request, success and failure alike
   const cw = await startCauseway({ 'upstream.url': upstream.url, 'log.accessSample': 1, 'principal.mode': 'bearer', 'principal.hashSecret': 'access-log-test-secret-0123456789' });
   t.teardown(() => cw.close());
   const call = modernBody('tools/call', { name: 'echo', arguments: { text: 'hi' } });
-  t.equal(await post(cw.url, JSON.stringify(call), modernHeaders('tools/call', 'echo'), 'req-ok'), 200);
+  const traced = { ...modernHeaders('tools/call', 'echo'), traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+  t.equal(await post(cw.url, JSON.stringify(call), traced, 'req-ok'), 200);
   t.equal(await post(cw.url, '{not json', modernHeaders('tools/call', 'echo'), 'req-bad'), 400);
   const unknown = modernBody('tools/call', { name: 'no_such_tool', arguments: {} });
   t.equal(await post(cw.url, JSON.stringify(unknown), modernHeaders('tools/call', 'no_such_tool'), 'req-unknown'), 200);
+  t.equal(await post(cw.url, JSON.stringify(call), modernHeaders('tools/call', 'echo'), 'req-again'), 200);
   // The line is written when the response closes, just after the client has read it.
-  for (let i = 0; i < 100 && accessLines(cw.logs).length < 3; i++) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 100 && accessLines(cw.logs).length < 4; i++) await new Promise((r) => setTimeout(r, 20));
   const lines = accessLines(cw.logs);
   t.match(lines, [
-    { level: 30, reqId: 'req-ok', era: 'modern', method: 'tools/call', name: 'echo', status: 200, finished: true },
-    { level: 30, reqId: 'req-bad', era: 'rejected', status: 400 },
-    { level: 30, reqId: 'req-unknown', era: 'modern', method: 'tools/call', name: 'no_such_tool', status: 200 },
+    {
+      level: 30,
+      reqId: 'req-ok',
+      era: 'modern',
+      method: 'tools/call',
+      name: 'echo',
+      status: 200,
+      finished: true,
+      upstream: 'default',
+      session: 'opened',
+      resultType: 'complete',
+      retry: false,
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+    },
+    { level: 30, reqId: 'req-bad', era: 'rejected', status: 400, code: -32700 },
+    { level: 30, reqId: 'req-unknown', era: 'modern', method: 'tools/call', name: 'no_such_tool', status: 200, upstream: 'default', resultType: 'error', code: -32602 },
+    { level: 30, reqId: 'req-again', session: 'reused', resultType: 'complete' },
   ]);
+  t.notOk('code' in lines[0]!, 'no error code on a success');
   t.ok(lines.every((l) => typeof l.ms === 'number' && (l.ms as number) >= 0), 'each line has its duration');
   t.notOk(cw.logs.some((l) => l.includes(TOKEN)), 'the bearer token is in no log line');
 });
@@ -46,4 +66,14 @@ t.test('by default (log.accessSample 0) no access line is written', async (t) =>
   t.equal(await post(cw.url, JSON.stringify(call), modernHeaders('tools/call', 'echo'), 'req-quiet'), 200);
   await cw.close();
   t.same(accessLines(cw.logs), []);
+});
+
+t.test('with debug on, the upstream client writes its lines with the request id', async (t) => {
+  const cw = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'debug' });
+  t.teardown(() => cw.close());
+  const call = modernBody('tools/call', { name: 'echo', arguments: { text: 'hi' } });
+  t.equal(await post(cw.url, JSON.stringify(call), modernHeaders('tools/call', 'echo'), 'req-debug'), 200);
+  const upstreamLines = cw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.stage === 'upstream' && l.msg === 'upstream request');
+  t.ok(upstreamLines.length > 0, 'the upstream client logged the request');
+  t.ok(upstreamLines.every((l) => l.reqId === 'req-debug'), 'each with the request id');
 });

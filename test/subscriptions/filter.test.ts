@@ -31,7 +31,9 @@ t.test('readFilter: notifications object required, fields typed, URIs folded and
     { ok: true, filter: { toolsListChanged: true, resourceSubscriptions: ['a', 'b'] }, taskIds: false },
     'false is the same as absent; duplicates folded; unknown fields ignored',
   );
-  t.same(readFilter({ notifications: { taskIds: ['t1'] } }, 10), { ok: true, filter: {}, taskIds: true });
+  t.same(readFilter({ notifications: { taskIds: ['t1', 't1'] } }, 10), { ok: true, filter: { taskIds: ['t1'] }, taskIds: true }, 'task ids kept, folded');
+  t.match(readFilter({ notifications: { taskIds: ['t1', 7] } }, 10), { ok: false, message: /taskIds/ }, 'a task id is a string');
+  t.match(readFilter({ notifications: { taskIds: ['a', 'b', 'c'] } }, 2), { ok: false, message: /more than 2/ }, 'bounded like the URIs');
 });
 
 t.test('honour: only what the upstream declared', async (t) => {
