@@ -49,7 +49,10 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     federationConflicts: () => federations.map((f) => [f.path, f.conflictCount]),
     openConnections: () => ingress.openConnections,
     inFlight: () => inFlight.count,
-    pooledSessions: () => pool.size,
+    pooledSessions: () => {
+      const counts = pool.sizeByUpstream();
+      return topology.upstreams.map((u): [string, number] => [u.name, counts.get(u.name) ?? 0]);
+    },
     storeUp: () => pool.storeUp,
   }, { version: VERSION });
   const requestMetrics = new RequestMetrics(metrics);

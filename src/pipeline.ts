@@ -70,8 +70,8 @@ export interface AccessNotes {
   /** The pooled upstream session was opened for this request, or one already open was used. */
   session?: 'opened' | 'reused';
   resultType?: string;
-  /** A multi-round retry (it carried a requestState). */
-  retry?: boolean;
+  /** The round a multi-round retry answers (1 for the retry after the first input_required); absent otherwise. */
+  round?: number;
   traceId?: string;
 }
 
@@ -162,10 +162,7 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
   const since = Date.now();
   try {
     outcome = await deps.pool.withSession(key, (session) => {
-      if (ex.notes) {
-        ex.notes.session = session.record.createdAt >= since ? 'opened' : 'reused';
-        ex.notes.retry = request.params.requestState !== undefined;
-      }
+      if (ex.notes) ex.notes.session = session.record.createdAt >= since ? 'opened' : 'reused';
       return forward(ex, deps, session, stream, principal);
     });
   } catch (err) {
@@ -273,6 +270,9 @@ async function forward(
         log: ex.log,
         send: deliver,
         onChange: (n) => deps.subscriptions.publishChange(session, n),
+        onRetry: (round) => {
+          if (ex.notes) ex.notes.round = round;
+        },
         upstreamHeaders: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)),
       },
       ref,

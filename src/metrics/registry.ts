@@ -19,7 +19,7 @@ export interface Probes {
   /** Requests this replica is serving, its own and those handed to it. */
   inFlight(): number;
   /** Upstream sessions in this replica's pool. */
-  pooledSessions(): number;
+  pooledSessions(): Array<[string, number]>;
   /** Whether the session store answers (the memory store always does). */
   storeUp(): boolean;
 }
@@ -54,10 +54,11 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
     }),
     pooledSessions: new Gauge({
       name: 'causeway_pooled_sessions',
-      help: 'Upstream sessions in this replica\'s pool.',
+      help: 'Upstream sessions in this replica\'s pool, by upstream.',
+      labelNames: ['upstream'] as const,
       registers: [registry],
       collect() {
-        this.set(probes.pooledSessions());
+        for (const [upstream, n] of probes.pooledSessions()) this.labels(upstream).set(n);
       },
     }),
     storeUp: new Gauge({

@@ -73,6 +73,8 @@ export interface RoundExchange {
   send(n: JsonRpcNotification): void;
   /** Any other notification on the call's stream (list_changed, resources/updated), for the session's listeners. */
   onChange?(n: JsonRpcNotification): void;
+  /** The request is a retry answering round `round` (its requestState opened and is this request's). */
+  onRetry?(round: number): void;
   upstreamHeaders: Record<string, string>;
 }
 
@@ -109,6 +111,7 @@ export async function runRound(ex: RoundExchange, session: SessionRef, deps: Bri
       throw invalid('requestState does not belong to this request');
     }
     if (claims.e <= Date.now()) throw invalid('requestState has expired');
+    ex.onRetry?.(claims.r);
     if (claims.x !== undefined) linkTo(claims.x, 'previous_round');
     if (claims.c !== '') {
       if (deps.held.wasFinished(claims.c)) throw invalid('requestState was already used');

@@ -125,6 +125,13 @@ export class SessionPool {
     return this.local.size;
   }
 
+  /** Sessions in this replica's pool per upstream (read at scrape time). */
+  sizeByUpstream(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const s of this.local.values()) counts.set(s.key.upstream, (counts.get(s.key.upstream) ?? 0) + 1);
+    return counts;
+  }
+
   /** The session this replica holds for a key id, if any: no store call, no use recorded. */
   peek(keyId: string): PooledSession | undefined {
     return this.local.get(keyId);

@@ -53,13 +53,15 @@ async function passesEveryScenario(t: Test, url: string): Promise<void> {
   }
 }
 
-t.test('one replica, memory store', async (t) => {
+/** One Causeway, memory store. */
+async function oneReplica(t: Test): Promise<string> {
   const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn' });
   t.teardown(() => causeway.close());
-  await passesEveryScenario(t, causeway.url);
-});
+  return causeway.url;
+}
 
-t.test('two replicas sharing Redis, requests dealt round-robin', async (t) => {
+/** Two Causeways sharing Redis behind a round-robin nginx; checks after the run that both answered tasks/get. */
+async function twoReplicas(t: Test): Promise<{ url: string; bothAnswered(): Promise<boolean> }> {
   const redis = await startRedis(t);
   const settings = { 'upstream.url': upstream.url, 'log.level': 'warn', 'store.kind': 'redis', 'store.redisUrl': redis.url, 'mrtr.stateKeys': STATE_KEY };
   const a = await startCauseway(settings);
@@ -73,7 +75,6 @@ server {
   location / { proxy_pass http://causeways; proxy_http_version 1.1; proxy_set_header Host $http_host; proxy_set_header Connection ""; proxy_buffering off; }
 }
 `);
-  await passesEveryScenario(t, `http://127.0.0.1:${nginx.port}/mcp`);
   const answered = async (replica: typeof a) => {
     const text = await (await fetch(`${replica.adminUrl}/metrics`)).text();
     return text
@@ -81,5 +82,13 @@ server {
       .filter((l) => l.startsWith('causeway_modern_requests_total{') && l.includes('method="tasks/get"'))
       .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
   };
-  t.ok((await answered(a)) > 0 && (await answered(b)) > 0, 'both replicas answered tasks/get');
+  return { url: `http://127.0.0.1:${nginx.port}/mcp`, bothAnswered: async () => (await answered(a)) > 0 && (await answered(b)) > 0 };
+}
+
+t.test('one replica, memory store', async (t) => passesEveryScenario(t, await oneReplica(t)));
+
+t.test('two replicas sharing Redis, requests dealt round-robin', async (t) => {
+  const pair = await twoReplicas(t);
+  await passesEveryScenario(t, pair.url);
+  t.ok(await pair.bothAnswered(), 'both replicas answered tasks/get');
 });

@@ -1,6 +1,6 @@
 // log.accessSample: with 1, every MCP request ends in one info line (era, method, name, status,
 // duration, request id, and what the stages learned: upstream, JSON-RPC error code, session
-// opened or reused, result type, multi-round retry, trace id), whatever its outcome; with 0 (the
+// opened or reused, result type, multi-round round, trace id), whatever its outcome; with 0 (the
 // default) none does; tokens never appear. With debug on, the upstream client's lines written
 // during a request carry its request id.
 
@@ -47,7 +47,6 @@ t.test('with log.accessSample 1: one line per request, success and failure alike
       upstream: 'default',
       session: 'opened',
       resultType: 'complete',
-      retry: false,
       traceId: '0af7651916cd43dd8448eb211c80319c',
     },
     { level: 30, reqId: 'req-bad', era: 'rejected', status: 400, code: -32700 },
@@ -55,6 +54,27 @@ t.test('with log.accessSample 1: one line per request, success and failure alike
     { level: 30, reqId: 'req-again', session: 'reused', resultType: 'complete' },
   ]);
   t.notOk('code' in lines[0]!, 'no error code on a success');
+  t.notOk('round' in lines[0]!, 'no round on a first call');
+
+  const caps = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+  const ask = modernBody('tools/call', { name: 'test_input_required_result_elicitation', arguments: {} }, 'r1', caps);
+  const headers = modernHeaders('tools/call', 'test_input_required_result_elicitation');
+  const first = await fetch(cw.url, { method: 'POST', headers: { ...headers, 'x-request-id': 'req-round-1', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(ask) });
+  const round = (await first.json()) as { result: { requestState: string } };
+  const retry = modernBody(
+    'tools/call',
+    { name: 'test_input_required_result_elicitation', arguments: {}, requestState: round.result.requestState, inputResponses: { user_name: { action: 'accept', content: { name: 'Ada' } } } },
+    'r2',
+    caps,
+  );
+  t.equal(await post(cw.url, JSON.stringify(retry), headers, 'req-round-2'), 200);
+  for (let i = 0; i < 100 && accessLines(cw.logs).length < 6; i++) await new Promise((r) => setTimeout(r, 20));
+  const rounds = accessLines(cw.logs).slice(4);
+  t.match(rounds, [
+    { reqId: 'req-round-1', resultType: 'input_required' },
+    { reqId: 'req-round-2', resultType: 'complete', round: 1 },
+  ]);
+  t.notOk('round' in rounds[0]!, 'the first call answers no round');
   t.ok(lines.every((l) => typeof l.ms === 'number' && (l.ms as number) >= 0), 'each line has its duration');
   t.notOk(cw.logs.some((l) => l.includes(TOKEN)), 'the bearer token is in no log line');
 });

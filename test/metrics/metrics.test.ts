@@ -61,7 +61,7 @@ t.test('a scripted run gives exact counts', async (t) => {
   t.equal(first.body.result?.resultType, 'input_required');
   const held = await scrape();
   t.equal(value(held, 'causeway_mrtr_pending_calls'), 1, 'the call is held between rounds');
-  t.equal(value(held, 'causeway_pooled_sessions'), 2, 'two capability sets, two pooled sessions');
+  t.equal(value(held, 'causeway_pooled_sessions{upstream="default"}'), 2, 'two capability sets, two pooled sessions');
   t.match(held, /^causeway_requests_in_flight 0$/m, 'nothing in flight between rounds (the scrape is no MCP request)');
   t.equal(value(held, 'causeway_session_store_up'), 1, 'the memory store always answers');
   t.equal(value(held, `causeway_build_info{version="${VERSION}",node="${process.version}"}`), 1, 'build info names the running version');
