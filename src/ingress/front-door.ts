@@ -18,7 +18,7 @@ import {
   type HeaderBag,
   type OriginPolicy,
 } from '../envelope/index.js';
-import { causewayError, toCausewayError, type CausewayError } from '../errors.js';
+import { causewayError, toCausewayError, ERROR_TABLE, type CausewayError } from '../errors.js';
 import { WELL_KNOWN_PRM, type Access, type ResourceServer } from '../auth/index.js';
 import { isObject, type JsonObject, type RequestId } from '../jsonrpc.js';
 import { inRequestLog, requestLogger, type Logger } from '../log.js';
@@ -386,7 +386,7 @@ async function dispatch(
     case 'reject': {
       const r = verdict.rejection;
       log.debug({ reason: r.reason }, 'request rejected');
-      tag.notes.code = causewayError(r.reason).code;
+      tag.notes.code = ERROR_TABLE[r.reason].code;
       return sendCausewayError(res, causewayError(r.reason, r.message, r.data), r.id);
     }
     case 'modern': {

@@ -103,15 +103,15 @@ export class Subscriptions {
     return run;
   }
 
-  /**
-   * A notification that arrived on a call's stream of `session` (tools/call, lists, ...): what is
-   * known of the session goes stale (SessionFacts), and the key's listeners, wherever they are, hear of it.
-   */
   /** A task of `principal` changed: notifications/tasks for the listen streams that named it, on every replica. */
   publishTask(principal: string, n: JsonRpcNotification): void {
     this.deps.bus.publish(taskEventsKey(principal), n).catch((err: unknown) => this.deps.log.warn({ err }, 'publishing a task event failed'));
   }
 
+  /**
+   * A notification that arrived on a call's stream of `session` (tools/call, lists, ...): what is
+   * known of the session goes stale (SessionFacts), and the key's listeners, wherever they are, hear of it.
+   */
   publishChange(session: PooledSession, n: JsonRpcNotification): void {
     if (!isChange(n.method)) return;
     session.facts.invalidate(n.method);

@@ -243,7 +243,13 @@ export class TaskBridge {
       const client = this.deps.clientOf(task.upstream);
       for (const { key, ask, answer } of answers) {
         if ((await this.deps.store.dropTaskFields(task.id, [ASK_PREFIX + key])) !== 1) continue;
-        await client.respond(ref, { jsonrpc: '2.0', id: ask.id, result: answer });
+        try {
+          await client.respond(ref, { jsonrpc: '2.0', id: ask.id, result: answer });
+        } catch (err) {
+          // Not delivered: the question is pending again, for this client's next try.
+          await this.deps.store.setTaskFields(task.id, { [ASK_PREFIX + key]: JSON.stringify(ask) });
+          throw err;
+        }
       }
     });
     await this.deps.store.setTaskFields(task.id, { m: new Date().toISOString() });
