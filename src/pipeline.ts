@@ -352,10 +352,13 @@ async function taskPlan(
   session: PooledSession,
   principal: string,
 ): Promise<{ request: ModernRequest; asTask: boolean; runHere: boolean }> {
-  const { task: _clientTask, ...params } = ex.request.params;
-  void _clientTask;
-  const request = _clientTask === undefined ? ex.request : { ...ex.request, params };
-  const name = ex.request.name!;
+  let request = ex.request;
+  if (request.params.task !== undefined) {
+    const { task: _clientTask, ...params } = request.params;
+    void _clientTask;
+    request = { ...request, params };
+  }
+  const name = request.name!;
   if (!declaresTasks(request.meta.clientCapabilities)) return { request, asTask: false, runHere: false };
   let asTask = false;
   if (upstreamRunsTasks(session.record.initializeResult.capabilities)) {
@@ -366,7 +369,7 @@ async function taskPlan(
   const runHere = !asTask && deps.taskTools.some((pattern) => pattern.test(name));
   if (!asTask && !runHere) return { request, asTask, runHere };
   if (!deps.tasks.hasRoom(principal)) throw causewayError('overloaded', 'Too many tasks in flight');
-  return asTask ? { request: { ...request, params: { ...params, task: { ttl: deps.tasks.ttlMs } } }, asTask, runHere } : { request, asTask, runHere };
+  return asTask ? { request: { ...request, params: { ...request.params, task: { ttl: deps.tasks.ttlMs } } }, asTask, runHere } : { request, asTask, runHere };
 }
 
 /**
