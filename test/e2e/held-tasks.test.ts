@@ -23,7 +23,8 @@ const settings = {
   'store.kind': 'redis',
   'store.redisUrl': redis.url,
   'mrtr.stateKeys': Buffer.alloc(32, 5).toString('base64'),
-  'tasks.heartbeatMs': 250,
+  // Four silent beats fail a task: long enough that a busy machine's event-loop stalls never do.
+  'tasks.heartbeatMs': 1_000,
 };
 const [a, b] = await Promise.all([spawnCauseway(settings), spawnCauseway(settings)]);
 t.teardown(async () => {
