@@ -11,6 +11,7 @@ export {
   taskSupportOf,
   timesOf,
   upstreamRunsTasks,
+  RELATED_TASK_META,
   TASKS_EXTENSION,
   TASKS_REQUIRED,
   type TaskStatus,

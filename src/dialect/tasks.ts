@@ -5,6 +5,9 @@ import { isObject, type JsonObject, type JsonValue } from '../jsonrpc.js';
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
+/** The 2025-11-25 `_meta` key naming the task a message belongs to [L-TASKS]; 2026 carries none. */
+export const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
+
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 
 const STATUSES: ReadonlySet<string> = new Set(['working', 'input_required', 'completed', 'failed', 'cancelled']);

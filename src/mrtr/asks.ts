@@ -2,7 +2,7 @@
 // check that a client's answer has the shape its ask needs before it goes upstream.
 
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../dialect/index.js';
+import { canonicalJson, RELATED_TASK_META } from '../dialect/index.js';
 import { isObject, type JsonObject, type JsonRpcRequest, type JsonValue } from '../jsonrpc.js';
 
 /** The documented convention by which a legacy server names the key of its ask. */
@@ -18,9 +18,6 @@ export interface Ask {
   /** The id of the stream event before this ask's own: resuming after it replays the ask. */
   before?: string;
 }
-
-/** The 2025-11-25 tag naming the task an ask belongs to; a 2026 task's inputRequests need none. */
-const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
 
 /** 2026 shape: the key hint, the related-task tag and url-mode elicitationId removed [CHG minor 11][SEP-2663]. */
 function modernParams(method: string, params: JsonObject | undefined): JsonObject {

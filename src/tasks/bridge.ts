@@ -20,17 +20,12 @@ import {
   serverInfoOf,
   taskStatusOf,
   timesOf,
-  translateError,
-  translateResult,
-  type TaskStatus,
-  type TaskTimes,
 } from '../dialect/index.js';
 import { causewayError, toCausewayError, type CausewayError } from '../errors.js';
 import {
   isErrorResponse,
   isObject,
   type JsonObject,
-  type JsonRpcErrorObject,
   type JsonRpcNotification,
   type JsonRpcRequest,
   type JsonRpcResponse,
@@ -41,6 +36,19 @@ import { ASK_METHODS, toAsk, validAnswer } from '../mrtr/index.js';
 import { sessionRef, type PooledSession, type SessionKey, type SessionPool } from '../pool/index.js';
 import { CallDetached, refuseAsk, relayCall, tracedRequest, type IdMinter, type SessionRef, type UpstreamSessionClient } from '../upstream/index.js';
 import type { TaskStore } from './store.js';
+import {
+  ASK_PREFIX,
+  detailed,
+  envelope,
+  fromFields,
+  outcomeOf,
+  toFields,
+  type Outcome,
+  type PendingAsk,
+  type TaskNow,
+  type TaskRecord,
+  type UpstreamView,
+} from './record.js';
 
 export interface TaskBridgeOptions {
   /** The life Causeway asks the upstream to give a task, and keeps one whose upstream set none. */
@@ -70,53 +78,15 @@ export interface TaskOrigin {
   session: PooledSession;
 }
 
-/** How a task ended: kept once known, so tasks/get stops asking the upstream. */
-interface Outcome {
-  status: Extract<TaskStatus, 'completed' | 'failed' | 'cancelled'>;
-  statusMessage?: string;
-  lastUpdatedAt: string;
-  result?: JsonObject;
-  error?: JsonRpcErrorObject;
-}
-
-interface PendingAsk {
-  /** The upstream's JSON-RPC id of the ask: the answer is POSTed under it. */
-  id: string | number;
-  input: JsonObject;
-}
-
-/** A task as the store holds it; field names in the store are in `toFields`. */
-interface TaskRecord {
-  id: string;
-  upstream: string;
-  key: SessionKey;
-  principal: string;
-  /** The upstream's own task; absent for a call Causeway holds itself. */
-  upstreamTaskId?: string;
-  createdAt: string;
-  times: TaskTimes;
-  outcome?: Outcome;
-  asks: Map<string, PendingAsk>;
-  /** A held call: its upstream JSON-RPC id (to cancel it from any replica), the holder's heartbeat, the last change. */
-  call?: RequestId;
-  aliveUntil?: number;
-  updatedAt?: string;
-}
-
 /** The legacy tools/call Causeway holds as a task. */
 export interface HeldCall {
   params: JsonObject;
   headers: Record<string, string>;
 }
 
-/** What the upstream's tasks/get says, or that it no longer knows the task. */
-type UpstreamView = { status: TaskStatus; statusMessage?: string; lastUpdatedAt: string } | 'lost';
-
-const ASK_PREFIX = 'a:';
 /** How long a record outlives its task's ttl, so a task is never forgotten before its ttlMs. */
 const RECORD_MARGIN_MS = 60_000;
 const TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
 
 export class TaskBridge {
   /** Tasks this replica follows (upstream tasks) or holds (calls), by task id. */
@@ -458,89 +428,6 @@ class HolderDraining extends Error {
   }
 }
 
-export function unknownTask(taskId: string): CausewayError {
+function unknownTask(taskId: string): CausewayError {
   return causewayError('invalid_params', `Unknown or expired task: ${taskId}`);
-}
-
-function outcomeOf(view: Exclude<UpstreamView, 'lost'>, r: JsonRpcResponse, serverInfo: JsonObject | undefined): Outcome {
-  const at = { statusMessage: view.statusMessage, lastUpdatedAt: view.lastUpdatedAt };
-  if (isErrorResponse(r)) return { status: 'failed', ...at, error: translateError('tools/call', r.error, {}) };
-  if (view.status === 'failed') return { status: 'failed', ...at, error: { code: -32603, message: view.statusMessage ?? 'The task failed' } };
-  return { status: 'completed', ...at, result: translateResult('tools/call', withoutRelatedTask(r.result), { serverInfo, cache: undefined }) };
-}
-
-/** The 2025-11-25 related-task key is not carried on an inlined result [XT-SPEC]. */
-function withoutRelatedTask(result: JsonObject): JsonObject {
-  if (!isObject(result._meta) || !(RELATED_TASK_META in result._meta)) return result;
-  const { [RELATED_TASK_META]: _related, ...meta } = result._meta;
-  void _related;
-  const { _meta: _old, ...rest } = result;
-  void _old;
-  return Object.keys(meta).length > 0 ? { ...rest, _meta: meta } : rest;
-}
-
-/** The Task fields every answer about a task carries. */
-function envelope(task: TaskRecord, now: TaskNow): JsonObject {
-  return {
-    taskId: task.id,
-    status: now.status,
-    ...(now.statusMessage === undefined ? {} : { statusMessage: now.statusMessage }),
-    createdAt: task.createdAt,
-    lastUpdatedAt: now.lastUpdatedAt,
-    ttlMs: task.times.ttlMs,
-    ...(task.times.pollIntervalMs === undefined ? {} : { pollIntervalMs: task.times.pollIntervalMs }),
-  };
-}
-
-/** Where a task stands now, as a DetailedTask tells it. */
-interface TaskNow {
-  status: TaskStatus;
-  statusMessage?: string;
-  lastUpdatedAt: string;
-  result?: JsonObject;
-  error?: JsonRpcErrorObject;
-  inputRequests?: JsonObject;
-}
-
-function detailed(task: TaskRecord, now: TaskNow): JsonObject {
-  return {
-    resultType: 'complete',
-    ...envelope(task, now),
-    ...(now.inputRequests ? { inputRequests: now.inputRequests } : {}),
-    ...(now.result ? { result: now.result } : {}),
-    ...(now.error ? { error: now.error as unknown as JsonObject } : {}),
-  };
-}
-
-function toFields(task: TaskRecord): Record<string, string> {
-  return {
-    u: task.upstream,
-    k: JSON.stringify(task.key),
-    p: task.principal,
-    ...(task.upstreamTaskId === undefined ? {} : { t: task.upstreamTaskId }),
-    c: task.createdAt,
-    l: JSON.stringify(task.times),
-  };
-}
-
-function fromFields(id: string, f: Record<string, string>): TaskRecord | undefined {
-  if (f.u === undefined || f.k === undefined || f.p === undefined || f.c === undefined || f.l === undefined) return undefined;
-  const asks = new Map<string, PendingAsk>();
-  for (const [name, value] of Object.entries(f)) {
-    if (name.startsWith(ASK_PREFIX)) asks.set(name.slice(ASK_PREFIX.length), JSON.parse(value) as PendingAsk);
-  }
-  return {
-    id,
-    upstream: f.u,
-    key: JSON.parse(f.k) as SessionKey,
-    principal: f.p,
-    ...(f.t === undefined ? {} : { upstreamTaskId: f.t }),
-    createdAt: f.c,
-    times: JSON.parse(f.l) as TaskTimes,
-    ...(f.f === undefined ? {} : { outcome: JSON.parse(f.f) as Outcome }),
-    asks,
-    ...(f.q === undefined ? {} : { call: JSON.parse(f.q) as RequestId }),
-    ...(f.b === undefined ? {} : { aliveUntil: Number(f.b) }),
-    ...(f.m === undefined ? {} : { updatedAt: f.m }),
-  };
 }

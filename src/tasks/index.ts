@@ -1,2 +1,2 @@
-export { TaskBridge, unknownTask, type TaskBridgeOptions, type TaskOrigin } from './bridge.js';
+export { TaskBridge, type TaskBridgeOptions, type TaskOrigin } from './bridge.js';
 export { MemoryTaskStore, RedisTaskStore, type TaskStore } from './store.js';

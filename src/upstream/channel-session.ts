@@ -18,6 +18,7 @@ import { refusal, type StreamHandlers } from './inbound.js';
 import type { MessageChannel } from './message-channel.js';
 import { classify } from './messages.js';
 import { ASKING_METHODS } from './outside-asks.js';
+import { RELATED_TASK_META } from '../dialect/index.js';
 
 export interface Pending {
   method: string;
@@ -147,6 +148,6 @@ export const idKey = (id: RequestId): string => `${typeof id}:${String(id)}`;
 /** The task a 2025-11-25 server says its request belongs to [L-TASKS related-task]. */
 function relatedTaskOf(r: JsonRpcRequest): string | undefined {
   const meta = isObject(r.params) && isObject(r.params._meta) ? r.params._meta : undefined;
-  const related = meta?.['io.modelcontextprotocol/related-task'];
+  const related = meta?.[RELATED_TASK_META];
   return isObject(related) && typeof related.taskId === 'string' ? related.taskId : undefined;
 }

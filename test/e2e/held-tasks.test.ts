@@ -1,8 +1,8 @@
 // Calls Causeway runs as tasks itself (upstream.taskTools), for tools the upstream does not run as
 // tasks: replicas sharing Redis in front of the legacy fixture. The task outlives the upstream's
 // request timeout, its questions become inputRequests answered from another replica, tasks/cancel
-// on another replica stops the call upstream, and a task whose holder is killed fails instead of
-// hanging. A client that does not declare the extension gets the plain call, as before.
+// on another replica stops the call upstream, a drained holder cancels its call and fails the task
+// with why, and a task whose holder is killed fails instead of hanging. A client that does not declare the extension gets the plain call, as before.
 
 import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
@@ -94,6 +94,19 @@ t.test('tasks/cancel on another replica stops the call upstream', async (t) => {
   t.pass('the upstream call was cancelled');
   await waitFor('the holder to let go', async () => (await followed(a)) === 0, PATIENCE_MS);
   t.pass('and the holder let go of it at its next beat');
+});
+
+t.test('a drained holder cancels its call upstream and the task fails with why', async (t) => {
+  const holder = await spawnCauseway(settings, { t });
+  const before = upstream.stats().cancelled;
+  const taskId = await created(holder, 'slow', { ms: 600_000 });
+  await holder.close();
+  t.equal(holder.child.exitCode, 0, 'the drain ended cleanly');
+  const failed = await until(b, taskId, (x) => x?.status !== 'working');
+  t.equal(failed.status, 'failed');
+  t.match(failed.error.message, /shut down/, 'the task says its replica shut down');
+  await waitFor('the upstream to hear the cancel', () => upstream.stats().cancelled > before, PATIENCE_MS);
+  t.pass('the call was cancelled upstream, not left running');
 });
 
 t.test('a task whose holder is killed fails instead of hanging', async (t) => {
