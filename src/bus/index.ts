@@ -1,1 +1,1 @@
-export { RedisBus, type MessageBus } from './message-bus.js';
+export { readMessage, RedisBus, type MessageBus } from './message-bus.js';

@@ -5,17 +5,29 @@
 import { Cluster, type Redis } from 'ioredis';
 
 export interface MessageBus {
-  publish(channel: string, message: string): Promise<void>;
+  /** Resolves with how many subscribers heard it, when the bus can tell (a Redis Cluster cannot: another node's are not counted). */
+  publish(channel: string, message: string): Promise<number | undefined>;
   /** Resolves once subscribed; the returned function unsubscribes. */
   subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
+/** A message between replicas, read as the sender's shape (both sides are Causeway); undefined when it is not JSON. */
+export function readMessage<T>(text: string): T | undefined {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return undefined;
+  }
+}
+
 export class LocalBus implements MessageBus {
   private readonly handlers = new Map<string, Set<(m: string) => void>>();
 
-  async publish(channel: string, message: string): Promise<void> {
-    for (const h of this.handlers.get(channel) ?? []) queueMicrotask(() => h(message));
+  async publish(channel: string, message: string): Promise<number> {
+    const handlers = this.handlers.get(channel) ?? new Set();
+    for (const h of handlers) queueMicrotask(() => h(message));
+    return handlers.size;
   }
 
   async subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>> {
@@ -53,8 +65,9 @@ export class RedisBus implements MessageBus {
     });
   }
 
-  async publish(channel: string, message: string): Promise<void> {
-    await this.pub.publish(channel, message);
+  async publish(channel: string, message: string): Promise<number | undefined> {
+    const heard = await this.pub.publish(channel, message);
+    return this.pub instanceof Cluster ? undefined : heard;
   }
 
   async subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>> {

@@ -4,7 +4,7 @@
 // and the caller falls back to replaying the call.
 
 import { randomUUID } from 'node:crypto';
-import type { MessageBus } from '../bus/index.js';
+import { readMessage, type MessageBus } from '../bus/index.js';
 import { CausewayError, causewayError, type ErrorReason } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
@@ -64,12 +64,8 @@ export class Handoff {
   }
 
   private async onMessage(text: string, server: RoundServer): Promise<void> {
-    let msg: Wire;
-    try {
-      msg = JSON.parse(text) as Wire;
-    } catch {
-      return;
-    }
+    const msg = readMessage<Wire>(text);
+    if (msg === undefined) return;
     if (msg.t === 'round') {
       const to = this.channel(msg.from);
       await this.send(to, { t: 'ack', id: msg.id });

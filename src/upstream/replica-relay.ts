@@ -13,7 +13,7 @@
 // with upstream_unavailable: whether it ran is unknown, so it is not sent again.
 
 import { randomUUID } from 'node:crypto';
-import type { MessageBus } from '../bus/index.js';
+import { readMessage, type MessageBus } from '../bus/index.js';
 import { CausewayError, causewayError, type ErrorReason } from '../errors.js';
 import type { JsonRpcNotification, JsonValue, JsonRpcRequest, JsonRpcResponse, RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
@@ -266,12 +266,8 @@ export class ReplicaRelay implements UpstreamSessionClient {
   }
 
   private onMessage(text: string): void {
-    let msg: Wire;
-    try {
-      msg = JSON.parse(text) as Wire;
-    } catch {
-      return;
-    }
+    const msg = readMessage<Wire>(text);
+    if (msg === undefined) return;
     switch (msg.t) {
       case 'op':
         void this.serve(msg);

@@ -26,8 +26,8 @@ const log = createLogger('silent');
 class PartitionableBus implements MessageBus {
   cut = false;
   constructor(private readonly inner: MessageBus) {}
-  publish(channel: string, message: string): Promise<void> {
-    return this.cut ? Promise.resolve() : this.inner.publish(channel, message);
+  publish(channel: string, message: string): Promise<number | undefined> {
+    return this.cut ? Promise.resolve(0) : this.inner.publish(channel, message);
   }
   subscribe(channel: string, onMessage: (message: string) => void) {
     return this.inner.subscribe(channel, onMessage);
