@@ -8,7 +8,7 @@ import { createAdmin, createIngress, drain, frontDoor, RateLimiter } from './ing
 import type { Logger } from './log.js';
 import { AuthMetrics, createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics } from './metrics/index.js';
 import { replayCacheFor, ResourceServer, SubjectTokens } from './auth/index.js';
-import { IdMinter, MemoryGrants, ReplicaRelay, SignInCallback, TransportMemo, type UpstreamSessionClient } from './upstream/index.js';
+import { IdMinter, MemoryGrants, ReplicaAsks, ReplicaRelay, SignInCallback, TransportMemo, type UpstreamSessionClient } from './upstream/index.js';
 import { upstreamParts, type UpstreamParts } from './upstream-parts.js';
 import { createRedisClient, createStore, redisConnection, RedisSessionStore, SessionPool, type SessionStore } from './pool/index.js';
 import { RedisBus } from './bus/index.js';
@@ -91,7 +91,9 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   // Seals requestState, and the users' sign-in states and upstream tokens.
   const sealer = new StateSealer(config.mrtr.stateKeys);
   const grants = store instanceof RedisSessionStore ? store : new MemoryGrants();
-  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, { reachable, transports, subjects, sealer, grants }));
+  // With a shared store, an ask on a session's GET stream may be for a call on another replica.
+  const replicaAsks = config.store.kind === 'redis' ? new ReplicaAsks(replicaId, config.store.keyPrefix, 1_000, log.child({ stage: 'asks' })) : undefined;
+  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, { reachable, transports, subjects, sealer, grants, replicaAsks }));
   const signIns = new Map([...upstreams].flatMap(([name, parts]) => (parts.signIn ? [[name, parts.signIn] as const] : [])));
   const signInCallback = signIns.size > 0 ? new SignInCallback(config.auth.callbackUrl, config.auth.clientMetadataUrl, sealer, signIns) : undefined;
   const partsOf = (name: string) => upstreams.get(name)!;
@@ -112,6 +114,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       onMiss: (upstream) => partsOf(upstream).metrics.poolLookup('miss'),
       onStoreError: (op) => storeMetrics.storeError(op),
       onLocalSession: (upstream) => partsOf(upstream).metrics.localSession(),
+      onAdopted: (session): Promise<void> => subscriptions.stand(session),
     },
   );
   const ids = new IdMinter();
@@ -159,6 +162,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       maxPerPrincipal: config.subscriptions.maxPerPrincipal,
       keepAliveMs: config.subscriptions.keepAliveMs,
       maxUrisPerListen: config.subscriptions.maxUrisPerListen,
+      standWaitMs: Math.max(...topology.upstreams.map((u) => u.connectTimeoutMs)),
     },
   );
 
@@ -332,6 +336,12 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         log.warn({ err }, 'cannot receive handed-over retries yet; retries landing elsewhere will replay');
       });
       await crossReplica?.start();
+      // Not awaited: with Redis away at start-up its subscriptions wait for it; meanwhile asks go to this replica's calls.
+      if (crossReplica && replicaAsks) {
+        void replicaAsks.start(crossReplica.messages).catch((err: unknown) => {
+          log.warn({ err }, 'cannot ask the other replicas for the calls of outside asks; they go to this replica\'s calls only');
+        });
+      }
       relaysStarted = true;
       await Promise.all(relays.map(startRelay));
       // Name conflicts between federated upstreams are reported before traffic arrives, unless a
@@ -367,7 +377,6 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             await subscriptions.close(timeoutMs);
             for (const u of upstreams.values()) u.passthrough.endStreams?.();
             await sessionEvents.close();
-            await crossReplica?.close();
           },
           // With a shared store another replica can resume a held call on its upstream stream: let go, do not cancel.
           cancelHeld: () => {
@@ -376,6 +385,11 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             else held.cancelAll();
           },
           release: [
+            // Calls still running until now may have had asks handed to them from other replicas.
+            async () => {
+              await replicaAsks?.close();
+              await crossReplica?.close();
+            },
             async () => handoff?.close(),
             () => pool.close(),
             () => store.close(),

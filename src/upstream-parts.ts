@@ -21,6 +21,7 @@ import {
   type Sealer,
   type SubjectSource,
   type UpstreamAuthorization,
+  type ReplicaAsks,
   type TransportMemo,
   type UpstreamSessionClient,
 } from './upstream/index.js';
@@ -46,6 +47,8 @@ export interface Shared {
   /** Seals sign-in states and the users' upstream tokens; the grant store keeps those. */
   sealer: Sealer;
   grants: GrantStore;
+  /** With replicas sharing sessions: asks on a GET stream held here, for calls on other replicas. */
+  replicaAsks: ReplicaAsks | undefined;
 }
 
 /** What builds one upstream's parts: its spec and settings, and what the app shares among upstreams. */
@@ -59,6 +62,7 @@ interface UpstreamContext {
   forward: ForwardPolicy;
   binding: SessionBinding | undefined;
   reachable: Shared['reachable'];
+  replicaAsks: Shared['replicaAsks'];
   credentials: UpstreamAuthorization | undefined;
 }
 
@@ -80,6 +84,7 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
     forward,
     binding,
     reachable: shared.reachable,
+    replicaAsks: shared.replicaAsks,
     credentials: undefined,
   };
   let signIn: UpstreamSignIn | undefined;
@@ -183,7 +188,7 @@ function targetSet({ spec, metrics, log }: UpstreamContext): TargetSet {
   );
 }
 
-function streamableClient({ spec, config, metrics, log, credentials }: UpstreamContext, targets: TargetSet): UpstreamSessionClient {
+function streamableClient({ spec, config, metrics, log, credentials, replicaAsks }: UpstreamContext, targets: TargetSet): UpstreamSessionClient {
   return new UpstreamClient(
     {
       name: spec.name,
@@ -197,8 +202,9 @@ function streamableClient({ spec, config, metrics, log, credentials }: UpstreamC
     log,
     {
       onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds),
-      // Across replicas a listen elsewhere needs the session's one GET stream: held there only while listened.
+      // Across replicas the session's one GET stream is held by one of them (subscriptions/standing.ts).
       standingStreams: config.store.kind === 'memory' ? config.store.maxSessions : 0,
+      replicaAsks,
     },
   );
 }

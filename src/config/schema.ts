@@ -454,7 +454,7 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'number',
     default: 3_000,
     min: 1,
-    doc: 'With store.kind=redis: a session’s GET-stream holder not heard of for this long is gone, and a replica with listeners takes the stream over.',
+    doc: 'With store.kind=redis: a session’s GET-stream holder not heard of for this long is gone, and another replica with the session in its pool takes the stream over.',
   },
   {
     path: 'log.level',

@@ -44,10 +44,7 @@ export interface ResumeClaims {
   q: Array<string | number>;
 }
 
-/** Names an upstream session in a state without carrying its id. */
-export function sessionDigest(sessionId: string): string {
-  return createHash('sha256').update(sessionId).digest('base64url').slice(0, 22);
-}
+export { sessionDigest } from '../upstream/index.js';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;

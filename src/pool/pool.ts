@@ -54,6 +54,8 @@ export interface PooledSession {
   lastUsedAt: number;
   /** Opened while the store failed: known to this replica only until it is published. */
   localOnly: boolean;
+  /** This replica ran its initialize (rather than finding it in the store). */
+  readonly openedHere?: boolean;
 }
 
 export interface PoolEvents {
@@ -64,6 +66,8 @@ export interface PoolEvents {
   onStoreError?(op: string): void;
   /** A session was opened replica-local because the store failed. */
   onLocalSession?(upstream: string): void;
+  /** A session is new to this replica (opened or adopted); the request that brought it waits for this. */
+  onAdopted?(session: PooledSession): Promise<void>;
 }
 
 /** Optional store capability: told when its connection comes back (a restarted Redis may have lost records). */
@@ -86,6 +90,8 @@ export class SessionPool {
   private readonly housekeeping: Housekeeping;
   /** A replica-local session opened to replace a dead one: the record it replaces, for the CAS when it is published. */
   private readonly replacing = new WeakMap<PooledSession, SessionRecord>();
+  /** Sessions onAdopted was told of. */
+  private readonly announced = new WeakSet<PooledSession>();
   /** Superseded sessions waiting for their DELETE. */
   private readonly retiring = new Map<NodeJS.Timeout, SessionRecord>();
   /** Shared by replicas (Redis): local eviction only forgets, and shutdown leaves sessions alive. */
@@ -245,9 +251,23 @@ export class SessionPool {
   private singleFlight(id: string, make: () => Promise<PooledSession>): Promise<PooledSession> {
     const inFlight = this.pending.get(id);
     if (inFlight) return inFlight;
-    const p = make().finally(() => this.pending.delete(id));
+    const p = make()
+      .then((s) => this.announce(s))
+      .finally(() => this.pending.delete(id));
     this.pending.set(id, p);
     return p;
+  }
+
+  private async announce(s: PooledSession): Promise<PooledSession> {
+    if (this.events.onAdopted === undefined || this.announced.has(s)) return s;
+    this.announced.add(s);
+    await this.events.onAdopted(s);
+    return s;
+  }
+
+  /** This replica's sessions (no use recorded). */
+  sessions(): IterableIterator<PooledSession> {
+    return this.local.values();
   }
 
   private async load(key: SessionKey): Promise<PooledSession> {
@@ -284,11 +304,11 @@ export class SessionPool {
           );
           // Our lock ran out mid-initialize and another replica's session was stored first: use that one.
           if (!sameRecord(after, record)) void this.terminate(record);
-          return this.adopt(key, after);
+          return this.adopt(key, after, false, sameRecord(after, record));
         } catch (err) {
           if (opened && err instanceof StoreUnavailable) {
             this.events.onLocalSession?.(key.upstream);
-            return this.adopt(key, opened, true);
+            return this.adopt(key, opened, true, true);
           }
           throw err;
         } finally {
@@ -308,7 +328,7 @@ export class SessionPool {
     const record = await this.initialize(key, reason, generation);
     this.events.onLocalSession?.(key.upstream);
     this.log.debug({ reason }, 'upstream session opened replica-local (session store unavailable)');
-    return this.adopt(key, record, true);
+    return this.adopt(key, record, true, true);
   }
 
   private async initialize(key: SessionKey, reason: OpenReason, generation: number): Promise<SessionRecord> {
@@ -339,13 +359,13 @@ export class SessionPool {
     };
   }
 
-  private adopt(key: SessionKey, record: SessionRecord, localOnly = false): PooledSession {
+  private adopt(key: SessionKey, record: SessionRecord, localOnly = false, openedHere = false): PooledSession {
     const existing = this.local.get(key.id);
     if (existing && sameRecord(existing.record, record)) {
       if (!localOnly) existing.localOnly = false;
       return existing;
     }
-    const session: PooledSession = { key, record, facts: new SessionFacts(), lastUsedAt: Date.now(), localOnly };
+    const session: PooledSession = { key, record, facts: new SessionFacts(), lastUsedAt: Date.now(), localOnly, openedHere };
     this.local.set(key.id, session);
     return session;
   }

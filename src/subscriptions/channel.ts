@@ -33,6 +33,8 @@ export interface ChannelDeps {
 }
 
 export interface ChannelMember {
+  /** Stands by for the session's stream (standing.ts) rather than listening: does not keep the session in use. */
+  standing?: boolean;
   /** A change notification of this session, not yet filtered. */
   deliver(n: JsonRpcNotification): void;
   /** The channel cannot carry on (its upstream is gone): the member should end its stream. */
@@ -182,12 +184,18 @@ export class SessionChannel {
   }
 
   private async follow(): Promise<void> {
-    let current: PooledSession;
-    try {
-      current = await this.deps.pool.acquire(this.key);
-    } catch (err) {
-      this.deps.log.debug({ err }, 'could not refresh the pooled session of a listen channel');
-      return;
+    let current: PooledSession | undefined;
+    if ([...this.members.keys()].every((m) => m.standing === true)) {
+      // Nobody listens: follow what the pool has, without keeping it in use.
+      current = this.deps.pool.peek(this.key.id);
+      if (current === undefined) return;
+    } else {
+      try {
+        current = await this.deps.pool.acquire(this.key);
+      } catch (err) {
+        this.deps.log.debug({ err }, 'could not refresh the pooled session of a listen channel');
+        return;
+      }
     }
     if (current === this.session) return;
     if (sameRecord(current.record, this.session.record)) {

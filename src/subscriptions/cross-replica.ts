@@ -3,7 +3,7 @@
 // the shared session event bus and the coordinator of GET-stream leases and subscription counts.
 
 import type { Cluster, Redis } from 'ioredis';
-import { RedisBus } from '../bus/index.js';
+import { RedisBus, type MessageBus } from '../bus/index.js';
 import type { Logger } from '../log.js';
 import { DEFAULT_TAKEOVER_MS, heartbeatMs, leaseTtlMs } from './coordination.js';
 import { RedisListenCoordinator } from './redis-coordination.js';
@@ -23,6 +23,8 @@ export interface CrossReplicaOptions {
 
 export interface CrossReplicaListen {
   bus: SharedSessionEventBus;
+  /** The pub/sub underneath, for other messages about sessions' streams (replica-asks.ts). */
+  messages: MessageBus;
   coordinator: RedisListenCoordinator;
   /** Waits (bounded) for Redis and starts hearing session facts invalidations. */
   start(): Promise<void>;
@@ -47,6 +49,7 @@ export function crossReplicaListen(client: Redis | Cluster, opts: CrossReplicaOp
   );
   return {
     bus,
+    messages,
     coordinator,
     async start() {
       if (!(await ready(client, WAIT_MS))) log.warn('redis not reachable yet for cross-replica listen; channels act alone until it is');

@@ -14,6 +14,7 @@ import type { PooledSession, SessionKey } from '../pool/index.js';
 import type { UpstreamSessionClient } from '../upstream/index.js';
 import type { Span } from '../tracing/index.js';
 import { SessionChannel, type ChannelDeps, type ChannelMember } from './channel.js';
+import { StandingBy } from './standing.js';
 import { listenTickMs } from './coordination.js';
 import { declaresTasks, TASKS_REQUIRED } from '../dialect/index.js';
 import {
@@ -38,6 +39,8 @@ export interface SubscriptionLimits {
   keepAliveMs: number;
   /** Most resourceSubscriptions URIs in one listen request. */
   maxUrisPerListen: number;
+  /** Longest a request that brought a new session waits for its GET stream (across replicas); default 10 s. */
+  standWaitMs?: number;
 }
 
 /** What channels need, with the upstream client of each channel's key. */
@@ -79,10 +82,33 @@ export class Subscriptions {
   private heart: NodeJS.Timeout | undefined;
   private closing = false;
 
+  /** Across replicas: the stands by every pooled session's GET stream. */
+  private readonly standing: StandingBy | undefined;
+
   constructor(
     private readonly deps: SubscriptionDeps,
     private readonly limits: SubscriptionLimits,
-  ) {}
+  ) {
+    if (deps.coordinator !== undefined) {
+      this.standing = new StandingBy({
+        pool: deps.pool,
+        channelFor: (key, session) => this.channelFor(key, session),
+        hasStream: (upstream) => deps.clientOf(upstream).hasStandaloneStream?.() === true,
+        log: deps.log,
+        waitMs: limits.standWaitMs ?? 10_000,
+      });
+    }
+  }
+
+  /**
+   * A session new to this replica's pool: across replicas, the key's channel stands by for its
+   * GET stream (standing.ts). Resolves once the stream is up if this replica holds it, bounded.
+   */
+  stand(session: PooledSession): Promise<void> {
+    if (this.standing === undefined || this.closing) return Promise.resolve();
+    this.startTicker();
+    return this.standing.stand(session);
+  }
 
   /** Listen streams on this replica, counting those not yet acknowledged. */
   get size(): number {
@@ -127,6 +153,9 @@ export class Subscriptions {
     const waited = Promise.allSettled([...this.running]);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([waited, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
+    const left = this.standing?.close();
+    await Promise.race([left, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
     clearTimeout(timer);
     this.stopTicker();
   }
@@ -220,7 +249,7 @@ export class Subscriptions {
     } finally {
       await hearTasks?.();
       for (const j of joined) await j.channel.detach(j.member);
-      if (this.open.size === 0) this.stopTicker();
+      if (this.open.size === 0 && !this.standing?.size) this.stopTicker();
     }
   }
 
@@ -262,6 +291,7 @@ export class Subscriptions {
     const comments = this.limits.keepAliveMs > 0;
     this.ticker = setInterval(() => {
       if (comments) for (const l of this.open) l.stream.comment();
+      this.standing?.sweep();
       for (const c of this.channels.values()) c.touch();
     }, listenTickMs(this.limits.keepAliveMs));
     this.ticker.unref();

@@ -73,6 +73,10 @@ export class AutoClient implements UpstreamSessionClient {
     return this.found?.client.targetIndex(target) ?? 0;
   }
 
+  hasStandaloneStream(): boolean {
+    return this.found?.client.hasStandaloneStream?.() ?? false;
+  }
+
   endsHere(target: string | undefined): boolean {
     return this.found?.client.endsHere?.(target) ?? false;
   }

@@ -2,6 +2,7 @@
 // Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID) always win, then configured ones, then extra ones;
 // names are lower-cased so nothing is sent twice. 2024-11-05 and 2025-03-26 get no version header.
 
+import { createHash } from 'node:crypto';
 import { encodeHeaderValue } from '../envelope/index.js';
 
 export interface SessionRef {
@@ -65,4 +66,9 @@ export function callHeaders(method: string, name: string | undefined, forwarded:
 /** [L-TR] A session id is visible ASCII, 0x21..0x7E. */
 export function isValidSessionId(v: string): boolean {
   return /^[\x21-\x7e]+$/.test(v);
+}
+
+/** Names an upstream session where its id must not go (a sealed state, a message between replicas). */
+export function sessionDigest(sessionId: string): string {
+  return createHash('sha256').update(sessionId).digest('base64url').slice(0, 22);
 }

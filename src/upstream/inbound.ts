@@ -45,8 +45,8 @@ export interface Inbound {
   log: Logger;
   /** POSTs an answer to a server->client request; never throws. */
   reply(session: SessionRef, r: JsonRpcResponse, method: string): void;
-  /** The call in flight on the session that takes a request from its standalone GET stream, if one can. */
-  outside?(session: SessionRef): Exchange | undefined;
+  /** A request from the session's standalone GET stream, answered by no call of its own: given to a call in flight, or refused. */
+  outside?(session: SessionRef, r: JsonRpcRequest): void;
 }
 
 export interface ReadLimits {
@@ -146,6 +146,9 @@ export function route(io: Inbound, ctx: Exchange, messages: UpstreamMessage[]): 
 /** The legacy code for "no such method": an ask nobody can answer is refused with it. */
 const METHOD_NOT_FOUND = -32601;
 
+/** Why an ask from the GET stream is refused. */
+export const NO_CALL = 'No call in flight can take this request';
+
 /** The answer that refuses an upstream's server->client request. */
 export function refusal(id: RequestId, message: string): JsonRpcResponse {
   return { jsonrpc: '2.0', id, error: { code: METHOD_NOT_FOUND, message } };
@@ -159,13 +162,8 @@ function serverRequest(io: Inbound, ctx: Exchange, r: JsonRpcRequest): void {
   ctx.asked = true;
   const onServerRequest = ctx.handlers.onServerRequest;
   if (onServerRequest === undefined) {
-    const call = ctx.id === undefined ? io.outside?.(ctx.session) : undefined;
-    if (call !== undefined) {
-      call.asked = true;
-      deliver(io, () => call.handlers.onServerRequest?.(r), r.method);
-      return;
-    }
-    io.reply(ctx.session, refusal(r.id, ctx.id === undefined ? 'No call in flight can take this request' : 'Method not found'), r.method);
+    if (ctx.id === undefined && io.outside) io.outside(ctx.session, r);
+    else io.reply(ctx.session, refusal(r.id, ctx.id === undefined ? NO_CALL : 'Method not found'), r.method);
     return;
   }
   deliver(io, () => onServerRequest(r), r.method);

@@ -7,7 +7,7 @@ export { UpstreamClient, type SessionRef } from './legacy-client.js';
 export type { UpstreamSessionClient } from './session-client.js';
 export { ChannelClient } from './channel-client.js';
 export { StdioOpener } from './stdio-channel.js';
-export { callHeaders } from './headers.js';
+export { callHeaders, sessionDigest } from './headers.js';
 export { tracedRequest } from './traced-request.js';
 export { TargetSet, neverDelivered } from './targets.js';
 export { ResumeRefusedError, SessionExpiredError, TargetUnreachableError, toUpstreamError } from './errors.js';
@@ -16,6 +16,7 @@ export { detectTransport, TransportMemo, type Detected, type DetectOptions, type
 export { AutoClient, type AutoClientOptions, type FoundTransport } from './auto-client.js';
 export type { ChannelOpener, MessageChannel } from './message-channel.js';
 export { ReplicaRelay, type RelayOptions } from './replica-relay.js';
+export { ReplicaAsks } from './replica-asks.js';
 export { UpstreamCredentials, CREDENTIAL_GRANTS, type CredentialGrant, type CredentialSpec, type SubjectSource, type UpstreamAuthorization } from './credentials.js';
 export { SignInCallback, UpstreamSignIn, type Sealer } from './sign-in.js';
 export { MemoryGrants, type GrantStore } from './grants.js';

@@ -22,10 +22,11 @@ import { httpRefusal, readErrorBody, refusalOf, UpstreamDispatcher } from './dis
 import { SessionExpiredError, TargetUnreachableError } from './errors.js';
 import { initializeOn, type HandshakeHost, type HandshakeResult, type InitializeParams } from './handshake.js';
 import { isValidSessionId, type SessionRef } from './headers.js';
-import { route, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
+import { NO_CALL, refusal, route, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
 import { badResponse, decodeMessages } from './messages.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
 import { OutsideAsks } from './outside-asks.js';
+import type { ReplicaAsks } from './replica-asks.js';
 import { StandingStreams } from './standing-streams.js';
 import { connectStream, pumpStream, readRequestStream, resumeRequestStream, type StreamContext } from './streams.js';
 import type { TargetSet } from './targets.js';
@@ -67,6 +68,8 @@ export interface UpstreamClientOptions {
    * upstream sends outside a call are routed or refused at once (standing-streams.ts); 0: none.
    */
   standingStreams?: number;
+  /** With replicas sharing sessions: an ask on a GET stream held here may belong to a call on another replica. */
+  replicaAsks?: ReplicaAsks;
 }
 
 export const UPSTREAM_CLIENT_DEFAULTS = Object.freeze({
@@ -85,7 +88,7 @@ function firstHeader(v: string | string[] | undefined): string | undefined {
 export class UpstreamClient implements UpstreamSessionClient {
   private readonly endpoint: UpstreamEndpoint;
   private readonly log: Logger;
-  private readonly opts: Required<Omit<UpstreamClientOptions, 'onRequest'>>;
+  private readonly opts: Required<Omit<UpstreamClientOptions, 'onRequest' | 'replicaAsks'>>;
   private readonly onRequest: UpstreamClientOptions['onRequest'];
   private readonly dispatcher: UpstreamDispatcher;
   private readonly streams: StreamContext;
@@ -96,7 +99,8 @@ export class UpstreamClient implements UpstreamSessionClient {
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly io: Inbound;
   /** Multi-round calls in flight, by session: who takes an ask from the GET stream. */
-  private readonly asking = new OutsideAsks();
+  private readonly asking: OutsideAsks;
+  private readonly replicaAsks: ReplicaAsks | undefined;
   private readonly standing: StandingStreams | undefined;
   private state: 'open' | 'closing' | 'closed' = 'open';
   private closing: Promise<void> | undefined;
@@ -111,9 +115,12 @@ export class UpstreamClient implements UpstreamSessionClient {
           log.warn({ err, method }, 'could not answer an upstream request');
         });
       },
-      outside: (session) => this.asking.take(session.sessionId),
+      outside: (session, r) => this.outside(session, r),
     };
-    const { onRequest, ...tuning } = options;
+    const { onRequest, replicaAsks, ...tuning } = options;
+    this.asking = new OutsideAsks(log);
+    this.replicaAsks = replicaAsks;
+    replicaAsks?.register(endpoint.name, this.asking);
     this.opts = { ...UPSTREAM_CLIENT_DEFAULTS, ...tuning };
     this.onRequest = onRequest;
     this.dispatcher = new UpstreamDispatcher(endpoint);
@@ -135,6 +142,10 @@ export class UpstreamClient implements UpstreamSessionClient {
     if (this.opts.standingStreams > 0) {
       this.standing = new StandingStreams(endpoint.name, (session, handlers, signal) => this.openStream(session, handlers, signal, undefined, true), this.opts.standingStreams, log);
     }
+  }
+
+  hasStandaloneStream(): boolean {
+    return true;
   }
 
   /** False while the URL a session lives on is ejected, or is not one of this upstream's. */
@@ -303,6 +314,13 @@ export class UpstreamClient implements UpstreamSessionClient {
     this.quiesce.end();
     this.lifetime.end();
     await this.dispatcher.destroy();
+  }
+
+  /** An ask from the GET stream, for the one asking call in flight on the session (on any replica), else refused. */
+  private outside(session: SessionRef, r: JsonRpcRequest): void {
+    const refuse = (): void => this.io.reply(session, refusal(r.id, NO_CALL), r.method);
+    if (this.replicaAsks && session.sessionId !== undefined) this.replicaAsks.route(this.endpoint.name, session.sessionId, r, refuse);
+    else if (!this.asking.give(session.sessionId, r)) refuse();
   }
 
   private async exchange(

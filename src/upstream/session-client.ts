@@ -14,6 +14,11 @@ export interface UpstreamSessionClient {
   admits(target: string | undefined): boolean;
   /** True when a session at `target` ends with this process (a child process of this replica). */
   endsHere?(target: string | undefined): boolean;
+  /**
+   * True when the upstream sends what belongs to no call (list changes, asks) on a session's
+   * standalone GET stream, which somebody must hold for it to arrive (Streamable HTTP).
+   */
+  hasStandaloneStream?(): boolean;
   /** The position of a session's place in the upstream's list, for logs. */
   targetIndex(target: string | undefined): number;
   /** Opens one upstream session for `principal` (a principal hash): initialize, then notifications/initialized. */

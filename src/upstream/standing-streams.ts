@@ -3,7 +3,9 @@
 // call) reaches Causeway and is routed or refused at once instead of hanging the upstream's tool.
 // At most `max` are held (one long-lived request each). A listen channel of the session shares the
 // stream (an upstream allows one GET stream per session) rather than opening its own. The stream
-// ends when the session does, when the upstream has none (405) or cannot keep it up.
+// ends when the session does, when the upstream has none (405) or cannot keep it up. This is the
+// one-replica case (memory store); across replicas the listen channels hold these streams under a
+// lease (subscriptions/standing.ts) and asks are routed among replicas (replica-asks.ts).
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log.js';

@@ -3,12 +3,16 @@
 // on though nobody listens; on stdio and HTTP+SSE upstreams every message comes on the session's
 // one channel. With one multi-round call in flight the ask becomes a round of that call; with none
 // it is refused at once, which the legacy fixture records. The upstream's request timeout is huge,
-// so a hang would show as this test's own timeout, never as a quick error.
+// so a hang would show as this test's own timeout, never as a quick error. Across two replicas
+// sharing Redis one of them holds the session's GET stream though nobody listens, and an ask on it
+// reaches the call on the other replica; when the holder is killed the other takes the stream over.
 
 import t, { type Test } from 'tap';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { startLegacyServer, type LegacyServerStats } from '../fixtures/legacy-server.js';
-import { startCauseway, type Settings } from '../helpers/causeway.js';
+import { spawnCauseway, startCauseway, type Settings } from '../helpers/causeway.js';
+import { startRedis } from '../helpers/redis.js';
 import { callTool, rpc, sleep, textOf } from '../mrtr/wire.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
@@ -109,3 +113,73 @@ for (const [name, make] of Object.entries(UPSTREAMS)) {
     }
   });
 }
+
+t.test('outside_asks-across_replicas', async (t) => {
+  const redis = await startRedis(t);
+  t.teardown(() => redis.stop());
+  const upstream = await startLegacyServer();
+  t.teardown(() => upstream.close());
+  const settings: Settings = {
+    'upstream.url': upstream.url,
+    'upstream.requestTimeoutMs': 3_600_000,
+    'store.kind': 'redis',
+    'store.redisUrl': redis.url,
+    'mrtr.stateKeys': randomBytes(32).toString('base64'),
+    'subscriptions.takeoverMs': 1000,
+    'admin.port': -1,
+  };
+  const [a, b] = await Promise.all([spawnCauseway(settings, { t }), spawnCauseway(settings, { t })]);
+  const outsideAnswers = () => upstream.stats().outsideAnswers;
+
+  // A opens the session, so A holds its GET stream; B has it in its pool and stands by.
+  t.equal(textOf(await callTool(a.url, 'arm_outside_ask', {}, { caps })), 'armed');
+  await until(() => upstream.stats().getStreamsOpen === 1);
+  const openedByA = upstream.stats().getStreamsOpened;
+
+  await t.test('no call in flight on any replica: refused at once', async (t) => {
+    const before = outsideAnswers().length;
+    const list = await rpc(b.url, 'prompts/list', {}, { caps });
+    t.equal(list.status, 200);
+    await until(() => outsideAnswers().length > before);
+    t.match(outsideAnswers()[before], { error: { code: -32601, message: /No call in flight can take this request/ } });
+  });
+
+  await t.test('the one call is on the replica that does not hold the stream: the ask is its round', async (t) => {
+    const r1 = await callTool(b.url, 'roots_outside', {}, { caps });
+    t.equal(r1.body.result?.resultType, 'input_required', 'the ask reached the call on B');
+    const keys = Object.keys(r1.body.result?.inputRequests ?? {});
+    t.same(r1.body.result?.inputRequests?.[keys[0]!], { method: 'roots/list', params: {} });
+    // The retry lands on A, which hands it to B, whose call answers the upstream.
+    const answer = { [keys[0]!]: { roots: [{ uri: 'file:///work', name: 'work' }] } };
+    const done = await callTool(a.url, 'roots_outside', { inputResponses: answer, requestState: r1.body.result.requestState }, { caps });
+    t.equal(done.body.result?.resultType, 'complete');
+    t.equal(textOf(done), 'roots=1; first=file:///work', "the tool got the client's answer");
+    t.equal(upstream.stats().getStreamsOpened, openedByA, 'the stream is still the one A opened');
+  });
+
+  await t.test('one call on each replica: which one asked is unknown, refused at once', async (t) => {
+    const before = upstream.stats().toolCalls['slow'] ?? 0;
+    const stop = new AbortController();
+    const slow = callTool(a.url, 'slow', { arguments: { ms: 3_600_000 } }, { caps, signal: stop.signal }).catch(() => undefined);
+    t.teardown(() => {
+      stop.abort();
+      return slow;
+    });
+    await until(() => (upstream.stats().toolCalls['slow'] ?? 0) > before);
+    const r = await callTool(b.url, 'roots_outside', {}, { caps });
+    t.match(r.body.error, { code: -32601, message: /No call in flight can take this request/ }, 'the tool saw the ask refused');
+  });
+
+  await t.test('the holder is killed: the other replica takes the stream, and the asks, over', async (t) => {
+    const opened = upstream.stats().getStreamsOpened;
+    a.child.kill('SIGKILL');
+    await new Promise((r) => a.child.once('exit', r));
+    await until(() => upstream.stats().getStreamsOpened > opened && upstream.stats().getStreamsOpen === 1);
+    const r1 = await callTool(b.url, 'roots_outside', {}, { caps });
+    t.equal(r1.body.result?.resultType, 'input_required', 'the ask came on the stream B holds now');
+    const keys = Object.keys(r1.body.result?.inputRequests ?? {});
+    const answer = { [keys[0]!]: { roots: [] } };
+    const done = await callTool(b.url, 'roots_outside', { inputResponses: answer, requestState: r1.body.result.requestState }, { caps });
+    t.equal(textOf(done), 'roots=0; first=none');
+  });
+});

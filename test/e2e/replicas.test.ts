@@ -42,6 +42,10 @@ const settings = {
   'store.redisUrl': redis.url,
   'principal.mode': 'header',
   'principal.hashSecret': SECRET,
+  // Each replica checks the GET-stream lease of each pooled session on a heartbeat and a tick, per
+  // session and not per request: put out of reach, so that the window below sees only per-request commands.
+  'subscriptions.takeoverMs': 600_000,
+  'subscriptions.keepAliveMs': 600_000,
 };
 const replicas: RunningCauseway[] = await Promise.all([spawnCauseway(settings), spawnCauseway(settings), spawnCauseway(settings)]);
 t.teardown(async () => {
