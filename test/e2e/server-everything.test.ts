@@ -7,6 +7,8 @@
 // resource list change a tool makes, and (stdio and streamableHttp) simulate-research-query, a
 // tool that runs only as a 2025-11-25 task, run as a task of the tasks extension, its clarifying
 // question answered through tasks/update. The 2.4.0 client sends no tasks/* at 2026-07-28, so the task is driven raw.
+// Behind two replicas sharing Redis, get-roots-list called on the replica that does not hold the
+// session's GET stream still gets its roots/list answered.
 
 import t, { type Test } from 'tap';
 import { createRequire } from 'node:module';
@@ -15,8 +17,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { startCauseway, type Settings } from '../helpers/causeway.js';
 import { rawListen } from '../helpers/listen.js';
 import { spawnOwned } from '../helpers/processes.js';
-import { freePort } from '../helpers/redis.js';
-import { waitFor } from '../helpers/redis.js';
+import { freePort, startRedis, waitFor } from '../helpers/redis.js';
 import { META_CAPABILITIES, modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
 
 const pkg = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/package.json');
@@ -79,9 +80,11 @@ async function echoSamplingElicitation(t: Test, url: string): Promise<void> {
   t.match(JSON.stringify(elicitation.content), /Ada Lovelace/, "the server's result carries the client's answer");
 }
 
+const rootsClient = () => new Client({ name: 'e2e-everything-roots', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { roots: {} } });
+
 /** Its roots/list is a round of the call (a hang would be this test's timeout: requestTimeoutMs is huge). */
 async function rootsList(t: Test, url: string): Promise<void> {
-  const client = new Client({ name: 'e2e-everything-roots', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { roots: {} } });
+  const client = rootsClient();
   let asked = 0;
   client.setRequestHandler('roots/list', async () => {
     asked++;
@@ -146,3 +149,26 @@ for (const [mode, settings] of Object.entries(MODES)) {
     if (mode !== 'sse') await t.test(`raw_client-to-server_everything_${mode}-research-runs-as-a-task`, (t) => researchAsTask(t, causeway.url));
   });
 }
+
+t.test('server-everything in its streamableHttp mode, behind two replicas sharing Redis', async (t) => {
+  const redis = await startRedis(t);
+  t.teardown(() => redis.stop());
+  const settings: Settings = {
+    ...(await MODES.streamableHttp!(t)),
+    'upstream.name': 'everything',
+    'log.level': 'warn',
+    'upstream.requestTimeoutMs': 3_600_000,
+    'store.kind': 'redis',
+    'store.redisUrl': redis.url,
+  };
+  const a = await startCauseway(settings);
+  t.teardown(() => a.close());
+  const b = await startCauseway(settings);
+  t.teardown(() => b.close());
+  // A client with the same capabilities on A opens the upstream session there: A holds its GET stream.
+  const opener = rootsClient();
+  await opener.connect(new StreamableHTTPClientTransport(new URL(a.url)));
+  t.teardown(() => opener.close());
+  await opener.listTools();
+  await t.test('modern_client-to-server_everything_streamableHttp-get_roots_list-on-the-other-replica', (t) => rootsList(t, b.url));
+});
