@@ -44,7 +44,8 @@ export class StandingBy {
    */
   stand(session: PooledSession): Promise<void> {
     const id = session.key.id;
-    if (this.closed || this.stands.has(id) || !this.deps.hasStream(session.key.upstream)) return Promise.resolve();
+    // A session-less upstream has no stream of a session to hold, nor answers to take.
+    if (this.closed || this.stands.has(id) || session.record.sessionId === undefined || !this.deps.hasStream(session.key.upstream)) return Promise.resolve();
     const channel = this.deps.channelFor(session.key, session);
     const stand: Stand = {
       channel,

@@ -183,3 +183,34 @@ t.test('outside_asks-across_replicas', async (t) => {
     t.equal(textOf(done), 'roots=0; first=none');
   });
 });
+
+t.test('outside_asks-across_replicas-holding_the_stream_does_not_keep_the_session_in_use', async (t) => {
+  const redis = await startRedis(t);
+  t.teardown(() => redis.stop());
+  const upstream = await startLegacyServer();
+  t.teardown(() => upstream.close());
+  const settings: Settings = {
+    'upstream.url': upstream.url,
+    'store.kind': 'redis',
+    'store.redisUrl': redis.url,
+    'store.idleTtlMs': 1000,
+    // The channels' tick, which would keep a listened session in use, comes often.
+    'subscriptions.keepAliveMs': 100,
+  };
+  const a = await startCauseway(settings);
+  t.teardown(() => a.close());
+  const b = await startCauseway(settings);
+  t.teardown(() => b.close());
+  t.equal((await rpc(a.url, 'tools/list', {}, { caps })).status, 200);
+  t.equal((await rpc(b.url, 'tools/list', {}, { caps })).status, 200);
+  t.equal(upstream.stats().initializeCount, 1, 'one session for both replicas');
+  await until(() => upstream.stats().getStreamsOpen === 1);
+  // Nobody uses the session now: it is ended as idle, though a replica holds its stream and both stand by.
+  await until(() => upstream.stats().sessionsDeleted === 1);
+  await until(() => upstream.stats().getStreamsOpen === 0);
+  t.pass('the idle session was ended upstream, and its stream with it');
+  const again = await rpc(b.url, 'tools/list', {}, { caps });
+  t.equal(again.status, 200, 'the next request opens another');
+  await until(() => upstream.stats().getStreamsOpen === 1);
+  t.equal(upstream.stats().initializeCount, 2);
+});
