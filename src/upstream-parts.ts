@@ -205,6 +205,7 @@ function streamableClient({ spec, config, metrics, log, credentials, replicaAsks
       // Across replicas the session's one GET stream is held by one of them (subscriptions/standing.ts).
       standingStreams: config.store.kind === 'memory' ? config.store.maxSessions : 0,
       replicaAsks,
+      onOutsideAsk: (outcome) => metrics.outsideAsk(outcome),
     },
   );
 }

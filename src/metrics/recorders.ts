@@ -9,6 +9,7 @@ import type { AuthFailure } from '../auth/index.js';
 import type { ErrorReason } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { RetryVia } from '../mrtr/index.js';
+import type { OutsideAskOutcome } from '../upstream/index.js';
 import { operationDone } from '../tracing/index.js';
 import { Children } from './children.js';
 import { KnownNames } from './names.js';
@@ -52,6 +53,7 @@ export class UpstreamMetrics {
   private readonly calls: Children<HistogramChild>;
   private readonly rounds: Children<CounterChild>;
   private readonly retries: Children<CounterChild>;
+  private readonly outside: Children<CounterChild>;
   private readonly initializations: Children<CounterChild>;
   private readonly initializeDuration: HistogramChild;
   private readonly lookups: Children<CounterChild>;
@@ -71,6 +73,7 @@ export class UpstreamMetrics {
     this.calls = new Children((v) => m.upstreamDuration.labels(upstream, ...v));
     this.rounds = new Children((v) => m.mrtrRounds.labels(upstream, ...v));
     this.retries = new Children((v) => m.mrtrRetries.labels(upstream, ...v));
+    this.outside = new Children((v) => m.outsideAsks.labels(upstream, ...v));
     this.initializations = new Children((v) => m.sessionInitializations.labels(upstream, ...v));
     this.initializeDuration = m.initializeDuration.labels(upstream);
     this.lookups = new Children((v) => m.poolLookups.labels(upstream, ...v));
@@ -103,6 +106,10 @@ export class UpstreamMetrics {
 
   retry(method: string, via: RetryVia): void {
     this.retries.get(method, via).inc();
+  }
+
+  outsideAsk(outcome: OutsideAskOutcome): void {
+    this.outside.get(outcome).inc();
   }
 
   /** An upstream initialize handshake; `reason` and `op` below are the pool's own fixed words. */

@@ -120,6 +120,12 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
       labelNames: ['upstream', 'method', 'via'] as const,
       registers: [registry],
     }),
+    outsideAsks: new Counter({
+      name: 'causeway_outside_asks_total',
+      help: "Server->client requests that came on a session's GET stream, outside any call, by upstream and outcome: given (to the one multi-round call in flight, on this replica), handed (to it, on another replica), refused (no single call could take it).",
+      labelNames: ['upstream', 'outcome'] as const,
+      registers: [registry],
+    }),
     pendingCalls: new Gauge({
       name: 'causeway_mrtr_pending_calls',
       help: 'Multi-round calls this replica holds open upstream between rounds.',

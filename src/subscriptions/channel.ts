@@ -94,6 +94,12 @@ export class SessionChannel {
     return this.holding;
   }
 
+  /** Some member listens (rather than only standing by for the stream, standing.ts). */
+  private get listened(): boolean {
+    for (const m of this.members.keys()) if (m.standing !== true) return true;
+    return false;
+  }
+
   /** Joins `member`; resolves with the URIs the upstream accepted a subscription for. */
   attach(member: ChannelMember, uris: readonly string[]): Promise<string[]> {
     this.waiting += 1;
@@ -154,11 +160,15 @@ export class SessionChannel {
    */
   heartbeat(): void {
     if (this.members.size === 0 || this.ended || this.broken || this.checking) return;
-    this.checking = true;
     if (this.holding) {
+      this.checking = true;
       void this.keepLease().finally(() => (this.checking = false));
       return;
     }
+    // Nobody here listens: the tick (or the holder's release) is soon enough to take over, and
+    // spares Redis a script per pooled session and replica per heartbeat.
+    if (!this.listened) return;
+    this.checking = true;
     this.serial(async () => {
       this.checking = false;
       if (this.ended || this.broken || this.holding || this.members.size === 0) return;
@@ -185,7 +195,7 @@ export class SessionChannel {
 
   private async follow(): Promise<void> {
     let current: PooledSession | undefined;
-    if ([...this.members.keys()].every((m) => m.standing === true)) {
+    if (!this.listened) {
       // Nobody listens: follow what the pool has, without keeping it in use.
       current = this.deps.pool.peek(this.key.id);
       if (current === undefined) return;

@@ -25,7 +25,7 @@ import { isValidSessionId, type SessionRef } from './headers.js';
 import { NO_CALL, refusal, route, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
 import { badResponse, decodeMessages } from './messages.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
-import { OutsideAsks } from './outside-asks.js';
+import { OutsideAsks, type OutsideAskOutcome } from './outside-asks.js';
 import type { ReplicaAsks } from './replica-asks.js';
 import { StandingStreams } from './standing-streams.js';
 import { connectStream, pumpStream, readRequestStream, resumeRequestStream, type StreamContext } from './streams.js';
@@ -70,6 +70,8 @@ export interface UpstreamClientOptions {
   standingStreams?: number;
   /** With replicas sharing sessions: an ask on a GET stream held here may belong to a call on another replica. */
   replicaAsks?: ReplicaAsks;
+  /** Called with where each ask from a GET stream went. */
+  onOutsideAsk?(outcome: OutsideAskOutcome): void;
 }
 
 export const UPSTREAM_CLIENT_DEFAULTS = Object.freeze({
@@ -88,8 +90,9 @@ function firstHeader(v: string | string[] | undefined): string | undefined {
 export class UpstreamClient implements UpstreamSessionClient {
   private readonly endpoint: UpstreamEndpoint;
   private readonly log: Logger;
-  private readonly opts: Required<Omit<UpstreamClientOptions, 'onRequest' | 'replicaAsks'>>;
+  private readonly opts: Required<Omit<UpstreamClientOptions, 'onRequest' | 'replicaAsks' | 'onOutsideAsk'>>;
   private readonly onRequest: UpstreamClientOptions['onRequest'];
+  private readonly onOutsideAsk: UpstreamClientOptions['onOutsideAsk'];
   private readonly dispatcher: UpstreamDispatcher;
   private readonly streams: StreamContext;
   private readonly handshakes: HandshakeHost;
@@ -117,7 +120,8 @@ export class UpstreamClient implements UpstreamSessionClient {
       },
       outside: (session, r) => this.outside(session, r),
     };
-    const { onRequest, replicaAsks, ...tuning } = options;
+    const { onRequest, replicaAsks, onOutsideAsk, ...tuning } = options;
+    this.onOutsideAsk = onOutsideAsk;
     this.asking = new OutsideAsks(log);
     this.replicaAsks = replicaAsks;
     replicaAsks?.register(endpoint.name, this.asking);
@@ -318,9 +322,12 @@ export class UpstreamClient implements UpstreamSessionClient {
 
   /** An ask from the GET stream, for the one asking call in flight on the session (on any replica), else refused. */
   private outside(session: SessionRef, r: JsonRpcRequest): void {
-    const refuse = (): void => this.io.reply(session, refusal(r.id, NO_CALL), r.method);
-    if (this.replicaAsks && session.sessionId !== undefined) this.replicaAsks.route(this.endpoint.name, session.sessionId, r, refuse);
-    else if (!this.asking.give(session.sessionId, r)) refuse();
+    const settle = (outcome: OutsideAskOutcome): void => {
+      if (outcome === 'refused') this.io.reply(session, refusal(r.id, NO_CALL), r.method);
+      this.onOutsideAsk?.(outcome);
+    };
+    if (this.replicaAsks && session.sessionId !== undefined) void this.replicaAsks.route(this.endpoint.name, session.sessionId, r).then(settle);
+    else settle(this.asking.give(session.sessionId, r) ? 'given' : 'refused');
   }
 
   private async exchange(

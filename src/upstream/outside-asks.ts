@@ -11,6 +11,9 @@ import { sessionDigest } from './headers.js';
 import type { Exchange } from './inbound.js';
 import type { LocalAsks } from './replica-asks.js';
 
+/** Where an ask from the GET stream went: to the one asking call here, to it on another replica, or nowhere. */
+export type OutsideAskOutcome = 'given' | 'handed' | 'refused';
+
 /** Calls whose asks the multi-round bridge relays. */
 export const ASKING_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
 

@@ -14,6 +14,7 @@ import { readMessage, type MessageBus } from '../bus/index.js';
 import type { JsonRpcRequest } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { sessionDigest } from './headers.js';
+import type { OutsideAskOutcome } from './outside-asks.js';
 
 /** A replica's own calls that can take an outside ask, by session digest (outside-asks.ts). */
 export interface LocalAsks {
@@ -80,27 +81,24 @@ export class ReplicaAsks {
   }
 
   /**
-   * Gives an ask from a session's GET stream to its call, on whichever replica that runs; `refuse`
-   * runs here when no single call can take it. Never rejects.
+   * Gives an ask from a session's GET stream to its call, on whichever replica that runs. Resolves
+   * with where it went; on 'refused' the caller refuses it upstream. Never rejects.
    */
-  route(upstream: string, sessionId: string, r: JsonRpcRequest, refuse: () => void): void {
+  async route(upstream: string, sessionId: string, r: JsonRpcRequest): Promise<OutsideAskOutcome> {
     const s = sessionDigest(sessionId);
+    const alone = (): OutsideAskOutcome => (this.locals.get(upstream)?.giveByDigest(s, r) ? 'given' : 'refused');
     const bus = this.bus;
-    const alone = (): void => {
-      if (!this.locals.get(upstream)?.giveByDigest(s, r)) refuse();
-    };
     if (!bus) return alone();
-    void this.find(bus, upstream, s).then(
-      async (owner) => {
-        if (owner === undefined) return refuse();
-        if (owner === this.replicaId) return alone();
-        if (!(await this.handOver(bus, owner, upstream, s, r))) refuse();
-      },
-      (err: unknown) => {
-        this.log.warn({ err }, 'could not ask the other replicas for the call of an outside ask; only this one is asked');
-        alone();
-      },
-    );
+    let owner: string | undefined;
+    try {
+      owner = await this.find(bus, upstream, s);
+    } catch (err) {
+      this.log.warn({ err }, 'could not ask the other replicas for the call of an outside ask; only this one is asked');
+      return alone();
+    }
+    if (owner === undefined) return 'refused';
+    if (owner === this.replicaId) return alone();
+    return (await this.handOver(bus, owner, upstream, s, r)) ? 'handed' : 'refused';
   }
 
   /** The replica with the one call that can take the ask; undefined when no replica or several calls can. */

@@ -18,6 +18,13 @@ import { callTool, rpc, sleep, textOf } from '../mrtr/wire.js';
 const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
 const caps = { roots: {} };
 
+/** causeway_outside_asks_total of one outcome, from a replica's /metrics. */
+async function outsideAsks(adminUrl: string | undefined, outcome: string): Promise<number> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  const line = new RegExp(`^causeway_outside_asks_total\\{upstream="[^"]+",outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text);
+  return Number(line?.[1] ?? 0);
+}
+
 /** Waits for a condition with no deadline of its own: the test's timeout is the only one. */
 async function until(check: () => boolean | Promise<boolean>): Promise<void> {
   while (!(await check())) await sleep(20);
@@ -110,6 +117,12 @@ for (const [name, make] of Object.entries(UPSTREAMS)) {
         // The tool fails with the refusal it got (-32601, which a 2026 answer carries as 404).
         t.match(r.body.error, { code: -32601, message: /No call in flight can take this request/ }, 'the tool saw the ask refused');
       });
+
+      await t.test('each ask from the GET stream is counted by where it went', async (t) => {
+        t.equal(await outsideAsks(causeway.adminUrl, 'given'), 1, 'one given to its call');
+        t.equal(await outsideAsks(causeway.adminUrl, 'refused'), 2, 'two refused');
+        t.equal(await outsideAsks(causeway.adminUrl, 'handed'), 0, 'none handed: one replica');
+      });
     }
   });
 }
@@ -126,7 +139,8 @@ t.test('outside_asks-across_replicas', async (t) => {
     'store.redisUrl': redis.url,
     'mrtr.stateKeys': randomBytes(32).toString('base64'),
     'subscriptions.takeoverMs': 1000,
-    'admin.port': -1,
+    // Where nobody listens, a replica takes a dead holder's stream over on this tick.
+    'subscriptions.keepAliveMs': 500,
   };
   const [a, b] = await Promise.all([spawnCauseway(settings, { t }), spawnCauseway(settings, { t })]);
   const outsideAnswers = () => upstream.stats().outsideAnswers;
@@ -155,6 +169,8 @@ t.test('outside_asks-across_replicas', async (t) => {
     t.equal(done.body.result?.resultType, 'complete');
     t.equal(textOf(done), 'roots=1; first=file:///work', "the tool got the client's answer");
     t.equal(upstream.stats().getStreamsOpened, openedByA, 'the stream is still the one A opened');
+    t.equal(await outsideAsks(a.adminUrl, 'handed'), 1, 'A counts the ask it handed to B');
+    t.equal(await outsideAsks(b.adminUrl, 'handed') + (await outsideAsks(b.adminUrl, 'given')), 0, 'B held no stream, so counted none');
   });
 
   await t.test('one call on each replica: which one asked is unknown, refused at once', async (t) => {
