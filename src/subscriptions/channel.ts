@@ -1,5 +1,5 @@
-// One upstream session's listeners on this replica. The session's change notifications come in
-// over the bus and go to every member. While it has members the channel takes part in its key's
+// One upstream session's listeners on this replica (and, across replicas, its standing member:
+// standing.ts). The session's change notifications come in over the bus and go to every member. While it has members the channel takes part in its key's
 // coordination (coordination.ts): if it holds the key's GET-stream lease it holds the session's
 // standalone GET stream (the upstream client resumes it with Last-Event-ID), follows the pool when
 // the session is replaced (stream and resource subscriptions re-made on the new one, then a

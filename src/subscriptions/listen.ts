@@ -115,7 +115,7 @@ export class Subscriptions {
     return this.count;
   }
 
-  /** The channel of a session key, if it has listeners here (for tests and diagnostics). */
+  /** The channel of a session key, if it has listeners here or stands by for its stream (for tests and diagnostics). */
   channel(keyId: string): SessionChannel | undefined {
     return this.channels.get(keyId);
   }
