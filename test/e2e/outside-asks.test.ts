@@ -217,16 +217,17 @@ t.test('outside_asks-across_replicas-holding_the_stream_does_not_keep_the_sessio
   t.teardown(() => a.close());
   const b = await startCauseway(settings);
   t.teardown(() => b.close());
+  // Both replicas have the session in their pool (or, on a machine slow enough that it idled out
+  // between the two requests, each had one in turn): a replica holds its stream, the other stands by.
   t.equal((await rpc(a.url, 'tools/list', {}, { caps })).status, 200);
   t.equal((await rpc(b.url, 'tools/list', {}, { caps })).status, 200);
-  t.equal(upstream.stats().initializeCount, 1, 'one session for both replicas');
-  await until(() => upstream.stats().getStreamsOpen === 1);
-  // Nobody uses the session now: it is ended as idle, though a replica holds its stream and both stand by.
-  await until(() => upstream.stats().sessionsDeleted === 1);
-  await until(() => upstream.stats().getStreamsOpen === 0);
-  t.pass('the idle session was ended upstream, and its stream with it');
+  await until(() => upstream.stats().getStreamsOpened >= 1);
+  // Nobody uses the session now: it is ended as idle, stream and all.
+  await until(() => upstream.stats().sessionsOpen === 0 && upstream.stats().getStreamsOpen === 0);
+  t.ok(upstream.stats().sessionsDeleted >= 1, 'the idle session was ended upstream, and its stream with it');
+  const opened = upstream.stats().initializeCount;
   const again = await rpc(b.url, 'tools/list', {}, { caps });
-  t.equal(again.status, 200, 'the next request opens another');
+  t.equal(again.status, 200);
+  t.equal(upstream.stats().initializeCount, opened + 1, 'the next request opens another');
   await until(() => upstream.stats().getStreamsOpen === 1);
-  t.equal(upstream.stats().initializeCount, 2);
 });
