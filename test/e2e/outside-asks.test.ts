@@ -127,16 +127,21 @@ for (const [name, make] of Object.entries(UPSTREAMS)) {
   });
 }
 
-t.test('outside_asks-across_replicas', async (t) => {
+/** A Redis and the legacy fixture, stopped when `t` ends; the settings that put replicas in front of them. */
+async function redisAndUpstream(t: Test) {
   const redis = await startRedis(t);
   t.teardown(() => redis.stop());
   const upstream = await startLegacyServer();
   t.teardown(() => upstream.close());
+  const shared: Settings = { 'upstream.url': upstream.url, 'store.kind': 'redis', 'store.redisUrl': redis.url };
+  return { upstream, shared };
+}
+
+t.test('outside_asks-across_replicas', async (t) => {
+  const { upstream, shared } = await redisAndUpstream(t);
   const settings: Settings = {
-    'upstream.url': upstream.url,
+    ...shared,
     'upstream.requestTimeoutMs': 3_600_000,
-    'store.kind': 'redis',
-    'store.redisUrl': redis.url,
     'mrtr.stateKeys': randomBytes(32).toString('base64'),
     'subscriptions.takeoverMs': 1000,
     // Where nobody listens, a replica takes a dead holder's stream over on this tick.
@@ -201,14 +206,9 @@ t.test('outside_asks-across_replicas', async (t) => {
 });
 
 t.test('outside_asks-across_replicas-holding_the_stream_does_not_keep_the_session_in_use', async (t) => {
-  const redis = await startRedis(t);
-  t.teardown(() => redis.stop());
-  const upstream = await startLegacyServer();
-  t.teardown(() => upstream.close());
+  const { upstream, shared } = await redisAndUpstream(t);
   const settings: Settings = {
-    'upstream.url': upstream.url,
-    'store.kind': 'redis',
-    'store.redisUrl': redis.url,
+    ...shared,
     'store.idleTtlMs': 1000,
     // The channels' tick, which would keep a listened session in use, comes often.
     'subscriptions.keepAliveMs': 100,
