@@ -1,7 +1,7 @@
 // SessionStore in this process's memory: the default without Redis, and the demo's store.
 // One replica only; the locks exist so the pool runs the same code on every store.
 
-import type { SessionRecord, SessionStore } from './session-store.js';
+import type { Claim, SessionRecord, SessionStore } from './session-store.js';
 
 export class MemorySessionStore implements SessionStore {
   readonly kind = 'memory';
@@ -12,14 +12,22 @@ export class MemorySessionStore implements SessionStore {
     return this.records.get(key);
   }
 
-  async insert(record: SessionRecord): Promise<SessionRecord> {
+  async claim(key: string, owner: string, ttlMs: number, dead?: number): Promise<Claim> {
+    const record = this.records.get(key);
+    if (record && record.generation !== dead) return { state: 'live', record };
+    return { state: (await this.lock(key, owner, ttlMs)) ? 'claimed' : 'locked', record };
+  }
+
+  async insert(record: SessionRecord, owner?: string): Promise<SessionRecord> {
+    if (owner !== undefined) await this.unlock(record.key, owner);
     const existing = this.records.get(record.key);
     if (existing) return existing;
     this.records.set(record.key, record);
     return record;
   }
 
-  async replace(expected: number, record: SessionRecord): Promise<SessionRecord> {
+  async replace(expected: number, record: SessionRecord, owner?: string): Promise<SessionRecord> {
+    if (owner !== undefined) await this.unlock(record.key, owner);
     const existing = this.records.get(record.key);
     if (existing && existing.generation !== expected) return existing;
     this.records.set(record.key, record);

@@ -43,6 +43,8 @@ export interface PoolOptions {
   storeRetryMs?: number;
   /** A session superseded when replicas converge after an outage is ended upstream this much later. Default 30000. */
   retireGraceMs?: number;
+  /** How often a new session reads the shared store's count for maxSessions. Default 1000. */
+  countEveryMs?: number;
 }
 
 /** A session as this replica knows it, with replica-local facts learned while using it. */
@@ -99,6 +101,8 @@ export class SessionPool {
   private closed = false;
   private readonly health: StoreHealth;
   private republishing: Promise<void> | undefined;
+  /** The store's session count as last read, plus the sessions this replica stored since. */
+  private storeCount: { n: number; at: number } | undefined;
 
   constructor(
     private readonly store: SessionStore,
@@ -209,9 +213,7 @@ export class SessionPool {
       };
       if (!this.health.usable()) return local();
       try {
-        const stored = await this.health.run('get', () => this.store.get(stale.key.id));
-        if (stored && !dead(stored) && this.onAdmittedTarget(stored)) return this.adopt(stale.key, stored);
-        return await this.openShared(stale.key, reason, stored ?? stale.record);
+        return await this.openShared(stale.key, reason, stale.record, dead);
       } catch (err) {
         if (!(err instanceof StoreUnavailable)) throw err;
         return local();
@@ -273,10 +275,6 @@ export class SessionPool {
   private async load(key: SessionKey): Promise<PooledSession> {
     if (!this.health.usable()) return this.openLocal(key, 'new', 1);
     try {
-      const stored = await this.health.run('get', () => this.store.get(key.id));
-      if (stored && this.onAdmittedTarget(stored)) return this.adopt(key, stored);
-      if (stored) return await this.openShared(key, 'ejected', stored);
-      await this.makeRoom();
       return await this.openShared(key, 'new', undefined);
     } catch (err) {
       if (!(err instanceof StoreUnavailable)) throw err;
@@ -285,40 +283,59 @@ export class SessionPool {
   }
 
   /**
-   * Opens a session under the store's lock, replacing `stale` if given. Another replica holding
-   * the lock is opening the same session: wait for its record instead of initializing a second one.
-   * A session opened here that the store then fails to record is kept, replica-local.
+   * The key's session from the store, or a new one opened under the store's lock: one `claim`
+   * reads the record and, when there is none to use, takes the lock. A record on an ejected URL,
+   * `stale` and any other record `dead` tells are replaced. Another replica holding the lock is
+   * opening the same session: its record is awaited instead of initializing a second one.
    */
-  private async openShared(key: SessionKey, reason: OpenReason, stale: SessionRecord | undefined): Promise<PooledSession> {
-    const fresh = (r: SessionRecord) => (stale === undefined || !sameRecord(r, stale)) && this.onAdmittedTarget(r);
+  private async openShared(
+    key: SessionKey,
+    reason: OpenReason,
+    stale: SessionRecord | undefined,
+    dead: (r: SessionRecord) => boolean = (r) => stale !== undefined && sameRecord(r, stale),
+  ): Promise<PooledSession> {
     const deadline = Date.now() + this.opts.lockTtlMs * 2;
+    let replacing = stale;
     for (;;) {
-      if (await this.health.run('lock', () => this.store.lock(key.id, this.owner, this.opts.lockTtlMs))) {
-        let opened: SessionRecord | undefined;
-        try {
-          const stored = await this.health.run('get', () => this.store.get(key.id));
-          if (stored && fresh(stored)) return this.adopt(key, stored);
-          const record = (opened = await this.initialize(key, reason, (stored?.generation ?? 0) + 1));
-          const after = await this.health.run(stored ? 'replace' : 'insert', () =>
-            stored ? this.store.replace(stored.generation, record) : this.store.insert(record),
-          );
-          // Our lock ran out mid-initialize and another replica's session was stored first: use that one.
-          if (!sameRecord(after, record)) void this.terminate(record);
-          return this.adopt(key, after, false, sameRecord(after, record));
-        } catch (err) {
-          if (opened && err instanceof StoreUnavailable) {
-            this.events.onLocalSession?.(key.upstream);
-            return this.adopt(key, opened, true, true);
-          }
-          throw err;
-        } finally {
-          await this.health.run('unlock', () => this.store.unlock(key.id, this.owner)).catch(() => undefined);
-        }
+      const c = await this.health.run('claim', () => this.store.claim(key.id, this.owner, this.opts.lockTtlMs, replacing?.generation));
+      if (c.state === 'live') {
+        if (!dead(c.record) && this.onAdmittedTarget(c.record)) return this.adopt(key, c.record);
+        if (reason === 'new') reason = 'ejected';
+        replacing = c.record;
+        continue;
       }
-      await sleep(20);
-      const stored = await this.health.run('get', () => this.store.get(key.id));
-      if (stored && fresh(stored)) return this.adopt(key, stored);
+      if (c.state === 'claimed') return this.openClaimed(key, reason, c.record, (c.record ?? replacing)?.generation ?? 0);
       if (Date.now() > deadline) throw new Error('timed out waiting for another replica to open the upstream session');
+      await sleep(20);
+    }
+  }
+
+  /**
+   * Under the creation lock: initialize, then store the record (insert, or compare-and-set over
+   * `stored`), which releases the lock in the same step. A session opened here that the store then
+   * fails to record is kept, replica-local.
+   */
+  private async openClaimed(key: SessionKey, reason: OpenReason, stored: SessionRecord | undefined, lastGeneration: number): Promise<PooledSession> {
+    let opened: SessionRecord | undefined;
+    let released = false;
+    try {
+      if (stored === undefined) await this.makeRoom();
+      const record = (opened = await this.initialize(key, reason, lastGeneration + 1));
+      const after = await this.health.run(stored ? 'replace' : 'insert', () =>
+        stored ? this.store.replace(stored.generation, record, this.owner) : this.store.insert(record, this.owner),
+      );
+      released = true;
+      // Our lock ran out mid-initialize and another replica's session was stored first: use that one.
+      if (!sameRecord(after, record)) void this.terminate(record);
+      return this.adopt(key, after, false, sameRecord(after, record));
+    } catch (err) {
+      if (opened && err instanceof StoreUnavailable) {
+        this.events.onLocalSession?.(key.upstream);
+        return this.adopt(key, opened, true, true);
+      }
+      throw err;
+    } finally {
+      if (!released) await this.health.run('unlock', () => this.store.unlock(key.id, this.owner)).catch(() => undefined);
     }
   }
 
@@ -394,10 +411,18 @@ export class SessionPool {
       }
     }
     if (!this.shared || !this.health.isUp) return;
-    const count = await this.health.run('count', () => this.store.count());
+    // The store's count is read at most every countEveryMs, and counts this replica's own new
+    // sessions in between: a cold session costs no read of every idle shard.
+    const now = Date.now();
+    if (this.storeCount === undefined || now - this.storeCount.at >= (this.opts.countEveryMs ?? 1000)) {
+      this.storeCount = { n: await this.health.run('count', () => this.store.count()), at: now };
+    }
+    const count = this.storeCount.n;
+    this.storeCount.n += 1;
     if (count < this.opts.maxSessions) return;
     const oldest = await this.health.run('idle', () => this.store.idle(Date.now() + 1, count - this.opts.maxSessions + 1));
     for (const record of oldest) await this.end(record);
+    this.storeCount.n -= oldest.length;
   }
 
   /** Removes a stored record (compare-and-set) and, if this call removed it, ends it upstream. */

@@ -8,37 +8,27 @@
 //   P lock:{ID}     string  owner token of the replica opening or replacing the session; PX lockTtl.
 //   P rate:{K}      hash    tokens, at: the limits.rate* token bucket of principal hash K; PEXPIRE until full again.
 //   P grant:{K}     string  a user's own upstream token, sealed (upstream/sign-in.ts), for upstream|principal hash K; PX its life.
-//   P idle          zset    member ID, score last use (epoch ms). The authority on lastUsedAt:
-//                           touch moves it forward (ZADD XX GT); idle() and count() read it.
+//   P idle:{N}      zset    one of IDLE_SHARDS shards (N = 0..15, by a hash of ID): member ID, score last
+//                           use (epoch ms). The authority on lastUsedAt: touch moves it forward
+//                           (ZADD XX GT); idle() and count() read every shard.
 //
 // {ID} is the Cluster hash tag, so a record and its lock share a slot and every script touches one
-// slot. The idle index is a single key written beside the scripts (never inside them), so in a
-// race it can briefly disagree with the records: idle() drops members whose record is gone, and a
-// record missing from the index still dies by its TTL.
+// slot; the idle shards are hash-tagged apart, so a Cluster spreads the index over its nodes. The
+// index is written beside the scripts (never inside them), so in a race it can briefly disagree
+// with the records: idle() drops members whose record is gone, and a record missing from the
+// index still dies by its TTL. A new session costs three commands (cwClaim, cwInsert, one ZADD),
+// its first use on another replica one (cwClaim).
 //
 // Every command has a timeout and nothing is queued while Redis is away (enableOfflineQueue
 // false): a failing command rejects at once and the pool carries on with replica-local sessions.
 
-import { readFileSync } from 'node:fs';
-import { Redis, Cluster, type RedisOptions, type ClusterOptions } from 'ioredis';
+import { Cluster } from 'ioredis';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { SessionRecord, SessionStore } from './session-store.js';
+import type { RedisClient } from './redis-connection.js';
+import type { Claim, SessionRecord, SessionStore } from './session-store.js';
 
-export interface RedisConnectionOptions {
-  /** redis://[user:password@]host:port[/db] or rediss:// (TLS). Host and port ignored with sentinels or cluster. */
-  url: string;
-  username?: string;
-  password?: string;
-  /** PEM text of extra CAs for TLS. */
-  tlsCa?: string;
-  sentinels?: string[];
-  sentinelName?: string;
-  sentinelPassword?: string;
-  cluster?: string[];
-  /** Per command; 0 disables the timeout. */
-  commandTimeoutMs: number;
-}
+export { createRedisClient, describeConnection, parseHostPort, readCa, type RedisClient, type RedisConnectionOptions } from './redis-connection.js';
 
 export interface RedisStoreOptions {
   keyPrefix: string;
@@ -46,50 +36,94 @@ export interface RedisStoreOptions {
   recordTtlMs: number;
 }
 
-export type RedisClient = Redis | Cluster;
-
 interface Scripts {
-  cwInsert(key: string, ttl: number, ...fields: string[]): Promise<string[]>;
-  cwReplace(key: string, expected: number, ttl: number, ...fields: string[]): Promise<string[]>;
+  cwClaim(record: string, lock: string, owner: string, ttl: number, dead: string): Promise<string[]>;
+  cwInsert(record: string, lock: string, ttl: number, owner: string, ...fields: string[]): Promise<string[]>;
+  cwReplace(record: string, lock: string, expected: number, ttl: number, owner: string, ...fields: string[]): Promise<string[]>;
   cwRemove(key: string, generation: number): Promise<number>;
   cwLock(key: string, owner: string, ttl: number): Promise<number>;
   cwUnlock(key: string, owner: string): Promise<number>;
   cwTake(key: string, ratePerSecond: number, burst: number): Promise<number>;
 }
 
-/** Lua sources, exported so tests can recognise them by SHA. Each touches one key (one slot). */
+/** Releases the creation lock (KEYS[2]) when `owner` holds it. */
+const RELEASE = (owner: string) => `
+if ${owner} ~= '' and redis.call('GET', KEYS[2]) == ${owner} then redis.call('DEL', KEYS[2]) end`;
+
+/** Lua sources and how many keys each takes, exported so tests can recognise them by SHA. Each touches one slot. */
 export const SCRIPTS = {
-  // Stores the record unless one exists; returns the existing one (HGETALL) or {} when stored.
-  cwInsert: `
+  // KEYS record, lock; ARGV owner, ttl, dead generation ('' for none). Returns {'live', record...}
+  // when a record other than the dead one is stored; otherwise takes (or renews) the lock for the
+  // owner: {'claimed', record...} or {'locked', record...}, with whatever record there is.
+  cwClaim: {
+    keys: 2,
+    lua: `
+local rec = redis.call('HGETALL', KEYS[1])
+if #rec > 0 then
+  local g
+  for i = 1, #rec, 2 do if rec[i] == 'generation' then g = tonumber(rec[i + 1]) end end
+  if ARGV[3] == '' or g ~= tonumber(ARGV[3]) then table.insert(rec, 1, 'live') return rec end
+end
+local state = 'locked'
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  state = 'claimed'
+elseif redis.call('GET', KEYS[2]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  state = 'claimed'
+end
+table.insert(rec, 1, state)
+return rec`,
+  },
+  // KEYS record, lock; ARGV ttl, owner, fields. Stores the record unless one exists; returns the
+  // existing one (HGETALL) or {} when stored. Releases the owner's lock either way.
+  cwInsert: {
+    keys: 2,
+    lua: `${RELEASE('ARGV[2]')}
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HGETALL', KEYS[1]) end
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return {}`,
-  // Compare-and-set on generation: replaces while the stored generation is ARGV[1] (or none is stored).
-  cwReplace: `
+  },
+  // KEYS record, lock; ARGV expected generation, ttl, owner, fields. Compare-and-set on
+  // generation: replaces while the stored generation is the expected one (or none is stored).
+  cwReplace: {
+    keys: 2,
+    lua: `${RELEASE('ARGV[3]')}
 local g = redis.call('HGET', KEYS[1], 'generation')
 if g and tonumber(g) ~= tonumber(ARGV[1]) then return redis.call('HGETALL', KEYS[1]) end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('HSET', KEYS[1], unpack(ARGV, 4))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {}`,
+  },
   // Compare-and-delete on generation.
-  cwRemove: `
+  cwRemove: {
+    keys: 1,
+    lua: `
 local g = redis.call('HGET', KEYS[1], 'generation')
 if g and tonumber(g) == tonumber(ARGV[1]) then redis.call('DEL', KEYS[1]) return 1 end
 return 0`,
+  },
   // SET NX PX with an owner token; the owner may renew its own lock.
-  cwLock: `
+  cwLock: {
+    keys: 1,
+    lua: `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end
 return 0`,
+  },
   // Compare-and-delete on the owner token.
-  cwUnlock: `
+  cwUnlock: {
+    keys: 1,
+    lua: `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`,
+  },
   // Token bucket on Redis's own clock (replicas' clocks differ): 0 when a token was taken, else the
   // ms until one is due. Kept no longer than the bucket needs to fill again.
-  cwTake: `
+  cwTake: {
+    keys: 1,
+    lua: `
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local t = redis.call('TIME')
@@ -103,132 +137,20 @@ if tokens >= 1 then tokens = tokens - 1 else wait = math.ceil((1 - tokens) * 100
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
 return wait`,
+  },
 } as const;
 
-const RETRY_CAP_MS = 1000;
+/** Shards of the idle index: enough for a Cluster to spread it, few enough for a sweep to read them all. */
+export const IDLE_SHARDS = 16;
 
-/** host:port (or [v6]:port) -> {host, port}. */
-export function parseHostPort(s: string, defaultPort: number): { host: string; port: number } {
-  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(s.trim()) ?? /^([^:]+)(?::(\d+))?$/.exec(s.trim());
-  if (!m) throw new Error(`not host:port: ${s}`);
-  return { host: m[1]!, port: m[2] ? Number(m[2]) : defaultPort };
-}
-
-/** Where a client connects, safe for logs (no credentials). */
-export function describeConnection(c: RedisConnectionOptions): string {
-  if (c.cluster?.length) return `cluster ${c.cluster.join(',')}`;
-  if (c.sentinels?.length) return `sentinel ${c.sentinelName ?? 'mymaster'}@${c.sentinels.join(',')}`;
-  const u = parseUrl(c.url);
-  return `${u.protocol}//${u.host}`;
-}
-
-function parseUrl(url: string): URL {
-  try {
-    return new URL(url);
-  } catch {
-    throw new Error('store.redisUrl: expected redis://[user:password@]host:port[/db] or rediss://…');
+/** The idle shard of a key id (FNV-1a): stable across replicas and restarts. */
+export function idleShard(id: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) {
+    h ^= id.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
   }
-}
-
-/** An ioredis client (single node, Sentinel or Cluster) that fails fast instead of queueing. */
-export function createRedisClient(c: RedisConnectionOptions): RedisClient {
-  if (c.cluster?.length && c.sentinels?.length) throw new Error('store.redisSentinels and store.redisCluster exclude each other');
-  const u = parseUrl(c.url);
-  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new Error('store.redisUrl: must be redis:// or rediss://');
-  const tls = u.protocol === 'rediss:' ? (c.tlsCa ? { ca: c.tlsCa } : {}) : undefined;
-  const username = c.username || decodeURIComponent(u.username) || undefined;
-  const password = c.password || decodeURIComponent(u.password) || undefined;
-  const db = u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0;
-  if (!Number.isInteger(db) || db < 0) throw new Error('store.redisUrl: the path must be a database number');
-  const common: RedisOptions = {
-    username,
-    password,
-    tls,
-    commandTimeout: c.commandTimeoutMs > 0 ? c.commandTimeoutMs : undefined,
-    connectTimeout: Math.max(1000, Math.min(5000, c.commandTimeoutMs * 4 || 5000)),
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-    // A failover leaves us talking to a replica: reconnect (Sentinel then finds the new master).
-    reconnectOnError: (err) => err.message.startsWith('READONLY'),
-  };
-  if (c.cluster?.length) {
-    if (db !== 0) throw new Error('store.redisUrl: Redis Cluster has only database 0');
-    const options: ClusterOptions = {
-      enableOfflineQueue: false,
-      clusterRetryStrategy: (times) => Math.min(times * 100, RETRY_CAP_MS),
-      slotsRefreshTimeout: Math.max(1000, c.commandTimeoutMs * 4),
-      redisOptions: common,
-      // TLS certificates name the nodes as announced, not as resolved.
-      ...(tls ? { dnsLookup: (address: string, cb: (err: Error | null, address: string) => void) => cb(null, address) } : {}),
-    };
-    return new Cluster(
-      c.cluster.map((n) => parseHostPort(n, 6379)),
-      options,
-    );
-  }
-  const retryStrategy = (times: number) => Math.min(times * 100, RETRY_CAP_MS);
-  if (c.sentinels?.length) {
-    return reconnectWhenEnded(new Redis({
-      ...common,
-      db,
-      sentinels: c.sentinels.map((n) => parseHostPort(n, 26379)),
-      name: c.sentinelName || 'mymaster',
-      sentinelPassword: c.sentinelPassword || undefined,
-      sentinelRetryStrategy: retryStrategy,
-      sentinelCommandTimeout: c.commandTimeoutMs > 0 ? c.commandTimeoutMs : undefined,
-      enableTLSForSentinelMode: tls !== undefined,
-      sentinelTLS: tls,
-      // Subscribe to +switch-master so a failover is followed at once, not at the next error.
-      failoverDetector: true,
-      retryStrategy,
-    }));
-  }
-  return new Redis({
-    ...common,
-    db,
-    host: u.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1',
-    port: u.port ? Number(u.port) : 6379,
-    retryStrategy,
-  });
-}
-
-/**
- * A Sentinel client that connects again when ioredis gives up on it. The failover detector of
- * the previous connection cancels the connect under way when +switch-master arrives while the
- * client is reconnecting (the primary was killed, so the socket had closed first); ioredis then
- * ends the client for good ("Connection is closed."), and Causeway would stay replica-local until
- * restarted. An end we did not ask for (disconnect() or quit()) is followed by connect() after
- * RETRY_CAP_MS, for this client and for its duplicates (RedisBus's subscriber).
- */
-function reconnectWhenEnded(client: Redis): Redis {
-  let closing = false;
-  const { disconnect, quit, duplicate } = client;
-  client.disconnect = (reconnect = false) => {
-    if (!reconnect) closing = true;
-    disconnect.call(client, reconnect);
-  };
-  client.quit = ((...args: Parameters<Redis['quit']>) => {
-    closing = true;
-    return quit.apply(client, args);
-  }) as Redis['quit'];
-  client.duplicate = (override?: Partial<RedisOptions>) => reconnectWhenEnded(duplicate.call(client, override));
-  client.on('end', () => {
-    if (closing) return;
-    setTimeout(() => {
-      if (!closing && client.status === 'end') client.connect().catch(() => undefined);
-    }, RETRY_CAP_MS).unref();
-  });
-  return client;
-}
-
-/** Reads a CA file for createRedisClient. */
-export function readCa(file: string): string | undefined {
-  if (!file) return undefined;
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new Error(`store.redisTlsCaFile: cannot read ${file}: ${(err as Error).message}`);
-  }
+  return (h >>> 0) % IDLE_SHARDS;
 }
 
 /** `{`, `}` and `%` escaped, so the id is one whole hash tag and no two ids collide. */
@@ -280,7 +202,7 @@ function parse(key: string, h: Record<string, string>, score: number | undefined
 export class RedisSessionStore implements SessionStore {
   readonly kind = 'redis';
   private readonly scripts: Scripts;
-  private readonly idleKey: string;
+  private readonly idleKeys: string[];
   private state: 'connecting' | 'up' | 'down' = 'connecting';
   private warnedConnecting = false;
   private closing = false;
@@ -296,10 +218,8 @@ export class RedisSessionStore implements SessionStore {
       client.disconnect();
       throw new Error('store.keyPrefix: must not contain { or }');
     }
-    this.idleKey = `${opts.keyPrefix}idle`;
-    for (const [name, lua] of Object.entries(SCRIPTS)) {
-      client.defineCommand(name, { numberOfKeys: 1, lua });
-    }
+    this.idleKeys = Array.from({ length: IDLE_SHARDS }, (_, n) => `${opts.keyPrefix}idle:{${n}}`);
+    for (const [name, { keys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: keys, lua });
     this.scripts = client as unknown as Scripts;
     // Connection trouble is logged once per outage; each failed command reaches the pool as a rejection.
     let connectedBefore = false;
@@ -354,53 +274,66 @@ export class RedisSessionStore implements SessionStore {
     return `${this.opts.keyPrefix}lock:{${tag(id)}}`;
   }
 
-  get indexKey(): string {
-    return this.idleKey;
+  /** The idle shard a key id is indexed in. */
+  indexKey(id: string): string {
+    return this.idleKeys[idleShard(id)]!;
   }
 
   async get(key: string): Promise<SessionRecord | undefined> {
-    const [h, score] = await Promise.all([this.client.hgetall(this.recordKey(key)), this.client.zscore(this.idleKey, key)]);
+    const [h, score] = await Promise.all([this.client.hgetall(this.recordKey(key)), this.client.zscore(this.indexKey(key), key)]);
     return parse(key, h, score === null ? undefined : Number(score));
   }
 
-  async insert(record: SessionRecord): Promise<SessionRecord> {
-    const existing = await this.scripts.cwInsert(this.recordKey(record.key), this.opts.recordTtlMs, ...fields(record));
+  async claim(key: string, owner: string, ttlMs: number, dead?: number): Promise<Claim> {
+    const [state, ...flat] = await this.scripts.cwClaim(this.recordKey(key), this.lockKey(key), owner, Math.max(1, Math.round(ttlMs)), dead === undefined ? '' : String(dead));
+    const record = parse(key, pairs(flat), undefined);
+    if (state === 'live' && record) return { state, record };
+    return { state: state === 'claimed' ? 'claimed' : 'locked', record };
+  }
+
+  async insert(record: SessionRecord, owner = ''): Promise<SessionRecord> {
+    const existing = await this.scripts.cwInsert(this.recordKey(record.key), this.lockKey(record.key), this.opts.recordTtlMs, owner, ...fields(record));
     if (existing.length > 0) return parse(record.key, pairs(existing), undefined)!;
-    await this.client.zadd(this.idleKey, record.lastUsedAt, record.key);
+    await this.client.zadd(this.indexKey(record.key), record.lastUsedAt, record.key);
     return record;
   }
 
-  async replace(expected: number, record: SessionRecord): Promise<SessionRecord> {
-    const existing = await this.scripts.cwReplace(this.recordKey(record.key), expected, this.opts.recordTtlMs, ...fields(record));
+  async replace(expected: number, record: SessionRecord, owner = ''): Promise<SessionRecord> {
+    const existing = await this.scripts.cwReplace(this.recordKey(record.key), this.lockKey(record.key), expected, this.opts.recordTtlMs, owner, ...fields(record));
     if (existing.length > 0) return parse(record.key, pairs(existing), undefined)!;
-    await this.client.zadd(this.idleKey, record.lastUsedAt, record.key);
+    await this.client.zadd(this.indexKey(record.key), record.lastUsedAt, record.key);
     return record;
   }
 
   async remove(key: string, generation: number): Promise<boolean> {
     const removed = (await this.scripts.cwRemove(this.recordKey(key), generation)) === 1;
-    if (removed) await this.client.zrem(this.idleKey, key);
+    if (removed) await this.client.zrem(this.indexKey(key), key);
     return removed;
   }
 
   /**
-   * One pipelined batch: a ZADD XX GT moving every entry's last use forward (never adding a
+   * One batch: per idle shard a ZADD XX GT moving its entries' last use forward (never adding a
    * member for a record already removed), and a PEXPIRE per record to refresh its TTL.
    */
   async touch(entries: ReadonlyArray<{ key: string; lastUsedAt: number }>): Promise<void> {
     if (entries.length === 0) return;
-    const scores: Array<string | number> = [];
-    for (const e of entries) scores.push(e.lastUsedAt, e.key);
+    const byShard = new Map<string, Array<string | number>>();
+    for (const e of entries) {
+      const k = this.indexKey(e.key);
+      let scores = byShard.get(k);
+      if (!scores) byShard.set(k, (scores = []));
+      scores.push(e.lastUsedAt, e.key);
+    }
     if (this.client instanceof Cluster) {
       // A Cluster pipeline must stay on one node; these commands are written back to back anyway.
       await Promise.all([
-        this.client.zadd(this.idleKey, 'XX', 'GT', ...scores),
+        ...[...byShard].map(([k, scores]) => this.client.zadd(k, 'XX', 'GT', ...scores)),
         ...entries.map((e) => this.client.pexpire(this.recordKey(e.key), this.opts.recordTtlMs)),
       ]);
       return;
     }
     const p = this.client.pipeline();
-    p.zadd(this.idleKey, 'XX', 'GT', ...scores);
+    for (const [k, scores] of byShard) p.zadd(k, 'XX', 'GT', ...scores);
     for (const e of entries) p.pexpire(this.recordKey(e.key), this.opts.recordTtlMs);
     const results = await p.exec();
     for (const [err] of results ?? []) if (err) throw err;
@@ -435,11 +368,14 @@ export class RedisSessionStore implements SessionStore {
     return `${this.opts.keyPrefix}grant:{${tag(key)}}`;
   }
 
+  /** The oldest records last used before `before`: up to `limit` from each shard, merged, the oldest `limit` kept. */
   async idle(before: number, limit: number): Promise<SessionRecord[]> {
     if (limit <= 0) return [];
-    const flat = await this.client.zrangebyscore(this.idleKey, '-inf', `(${before}`, 'WITHSCORES', 'LIMIT', 0, limit);
+    const shards = await Promise.all(this.idleKeys.map((k) => this.client.zrangebyscore(k, '-inf', `(${before}`, 'WITHSCORES', 'LIMIT', 0, limit)));
     const members: Array<{ id: string; score: number }> = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) members.push({ id: flat[i]!, score: Number(flat[i + 1]) });
+    for (const flat of shards) for (let i = 0; i + 1 < flat.length; i += 2) members.push({ id: flat[i]!, score: Number(flat[i + 1]) });
+    members.sort((a, b) => a.score - b.score);
+    members.length = Math.min(members.length, limit);
     const hashes = await Promise.all(members.map((m) => this.client.hgetall(this.recordKey(m.id))));
     const out: SessionRecord[] = [];
     const gone: string[] = [];
@@ -449,12 +385,13 @@ export class RedisSessionStore implements SessionStore {
       else gone.push(m.id);
     });
     // Index members whose record expired or was removed in a race.
-    if (gone.length > 0) await this.client.zrem(this.idleKey, ...gone);
+    await Promise.all(gone.map((id) => this.client.zrem(this.indexKey(id), id)));
     return out;
   }
 
   async count(): Promise<number> {
-    return this.client.zcard(this.idleKey);
+    const counts = await Promise.all(this.idleKeys.map((k) => this.client.zcard(k)));
+    return counts.reduce((a, b) => a + b, 0);
   }
 
   async close(): Promise<void> {

@@ -18,13 +18,24 @@ export interface SessionRecord {
   generation: number;
 }
 
+/**
+ * What `claim` found, in one step: a record to use (`live`), or none (or only the one known dead)
+ * and whether the caller now holds the key's creation lock (`claimed`) or another does (`locked`).
+ */
+export type Claim = { state: 'live'; record: SessionRecord } | { state: 'claimed' | 'locked'; record: SessionRecord | undefined };
+
 export interface SessionStore {
   readonly kind: string;
   get(key: string): Promise<SessionRecord | undefined>;
-  /** Stores the record when its key has none; returns the record stored afterwards. */
-  insert(record: SessionRecord): Promise<SessionRecord>;
-  /** Replaces the stored record only while it still has generation `expected`; returns the record stored afterwards. */
-  replace(expected: number, record: SessionRecord): Promise<SessionRecord>;
+  /**
+   * Reads the key's record and, when there is none or it has generation `dead` (known dead),
+   * takes the key's creation lock for `owner` (or renews it), all at once.
+   */
+  claim(key: string, owner: string, ttlMs: number, dead?: number): Promise<Claim>;
+  /** Stores the record when its key has none; returns the record stored afterwards. Releases `owner`'s creation lock in the same step. */
+  insert(record: SessionRecord, owner?: string): Promise<SessionRecord>;
+  /** Replaces the stored record only while it still has generation `expected`; returns the record stored afterwards. Releases `owner`'s lock too. */
+  replace(expected: number, record: SessionRecord, owner?: string): Promise<SessionRecord>;
   /** Removes the record only while it still has `generation`; true when this call removed it. */
   remove(key: string, generation: number): Promise<boolean>;
   touch(entries: ReadonlyArray<{ key: string; lastUsedAt: number }>): Promise<void>;

@@ -50,11 +50,14 @@ class SharedStore implements SessionStore {
   get(key: string) {
     return this.run('get', () => this.inner.get(key));
   }
-  insert(r: SessionRecord) {
-    return this.run('insert', () => this.inner.insert(r));
+  claim(key: string, owner: string, ttlMs: number, dead?: number) {
+    return this.run('claim', () => this.inner.claim(key, owner, ttlMs, dead));
   }
-  replace(expected: number, r: SessionRecord) {
-    return this.run('replace', () => this.inner.replace(expected, r));
+  insert(r: SessionRecord, owner?: string) {
+    return this.run('insert', () => this.inner.insert(r, owner));
+  }
+  replace(expected: number, r: SessionRecord, owner?: string) {
+    return this.run('replace', () => this.inner.replace(expected, r, owner));
   }
   remove(key: string, generation: number) {
     return this.run('remove', () => this.inner.remove(key, generation));
@@ -266,8 +269,8 @@ t.test('idle sweep ends an idle session once, whichever replica sweeps', async (
 t.test('maxSessions bounds the shared store: the least recently used session is ended', async (t) => {
   const store = new SharedStore();
   const up = new StubUpstream();
-  const a = replica(store, up, { maxSessions: 2 }).pool;
-  const b = replica(store, up, { maxSessions: 2 }).pool;
+  const a = replica(store, up, { maxSessions: 2, countEveryMs: 0 }).pool;
+  const b = replica(store, up, { maxSessions: 2, countEveryMs: 0 }).pool;
   await a.acquire(sessionKey('up', 'p1', {}));
   await sleep(5);
   await b.acquire(sessionKey('up', 'p2', {}));

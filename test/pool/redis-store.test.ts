@@ -114,6 +114,25 @@ function contract(name: string, make: () => Promise<SessionStore>): void {
       t.equal(await s.count(), 0, 'locks are not records');
     });
 
+    t.test('claim: the record, or the creation lock, in one step', async (t) => {
+      const s = await make();
+      t.same(await s.claim('k', 'A', 5000), { state: 'claimed', record: undefined }, 'no record: A takes the lock');
+      t.same(await s.claim('k', 'B', 5000), { state: 'locked', record: undefined }, 'B finds it taken');
+      t.same(await s.claim('k', 'A', 5000), { state: 'claimed', record: undefined }, 'A renews its own');
+      const g1 = rec('k');
+      t.same(await s.insert(g1, 'A'), g1, 'A stores the record');
+      t.same(await s.claim('k', 'B', 5000), { state: 'live', record: g1 }, 'B finds the record');
+      t.same(await s.claim('k', 'B', 5000, 1), { state: 'claimed', record: g1 }, 'the record known dead: B takes the lock, and sees it');
+      t.same(await s.claim('k', 'A', 5000, 1), { state: 'locked', record: g1 }, 'A cannot while B holds it');
+      const g2 = rec('k', { sessionId: 'two', generation: 2 });
+      t.same(await s.replace(1, g2, 'B'), g2, 'B replaces it');
+      t.same(await s.claim('k', 'A', 5000, 1), { state: 'live', record: g2 }, 'a newer record than the dead one is live');
+      t.same(await s.claim('other', 'A', 5000), { state: 'claimed', record: undefined }, 'the insert and replace released their locks');
+      t.equal(await s.lock('k', 'A', 5000), true, "B's replace released the lock of k");
+      await s.unlock('k', 'A');
+      t.equal(await s.count(), 1, 'locks are not records');
+    });
+
     t.test('touch', async (t) => {
       const s = await make();
       await s.insert(rec('k', { lastUsedAt: 1000 }));
@@ -157,7 +176,8 @@ t.test('redis: key layout, hash tags and prefix', async (t) => {
   await s.insert(rec(id));
   await s.lock(id, 'A', 5000);
   const keys = (await redis.admin.keys('app1:*')).sort();
-  t.same(keys, ['app1:idle', `app1:lock:{${id}}`, `app1:session:{${id}}`]);
+  t.same(keys, [s.indexKey(id), `app1:lock:{${id}}`, `app1:session:{${id}}`].sort());
+  t.match(s.indexKey(id), /^app1:idle:\{\d+\}$/, 'the idle index is sharded by hash tag');
   const tagOf = (k: string) => /\{([^}]*)\}/.exec(k)?.[1];
   t.equal(tagOf(s.recordKey(id)), tagOf(s.lockKey(id)), 'record and lock share a Cluster hash tag (one slot)');
   t.same(Object.keys(await redis.admin.hgetall(`app1:session:{${id}}`)).sort(), [
@@ -170,7 +190,7 @@ t.test('redis: key layout, hash tags and prefix', async (t) => {
     'sessionId',
   ]);
   t.equal(await redis.admin.get(`app1:lock:{${id}}`), 'A', 'the lock holds its owner token');
-  t.equal(await redis.admin.zscore('app1:idle', id), String(rec(id).lastUsedAt), 'the idle index scores by last use');
+  t.equal(await redis.admin.zscore(s.indexKey(id), id), String(rec(id).lastUsedAt), 'the idle index scores by last use');
 
   const other = await redisStore('app2:');
   t.equal(await other.get(id), undefined, 'another prefix sees nothing');
@@ -200,7 +220,7 @@ t.test('redis: TTLs', async (t) => {
   t.equal(recordTtlMs(60_000), 90_000, '…and at least 30 s');
 });
 
-t.test('redis: touch is one pipelined batch of ZADD + PEXPIREs, no scripts', async (t) => {
+t.test('redis: touch is one pipelined batch of a ZADD per idle shard + PEXPIREs, no scripts', async (t) => {
   const s = await redisStore('batch:');
   for (const k of ['a', 'b', 'c']) await s.insert(rec(k));
   const before = await redis.commandStats();
@@ -211,7 +231,8 @@ t.test('redis: touch is one pipelined batch of ZADD + PEXPIREs, no scripts', asy
       .map((k) => [k, after[k]! - (before[k] ?? 0)] as const)
       .filter(([k, d]) => d > 0 && k !== 'info'),
   );
-  t.same(delta, { zadd: 1, pexpire: 3 });
+  const shards = new Set(['a', 'b', 'c'].map((k) => s.indexKey(k))).size;
+  t.same(delta, { zadd: shards, pexpire: 3 });
 });
 
 t.test('redis: ACL user and password from the URL or settings', async (t) => {
