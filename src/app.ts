@@ -139,7 +139,6 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
           {
             keyPrefix: config.store.keyPrefix,
             replicaId,
-            keepAliveMs: config.subscriptions.keepAliveMs,
             takeoverMs: config.subscriptions.takeoverMs,
             onStale: (keyId, method) => pool.peek(keyId)?.facts.invalidate(method),
           },
@@ -152,6 +151,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     {
       pool,
       clientOf: (upstream) => partsOf(upstream).client,
+      standingOf: (upstream) => partsOf(upstream).spec.standingStream,
       ids,
       bus: sessionEvents,
       coordinator: crossReplica?.coordinator,

@@ -204,6 +204,7 @@ function streamableClient({ spec, config, metrics, log, credentials, replicaAsks
       onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds),
       // Across replicas the session's one GET stream is held by one of them (subscriptions/standing.ts).
       standingStreams: config.store.kind === 'memory' ? config.store.maxSessions : 0,
+      standingPolicy: spec.standingStream,
       replicaAsks,
       onOutsideAsk: (outcome) => metrics.outsideAsk(outcome),
     },

@@ -1,3 +1,5 @@
+import { STANDING_STREAMS, type StandingStream } from '../upstream/standing-streams.js';
+
 // The Config type, its defaults and one doc line per key. Every setting Causeway has is a row
 // of SETTINGS; the file, env and flag loaders all go through it, and the README's table is
 // checked against it by a test.
@@ -10,6 +12,7 @@ export type AuthMode = 'none' | 'jwt' | 'introspection';
 export const AUTH_ALGORITHMS: readonly string[] = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
 export type UpstreamTransport = 'streamable-http' | 'sse' | 'stdio' | 'auto';
 export const UPSTREAM_TRANSPORTS: readonly UpstreamTransport[] = ['streamable-http', 'sse', 'stdio', 'auto'];
+
 
 export interface Config {
   listen: { host: string; port: number; path: string; tlsCertFile: string; tlsKeyFile: string };
@@ -63,6 +66,7 @@ export interface Config {
     credentials: Record<string, string>;
     forwardHeaders: string[];
     taskTools: string[];
+    standingStream: StandingStream;
     protocolVersion: string;
     connectTimeoutMs: number;
     requestTimeoutMs: number;
@@ -320,6 +324,13 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'list',
     default: [],
     doc: 'Tools (names, `*` any run of characters) Causeway itself runs as tasks for clients that declare the tasks extension, where the upstream does not run them as tasks: the call goes on in the background on one replica. See Tasks.',
+  },
+  {
+    path: 'upstream.standingStream',
+    kind: 'string',
+    default: 'auto',
+    choices: STANDING_STREAMS,
+    doc: 'When a pooled session’s GET stream is held while nobody listens, so the upstream can ask outside a call (Streamable HTTP only; a subscriptions/listen always holds it): auto, for sessions whose clients declared roots, sampling or elicitation; always; never (such asks are then lost). Each held stream costs one upstream request and about 40 KB on one replica. See Upstream sessions across replicas.',
   },
   {
     path: 'upstream.protocolVersion',

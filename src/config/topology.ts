@@ -2,7 +2,7 @@
 // no `upstreams` has one, built from the `upstream.*` settings and served at `listen.path`; with
 // `upstreams`, those settings are the defaults of each entry and `mounts` say what is served where.
 
-import { CREDENTIAL_GRANTS, type CredentialGrant, type CredentialSpec } from '../upstream/index.js';
+import { CREDENTIAL_GRANTS, STANDING_STREAMS, type CredentialGrant, type CredentialSpec, type StandingStream } from '../upstream/index.js';
 import { deepFreeze } from './freeze.js';
 import { UPSTREAM_TRANSPORTS, type CacheScope, type Config, type UpstreamTransport } from './schema.js';
 
@@ -54,6 +54,7 @@ const UPSTREAM_KEYS = new Set([
   'headers',
   'forwardHeaders',
   'taskTools',
+  'standingStream',
   'protocolVersion',
   'connectTimeoutMs',
   'requestTimeoutMs',
@@ -168,6 +169,11 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
     if (Array.isArray(raw.taskTools) && raw.taskTools.every((v) => typeof v === 'string' && v !== '')) taskTools = raw.taskTools as string[];
     else problems.push(`${where}.taskTools: expected a list of tool names`);
   }
+  let standingStream = c.upstream.standingStream;
+  if (raw.standingStream !== undefined) {
+    if (typeof raw.standingStream === 'string' && (STANDING_STREAMS as readonly string[]).includes(raw.standingStream)) standingStream = raw.standingStream as StandingStream;
+    else problems.push(`${where}.standingStream: expected one of ${STANDING_STREAMS.join(', ')}`);
+  }
   let protocolVersion = c.upstream.protocolVersion;
   if (raw.protocolVersion !== undefined) {
     if (typeof raw.protocolVersion === 'string') protocolVersion = raw.protocolVersion;
@@ -197,6 +203,7 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
     credentials,
     forwardHeaders,
     taskTools,
+    standingStream,
     protocolVersion,
     connectTimeoutMs: num(`${where}.connectTimeoutMs`, raw.connectTimeoutMs, c.upstream.connectTimeoutMs, 0, problems),
     requestTimeoutMs: num(`${where}.requestTimeoutMs`, raw.requestTimeoutMs, c.upstream.requestTimeoutMs, 0, problems),

@@ -17,7 +17,7 @@ import type { Logger } from '../log.js';
 import { sameRecord, sessionRef, type PooledSession, type SessionKey, type SessionPool } from '../pool/index.js';
 import { SessionExpiredError, type IdMinter, type UpstreamSessionClient } from '../upstream/index.js';
 import type { SessionEventBus } from './bus.js';
-import { LocalCoordinator, type ChannelCoordination, type HoldResult, type ListenCoordinator, type Transitions } from './coordination.js';
+import { LEASE_TTL_MS, LocalCoordinator, type ChannelCoordination, type HoldResult, type ListenCoordinator, type Transitions } from './coordination.js';
 import { gapNotifications, isChange } from './filter.js';
 
 type StreamHandlers = Parameters<UpstreamSessionClient['openStream']>[1];
@@ -68,8 +68,12 @@ export class SessionChannel {
   private broken: Error | undefined;
   /** The last publish of a change seen on an upstream stream: a shared cursor moves only after it. */
   private published: Promise<void> = Promise.resolve();
-  /** A heartbeat's lease check is queued (non-holder) or in flight (holder). */
-  private checking = false;
+  /** The last lease check had no answer (the coordination store was away): the tick asks again. */
+  private unsure = false;
+  /** When this holder last stated its lease: it restates it after half its TTL, on the tick. */
+  private heldAt = 0;
+  /** This channel is in the key's shared state (it listened, or counted a URI): its leaving must be stated. */
+  private stated = false;
 
   constructor(
     readonly key: SessionKey,
@@ -108,12 +112,13 @@ export class SessionChannel {
       try {
         await this.open();
         for (const u of uris) this.count(u, 1);
-        const refused = await this.apply(await this.coordination.sync(this.refs));
+        const listening = this.listened || member.standing !== true;
+        const refused = await this.apply(await this.state(listening));
         const mine = [...refused].filter((u) => uris.includes(u));
         if (mine.length > 0) {
           for (const u of mine) this.count(u, -1);
           // Nothing to undo upstream for a URI it refused.
-          await this.apply(await this.coordination.sync(this.refs), new Set(mine));
+          await this.apply(await this.state(listening), new Set(mine));
         }
         const held = uris.filter((u) => !refused.has(u));
         this.members.set(member, held);
@@ -132,65 +137,72 @@ export class SessionChannel {
       if (held === undefined) return;
       this.members.delete(member);
       for (const u of held) this.count(u, -1);
-      await this.apply(await this.coordination.sync(this.refs));
+      await this.apply(await this.state(this.listened));
       if (this.members.size === 0 && this.waiting === 0) await this.end();
     });
   }
 
   /**
-   * The listen tick: keeps the pooled session in use and follows the pool to a replacement;
-   * renews the GET-stream lease, or takes it over when its holder is gone; states this channel's
-   * counts again (which keeps them alive and releases those of dead replicas).
+   * The listen tick: keeps a listened session in use and follows the pool to a replacement. The
+   * shared state is only asked again where it is in doubt: a lease check that had no answer, a
+   * count write that did not land, a holder's lease due to be restated. So a quiet channel costs
+   * the coordination store nothing.
    */
   touch(): void {
     if (this.members.size === 0) return;
     this.serial(async () => {
       if (this.ended || this.broken) return;
       await this.follow();
-      await this.renew(await this.coordination.hold());
+      if (this.unsure || (this.holding && Date.now() - this.heldAt > LEASE_TTL_MS / 2)) await this.renew(await this.hold());
       if (this.ended || this.broken) return;
-      await this.apply(await this.coordination.sync(this.refs));
+      if (this.coordination.behind) await this.apply(await this.state(this.listened));
     }).catch((err: unknown) => this.lose(err));
   }
 
   /**
-   * The lease heartbeat (coordination heartbeatMs, apart from the tick): the holder renews its
-   * lease at once, outside the queue, so a slow upstream call never lets it lapse; a channel that
-   * does not hold the stream takes it over as soon as the holder's lease is gone.
+   * Replicas lapsed (bus/liveness.ts): a stream one of them held is taken over here, resuming
+   * from its cursor, and the holder states the key's counts again, which drops theirs and
+   * unsubscribes what only they held.
    */
-  heartbeat(): void {
-    if (this.members.size === 0 || this.ended || this.broken || this.checking) return;
-    if (this.holding) {
-      this.checking = true;
-      void this.keepLease().finally(() => (this.checking = false));
-      return;
-    }
-    // Nobody here listens: the tick (or the holder's release) is soon enough to take over, and
-    // spares Redis a script per pooled session and replica per heartbeat.
-    if (!this.listened) return;
-    this.checking = true;
+  freed(replicas: readonly string[]): void {
+    if (this.members.size === 0 || this.ended || this.broken) return;
+    const takeOver = !this.holding && (this.unsure || this.coordination.heldByOneOf(replicas));
+    if (!takeOver && !this.holding && this.refs.size === 0) return;
     this.serial(async () => {
-      this.checking = false;
-      if (this.ended || this.broken || this.holding || this.members.size === 0) return;
-      await this.renew(await this.coordination.hold());
+      if (this.ended || this.broken) return;
+      if (takeOver && !this.holding) await this.renew(await this.hold());
+      if (this.ended || this.broken) return;
+      if (this.holding || this.refs.size > 0) await this.apply(await this.state(this.listened, true));
     }).catch((err: unknown) => this.lose(err));
   }
 
-  private async keepLease(): Promise<void> {
+  /** This replica was taken for lapsed: what it held may have been taken over; it claims again what is still its own. */
+  resumed(): void {
+    if (this.members.size === 0 || this.ended || this.broken) return;
+    this.serial(async () => {
+      if (this.ended || this.broken) return;
+      await this.renew(await this.hold());
+      if (this.ended || this.broken) return;
+      await this.apply(await this.state(this.listened));
+    }).catch((err: unknown) => this.lose(err));
+  }
+
+  /** The lease, as the coordination answers; remembers what the tick must ask again. */
+  private async hold(): Promise<HoldResult> {
     const lease = await this.coordination.hold();
-    if (lease === 'unknown' || lease === 'renewed') return;
-    if (this.ended || !this.holding) {
-      // The channel let go meanwhile: do not keep a lease it no longer backs.
-      if (lease !== 'taken') await this.coordination.release();
-      return;
-    }
-    // Lost it (or it lapsed and was taken back): the queue acts on a fresh answer.
-    if (lease === 'taken') {
-      this.serial(async () => {
-        if (this.ended || this.broken || !this.holding) return;
-        await this.renew(await this.coordination.hold());
-      }).catch((err: unknown) => this.lose(err));
-    }
+    this.unsure = lease === 'unknown';
+    if (lease !== 'taken' && lease !== 'unknown') this.heldAt = Date.now();
+    return lease;
+  }
+
+  /**
+   * States this channel's counts and whether it listens. A channel that only stands by and
+   * counts nothing has nothing to state (unless told to, to drop lapsed replicas' counts).
+   */
+  private state(listening: boolean, always = false): Promise<Transitions> {
+    if (!always && !listening && this.refs.size === 0 && !this.stated) return Promise.resolve({ subscribe: [], unsubscribe: [] });
+    this.stated = listening || this.refs.size > 0;
+    return this.coordination.sync(this.refs, listening);
   }
 
   private async follow(): Promise<void> {
@@ -265,7 +277,7 @@ export class SessionChannel {
     if (this.broken) throw this.broken;
     if (this.opened) return;
     this.unsubscribe ??= await this.deps.bus.subscribe(this.key.id, (n) => this.receive(n));
-    const lease = await this.coordination.hold();
+    const lease = await this.hold();
     // Unknown (the coordination store is away): hold it, as a lone replica would.
     this.holding = lease !== 'taken';
     if (this.holding) {
@@ -426,7 +438,7 @@ export class SessionChannel {
       if (!this.holding && this.members.size > 0) {
         this.serial(async () => {
           if (this.ended || this.broken || this.holding) return;
-          await this.renew(await this.coordination.hold());
+          await this.renew(await this.hold());
         }).catch((err: unknown) => this.lose(err));
       }
       return;

@@ -1,10 +1,13 @@
 // What the listen channels of one session key agree on across replicas: who holds the session's
-// standalone GET stream (a lease), and how many listeners hold each resources/subscribe URI (a
-// count per channel, summed over the live ones), and where the holder's stream was (a cursor a
-// successor resumes from). A channel joins the coordination of its key once
-// and keeps the handle for its life. LocalCoordinator is the single-replica case: every channel
-// holds its stream and its counts are the only ones. The Redis implementation lives in
+// standalone GET stream (a lease), how many listeners hold each resources/subscribe URI (a count
+// per channel, summed over the channels of live replicas), and where the holder's stream was (a
+// cursor a successor resumes from). A channel joins the coordination of its key once and keeps
+// the handle for its life. Liveness is per replica (bus/liveness.ts), never per channel: nothing
+// here is renewed while nothing changes. LocalCoordinator is the single-replica case: every
+// channel holds its stream and its counts are the only ones. The Redis implementation lives in
 // redis-coordination.ts.
+
+import type { LivenessListener } from '../bus/liveness.js';
 
 export type HoldResult =
   /** This channel took the lease, and no other channel listens on the key. */
@@ -30,8 +33,12 @@ export interface ChannelCoordination {
   hold(): Promise<HoldResult>;
   /** Gives the lease up if this channel holds it. */
   release(): Promise<void>;
-  /** States this channel's URI counts (absolute) and that it is alive; returns the transitions this caused. */
-  sync(counts: ReadonlyMap<string, number>): Promise<Transitions>;
+  /** Whether the holder this channel last found holding the lease is on one of `replicas`. */
+  heldByOneOf(replicas: readonly string[]): boolean;
+  /** A write of this channel's did not reach the store (it was away): its counts are to be stated again. */
+  readonly behind: boolean;
+  /** States this channel's URI counts (absolute) and whether it listens (rather than only standing by); returns the transitions this caused. */
+  sync(counts: ReadonlyMap<string, number>, listening: boolean): Promise<Transitions>;
   /** The channel is gone: its counts are dropped. */
   leave(): Promise<Transitions>;
   /** Those of `uris` some channel still counts. */
@@ -50,10 +57,11 @@ export interface ChannelCoordination {
 export interface ListenCoordinator {
   join(keyId: string): ChannelCoordination;
   /**
-   * When set, channels check their lease this often, apart from the listen tick: the holder
-   * renews it, the others take it over once the holder is gone. Unset: one replica, nothing to check.
+   * Across replicas: `listener` hears of replicas that lapsed (what they held is free: their
+   * leases to take over, their counts to drop) and of this replica's own lapse. Unset: one
+   * replica, nothing to watch.
    */
-  readonly heartbeatMs?: number;
+  watch?(listener: LivenessListener): () => void;
 }
 
 /** Keep-alive comments go out every keepAliveMs; the channels' housekeeping runs on the same tick, or on this one without comments. */
@@ -63,15 +71,13 @@ export function listenTickMs(keepAliveMs: number): number {
   return keepAliveMs > 0 ? keepAliveMs : DEFAULT_TICK_MS;
 }
 
-/** A lease (and a channel's liveness) outlives three missed renewals, and never less than 2 s. */
-export function leaseTtlMs(keepAliveMs: number): number {
-  return Math.max(3 * listenTickMs(keepAliveMs), 2_000);
-}
+/** How long a lease lives unless its holder restates it (after half of that): only so that keys nobody ends are collected. */
+export const LEASE_TTL_MS = 24 * 3600_000;
 
-/** subscriptions.takeoverMs: a GET-stream holder not heard of for this long is gone. */
+/** subscriptions.takeoverMs: a replica not heard of for this long has lapsed, and its GET streams are taken over. */
 export const DEFAULT_TAKEOVER_MS = 3_000;
 
-/** The lease is renewed, and checked by the other channels, three times per takeoverMs. */
+/** Each replica states itself alive three times per takeoverMs. */
 export function heartbeatMs(takeoverMs: number): number {
   return Math.max(10, Math.floor(takeoverMs / 3));
 }
@@ -92,6 +98,7 @@ export function transitions(before: ReadonlyMap<string, number>, after: Readonly
 
 class LocalChannel implements ChannelCoordination {
   private counts = new Map<string, number>();
+  readonly behind = false;
 
   hold(): Promise<HoldResult> {
     return Promise.resolve('acquired');
@@ -101,14 +108,18 @@ class LocalChannel implements ChannelCoordination {
     return Promise.resolve();
   }
 
-  sync(counts: ReadonlyMap<string, number>): Promise<Transitions> {
+  heldByOneOf(): boolean {
+    return false;
+  }
+
+  sync(counts: ReadonlyMap<string, number>, _listening?: boolean): Promise<Transitions> {
     const before = this.counts;
     this.counts = positive(counts);
     return Promise.resolve(transitions(before, this.counts));
   }
 
   leave(): Promise<Transitions> {
-    return this.sync(new Map());
+    return this.sync(new Map(), false);
   }
 
   held(uris: readonly string[]): Promise<string[]> {

@@ -1,11 +1,13 @@
 // The pieces that make subscriptions/listen work across replicas sharing a Redis store, built on
 // one Redis connection of their own (plus the pub/sub connection RedisBus duplicates from it):
-// the shared session event bus and the coordinator of GET-stream leases and subscription counts.
+// the shared session event bus, this replica's liveness (one beat per replica, whatever the
+// number of sessions) and the coordinator of GET-stream leases and subscription counts.
 
 import type { Cluster, Redis } from 'ioredis';
 import { RedisBus, type MessageBus } from '../bus/index.js';
 import type { Logger } from '../log.js';
-import { DEFAULT_TAKEOVER_MS, heartbeatMs, leaseTtlMs } from './coordination.js';
+import { ReplicaLiveness } from '../bus/liveness.js';
+import { DEFAULT_TAKEOVER_MS, heartbeatMs } from './coordination.js';
 import { RedisListenCoordinator } from './redis-coordination.js';
 import { SharedSessionEventBus } from './shared-bus.js';
 
@@ -13,9 +15,7 @@ export interface CrossReplicaOptions {
   /** store.keyPrefix */
   keyPrefix: string;
   replicaId: string;
-  /** subscriptions.keepAliveMs: channel liveness and counts are restated on the listen tick. */
-  keepAliveMs: number;
-  /** subscriptions.takeoverMs: the GET-stream lease TTL; renewed (and checked by the others) three times as often. */
+  /** subscriptions.takeoverMs: a replica not heard of for this long has lapsed; each states itself three times as often. */
   takeoverMs?: number;
   /** Another replica saw `method`, a change that makes part of the key's session facts stale. */
   onStale: (keyId: string, method: string) => void;
@@ -26,6 +26,7 @@ export interface CrossReplicaListen {
   /** The pub/sub underneath, for other messages about sessions' streams (replica-asks.ts). */
   messages: MessageBus;
   coordinator: RedisListenCoordinator;
+  liveness: ReplicaLiveness;
   /** Waits (bounded) for Redis and starts hearing session facts invalidations. */
   start(): Promise<void>;
   close(): Promise<void>;
@@ -42,20 +43,20 @@ export function crossReplicaListen(client: Redis | Cluster, opts: CrossReplicaOp
     log,
   );
   const takeoverMs = opts.takeoverMs ?? DEFAULT_TAKEOVER_MS;
-  const coordinator = new RedisListenCoordinator(
-    client,
-    { keyPrefix: opts.keyPrefix, leaseTtlMs: takeoverMs, livenessTtlMs: leaseTtlMs(opts.keepAliveMs), heartbeatMs: heartbeatMs(takeoverMs) },
-    log,
-  );
+  const liveness = new ReplicaLiveness(client, { key: `${opts.keyPrefix}replicas`, replicaId: opts.replicaId, ttlMs: takeoverMs, beatMs: heartbeatMs(takeoverMs) }, log);
+  const coordinator = new RedisListenCoordinator(client, liveness, { keyPrefix: opts.keyPrefix }, log);
   return {
     bus,
     messages,
     coordinator,
+    liveness,
     async start() {
       if (!(await ready(client, WAIT_MS))) log.warn('redis not reachable yet for cross-replica listen; channels act alone until it is');
+      await liveness.start();
       await bus.start();
     },
     async close() {
+      await liveness.close();
       await bus.close();
       await messages.close();
       const quit = client.status === 'ready' ? client.quit().catch(() => undefined) : undefined;

@@ -1,6 +1,6 @@
 export { Subscriptions, type ListenExchange, type SubscriptionDeps, type SubscriptionLimits } from './listen.js';
 export { InProcessSessionEventBus, type SessionEventBus, type SessionEventHandler } from './bus.js';
 export { type ListenFilter } from './filter.js';
-export { LocalCoordinator, leaseTtlMs, listenTickMs, type ListenCoordinator } from './coordination.js';
+export { LocalCoordinator, listenTickMs, type ListenCoordinator } from './coordination.js';
 export { crossReplicaListen, type CrossReplicaListen, type CrossReplicaOptions } from './cross-replica.js';
 export { SharedSessionEventBus } from './shared-bus.js';

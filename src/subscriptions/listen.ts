@@ -11,7 +11,7 @@ import { causewayError } from '../errors.js';
 import { isObject, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { PooledSession, SessionKey } from '../pool/index.js';
-import type { UpstreamSessionClient } from '../upstream/index.js';
+import { wantsStandingStream, type StandingStream, type UpstreamSessionClient } from '../upstream/index.js';
 import type { Span } from '../tracing/index.js';
 import { SessionChannel, type ChannelDeps, type ChannelMember } from './channel.js';
 import { StandingBy } from './standing.js';
@@ -44,7 +44,11 @@ export interface SubscriptionLimits {
 }
 
 /** What channels need, with the upstream client of each channel's key. */
-export type SubscriptionDeps = Omit<ChannelDeps, 'client'> & { clientOf(upstream: string): UpstreamSessionClient };
+export type SubscriptionDeps = Omit<ChannelDeps, 'client'> & {
+  clientOf(upstream: string): UpstreamSessionClient;
+  /** upstream.standingStream of each upstream: which pooled sessions' GET streams are held with nobody listening. Default auto. */
+  standingOf?(upstream: string): StandingStream;
+};
 
 /** One upstream session a listen follows; a federated mount's listen follows one per member. */
 export interface ListenPart {
@@ -79,7 +83,6 @@ export class Subscriptions {
   private readonly perPrincipal = new Map<string, number>();
   private count = 0;
   private ticker: NodeJS.Timeout | undefined;
-  private heart: NodeJS.Timeout | undefined;
   private closing = false;
 
   /** Across replicas: the stands by every pooled session's GET stream. */
@@ -89,11 +92,23 @@ export class Subscriptions {
     private readonly deps: SubscriptionDeps,
     private readonly limits: SubscriptionLimits,
   ) {
+    // Across replicas: a replica that lapsed leaves its streams to be taken over, and its counts
+    // to be dropped, by the channels of the keys it held; this one's own lapse is claimed back.
+    deps.coordinator?.watch?.({
+      lapsed: (replicas) => {
+        for (const c of this.channels.values()) c.freed(replicas);
+      },
+      resumed: () => {
+        for (const c of this.channels.values()) c.resumed();
+      },
+    });
     if (deps.coordinator !== undefined) {
       this.standing = new StandingBy({
         pool: deps.pool,
         channelFor: (key, session) => this.channelFor(key, session),
-        hasStream: (upstream) => deps.clientOf(upstream).hasStandaloneStream?.() === true,
+        wants: (session) =>
+          deps.clientOf(session.key.upstream).hasStandaloneStream?.() === true &&
+          wantsStandingStream(deps.standingOf?.(session.key.upstream) ?? 'auto', session.key.legacyCapabilities),
         log: deps.log,
         waitMs: limits.standWaitMs ?? 10_000,
       });
@@ -295,21 +310,11 @@ export class Subscriptions {
       for (const c of this.channels.values()) c.touch();
     }, listenTickMs(this.limits.keepAliveMs));
     this.ticker.unref();
-    // Across replicas the GET-stream lease has a heartbeat of its own, much shorter than the tick.
-    const beat = this.deps.coordinator?.heartbeatMs;
-    if (beat !== undefined && beat > 0) {
-      this.heart = setInterval(() => {
-        for (const c of this.channels.values()) c.heartbeat();
-      }, beat);
-      this.heart.unref();
-    }
   }
 
   private stopTicker(): void {
     if (this.ticker) clearInterval(this.ticker);
-    if (this.heart) clearInterval(this.heart);
     this.ticker = undefined;
-    this.heart = undefined;
   }
 }
 

@@ -1,59 +1,70 @@
 // ListenCoordinator on Redis: one GET-stream holder per session key across replicas, and
-// resources/subscribe counts summed over every live channel of the key (key layout in
-// redis-keys.ts). Each channel has a token of its own (not the replica's id), so a channel ending
-// on a replica never drops what a newer channel of the same key there holds.
+// resources/subscribe counts summed over every channel of the key that lives on a live replica
+// (key layout in redis-keys.ts). Each channel has a token of its own, `<replica id>:<uuid>`, so
+// a channel ending on a replica never drops what a newer channel of the same key there holds,
+// and whatever a token holds is free once its replica has lapsed (bus/liveness.ts).
 //
-// - The lease is SET NX PX with the token (TTL subscriptions.takeoverMs), renewed by its holder on
-//   every heartbeat (heartbeatMs, a third of the TTL) and listen tick, and given up by
-//   compare-and-delete. A holder that dies stops renewing; its lease expires and the next
-//   heartbeat of another listening channel takes it.
+// Nothing here is renewed per session: liveness is the replica's, stated once per beat for all
+// its sessions. So an idle session costs Redis nothing, and a listened one a script per attach,
+// detach and take-over.
+//
+// - The lease is the holder's token, SET with a long TTL (LEASE_TTL_MS, only so that a key
+//   nobody ends is collected; the holder restates it after half of that). It is taken from its
+//   holder only when that holder's replica is among the lapsed the caller names, and given up by
+//   compare-and-delete.
 // - The cursor is the last GET-stream event id the holder handed on, with a mark of the upstream
 //   session it belongs to. Only the lease holder's writes land (compare in the script), one in
-//   flight per channel, newer ones coalesced; it lives a liveness TTL past the lease, renewed
-//   with it, so a successor finds it and resumes from it.
-// - Counts are stated, not incremented: a channel writes its whole count map and its liveness
-//   (a zset score, Redis time + TTL) in one script, which also drops the counts of channels whose
-//   liveness expired (a dead replica's) and reports the URIs whose total went from 0 or to 0. So
-//   a lost write is repaired by the next tick, and a dead replica's subscriptions are released
-//   upstream by whichever replica next syncs.
+//   flight per channel, newer ones coalesced; it lives as long as the lease.
+// - Counts are stated, not incremented: a channel writes its whole count map in one script,
+//   which also drops the counts of lapsed replicas' channels and reports the URIs whose total
+//   went from 0 or to 0. A listening channel is also listed in the key's channel set, so that a
+//   channel taking the lease knows whether others listened meanwhile.
 //
 // Redis failures never reach the channel: the lease is 'unknown', there is no cursor (the
-// successor over-notifies), and the counts fall back to the
-// channel's own (subscribe what it newly holds; unsubscribe nothing, since another replica may
-// hold it). All scripts touch keys of one hash tag, so they run on Redis Cluster too.
+// successor over-notifies), and the counts fall back to the channel's own (subscribe what it
+// newly holds; unsubscribe nothing, since another replica may hold it). All scripts touch keys
+// of one hash tag, so they run on Redis Cluster too.
 
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
+import type { LivenessListener, ReplicaLiveness } from '../bus/liveness.js';
 import type { Logger } from '../log.js';
-import { positive, transitions, type ChannelCoordination, type HoldResult, type ListenCoordinator, type Transitions } from './coordination.js';
+import { LEASE_TTL_MS, positive, transitions, type ChannelCoordination, type HoldResult, type ListenCoordinator, type Transitions } from './coordination.js';
 import { listenKeys, type ListenKeys } from './redis-keys.js';
 
-const NOW = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function ms(x) return string.format('%.0f', x) end`;
+
+/** Lua: the set of lapsed replicas from ARGV[from .. from + n - 1], and a token's replica. */
+const LAPSED = `
+local function lapsedFrom(from, n)
+  local gone = {}
+  for i = from, from + n - 1 do gone[ARGV[i]] = true end
+  return gone
+end
+local function replicaOf(token) return string.match(token, '^[^:]*') end`;
 
 /** Lua sources, exported for tests. */
 export const LISTEN_SCRIPTS = {
-  // KEYS holder, channels, cursor; ARGV token, ttl, cursor ttl. 0 taken, 1 acquired, 2 renewed,
-  // 3 acquired while other channels listen. A renewal keeps the holder's cursor too.
+  // KEYS holder, channels, cursor; ARGV token, ttl, n lapsed, lapsed... Returns 1 acquired,
+  // 2 renewed (the cursor too), 3 acquired while another live channel listens, or the token of
+  // the live holder (taken).
   cwListenHold: {
     keys: 3,
-    lua: `${NOW}
+    lua: `${LAPSED}
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
   return 2
 end
-if cur then return 0 end
+local gone = lapsedFrom(4, tonumber(ARGV[3]))
+if cur and not gone[replicaOf(cur)] then return cur end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-for _, c in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ms(now), '+inf')) do
-  if c ~= ARGV[1] then return 3 end
+for _, c in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  if c ~= ARGV[1] and not gone[replicaOf(c)] then return 3 end
 end
 return 1`,
   },
-  // KEYS holder, cursor; ARGV token, cursor ('' forgets it), cursor ttl. Only the holder writes.
+  // KEYS holder, cursor; ARGV token, cursor ('' forgets it), ttl. Only the holder writes.
   cwListenMark: {
     keys: 2,
     lua: `
@@ -68,65 +79,60 @@ return 1`,
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`,
   },
-  // KEYS uris, channels; ARGV token, ttl (0: the channel leaves), then uri, count pairs.
-  // Drops the fields of channels no longer alive and the caller's own, writes the caller's, and
-  // returns {URIs whose total went from 0, URIs whose total went to 0}.
+  // KEYS uris, channels; ARGV token, listening (1: listed in the channel set, 0: not), ttl, n
+  // lapsed, lapsed..., then uri, count pairs. Drops the fields and set members of lapsed
+  // replicas' channels and the caller's own fields, writes the caller's, and returns {URIs whose
+  // total went from 0, URIs whose total went to 0}.
   cwListenSync: {
     keys: 2,
-    lua: `${NOW}
-local me, ttl = ARGV[1], tonumber(ARGV[2])
-local live = {}
-for _, c in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ms(now), '+inf')) do live[c] = true end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ms(now))
+    lua: `${LAPSED}
+local me, n = ARGV[1], tonumber(ARGV[4])
+local gone = lapsedFrom(5, n)
+for _, c in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  if gone[replicaOf(c)] then redis.call('SREM', KEYS[2], c) end
+end
 local before, after = {}, {}
 local flat = redis.call('HGETALL', KEYS[1])
 for i = 1, #flat, 2 do
-  local f, n = flat[i], tonumber(flat[i + 1]) or 0
+  local f, c = flat[i], tonumber(flat[i + 1]) or 0
   local sp = string.find(f, ' ', 1, true)
   if not sp then
     redis.call('HDEL', KEYS[1], f)
   else
     local owner, uri = string.sub(f, 1, sp - 1), string.sub(f, sp + 1)
-    if n > 0 then before[uri] = (before[uri] or 0) + n end
-    if owner == me or not live[owner] then
+    if c > 0 then before[uri] = (before[uri] or 0) + c end
+    if owner == me or gone[replicaOf(owner)] then
       redis.call('HDEL', KEYS[1], f)
-    elseif n > 0 then
-      after[uri] = (after[uri] or 0) + n
+    elseif c > 0 then
+      after[uri] = (after[uri] or 0) + c
     end
   end
 end
-if ttl > 0 then
-  for i = 3, #ARGV, 2 do
-    local n = tonumber(ARGV[i + 1])
-    if n and n > 0 then
-      redis.call('HSET', KEYS[1], me .. ' ' .. ARGV[i], n)
-      after[ARGV[i]] = (after[ARGV[i]] or 0) + n
-    end
+for i = 5 + n, #ARGV, 2 do
+  local c = tonumber(ARGV[i + 1])
+  if c and c > 0 then
+    redis.call('HSET', KEYS[1], me .. ' ' .. ARGV[i], c)
+    after[ARGV[i]] = (after[ARGV[i]] or 0) + c
   end
-  redis.call('ZADD', KEYS[2], ms(now + ttl), me)
-  for _, k in ipairs(KEYS) do
-    if redis.call('PTTL', k) ~= -2 and redis.call('PTTL', k) < ttl then redis.call('PEXPIRE', k, ttl) end
-  end
-else
-  redis.call('ZREM', KEYS[2], me)
 end
+if ARGV[2] == '1' then redis.call('SADD', KEYS[2], me) else redis.call('SREM', KEYS[2], me) end
+for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ARGV[3]) end
 local sub, unsub = {}, {}
 for uri in pairs(after) do if not before[uri] then sub[#sub + 1] = uri end end
 for uri in pairs(before) do if not after[uri] then unsub[#unsub + 1] = uri end end
 return {sub, unsub}`,
   },
-  // KEYS uris, channels. The URIs with a positive count among live channels.
+  // KEYS uris; ARGV n lapsed, lapsed... The URIs with a positive count among live replicas' channels.
   cwListenUris: {
-    keys: 2,
-    lua: `${NOW}
-local live = {}
-for _, c in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ms(now), '+inf')) do live[c] = true end
+    keys: 1,
+    lua: `${LAPSED}
+local gone = lapsedFrom(2, tonumber(ARGV[1]))
 local seen, out = {}, {}
 local flat = redis.call('HGETALL', KEYS[1])
 for i = 1, #flat, 2 do
-  local f, n = flat[i], tonumber(flat[i + 1]) or 0
+  local f, c = flat[i], tonumber(flat[i + 1]) or 0
   local sp = string.find(f, ' ', 1, true)
-  if sp and n > 0 and live[string.sub(f, 1, sp - 1)] then
+  if sp and c > 0 and not gone[replicaOf(string.sub(f, 1, sp - 1))] then
     local uri = string.sub(f, sp + 1)
     if not seen[uri] then seen[uri] = true out[#out + 1] = uri end
   end
@@ -135,48 +141,49 @@ return out`,
   },
 } as const;
 
+type Lapsed = [number, ...string[]];
+
 interface ListenScripts {
-  cwListenHold(holder: string, channels: string, cursor: string, token: string, ttlMs: number, cursorTtlMs: number): Promise<number>;
+  cwListenHold(holder: string, channels: string, cursor: string, token: string, ttlMs: number, ...lapsed: Lapsed): Promise<number | string>;
   cwListenMark(holder: string, cursor: string, token: string, value: string, ttlMs: number): Promise<number>;
   cwListenRelease(holder: string, token: string): Promise<number>;
-  cwListenSync(uris: string, channels: string, token: string, ttlMs: number, ...pairs: Array<string | number>): Promise<[string[], string[]]>;
-  cwListenUris(uris: string, channels: string): Promise<string[]>;
+  /** rest: ttl, n lapsed, lapsed..., then uri, count pairs. */
+  cwListenSync(uris: string, channels: string, token: string, listening: number, ...rest: Array<string | number>): Promise<[string[], string[]]>;
+  cwListenUris(uris: string, ...lapsed: Lapsed): Promise<string[]>;
 }
 
 export interface RedisListenOptions {
   keyPrefix: string;
-  /** GET-stream lease TTL (subscriptions.takeoverMs). */
-  leaseTtlMs: number;
-  /** Channel liveness TTL, renewed on the listen tick (see coordination.ts leaseTtlMs); default leaseTtlMs. */
-  livenessTtlMs?: number;
-  /** How often channels renew or check the lease (coordination.ts heartbeatMs); unset: only on the listen tick. */
-  heartbeatMs?: number;
 }
 
-const HOLD: Readonly<Record<number, HoldResult>> = { 0: 'taken', 1: 'acquired', 2: 'renewed', 3: 'acquired-others' };
+const HOLD: Readonly<Record<number, HoldResult>> = { 1: 'acquired', 2: 'renewed', 3: 'acquired-others' };
 
 export class RedisListenCoordinator implements ListenCoordinator {
   readonly scripts: ListenScripts;
-  readonly heartbeatMs: number | undefined;
-  readonly livenessTtlMs: number;
-  /** A shared cursor outlives the lease that guards it, so a channel taking the lease over still finds it. */
-  readonly cursorTtlMs: number;
   private failing = false;
 
   constructor(
     readonly client: Redis | Cluster,
+    readonly liveness: ReplicaLiveness,
     readonly opts: RedisListenOptions,
     private readonly log: Logger,
   ) {
     for (const [name, s] of Object.entries(LISTEN_SCRIPTS)) client.defineCommand(name, { numberOfKeys: s.keys, lua: s.lua });
     this.scripts = client as unknown as ListenScripts;
-    this.heartbeatMs = opts.heartbeatMs;
-    this.livenessTtlMs = opts.livenessTtlMs ?? opts.leaseTtlMs;
-    this.cursorTtlMs = opts.leaseTtlMs + this.livenessTtlMs;
   }
 
   join(keyId: string): ChannelCoordination {
-    return new RedisChannel(this, listenKeys(this.opts.keyPrefix, keyId), randomUUID());
+    return new RedisChannel(this, listenKeys(this.opts.keyPrefix, keyId), `${this.liveness.replicaId}:${randomUUID()}`);
+  }
+
+  watch(listener: LivenessListener): () => void {
+    return this.liveness.on(listener);
+  }
+
+  /** The lapsed replicas as script arguments: their number, then each. */
+  lapsedArgs(): Lapsed {
+    const lapsed = this.liveness.lapsed();
+    return [lapsed.length, ...lapsed];
   }
 
   /** Logged once per outage; the channel carries on with its own view. */
@@ -193,12 +200,22 @@ export class RedisListenCoordinator implements ListenCoordinator {
   }
 }
 
+function replicaOf(token: string): string {
+  const colon = token.indexOf(':');
+  return colon < 0 ? token : token.slice(0, colon);
+}
+
 class RedisChannel implements ChannelCoordination {
   /** The counts last stated. */
   private mine = new Map<string, number>();
+  /** Whether this channel is in the key's Redis state at all (counts or channel set): leave() then has something to undo. */
+  private stated = false;
+  /** The replica of the lease holder this channel last saw, when another held it. */
+  private holder: string | undefined;
   /** The cursor waiting to be written ('' forgets it); undefined: nothing to write. */
   private pending: string | undefined;
   private writing = false;
+  behind = false;
 
   constructor(
     private readonly parent: RedisListenCoordinator,
@@ -212,14 +229,22 @@ class RedisChannel implements ChannelCoordination {
 
   async hold(): Promise<HoldResult> {
     try {
-      const p = this.parent;
-      const r = await this.scripts.cwListenHold(this.keys.holder, this.keys.channels, this.keys.cursor, this.token, p.opts.leaseTtlMs, p.cursorTtlMs);
+      const r = await this.scripts.cwListenHold(this.keys.holder, this.keys.channels, this.keys.cursor, this.token, LEASE_TTL_MS, ...this.parent.lapsedArgs());
       this.parent.answered();
+      if (typeof r === 'string') {
+        this.holder = replicaOf(r);
+        return 'taken';
+      }
+      this.holder = undefined;
       return HOLD[r] ?? 'unknown';
     } catch (err) {
       this.parent.failed('hold', err);
       return 'unknown';
     }
+  }
+
+  heldByOneOf(replicas: readonly string[]): boolean {
+    return this.holder !== undefined && replicas.includes(this.holder);
   }
 
   async release(): Promise<void> {
@@ -230,25 +255,30 @@ class RedisChannel implements ChannelCoordination {
     }
   }
 
-  sync(counts: ReadonlyMap<string, number>): Promise<Transitions> {
-    return this.state(positive(counts), this.parent.livenessTtlMs);
+  sync(counts: ReadonlyMap<string, number>, listening: boolean): Promise<Transitions> {
+    return this.state(positive(counts), listening);
   }
 
   leave(): Promise<Transitions> {
-    return this.state(new Map(), 0);
+    if (!this.stated) return Promise.resolve({ subscribe: [], unsubscribe: [] });
+    return this.state(new Map(), false);
   }
 
-  private async state(counts: Map<string, number>, ttlMs: number): Promise<Transitions> {
+  private async state(counts: Map<string, number>, listening: boolean): Promise<Transitions> {
     const before = this.mine;
     this.mine = counts;
-    const pairs: Array<string | number> = [];
-    for (const [uri, n] of counts) pairs.push(uri, n);
+    const rest: Array<string | number> = [LEASE_TTL_MS, ...this.parent.lapsedArgs()];
+    for (const [uri, n] of counts) rest.push(uri, n);
     try {
-      const [subscribe, unsubscribe] = await this.scripts.cwListenSync(this.keys.uris, this.keys.channels, this.token, ttlMs, ...pairs);
+      const [subscribe, unsubscribe] = await this.scripts.cwListenSync(this.keys.uris, this.keys.channels, this.token, listening ? 1 : 0, ...rest);
+      this.stated = listening || counts.size > 0;
+      this.behind = false;
       this.parent.answered();
       return { subscribe, unsubscribe };
     } catch (err) {
       this.parent.failed('sync', err);
+      this.stated = true;
+      this.behind = true;
       return { subscribe: transitions(before, counts).subscribe, unsubscribe: [] };
     }
   }
@@ -260,7 +290,7 @@ class RedisChannel implements ChannelCoordination {
 
   async uris(): Promise<string[]> {
     try {
-      const out = await this.scripts.cwListenUris(this.keys.uris, this.keys.channels);
+      const out = await this.scripts.cwListenUris(this.keys.uris, ...this.parent.lapsedArgs());
       this.parent.answered();
       return out;
     } catch (err) {
@@ -290,7 +320,7 @@ class RedisChannel implements ChannelCoordination {
         const value = this.pending;
         this.pending = undefined;
         try {
-          await this.scripts.cwListenMark(this.keys.holder, this.keys.cursor, this.token, value, this.parent.cursorTtlMs);
+          await this.scripts.cwListenMark(this.keys.holder, this.keys.cursor, this.token, value, LEASE_TTL_MS);
           this.parent.answered();
         } catch (err) {
           this.parent.failed('mark', err);

@@ -1,12 +1,15 @@
-// Across replicas (store.kind=redis), the standalone GET stream of every pooled session is held
-// by one of them whether or not anybody listens, so that what the upstream sends outside a call
-// arrives: asks (routed to their call on any replica, upstream/replica-asks.ts) and list changes.
-// Each replica that has a session in its pool stands by for it: a member of the key's listen
-// channel that hears nothing, so the channel takes part in the GET-stream lease (one holder per
-// key), takes the stream over when the holder is gone, and follows the pool to a new session,
-// as it does for listeners. A channel kept up only by standing members does not keep the session
-// in use; it ends once the pool forgets the session. With one replica (memory store) the upstream
-// client holds these streams itself (upstream/standing-streams.ts).
+// Across replicas (store.kind=redis), the standalone GET stream of a pooled session the upstream
+// may ask on (upstream.standingStream: by default, a session whose client declared roots,
+// sampling or elicitation) is held by one of them whether or not anybody listens, so that what
+// the upstream sends outside a call arrives: asks (routed to their call on any replica,
+// upstream/replica-asks.ts) and list changes. Each replica that has such a session in its pool
+// stands by for it: a member of the key's listen channel that hears nothing, so the channel
+// takes part in the GET-stream lease (one holder per key), takes the stream over when the
+// holder's replica lapses, and follows the pool to a new session, as it does for listeners.
+// Standing by costs the coordination store nothing until a holder lapses: liveness is per
+// replica (bus/liveness.ts). A channel kept up only by standing members does not keep the
+// session in use; it ends once the pool forgets the session. With one replica (memory store) the
+// upstream client holds these streams itself (upstream/standing-streams.ts).
 
 import type { Logger } from '../log.js';
 import type { PooledSession, SessionKey, SessionPool } from '../pool/index.js';
@@ -20,8 +23,8 @@ interface Stand {
 export interface StandingDeps {
   pool: SessionPool;
   channelFor(key: SessionKey, session: PooledSession): SessionChannel;
-  /** Whether sessions of this upstream have a standalone stream to hold. */
-  hasStream(upstream: string): boolean;
+  /** Whether this session has a standalone stream worth holding (its upstream has one, and may ask on it). */
+  wants(session: PooledSession): boolean;
   log: Logger;
   /** Longest a request that brought a new session waits for the stream to be up. */
   waitMs: number;
@@ -45,7 +48,7 @@ export class StandingBy {
   stand(session: PooledSession): Promise<void> {
     const id = session.key.id;
     // A session-less upstream has no stream of a session to hold, nor answers to take.
-    if (this.closed || this.stands.has(id) || session.record.sessionId === undefined || !this.deps.hasStream(session.key.upstream)) return Promise.resolve();
+    if (this.closed || this.stands.has(id) || session.record.sessionId === undefined || !this.deps.wants(session)) return Promise.resolve();
     const channel = this.deps.channelFor(session.key, session);
     const stand: Stand = {
       channel,

@@ -17,6 +17,7 @@ export { AutoClient, type AutoClientOptions, type FoundTransport } from './auto-
 export type { ChannelOpener, MessageChannel } from './message-channel.js';
 export { ReplicaRelay, type RelayOptions } from './replica-relay.js';
 export { ReplicaAsks } from './replica-asks.js';
+export { STANDING_STREAMS, wantsStandingStream, type StandingStream } from './standing-streams.js';
 export type { OutsideAskOutcome } from './outside-asks.js';
 export { UpstreamCredentials, CREDENTIAL_GRANTS, type CredentialGrant, type CredentialSpec, type SubjectSource, type UpstreamAuthorization } from './credentials.js';
 export { SignInCallback, UpstreamSignIn, type Sealer } from './sign-in.js';

@@ -27,7 +27,7 @@ import { badResponse, decodeMessages } from './messages.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
 import { OutsideAsks, type OutsideAskOutcome } from './outside-asks.js';
 import type { ReplicaAsks } from './replica-asks.js';
-import { StandingStreams } from './standing-streams.js';
+import { StandingStreams, wantsStandingStream, type StandingStream } from './standing-streams.js';
 import { connectStream, pumpStream, readRequestStream, resumeRequestStream, type StreamContext } from './streams.js';
 import type { TargetSet } from './targets.js';
 import type { UpstreamSessionClient } from './session-client.js';
@@ -68,6 +68,8 @@ export interface UpstreamClientOptions {
    * upstream sends outside a call are routed or refused at once (standing-streams.ts); 0: none.
    */
   standingStreams?: number;
+  /** Which sessions' streams are held (upstream.standingStream): auto, always or never. */
+  standingPolicy?: StandingStream;
   /** With replicas sharing sessions: an ask on a GET stream held here may belong to a call on another replica. */
   replicaAsks?: ReplicaAsks;
   /** Called with where each ask from a GET stream went. */
@@ -76,6 +78,7 @@ export interface UpstreamClientOptions {
 
 export const UPSTREAM_CLIENT_DEFAULTS = Object.freeze({
   standingStreams: 0,
+  standingPolicy: 'auto' as StandingStream,
   maxEventBytes: DEFAULT_MAX_EVENT_BYTES,
   defaultRetryMs: 1000,
   maxRetryMs: 10_000,
@@ -167,7 +170,7 @@ export class UpstreamClient implements UpstreamSessionClient {
       const scope = this.scope(signal, this.endpoint.requestTimeoutMs);
       try {
         const hs = await initializeOn(this.handshakes, params, scope, principal);
-        if (this.standing) {
+        if (this.standing && wantsStandingStream(this.opts.standingPolicy, params.capabilities)) {
           // Servers ask right after initialize, or in the first call: the stream should be up by then.
           // A server slow to answer a GET holds the session's opening up to connectTimeoutMs, no longer.
           const up = this.standing.hold({ sessionId: hs.sessionId, protocolVersion: hs.protocolVersion, target: hs.target, principal });

@@ -8,6 +8,7 @@
 // lease (subscriptions/standing.ts) and asks are routed among replicas (replica-asks.ts).
 
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { SessionExpiredError } from './errors.js';
 import type { SessionRef } from './headers.js';
@@ -16,6 +17,22 @@ import type { StreamHandlers } from './inbound.js';
 /** First GETs tried before the stream is given up. */
 const OPEN_ATTEMPTS = 4;
 const OPEN_BACKOFF_MS = 100;
+
+/** upstream.standingStream: when a pooled session's GET stream is held while nobody listens. */
+export type StandingStream = 'auto' | 'always' | 'never';
+export const STANDING_STREAMS: readonly StandingStream[] = ['auto', 'always', 'never'];
+
+/** What a server may ask a client outside a call; only a session whose client declared one of them has anything to hear there. */
+const ASKABLE = ['roots', 'sampling', 'elicitation'] as const;
+
+/**
+ * Whether a pooled session's GET stream is held while nobody listens (upstream.standingStream):
+ * always, never, or (auto) when the capabilities declared at initialize let the upstream ask.
+ */
+export function wantsStandingStream(policy: StandingStream, declared: JsonObject): boolean {
+  if (policy !== 'auto') return policy === 'always';
+  return ASKABLE.some((c) => declared[c] !== undefined);
+}
 
 type Open = (session: SessionRef, handlers: StreamHandlers, signal: AbortSignal) => Promise<'unsupported' | { done: Promise<void> }>;
 

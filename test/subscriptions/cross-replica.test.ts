@@ -1,12 +1,15 @@
 // Listen coordination across replicas on a private Redis: the GET-stream lease (exclusive,
-// renewed, released by compare-and-delete, taken over after expiry), subscription counts summed
-// over live channels (a dead channel's discounted), a Redis that is away; then two listen
-// channels standing for two replicas (scripted upstream client, in-process pub/sub): one GET
-// stream between them, one upstream subscription per URI, hand-over when the holder leaves or dies.
+// restated, released by compare-and-delete, taken over only once its holder's replica lapsed),
+// subscription counts summed over the channels of live replicas (a lapsed replica's dropped), a
+// Redis that is away; then two listen channels standing for two replicas (scripted upstream
+// client, in-process pub/sub): one GET stream between them, one upstream subscription per URI,
+// hand-over when the holder leaves or its replica lapses, and no Redis command while nothing changes.
 
 import t from 'tap';
+import { randomUUID } from 'node:crypto';
 import { SessionFacts } from '../../src/pool/session-facts.js';
 import { LocalBus } from '../../src/bus/message-bus.js';
+import { ReplicaLiveness } from '../../src/bus/liveness.js';
 import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../../src/jsonrpc.js';
 import { createLogger } from '../../src/log.js';
 import type { Cluster, Redis } from 'ioredis';
@@ -20,18 +23,42 @@ import type { SessionRef, StreamHandlers, UpstreamClient } from '../../src/upstr
 import { freePort, startRedis } from '../helpers/redis.js';
 
 const log = createLogger('silent');
+/** A replica not heard of for this long has lapsed; each states itself every BEAT ms. */
 const TTL = 300;
+const BEAT = 100;
 const redis = await startRedis();
 const clients: Array<Redis | Cluster> = [];
-/** A coordinator on a client of its own, connected (unless `url` leads nowhere). */
-async function coordinator(prefix: string, url = redis.url): Promise<RedisListenCoordinator> {
+const livenesses: ReplicaLiveness[] = [];
+
+interface Replica {
+  coordinator: RedisListenCoordinator;
+  liveness: ReplicaLiveness;
+  /** Lapsed replicas this one has heard of, in order. */
+  heard: string[];
+  /** The replica "crashes": its connection drops, so it stops stating itself without lapsing at once. */
+  crash(): void;
+}
+
+/** A coordinator on a client and liveness of its own, beating (unless `url` leads nowhere). */
+async function replicaOn(prefix: string, url = redis.url): Promise<Replica> {
   const c = createRedisClient({ url, commandTimeoutMs: 500 });
   c.on('error', () => undefined);
   clients.push(c);
-  if (url === redis.url) await new Promise((r) => c.once('ready', r));
-  return new RedisListenCoordinator(c, { keyPrefix: prefix, leaseTtlMs: TTL }, log);
+  const liveness = new ReplicaLiveness(c, { key: `${prefix}replicas`, replicaId: randomUUID(), ttlMs: TTL, beatMs: BEAT }, log);
+  livenesses.push(liveness);
+  const heard: string[] = [];
+  liveness.on({ lapsed: (r) => heard.push(...r) });
+  if (url === redis.url) {
+    await new Promise((r) => c.once('ready', r));
+    await liveness.start();
+  }
+  return { coordinator: new RedisListenCoordinator(c, liveness, { keyPrefix: prefix }, log), liveness, heard, crash: () => c.disconnect() };
+}
+async function coordinator(prefix: string, url = redis.url): Promise<RedisListenCoordinator> {
+  return (await replicaOn(prefix, url)).coordinator;
 }
 t.teardown(async () => {
+  for (const l of livenesses) await l.close();
   for (const c of clients) c.disconnect();
   await redis.stop();
 });
@@ -49,7 +76,7 @@ const until = async (cond: () => boolean, ms = WAIT_MS) => {
 const sorted = (x: { subscribe: string[]; unsubscribe: string[] }) => ({ subscribe: [...x.subscribe].sort(), unsubscribe: [...x.unsubscribe].sort() });
 const counts = (o: Record<string, number>) => new Map(Object.entries(o));
 
-t.test('the GET-stream lease: one holder, renewed, released only by its holder', async (t) => {
+t.test('the GET-stream lease: one holder, restated, released only by its holder', async (t) => {
   const [r1, r2] = await Promise.all([coordinator('l1:'), coordinator('l1:')]);
   const a = r1.join('key{1}');
   const b = r2.join('key{1}');
@@ -58,58 +85,54 @@ t.test('the GET-stream lease: one holder, renewed, released only by its holder',
   t.equal(await a.hold(), 'renewed');
   await b.release();
   t.equal(await b.hold(), 'taken', 'a release by another channel does nothing');
-  await b.sync(new Map());
   await a.release();
-  t.equal(await b.hold(), 'acquired', 'free once released');
-  t.equal(await a.hold(), 'taken');
-  await a.sync(new Map());
-  await b.release();
-  t.equal(await a.hold(), 'acquired-others', 'taken while another channel listens: it may have missed changes');
-  const k = listenKeys('l1:', 'key{1}');
-  t.equal(k.holder, 'l1:listen-holder:{key%7B1%7D}', 'the session key id is one escaped hash tag');
-  const pttl = await redis.admin.pttl(k.holder);
-  t.ok(pttl > 0 && pttl <= TTL, `the lease has a TTL (${pttl})`);
+  t.equal(await b.hold(), 'acquired', 'free once its holder let it go');
 });
 
-t.test('a lease not renewed expires and another channel takes it', async (t) => {
-  const a = (await coordinator('l2:')).join('k');
-  const b = (await coordinator('l2:')).join('k');
-  // Read before the lease is set: it cannot expire sooner than TTL after this on any machine.
-  const started = Date.now();
+t.test('a lease outlives any TTL while its replica lives, and is taken over once that replica lapsed', async (t) => {
+  const [ra, rb] = await Promise.all([replicaOn('l2:'), replicaOn('l2:')]);
+  const a = ra.coordinator.join('k');
+  const b = rb.coordinator.join('k');
   t.equal(await a.hold(), 'acquired');
-  while ((await b.hold()) === 'taken') await sleep(20);
-  t.ok(Date.now() - started >= TTL - 5, 'not before the TTL');
-  t.equal(await a.hold(), 'taken', 'the old holder learns it lost it');
+  t.equal(await b.hold(), 'taken');
+  t.ok(b.heldByOneOf([ra.liveness.replicaId]), 'B knows whose replica holds it');
+  // Several liveness TTLs with both replicas beating: nothing lapses, nothing is renewed per session.
+  const beats = rb.heard.length;
+  await sleep(3 * TTL);
+  t.equal(await b.hold(), 'taken', 'still held: the holder’s replica is alive');
+  t.equal(rb.heard.length, beats, 'no replica lapsed');
+  ra.crash();
+  await until(() => rb.heard.includes(ra.liveness.replicaId));
+  t.equal(await b.hold(), 'acquired', 'taken over once A’s replica lapsed');
 });
 
 t.test('subscription counts are summed over channels; 0 <-> n transitions reported once', async (t) => {
   const a = (await coordinator('c1:')).join('k');
   const b = (await coordinator('c1:')).join('k');
-  t.same(sorted(await a.sync(counts({ u: 1, v: 2 }))), { subscribe: ['u', 'v'], unsubscribe: [] });
-  t.same(sorted(await b.sync(counts({ u: 3 }))), { subscribe: [], unsubscribe: [] }, 'u already held elsewhere');
+  t.same(sorted(await a.sync(counts({ u: 1, v: 2 }), true)), { subscribe: ['u', 'v'], unsubscribe: [] });
+  t.same(sorted(await b.sync(counts({ u: 3 }), true)), { subscribe: [], unsubscribe: [] }, 'u already held elsewhere');
   t.same((await b.uris()).sort(), ['u', 'v']);
   t.same(await b.held(['u', 'w']), ['u']);
-  t.same(sorted(await a.sync(counts({ v: 1 }))), { subscribe: [], unsubscribe: [] }, 'u still held by b');
-  t.same(sorted(await b.sync(counts({}))), { subscribe: [], unsubscribe: ['u'] }, 'the last holder of u anywhere');
+  t.same(sorted(await a.sync(counts({ v: 1 }), true)), { subscribe: [], unsubscribe: [] }, 'u still held by b');
+  t.same(sorted(await b.sync(counts({}), true)), { subscribe: [], unsubscribe: ['u'] }, 'the last holder of u anywhere');
   t.same(sorted(await a.leave()), { subscribe: [], unsubscribe: ['v'] });
+  await b.leave();
   t.same(await a.uris(), []);
-  t.same(await redis.admin.keys('c1:listen-uris:*'), [], 'nothing left counted');
+  t.same(await redis.admin.keys('c1:listen-*'), [], 'nothing left counted or listed');
 });
 
-t.test('a channel that stops renewing is discounted: its URIs go to 0', async (t) => {
-  const dead = (await coordinator('c2:')).join('k');
-  const live = (await coordinator('c2:')).join('k');
-  await dead.sync(counts({ shared: 1, orphan: 1 }));
-  await live.sync(counts({ shared: 1 }));
-  const end = Date.now() + TTL + 100;
-  let seen = { subscribe: [] as string[], unsubscribe: [] as string[] };
-  while (Date.now() < end) {
-    const r = await live.sync(counts({ shared: 1 }));
-    if (r.unsubscribe.length > 0) seen = r;
-    await sleep(50);
-  }
-  t.same(seen, { subscribe: [], unsubscribe: ['orphan'] }, 'the dead channel’s URI is released by a live one, once');
-  t.same(await live.uris(), ['shared']);
+t.test('a lapsed replica’s counts are dropped: its URIs go to 0', async (t) => {
+  const [dead, live] = await Promise.all([replicaOn('c2:'), replicaOn('c2:')]);
+  const d = dead.coordinator.join('k');
+  const l = live.coordinator.join('k');
+  await d.sync(counts({ shared: 1, orphan: 1 }), true);
+  await l.sync(counts({ shared: 1 }), true);
+  t.same(sorted(await l.sync(counts({ shared: 1 }), true)), { subscribe: [], unsubscribe: [] }, 'kept while its replica lives');
+  dead.crash();
+  await until(() => live.heard.includes(dead.liveness.replicaId));
+  t.same(sorted(await l.sync(counts({ shared: 1 }), true)), { subscribe: [], unsubscribe: ['orphan'] }, 'the lapsed replica’s URI is released by a live one, once');
+  t.same(sorted(await l.sync(counts({ shared: 1 }), true)), { subscribe: [], unsubscribe: [] });
+  t.same(await l.uris(), ['shared']);
 });
 
 t.test('the GET-stream cursor: written only by the lease holder, kept with the lease, newest last', async (t) => {
@@ -127,8 +150,8 @@ t.test('the GET-stream cursor: written only by the lease holder, kept with the l
   b.mark('s e-999');
   await sleep(50);
   t.equal(await a.cursor(), 's e-50', 'a channel without the lease writes nothing');
-  const pttl = await redis.admin.pttl(k.cursor);
-  t.ok(pttl > TTL, `the cursor outlives the lease (${pttl} ms)`);
+  const [cursorTtl, leaseTtl] = await Promise.all([redis.admin.pttl(k.cursor), redis.admin.pttl(k.holder)]);
+  t.ok(cursorTtl > 3600_000 && leaseTtl > 3600_000, `lease and cursor live long, nobody renews them (${leaseTtl}, ${cursorTtl} ms)`);
   a.mark(undefined);
   await sleep(50);
   t.equal(await b.cursor(), undefined, 'forgotten');
@@ -138,9 +161,10 @@ t.test('a Redis that is away: nothing known, each channel acts on its own counts
   const port = await freePort();
   const away = (await coordinator('x:', `redis://127.0.0.1:${port}`)).join('k');
   t.equal(await away.hold(), 'unknown');
-  t.same(await away.sync(counts({ u: 1 })), { subscribe: ['u'], unsubscribe: [] });
-  t.same(await away.sync(counts({ u: 2 })), { subscribe: [], unsubscribe: [] });
-  t.same(await away.sync(counts({})), { subscribe: [], unsubscribe: [] }, 'never unsubscribes what another replica may hold');
+  t.same(await away.sync(counts({ u: 1 }), true), { subscribe: ['u'], unsubscribe: [] });
+  t.ok(away.behind, 'what did not land is to be stated again');
+  t.same(await away.sync(counts({ u: 2 }), true), { subscribe: [], unsubscribe: [] });
+  t.same(await away.sync(counts({}), true), { subscribe: [], unsubscribe: [] }, 'never unsubscribes what another replica may hold');
   t.same(await away.uris(), []);
   t.equal(await away.cursor(), undefined);
   away.mark('s e-1');
@@ -210,8 +234,17 @@ async function twoReplicas(prefix: string, client = new FakeClient()) {
   const wire = new LocalBus();
   const replica = async (id: string) => {
     const bus = new SharedSessionEventBus(wire, { keyPrefix: prefix, replicaId: id, subscribeTimeoutMs: 500 }, log);
-    const deps = { pool, client: client as unknown as UpstreamClient, ids: new IdMinter(), bus, log, coordinator: await coordinator(prefix) };
-    return { deps, channel: () => new SessionChannel(KEY, session, deps, () => undefined) };
+    const r = await replicaOn(prefix);
+    const deps = { pool, client: client as unknown as UpstreamClient, ids: new IdMinter(), bus, log, coordinator: r.coordinator };
+    const channels: SessionChannel[] = [];
+    // What Subscriptions does with the replica's liveness: lapsed replicas free what they held.
+    r.liveness.on({ lapsed: (gone) => channels.forEach((c) => c.freed(gone)), resumed: () => channels.forEach((c) => c.resumed()) });
+    const channel = () => {
+      const c = new SessionChannel(KEY, session, deps, () => undefined);
+      channels.push(c);
+      return c;
+    };
+    return { deps, channel, replica: r };
   };
   return { client, a: await replica('A'), b: await replica('B') };
 }
@@ -254,42 +287,25 @@ t.test('two replicas: one GET stream, one subscription per URI, changes everywhe
   t.equal(client.open.length, 0);
 });
 
-t.test('two replicas: a holder that dies is replaced after its lease, its counts discounted', async (t) => {
+t.test('two replicas: a holder whose replica lapses is replaced, its counts dropped', async (t) => {
   const { client, a, b } = await twoReplicas('h2:');
   const [chA, chB] = [a.channel(), b.channel()];
   const [mA, mB] = [member(), member()];
-  // Read before A takes the lease: it cannot run out sooner than TTL after this on any machine.
-  const started = Date.now();
   await chA.attach(mA, ['test://w', 'test://only-a']);
   await chB.attach(mB, ['test://w']);
   t.equal(client.count('resources/subscribe'), 2);
-  // A "dies": it never ticks again (its stream stays open in this fake, as a hung replica's would).
-  while (!chB.holdsStream && Date.now() - started < WAIT_MS) {
-    chB.touch();
-    await sleep(50);
-  }
-  t.ok(chB.holdsStream, `B took the stream over (${Date.now() - started} ms)`);
-  t.ok(Date.now() - started >= TTL - 5, 'after the lease ran out');
-  t.equal(client.streams.length, 2);
+  // A "dies": it stops stating itself (its stream stays open in this fake, as a hung replica's would).
+  a.replica.crash();
+  await until(() => chB.holdsStream && client.streams.length === 2);
+  t.ok(b.replica.heard.includes(a.replica.liveness.replicaId), 'B took the stream over once A’s replica lapsed');
   await until(() => client.count('resources/unsubscribe') === 1);
-  t.same(client.calls.at(-1), { method: 'resources/unsubscribe', uri: 'test://only-a' }, 'what only the dead replica held is released');
-  chB.touch();
+  t.same(client.calls.at(-1), { method: 'resources/unsubscribe', uri: 'test://only-a' }, 'what only the lapsed replica held is released');
   await chB.detach(mB);
   t.same(client.calls.at(-1), { method: 'resources/unsubscribe', uri: 'test://w' });
   t.equal(client.count('resources/unsubscribe'), 2);
 });
 
-/** Drives the lease heartbeat of `channel` (what Subscriptions' heartbeat timer does) until `cond`. */
-async function beatUntil(channel: SessionChannel, cond: () => boolean, ms = WAIT_MS): Promise<number> {
-  const started = Date.now();
-  while (!cond() && Date.now() - started < ms) {
-    channel.heartbeat();
-    await sleep(20);
-  }
-  return Date.now() - started;
-}
-
-t.test('two replicas: a dead holder’s successor resumes from the shared event id, without over-notifying', async (t) => {
+t.test('two replicas: a lapsed holder’s successor resumes from the shared event id, without over-notifying', async (t) => {
   const { client, a, b } = await twoReplicas('h3:');
   const [chA, chB] = [a.channel(), b.channel()];
   const [mA, mB] = [member(), member()];
@@ -303,11 +319,10 @@ t.test('two replicas: a dead holder’s successor resumes from the shared event 
   const k = listenKeys('h3:', KEY.id);
   for (let i = 0; i < 100 && !(await redis.admin.get(k.cursor))?.endsWith(' ev-7'); i++) await sleep(5);
   t.match(await redis.admin.get(k.cursor), /^[0-9a-f]{16} ev-7$/, 'A shared the id once the change was published');
-  // A "dies": no heartbeat from it any more; B's heartbeat takes over once the lease is gone.
-  // B holds the lease a moment before its stream is opened: wait for both.
-  const took = await beatUntil(chB, () => chB.holdsStream && client.streams.length === 2);
-  t.ok(chB.holdsStream, `B took the stream over on its heartbeat (${took} ms), no tick needed`);
-  t.equal(client.streams.length, 2);
+  // A "dies"; B takes over when it hears A's replica lapsed. B holds the lease a moment before
+  // its stream is opened: wait for both.
+  a.replica.crash();
+  await until(() => chB.holdsStream && client.streams.length === 2);
   t.equal(client.streams[1]!.from, 'ev-7', 'with the Last-Event-ID A shared');
   await sleep(100);
   t.same(mB.got, ['notifications/tools/list_changed'], 'no "everything may have changed": the upstream replays the gap');
@@ -324,7 +339,8 @@ t.test('two replicas: a resume the upstream refuses falls back to a fresh stream
   client.streams[0]!.handlers.afterEvent!('ev-1');
   const k = listenKeys('h4:', KEY.id);
   for (let i = 0; i < 100 && !(await redis.admin.get(k.cursor)); i++) await sleep(5);
-  await beatUntil(chB, () => chB.holdsStream && client.streams.length === 2);
+  a.replica.crash();
+  await until(() => chB.holdsStream && client.streams.length === 2);
   t.ok(client.refused > 0, `the resume was tried (${client.refused} times)`);
   t.equal(client.streams[1]!.from, undefined, 'then a fresh stream');
   await until(() => mB.got.length >= 3);
@@ -332,21 +348,30 @@ t.test('two replicas: a resume the upstream refuses falls back to a fresh stream
   await chB.detach(mB);
 });
 
-t.test('the holder renews its lease on the heartbeat, so it outlives its TTL', async (t) => {
+t.test('quiet channels cost Redis nothing: only each replica’s own beat runs, however many keys', async (t) => {
   const { client, a, b } = await twoReplicas('h5:');
   const [chA, chB] = [a.channel(), b.channel()];
   const [mA, mB] = [member(), member()];
-  await chA.attach(mA, []);
-  await chB.attach(mB, []);
-  const end = Date.now() + 3 * TTL;
-  while (Date.now() < end) {
-    chA.heartbeat();
-    chB.heartbeat();
+  await chA.attach(mA, ['test://w']);
+  await chB.attach(mB, ['test://w']);
+  const before = await redis.commandStats();
+  const started = Date.now();
+  // Listen ticks on both sides over several liveness TTLs: follow the pool, nothing to ask Redis.
+  while (Date.now() - started < 3 * TTL) {
+    chA.touch();
+    chB.touch();
     await sleep(TTL / 4);
   }
+  const after = await redis.commandStats();
+  const elapsed = Date.now() - started;
+  const delta = Object.fromEntries(Object.entries(after).map(([k, n]) => [k, n - (before[k] ?? 0)]).filter(([k, d]) => (d as number) > 0 && k !== 'info'));
+  t.same(Object.keys(delta).sort(), ['evalsha', 'time', 'zadd', 'zrangebyscore'].filter((k) => k in delta), 'nothing but the beat script and what it runs');
+  // Every replica of this file beats (earlier tests' too): at most one beat per replica per BEAT ms.
+  const replicas = livenesses.length;
+  t.ok((delta.evalsha ?? 0) <= replicas * (elapsed / BEAT + 2), `${delta.evalsha} beats from ${replicas} replicas in ${elapsed} ms`);
   t.ok(chA.holdsStream, 'A still holds it');
   t.notOk(chB.holdsStream);
-  t.equal(client.streams.length, 1, 'no take-over while the holder beats');
+  t.equal(client.streams.length, 1, 'no take-over while the holder’s replica lives');
   await chA.detach(mA);
   await chB.detach(mB);
 });
