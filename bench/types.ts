@@ -92,6 +92,12 @@ export interface ScaleStep {
   seconds: number;
   firstError?: string;
   redis: RedisDelta;
+  /**
+   * Of redis.perOp, what the sessions already open would have sent anyway: the idle window's rate
+   * over the step's duration (half of it for the fill, as sessions open all through it), per
+   * operation. An estimate; perOp minus it is the step's own cost.
+   */
+  backgroundPerOp?: number;
 }
 
 export interface ScaleReplica {
