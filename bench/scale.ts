@@ -297,10 +297,15 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
       wallSeconds: (Date.now() - t0) / 1000,
     };
     if (warm) run.warm = { ...warm, excessPerOp: warm.sent > 0 ? excess(warm, idleDelta, idleSeconds) / warm.sent : NaN };
-    fill.backgroundPerOp = (run.idle.perSecond * fill.seconds) / 2 / Math.max(1, fill.sent);
-    firstTouch.backgroundPerOp = (run.idle.perSecond * firstTouch.seconds) / Math.max(1, firstTouch.sent);
-    if (run.warm) run.warm.backgroundPerOp = (run.idle.perSecond * run.warm.seconds) / Math.max(1, run.warm.sent);
-    say(`  ${tag} net of the idle background (estimate): ${(fill.redis.perOp - fill.backgroundPerOp).toFixed(1)} cmds/cold session, ${(firstTouch.redis.perOp - firstTouch.backgroundPerOp).toFixed(1)} cmds/first touch`);
+    // The idle traffic comes in bursts (timers per session): only a step at least as long as the
+    // idle window averages them as that window did, so only such a step gets the estimate.
+    const background = (st: ScaleStep, share: number) => {
+      if (st.seconds >= idleSeconds) st.backgroundPerOp = (run.idle.perSecond * st.seconds * share) / Math.max(1, st.sent);
+    };
+    background(fill, 0.5);
+    background(firstTouch, 1);
+    if (run.warm) background(run.warm, 1);
+    if (fill.backgroundPerOp !== undefined) say(`  ${tag} fill net of the idle background (estimate): ${(fill.redis.perOp - fill.backgroundPerOp).toFixed(1)} cmds/cold session`);
     say(`  ${tag} idle ${idleSeconds.toFixed(1)} s: Redis ${run.idle.perSecond.toFixed(1)} cmds/s (${top.slice(0, 5).map((t) => `${t.name} ${t.perSecond.toFixed(1)}/s`).join(', ')})`);
     for (const r of replicaStats) {
       say(`  ${r.name}: ${r.sessions} sessions (${r.sessionsFrom}), RSS ${r.rssBeforeMb.toFixed(1)} -> ${r.rssAfterMb.toFixed(1)} MB = ${r.rssPerSessionKb.toFixed(1)} KB/session, ${r.upstreamSockets} sockets to the upstream`);

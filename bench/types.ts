@@ -95,7 +95,8 @@ export interface ScaleStep {
   /**
    * Of redis.perOp, what the sessions already open would have sent anyway: the idle window's rate
    * over the step's duration (half of it for the fill, as sessions open all through it), per
-   * operation. An estimate; perOp minus it is the step's own cost.
+   * operation. An estimate; perOp minus it is the step's own cost. Only for a step at least as
+   * long as the idle window (the idle traffic comes in bursts a shorter step does not average).
    */
   backgroundPerOp?: number;
 }
