@@ -1,7 +1,7 @@
 // `npm run bench`: Causeway's cost next to a direct legacy client and nginx, on two legacy
 // upstreams, for four workloads at concurrency 1, 16 and 64. Load comes from a separate process
 // (bench/load-worker.ts). Writes bench/results/<date>.json and the generated part of
-// docs/benchmarks.md. Runs in under 3 minutes on 2 cores.
+// docs/benchmarks.md. Runs in under 3 minutes on 2 cores, plus about 1.5 for the scale phase.
 //
 // Environment knobs: BENCH_RUN_MS (timed window per run, default 800), BENCH_WARMUP_MS (200;
 // before each run), BENCH_PROCESS_WARMUP_MS (3000; once per proxy process, small calls at c=16),

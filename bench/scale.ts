@@ -193,15 +193,20 @@ const names = (d: RedisDelta, limit = 6) =>
 
 const errs = (st: ScaleStep) => (st.errors > 0 ? ` ERRORS ${st.errors}/${st.sent} (${st.firstError})` : '');
 
-/** Commands of the warm pass that neither the last-use batch nor the idle background explains. */
-function excess(warm: ScaleStep, idle: RedisDelta, idleSeconds: number): number {
+/**
+ * Commands of the warm pass that neither the last-use batch nor the idle background explains,
+ * and how many the background allowance let through (a large one can hide per-call commands).
+ */
+function excess(warm: ScaleStep, idle: RedisDelta, idleSeconds: number): { excess: number; allowed: number } {
   let n = 0;
+  let allowed = 0;
   for (const [name, count] of Object.entries(warm.redis.byName)) {
     if (LAST_USE_BATCH.has(name)) continue;
     const background = Math.ceil(((idle.byName[name] ?? 0) / idleSeconds) * (warm.seconds + TICK_MS / 1000));
     n += Math.max(0, count - background);
+    allowed += Math.min(count, background);
   }
-  return n;
+  return { excess: n, allowed };
 }
 
 async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number, replicaCount: number): Promise<ScaleRun> {
@@ -296,7 +301,11 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
       upstream: { initialize: up.initializeCount - init0, sessionsOpen: up.sessionsOpen, getStreamsOpen: up.getStreamsOpen },
       wallSeconds: (Date.now() - t0) / 1000,
     };
-    if (warm) run.warm = { ...warm, excessPerOp: warm.sent > 0 ? excess(warm, idleDelta, idleSeconds) / warm.sent : NaN };
+    if (warm) {
+      const x = excess(warm, idleDelta, idleSeconds);
+      const per = (v: number) => (warm.sent > 0 ? v / warm.sent : NaN);
+      run.warm = { ...warm, excessPerOp: per(x.excess), backgroundAllowedPerOp: per(x.allowed) };
+    }
     // The idle traffic comes in bursts (timers per session): only a step at least as long as the
     // idle window averages them as that window did, so only such a step gets the estimate.
     const background = (st: ScaleStep, share: number) => {

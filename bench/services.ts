@@ -1,5 +1,6 @@
 // The services a bench run stands up: the two legacy upstreams, Causeway (one process per
-// configuration), nginx as a plain reverse proxy, and a private redis-server.
+// configuration), nginx as a plain reverse proxy, a private redis-server, and for the scale
+// phase a private Redis Cluster.
 
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync, readdirSync } from 'node:fs';

@@ -134,6 +134,8 @@ export interface ScaleRun {
   warm?: ScaleStep & {
     /** Commands per call beyond the last-use batch (ZADD, PEXPIRE) and beyond the idle window's own rate of each command over the pass (plus one 5-s tick). */
     excessPerOp: number;
+    /** Commands per call put down to the idle background: at 0.01 or more, per-call commands could hide in it. */
+    backgroundAllowedPerOp: number;
   };
   idle: {
     settleMs: number;
