@@ -9,6 +9,7 @@ import { Agent, request } from 'undici';
 import {
   answerAsk,
   legacyHeaders,
+  messagesOf,
   modernHeaders,
   modernMeta,
   MULTI_ROUND_TOOL,
@@ -75,7 +76,34 @@ export interface FillResult {
   firstError?: string;
 }
 
-export type Job = CannonJob | MultiRoundJob | FillJob;
+/**
+ * For the scale phase: one small tools/call per principal `<prefix><i>`, i = first, first + step,
+ * ... below end, each sent to urls[(i + shift) % urls.length], so which replica saw a principal
+ * first is known (shift 0) and a later pass can go elsewhere (shift 1) or to the same one (0).
+ */
+export interface SpreadJob {
+  kind: 'spread';
+  urls: string[];
+  principalHeader: string;
+  prefix: string;
+  first: number;
+  end: number;
+  step: number;
+  shift: number;
+  /** Declared in `_meta` (the bench's default asks for nothing: no roots, sampling, elicitation). */
+  clientCapabilities: Record<string, unknown>;
+  concurrency: number;
+}
+
+export interface SpreadResult {
+  sent: number;
+  ok: number;
+  errors: number;
+  seconds: number;
+  firstError?: string;
+}
+
+export type Job = CannonJob | MultiRoundJob | FillJob | SpreadJob;
 
 function stats(samples: number[], seconds: number, errors: number): LatencyStats {
   const sorted = Float64Array.from(samples).sort();
@@ -282,6 +310,38 @@ async function fill(job: FillJob): Promise<FillResult> {
   return { sessionsOk, pendingOk, errors, seconds: (Date.now() - started) / 1000, firstError };
 }
 
+async function spread(job: SpreadJob): Promise<SpreadResult> {
+  const started = Date.now();
+  let sent = 0;
+  let ok = 0;
+  let errors = 0;
+  let firstError: string | undefined;
+  const meta = modernMeta({ 'io.modelcontextprotocol/clientCapabilities': job.clientCapabilities });
+  let next = job.first;
+  const loop = async () => {
+    for (let i = next; i < job.end; i = next) {
+      next += job.step;
+      sent++;
+      try {
+        const url = job.urls[(i + job.shift) % job.urls.length]!;
+        const headers = modernHeaders('tools/call', 'echo', { [job.principalHeader]: `${job.prefix}${i}` });
+        const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hello' }, _meta: meta } });
+        const res = await post(url, headers, body);
+        const text = await res.body.text();
+        const msgs = messagesOf(String(res.headers['content-type'] ?? ''), text);
+        const last = msgs[msgs.length - 1];
+        if (res.statusCode !== 200 || !last?.result) throw new Error(`tools/call: HTTP ${res.statusCode} ${text.slice(0, 200)}`);
+        ok++;
+      } catch (err) {
+        errors++;
+        firstError ??= (err as Error).message;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: job.concurrency }, loop));
+  return { sent, ok, errors, seconds: (Date.now() - started) / 1000, firstError };
+}
+
 async function run(job: Job): Promise<unknown> {
   switch (job.kind) {
     case 'cannon':
@@ -290,6 +350,8 @@ async function run(job: Job): Promise<unknown> {
       return multiRound(job);
     case 'fill':
       return fill(job);
+    case 'spread':
+      return spread(job);
   }
 }
 

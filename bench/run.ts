@@ -1,14 +1,15 @@
 // `npm run bench`: Causeway's cost next to a direct legacy client and nginx, on two legacy
 // upstreams, for four workloads at concurrency 1, 16 and 64. Load comes from a separate process
 // (bench/load-worker.ts). Writes bench/results/<date>.json and the generated part of
-// docs/benchmarks.md. Runs in under 3 minutes on 2 cores.
+// docs/benchmarks.md. Runs in under 3 minutes on 2 cores, plus about 1.5 for the scale phase.
 //
 // Environment knobs: BENCH_RUN_MS (timed window per run, default 800), BENCH_WARMUP_MS (200;
 // before each run), BENCH_PROCESS_WARMUP_MS (3000; once per proxy process, small calls at c=16),
 // BENCH_FULL=1 (every workload x concurrency on the SDK upstream too, ~1 minute more),
-// BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,cold,memory,profile,sdk (some phases; no
-// doc), BENCH_PROFILE_CONCURRENCY (16) and BENCH_PROFILE_MS (3000) for the profiled run. OTEL_*
-// variables are passed on to Causeway (tracing on when they ask for it; see README, Traces).
+// BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,cold,memory,profile,sdk,scale,scale-cluster
+// (some phases; no doc; scale-cluster runs only when named), BENCH_PROFILE_CONCURRENCY (16) and
+// BENCH_PROFILE_MS (3000) for the profiled run; the scale phases' own knobs are in bench/scale.ts.
+// OTEL_* variables are passed on to Causeway (tracing on when they ask for it; see README, Traces).
 
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
@@ -17,6 +18,7 @@ import { join } from 'node:path';
 import type { CannonJob, CannonResult, FillResult, Job, MultiRoundJob, MultiRoundResult } from './load-worker.js';
 import { modernHeaders, modernMeta, openLegacySession, probe, requestFor, WORKLOADS, type Target, type Workload } from './mcp.js';
 import { summariseProfile } from './profile.js';
+import { scaleRun } from './scale.js';
 import { findBinary, peakRssMb, procCpuUs, resetPeakRss, rssMb, sleep } from './procs.js';
 import { CONCURRENCY, renderDoc, evaluateTargets } from './report.js';
 import {
@@ -425,10 +427,13 @@ async function main(): Promise<void> {
     command: `node dist/bench/load-worker.js (forked): autocannon 9, pipelining 1, keep-alive, connections = concurrency, ${RUN_MS} ms timed after ${WARMUP_MS} ms warm-up; multi-round: undici driver, concurrency loops, ${MULTI_ROUND_RUN_MS} ms`,
   });
 
+  const phases = new Set((process.env.BENCH_ONLY ?? 'raw,cold,memory,profile,sdk,scale').split(','));
+  // The shared redis-server and nginx serve the upstream sweeps only (the scale phases start their own Redis).
+  const sweeps = phases.has('raw') || phases.has('sdk');
   let redis: RedisServer | undefined;
   const redisBin = findBinary('redis-server');
-  if (!redisBin) results.unavailable.push('causeway-redis: not available: redis-server not found on PATH');
-  else {
+  if (sweeps && !redisBin) results.unavailable.push('causeway-redis: not available: redis-server not found on PATH');
+  else if (sweeps && redisBin) {
     try {
       redis = await startRedis(redisBin, join(logDir, 'redis'));
       results.commands.push({ what: 'redis-server', command: redis.svc.command.replaceAll(logDir, '$TMP') });
@@ -436,12 +441,11 @@ async function main(): Promise<void> {
       results.unavailable.push(`causeway-redis: not available: ${(err as Error).message.split('\n')[0]}`);
     }
   }
-  const found = findOrInstallNginx();
+  const found = sweeps ? findOrInstallNginx() : { note: 'nginx not needed by these phases' };
   say(found.note);
   const nginx = found.bin;
-  if (!nginx) results.unavailable.push(`nginx: not available: ${found.note}`);
+  if (sweeps && !nginx) results.unavailable.push(`nginx: not available: ${found.note}`);
 
-  const phases = new Set((process.env.BENCH_ONLY ?? 'raw,cold,memory,profile,sdk').split(','));
   const ctx = { worker, redis, runs: results.runs };
   let raw: Upstream | undefined;
   if (phases.has('raw')) raw = await runUpstream('raw', ctx, logDir, results, nginx);
@@ -455,6 +459,8 @@ async function main(): Promise<void> {
     await sdk.svc.stop();
   }
   await redis?.stop();
+  // Each scale run starts its own Redis, upstream and replicas, and stops them whatever happens.
+  for (const phase of ['scale', 'scale-cluster'] as const) if (phases.has(phase)) await scaleRun({ worker, logDir, results, say }, phase);
   worker.close();
 
   results.targets = evaluateTargets(results);

@@ -1,9 +1,11 @@
 // The services a bench run stands up: the two legacy upstreams, Causeway (one process per
-// configuration), nginx as a plain reverse proxy, and a private redis-server.
+// configuration), nginx as a plain reverse proxy, a private redis-server, and for the scale
+// phase a private Redis Cluster.
 
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { SETTINGS } from '../src/config/schema.js';
@@ -68,15 +70,17 @@ async function launchUpstream(kind: UpstreamKind, logDir: string, tools: number)
 }
 
 /**
- * Starts an upstream whose tools/list has 1,000 tools: the raw one exactly; the SDK fixture has
- * built-in tools besides its `--many-tools` ones, so it is started once to count them.
+ * Starts an upstream whose tools/list has `tools` tools (1,000 unless told): the raw one exactly;
+ * the SDK fixture has built-in tools besides its `--many-tools` ones, so it is started once to
+ * count them. Asked for fewer tools than it has built in, the SDK fixture keeps those only.
  */
-export async function startUpstream(kind: UpstreamKind, logDir: string): Promise<Upstream> {
-  const first = await launchUpstream(kind, logDir, 1000);
-  if (kind === 'raw' || first.toolCount === 1000) return first;
-  const builtIn = first.toolCount - 1000;
+export async function startUpstream(kind: UpstreamKind, logDir: string, tools = 1000): Promise<Upstream> {
+  const first = await launchUpstream(kind, logDir, tools);
+  if (kind === 'raw' || first.toolCount === tools) return first;
+  const extra = Math.max(0, tools - (first.toolCount - tools));
+  if (extra === tools) return first;
   await first.svc.stop();
-  return launchUpstream(kind, logDir, Math.max(0, 1000 - builtIn));
+  return launchUpstream(kind, logDir, extra);
 }
 
 /** A proxy process (Causeway or nginx): where to send requests and how to read its CPU. */
@@ -273,17 +277,99 @@ export async function startRedis(bin: string, dir: string): Promise<RedisServer>
   return {
     url: `redis://127.0.0.1:${port}`,
     svc,
-    commands: async () => {
-      const info = await admin.info('commandstats');
-      const out: Record<string, number> = {};
-      for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (m[1] !== 'info') out[m[1]!] = Number(m[2]);
-      return out;
-    },
+    commands: () => commandStats(admin),
     stop: async () => {
       admin.disconnect();
       await svc.stop('SIGTERM', 2000);
     },
   };
+}
+
+/** Calls so far by lower-case command name, from one node's INFO commandstats (INFO itself left out: the bench sends it). */
+async function commandStats(admin: Redis): Promise<Record<string, number>> {
+  const info = await admin.info('commandstats');
+  const out: Record<string, number> = {};
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (m[1] !== 'info') out[m[1]!] = Number(m[2]);
+  return out;
+}
+
+/** A port whose cluster bus port (port + 10000) is free too. */
+async function clusterPort(taken: number[]): Promise<number> {
+  for (let tries = 0; tries < 100; tries++) {
+    const port = await freePort();
+    if (port >= 55_535 || taken.includes(port) || taken.includes(port + 10_000)) continue;
+    if (await portFree(port + 10_000)) return port;
+  }
+  throw new Error('no free port with a free cluster bus port');
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+export interface RedisClusterServer {
+  /** host:port of each primary: the store.redisCluster seeds. */
+  nodes: string[];
+  svcs: Service[];
+  /** Commands executed so far, by lower-case name, summed over every node. */
+  commands(): Promise<Record<string, number>>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A Redis Cluster of `primaries` primaries and no replicas (`redis-cli --cluster create`), as
+ * test/helpers/redis.ts builds its own but without the failover replicas the bench does not need.
+ */
+export async function startRedisCluster(bin: string, cli: string, dir: string, primaries = 3): Promise<RedisClusterServer> {
+  mkdirSync(dir, { recursive: true });
+  const ports: number[] = [];
+  for (let i = 0; i < primaries; i++) ports.push(await clusterPort(ports));
+  const svcs: Service[] = [];
+  const admins: Redis[] = [];
+  const stop = async () => {
+    for (const a of admins) a.disconnect();
+    await Promise.all(svcs.map((s) => s.stop('SIGTERM', 2000)));
+  };
+  try {
+    for (const port of ports) {
+      const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--dir', dir, '--loglevel', 'warning'];
+      args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000');
+      const svc = startProcess(bin, args, join(dir, `redis-${port}.log`));
+      svcs.push(svc);
+      const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+      admin.on('error', () => undefined);
+      admins.push(admin);
+      await waitFor(`redis-server (cluster node ${port})`, svc, async () => {
+        if (admin.status === 'wait') await admin.connect();
+        return (await admin.ping()) === 'PONG';
+      });
+    }
+    const nodes = ports.map((p) => `127.0.0.1:${p}`);
+    const made = spawnSync(cli, ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
+    if (made.status !== 0) throw new Error(`redis-cli --cluster create exited ${made.status}: ${(made.stderr || made.stdout).trim().split('\n').pop()}`);
+    // Slots are assigned at once, but each node says ok only once it has heard of the others.
+    await waitFor('redis cluster_state:ok on every node', svcs[0]!, async () => {
+      for (const a of admins) if (!/cluster_state:ok/.test(String(await a.call('CLUSTER', 'INFO')))) return false;
+      return true;
+    }, 30_000);
+    return {
+      nodes,
+      svcs,
+      commands: async () => {
+        const out: Record<string, number> = {};
+        for (const stats of await Promise.all(admins.map(commandStats))) for (const [k, n] of Object.entries(stats)) out[k] = (out[k] ?? 0) + n;
+        return out;
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }
 
 /** The .cpuprofile a `--cpu-prof --cpu-prof-dir DIR` process wrote. */
