@@ -18,6 +18,8 @@ export interface HousekeepingHost {
   terminate(record: SessionRecord): Promise<void>;
   /** Removes a stored record (compare-and-set) and, if that removed it, ends it upstream. */
   end(record: SessionRecord): Promise<void>;
+  /** The shared store's session count, as the sweep read it (maxSessions across replicas). */
+  counted(n: number): void;
 }
 
 export class Housekeeping {
@@ -69,6 +71,13 @@ export class Housekeeping {
     });
   }
 
+  /** Reads the shared store's count for the pool's maxSessions; once per sweep, never per request. */
+  private async count(): Promise<void> {
+    const { health, store } = this.host;
+    const n = await health.run('count', () => store.count()).catch(() => undefined);
+    if (n !== undefined) this.host.counted(n);
+  }
+
   private async sweep(): Promise<void> {
     if (this.stopped) return;
     const { health, store, local } = this.host;
@@ -84,6 +93,7 @@ export class Housekeeping {
     try {
       await this.flushTouches();
       for (const record of await health.run('idle', () => store.idle(before, 100))) await this.host.end(record);
+      await this.count();
     } catch (err) {
       if (!(err instanceof StoreUnavailable)) this.host.log.warn({ err }, 'idle session sweep failed');
     }

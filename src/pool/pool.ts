@@ -43,8 +43,11 @@ export interface PoolOptions {
   storeRetryMs?: number;
   /** A session superseded when replicas converge after an outage is ended upstream this much later. Default 30000. */
   retireGraceMs?: number;
-  /** How often a new session reads the shared store's count for maxSessions. Default 1000. */
-  countEveryMs?: number;
+  /**
+   * The shared store's count for maxSessions is read by the idle sweep (and once at start), never
+   * by a request; 0: by every new session too (tests of the bound).
+   */
+  countEveryMs?: 0;
 }
 
 /** A session as this replica knows it, with replica-local facts learned while using it. */
@@ -101,8 +104,8 @@ export class SessionPool {
   private closed = false;
   private readonly health: StoreHealth;
   private republishing: Promise<void> | undefined;
-  /** The store's session count as last read, plus the sessions this replica stored since. */
-  private storeCount: { n: number; at: number } | undefined;
+  /** The store's session count as the sweep last read it, plus the sessions this replica stored since. */
+  private storeCount: number | undefined;
 
   constructor(
     private readonly store: SessionStore,
@@ -118,7 +121,7 @@ export class SessionPool {
       log,
     );
     this.housekeeping = new Housekeeping(
-      { local: this.local, store, health: this.health, log, terminate: (r) => this.terminate(r), end: (r) => this.end(r) },
+      { local: this.local, store, health: this.health, log, terminate: (r) => this.terminate(r), end: (r) => this.end(r), counted: (n) => this.counted(n) },
       { idleTtlMs: opts.idleTtlMs, touchIntervalMs: opts.touchIntervalMs },
     );
     (store as SessionStore & ReconnectSignal).onReconnect?.(() => {
@@ -411,18 +414,21 @@ export class SessionPool {
       }
     }
     if (!this.shared || !this.health.isUp) return;
-    // The store's count is read at most every countEveryMs, and counts this replica's own new
-    // sessions in between: a cold session costs no read of every idle shard.
-    const now = Date.now();
-    if (this.storeCount === undefined || now - this.storeCount.at >= (this.opts.countEveryMs ?? 1000)) {
-      this.storeCount = { n: await this.health.run('count', () => this.store.count()), at: now };
-    }
-    const count = this.storeCount.n;
-    this.storeCount.n += 1;
+    // The store's count as the sweep last read it, plus this replica's own new sessions since:
+    // a cold session reads no idle shard. Other replicas' new sessions are seen at the next sweep.
+    if (this.opts.countEveryMs === 0) this.storeCount = await this.health.run('count', () => this.store.count());
+    if (this.storeCount === undefined) return;
+    const count = this.storeCount;
+    this.storeCount += 1;
     if (count < this.opts.maxSessions) return;
     const oldest = await this.health.run('idle', () => this.store.idle(Date.now() + 1, count - this.opts.maxSessions + 1));
     for (const record of oldest) await this.end(record);
-    this.storeCount.n -= oldest.length;
+    this.storeCount -= oldest.length;
+  }
+
+  /** The sweep read the store's count. */
+  private counted(n: number): void {
+    this.storeCount = n;
   }
 
   /** Removes a stored record (compare-and-set) and, if this call removed it, ends it upstream. */

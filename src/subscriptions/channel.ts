@@ -45,8 +45,13 @@ export interface ChannelMember {
 const OPEN_ATTEMPTS = 4;
 const OPEN_BACKOFF_MS = 100;
 
-/** Sent on the bus by a channel that gives the GET-stream lease up, so a listening channel elsewhere takes it at once. Never a change: no listener sees it. */
+/**
+ * Sent by a channel that gives the GET-stream lease up, under RELEASED_KEY with the session key
+ * in its params, so a channel of that key elsewhere takes it at once. Never a change: no listener
+ * sees it. One key for every session: a channel that only stands by hears no key of its own.
+ */
 export const HOLDER_RELEASED = 'causeway/listen-holder-released';
+export const RELEASED_KEY = 'listen|released';
 
 const singleReplica = new LocalCoordinator();
 
@@ -110,6 +115,8 @@ export class SessionChannel {
     return this.serial(async () => {
       this.waiting -= 1;
       try {
+        // Listeners hear the key's changes; a member that only stands by hears nothing, and costs no subscription.
+        if (member.standing !== true) await this.hear();
         await this.open();
         for (const u of uris) this.count(u, 1);
         const listening = this.listened || member.standing !== true;
@@ -188,8 +195,8 @@ export class SessionChannel {
   }
 
   /** The lease, as the coordination answers; remembers what the tick must ask again. */
-  private async hold(): Promise<HoldResult> {
-    const lease = await this.coordination.hold();
+  private async hold(fresh = false): Promise<HoldResult> {
+    const lease = await this.coordination.hold(fresh);
     this.unsure = lease === 'unknown';
     if (lease !== 'taken' && lease !== 'unknown') this.heldAt = Date.now();
     return lease;
@@ -276,8 +283,7 @@ export class SessionChannel {
   private async open(): Promise<void> {
     if (this.broken) throw this.broken;
     if (this.opened) return;
-    this.unsubscribe ??= await this.deps.bus.subscribe(this.key.id, (n) => this.receive(n));
-    const lease = await this.hold();
+    const lease = await this.hold(true);
     // Unknown (the coordination store is away): hold it, as a lone replica would.
     this.holding = lease !== 'taken';
     if (this.holding) {
@@ -286,7 +292,7 @@ export class SessionChannel {
       const others = lease === 'acquired-others';
       let resumed = false;
       try {
-        resumed = await this.startStream(others ? await this.sharedCursor() : undefined);
+        resumed = await this.startStream(others ? await this.sharedCursor() : undefined, lease === 'acquired');
       } catch (err) {
         if (!(err instanceof SessionExpiredError)) throw err;
         await this.switchTo(await this.deps.pool.replace(this.session), false);
@@ -302,7 +308,7 @@ export class SessionChannel {
    * upstream keeps refusing falls back to a fresh stream. Event ids read on the stream are shared
    * as the key's cursor once the change they carried is published.
    */
-  private async startStream(resumeFrom?: string): Promise<boolean> {
+  private async startStream(resumeFrom?: string, forgotten = false): Promise<boolean> {
     this.holder?.abort();
     const holder = new AbortController();
     this.holder = holder;
@@ -317,7 +323,7 @@ export class SessionChannel {
       },
     };
     // A fresh stream starts after whatever an older cursor points at: resuming from it would repeat changes already delivered.
-    if (resumeFrom === undefined) this.coordination.mark(undefined);
+    if (resumeFrom === undefined && !forgotten) this.coordination.mark(undefined);
     let from = resumeFrom;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -432,17 +438,22 @@ export class SessionChannel {
     }
   }
 
+  /** Subscribes to the key's changes (once). */
+  private async hear(): Promise<void> {
+    this.unsubscribe ??= await this.deps.bus.subscribe(this.key.id, (n) => this.receive(n));
+  }
+
+  /** The key's holder elsewhere let the stream go (RELEASED_KEY): take it, if anyone here waits on it. */
+  released(): void {
+    if (this.holding || this.members.size === 0) return;
+    this.serial(async () => {
+      if (this.ended || this.broken || this.holding) return;
+      await this.renew(await this.hold());
+    }).catch((err: unknown) => this.lose(err));
+  }
+
   /** Bus delivery: what Causeway knows of the session that this change made stale is forgotten, then every member hears of it. */
   private receive(n: JsonRpcNotification): void {
-    if (n.method === HOLDER_RELEASED) {
-      if (!this.holding && this.members.size > 0) {
-        this.serial(async () => {
-          if (this.ended || this.broken || this.holding) return;
-          await this.renew(await this.hold());
-        }).catch((err: unknown) => this.lose(err));
-      }
-      return;
-    }
     this.session.facts.invalidate(n.method);
     for (const m of this.members.keys()) m.deliver(n);
   }
@@ -450,6 +461,8 @@ export class SessionChannel {
   /** A notification on one of this channel's upstream streams. */
   private publish(n: JsonRpcNotification): void {
     if (!isChange(n.method)) return;
+    // This replica's own facts, whether or not it hears the key's bus.
+    this.session.facts.invalidate(n.method);
     this.published = this.deps.bus.publish(this.key.id, n).catch((err: unknown) => this.deps.log.warn({ err }, 'publishing a session event failed'));
   }
 
@@ -474,7 +487,7 @@ export class SessionChannel {
       this.holding = false;
       await this.coordination.release();
       await this.deps.bus
-        .publish(this.key.id, { jsonrpc: '2.0', method: HOLDER_RELEASED })
+        .publish(RELEASED_KEY, { jsonrpc: '2.0', method: HOLDER_RELEASED, params: { key: this.key.id } })
         .catch((err: unknown) => this.deps.log.debug({ err }, 'announcing the GET stream free failed'));
     }
     const left = await this.coordination.leave();

@@ -29,8 +29,8 @@ export interface Transitions {
 
 /** One channel's part in its key's coordination. No method rejects: a store failure degrades to this channel's own view. */
 export interface ChannelCoordination {
-  /** Takes or renews the GET-stream lease. */
-  hold(): Promise<HoldResult>;
+  /** Takes or renews the GET-stream lease; `fresh`: a take with nobody else listening forgets the old cursor too (the stream starts afresh). */
+  hold(fresh?: boolean): Promise<HoldResult>;
   /** Gives the lease up if this channel holds it. */
   release(): Promise<void>;
   /** Whether the holder this channel last found holding the lease is on one of `replicas`. */

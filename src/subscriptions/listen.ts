@@ -13,7 +13,7 @@ import type { Logger } from '../log.js';
 import type { PooledSession, SessionKey } from '../pool/index.js';
 import { wantsStandingStream, type StandingStream, type UpstreamSessionClient } from '../upstream/index.js';
 import type { Span } from '../tracing/index.js';
-import { SessionChannel, type ChannelDeps, type ChannelMember } from './channel.js';
+import { HOLDER_RELEASED, RELEASED_KEY, SessionChannel, type ChannelDeps, type ChannelMember } from './channel.js';
 import { StandingBy } from './standing.js';
 import { listenTickMs } from './coordination.js';
 import { declaresTasks, TASKS_REQUIRED } from '../dialect/index.js';
@@ -83,6 +83,8 @@ export class Subscriptions {
   private readonly perPrincipal = new Map<string, number>();
   private count = 0;
   private ticker: NodeJS.Timeout | undefined;
+  /** The subscription to hand-overs (RELEASED_KEY), across replicas. */
+  private releases: Promise<(() => Promise<void>) | undefined> | undefined;
   private closing = false;
 
   /** Across replicas: the stands by every pooled session's GET stream. */
@@ -173,6 +175,7 @@ export class Subscriptions {
     await Promise.race([left, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
     clearTimeout(timer);
     this.stopTicker();
+    await (await this.releases)?.().catch(() => undefined);
   }
 
   private async serve(ex: ListenExchange): Promise<void> {
@@ -271,12 +274,27 @@ export class Subscriptions {
   private channelFor(key: SessionKey, session: PooledSession): SessionChannel {
     let c = this.channels.get(key.id);
     if (!c) {
+      this.hearReleases();
       c = new SessionChannel(key, session, { ...this.deps, client: this.deps.clientOf(key.upstream) }, (ended) => {
         if (this.channels.get(ended.key.id) === ended) this.channels.delete(ended.key.id);
       });
       this.channels.set(key.id, c);
     }
     return c;
+  }
+
+  /** Across replicas, once: a holder elsewhere that lets a stream go says so under one key for all sessions. */
+  private hearReleases(): void {
+    if (this.deps.coordinator?.watch === undefined || this.releases !== undefined) return;
+    this.releases = this.deps.bus
+      .subscribe(RELEASED_KEY, (n) => {
+        const key = isObject(n.params) ? n.params.key : undefined;
+        if (n.method === HOLDER_RELEASED && typeof key === 'string') this.channels.get(key)?.released();
+      })
+      .catch((err: unknown) => {
+        this.deps.log.warn({ err }, 'cannot hear GET-stream hand-overs from other replicas; streams are taken over when their replica lapses');
+        return undefined;
+      });
   }
 
   /** Takes a listener slot or throws overloaded; the function returned gives it back. */

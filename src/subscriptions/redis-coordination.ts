@@ -44,9 +44,9 @@ local function replicaOf(token) return string.match(token, '^[^:]*') end`;
 
 /** Lua sources, exported for tests. */
 export const LISTEN_SCRIPTS = {
-  // KEYS holder, channels, cursor; ARGV token, ttl, n lapsed, lapsed... Returns 1 acquired,
-  // 2 renewed (the cursor too), 3 acquired while another live channel listens, or the token of
-  // the live holder (taken).
+  // KEYS holder, channels, cursor; ARGV token, ttl, fresh (1: forget the cursor when taken with
+  // nobody else listening), n lapsed, lapsed... Returns 1 acquired, 2 renewed (the cursor too),
+  // 3 acquired while another live channel listens, or the token of the live holder (taken).
   cwListenHold: {
     keys: 3,
     lua: `${LAPSED}
@@ -56,12 +56,13 @@ if cur == ARGV[1] then
   redis.call('PEXPIRE', KEYS[3], ARGV[2])
   return 2
 end
-local gone = lapsedFrom(4, tonumber(ARGV[3]))
+local gone = lapsedFrom(5, tonumber(ARGV[4]))
 if cur and not gone[replicaOf(cur)] then return cur end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 for _, c in ipairs(redis.call('SMEMBERS', KEYS[2])) do
   if c ~= ARGV[1] and not gone[replicaOf(c)] then return 3 end
 end
+if ARGV[3] == '1' then redis.call('DEL', KEYS[3]) end
 return 1`,
   },
   // KEYS holder, cursor; ARGV token, cursor ('' forgets it), ttl. Only the holder writes.
@@ -144,7 +145,7 @@ return out`,
 type Lapsed = [number, ...string[]];
 
 interface ListenScripts {
-  cwListenHold(holder: string, channels: string, cursor: string, token: string, ttlMs: number, ...lapsed: Lapsed): Promise<number | string>;
+  cwListenHold(holder: string, channels: string, cursor: string, token: string, ttlMs: number, fresh: number, ...lapsed: Lapsed): Promise<number | string>;
   cwListenMark(holder: string, cursor: string, token: string, value: string, ttlMs: number): Promise<number>;
   cwListenRelease(holder: string, token: string): Promise<number>;
   /** rest: ttl, n lapsed, lapsed..., then uri, count pairs. */
@@ -227,9 +228,9 @@ class RedisChannel implements ChannelCoordination {
     return this.parent.scripts;
   }
 
-  async hold(): Promise<HoldResult> {
+  async hold(fresh = false): Promise<HoldResult> {
     try {
-      const r = await this.scripts.cwListenHold(this.keys.holder, this.keys.channels, this.keys.cursor, this.token, LEASE_TTL_MS, ...this.parent.lapsedArgs());
+      const r = await this.scripts.cwListenHold(this.keys.holder, this.keys.channels, this.keys.cursor, this.token, LEASE_TTL_MS, fresh ? 1 : 0, ...this.parent.lapsedArgs());
       this.parent.answered();
       if (typeof r === 'string') {
         this.holder = replicaOf(r);

@@ -2,8 +2,8 @@
 // of one legacy fixture. A change reaches listeners on both replicas whichever replica saw it,
 // the session has exactly one upstream GET stream however many replicas listen, resources/
 // subscribe is counted across replicas, and when the stream holder is killed the other listening
-// replica takes the stream over. The stream is held whether or not anyone listens (asks outside a
-// call come on it), so it outlives the last listener. Two in-process replicas in front of an upstream that sends its
+// replica takes the stream over. With upstream.standingStream=always the stream is held whether
+// or not anyone listens (asks outside a call come on it), so it outlives the last listener. Two in-process replicas in front of an upstream that sends its
 // changes on call streams show the same for call streams, and that a replica with no listener
 // drops its stale tool catalog too. All replicas are child processes.
 
@@ -25,6 +25,7 @@ const settings = {
   'store.kind': 'redis',
   'store.redisUrl': redis.url,
   'subscriptions.keepAliveMs': 200,
+  'upstream.standingStream': 'always',
   'admin.port': -1,
 };
 const [a, b] = await Promise.all([spawnCauseway(settings), spawnCauseway(settings)]);
@@ -149,11 +150,11 @@ t.test('modern_client-to-legacy_upstream-listen-holder-killed-another-replica-ta
   a.child.kill('SIGKILL');
   await new Promise((r) => a.child.once('exit', r));
   const killed = Date.now();
-  // Waited for as long as it takes (the lease is 3 s); what matters is who opened the stream and why.
+  // Waited for as long as it takes (A lapses after 3 s); what matters is who opened the stream and why.
   // B's log line reaches this process a moment after the fixture counts the stream: wait for both.
   await until('B holds a new GET stream', () => stat().getStreamsOpened - opened === 1 && stat().getStreamsOpen === 1 && takeovers() > takenBefore, 60_000);
   t.comment(`B took the stream over ${Date.now() - killed} ms after the kill`);
-  t.equal(takeovers() - takenBefore, 1, 'B took the stream over once it found the lease gone');
+  t.equal(takeovers() - takenBefore, 1, 'B took the stream over once it heard A had lapsed');
   // A had held the stream since the first test and shared where it was: B resumes from there.
   await until('B says it resumed', () => b.logs.some((l) => l.includes('resumed the GET stream of a listened session where its last holder left it')));
   const gap = await drain(onB);

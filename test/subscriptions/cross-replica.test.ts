@@ -14,7 +14,7 @@ import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse }
 import { createLogger } from '../../src/log.js';
 import type { Cluster, Redis } from 'ioredis';
 import { createRedisClient, sessionKey, type PooledSession, type SessionPool } from '../../src/pool/index.js';
-import { SessionChannel, type ChannelMember } from '../../src/subscriptions/channel.js';
+import { RELEASED_KEY, SessionChannel, type ChannelMember } from '../../src/subscriptions/channel.js';
 import { RedisListenCoordinator } from '../../src/subscriptions/redis-coordination.js';
 import { listenKeys } from '../../src/subscriptions/redis-keys.js';
 import { SharedSessionEventBus, Subscriptions } from '../../src/subscriptions/index.js';
@@ -239,6 +239,7 @@ async function twoReplicas(prefix: string, client = new FakeClient()) {
     const channels: SessionChannel[] = [];
     // What Subscriptions does with the replica's liveness: lapsed replicas free what they held.
     r.liveness.on({ lapsed: (gone) => channels.forEach((c) => c.freed(gone)), resumed: () => channels.forEach((c) => c.resumed()) });
+    await bus.subscribe(RELEASED_KEY, () => channels.forEach((c) => c.released()));
     const channel = () => {
       const c = new SessionChannel(KEY, session, deps, () => undefined);
       channels.push(c);

@@ -1,0 +1,146 @@
+// What pooled sessions cost Redis, counted (never timed) with MONITOR on a private redis-server:
+// three replicas share it in front of the SDK 1.32.2 fixture (which serves the session GET
+// stream). A new session costs at most 4 commands, its first use on another replica at most 2,
+// and idle sessions cost nothing per session: over a window, Redis hears each replica's liveness
+// beat and nothing else, with sessions that hold their GET stream (clients that declared roots)
+// as with sessions that do not, and the same with twice as many of them.
+
+import t from 'tap';
+import { Redis } from 'ioredis';
+import { startLegacyServer } from '../fixtures/legacy-server.js';
+import { spawnCauseway } from '../helpers/causeway.js';
+import { startRedis } from '../helpers/redis.js';
+import { rpc, sleep } from '../mrtr/wire.js';
+
+const PREFIX = 'idle:';
+const TAKEOVER_MS = 1_500;
+const BEAT_MS = TAKEOVER_MS / 3;
+const PER_BEAT = 1; // one EVALSHA a beat; the commands it runs inside are Redis's, not sent
+
+const redis = await startRedis(t);
+const upstream = await startLegacyServer();
+t.teardown(() => upstream.close());
+
+/** Commands clients send (not those a script runs), as MONITOR shows them, by replica connection. */
+class Monitor {
+  readonly commands: Array<{ name: string; args: string[] }> = [];
+  private constructor(private readonly conn: Redis) {}
+  static async start(url: string): Promise<Monitor> {
+    const admin = new Redis(url);
+    const m = await admin.monitor();
+    const monitor = new Monitor(m);
+    m.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source === 'lua' || args[0]?.toLowerCase() === 'info') return;
+      monitor.commands.push({ name: args[0]!.toLowerCase(), args: args.slice(1) });
+    });
+    admin.disconnect();
+    return monitor;
+  }
+  /** Commands since `from`, less the liveness beats (EVALSHA on P replicas). */
+  since(from: number): Array<{ name: string; args: string[] }> {
+    return this.commands.slice(from).filter((c) => !isBeat(c));
+  }
+  beats(from: number): number {
+    return this.commands.slice(from).filter(isBeat).length;
+  }
+  get mark(): number {
+    return this.commands.length;
+  }
+  stop(): void {
+    this.conn.disconnect();
+  }
+}
+
+const isBeat = (c: { name: string; args: string[] }) => c.name === 'evalsha' && c.args[2] === `${PREFIX}replicas`;
+
+const monitor = await Monitor.start(redis.url);
+t.teardown(() => monitor.stop());
+
+const replicas = await Promise.all(
+  [0, 1, 2].map(() =>
+    spawnCauseway(
+      {
+        'upstream.url': upstream.url,
+        'store.kind': 'redis',
+        'store.redisUrl': redis.url,
+        'store.keyPrefix': PREFIX,
+        'principal.mode': 'header',
+        'principal.hashSecret': 'idle-cost-secret',
+        'subscriptions.takeoverMs': TAKEOVER_MS,
+        'log.level': 'info',
+      },
+      { t },
+    ),
+  ),
+);
+
+const NO_ASKS = { elicitation: undefined } as Record<string, unknown>;
+let principals = 0;
+/** Sessions opened for clients that declared roots: under upstream.standingStream=auto, theirs are the GET streams held. */
+let asking = 0;
+/** One call on replica `r` for a principal new to every replica. */
+async function newSession(r: number, caps: Record<string, unknown>): Promise<string> {
+  const principal = `p-${++principals}`;
+  if (caps.roots !== undefined) asking += 1;
+  const reply = await rpc(replicas[r]!.url, 'tools/call', { name: 'echo', arguments: { message: 'x' } }, { caps, headers: { 'x-causeway-principal': principal } });
+  if (reply.status !== 200 || reply.body?.result?.content?.[0]?.text === undefined) throw new Error(`call failed: ${reply.status} ${JSON.stringify(reply.body)}`);
+  return principal;
+}
+
+async function call(r: number, principal: string, caps: Record<string, unknown>): Promise<void> {
+  const reply = await rpc(replicas[r]!.url, 'tools/call', { name: 'echo', arguments: { message: 'y' } }, { caps, headers: { 'x-causeway-principal': principal } });
+  if (reply.status !== 200) throw new Error(`call failed: ${reply.status}`);
+}
+
+/** Redis commands over a window of `beats` beat periods with no traffic, beats apart. */
+async function idleWindow(beats: number): Promise<{ others: Array<{ name: string; args: string[] }>; beats: number }> {
+  // Let what the last requests started (pub/sub subscriptions, the first holders' streams) settle.
+  await sleep(2 * BEAT_MS);
+  const from = monitor.mark;
+  await sleep(beats * BEAT_MS);
+  return { others: monitor.since(from), beats: monitor.beats(from) };
+}
+
+t.test('a new session costs at most 4 Redis commands; its first use on another replica at most 2', async (t) => {
+  // Once per replica, not per session: its first scripts are loaded, its first subscriptions made.
+  for (const r of [0, 1, 2]) for (const caps of [NO_ASKS, { roots: {} }]) await call((r + 1) % 3, await newSession(r, caps), caps);
+  for (const [caps, what] of [
+    [NO_ASKS, 'a client that declared nothing to ask'],
+    [{ roots: {} }, 'a client that declared roots (its GET stream is held)'],
+  ] as const) {
+    for (let i = 0; i < 5; i++) {
+      const from = monitor.mark;
+      const principal = await newSession(i % 3, caps);
+      const cold = monitor.since(from);
+      t.ok(cold.length <= 4, `new session, ${what}: ${cold.length} commands (${cold.map((c) => c.name).join(' ')})`);
+      const touched = monitor.mark;
+      await call((i + 1) % 3, principal, caps);
+      const first = monitor.since(touched);
+      t.ok(first.length <= 2, `first use on another replica, ${what}: ${first.length} commands (${first.map((c) => c.name).join(' ')})`);
+      const warm = monitor.mark;
+      await call((i + 1) % 3, principal, caps);
+      t.same(monitor.since(warm).map((c) => c.name), [], 'a warm call: none');
+    }
+  }
+});
+
+/** The pool's batch of last uses (ZADD XX GT on an idle shard, PEXPIRE of a record): once per session used, up to a touch interval after its use. */
+const isLastUse = (c: { name: string; args: string[] }) =>
+  (c.name === 'zadd' && c.args[1] === 'XX' && c.args[2] === 'GT') || (c.name === 'pexpire' && c.args[0]!.startsWith(`${PREFIX}session:`));
+/** The idle sweep's reads of the idle shards (ZRANGEBYSCORE, ZCARD): per replica and sweep, never per session. */
+const isSweep = (c: { name: string; args: string[] }) => (c.name === 'zrangebyscore' || c.name === 'zcard') && c.args[0]!.startsWith(`${PREFIX}idle:`);
+
+t.test('idle sessions cost Redis the replicas’ beats and nothing else, however many there are', async (t) => {
+  for (const round of [1, 2]) {
+    const sessions = round * 30;
+    for (let i = 0; i < 30; i++) await newSession(i % 3, i % 2 === 0 ? { roots: {} } : NO_ASKS);
+    const w = await idleWindow(6);
+    const lastUses = w.others.filter(isLastUse);
+    const sweeps = w.others.filter(isSweep);
+    const rest = w.others.filter((c) => !isLastUse(c) && !isSweep(c));
+    t.same(rest.map((c) => `${c.name} ${c.args[0]}`), [], `${sessions} idle sessions: no command but beats, sweeps (${sweeps.length}) and the last uses of the round's requests (${lastUses.length})`);
+    t.ok(lastUses.filter((c) => c.name === 'pexpire').length <= 30, 'at most one last use per session used');
+    t.ok(w.beats <= 3 * (6 + 2) * PER_BEAT, `${w.beats} beats from 3 replicas in 6 beat periods`);
+  }
+  t.equal(upstream.stats().getStreamsOpen, asking, `one GET stream for each of the ${asking} sessions whose clients declared roots, none for the ${principals - asking} others`);
+});
