@@ -4,6 +4,9 @@
 // a warm pass. Each principal opens one pooled session with one modern tools/call; Redis commands
 // are counted per cold session, per first touch on another replica and per second of idle time,
 // and each replica's RSS per pooled session and its sockets to the upstream are read from /proc.
+// Commands are counted twice: `sent` by MONITOR (a script call is one command; the liveness beats,
+// the last-use batch and the idle sweep told apart by what they are) and `executed` by INFO
+// commandstats (a script's inner commands counted too).
 //
 // Environment knobs: BENCH_SCALE_SESSIONS (1000,10000), BENCH_SCALE_CLUSTER_SESSIONS (10000),
 // BENCH_SCALE_REPLICAS (3), BENCH_SCALE_CLUSTER_REPLICAS (6), BENCH_SCALE_CONCURRENCY (48),
@@ -16,6 +19,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Job, SpreadJob, SpreadResult } from './load-worker.js';
 import { findBinary, rssMb, sleep } from './procs.js';
+import { RedisMonitor } from './redis-monitor.js';
 import {
   DIST,
   hasSetting,
@@ -27,13 +31,9 @@ import {
   type Proxy,
   type Upstream,
 } from './services.js';
-import type { BenchResults, RedisDelta, ScaleReplica, ScaleRun, ScaleStep } from './types.js';
+import type { BenchResults, RedisDelta, ScaleReplica, ScaleRun, ScaleStep, SentDelta } from './types.js';
 
 const PRINCIPAL_HEADER = 'x-causeway-principal';
-/** The last-use batch: the pool's periodic touch of the sessions used since the last tick. */
-const LAST_USE_BATCH = new Set(['zadd', 'pexpire']);
-/** One tick of that batch, as slack when telling background commands from per-request ones. */
-const TICK_MS = 5000;
 
 const num = (name: string, dflt: number) => Number(process.env[name] ?? dflt);
 const SESSIONS = (process.env.BENCH_SCALE_SESSIONS ?? '1000,10000').split(',').map(Number).filter((n) => n > 0);
@@ -60,6 +60,8 @@ export interface ScaleEnv {
 /** The Redis the replicas share, whichever shape it has. */
 interface SharedRedis {
   label: string;
+  /** host:port of each node (each primary of a Cluster): one MONITOR each. */
+  nodes: string[];
   settings: Record<string, string | number>;
   command: string;
   commands(): Promise<Record<string, number>>;
@@ -85,9 +87,12 @@ function extraSettings(): { pass: Record<string, string | number>; skipped: stri
   return { pass, skipped };
 }
 
+/** The bench's own commands: the MONITOR fences and MONITOR itself (INFO is left out already). */
+const OWN = new Set(['echo', 'monitor']);
+
 function delta(before: Record<string, number>, after: Record<string, number>, ops: number): RedisDelta {
   const byName: Record<string, number> = {};
-  for (const [name, n] of Object.entries(after)) if (n - (before[name] ?? 0) > 0) byName[name] = n - (before[name] ?? 0);
+  for (const [name, n] of Object.entries(after)) if (!OWN.has(name) && n - (before[name] ?? 0) > 0) byName[name] = n - (before[name] ?? 0);
   const total = Object.values(byName).reduce((a, b) => a + b, 0);
   return { total, byName, perOp: ops > 0 ? total / ops : NaN };
 }
@@ -144,13 +149,14 @@ async function sharedRedis(phase: ScaleRun['phase'], dir: string, logDir: string
   if (!bin) throw new Error('redis-server not found on PATH');
   if (phase === 'scale') {
     const r = await startRedis(bin, dir);
-    return { label: 'one redis-server', settings: { 'store.redisUrl': r.url }, command: cmd(r.svc.command, logDir), commands: r.commands, stop: r.stop };
+    return { label: 'one redis-server', nodes: [r.url.replace('redis://', '')], settings: { 'store.redisUrl': r.url }, command: cmd(r.svc.command, logDir), commands: r.commands, stop: r.stop };
   }
   const cli = findBinary('redis-cli');
   if (!cli) throw new Error('redis-cli not found on PATH (needed to create the cluster)');
   const c = await startRedisCluster(bin, cli, dir, 3);
   return {
     label: 'Redis Cluster, 3 primaries',
+    nodes: c.nodes,
     settings: { 'store.redisCluster': c.nodes.join(',') },
     command: `${cmd(c.svcs[0]!.command, logDir)}   # x3, then redis-cli --cluster create ${c.nodes.join(' ')} --cluster-replicas 0 --cluster-yes`,
     commands: c.commands,
@@ -161,14 +167,16 @@ async function sharedRedis(phase: ScaleRun['phase'], dir: string, logDir: string
 interface Stage {
   env: ScaleEnv;
   redis: SharedRedis;
+  monitor: RedisMonitor;
   replicas: Proxy[];
   caps: Record<string, unknown>;
   prefix: string;
 }
 
-/** One pass of tools/calls through the load worker, with the Redis commands it caused. */
+/** One pass of tools/calls through the load worker, with the Redis commands sent and executed meanwhile. */
 async function pass(s: Stage, range: Pick<SpreadJob, 'first' | 'end' | 'step' | 'shift'>, prefix = s.prefix): Promise<ScaleStep> {
   const before = await s.redis.commands();
+  const f0 = await s.monitor.fence();
   const r = await s.env.worker.run<SpreadResult>({
     kind: 'spread',
     urls: s.replicas.map((cw) => cw.url),
@@ -178,35 +186,30 @@ async function pass(s: Stage, range: Pick<SpreadJob, 'first' | 'end' | 'step' | 
     concurrency: CONCURRENCY,
     ...range,
   });
+  const f1 = await s.monitor.fence();
   const after = await s.redis.commands();
-  const step: ScaleStep = { sent: r.sent, ok: r.ok, errors: r.errors, seconds: r.seconds, redis: delta(before, after, r.sent) };
+  const step: ScaleStep = { requests: r.sent, ok: r.ok, errors: r.errors, seconds: r.seconds, sent: s.monitor.between(f0, f1, r.sent), executed: delta(before, after, r.sent) };
   if (r.firstError) step.firstError = r.firstError;
   return step;
 }
 
-const names = (d: RedisDelta, limit = 6) =>
-  Object.entries(d.byName)
+const names = (byName: Record<string, number>, limit = 6) =>
+  Object.entries(byName)
     .sort((a, b) => b[1] - a[1])
     .slice(0, limit)
     .map(([k, n]) => `${k} ${n}`)
     .join(', ');
 
-const errs = (st: ScaleStep) => (st.errors > 0 ? ` ERRORS ${st.errors}/${st.sent} (${st.firstError})` : '');
+const errs = (st: ScaleStep) => (st.errors > 0 ? ` ERRORS ${st.errors}/${st.requests} (${st.firstError})` : '');
 
-/**
- * Commands of the warm pass that neither the last-use batch nor the idle background explains,
- * and how many the background allowance let through (a large one can hide per-call commands).
- */
-function excess(warm: ScaleStep, idle: RedisDelta, idleSeconds: number): { excess: number; allowed: number } {
-  let n = 0;
-  let allowed = 0;
-  for (const [name, count] of Object.entries(warm.redis.byName)) {
-    if (LAST_USE_BATCH.has(name)) continue;
-    const background = Math.ceil(((idle.byName[name] ?? 0) / idleSeconds) * (warm.seconds + TICK_MS / 1000));
-    n += Math.max(0, count - background);
-    allowed += Math.min(count, background);
-  }
-  return { excess: n, allowed };
+/** What the bench says of one step: commands sent per operation (less what `own` leaves out), then executed. */
+function stepLine(st: ScaleStep, own: boolean, unit: string): string {
+  const d: SentDelta = st.sent;
+  const bg = own ? `less ${d.beats} beats, ${d.lastUse} last-use, ${d.sweep} sweep` : `less ${d.beats} beats`;
+  return (
+    `${st.ok}/${st.requests} in ${st.seconds.toFixed(1)} s; sent ${(own ? d.ownPerOp : d.perOp).toFixed(3)} cmds/${unit} (${bg}; ${names(d.byName)}); ` +
+    `executed ${st.executed.perOp.toFixed(2)} (${names(st.executed.byName)})${errs(st)}`
+  );
 }
 
 async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number, replicaCount: number): Promise<ScaleRun> {
@@ -217,6 +220,7 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
   const tag = `${phase}-${sessions}`;
   let redis: SharedRedis | undefined;
   let upstream: Upstream | undefined;
+  let monitor: RedisMonitor | undefined;
   const replicas: Proxy[] = [];
   try {
     redis = await sharedRedis(phase, join(logDir, `${tag}-redis`), logDir);
@@ -237,7 +241,8 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
     env.results.commands.push({ what: `Redis for ${tag}`, command: redis.command });
     env.results.commands.push({ what: `Causeway replica (x${replicaCount}) for ${tag}`, command: cmd(replicas[0]!.svc.command, logDir) });
     say(`  ${tag}: ${redis.label}, ${replicaCount} replicas, SDK upstream with ${upstream.toolCount} tools${extra.skipped.length ? `; settings not in this build, left out: ${extra.skipped.join(', ')}` : ''}`);
-    const stage: Stage = { env, redis, replicas, caps, prefix: `${tag}-principal-` };
+    monitor = await RedisMonitor.open(redis.nodes);
+    const stage: Stage = { env, redis, monitor, replicas, caps, prefix: `${tag}-principal-` };
 
     // One request per replica first: code loaded and compiled, so the RSS baseline is a replica
     // that has served, not one that never did.
@@ -248,23 +253,26 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
     const pooledBefore = await Promise.all(replicas.map(pooledSessions));
 
     const fill = await pass(stage, { first: 0, end: sessions, step: 1, shift: 0 });
-    say(`  ${tag} fill: ${fill.ok}/${fill.sent} sessions in ${fill.seconds.toFixed(1)} s; Redis ${fill.redis.perOp.toFixed(2)} cmds/session (${names(fill.redis)})${errs(fill)}`);
+    say(`  ${tag} fill (cold sessions): ${stepLine(fill, false, 'session')}`);
     const sample = Math.min(FIRST_TOUCH, sessions);
     const step = Math.max(1, Math.floor(sessions / sample));
     // Principal i opened its session on replica i mod n; shift 1 sends it to the next one.
     const firstTouch = await pass(stage, { first: 0, end: step * sample, step, shift: 1 });
-    say(`  ${tag} first touch on another replica: ${firstTouch.ok}/${firstTouch.sent}; Redis ${firstTouch.redis.perOp.toFixed(2)} cmds each (${names(firstTouch.redis)})${errs(firstTouch)}`);
+    say(`  ${tag} first touch on another replica: ${stepLine(firstTouch, false, 'touch')}`);
     const warm = phase === 'scale-cluster' ? await pass(stage, { first: 0, end: sessions, step: 1, shift: 0 }) : undefined;
-    if (warm) say(`  ${tag} warm calls (same replica): ${warm.ok}/${warm.sent}; Redis ${warm.redis.perOp.toFixed(3)} cmds/call (${names(warm.redis)})${errs(warm)}`);
+    if (warm) say(`  ${tag} warm calls (same replica): ${stepLine(warm, true, 'call')}`);
 
     await sleep(SETTLE_MS);
     const i0 = await redis.commands();
+    const m0 = await monitor.fence();
     const w0 = Date.now();
     await sleep(IDLE_MS);
-    const i1 = await redis.commands();
+    const m1 = await monitor.fence();
     const idleSeconds = (Date.now() - w0) / 1000;
-    const idleDelta = delta(i0, i1, idleSeconds);
-    const top = Object.entries(idleDelta.byName)
+    const i1 = await redis.commands();
+    const idleExecuted = delta(i0, i1, idleSeconds);
+    const idleSent = monitor.between(m0, m1, idleSeconds);
+    const top = Object.entries(idleSent.byKey)
       .sort((a, b) => b[1] - a[1])
       .map(([name, n]) => ({ name, perSecond: n / idleSeconds }));
 
@@ -296,26 +304,25 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
       skippedSettings: extra.skipped,
       fill,
       firstTouch,
-      idle: { settleMs: SETTLE_MS, seconds: idleSeconds, redis: idleDelta, perSecond: idleDelta.total / idleSeconds, top },
+      idle: {
+        settleMs: SETTLE_MS,
+        seconds: idleSeconds,
+        sent: idleSent,
+        perSecond: idleSent.total / idleSeconds,
+        top,
+        executed: idleExecuted,
+        executedPerSecond: idleExecuted.total / idleSeconds,
+      },
       replicaStats,
       upstream: { initialize: up.initializeCount - init0, sessionsOpen: up.sessionsOpen, getStreamsOpen: up.getStreamsOpen },
       wallSeconds: (Date.now() - t0) / 1000,
     };
-    if (warm) {
-      const x = excess(warm, idleDelta, idleSeconds);
-      const per = (v: number) => (warm.sent > 0 ? v / warm.sent : NaN);
-      run.warm = { ...warm, excessPerOp: per(x.excess), backgroundAllowedPerOp: per(x.allowed) };
-    }
-    // The idle traffic comes in bursts (timers per session): only a step at least as long as the
-    // idle window averages them as that window did, so only such a step gets the estimate.
-    const background = (st: ScaleStep, share: number) => {
-      if (st.seconds >= idleSeconds) st.backgroundPerOp = (run.idle.perSecond * st.seconds * share) / Math.max(1, st.sent);
-    };
-    background(fill, 0.5);
-    background(firstTouch, 1);
-    if (run.warm) background(run.warm, 1);
-    if (fill.backgroundPerOp !== undefined) say(`  ${tag} fill net of the idle background (estimate): ${(fill.redis.perOp - fill.backgroundPerOp).toFixed(1)} cmds/cold session`);
-    say(`  ${tag} idle ${idleSeconds.toFixed(1)} s: Redis ${run.idle.perSecond.toFixed(1)} cmds/s (${top.slice(0, 5).map((t) => `${t.name} ${t.perSecond.toFixed(1)}/s`).join(', ')})`);
+    if (warm) run.warm = warm;
+    const ps = (n: number) => (n / idleSeconds).toFixed(1);
+    say(
+      `  ${tag} idle ${idleSeconds.toFixed(1)} s: sent ${run.idle.perSecond.toFixed(1)} cmds/s (beats ${ps(idleSent.beats)}/s, last-use ${ps(idleSent.lastUse)}/s, sweep ${ps(idleSent.sweep)}/s; ` +
+        `${top.slice(0, 5).map((t) => `${t.name} ${t.perSecond.toFixed(1)}/s`).join(', ')}); executed ${run.idle.executedPerSecond.toFixed(1)} cmds/s`,
+    );
     for (const r of replicaStats) {
       say(`  ${r.name}: ${r.sessions} sessions (${r.sessionsFrom}), RSS ${r.rssBeforeMb.toFixed(1)} -> ${r.rssAfterMb.toFixed(1)} MB = ${r.rssPerSessionKb.toFixed(1)} KB/session, ${r.upstreamSockets} sockets to the upstream`);
     }
@@ -325,6 +332,7 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
     // Nothing is measured from here on: no need for a graceful drain.
     await Promise.all(replicas.map((cw) => cw.svc.stop('SIGKILL')));
     await upstream?.svc.stop('SIGKILL');
+    monitor?.close();
     await redis?.stop();
   }
 }

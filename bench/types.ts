@@ -77,28 +77,43 @@ export interface ColdCall {
   status: number;
 }
 
-/** Redis commands over one step of the scale phase: in all, by lower-case name, and per operation. */
+/** Redis commands executed over one step of the scale phase (INFO commandstats: a script's inner commands count too): in all, by lower-case name, and per operation. */
 export interface RedisDelta {
   total: number;
   byName: Record<string, number>;
   perOp: number;
 }
 
+/**
+ * Redis commands sent over one step of the scale phase, as MONITOR listed them (a script call is
+ * one; what runs inside it is not): by name (a script as `evalsha:` and its first key's pattern,
+ * e.g. `evalsha:P session:{}`) and by name with key pattern. The background is told apart by
+ * what it is: `beats` the replicas' liveness beats (the script on `P replicas`), `lastUse` the
+ * pool's last-use batch (ZADD XX GT on the idle shards, PEXPIRE on records), `sweep` the idle
+ * sweep (ZRANGEBYSCORE on the idle shards).
+ */
+export interface SentDelta {
+  total: number;
+  beats: number;
+  lastUse: number;
+  sweep: number;
+  byName: Record<string, number>;
+  byKey: Record<string, number>;
+  /** (total - beats) / operations. */
+  perOp: number;
+  /** (total - beats - lastUse - sweep) / operations. */
+  ownPerOp: number;
+}
+
 /** One pass of requests of the scale phase (one tools/call per principal). */
 export interface ScaleStep {
-  sent: number;
+  requests: number;
   ok: number;
   errors: number;
   seconds: number;
   firstError?: string;
-  redis: RedisDelta;
-  /**
-   * Of redis.perOp, what the sessions already open would have sent anyway: the idle window's rate
-   * over the step's duration (half of it for the fill, as sessions open all through it), per
-   * operation. An estimate; perOp minus it is the step's own cost. Only for a step at least as
-   * long as the idle window (the idle traffic comes in bursts a shorter step does not average).
-   */
-  backgroundPerOp?: number;
+  sent: SentDelta;
+  executed: RedisDelta;
 }
 
 export interface ScaleReplica {
@@ -131,19 +146,17 @@ export interface ScaleRun {
   /** A sample of principals, each once on a replica other than the one that opened its session. */
   firstTouch: ScaleStep;
   /** scale-cluster: every principal again, on the replica of its first request. */
-  warm?: ScaleStep & {
-    /** Commands per call beyond the last-use batch (ZADD, PEXPIRE) and beyond the idle window's own rate of each command over the pass (plus one 5-s tick). */
-    excessPerOp: number;
-    /** Commands per call put down to the idle background: at 0.01 or more, per-call commands could hide in it. */
-    backgroundAllowedPerOp: number;
-  };
+  warm?: ScaleStep;
   idle: {
     settleMs: number;
     seconds: number;
-    redis: RedisDelta;
+    sent: SentDelta;
+    /** Commands sent per second, in all. */
     perSecond: number;
-    /** Commands per second by name, most frequent first (all of them). */
+    /** Commands sent per second by name with key pattern, most frequent first (all of them). */
     top: Array<{ name: string; perSecond: number }>;
+    executed: RedisDelta;
+    executedPerSecond: number;
   };
   replicaStats: ScaleReplica[];
   /** The upstream's own counts (its /__stats) at the end: initialize over the phase, sessions and GET streams open. */
