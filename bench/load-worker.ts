@@ -93,6 +93,8 @@ export interface SpreadJob {
   /** Declared in `_meta` (the bench's default asks for nothing: no roots, sampling, elicitation). */
   clientCapabilities: Record<string, unknown>;
   concurrency: number;
+  /** Request i goes as principal i mod this (unset: every request a principal of its own). */
+  principals?: number;
 }
 
 export interface SpreadResult {
@@ -324,7 +326,7 @@ async function spread(job: SpreadJob): Promise<SpreadResult> {
       sent++;
       try {
         const url = job.urls[(i + job.shift) % job.urls.length]!;
-        const headers = modernHeaders('tools/call', 'echo', { [job.principalHeader]: `${job.prefix}${i}` });
+        const headers = modernHeaders('tools/call', 'echo', { [job.principalHeader]: `${job.prefix}${job.principals ? i % job.principals : i}` });
         const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hello' }, _meta: meta } });
         const res = await post(url, headers, body);
         const text = await res.body.text();

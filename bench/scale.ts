@@ -174,7 +174,7 @@ interface Stage {
 }
 
 /** One pass of tools/calls through the load worker, with the Redis commands sent and executed meanwhile. */
-async function pass(s: Stage, range: Pick<SpreadJob, 'first' | 'end' | 'step' | 'shift'>, prefix = s.prefix): Promise<ScaleStep> {
+async function pass(s: Stage, range: Pick<SpreadJob, 'first' | 'end' | 'step' | 'shift' | 'principals'>, prefix = s.prefix): Promise<ScaleStep> {
   const before = await s.redis.commands();
   const f0 = await s.monitor.fence();
   const r = await s.env.worker.run<SpreadResult>({
@@ -244,10 +244,12 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
     monitor = await RedisMonitor.open(redis.nodes);
     const stage: Stage = { env, redis, monitor, replicas, caps, prefix: `${tag}-principal-` };
 
-    // One request per replica first: code loaded and compiled, so the RSS baseline is a replica
-    // that has served, not one that never did.
-    const warmup = await pass(stage, { first: 0, end: replicaCount, step: 1, shift: 0 }, `${tag}-warmup-`);
-    if (warmup.ok !== replicaCount) throw new Error(`warm-up request failed: ${warmup.firstError}`);
+    // As many calls as the fill will make, first, on a few principals (each always on the same
+    // replica): code compiled and the heap grown to what serving that load takes, so the RSS
+    // baseline is a replica that has served as much, and what the fill adds is what its sessions keep.
+    const warmPrincipals = CONCURRENCY - (CONCURRENCY % replicaCount) || replicaCount;
+    const warmup = await pass(stage, { first: 0, end: sessions, step: 1, shift: 0, principals: warmPrincipals }, `${tag}-warmup-`);
+    if (warmup.ok !== sessions) throw new Error(`warm-up request failed: ${warmup.firstError}`);
     await sleep(1000);
     const rssBefore = replicas.map((cw) => rssMb(cw.svc.pid));
     const pooledBefore = await Promise.all(replicas.map(pooledSessions));

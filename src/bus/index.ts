@@ -1,1 +1,2 @@
 export { readMessage, RedisBus, type MessageBus } from './message-bus.js';
+export { FORGET_MS, ReplicaLiveness, type LivenessListener, type LivenessOptions } from './liveness.js';

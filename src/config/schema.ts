@@ -1,4 +1,4 @@
-import { STANDING_STREAMS, type StandingStream } from '../upstream/standing-streams.js';
+import { STANDING_STREAMS, type StandingStream } from '../upstream/index.js';
 
 // The Config type, its defaults and one doc line per key. Every setting Causeway has is a row
 // of SETTINGS; the file, env and flag loaders all go through it, and the README's table is
@@ -330,7 +330,7 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'string',
     default: 'auto',
     choices: STANDING_STREAMS,
-    doc: 'When a pooled session’s GET stream is held while nobody listens, so the upstream can ask outside a call (Streamable HTTP only; a subscriptions/listen always holds it): auto, for sessions whose clients declared roots, sampling or elicitation; always; never (such asks are then lost). Each held stream costs one upstream request and about 40 KB on one replica. See Upstream sessions across replicas.',
+    doc: 'When a pooled session’s GET stream is held while nobody listens, so the upstream can ask outside a call (Streamable HTTP only; a subscriptions/listen always holds it): auto, for sessions whose clients declared roots, sampling or elicitation; always; never (such asks are then lost). Each held stream costs one upstream request and about 40 KB on one replica. See Sharing sessions through Redis.',
   },
   {
     path: 'upstream.protocolVersion',
@@ -465,7 +465,7 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'number',
     default: 3_000,
     min: 1,
-    doc: 'With store.kind=redis: a session’s GET-stream holder not heard of for this long is gone, and another replica with the session in its pool takes the stream over.',
+    doc: 'With store.kind=redis: a replica not heard of for this long has lapsed (each states itself three times as often, one Redis script per replica), and the GET streams it held are taken over by replicas with the session in their pools.',
   },
   {
     path: 'log.level',

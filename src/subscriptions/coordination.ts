@@ -7,7 +7,7 @@
 // channel holds its stream and its counts are the only ones. The Redis implementation lives in
 // redis-coordination.ts.
 
-import type { LivenessListener } from '../bus/liveness.js';
+import type { LivenessListener } from '../bus/index.js';
 
 export type HoldResult =
   /** This channel took the lease, and no other channel listens on the key. */

@@ -6,7 +6,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { RedisBus, type MessageBus } from '../bus/index.js';
 import type { Logger } from '../log.js';
-import { ReplicaLiveness } from '../bus/liveness.js';
+import { ReplicaLiveness } from '../bus/index.js';
 import { DEFAULT_TAKEOVER_MS, heartbeatMs } from './coordination.js';
 import { RedisListenCoordinator } from './redis-coordination.js';
 import { SharedSessionEventBus } from './shared-bus.js';

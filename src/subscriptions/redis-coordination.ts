@@ -27,7 +27,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import type { LivenessListener, ReplicaLiveness } from '../bus/liveness.js';
+import type { LivenessListener, ReplicaLiveness } from '../bus/index.js';
 import type { Logger } from '../log.js';
 import { LEASE_TTL_MS, positive, transitions, type ChannelCoordination, type HoldResult, type ListenCoordinator, type Transitions } from './coordination.js';
 import { listenKeys, type ListenKeys } from './redis-keys.js';
