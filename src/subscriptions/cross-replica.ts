@@ -4,9 +4,8 @@
 // number of sessions) and the coordinator of GET-stream leases and subscription counts.
 
 import type { Cluster, Redis } from 'ioredis';
-import { RedisBus, type MessageBus } from '../bus/index.js';
+import { RedisBus, ReplicaLiveness, type MessageBus } from '../bus/index.js';
 import type { Logger } from '../log.js';
-import { ReplicaLiveness } from '../bus/index.js';
 import { DEFAULT_TAKEOVER_MS, heartbeatMs } from './coordination.js';
 import { RedisListenCoordinator } from './redis-coordination.js';
 import { SharedSessionEventBus } from './shared-bus.js';
