@@ -11,7 +11,7 @@
 // Environment knobs: BENCH_SCALE_SESSIONS (1000,10000), BENCH_SCALE_CLUSTER_SESSIONS (10000),
 // BENCH_SCALE_REPLICAS (3), BENCH_SCALE_CLUSTER_REPLICAS (6), BENCH_SCALE_CONCURRENCY (48),
 // BENCH_SCALE_FIRST_TOUCH (200 principals), BENCH_SCALE_SETTLE_MS (6000), BENCH_SCALE_IDLE_MS
-// (10000), BENCH_SCALE_TOOLS (0: the SDK fixture's built-in tools only), BENCH_SCALE_CAPS (JSON
+// (60000), BENCH_SCALE_QUIET_MS (as the idle window: before the RSS baseline), BENCH_SCALE_TOOLS (0: the SDK fixture's built-in tools only), BENCH_SCALE_CAPS (JSON
 // client capabilities, default {}), BENCH_SCALE_SETTINGS (JSON object of extra Causeway
 // settings; those this build lacks are reported and left out).
 
@@ -45,7 +45,11 @@ const FIRST_TOUCH = num('BENCH_SCALE_FIRST_TOUCH', 200);
 // The fill's and the first touches' last uses reach Redis in a batch up to one tick (5 s) after
 // them: settling for less would count that batch as idle traffic.
 const SETTLE_MS = num('BENCH_SCALE_SETTLE_MS', 6000);
-const IDLE_MS = num('BENCH_SCALE_IDLE_MS', 10_000);
+// RSS is read after as long a quiet as the baseline was: V8 gives the heap headroom of a burst
+// back (its memory reducer) only after tens of seconds without allocation, so a reading taken
+// sooner measures the burst's garbage, not what the sessions keep. The idle window is that quiet.
+const IDLE_MS = num('BENCH_SCALE_IDLE_MS', 60_000);
+const QUIET_MS = num('BENCH_SCALE_QUIET_MS', IDLE_MS);
 // Each cold session lists the upstream's tools once; a short list keeps that out of the figures
 // (0: the SDK fixture's built-in tools only).
 const TOOLS = num('BENCH_SCALE_TOOLS', 0);
@@ -250,7 +254,7 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
     const warmPrincipals = CONCURRENCY - (CONCURRENCY % replicaCount) || replicaCount;
     const warmup = await pass(stage, { first: 0, end: sessions, step: 1, shift: 0, principals: warmPrincipals }, `${tag}-warmup-`);
     if (warmup.ok !== sessions) throw new Error(`warm-up request failed: ${warmup.firstError}`);
-    await sleep(1000);
+    await sleep(QUIET_MS);
     const rssBefore = replicas.map((cw) => rssMb(cw.svc.pid));
     const pooledBefore = await Promise.all(replicas.map(pooledSessions));
 

@@ -88,6 +88,23 @@ export function sessionRef(s: PooledSession): SessionRef {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Initialize results by their JSON text, so that thousands of sessions of one upstream hold one
+ * copy rather than one each (read-only: nothing changes a session's initialize result). Bounded;
+ * the oldest text is forgotten first, and sessions keep what they were given.
+ */
+class SharedResults {
+  private readonly byText = new Map<string, JsonObject>();
+  share(result: JsonObject): JsonObject {
+    const text = JSON.stringify(result);
+    const known = this.byText.get(text);
+    if (known) return known;
+    if (this.byText.size >= 64) this.byText.delete(this.byText.keys().next().value!);
+    this.byText.set(text, result);
+    return result;
+  }
+}
+
 export class SessionPool {
   private readonly local = new Map<string, PooledSession>();
   private readonly pending = new Map<string, Promise<PooledSession>>();
@@ -104,6 +121,8 @@ export class SessionPool {
   private closed = false;
   private readonly health: StoreHealth;
   private republishing: Promise<void> | undefined;
+  /** One object for each distinct initialize result: an upstream answers every session alike. */
+  private readonly results = new SharedResults();
   /** The store's session count as the sweep last read it, plus the sessions this replica stored since. */
   private storeCount: number | undefined;
 
@@ -385,6 +404,7 @@ export class SessionPool {
       if (!localOnly) existing.localOnly = false;
       return existing;
     }
+    record.initializeResult = this.results.share(record.initializeResult);
     const session: PooledSession = { key, record, facts: new SessionFacts(), lastUsedAt: Date.now(), localOnly, openedHere };
     this.local.set(key.id, session);
     return session;

@@ -31,7 +31,8 @@ export class SessionFacts {
     for (const tool of result.tools) {
       if (!isObject(tool) || typeof tool.name !== 'string') continue;
       const headers = paramHeaders(tool.inputSchema);
-      if (headers) this.tools.set(tool.name, headers);
+      // Only tools with annotations are kept: most have none, and a pooled session keeps its facts for life.
+      if (headers && headers.length > 0) this.tools.set(tool.name, headers);
       const support = taskSupportOf(tool);
       if (support !== 'forbidden') this.taskTools.set(tool.name, support);
     }
