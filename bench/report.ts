@@ -239,7 +239,7 @@ function scaleSection(res: BenchResults): string[] {
         'first-touch cmds sent / executed',
         'warm cmds/call sent / executed',
         'idle cmds/s sent / executed (top 5 sent)',
-        'RSS KB/session per replica',
+        'RSS KB/session per replica (without the collections)',
         'upstream sockets per replica',
         'errors',
       ],
@@ -251,7 +251,7 @@ function scaleSection(res: BenchResults): string[] {
         both(r.firstTouch.sent.perOp, r.firstTouch.executed.perOp),
         r.warm ? both(r.warm.sent.ownPerOp, r.warm.executed.perOp, 3) : '–',
         `${both(r.idle.perSecond, r.idle.executedPerSecond, 1)} (${r.idle.top.slice(0, 5).map((t) => `${t.name} ${f(t.perSecond)}`).join(', ') || 'none'})`,
-        r.replicaStats.map((x) => f(x.rssPerSessionKb)).join(' / '),
+        `${r.replicaStats.map((x) => f(x.rssPerSessionKb)).join(' / ')} (${r.replicaStats.map((x) => (x.rawRssPerSessionKb === undefined ? '–' : f(x.rawRssPerSessionKb))).join(' / ')})`,
         r.replicaStats.map((x) => String(x.upstreamSockets)).join(' / '),
         String(r.fill.errors + r.firstTouch.errors + (r.warm?.errors ?? 0)),
       ]),
@@ -268,7 +268,7 @@ function scaleSection(res: BenchResults): string[] {
       '`first touch` = one more call for a sample of principals on a replica other than the one that opened their session, less the beats; ' +
       '`warm` = every principal again on its first replica, less the beats, the pool\'s last-use batch (`ZADD XX GT` on the idle shards, `PEXPIRE` on records) and the idle sweep (`ZRANGEBYSCORE` on the idle shards). ' +
       '`idle` = every command sent per second after the settle time with no traffic, the background included (top 5 by command and key pattern: `P` the key prefix, `{}` a hash tag). ' +
-      'RSS per session = (RSS after the idle window − RSS once started and warmed by one request) / sessions the replica gained (`causeway_pooled_sessions`); ' +
+      'RSS per session = (RSS after the idle window − RSS before the fill, each read right after a full collection asked over the replica\'s inspector; the replica first served as many calls as the fill on a few principals) / sessions the replica gained (`causeway_pooled_sessions`); in brackets the same without the collections, which counts the garbage of the fill V8 had not given back yet; ' +
       'sockets = ESTABLISHED TCP connections from the replica to the upstream port (/proc).',
   );
   for (const r of runs) {

@@ -11,14 +11,15 @@
 // Environment knobs: BENCH_SCALE_SESSIONS (1000,10000), BENCH_SCALE_CLUSTER_SESSIONS (10000),
 // BENCH_SCALE_REPLICAS (3), BENCH_SCALE_CLUSTER_REPLICAS (6), BENCH_SCALE_CONCURRENCY (48),
 // BENCH_SCALE_FIRST_TOUCH (200 principals), BENCH_SCALE_SETTLE_MS (6000), BENCH_SCALE_IDLE_MS
-// (60000), BENCH_SCALE_QUIET_MS (as the idle window: before the RSS baseline), BENCH_SCALE_TOOLS (0: the SDK fixture's built-in tools only), BENCH_SCALE_CAPS (JSON
+// (30000), BENCH_SCALE_TOOLS (0: the SDK fixture's built-in tools only), BENCH_SCALE_CAPS (JSON
 // client capabilities, default {}), BENCH_SCALE_SETTINGS (JSON object of extra Causeway
 // settings; those this build lacks are reported and left out).
 
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Job, SpreadJob, SpreadResult } from './load-worker.js';
-import { findBinary, rssMb, sleep } from './procs.js';
+import { collectGarbage } from './inspector.js';
+import { findBinary, freePort, rssMb, sleep } from './procs.js';
 import { RedisMonitor } from './redis-monitor.js';
 import {
   DIST,
@@ -45,11 +46,8 @@ const FIRST_TOUCH = num('BENCH_SCALE_FIRST_TOUCH', 200);
 // The fill's and the first touches' last uses reach Redis in a batch up to one tick (5 s) after
 // them: settling for less would count that batch as idle traffic.
 const SETTLE_MS = num('BENCH_SCALE_SETTLE_MS', 6000);
-// RSS is read after as long a quiet as the baseline was: V8 gives the heap headroom of a burst
-// back (its memory reducer) only after tens of seconds without allocation, so a reading taken
-// sooner measures the burst's garbage, not what the sessions keep. The idle window is that quiet.
-const IDLE_MS = num('BENCH_SCALE_IDLE_MS', 60_000);
-const QUIET_MS = num('BENCH_SCALE_QUIET_MS', IDLE_MS);
+// 30 s: every replica's idle sweep (every 30 s at the default store.idleTtlMs) falls in it once.
+const IDLE_MS = num('BENCH_SCALE_IDLE_MS', 30_000);
 // Each cold session lists the upstream's tools once; a short list keeps that out of the figures
 // (0: the SDK fixture's built-in tools only).
 const TOOLS = num('BENCH_SCALE_TOOLS', 0);
@@ -241,7 +239,18 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
       ...extra.pass,
     };
     // Started one after another: a replica starting grabs the 2 cores its neighbours would too.
-    for (let i = 0; i < replicaCount; i++) replicas.push(await startCauseway(`causeway-${tag}-${i}`, upstream.url, settings, logDir));
+    // Each replica's inspector on a loopback port: RSS is read right after a full collection there.
+    const inspectPorts: number[] = [];
+    for (let i = 0; i < replicaCount; i++) {
+      inspectPorts.push(await freePort());
+      replicas.push(await startCauseway(`causeway-${tag}-${i}`, upstream.url, settings, logDir, [`--inspect=127.0.0.1:${inspectPorts[i]}`]));
+    }
+    /** Each replica's RSS as it is, then right after a full collection (what its sessions keep). */
+    const rssNow = async () => {
+      const raw = replicas.map((cw) => rssMb(cw.svc.pid));
+      await Promise.all(inspectPorts.map(collectGarbage));
+      return { raw, kept: replicas.map((cw) => rssMb(cw.svc.pid)) };
+    };
     env.results.commands.push({ what: `Redis for ${tag}`, command: redis.command });
     env.results.commands.push({ what: `Causeway replica (x${replicaCount}) for ${tag}`, command: cmd(replicas[0]!.svc.command, logDir) });
     say(`  ${tag}: ${redis.label}, ${replicaCount} replicas, SDK upstream with ${upstream.toolCount} tools${extra.skipped.length ? `; settings not in this build, left out: ${extra.skipped.join(', ')}` : ''}`);
@@ -254,8 +263,7 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
     const warmPrincipals = CONCURRENCY - (CONCURRENCY % replicaCount) || replicaCount;
     const warmup = await pass(stage, { first: 0, end: sessions, step: 1, shift: 0, principals: warmPrincipals }, `${tag}-warmup-`);
     if (warmup.ok !== sessions) throw new Error(`warm-up request failed: ${warmup.firstError}`);
-    await sleep(QUIET_MS);
-    const rssBefore = replicas.map((cw) => rssMb(cw.svc.pid));
+    const rssBefore = await rssNow();
     const pooledBefore = await Promise.all(replicas.map(pooledSessions));
 
     const fill = await pass(stage, { first: 0, end: sessions, step: 1, shift: 0 });
@@ -283,17 +291,19 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
       .map(([name, n]) => ({ name, perSecond: n / idleSeconds }));
 
     const pooledAfter = await Promise.all(replicas.map(pooledSessions));
+    const rssAfter = await rssNow();
     const replicaStats: ScaleReplica[] = replicas.map((cw, i) => {
       const fromMetrics = pooledBefore[i] !== undefined && pooledAfter[i] !== undefined;
       const held = fromMetrics ? pooledAfter[i]! - pooledBefore[i]! : sessions / replicaCount;
-      const rssAfterMb = rssMb(cw.svc.pid);
+      const rssAfterMb = rssAfter.kept[i]!;
       return {
         name: cw.name,
         sessions: held,
         sessionsFrom: fromMetrics ? 'metrics' : 'estimate',
-        rssBeforeMb: rssBefore[i]!,
+        rssBeforeMb: rssBefore.kept[i]!,
         rssAfterMb,
-        rssPerSessionKb: held > 0 ? ((rssAfterMb - rssBefore[i]!) * 1024) / held : NaN,
+        rssPerSessionKb: held > 0 ? ((rssAfterMb - rssBefore.kept[i]!) * 1024) / held : NaN,
+        rawRssPerSessionKb: held > 0 ? ((rssAfter.raw[i]! - rssBefore.raw[i]!) * 1024) / held : NaN,
         upstreamSockets: socketsTo(cw.svc.pid, upstream!.port),
       };
     });
@@ -330,7 +340,7 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
         `${top.slice(0, 5).map((t) => `${t.name} ${t.perSecond.toFixed(1)}/s`).join(', ')}); executed ${run.idle.executedPerSecond.toFixed(1)} cmds/s`,
     );
     for (const r of replicaStats) {
-      say(`  ${r.name}: ${r.sessions} sessions (${r.sessionsFrom}), RSS ${r.rssBeforeMb.toFixed(1)} -> ${r.rssAfterMb.toFixed(1)} MB = ${r.rssPerSessionKb.toFixed(1)} KB/session, ${r.upstreamSockets} sockets to the upstream`);
+      say(`  ${r.name}: ${r.sessions} sessions (${r.sessionsFrom}), RSS after a full collection ${r.rssBeforeMb.toFixed(1)} -> ${r.rssAfterMb.toFixed(1)} MB = ${r.rssPerSessionKb.toFixed(1)} KB/session (${(r.rawRssPerSessionKb ?? NaN).toFixed(1)} KB without the collection), ${r.upstreamSockets} sockets to the upstream`);
     }
     say(`  ${tag} upstream: ${run.upstream.initialize} initialize, ${up.sessionsOpen ?? '?'} sessions open, ${up.getStreamsOpen ?? '?'} GET streams open; ${run.wallSeconds.toFixed(0)} s`);
     return run;

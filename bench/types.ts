@@ -124,7 +124,10 @@ export interface ScaleReplica {
   /** RSS once started and warmed by one request, and after the fill, the first touches and the idle window. */
   rssBeforeMb: number;
   rssAfterMb: number;
+  /** RSS added per session, both readings right after a full collection. */
   rssPerSessionKb: number;
+  /** The same without the collections: the burst's garbage included. */
+  rawRssPerSessionKb?: number;
   /** ESTABLISHED TCP connections from this replica to the upstream's port (its sockets in /proc/<pid>/fd matched in /proc/<pid>/net/tcp*). */
   upstreamSockets: number;
 }

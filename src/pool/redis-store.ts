@@ -25,10 +25,10 @@
 import { Cluster } from 'ioredis';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { RedisClient } from './redis-connection.js';
+import type { RedisClient } from '../bus/index.js';
 import type { Claim, SessionRecord, SessionStore } from './session-store.js';
 
-export { createRedisClient, describeConnection, parseHostPort, readCa, type RedisClient, type RedisConnectionOptions } from './redis-connection.js';
+export { createRedisClient, describeConnection, parseHostPort, readCa, type RedisClient, type RedisConnectionOptions } from '../bus/index.js';
 
 export interface RedisStoreOptions {
   keyPrefix: string;
