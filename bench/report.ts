@@ -268,7 +268,7 @@ function scaleSection(res: BenchResults): string[] {
       '`first touch` = one more call for a sample of principals on a replica other than the one that opened their session, less the beats; ' +
       '`warm` = every principal again on its first replica, less the beats, the pool\'s last-use batch (`ZADD XX GT` on the idle shards, `PEXPIRE` on records) and the idle sweep (`ZRANGEBYSCORE` on the idle shards). ' +
       '`idle` = every command sent per second after the settle time with no traffic, the background included (top 5 by command and key pattern: `P` the key prefix, `{}` a hash tag). ' +
-      'RSS per session = (RSS after the idle window − RSS before the fill, each read right after a full collection asked over the replica\'s inspector; the replica first served as many calls as the fill on a few principals) / sessions the replica gained (`causeway_pooled_sessions`); in brackets the same without the collections, which counts the garbage of the fill V8 had not given back yet; ' +
+      'RSS per session = (RSS after the idle window − RSS before the fill, each read right after a full collection asked over the replica\'s inspector; the replicas first opened a tenth as many sessions as the fill, at least 300, and served as many calls as the fill on a few principals) / sessions the replica gained (`causeway_pooled_sessions`); in brackets the same without the collections, which counts the garbage of the fill V8 had not given back yet; ' +
       'sockets = ESTABLISHED TCP connections from the replica to the upstream port (/proc).',
   );
   for (const r of runs) {

@@ -257,9 +257,13 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
     monitor = await RedisMonitor.open(redis.nodes);
     const stage: Stage = { env, redis, monitor, replicas, caps, prefix: `${tag}-principal-` };
 
-    // As many calls as the fill will make, first, on a few principals (each always on the same
-    // replica): code compiled and the heap grown to what serving that load takes, so the RSS
-    // baseline is a replica that has served as much, and what the fill adds is what its sessions keep.
+    // First, a tenth as many new sessions as the fill will open (at least 300), then as many calls
+    // as the fill will make on a few principals (each always on the same replica): the cold and
+    // warm paths compiled and the heap grown to what serving that load takes, so the RSS baseline
+    // is a replica that has done the same work, and what the fill adds is what its sessions keep.
+    const warmCold = Math.max(300, Math.round(sessions / 10));
+    const opened = await pass(stage, { first: 0, end: warmCold, step: 1, shift: 0 }, `${tag}-warmcold-`);
+    if (opened.ok !== warmCold) throw new Error(`warm-up session failed: ${opened.firstError}`);
     const warmPrincipals = CONCURRENCY - (CONCURRENCY % replicaCount) || replicaCount;
     const warmup = await pass(stage, { first: 0, end: sessions, step: 1, shift: 0, principals: warmPrincipals }, `${tag}-warmup-`);
     if (warmup.ok !== sessions) throw new Error(`warm-up request failed: ${warmup.firstError}`);
