@@ -427,7 +427,7 @@ async function main(): Promise<void> {
     command: `node dist/bench/load-worker.js (forked): autocannon 9, pipelining 1, keep-alive, connections = concurrency, ${RUN_MS} ms timed after ${WARMUP_MS} ms warm-up; multi-round: undici driver, concurrency loops, ${MULTI_ROUND_RUN_MS} ms`,
   });
 
-  const phases = new Set((process.env.BENCH_ONLY ?? 'raw,cold,memory,profile,sdk,scale').split(','));
+  const phases = new Set((process.env.BENCH_ONLY ?? 'raw,cold,memory,profile,sdk,scale,scale-cluster').split(','));
   // The shared redis-server and nginx serve the upstream sweeps only (the scale phases start their own Redis).
   const sweeps = phases.has('raw') || phases.has('sdk');
   let redis: RedisServer | undefined;

@@ -330,7 +330,7 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'string',
     default: 'auto',
     choices: STANDING_STREAMS,
-    doc: 'When a pooled session’s GET stream is held while nobody listens, so the upstream can ask outside a call (Streamable HTTP only; a subscriptions/listen always holds it): auto, for sessions whose clients declared roots, sampling or elicitation; always; never (such asks are then lost). Each held stream costs one upstream request and about 40 KB on one replica. See Sharing sessions through Redis.',
+    doc: 'When a pooled session’s GET stream is held while nobody listens, so the upstream can ask outside a call (Streamable HTTP only; a subscriptions/listen always holds it): auto, for sessions whose clients declared roots, sampling or elicitation; always; never (such asks are then lost). Each held stream costs one upstream connection and about 20 KB on one replica. See Sharing sessions through Redis.',
   },
   {
     path: 'upstream.protocolVersion',
