@@ -132,8 +132,9 @@ export async function startCauseway(
   const flags = Object.entries(all).flatMap(([k, v]) => [`--${k}`, String(v)]);
   // OTEL_* of the bench's own environment reach Causeway: a run with them measures tracing on.
   const otel = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('OTEL_')));
+  // As the image runs it (Dockerfile ENV): MALLOC_ARENA_MAX=2.
   const svc = startProcess(process.execPath, [...nodeArgs, CAUSEWAY_MAIN, ...flags], join(logDir, `${name}.log`), {
-    env: { PATH: process.env.PATH, ...otel },
+    env: { PATH: process.env.PATH, MALLOC_ARENA_MAX: '2', ...otel },
   });
   const origin = `http://127.0.0.1:${all['listen.port']}`;
   // /metrics, /healthz and /readyz live on the admin port where there is one, else on the data port.

@@ -13,8 +13,9 @@ import { taskSupportOf, type TaskSupport } from '../dialect/index.js';
 const STALES_FACTS: ReadonlySet<string> = new Set(['notifications/tools/list_changed']);
 
 export class SessionFacts {
-  private tools = new Map<string, ParamHeader[]>();
-  private taskTools = new Map<string, TaskSupport>();
+  /** Made when a tool has something to keep: most sessions' tools have no annotation and run no task. */
+  private tools: Map<string, ParamHeader[]> | undefined;
+  private taskTools: Map<string, TaskSupport> | undefined;
   /** Every page of tools/list was learned since the tools last changed. */
   toolsComplete = false;
   /** logging/setLevel debug was sent on this session: per-request levels are filtered here. */
@@ -32,27 +33,27 @@ export class SessionFacts {
       if (!isObject(tool) || typeof tool.name !== 'string') continue;
       const headers = paramHeaders(tool.inputSchema);
       // Only tools with annotations are kept: most have none, and a pooled session keeps its facts for life.
-      if (headers && headers.length > 0) this.tools.set(tool.name, headers);
+      if (headers && headers.length > 0) (this.tools ??= new Map()).set(tool.name, headers);
       const support = taskSupportOf(tool);
-      if (support !== 'forbidden') this.taskTools.set(tool.name, support);
+      if (support !== 'forbidden') (this.taskTools ??= new Map()).set(tool.name, support);
     }
   }
 
   /** A tool's Mcp-Param-* annotations; undefined when it has none or is not known (yet). */
   toolHeaders(name: string): ParamHeader[] | undefined {
-    return this.tools.get(name);
+    return this.tools?.get(name);
   }
 
   /** A listed tool's execution.taskSupport; undefined for a tool not listed (yet) and every tool until some page was learned. */
   taskSupport(name: string): TaskSupport | undefined {
-    return this.taskTools.get(name) ?? (this.toolsComplete ? 'forbidden' : undefined);
+    return this.taskTools?.get(name) ?? (this.toolsComplete ? 'forbidden' : undefined);
   }
 
   /** Forgets what `method` (a change notification) made stale. */
   invalidate(method: string): void {
     if (method === 'notifications/tools/list_changed') {
-      this.tools = new Map();
-      this.taskTools = new Map();
+      this.tools = undefined;
+      this.taskTools = undefined;
       this.toolsComplete = false;
     }
   }
