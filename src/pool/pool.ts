@@ -67,7 +67,7 @@ export interface PoolEvents {
   onInitialize?(upstream: string, durationMs: number, reason: OpenReason): void;
   onHit?(upstream: string): void;
   onMiss?(upstream: string): void;
-  /** A store command failed (op: get, lock, insert, replace, remove, touch, idle, count, probe); e.g. a Redis error. */
+  /** A store command failed (op: claim, get, lock, unlock, insert, replace, remove, touch, idle, count, probe); e.g. a Redis error. */
   onStoreError?(op: string): void;
   /** A session was opened replica-local because the store failed. */
   onLocalSession?(upstream: string): void;
