@@ -3,14 +3,17 @@
 // waits for a session to be needed, so Causeway starts while the upstream is down; concurrent
 // callers share one probe, and a failed probe fails those callers and is tried again by the next.
 
-import { CausewayError } from '../errors.js';
-import type { JsonRpcNotification, JsonRpcResponse } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
+import { CausewayError } from '../../errors.js';
+import type { JsonRpcNotification, JsonRpcResponse } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
 import { detectTransport, type Detected, type LegacyTransport, type TransportMemo } from './detect-transport.js';
-import type { HandshakeResult, InitializeParams } from './handshake.js';
-import type { SessionRef } from './headers.js';
-import type { StreamHandlers } from './inbound.js';
-import type { UpstreamSessionClient } from './session-client.js';
+import type {
+  HandshakeResult,
+  InitializeParams,
+  StreamHandlers,
+  SessionRef,
+  UpstreamSessionClient,
+} from '../core/index.js';
 
 export interface AutoClientOptions {
   url: string;

@@ -1,13 +1,32 @@
 // What the rest of Causeway needs of an upstream client, whatever carries the legacy session:
-// Streamable HTTP (legacy-client.ts, one HTTP exchange per request), one channel per session
-// (channel-client.ts: a stdio child process or a 2024-11-05 HTTP+SSE connection), or whichever of
-// the HTTP two an upstream turns out to speak (auto-client.ts). The pool opens and ends sessions
-// with it, the pipeline and the multi-round bridge relay calls, subscriptions listen.
+// Streamable HTTP (http/legacy-client.ts, one HTTP exchange per request), one channel per session
+// (channel/channel-client.ts: a stdio child process or a 2024-11-05 HTTP+SSE connection), or
+// whichever of the HTTP two an upstream turns out to speak (channel/auto-client.ts). The pool opens
+// and ends sessions with it, the pipeline and the multi-round bridge relay calls, subscriptions
+// listen.
 
-import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../jsonrpc.js';
-import type { HandshakeResult, InitializeParams } from './handshake.js';
+import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
 import type { SessionRef } from './headers.js';
-import type { StreamHandlers } from './inbound.js';
+
+export interface HandshakeResult extends SessionRef {
+  initializeResult: JsonObject;
+}
+
+export interface InitializeParams {
+  protocolVersion: string;
+  capabilities: JsonObject;
+  clientInfo: JsonObject;
+}
+
+/** Where what the upstream sends besides the awaited answer goes: notifications and its own requests. */
+export interface StreamHandlers {
+  onNotification?(n: JsonRpcNotification): void;
+  onServerRequest?(r: JsonRpcRequest): void;
+  /** Each SSE event's id (undefined: the event had none), before its messages are routed. */
+  beforeEvent?(id: string | undefined): void;
+  /** An event with an id was read and its messages handed on (a cursor the caller may keep to resume elsewhere). */
+  afterEvent?(id: string): void;
+}
 
 export interface UpstreamSessionClient {
   /** False while the place a session lives on is ejected, or is not one of this upstream's. */

@@ -2,7 +2,7 @@
 // checked messages. Text that is not JSON, or a value that is not a well-formed JSON-RPC message,
 // is upstream_bad_response; nothing here routes or answers.
 
-import { CausewayError } from '../errors.js';
+import { CausewayError } from '../../errors.js';
 import {
   isNotification,
   isObject,
@@ -11,7 +11,7 @@ import {
   type JsonRpcNotification,
   type JsonRpcRequest,
   type JsonRpcResponse,
-} from '../jsonrpc.js';
+} from '../../jsonrpc.js';
 
 export type UpstreamMessage =
   | { kind: 'response'; message: JsonRpcResponse }

@@ -2,7 +2,7 @@
 // more than it, is upstream_bad_response and the body is destroyed. Unread bodies are drained in the
 // background (so keep-alive sockets are reused) but never waited on for long.
 
-import { CausewayError } from '../errors.js';
+import { CausewayError } from '../../errors.js';
 
 export interface ResponseBody extends AsyncIterable<Uint8Array> {
   destroy(err?: Error): unknown;

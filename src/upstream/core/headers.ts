@@ -3,7 +3,7 @@
 // names are lower-cased so nothing is sent twice. 2024-11-05 and 2025-03-26 get no version header.
 
 import { createHash } from 'node:crypto';
-import { encodeHeaderValue } from '../envelope/index.js';
+import { encodeHeaderValue } from '../../envelope/index.js';
 
 export interface SessionRef {
   sessionId: string | undefined;

@@ -4,15 +4,20 @@
 // interceptors would go.
 
 import { Agent, type Dispatcher } from 'undici';
-import { CausewayError } from '../errors.js';
-import type { JsonRpcErrorResponse } from '../jsonrpc.js';
+import { CausewayError } from '../../errors.js';
+import type { JsonRpcErrorResponse } from '../../jsonrpc.js';
 import { readText } from './body.js';
-import { TargetUnreachableError } from './errors.js';
-import { upstreamHeaders, type SessionRef, type UpstreamRequestKind } from './headers.js';
+import {
+  TargetUnreachableError,
+  upstreamHeaders,
+  type SessionRef,
+  type UpstreamRequestKind,
+  neverDelivered,
+  type TargetSet,
+} from '../core/index.js';
 import { decodeMessages } from './messages.js';
-import { neverDelivered, type TargetSet } from './targets.js';
-import type { UpstreamAuthorization } from './credentials.js';
-import { injectHeaders } from '../tracing/index.js';
+import type { UpstreamAuthorization } from '../credentials/index.js';
+import { injectHeaders } from '../../tracing/index.js';
 
 export type Response = Dispatcher.ResponseData;
 

@@ -3,23 +3,15 @@
 // [L-PING], and a request nobody handles is refused with -32601 so the upstream never waits on it.
 // consume() reads one SSE connection and reports a clean end or a drop, so the caller can resume.
 
-import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
+import type { JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
 import { abandon, finish, tooLarge, type ResponseBody } from './body.js';
 import type { CallScope } from './call-scope.js';
-import { isConnectionDrop } from './errors.js';
-import type { SessionRef } from './headers.js';
+import { isConnectionDrop, type SessionRef, type StreamHandlers } from '../core/index.js';
 import { badResponse, decodeMessages, type UpstreamMessage } from './messages.js';
 import { SseParser, type SseEvent } from './sse.js';
 
-export interface StreamHandlers {
-  onNotification?(n: JsonRpcNotification): void;
-  onServerRequest?(r: JsonRpcRequest): void;
-  /** Each SSE event's id (undefined: the event had none), before its messages are routed. */
-  beforeEvent?(id: string | undefined): void;
-  /** An event with an id was read and its messages handed on (a cursor the caller may keep to resume elsewhere). */
-  afterEvent?(id: string): void;
-}
+export type { StreamHandlers } from '../core/index.js';
 
 /** Where an SSE stream is, for a resume with Last-Event-ID after `retry:` ms. */
 export interface Cursor {

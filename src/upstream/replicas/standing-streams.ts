@@ -8,11 +8,9 @@
 // lease (subscriptions/standing.ts) and asks are routed among replicas (replica-asks.ts).
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { JsonObject } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import { SessionExpiredError } from './errors.js';
-import type { SessionRef } from './headers.js';
-import type { StreamHandlers } from './inbound.js';
+import type { JsonObject } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { SessionExpiredError, type SessionRef, type StreamHandlers } from '../core/index.js';
 
 /** First GETs tried before the stream is given up. */
 const OPEN_ATTEMPTS = 4;

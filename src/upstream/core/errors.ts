@@ -4,7 +4,7 @@
 // SessionExpiredError is the one failure callers recover from: the upstream answered 404 to a
 // request bearing a session id, so re-initialize.
 
-import { CausewayError, type ErrorReason } from '../errors.js';
+import { CausewayError, type ErrorReason } from '../../errors.js';
 
 export const TRANSPORT_ERROR_REASONS: Readonly<Record<string, ErrorReason>> = Object.freeze({
   UND_ERR_CONNECT_TIMEOUT: 'upstream_unavailable',

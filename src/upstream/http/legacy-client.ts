@@ -7,35 +7,44 @@
 // header values are never logged.
 
 import type { Dispatcher } from 'undici';
-import { CausewayError } from '../errors.js';
+import { CausewayError } from '../../errors.js';
 import type {
   JsonRpcErrorResponse,
   JsonRpcNotification,
   JsonRpcRequest,
   JsonRpcResponse,
   RequestId,
-} from '../jsonrpc.js';
-import type { Logger } from '../log.js';
+} from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
 import { checkContentLength, discard, mediaType, readText } from './body.js';
 import { CallScope, ScopeSet } from './call-scope.js';
 import { httpRefusal, readErrorBody, refusalOf, UpstreamDispatcher } from './dispatcher.js';
-import { SessionExpiredError, TargetUnreachableError } from './errors.js';
+import {
+  SessionExpiredError,
+  TargetUnreachableError,
+  isValidSessionId,
+  type SessionRef,
+  type TargetSet,
+  type UpstreamSessionClient,
+} from '../core/index.js';
 import { initializeOn, type HandshakeHost, type HandshakeResult, type InitializeParams } from './handshake.js';
-import { isValidSessionId, type SessionRef } from './headers.js';
 import { NO_CALL, refusal, route, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
 import { badResponse, decodeMessages } from './messages.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
-import { OutsideAsks, type OutsideAskOutcome } from './outside-asks.js';
-import type { ReplicaAsks } from './replica-asks.js';
-import { StandingStreams, wantsStandingStream, type StandingStream } from './standing-streams.js';
+import {
+  OutsideAsks,
+  type OutsideAskOutcome,
+  type ReplicaAsks,
+  StandingStreams,
+  wantsStandingStream,
+  type StandingStream,
+} from '../replicas/index.js';
 import { connectStream, pumpStream, readRequestStream, resumeRequestStream, type StreamContext } from './streams.js';
-import type { TargetSet } from './targets.js';
-import type { UpstreamSessionClient } from './session-client.js';
 
-export type { SessionRef } from './headers.js';
+export type { SessionRef } from '../core/index.js';
 export type { HandshakeResult } from './handshake.js';
 export type { StreamHandlers } from './inbound.js';
-import type { UpstreamAuthorization } from './credentials.js';
+import type { UpstreamAuthorization } from '../credentials/index.js';
 
 export interface UpstreamEndpoint {
   name: string;
@@ -65,7 +74,7 @@ export interface UpstreamClientOptions {
   onRequest?(method: string, result: 'ok' | 'error' | 'failed' | 'cancelled', seconds: number): void;
   /**
    * Most sessions whose standalone GET stream is held from initialize on, so that requests the
-   * upstream sends outside a call are routed or refused at once (standing-streams.ts); 0: none.
+   * upstream sends outside a call are routed or refused at once (replicas/standing-streams.ts); 0: none.
    */
   standingStreams?: number;
   /** Which sessions' streams are held (upstream.standingStream): auto, always or never. */
@@ -258,7 +267,7 @@ export class UpstreamClient implements UpstreamSessionClient {
     handlers: StreamHandlers,
     signal: AbortSignal,
     lastEventId?: string,
-    /** The standing stream's own (standing-streams.ts): every other one shares it while it is held. */
+    /** The standing stream's own (replicas/standing-streams.ts): every other one shares it while it is held. */
     standing = false,
   ): Promise<'unsupported' | { done: Promise<void> }> {
     return this.track(true, async () => {

@@ -5,10 +5,10 @@
 // rather than waiting out its own timeout. Only calls that can relay an ask are counted. Across
 // replicas (replica-asks.ts) the other replicas name a session by its digest.
 
-import type { JsonRpcRequest } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import { sessionDigest } from './headers.js';
-import type { Exchange } from './inbound.js';
+import type { JsonRpcRequest } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { sessionDigest } from '../core/index.js';
+import type { Exchange } from '../http/index.js';
 import type { LocalAsks } from './replica-asks.js';
 
 /** Where an ask from the GET stream went: to the one asking call here, to it on another replica, or nowhere. */

@@ -2,13 +2,11 @@
 // progress token, 2026-only fields stripped, this call's notifications handed back with the
 // client's token, and on abort a notifications/cancelled so the upstream stops the work.
 
-import { isObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
-import { CausewayError } from '../errors.js';
-import type { Logger } from '../log.js';
-import type { IdMinter } from './ids.js';
+import { isObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../../jsonrpc.js';
+import { CausewayError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import { type IdMinter, type UpstreamSessionClient, tracedRequest } from '../core/index.js';
 import type { SessionRef, StreamHandlers } from './legacy-client.js';
-import type { UpstreamSessionClient } from './session-client.js';
-import { tracedRequest } from './traced-request.js';
 
 export interface CallObserver {
   /** notifications/progress of this call, token already mapped back to the client's. */

@@ -5,12 +5,12 @@
 // on its own, or writes a line too long to be a message, is a lost channel.
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { CausewayError } from '../errors.js';
-import type { JsonRpcMessage } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import { errorCode } from './errors.js';
+import { CausewayError } from '../../errors.js';
+import type { JsonRpcMessage } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { errorCode } from '../core/index.js';
 import type { ChannelOpener, MessageChannel } from './message-channel.js';
-import { badResponse, decodeMessages } from './messages.js';
+import { badResponse, decodeMessages } from '../http/index.js';
 
 export interface StdioCommand {
   command: string;

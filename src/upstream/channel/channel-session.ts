@@ -12,13 +12,13 @@
 //   call it belongs to; one that names its task (related-task _meta) goes to the tasks/result
 //   following that task; pings are answered at once.
 
-import { isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import { refusal, type StreamHandlers } from './inbound.js';
+import { isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { refusal, classify } from '../http/index.js';
+import type { StreamHandlers } from '../core/index.js';
 import type { MessageChannel } from './message-channel.js';
-import { classify } from './messages.js';
-import { ASKING_METHODS } from './outside-asks.js';
-import { RELATED_TASK_META } from '../dialect/index.js';
+import { ASKING_METHODS } from '../replicas/index.js';
+import { RELATED_TASK_META } from '../../dialect/index.js';
 
 export interface Pending {
   method: string;

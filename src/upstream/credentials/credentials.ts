@@ -5,8 +5,8 @@
 // concurrent callers, and forgotten when the upstream refuses it. No token reaches a log.
 
 import { request } from 'undici';
-import { CausewayError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { CausewayError } from '../../errors.js';
+import type { Logger } from '../../log.js';
 
 export type CredentialGrant = 'client_credentials' | 'token_exchange' | 'authorization_code';
 export const CREDENTIAL_GRANTS: readonly CredentialGrant[] = ['client_credentials', 'token_exchange', 'authorization_code'];

@@ -13,15 +13,20 @@
 // with upstream_unavailable: whether it ran is unknown, so it is not sent again.
 
 import { randomUUID } from 'node:crypto';
-import { readMessage, type MessageBus } from '../bus/index.js';
-import { CausewayError, causewayError, type ErrorReason } from '../errors.js';
-import type { JsonRpcNotification, JsonValue, JsonRpcRequest, JsonRpcResponse, RequestId } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import { ResumeRefusedError, SessionExpiredError, TargetUnreachableError } from './errors.js';
-import type { HandshakeResult, InitializeParams } from './handshake.js';
-import type { SessionRef } from './headers.js';
-import type { StreamHandlers } from './inbound.js';
-import type { UpstreamSessionClient } from './session-client.js';
+import { readMessage, type MessageBus } from '../../bus/index.js';
+import { CausewayError, causewayError, type ErrorReason } from '../../errors.js';
+import type { JsonRpcNotification, JsonValue, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import {
+  ResumeRefusedError,
+  SessionExpiredError,
+  TargetUnreachableError,
+  type SessionRef,
+  type UpstreamSessionClient,
+  type HandshakeResult,
+  type InitializeParams,
+  type StreamHandlers,
+} from '../core/index.js';
 
 export interface RelayOptions {
   /** An owner that has not acknowledged an operation this long after it was sent is taken to be gone. Default 1000. */

@@ -6,8 +6,8 @@
 // (lendSignal) and the scope aborts that one instead of making its own; the client's lifetime is a
 // ScopeSet that aborts the scopes it holds, rather than a signal each call listens to.
 
-import { CausewayError } from '../errors.js';
-import { toUpstreamError } from './errors.js';
+import { CausewayError } from '../../errors.js';
+import { toUpstreamError } from '../core/index.js';
 
 type Why = 'caller' | 'deadline' | 'lifetime';
 

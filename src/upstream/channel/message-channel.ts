@@ -4,7 +4,7 @@
 // client's). Unlike Streamable HTTP there is no per-request stream, so answers are matched to
 // requests by JSON-RPC id by the client that uses the channel.
 
-import type { JsonRpcMessage } from '../jsonrpc.js';
+import type { JsonRpcMessage } from '../../jsonrpc.js';
 
 export interface MessageChannel {
   /** Sends one message; rejects once the channel is closed or when the write fails. */

@@ -2,14 +2,18 @@
 // dropped one with GET + Last-Event-ID after `retry:` [L-TR][SEP-1699], and keeping the
 // standalone GET stream of a session up until its signal aborts.
 
-import { CausewayError } from '../errors.js';
-import type { JsonRpcResponse } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
+import { CausewayError } from '../../errors.js';
+import type { JsonRpcResponse } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
 import { discard, mediaType } from './body.js';
 import type { CallScope } from './call-scope.js';
-import { isConnectionDrop, ResumeRefusedError, SessionExpiredError } from './errors.js';
+import {
+  isConnectionDrop,
+  ResumeRefusedError,
+  SessionExpiredError,
+  type SessionRef,
+} from '../core/index.js';
 import { badResponse } from './messages.js';
-import type { SessionRef } from './headers.js';
 import { consume, type Cursor, type Exchange, type Inbound, type Outcome } from './inbound.js';
 import { httpRefusal, refusalOf, type Response, type UpstreamDispatcher } from './dispatcher.js';
 

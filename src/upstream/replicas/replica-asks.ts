@@ -10,10 +10,10 @@
 // call of this replica's own, if it has exactly one, or is refused.
 
 import { randomUUID } from 'node:crypto';
-import { readMessage, type MessageBus } from '../bus/index.js';
-import type { JsonRpcRequest } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import { sessionDigest } from './headers.js';
+import { readMessage, type MessageBus } from '../../bus/index.js';
+import type { JsonRpcRequest } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { sessionDigest } from '../core/index.js';
 import type { OutsideAskOutcome } from './outside-asks.js';
 
 /** A replica's own calls that can take an outside ask, by session digest (outside-asks.ts). */

@@ -3,7 +3,7 @@
 // events whose data is empty (2025-11-25 priming events are yielded so their id can be kept).
 // An event larger than maxEventBytes (counted in decoded characters) is upstream_bad_response.
 
-import { CausewayError } from '../errors.js';
+import { CausewayError } from '../../errors.js';
 
 export interface SseEvent {
   id?: string;

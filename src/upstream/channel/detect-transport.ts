@@ -8,13 +8,19 @@
 // failed probe is not kept.
 
 import { Agent, type Dispatcher } from 'undici';
-import { CausewayError } from '../errors.js';
-import type { Logger } from '../log.js';
-import { discard, mediaType } from './body.js';
-import { httpRefusal, readErrorBody, refusalOf } from './dispatcher.js';
-import { toUpstreamError } from './errors.js';
+import { CausewayError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import {
+  discard,
+  mediaType,
+  httpRefusal,
+  readErrorBody,
+  refusalOf,
+  DEFAULT_MAX_EVENT_BYTES,
+  parseSse,
+} from '../http/index.js';
+import { toUpstreamError } from '../core/index.js';
 import { resolveEndpoint } from './sse-channel.js';
-import { DEFAULT_MAX_EVENT_BYTES, parseSse } from './sse.js';
 
 export type LegacyTransport = 'streamable-http' | 'sse';
 

@@ -9,15 +9,21 @@
 // not come within connectTimeoutMs as upstream_timeout.
 
 import { Agent, type Dispatcher } from 'undici';
-import { CausewayError } from '../errors.js';
-import type { JsonRpcMessage } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import { discard, mediaType } from './body.js';
-import { refusalOf } from './dispatcher.js';
-import { toUpstreamError } from './errors.js';
+import { CausewayError } from '../../errors.js';
+import type { JsonRpcMessage } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import {
+  discard,
+  mediaType,
+  refusalOf,
+  badResponse,
+  classify,
+  DEFAULT_MAX_EVENT_BYTES,
+  parseSse,
+  type SseEvent,
+} from '../http/index.js';
+import { toUpstreamError } from '../core/index.js';
 import type { ChannelOpener, MessageChannel } from './message-channel.js';
-import { badResponse, classify } from './messages.js';
-import { DEFAULT_MAX_EVENT_BYTES, parseSse, type SseEvent } from './sse.js';
 
 export interface SseChannelOptions {
   /** The SSE endpoint (GET). */

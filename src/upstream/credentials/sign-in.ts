@@ -11,8 +11,8 @@
 
 import { createHash, randomBytes } from 'node:crypto';
 import { request } from 'undici';
-import { CausewayError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { CausewayError } from '../../errors.js';
+import type { Logger } from '../../log.js';
 import { credentialError, tokenRequest, type CredentialSpec, type TokenAnswer, type UpstreamAuthorization } from './credentials.js';
 import type { GrantStore } from './grants.js';
 

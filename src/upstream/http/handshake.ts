@@ -3,25 +3,21 @@
 // notifications/initialized. A session the upstream opened that the handshake could not finish
 // is ended, so none is left behind.
 
-import { CausewayError } from '../errors.js';
-import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
+import { CausewayError } from '../../errors.js';
+import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
 import type { CallScope } from './call-scope.js';
-import { TargetUnreachableError } from './errors.js';
-import type { SessionRef } from './headers.js';
+import {
+  TargetUnreachableError,
+  type HandshakeResult,
+  type InitializeParams,
+  type SessionRef,
+  type TargetSet,
+} from '../core/index.js';
 import type { Exchange } from './inbound.js';
 import { badResponse } from './messages.js';
-import type { TargetSet } from './targets.js';
 
-export interface HandshakeResult extends SessionRef {
-  initializeResult: JsonObject;
-}
-
-export interface InitializeParams {
-  protocolVersion: string;
-  capabilities: JsonObject;
-  clientInfo: JsonObject;
-}
+export type { HandshakeResult, InitializeParams } from '../core/index.js';
 
 /** What the handshake needs of the upstream client. */
 export interface HandshakeHost {

@@ -2,11 +2,10 @@
 // params._meta (the MCP convention's place, so stdio and HTTP+SSE upstreams get it too), and the
 // HTTP hop puts it in the traceparent header. Tracing off, the request goes as it is.
 
-import { isErrorResponse, isObject, type JsonObject, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.js';
-import { inUpstreamSpan } from '../tracing/index.js';
+import { isErrorResponse, isObject, type JsonObject, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc.js';
+import { inUpstreamSpan } from '../../tracing/index.js';
 import type { SessionRef } from './headers.js';
-import type { StreamHandlers } from './inbound.js';
-import type { UpstreamSessionClient } from './session-client.js';
+import type { StreamHandlers, UpstreamSessionClient } from './session-client.js';
 
 export function tracedRequest(
   client: UpstreamSessionClient,

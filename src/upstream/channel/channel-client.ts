@@ -1,8 +1,8 @@
 // A legacy upstream whose every session is one MessageChannel (a stdio child process or a
 // 2024-11-05 HTTP+SSE connection). The session id Causeway keeps is a local channel id, so such
-// sessions live in this replica (replica-relay.ts reaches them from the others). Many requests
-// are in flight on one channel at once; channel-session.ts matches answers to them by JSON-RPC id
-// and routes what the server sends outside an answer.
+// sessions live in this replica (replicas/replica-relay.ts reaches them from the others). Many
+// requests are in flight on one channel at once; channel-session.ts matches answers to them by
+// JSON-RPC id and routes what the server sends outside an answer.
 // At most maxChannels channels are open; to open one more the least recently used idle one (no
 // call in flight, no open stream) is closed, and with none idle the open is refused (overloaded).
 // A channel idle for idleTtlMs is closed too: its last use is seen here whoever asked for it (a
@@ -13,18 +13,21 @@
 
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { CausewayError } from '../errors.js';
-import { isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import { CallScope, ScopeSet } from './call-scope.js';
-import { ResumeRefusedError, SessionExpiredError } from './errors.js';
-import type { HandshakeResult, InitializeParams } from './handshake.js';
-import type { SessionRef } from './headers.js';
-import type { StreamHandlers } from './inbound.js';
+import { CausewayError } from '../../errors.js';
+import { isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { CallScope, ScopeSet, badResponse } from '../http/index.js';
+import {
+  type HandshakeResult,
+  type InitializeParams,
+  type StreamHandlers,
+  ResumeRefusedError,
+  SessionExpiredError,
+  type SessionRef,
+  type UpstreamSessionClient,
+} from '../core/index.js';
 import { ChannelSession, idKey, type OpenStream, type Pending } from './channel-session.js';
 import type { ChannelOpener, MessageChannel } from './message-channel.js';
-import { badResponse } from './messages.js';
-import type { UpstreamSessionClient } from './session-client.js';
 
 export interface ChannelClientOptions {
   requestTimeoutMs: number;
