@@ -3,7 +3,7 @@
 // request that brought the token (a session's initialize, a refresh during a listen). Held no
 // longer than the token lives, by principal hash, a bounded number; never logged or stored.
 
-import type { SubjectSource } from '../upstream/credentials.js';
+import type { SubjectSource } from '../upstream/index.js';
 import type { Identity } from './grant.js';
 
 const MAX_SUBJECTS = 10_000;

@@ -7,7 +7,7 @@
 //                           PEXPIRE recordTtlMs (a bit above store.idleTtlMs), refreshed by touch.
 //   P lock:{ID}     string  owner token of the replica opening or replacing the session; PX lockTtl.
 //   P rate:{K}      hash    tokens, at: the limits.rate* token bucket of principal hash K; PEXPIRE until full again.
-//   P grant:{K}     string  a user's own upstream token, sealed (upstream/sign-in.ts), for upstream|principal hash K; PX its life.
+//   P grant:{K}     string  a user's own upstream token, sealed (upstream/credentials/sign-in.ts), for upstream|principal hash K; PX its life.
 //   P idle:{N}      zset    one of IDLE_SHARDS shards (N = 0..15, by a hash of ID): member ID, score last
 //                           use (epoch ms). The authority on lastUsedAt: touch moves it forward
 //                           (ZADD XX GT); idle() and count() read every shard.

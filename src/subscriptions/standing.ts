@@ -2,14 +2,14 @@
 // may ask on (upstream.standingStream: by default, a session whose client declared roots,
 // sampling or elicitation) is held by one of them whether or not anybody listens, so that what
 // the upstream sends outside a call arrives: asks (routed to their call on any replica,
-// upstream/replica-asks.ts) and list changes. Each replica that has such a session in its pool
+// upstream/replicas/replica-asks.ts) and list changes. Each replica that has such a session in its pool
 // stands by for it: a member of the key's listen channel that hears nothing, so the channel
 // takes part in the GET-stream lease (one holder per key), takes the stream over when the
 // holder's replica lapses, and follows the pool to a new session, as it does for listeners.
 // Standing by costs the coordination store nothing until a holder lapses: liveness is per
 // replica (bus/liveness.ts). A channel kept up only by standing members does not keep the
 // session in use; it ends once the pool forgets the session. With one replica (memory store) the
-// upstream client holds these streams itself (upstream/standing-streams.ts).
+// upstream client holds these streams itself (upstream/replicas/standing-streams.ts).
 
 import type { Logger } from '../log.js';
 import type { PooledSession, SessionKey, SessionPool } from '../pool/index.js';

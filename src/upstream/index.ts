@@ -1,26 +1,18 @@
-export { lendSignal } from './call-scope.js';
-export { CallDetached, relayCall, resumeRelayedCall, type CallObserver, type ResumePoint } from './call.js';
-export { IdMinter } from './ids.js';
+// The upstream wing's public entry: what the rest of src/ uses of it, from the folder that does
+// each job (README.md draws them). Nothing inside upstream/ imports this file.
+
+export { IdMinter, callHeaders, sessionDigest, tracedRequest, TargetSet, neverDelivered } from './core/index.js';
+export { ResumeRefusedError, SessionExpiredError, TargetUnreachableError, toUpstreamError } from './core/index.js';
+export type { SessionRef, UpstreamSessionClient } from './core/index.js';
 export { ForwardPolicy, DEFAULT_CREDENTIAL_HEADERS, HOP_BY_HOP } from './forward-headers.js';
 export { enableLogging, refuseAsk, walkList } from './own-calls.js';
-export { UpstreamClient, type SessionRef } from './legacy-client.js';
-export type { UpstreamSessionClient } from './session-client.js';
-export { ChannelClient } from './channel-client.js';
-export { StdioOpener } from './stdio-channel.js';
-export { callHeaders, sessionDigest } from './headers.js';
-export { tracedRequest } from './traced-request.js';
-export { TargetSet, neverDelivered } from './targets.js';
-export { ResumeRefusedError, SessionExpiredError, TargetUnreachableError, toUpstreamError } from './errors.js';
-export { SseChannelOpener, type SseChannelOptions } from './sse-channel.js';
-export { detectTransport, TransportMemo, type Detected, type DetectOptions, type LegacyTransport } from './detect-transport.js';
-export { AutoClient, type AutoClientOptions, type FoundTransport } from './auto-client.js';
-export type { ChannelOpener, MessageChannel } from './message-channel.js';
-export { ReplicaRelay, type RelayOptions } from './replica-relay.js';
-export { ReplicaAsks } from './replica-asks.js';
-export { STANDING_STREAMS, wantsStandingStream, type StandingStream } from './standing-streams.js';
-export type { OutsideAskOutcome } from './outside-asks.js';
-export { UpstreamCredentials, CREDENTIAL_GRANTS, type CredentialGrant, type CredentialSpec, type SubjectSource, type UpstreamAuthorization } from './credentials.js';
-export { SignInCallback, UpstreamSignIn, type Sealer } from './sign-in.js';
-export { MemoryGrants, type GrantStore } from './grants.js';
-export { abandon, checkContentLength, mediaType, readText, type ResponseBody } from './body.js';
-export { SseParser, type SseEvent } from './sse.js';
+export { UpstreamClient, lendSignal, CallDetached, relayCall, resumeRelayedCall, type CallObserver, type ResumePoint } from './http/index.js';
+export { abandon, checkContentLength, mediaType, readText, type ResponseBody, SseParser, type SseEvent } from './http/index.js';
+export { ChannelClient, StdioOpener, SseChannelOpener, type SseChannelOptions } from './channel/index.js';
+export { detectTransport, TransportMemo, type Detected, type DetectOptions, type LegacyTransport } from './channel/index.js';
+export { AutoClient, type AutoClientOptions, type FoundTransport } from './channel/index.js';
+export type { ChannelOpener, MessageChannel } from './channel/index.js';
+export { ReplicaRelay, type RelayOptions, ReplicaAsks, type OutsideAskOutcome } from './replicas/index.js';
+export { STANDING_STREAMS, wantsStandingStream, type StandingStream } from './replicas/index.js';
+export { UpstreamCredentials, CREDENTIAL_GRANTS, type CredentialGrant, type CredentialSpec, type SubjectSource, type UpstreamAuthorization } from './credentials/index.js';
+export { SignInCallback, UpstreamSignIn, type Sealer, MemoryGrants, type GrantStore } from './credentials/index.js';

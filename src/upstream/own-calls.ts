@@ -4,11 +4,13 @@
 // place, so each is made the same way wherever it is needed.
 
 import { isErrorResponse, type JsonObject, type JsonRpcErrorObject, type JsonRpcRequest } from '../jsonrpc.js';
-import type { IdMinter } from './ids.js';
-import { refusal } from './inbound.js';
-import type { SessionRef } from './legacy-client.js';
-import type { UpstreamSessionClient } from './session-client.js';
-import { tracedRequest } from './traced-request.js';
+import {
+  type IdMinter,
+  type SessionRef,
+  type UpstreamSessionClient,
+  tracedRequest,
+} from './core/index.js';
+import { refusal } from './http/index.js';
 
 export interface OwnCallDeps {
   client: UpstreamSessionClient;

@@ -1,5 +1,5 @@
 // The tests' one `text/event-stream` decoder, written from the WHATWG event-stream rules and
-// independent of Causeway's own parser (src/upstream/sse.ts), so a test never checks Causeway's
+// independent of Causeway's own parser (src/upstream/http/sse.ts), so a test never checks Causeway's
 // output with Causeway's code. Lines end in CRLF, LF or CR; a leading BOM is dropped; a
 // `field: value` line loses one space after the colon; a `:` line is a comment; a blank line
 // ends an event. An event is reported when its block had any field (a block of comments only is

@@ -8,8 +8,8 @@ import { createLogger } from '../../src/log.js';
 import { CausewayError } from '../../src/errors.js';
 import type { JsonObject } from '../../src/jsonrpc.js';
 import { MemorySessionStore, SessionPool, sessionKey, type PoolEvents, type PoolOptions, type SessionRecord, type SessionStore } from '../../src/pool/index.js';
-import { SessionExpiredError } from '../../src/upstream/errors.js';
-import type { UpstreamClient } from '../../src/upstream/legacy-client.js';
+import { SessionExpiredError } from '../../src/upstream/core/errors.js';
+import type { UpstreamClient } from '../../src/upstream/http/legacy-client.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

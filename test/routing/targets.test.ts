@@ -2,7 +2,7 @@
 // on probation, and a last resort when every URL is ejected. Time is the test's own clock.
 
 import t from 'tap';
-import { neverDelivered, TargetSet } from '../../src/upstream/targets.js';
+import { neverDelivered, TargetSet } from '../../src/upstream/core/targets.js';
 import { compileRules, globToRegExp, pinnedUpstream } from '../../src/routing/rules.js';
 import { templatePattern } from '../../src/routing/merge.js';
 

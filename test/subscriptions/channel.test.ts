@@ -10,9 +10,9 @@ import type { PooledSession, SessionPool } from '../../src/pool/index.js';
 import { sessionKey } from '../../src/pool/index.js';
 import { InProcessSessionEventBus, Subscriptions } from '../../src/subscriptions/index.js';
 import { SessionChannel, type ChannelMember } from '../../src/subscriptions/channel.js';
-import { SessionExpiredError } from '../../src/upstream/errors.js';
-import { IdMinter } from '../../src/upstream/ids.js';
-import type { SessionRef, StreamHandlers, UpstreamClient } from '../../src/upstream/legacy-client.js';
+import { SessionExpiredError } from '../../src/upstream/core/errors.js';
+import { IdMinter } from '../../src/upstream/core/ids.js';
+import type { SessionRef, StreamHandlers, UpstreamClient } from '../../src/upstream/http/legacy-client.js';
 
 /** A tools/list page whose one tool has an x-mcp-header annotation. */
 const ANNOTATED_TOOLS = {

@@ -18,8 +18,8 @@ import { RELEASED_KEY, SessionChannel, type ChannelMember } from '../../src/subs
 import { RedisListenCoordinator } from '../../src/subscriptions/redis-coordination.js';
 import { listenKeys } from '../../src/subscriptions/redis-keys.js';
 import { SharedSessionEventBus, Subscriptions } from '../../src/subscriptions/index.js';
-import { IdMinter } from '../../src/upstream/ids.js';
-import type { SessionRef, StreamHandlers, UpstreamClient } from '../../src/upstream/legacy-client.js';
+import { IdMinter } from '../../src/upstream/core/ids.js';
+import type { SessionRef, StreamHandlers, UpstreamClient } from '../../src/upstream/http/legacy-client.js';
 import { freePort, startRedis } from '../helpers/redis.js';
 
 const log = createLogger('silent');

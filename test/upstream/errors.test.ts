@@ -1,7 +1,7 @@
 import t from 'tap';
 import { CausewayError } from '../../src/errors.js';
-import { SessionExpiredError, toUpstreamError, TRANSPORT_ERROR_REASONS } from '../../src/upstream/errors.js';
-import { sendsVersionHeader, upstreamHeaders } from '../../src/upstream/headers.js';
+import { SessionExpiredError, toUpstreamError, TRANSPORT_ERROR_REASONS } from '../../src/upstream/core/errors.js';
+import { sendsVersionHeader, upstreamHeaders } from '../../src/upstream/core/headers.js';
 
 function coded(code: string): Error {
   return Object.assign(new Error(code), { code });

@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 import t from 'tap';
 import { CausewayError } from '../../src/errors.js';
 import type { JsonRpcRequest } from '../../src/jsonrpc.js';
-import { SessionExpiredError, TargetUnreachableError } from '../../src/upstream/errors.js';
+import { SessionExpiredError, TargetUnreachableError } from '../../src/upstream/core/errors.js';
 import { event, json, rawClient, rawServer, reasonOf, SESSION, startSse, until } from './raw-server.js';
 
 const LIST: JsonRpcRequest = { jsonrpc: '2.0', id: 5, method: 'tools/list' };

@@ -1,9 +1,9 @@
 import t from 'tap';
 import { CausewayError } from '../../src/errors.js';
 import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../../src/jsonrpc.js';
-import { SessionExpiredError } from '../../src/upstream/errors.js';
-import { UpstreamClient, type HandshakeResult, type UpstreamEndpoint } from '../../src/upstream/legacy-client.js';
-import { TargetSet } from '../../src/upstream/targets.js';
+import { SessionExpiredError } from '../../src/upstream/core/errors.js';
+import { UpstreamClient, type HandshakeResult, type UpstreamEndpoint } from '../../src/upstream/http/legacy-client.js';
+import { TargetSet } from '../../src/upstream/core/targets.js';
 import { logSink, type LogSink } from './log-sink.js';
 import { startSdkServer, type SdkFixture, type SdkFixtureOptions } from './sdk-server.js';
 

@@ -8,9 +8,9 @@ import {
   type SessionRef,
   type UpstreamClientOptions,
   type UpstreamEndpoint,
-} from '../../src/upstream/legacy-client.js';
+} from '../../src/upstream/http/legacy-client.js';
 import { logSink, type LogSink } from './log-sink.js';
-import { TargetSet } from '../../src/upstream/targets.js';
+import { TargetSet } from '../../src/upstream/core/targets.js';
 
 export interface HasTeardown {
   teardown(fn: () => unknown): void;

@@ -10,9 +10,9 @@ import t, { type Test } from 'tap';
 import { LocalBus, type MessageBus } from '../../src/bus/message-bus.js';
 import type { JsonRpcRequest } from '../../src/jsonrpc.js';
 import { createLogger } from '../../src/log.js';
-import type { Exchange } from '../../src/upstream/inbound.js';
-import { OutsideAsks } from '../../src/upstream/outside-asks.js';
-import { ReplicaAsks } from '../../src/upstream/replica-asks.js';
+import type { Exchange } from '../../src/upstream/http/inbound.js';
+import { OutsideAsks } from '../../src/upstream/replicas/outside-asks.js';
+import { ReplicaAsks } from '../../src/upstream/replicas/replica-asks.js';
 
 const log = createLogger('silent');
 const SESSION = 'session-1';

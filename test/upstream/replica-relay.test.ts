@@ -10,11 +10,11 @@ import { LocalBus, type MessageBus } from '../../src/bus/message-bus.js';
 import { CausewayError } from '../../src/errors.js';
 import type { JsonRpcNotification } from '../../src/jsonrpc.js';
 import { createLogger } from '../../src/log.js';
-import { ChannelClient } from '../../src/upstream/channel-client.js';
-import { SessionExpiredError, TargetUnreachableError } from '../../src/upstream/errors.js';
-import { ReplicaRelay, type RelayOptions } from '../../src/upstream/replica-relay.js';
-import type { SessionRef } from '../../src/upstream/headers.js';
-import { StdioOpener } from '../../src/upstream/stdio-channel.js';
+import { ChannelClient } from '../../src/upstream/channel/channel-client.js';
+import { SessionExpiredError, TargetUnreachableError } from '../../src/upstream/core/errors.js';
+import { ReplicaRelay, type RelayOptions } from '../../src/upstream/replicas/replica-relay.js';
+import type { SessionRef } from '../../src/upstream/core/headers.js';
+import { StdioOpener } from '../../src/upstream/channel/stdio-channel.js';
 import { call, textOf } from './tool-calls.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));

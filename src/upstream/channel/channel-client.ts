@@ -1,0 +1,370 @@
+// A legacy upstream whose every session is one MessageChannel (a stdio child process or a
+// 2024-11-05 HTTP+SSE connection). The session id Causeway keeps is a local channel id, so such
+// sessions live in this replica (replicas/replica-relay.ts reaches them from the others). Many
+// requests are in flight on one channel at once; channel-session.ts matches answers to them by
+// JSON-RPC id and routes what the server sends outside an answer.
+// At most maxChannels channels are open; to open one more the least recently used idle one (no
+// call in flight, no open stream) is closed, and with none idle the open is refused (overloaded).
+// A channel idle for idleTtlMs is closed too: its last use is seen here whoever asked for it (a
+// pooled session, a legacy client's, another replica's through the relay).
+// A channel lost with calls in flight fails them (upstream_unavailable); the next request on its
+// session gets SessionExpiredError, so the pool opens a new one, after a backoff when channels
+// keep being lost. A call cannot be resumed: resumeCall is refused, and the bridge replays.
+
+import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import { CausewayError } from '../../errors.js';
+import { isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { CallScope, ScopeSet, badResponse } from '../http/index.js';
+import {
+  type HandshakeResult,
+  type InitializeParams,
+  type StreamHandlers,
+  ResumeRefusedError,
+  SessionExpiredError,
+  type SessionRef,
+  type UpstreamSessionClient,
+} from '../core/index.js';
+import { ChannelSession, idKey, type OpenStream, type Pending } from './channel-session.js';
+import type { ChannelOpener, MessageChannel } from './message-channel.js';
+
+export interface ChannelClientOptions {
+  requestTimeoutMs: number;
+  /** Most channels (processes) open at once. */
+  maxChannels: number;
+  /** Backoff before opening a channel after one was lost: first wait, doubled per loss, capped. */
+  restartBackoffMs?: number;
+  maxRestartBackoffMs?: number;
+  /** A channel with no call in flight, no open stream and no use for this long is closed. */
+  idleTtlMs?: number;
+  /** Called once per request() with its outcome and duration, as UpstreamClient does. */
+  onRequest?(method: string, result: 'ok' | 'error' | 'failed' | 'cancelled', seconds: number): void;
+  /** Open channels, after each change. */
+  onChannels?(open: number): void;
+  /** A channel was opened after one was lost (a restart). */
+  onRestart?(): void;
+}
+
+/** The HTTP status ResumeRefusedError carries when the transport has no resumable streams. */
+const NO_RESUME_STATUS = 405;
+/** A channel that lived this long before it was lost counts as the first loss again. */
+const HEALTHY_LIFETIME_MS = 10_000;
+const INITIALIZE_ID = 0;
+/** The longest time between two idle sweeps; a short idleTtlMs sweeps more often, at most once a second. */
+const MAX_SWEEP_MS = 30_000;
+
+export class ChannelClient implements UpstreamSessionClient {
+  private readonly sessions = new Map<string, ChannelSession>();
+  private readonly lifetime = new ScopeSet();
+  private readonly quiesce = new AbortController();
+  private readonly inflight = new Set<Promise<unknown>>();
+  private state: 'open' | 'closing' | 'closed' = 'open';
+  private closing: Promise<void> | undefined;
+  private opening = 0;
+  private losses = 0;
+  private lastLossAt = 0;
+  private restartOwed = false;
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly name: string,
+    private readonly opener: ChannelOpener,
+    private readonly log: Logger,
+    private readonly opts: ChannelClientOptions,
+  ) {
+    setMaxListeners(0, this.quiesce.signal);
+    const ttl = opts.idleTtlMs;
+    if (ttl !== undefined) {
+      this.sweeper = setInterval(() => this.sweep(ttl), Math.max(1000, Math.min(ttl / 4, MAX_SWEEP_MS)));
+      this.sweeper.unref();
+    }
+  }
+
+  private sweep(idleTtlMs: number): void {
+    const before = Date.now() - idleTtlMs;
+    for (const s of [...this.sessions.values()]) {
+      if (!s.idle || s.lastUsedAt >= before) continue;
+      this.log.debug('closing an upstream channel left idle');
+      void this.end(s);
+    }
+  }
+
+  /** Channels open now. */
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  admits(): boolean {
+    return true;
+  }
+
+  targetIndex(): number {
+    return 0;
+  }
+
+  initialize(params: InitializeParams, signal?: AbortSignal): Promise<HandshakeResult> {
+    return this.track(true, async () => {
+      const scope = this.scope(signal, this.opts.requestTimeoutMs);
+      let session: ChannelSession | undefined;
+      this.opening += 1;
+      try {
+        await this.makeRoom();
+        await this.backoff(scope);
+        const channel = await this.opener.open(scope.signal);
+        session = this.adopt(channel);
+        this.opening -= 1;
+        this.changed();
+        if (this.restartOwed) {
+          this.restartOwed = false;
+          this.opts.onRestart?.();
+        }
+        const msg: JsonRpcRequest = { jsonrpc: '2.0', id: INITIALIZE_ID, method: 'initialize', params: { ...params } };
+        const response = await this.exchange(session, msg, {}, scope);
+        if ('error' in response) throw new CausewayError('upstream_unavailable', response.error.message, undefined, { cause: response.error });
+        const version = response.result.protocolVersion;
+        if (typeof version !== 'string' || version === '') throw badResponse('initialize result has no protocolVersion');
+        await session.channel.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+        this.log.debug({ protocolVersion: version }, 'upstream channel initialized');
+        return { sessionId: session.id, protocolVersion: version, target: undefined, initializeResult: response.result };
+      } catch (err) {
+        if (session === undefined) this.opening -= 1;
+        else void this.end(session);
+        throw scope.settle(err);
+      } finally {
+        scope.dispose();
+      }
+    });
+  }
+
+  request(
+    session: SessionRef,
+    msg: JsonRpcRequest,
+    handlers: StreamHandlers,
+    signal?: AbortSignal,
+    _extraHeaders?: Record<string, string>,
+    timeoutMs?: number,
+  ): Promise<JsonRpcResponse> {
+    return this.track(true, async () => {
+      const s = this.live(session);
+      const scope = this.scope(signal, timeoutMs ?? this.opts.requestTimeoutMs);
+      const started = performance.now();
+      let result: 'ok' | 'error' | 'failed' | 'cancelled' = 'failed';
+      const asked = { value: false };
+      try {
+        const response = await this.exchange(s, msg, handlers, scope, asked);
+        result = 'error' in response ? 'error' : 'ok';
+        return response;
+      } catch (err) {
+        if (signal?.aborted) result = 'cancelled';
+        throw scope.settle(err);
+      } finally {
+        scope.dispose();
+        if (this.opts.onRequest && !asked.value) this.opts.onRequest(msg.method, result, (performance.now() - started) / 1000);
+      }
+    });
+  }
+
+  /** A channel keeps no stream to take up again: the bridge replays the call instead. */
+  resumeCall(): Promise<JsonRpcResponse> {
+    return Promise.reject(new ResumeRefusedError(this.name, NO_RESUME_STATUS));
+  }
+
+  notify(session: SessionRef, n: JsonRpcNotification): Promise<void> {
+    return this.oneWay(session, n);
+  }
+
+  respond(session: SessionRef, r: JsonRpcResponse): Promise<void> {
+    const s = session.sessionId === undefined ? undefined : this.sessions.get(session.sessionId);
+    if (s && r.id !== null && r.id !== undefined) {
+      const key = idKey(r.id);
+      s.asks.get(key)?.outstanding.delete(key);
+      s.asks.delete(key);
+    }
+    return this.oneWay(session, r);
+  }
+
+  /** Registers `handlers` for the session's messages that belong to no call; done rejects with SessionExpiredError when the session is lost. */
+  openStream(session: SessionRef, handlers: StreamHandlers, signal: AbortSignal): Promise<'unsupported' | { done: Promise<void> }> {
+    return this.track(true, async () => {
+      const s = this.live(session);
+      let end!: (err?: unknown) => void;
+      const done = new Promise<void>((resolve, reject) => {
+        const stream: OpenStream = {
+          handlers,
+          end: (err) => {
+            if (!s.streams.delete(stream)) return;
+            signal.removeEventListener('abort', onAbort);
+            this.quiesce.signal.removeEventListener('abort', onAbort);
+            if (err === undefined) resolve();
+            else reject(err);
+          },
+        };
+        const onAbort = (): void => stream.end();
+        end = stream.end;
+        s.streams.add(stream);
+        signal.addEventListener('abort', onAbort, { once: true });
+        this.quiesce.signal.addEventListener('abort', onAbort, { once: true });
+      });
+      if (signal.aborted || this.quiesce.signal.aborted) end();
+      s.lastUsedAt = Date.now();
+      return { done: this.register(done) };
+    });
+  }
+
+  async terminate(session: SessionRef): Promise<void> {
+    const s = session.sessionId === undefined ? undefined : this.sessions.get(session.sessionId);
+    if (s) await this.end(s);
+  }
+
+  /** Refuses new work, ends open streams, lets in-flight calls finish, then closes every channel. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      clearInterval(this.sweeper);
+      if (this.state === 'open') this.state = 'closing';
+      this.quiesce.abort();
+      while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+      this.state = 'closed';
+      await Promise.allSettled([...this.sessions.values()].map((s) => this.end(s)));
+      await this.opener.close?.();
+    })();
+    return this.closing;
+  }
+
+  /** Fails every call now and closes every channel. */
+  async destroy(): Promise<void> {
+    clearInterval(this.sweeper);
+    this.state = 'closed';
+    this.quiesce.abort();
+    this.lifetime.end();
+    await Promise.allSettled([...this.sessions.values()].map((s) => this.end(s)));
+    await this.opener.close?.();
+  }
+
+  private adopt(channel: MessageChannel): ChannelSession {
+    const s = new ChannelSession(randomUUID(), channel, this.log);
+    this.sessions.set(s.id, s);
+    channel.onMessage((m) => s.route(m));
+    channel.onClose((reason) => this.lose(s, reason));
+    if (channel.closed) this.lose(s, new CausewayError('upstream_unavailable', `Upstream ${this.name}: its channel closed`));
+    return s;
+  }
+
+  /** The channel ended: by us (reason undefined) or on its own. Its calls fail, its streams end. */
+  private lose(s: ChannelSession, reason: Error | undefined): void {
+    if (s.lost) return;
+    s.lost = true;
+    if (this.sessions.get(s.id) === s) {
+      this.sessions.delete(s.id);
+      this.changed();
+    }
+    if (reason !== undefined && this.state === 'open') {
+      const now = Date.now();
+      this.losses = now - s.openedAt >= HEALTHY_LIFETIME_MS ? 1 : this.losses + 1;
+      this.lastLossAt = now;
+      this.restartOwed = true;
+      this.log.warn({ err: reason, callsInFlight: s.pending.size }, 'upstream channel lost');
+    }
+    const error = reason ?? new CausewayError('upstream_unavailable', `Upstream ${this.name}: the session's channel was closed`);
+    for (const p of [...s.pending.values()]) p.settle({ error });
+    for (const stream of [...s.streams]) stream.end(new SessionExpiredError(this.name, { cause: error }));
+  }
+
+  private async end(s: ChannelSession): Promise<void> {
+    this.lose(s, undefined);
+    await s.channel.close().catch((err: unknown) => this.log.debug({ err }, 'closing an upstream channel failed'));
+  }
+
+  /** Below maxChannels: close the least recently used idle channel, or refuse. */
+  private async makeRoom(): Promise<void> {
+    while (this.sessions.size + this.opening > this.opts.maxChannels) {
+      let oldest: ChannelSession | undefined;
+      for (const s of this.sessions.values()) if (s.idle && (oldest === undefined || s.lastUsedAt < oldest.lastUsedAt)) oldest = s;
+      if (oldest === undefined) throw new CausewayError('overloaded', `Upstream ${this.name}: all ${this.opts.maxChannels} of its processes are busy`);
+      this.log.info('closing the least recently used idle upstream process to start another');
+      await this.end(oldest);
+    }
+  }
+
+  private async backoff(scope: CallScope): Promise<void> {
+    if (this.losses === 0) return;
+    const first = this.opts.restartBackoffMs ?? 100;
+    const wait = Math.min(first * 2 ** (this.losses - 1), this.opts.maxRestartBackoffMs ?? 5_000) - (Date.now() - this.lastLossAt);
+    if (wait > 0) await scope.sleep(wait);
+  }
+
+  private live(session: SessionRef): ChannelSession {
+    const s = session.sessionId === undefined ? undefined : this.sessions.get(session.sessionId);
+    if (s === undefined || s.lost || s.channel.closed) throw new SessionExpiredError(this.name);
+    return s;
+  }
+
+  private exchange(s: ChannelSession, msg: JsonRpcRequest, handlers: StreamHandlers, scope: CallScope, asked?: { value: boolean }): Promise<JsonRpcResponse> {
+    return new Promise<JsonRpcResponse>((resolve, reject) => {
+      const key = idKey(msg.id);
+      if (s.pending.has(key)) {
+        reject(new CausewayError('internal_error', 'a request id is already in flight on this upstream session'));
+        return;
+      }
+      const meta = isObject(msg.params) && isObject(msg.params._meta) ? msg.params._meta : undefined;
+      const token = meta?.progressToken;
+      const onAbort = (): void => pending.settle({ error: scope.signal.reason });
+      const pending: Pending = {
+        method: msg.method,
+        handlers,
+        progressToken: typeof token === 'string' || typeof token === 'number' ? token : undefined,
+        ...(msg.method === 'tasks/result' && isObject(msg.params) && typeof msg.params.taskId === 'string' ? { followsTask: msg.params.taskId } : {}),
+        asked: false,
+        outstanding: new Set(),
+        settle: (outcome) => {
+          if (s.pending.get(key) !== pending) return;
+          s.pending.delete(key);
+          for (const ask of pending.outstanding) s.asks.delete(ask);
+          s.lastUsedAt = Date.now();
+          scope.signal.removeEventListener('abort', onAbort);
+          if (asked) asked.value = pending.asked;
+          if ('response' in outcome) resolve(outcome.response);
+          else reject(outcome.error);
+        },
+      };
+      s.pending.set(key, pending);
+      s.lastUsedAt = Date.now();
+      if (scope.signal.aborted) return onAbort();
+      scope.signal.addEventListener('abort', onAbort, { once: true });
+      s.channel.send(msg).catch((err: unknown) => pending.settle({ error: err }));
+    });
+  }
+
+  private oneWay(session: SessionRef, message: JsonRpcNotification | JsonRpcResponse): Promise<void> {
+    return this.track(false, async () => {
+      const s = this.live(session);
+      s.lastUsedAt = Date.now();
+      await s.channel.send(message);
+    });
+  }
+
+  private scope(signal: AbortSignal | undefined, timeoutMs: number): CallScope {
+    return new CallScope(signal, [this.lifetime], timeoutMs);
+  }
+
+  private changed(): void {
+    this.opts.onChannels?.(this.sessions.size);
+  }
+
+  /** New calls are refused once closing; one-way sends still go so in-flight calls can finish. */
+  private track<T>(isNewWork: boolean, fn: () => Promise<T>): Promise<T> {
+    if (this.state === 'closed' || (isNewWork && this.state === 'closing')) {
+      return Promise.reject(new CausewayError('upstream_unavailable', 'Upstream client is closed'));
+    }
+    return this.register(fn());
+  }
+
+  private register<T>(p: Promise<T>): Promise<T> {
+    this.inflight.add(p);
+    const forget = (): void => {
+      this.inflight.delete(p);
+    };
+    p.then(forget, forget);
+    return p;
+  }
+}

@@ -1,0 +1,11 @@
+// The contracts every part of upstream/ shares and builds on: what an upstream session client
+// is (session-client.ts), its errors, request ids, the headers a request carries upstream, the
+// places an upstream lives (targets.ts) and the traced request. It imports no other part of
+// upstream/ at run time.
+
+export { errorCode, isConnectionDrop, ResumeRefusedError, SessionExpiredError, TargetUnreachableError, toUpstreamError } from './errors.js';
+export { callHeaders, isValidSessionId, sessionDigest, type SessionRef, upstreamHeaders, type UpstreamRequestKind } from './headers.js';
+export { IdMinter } from './ids.js';
+export type { HandshakeResult, InitializeParams, StreamHandlers, UpstreamSessionClient } from './session-client.js';
+export { neverDelivered, TargetSet } from './targets.js';
+export { tracedRequest } from './traced-request.js';

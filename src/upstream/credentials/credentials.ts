@@ -1,0 +1,199 @@
+// Causeway's own credential for an upstream, never the client's token [AUTH-SEC]: an OAuth
+// client-credentials token (one per upstream), or an RFC 8693 exchange of the client's token for
+// one addressed to the upstream (one per principal). A token is reused until shortly before it
+// expires (then fetched again in the background while it still serves), fetched once for all
+// concurrent callers, and forgotten when the upstream refuses it. No token reaches a log.
+
+import { request } from 'undici';
+import { CausewayError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+
+export type CredentialGrant = 'client_credentials' | 'token_exchange' | 'authorization_code';
+export const CREDENTIAL_GRANTS: readonly CredentialGrant[] = ['client_credentials', 'token_exchange', 'authorization_code'];
+
+export interface CredentialSpec {
+  grant: CredentialGrant;
+  /** The token endpoint; for authorization_code, found in the issuer's metadata. */
+  tokenUrl: string;
+  /** authorization_code: the upstream's authorization server, whose metadata names its endpoints. */
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** Space-separated scopes asked for; empty: none named. */
+  scope: string;
+  /** The upstream's resource indicator [RFC 8707]; empty: none sent. */
+  resource: string;
+  /** token_exchange: the audience asked for [RFC 8693 §2.1]; empty: none sent. */
+  audience: string;
+}
+
+/** How an upstream's requests are authorized: Causeway's own token, or the user's own (sign-in.ts). */
+export interface UpstreamAuthorization {
+  /** The Authorization value of a request made for `principal`; undefined: none to send. */
+  authorization(principal: string | undefined): Promise<string | undefined>;
+  /**
+   * The upstream answered 401 to a request sent with `sent`: true to try once more with a new
+   * token (never after the `last` try, when the 401 is relayed); throws instead when the answer
+   * is an error of Causeway's own.
+   */
+  refused(principal: string | undefined, sent: string | undefined, last: boolean): Promise<boolean>;
+}
+
+/** The access token a principal's requests came with lately: the subject of an exchange. */
+export interface SubjectSource {
+  subject(principal: string): { token: string; expiresAt: number } | undefined;
+}
+
+interface Held {
+  value: string;
+  /** From then on a new token is fetched in the background. */
+  refreshAt: number;
+  expiresAt: number;
+}
+
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
+/** The key of the one client-credentials token. */
+const SHARED = '';
+/** Most exchanged tokens kept; the least recently fetched goes first. */
+const MAX_HELD = 10_000;
+/** A token answer without expires_in is used this long. */
+const DEFAULT_LIFETIME_MS = 60_000;
+const TOKEN_TIMEOUT_MS = 10_000;
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+export function credentialError(message: string, cause?: unknown): CausewayError {
+  return new CausewayError('upstream_credentials', message, undefined, cause === undefined ? undefined : { cause });
+}
+
+/** RFC 6749 §2.3.1: client id and secret are form-encoded before Basic. */
+function basic(id: string, secret: string): string {
+  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
+  return `Basic ${Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64')}`;
+}
+
+export class UpstreamCredentials implements UpstreamAuthorization {
+  private readonly held = new Map<string, Held>();
+  private readonly fetching = new Map<string, Promise<Held>>();
+
+  constructor(
+    private readonly spec: CredentialSpec,
+    private readonly subjects: SubjectSource | undefined,
+    private readonly log: Logger,
+  ) {}
+
+  /** The Authorization value of a request made for `principal` (its pooled session's, or its own). */
+  async authorization(principal: string | undefined): Promise<string> {
+    const key = this.keyOf(principal);
+    const now = Date.now();
+    const held = this.held.get(key);
+    if (held && now < held.expiresAt) {
+      if (now >= held.refreshAt) void this.fetch(key).catch(() => undefined);
+      return `Bearer ${held.value}`;
+    }
+    return `Bearer ${(await this.fetch(key)).value}`;
+  }
+
+  /** The next request fetches a new token (one refused early: revoked, its keys rotated). */
+  async refused(principal: string | undefined, sent: string | undefined, last: boolean): Promise<boolean> {
+    const key = this.keyOf(principal);
+    if (`Bearer ${this.held.get(key)?.value}` === sent) this.held.delete(key);
+    return !last;
+  }
+
+  private keyOf(principal: string | undefined): string {
+    if (this.spec.grant === 'client_credentials') return SHARED;
+    if (principal === undefined) throw credentialError('No principal to exchange a token for');
+    return principal;
+  }
+
+  private fetch(key: string): Promise<Held> {
+    let p = this.fetching.get(key);
+    if (!p) {
+      p = this.obtain(key).finally(() => this.fetching.delete(key));
+      this.fetching.set(key, p);
+    }
+    return p;
+  }
+
+  private async obtain(key: string): Promise<Held> {
+    const { spec } = this;
+    const form = new URLSearchParams();
+    let notAfter = Infinity;
+    if (spec.grant === 'client_credentials') form.set('grant_type', 'client_credentials');
+    else {
+      const subject = this.subjects?.subject(key);
+      if (!subject || subject.expiresAt <= Date.now()) throw credentialError('No live client token to exchange for the upstream’s');
+      // The upstream's token speaks for the client no longer than the client's own does.
+      notAfter = subject.expiresAt;
+      form.set('grant_type', TOKEN_EXCHANGE);
+      form.set('subject_token', subject.token);
+      form.set('subject_token_type', ACCESS_TOKEN);
+      form.set('requested_token_type', ACCESS_TOKEN);
+      if (spec.audience !== '') form.set('audience', spec.audience);
+    }
+    if (spec.resource !== '') form.set('resource', spec.resource);
+    if (spec.scope !== '') form.set('scope', spec.scope);
+    const sent = Date.now();
+    const answer = await tokenRequest(spec, form, this.log);
+    const lifetime = answer.expiresInS === undefined ? DEFAULT_LIFETIME_MS : answer.expiresInS * 1000;
+    const expiresAt = Math.min(sent + lifetime, notAfter);
+    // Fetched again once 80% of its life is spent, and never in its last 10 s without waiting.
+    const held: Held = { value: answer.token, expiresAt: expiresAt - Math.min(10_000, lifetime / 10), refreshAt: sent + lifetime * 0.8 };
+    this.held.delete(key);
+    if (this.held.size >= MAX_HELD) this.held.delete(this.held.keys().next().value!);
+    this.held.set(key, held);
+    return held;
+  }
+}
+
+/** A token endpoint's answer [RFC 6749 §5.1]. */
+export interface TokenAnswer {
+  token: string;
+  expiresInS: number | undefined;
+  refreshToken: string | undefined;
+}
+
+/** POSTs a token request with client_secret_basic; refusals and failures are upstream_credentials errors. */
+export async function tokenRequest(
+  client: Pick<CredentialSpec, 'tokenUrl' | 'clientId' | 'clientSecret'>,
+  form: URLSearchParams,
+  log: Logger,
+): Promise<TokenAnswer> {
+  const grant = form.get('grant_type');
+  if (client.clientSecret === '') form.set('client_id', client.clientId);
+  let status: number;
+  let body: unknown;
+  try {
+    const res = await request(client.tokenUrl, {
+      method: 'POST',
+      // A public client (no secret: a metadata document's) names itself in the form [RFC 6749 §3.2.1].
+      headers: {
+        ...(client.clientSecret === '' ? {} : { authorization: basic(client.clientId, client.clientSecret) }),
+        'content-type': 'application/x-www-form-urlencoded',
+        accept: 'application/json',
+      },
+      body: form.toString(),
+      signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS),
+    });
+    status = res.statusCode;
+    const text = await res.body.text();
+    body = text.length <= MAX_ANSWER_BYTES ? JSON.parse(text) : undefined;
+  } catch (err) {
+    log.warn({ grant, err: (err as Error).message }, 'upstream token request failed');
+    throw credentialError('The upstream’s authorization server could not be reached', err);
+  }
+  const o = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  if (status !== 200 || typeof o.access_token !== 'string' || o.access_token === '') {
+    // error is a registered code [RFC 6749 §5.2]: short and safe to log; the description is not logged.
+    const error = typeof o.error === 'string' ? o.error.slice(0, 64) : undefined;
+    log.warn({ grant, status, error }, 'upstream token refused');
+    throw credentialError(`The upstream’s authorization server refused the token request${error ? ` (${error})` : ''}`);
+  }
+  if (typeof o.token_type !== 'string' || o.token_type.toLowerCase() !== 'bearer') {
+    throw credentialError('The upstream’s authorization server issued a token that is not a Bearer token');
+  }
+  const expiresIn = typeof o.expires_in === 'number' && o.expires_in > 0 ? o.expires_in : undefined;
+  const refresh = typeof o.refresh_token === 'string' && o.refresh_token !== '' ? o.refresh_token : undefined;
+  return { token: o.access_token, expiresInS: expiresIn, refreshToken: refresh };
+}

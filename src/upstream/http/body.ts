@@ -1,0 +1,84 @@
+// Bounded reads of undici response bodies. Exceeding the byte cap, or a Content-Length announcing
+// more than it, is upstream_bad_response and the body is destroyed. Unread bodies are drained in the
+// background (so keep-alive sockets are reused) but never waited on for long.
+
+import { CausewayError } from '../../errors.js';
+
+export interface ResponseBody extends AsyncIterable<Uint8Array> {
+  destroy(err?: Error): unknown;
+  dump(opts?: { limit?: number }): Promise<void>;
+  /** With destroyOnReturn false, leaving a loop over it early leaves the body open (Node Readable). */
+  iterator(options: { destroyOnReturn: boolean }): AsyncIterable<Uint8Array>;
+  on(event: 'error', listener: (err: Error) => void): this;
+  on(event: 'close', listener: () => void): this;
+  on(event: 'data', listener: (chunk: Uint8Array) => void): this;
+  resume(): this;
+}
+
+export function tooLarge(max: number): CausewayError {
+  return new CausewayError('upstream_bad_response', `Upstream response exceeds ${max} bytes`);
+}
+
+const DISCARD_LIMIT = 64 * 1024;
+const DISCARD_WAIT_MS = 1000;
+
+export function checkContentLength(body: ResponseBody, header: string | string[] | undefined, max: number): void {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value !== undefined && Number(value) > max) {
+    body.destroy();
+    throw tooLarge(max);
+  }
+}
+
+export async function readText(body: ResponseBody, max: number): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of body) {
+    total += chunk.byteLength;
+    if (total > max) {
+      body.destroy();
+      throw tooLarge(max);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Frees the connection after a response we do not read; settles within a second, never rejects. */
+export function discard(body: ResponseBody): Promise<void> {
+  const timer = setTimeout(() => body.destroy(), DISCARD_WAIT_MS);
+  timer.unref();
+  return body
+    .dump({ limit: DISCARD_LIMIT })
+    .catch(() => body.destroy())
+    .then(() => clearTimeout(timer));
+}
+
+/**
+ * The rest of a body whose awaited message was read (normally just its end), read in the
+ * background so the connection is reused; destroyed only if more than a little, or not soon, follows.
+ */
+export function finish(body: ResponseBody): void {
+  const timer = setTimeout(() => body.destroy(), DISCARD_WAIT_MS);
+  timer.unref();
+  let rest = 0;
+  body
+    .on('error', () => undefined)
+    .on('close', () => clearTimeout(timer))
+    .on('data', (chunk) => {
+      rest += chunk.byteLength;
+      if (rest > DISCARD_LIMIT) body.destroy();
+    })
+    .resume();
+}
+
+/** Drops a body after a failure; its own abort error is nobody's to handle. */
+export function abandon(body: ResponseBody): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
+export function mediaType(header: string | string[] | undefined): string {
+  const value = Array.isArray(header) ? header[0] : header;
+  return (value ?? '').split(';')[0]!.trim().toLowerCase();
+}

@@ -1,0 +1,68 @@
+// Server->client requests that arrive on a session's standalone GET stream, outside any call's
+// own stream. The legacy protocol does not say which call such an ask belongs to: it goes to the
+// one multi-round call (tools/call, prompts/get, resources/read) in flight on the session, and
+// with none or several it is refused at once, so the upstream's tool goes on without an answer
+// rather than waiting out its own timeout. Only calls that can relay an ask are counted. Across
+// replicas (replica-asks.ts) the other replicas name a session by its digest.
+
+import type { JsonRpcRequest } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { sessionDigest } from '../core/index.js';
+import type { Exchange } from '../http/index.js';
+import type { LocalAsks } from './replica-asks.js';
+
+/** Where an ask from the GET stream went: to the one asking call here, to it on another replica, or nowhere. */
+export type OutsideAskOutcome = 'given' | 'handed' | 'refused';
+
+/** Calls whose asks the multi-round bridge relays. */
+export const ASKING_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
+
+export class OutsideAsks implements LocalAsks {
+  private readonly calls = new Map<string, Set<Exchange>>();
+
+  constructor(private readonly log: Logger) {}
+
+  /** Counts `ctx` as in flight on its session until the function returned is called; undefined when it cannot take asks. */
+  enter(ctx: Exchange, method: string | undefined): (() => void) | undefined {
+    const id = ctx.session.sessionId;
+    if (id === undefined || ctx.handlers.onServerRequest === undefined || (method !== undefined && !ASKING_METHODS.has(method))) return undefined;
+    let set = this.calls.get(id);
+    if (!set) this.calls.set(id, (set = new Set()));
+    set.add(ctx);
+    return () => {
+      set.delete(ctx);
+      if (set.size === 0 && this.calls.get(id) === set) this.calls.delete(id);
+    };
+  }
+
+  /** Hands `r` to the only call on the session that can take an ask; false when there is none or more than one. */
+  give(sessionId: string | undefined, r: JsonRpcRequest): boolean {
+    return this.deliver(sessionId === undefined ? undefined : this.calls.get(sessionId), r);
+  }
+
+  count(digest: string): number {
+    return this.withDigest(digest)?.size ?? 0;
+  }
+
+  giveByDigest(digest: string, r: JsonRpcRequest): boolean {
+    return this.deliver(this.withDigest(digest), r);
+  }
+
+  /** Few sessions have calls in flight at once: hashing their ids when asked costs less than hashing every call's. */
+  private withDigest(digest: string): Set<Exchange> | undefined {
+    for (const [id, set] of this.calls) if (sessionDigest(id) === digest) return set;
+    return undefined;
+  }
+
+  private deliver(set: Set<Exchange> | undefined, r: JsonRpcRequest): boolean {
+    if (set === undefined || set.size !== 1) return false;
+    const call = set.values().next().value!;
+    call.asked = true;
+    try {
+      call.handlers.onServerRequest?.(r);
+    } catch (err) {
+      this.log.error({ err, method: r.method }, 'upstream message handler threw');
+    }
+    return true;
+  }
+}
