@@ -42,15 +42,15 @@ async function replica(key: string, ttlMs: number, beatMs: number): Promise<Beat
 }
 
 t.test('a replica that stops beating lapses, and every other hears of it once', async (t) => {
-  const [a, b, c] = await Promise.all([replica('t1:replicas', 300, 100), replica('t1:replicas', 300, 100), replica('t1:replicas', 300, 100)]);
-  await sleep(600);
+  const [a, b, c] = await Promise.all([replica('t1:replicas', 1500, 250), replica('t1:replicas', 1500, 250), replica('t1:replicas', 1500, 250)]);
+  await sleep(1000);
   t.same([a.lapsed, b.lapsed], [[], []], 'nobody lapses while all beat');
   c.client.disconnect();
   await until(() => a.lapsed.length > 0 && b.lapsed.length > 0);
   t.same(a.lapsed, [c.liveness.replicaId]);
   t.same(b.lapsed, [c.liveness.replicaId]);
   t.ok(a.liveness.isLapsed(c.liveness.replicaId));
-  await sleep(400);
+  await sleep(600);
   t.same(a.lapsed, [c.liveness.replicaId], 'told once');
   t.equal(a.resumed + b.resumed, 0, 'the live ones were never taken for lapsed');
 });
@@ -71,7 +71,7 @@ t.test('a replica that beat too late is told its own liveness lapsed', async (t)
 });
 
 t.test('a Redis that forgot the replicas tells each of them', async (t) => {
-  const a = await replica('t4:replicas', 300, 50);
+  const a = await replica('t4:replicas', 1500, 50);
   await sleep(100);
   t.equal(a.resumed, 0);
   await redis.admin.del('t4:replicas');

@@ -13,7 +13,7 @@ import { startRedis } from '../helpers/redis.js';
 import { rpc, sleep } from '../mrtr/wire.js';
 
 const PREFIX = 'idle:';
-const TAKEOVER_MS = 1_500;
+const TAKEOVER_MS = 3_000;
 const BEAT_MS = TAKEOVER_MS / 3;
 const PER_BEAT = 1; // one EVALSHA a beat; the commands it runs inside are Redis's, not sent
 

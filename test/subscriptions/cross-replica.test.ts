@@ -24,8 +24,8 @@ import { freePort, startRedis } from '../helpers/redis.js';
 
 const log = createLogger('silent');
 /** A replica not heard of for this long has lapsed; each states itself every BEAT ms. */
-const TTL = 300;
-const BEAT = 100;
+const TTL = 1_500;
+const BEAT = 250;
 const redis = await startRedis();
 const clients: Array<Redis | Cluster> = [];
 const livenesses: ReplicaLiveness[] = [];
