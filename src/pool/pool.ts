@@ -44,7 +44,7 @@ export interface PoolOptions {
   /** A session superseded when replicas converge after an outage is ended upstream this much later. Default 30000. */
   retireGraceMs?: number;
   /**
-   * The shared store's count for maxSessions is read by the idle sweep (and once at start), never
+   * The shared store’s count for maxSessions is read by the idle sweep, never
    * by a request; 0: by every new session too (tests of the bound).
    */
   countEveryMs?: 0;
