@@ -16,8 +16,7 @@ import { globToRegExp } from './glob.js';
 import { MemoryTaskStore, RedisTaskStore, TaskBridge } from './tasks/index.js';
 import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, type ReplicaBridge } from './mrtr/index.js';
 import { randomUUID } from 'node:crypto';
-import type { ModernDeps } from './pipeline.js';
-import { compileRules, Federation, principalHash, type Mount } from './routing/index.js';
+import { compileRules, Federation, principalHash, type ModernDeps, type Mount } from './routing/index.js';
 import { crossReplicaListen, InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
 import { VERSION } from './version.js';
 

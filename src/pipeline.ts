@@ -8,19 +8,19 @@ import {
   serverInfoOf,
   statusForUpstreamError,
   translateError,
+  toolFacts,
   translateResult,
   upstreamRunsTasks,
   TASKS_EXTENSION,
   TASKS_REQUIRED,
-  type CacheHint,
 } from './dialect/index.js';
-import { SseStream, sendCausewayError, sendJson, type HttpResponse } from './egress/index.js';
+import { SseStream, sendCausewayError, sendJson } from './egress/index.js';
 import { checkParamHeaders, levelAtLeast, mayNeedParamHeaders, type HeaderBag, type ModernRequest } from './envelope/index.js';
 import { causewayError, toCausewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
-import { sessionKey, sessionRef, type PooledSession, type SessionPool } from './pool/index.js';
-import { principalHash, type Federation, type Mount, type PrincipalPolicy, type Routed } from './routing/index.js';
+import { sessionRef, type PooledSession } from './pool/index.js';
+import { principalHash, sessionKeyFor, type Answered, type Federation, type ModernDeps, type ModernExchange, type Mount, type Routed } from './routing/index.js';
 import {
   callHeaders,
   enableLogging,
@@ -28,67 +28,10 @@ import {
   relayCall,
   walkList,
   type CallObserver,
-  type ForwardPolicy,
-  type IdMinter,
-  type UpstreamSessionClient,
 } from './upstream/index.js';
-import { runRound, signInRound, type BridgeDeps, type RoundResult } from './mrtr/index.js';
+import { runRound, signInRound, type RoundResult } from './mrtr/index.js';
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
-import type { Subscriptions } from './subscriptions/index.js';
-import type { Access } from './auth/index.js';
-import { inRequestSpan, markFailed, type Span } from './tracing/index.js';
-import type { TaskBridge } from './tasks/index.js';
-
-export interface ModernDeps {
-  upstreamName: string;
-  bridge: BridgeDeps;
-  client: UpstreamSessionClient;
-  pool: SessionPool;
-  ids: IdMinter;
-  principal: PrincipalPolicy;
-  /** The client headers this upstream gets. */
-  forward: ForwardPolicy;
-  /** subscriptions/listen, and the sink for change notifications seen on call streams. */
-  subscriptions: Subscriptions;
-  cacheHint(method: string): CacheHint;
-  /** Learns the upstream's tool / prompt / template names; records each answer once. */
-  metrics: UpstreamMetrics;
-  /** The tasks extension: the upstream's own tasks, and calls held as tasks. */
-  tasks: TaskBridge;
-  /** upstream.taskTools: the tools Causeway runs as tasks itself. */
-  taskTools: readonly RegExp[];
-}
-
-/** What a request was answered with, for its metric: set by the stage that answered. */
-export type Answered = 'complete' | 'input_required' | 'task' | 'upstream_error';
-
-/** What the access log line of a request says beyond the front door's view; filled by the stages that know. */
-export interface AccessNotes {
-  upstream?: string;
-  /** The JSON-RPC error code the client got, if any. */
-  code?: number;
-  /** The pooled upstream session was opened for this request, or one already open was used. */
-  session?: 'opened' | 'reused';
-  resultType?: string;
-  /** The round a multi-round retry answers (1 for the retry after the first input_required); absent otherwise. */
-  round?: number;
-  traceId?: string;
-}
-
-export interface ModernExchange {
-  request: ModernRequest;
-  headers: HeaderBag;
-  res: HttpResponse;
-  /** Aborted when the client goes away before the answer. */
-  signal: AbortSignal;
-  log: Logger;
-  /** The verified token's identity and scopes, when a resource server checked the request. */
-  access?: Access;
-  /** The request's server span, when tracing records it. */
-  span?: Span;
-  /** Filled for the access log, when the front door keeps one. */
-  notes?: AccessNotes;
-}
+import { inRequestSpan, markFailed } from './tracing/index.js';
 
 /** A modern request on a mount, as the front door hands it over. */
 export function serveModern(ex: ModernExchange, mount: Mount): Promise<void> {
@@ -141,7 +84,7 @@ async function measured(ex: ModernExchange, metrics: UpstreamMetrics, answer: ()
 async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
   const { request } = ex;
   const principal = principalHash(deps.principal, ex.headers, ex.access?.identity);
-  const key = sessionKey(deps.upstreamName, principal, request.meta.clientCapabilities);
+  const key = sessionKeyFor(deps.upstreamName, principal, request.meta.clientCapabilities);
   if (request.method === 'server/discover') {
     const session = await deps.pool.acquire(key);
     sendJson(ex.res, 200, {
@@ -306,7 +249,7 @@ async function forward(
     ex.signal,
   );
   if (!isErrorResponse(upstream)) {
-    if (request.method === 'tools/list') session.facts.learnTools(upstream.result);
+    if (request.method === 'tools/list') session.facts.learnTools(toolFacts(upstream.result));
     deps.metrics.learn(request.method, upstream.result);
   }
   return { session, result: { kind: 'upstream', response: upstream }, asTask };
@@ -319,7 +262,7 @@ const MAX_TOOL_PAGES = 50;
 async function learnTools(ex: ModernExchange, deps: ModernDeps, session: PooledSession): Promise<void> {
   const { facts } = session;
   if (facts.toolsComplete) return;
-  const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => facts.learnTools(page), { maxPages: MAX_TOOL_PAGES, signal: ex.signal });
+  const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => facts.learnTools(toolFacts(page)), { maxPages: MAX_TOOL_PAGES, signal: ex.signal });
   if (walk.complete) facts.toolsComplete = true;
 }
 

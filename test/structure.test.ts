@@ -2,7 +2,8 @@
 // through others, and no two folders either; a folder is entered through its index.ts only; no
 // stage but the front door imports the pipeline, and none the composition root, at run time
 // (they call the stages, never the other way round).
-// Type-only imports are left out: they are gone once compiled.
+// Type-only imports are left out of those (they are gone once compiled), but not out of the
+// floors that must hold in types too: routing never imports the pipeline, the pool never dialect.
 
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -23,15 +24,21 @@ function sources(dir: string): string[] {
 
 /** file (relative to src/) -> the files it imports at run time. */
 const graph = new Map<string, string[]>();
+/** The same, type-only imports included. */
+const typeGraph = new Map<string, string[]>();
 for (const file of sources(SRC)) {
   const from = relative(SRC, file);
   const to: string[] = [];
+  const all: string[] = [];
   for (const m of readFileSync(file, 'utf8').matchAll(IMPORT)) {
     const names = (m[2] ?? '*').split(',').map((n) => n.trim()).filter(Boolean);
+    const target = normalize(join(dirname(from), m[3]!)).replace(/\.js$/, '.ts');
+    all.push(target);
     if (m[1] !== undefined || names.every((n) => n.startsWith('type '))) continue;
-    to.push(normalize(join(dirname(from), m[3]!)).replace(/\.js$/, '.ts'));
+    to.push(target);
   }
   graph.set(from, to);
+  typeGraph.set(from, all);
 }
 
 t.test('the graph was read', async (t) => {
@@ -98,4 +105,15 @@ t.test('no cycles between folders: each stage builds only on the ones before it'
   }
   t.ok(folders.size > 5, `${folders.size} folders import another`);
   t.same(cyclesOf(folders), []);
+});
+
+t.test('floors that hold in types too: routing never imports the pipeline, the pool never imports dialect', async (t) => {
+  const up: string[] = [];
+  for (const [from, tos] of typeGraph) {
+    for (const to of tos) {
+      if ((from.startsWith('routing/') && to === 'pipeline.ts') || (from.startsWith('pool/') && to.startsWith('dialect/'))) up.push(`${from} -> ${to}`);
+    }
+  }
+  t.ok(typeGraph.get('pipeline.ts')?.includes('routing/index.ts'), 'type imports are read');
+  t.same(up, []);
 });

@@ -1,6 +1,8 @@
 // Capability translation across the eras. Upstream, Causeway declares exactly what the modern
 // client declared, in legacy shape. Downstream, it advertises only what it can translate.
 
+import { createHash } from 'node:crypto';
+import { capabilitiesText } from '../envelope/index.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import { TASKS_EXTENSION, upstreamRunsTasks } from './tasks.js';
 
@@ -80,4 +82,33 @@ export function declares(declared: JsonObject, required: JsonObject): boolean {
   }
   if (isObject(required.roots) && !isObject(declared.roots)) return false;
   return true;
+}
+
+/** The legacy capabilities Causeway declares upstream for a client, and their fingerprint (a pooled session's key). */
+export interface Declared {
+  legacyCapabilities: JsonObject;
+  fingerprint: string;
+}
+
+/**
+ * Clients send the same few capability objects again and again: their translation and hash are
+ * remembered by the request's own JSON text (small ones only, a bounded number).
+ */
+const declared = new Map<string, Declared>();
+const MAX_REMEMBERED = 256;
+const MAX_REMEMBERED_TEXT = 2048;
+
+/** 16 base64url characters of sha256 over the canonical legacy capabilities: requests share a session only when these match. */
+export function declaredCapabilities(clientCapabilities: JsonObject): Declared {
+  const text = capabilitiesText(clientCapabilities);
+  const known = declared.get(text);
+  if (known) return known;
+  const legacyCapabilities = Object.freeze(toLegacyClientCapabilities(clientCapabilities));
+  const fingerprint = createHash('sha256').update(canonicalJson(legacyCapabilities)).digest('base64url').slice(0, 16);
+  const d = { legacyCapabilities, fingerprint };
+  if (text.length <= MAX_REMEMBERED_TEXT) {
+    if (declared.size >= MAX_REMEMBERED) declared.delete(declared.keys().next().value!);
+    declared.set(text, d);
+  }
+  return d;
 }

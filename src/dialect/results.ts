@@ -4,6 +4,7 @@
 import { META_SERVER_INFO, paramHeaders } from '../envelope/index.js';
 import { isObject, type JsonObject, type JsonValue } from '../jsonrpc.js';
 import type { CacheScope } from '../config/index.js';
+import { taskSupportOf, type TaskSupport } from './tasks.js';
 
 export interface CacheHint {
   ttlMs: number;
@@ -39,6 +40,17 @@ function byName(a: JsonValue, b: JsonValue): number {
  * tools/list: sorted by name [TOOLS "deterministic order"], and tools whose x-mcp-header
  * annotations are invalid are left out, as every HTTP client must drop them anyway [SHTTP].
  */
+/** What a tools/list page says of each tool that a session's facts keep: its Mcp-Param annotations and task support. */
+export function toolFacts(result: JsonObject): Array<{ name: string; headers: ReturnType<typeof paramHeaders>; support: TaskSupport }> {
+  if (!Array.isArray(result.tools)) return [];
+  const out: Array<{ name: string; headers: ReturnType<typeof paramHeaders>; support: TaskSupport }> = [];
+  for (const tool of result.tools) {
+    if (!isObject(tool) || typeof tool.name !== 'string') continue;
+    out.push({ name: tool.name, headers: paramHeaders(tool.inputSchema), support: taskSupportOf(tool) });
+  }
+  return out;
+}
+
 export function normalizeToolsList(result: JsonObject): { result: JsonObject; dropped: string[] } {
   if (!Array.isArray(result.tools)) return { result, dropped: [] };
   const dropped: string[] = [];

@@ -23,8 +23,8 @@ import { WELL_KNOWN_PRM, type Access, type ResourceServer } from '../auth/index.
 import { isObject, type JsonObject, type RequestId } from '../jsonrpc.js';
 import { inRequestLog, requestLogger, type Logger } from '../log.js';
 import { legacyName, routingHeaders } from '../passthrough/index.js';
-import { serveModern, type AccessNotes } from '../pipeline.js';
-import { principalHash, type Mount, type PrincipalPolicy } from '../routing/index.js';
+import { serveModern } from '../pipeline.js';
+import { principalHash, type AccessNotes, type Mount, type PrincipalPolicy } from '../routing/index.js';
 import type { JsonLimits } from './json-limits.js';
 import type { RateLimiter } from './rate-limit.js';
 import { parseJson, readBody, type BodyLimits } from './read-body.js';

@@ -5,9 +5,18 @@
 // A change notification from the upstream makes some of it stale: invalidate(method) forgets
 // that part, here and, through the subscriptions bus, on every other replica.
 
-import { paramHeaders, type ParamHeader } from '../envelope/index.js';
-import { isObject, type JsonObject } from '../jsonrpc.js';
-import { taskSupportOf, type TaskSupport } from '../dialect/index.js';
+import type { ParamHeader } from '../envelope/index.js';
+
+/** A listed tool's execution.taskSupport (forbidden when it says nothing). */
+export type TaskSupport = 'optional' | 'required' | 'forbidden';
+
+/** What a tools/list page says of one tool that facts keep (dialect's toolFacts reads it). */
+export interface ToolFacts {
+  name: string;
+  /** Its x-mcp-header annotations; undefined when they are invalid. */
+  headers: ParamHeader[] | undefined;
+  support: TaskSupport;
+}
 
 /** Change notifications that make part of what is known stale. */
 const STALES_FACTS: ReadonlySet<string> = new Set(['notifications/tools/list_changed']);
@@ -26,16 +35,12 @@ export class SessionFacts {
     return STALES_FACTS.has(method);
   }
 
-  /** Learns from one tools/list page. */
-  learnTools(result: JsonObject): void {
-    if (!Array.isArray(result.tools)) return;
-    for (const tool of result.tools) {
-      if (!isObject(tool) || typeof tool.name !== 'string') continue;
-      const headers = paramHeaders(tool.inputSchema);
+  /** Learns from one tools/list page, as dialect's toolFacts read it. */
+  learnTools(tools: Iterable<ToolFacts>): void {
+    for (const { name, headers, support } of tools) {
       // Only tools with annotations are kept: most have none, and a pooled session keeps its facts for life.
-      if (headers && headers.length > 0) (this.tools ??= new Map()).set(tool.name, headers);
-      const support = taskSupportOf(tool);
-      if (support !== 'forbidden') (this.taskTools ??= new Map()).set(tool.name, support);
+      if (headers && headers.length > 0) (this.tools ??= new Map()).set(name, headers);
+      if (support !== 'forbidden') (this.taskTools ??= new Map()).set(name, support);
     }
   }
 

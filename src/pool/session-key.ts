@@ -1,9 +1,6 @@
 // The identity of a pooled upstream session: (upstream, principal hash, capability fingerprint).
 // Two requests share an upstream session only when all three are equal.
 
-import { createHash } from 'node:crypto';
-import { canonicalJson, toLegacyClientCapabilities } from '../dialect/index.js';
-import { capabilitiesText } from '../envelope/index.js';
 import type { JsonObject } from '../jsonrpc.js';
 
 export interface SessionKey {
@@ -15,36 +12,14 @@ export interface SessionKey {
   legacyCapabilities: JsonObject;
 }
 
-interface Declared {
+/** The legacy capabilities Causeway declares for a client, and their fingerprint (dialect's declaredCapabilities makes both). */
+export interface DeclaredCapabilities {
   legacyCapabilities: JsonObject;
   fingerprint: string;
 }
 
-/**
- * Clients send the same few capability objects again and again: their translation and hash are
- * remembered by the request's own JSON text (small ones only, a bounded number).
- */
-const declared = new Map<string, Declared>();
-const MAX_REMEMBERED = 256;
-const MAX_REMEMBERED_TEXT = 2048;
-
-function declaredOf(clientCapabilities: JsonObject): Declared {
-  const text = capabilitiesText(clientCapabilities);
-  const known = declared.get(text);
-  if (known) return known;
-  const legacyCapabilities = Object.freeze(toLegacyClientCapabilities(clientCapabilities));
-  const fingerprint = createHash('sha256').update(canonicalJson(legacyCapabilities)).digest('base64url').slice(0, 16);
-  const d = { legacyCapabilities, fingerprint };
-  if (text.length <= MAX_REMEMBERED_TEXT) {
-    if (declared.size >= MAX_REMEMBERED) declared.delete(declared.keys().next().value!);
-    declared.set(text, d);
-  }
-  return d;
-}
-
-export function sessionKey(upstream: string, principalHash: string, clientCapabilities: JsonObject): SessionKey {
-  const { legacyCapabilities, fingerprint } = declaredOf(clientCapabilities);
-  return { id: `${upstream}|${principalHash}|${fingerprint}`, upstream, principalHash, legacyCapabilities };
+export function sessionKey(upstream: string, principalHash: string, declared: DeclaredCapabilities): SessionKey {
+  return { id: `${upstream}|${principalHash}|${declared.fingerprint}`, upstream, principalHash, legacyCapabilities: declared.legacyCapabilities };
 }
 
 /** The upstream name a key id starts with (names cannot contain `|`). */

@@ -6,9 +6,9 @@
 
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
+import { sessionKeyFor } from './session-keys.js';
 import type { UpstreamMetrics } from '../metrics/index.js';
-import type { Answered, ModernExchange } from '../pipeline.js';
-import { sessionKey } from '../pool/index.js';
+import type { Answered, ModernExchange } from './exchange.js';
 import type { Subscriptions } from '../subscriptions/index.js';
 import { LISTS, Merger, type Asked, type Conflict, type Member } from './merge.js';
 import { principalHash, type PrincipalPolicy } from './principal.js';
@@ -67,7 +67,7 @@ export class Federation {
   plan(exchange: ModernExchange): { merged: () => Promise<Answered> } | { route: () => Promise<Routed> } {
     const principal = principalHash(this.opts.principal, exchange.headers, exchange.access?.identity);
     // Owner indexes are per principal and capability set, as the lists may differ between them.
-    const scope = sessionKey('', principal, exchange.request.meta.clientCapabilities).id;
+    const scope = sessionKeyFor('', principal, exchange.request.meta.clientCapabilities).id;
     const ex: Asked = { ...exchange, principal, scope };
     const method = ex.request.method;
     if (method === 'server/discover') return { merged: () => this.merger.discover(ex) };
@@ -102,7 +102,7 @@ export class Federation {
     (await this.router.ownersOfUris(ex, uris)).forEach((owner, i) => {
       if (owner) owned[this.opts.members.indexOf(owner)]!.push(uris[i]!);
     });
-    const parts = this.opts.members.map((m, i) => ({ key: sessionKey(m.name, principal, caps), uris: owned[i]! }));
+    const parts = this.opts.members.map((m, i) => ({ key: sessionKeyFor(m.name, principal, caps), uris: owned[i]! }));
     await this.opts.subscriptions.listen({ request: ex.request, parts, principal, res: ex.res, signal: ex.signal, log: ex.log, span: ex.span });
     return 'complete';
   }

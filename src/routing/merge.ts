@@ -6,13 +6,14 @@
 // records who owns what (OwnerIndex), which the router reads.
 
 import { randomBytes } from 'node:crypto';
-import { discoverResult, normalizeToolsList, withResultMeta, type CacheHint } from '../dialect/index.js';
+import { discoverResult, normalizeToolsList, toolFacts, withResultMeta, type CacheHint } from '../dialect/index.js';
 import { sendJson } from '../egress/index.js';
 import { causewayError } from '../errors.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { Answered, ModernDeps, ModernExchange } from '../pipeline.js';
-import { sessionKey, sessionRef, type PooledSession } from '../pool/index.js';
+import { sessionKeyFor } from './session-keys.js';
+import type { Answered, ModernDeps, ModernExchange } from './exchange.js';
+import { sessionRef, type PooledSession } from '../pool/index.js';
 import { callHeaders, walkList } from '../upstream/index.js';
 import { pinnedUpstream, type CompiledRule } from './rules.js';
 
@@ -133,7 +134,7 @@ export class Merger {
   async discover(ex: Asked): Promise<Answered> {
     const { principal } = ex;
     const sessions = await Promise.all(
-      this.opts.members.map((m) => m.deps.pool.acquire(sessionKey(m.name, principal, ex.request.meta.clientCapabilities))),
+      this.opts.members.map((m) => m.deps.pool.acquire(sessionKeyFor(m.name, principal, ex.request.meta.clientCapabilities))),
     );
     const capabilities: JsonObject = {};
     const instructions: string[] = [];
@@ -196,7 +197,7 @@ export class Merger {
   /** A member's whole list for `method`, or undefined when it does not advertise the capability. */
   private fetchAll(m: Member, method: string, shape: ListShape, principal: string, caps: JsonObject, signal: AbortSignal): Promise<JsonObject[] | undefined> {
     const { deps } = m;
-    return deps.pool.withSession(sessionKey(m.name, principal, caps), async (session: PooledSession) => {
+    return deps.pool.withSession(sessionKeyFor(m.name, principal, caps), async (session: PooledSession) => {
       const advertised = session.record.initializeResult.capabilities;
       if (!(isObject(advertised) && isObject(advertised[shape.capability]))) return undefined;
       const items: JsonObject[] = [];
@@ -206,7 +207,7 @@ export class Merger {
         method,
         (page) => {
           const result = method === 'tools/list' ? normalizeToolsList(page).result : page;
-          if (method === 'tools/list') session.facts.learnTools(page);
+          if (method === 'tools/list') session.facts.learnTools(toolFacts(page));
           const list = result[shape.kind];
           if (Array.isArray(list)) for (const item of list) if (isObject(item) && typeof item[shape.key] === 'string') items.push(item);
         },

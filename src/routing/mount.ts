@@ -5,7 +5,7 @@
 // the composition root builds it, the front door hands it to the pipeline.
 
 import type { LegacyFace } from '../passthrough/index.js';
-import type { ModernDeps } from '../pipeline.js';
+import type { ModernDeps } from './exchange.js';
 import type { Federation } from './federation.js';
 
 export type Mount =

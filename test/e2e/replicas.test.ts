@@ -6,12 +6,12 @@
 import t from 'tap';
 import type { JsonObject } from '../../src/jsonrpc.js';
 import { principalHash } from '../../src/routing/principal.js';
-import { sessionKey } from '../../src/pool/session-key.js';
 import { spawnCauseway, type RunningCauseway } from '../helpers/causeway.js';
 import { freePort, startRedis } from '../helpers/redis.js';
 import { sseMessages } from '../helpers/sse.js';
 import { META_CAPABILITIES, modernBody, modernHeaders, type JsonObject as WireObject } from './wire.js';
 import { spawnFixture, type FixtureProcess } from './upstreams.js';
+import { sessionKeyFor } from '../../src/routing/index.js';
 
 const SECRET = 'replicas-test-hash-secret-0123456789';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -132,7 +132,7 @@ const countsOf = (outs: Array<Outcome & { who: string }>, who: string) =>
     .sort((a, b) => a - b);
 const oneToN = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 const storeKey = (principal: string, caps: JsonObject = {}) =>
-  `causeway:session:{${sessionKey('default', principalHash({ mode: 'header', header: 'x-causeway-principal', hashSecret: SECRET }, { 'x-causeway-principal': principal }), caps).id}}`;
+  `causeway:session:{${sessionKeyFor('default', principalHash({ mode: 'header', header: 'x-causeway-principal', hashSecret: SECRET }, { 'x-causeway-principal': principal }), caps).id}}`;
 
 const all: Array<Outcome & { who: string }> = [];
 

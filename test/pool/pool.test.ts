@@ -7,9 +7,10 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../src/log.js';
 import { CausewayError } from '../../src/errors.js';
 import type { JsonObject } from '../../src/jsonrpc.js';
-import { MemorySessionStore, SessionPool, sessionKey, type PoolEvents, type PoolOptions, type SessionRecord, type SessionStore } from '../../src/pool/index.js';
+import { MemorySessionStore, SessionPool, type PoolEvents, type PoolOptions, type SessionRecord, type SessionStore } from '../../src/pool/index.js';
 import { SessionExpiredError } from '../../src/upstream/core/errors.js';
 import type { UpstreamClient } from '../../src/upstream/http/legacy-client.js';
+import { sessionKeyFor } from '../../src/routing/index.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -103,7 +104,7 @@ function replica(store: SessionStore, upstream: StubUpstream, opts: Partial<Pool
   return { pool, logs };
 }
 
-const KEY = sessionKey('up', 'principal-hash', {});
+const KEY = sessionKeyFor('up', 'principal-hash', {});
 
 t.test('single flight across replicas: one initialize for many concurrent first requests', async (t) => {
   const store = new SharedStore();
@@ -119,7 +120,7 @@ t.test('the warm path sends no store command; uses are touched in one batch', as
   const store = new SharedStore();
   const up = new StubUpstream();
   const { pool } = replica(store, up);
-  const other = sessionKey('up', 'someone-else', {});
+  const other = sessionKeyFor('up', 'someone-else', {});
   await pool.acquire(KEY);
   await pool.acquire(other);
   const cold = store.calls.length;
@@ -184,7 +185,7 @@ t.test('store down: replica-local sessions, counted and logged once; back: conve
   t.ok(a.logs.some((l) => l.includes('session store answering again')));
 
   // New sessions are shared again.
-  const k2 = sessionKey('up', 'new-principal', {});
+  const k2 = sessionKeyFor('up', 'new-principal', {});
   const [n1, n2] = await Promise.all([a.pool.acquire(k2), b.pool.acquire(k2)]);
   t.equal(n1.record.sessionId, n2.record.sessionId);
   t.equal(up.initialized, 3);
@@ -242,7 +243,7 @@ t.test('close: a shared store keeps shared sessions, ends replica-local ones; a 
   const { pool } = replica(store, up);
   await pool.acquire(KEY);
   store.down = true;
-  await pool.acquire(sessionKey('up', 'other', {}));
+  await pool.acquire(sessionKeyFor('up', 'other', {}));
   store.down = false;
   await pool.close();
   t.same(up.terminated, ['s2'], 'only the replica-local session is ended');
@@ -271,14 +272,14 @@ t.test('maxSessions bounds the shared store: the least recently used session is 
   const up = new StubUpstream();
   const a = replica(store, up, { maxSessions: 2, countEveryMs: 0 }).pool;
   const b = replica(store, up, { maxSessions: 2, countEveryMs: 0 }).pool;
-  await a.acquire(sessionKey('up', 'p1', {}));
+  await a.acquire(sessionKeyFor('up', 'p1', {}));
   await sleep(5);
-  await b.acquire(sessionKey('up', 'p2', {}));
+  await b.acquire(sessionKeyFor('up', 'p2', {}));
   await sleep(5);
-  await a.acquire(sessionKey('up', 'p3', {}));
+  await a.acquire(sessionKeyFor('up', 'p3', {}));
   t.equal(await store.count(), 2);
   t.same(up.terminated, ['s1']);
-  t.equal(await store.get(sessionKey('up', 'p1', {}).id), undefined);
+  t.equal(await store.get(sessionKeyFor('up', 'p1', {}).id), undefined);
 });
 
 t.test('a session whose URL is ejected moves before use, once across replicas, and is ended on its old URL later', async (t) => {

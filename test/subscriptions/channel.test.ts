@@ -7,12 +7,13 @@ import { SessionFacts } from '../../src/pool/session-facts.js';
 import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../../src/jsonrpc.js';
 import { createLogger } from '../../src/log.js';
 import type { PooledSession, SessionPool } from '../../src/pool/index.js';
-import { sessionKey } from '../../src/pool/index.js';
 import { InProcessSessionEventBus, Subscriptions } from '../../src/subscriptions/index.js';
 import { SessionChannel, type ChannelMember } from '../../src/subscriptions/channel.js';
 import { SessionExpiredError } from '../../src/upstream/core/errors.js';
 import { IdMinter } from '../../src/upstream/core/ids.js';
 import type { SessionRef, StreamHandlers, UpstreamClient } from '../../src/upstream/http/legacy-client.js';
+import { sessionKeyFor } from '../../src/routing/index.js';
+import { toolFacts } from '../../src/dialect/index.js';
 
 /** A tools/list page whose one tool has an x-mcp-header annotation. */
 const ANNOTATED_TOOLS = {
@@ -20,7 +21,7 @@ const ANNOTATED_TOOLS = {
 };
 
 const log = createLogger('silent');
-const KEY = sessionKey('up', 'anonymous', {});
+const KEY = sessionKeyFor('up', 'anonymous', {});
 
 interface FakeStream {
   ref: SessionRef;
@@ -136,7 +137,7 @@ t.test('one GET stream and one upstream subscription per URI, however many membe
   t.same(Object.fromEntries(channel.subscriptions), { 'test://w': 2, 'test://x': 1 });
   t.equal(bus.keys, 1);
 
-  first.facts.learnTools(ANNOTATED_TOOLS);
+  first.facts.learnTools(toolFacts(ANNOTATED_TOOLS));
   first.facts.toolsComplete = true;
   first.facts.loggingEnabled = true;
   client.streams[0]!.handlers.onNotification!(n('notifications/tools/list_changed'));
@@ -174,7 +175,7 @@ t.test('changes seen on call streams reach the listeners and stale the session f
   const subs = new Subscriptions({ ...deps, clientOf: () => deps.client }, { maxListeners: 10, maxPerPrincipal: 10, keepAliveMs: 0, maxUrisPerListen: 10 });
   const a = member();
   await channel.attach(a, []);
-  first.facts.learnTools(ANNOTATED_TOOLS);
+  first.facts.learnTools(toolFacts(ANNOTATED_TOOLS));
   t.ok(first.facts.toolHeaders('search'), 'the annotations were learned');
   subs.publishChange(first, n('notifications/tools/list_changed'));
   subs.publishChange(first, n('notifications/progress', { progressToken: 1, progress: 1 }));

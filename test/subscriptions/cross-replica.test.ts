@@ -13,7 +13,7 @@ import { ReplicaLiveness } from '../../src/bus/liveness.js';
 import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../../src/jsonrpc.js';
 import { createLogger } from '../../src/log.js';
 import type { Cluster, Redis } from 'ioredis';
-import { createRedisClient, sessionKey, type PooledSession, type SessionPool } from '../../src/pool/index.js';
+import { createRedisClient, type PooledSession, type SessionPool } from '../../src/pool/index.js';
 import { RELEASED_KEY, SessionChannel, type ChannelMember } from '../../src/subscriptions/channel.js';
 import { RedisListenCoordinator } from '../../src/subscriptions/redis-coordination.js';
 import { listenKeys } from '../../src/subscriptions/redis-keys.js';
@@ -21,6 +21,7 @@ import { SharedSessionEventBus, Subscriptions } from '../../src/subscriptions/in
 import { IdMinter } from '../../src/upstream/core/ids.js';
 import type { SessionRef, StreamHandlers, UpstreamClient } from '../../src/upstream/http/legacy-client.js';
 import { freePort, startRedis } from '../helpers/redis.js';
+import { sessionKeyFor } from '../../src/routing/index.js';
 
 const log = createLogger('silent');
 /** A replica not heard of for this long has lapsed; each states itself every BEAT ms. */
@@ -173,7 +174,7 @@ t.test('a Redis that is away: nothing known, each channel acts on its own counts
 
 // ---- two channels standing for two replicas ----
 
-const KEY = sessionKey('up', 'anonymous', {});
+const KEY = sessionKeyFor('up', 'anonymous', {});
 
 interface FakeStream {
   handlers: StreamHandlers;
