@@ -1,8 +1,8 @@
 // The pool's background work on one replica: the last uses of shared sessions reach the store
 // in one touch per touchIntervalMs (kept for later while the store is down), the store's health
 // is probed on the same tick, and sessions idle past idleTtlMs are let go here and ended in the
-// store (the oldest 100 per sweep).
-
+// store (the oldest 100 per sweep). The sweep also reads the shared store's count, which bounds
+// it to maxSessions before each new session without a read of its own (boundStore).
 import type { Logger } from '../log.js';
 import type { PooledSession } from './pool.js';
 import type { SessionRecord, SessionStore } from './session-store.js';
@@ -18,8 +18,6 @@ export interface HousekeepingHost {
   terminate(record: SessionRecord): Promise<void>;
   /** Removes a stored record (compare-and-set) and, if that removed it, ends it upstream. */
   end(record: SessionRecord): Promise<void>;
-  /** The shared store's session count, as the sweep read it (maxSessions across replicas). */
-  counted(n: number): void;
 }
 
 export class Housekeeping {
@@ -27,6 +25,8 @@ export class Housekeeping {
   private readonly dirty = new Map<string, number>();
   private readonly timers: NodeJS.Timeout[];
   private stopped = false;
+  /** The shared store's session count as the sweep last read it, plus this replica's new sessions since. */
+  private storeCount: number | undefined;
 
   constructor(
     private readonly host: HousekeepingHost,
@@ -75,7 +75,25 @@ export class Housekeeping {
   private async count(): Promise<void> {
     const { health, store } = this.host;
     const n = await health.run('count', () => store.count()).catch(() => undefined);
-    if (n !== undefined) this.host.counted(n);
+    if (n !== undefined) this.storeCount = n;
+  }
+
+  /**
+   * Before a new session: keeps the shared store under `max` by ending its least recently used
+   * sessions. The count is the sweep's plus this replica's own new sessions since, so a cold
+   * session reads no idle shard (other replicas' new ones are seen at the next sweep); `readNow`
+   * reads it first (tests of the bound).
+   */
+  async boundStore(max: number, readNow: boolean): Promise<void> {
+    const { health, store } = this.host;
+    if (readNow) this.storeCount = await health.run('count', () => store.count());
+    if (this.storeCount === undefined) return;
+    const count = this.storeCount;
+    this.storeCount += 1;
+    if (count < max) return;
+    const oldest = await health.run('idle', () => store.idle(Date.now() + 1, count - max + 1));
+    for (const record of oldest) await this.host.end(record);
+    this.storeCount -= oldest.length;
   }
 
   private async sweep(): Promise<void> {

@@ -18,7 +18,7 @@ import { SessionExpiredError, TargetUnreachableError, type SessionRef, type Upst
 import { principalOf, upstreamOf, type SessionKey } from './session-key.js';
 import { Housekeeping } from './housekeeping.js';
 import { republish } from './reconcile.js';
-import { sameRecord, type SessionRecord, type SessionStore } from './session-store.js';
+import { sameRecord, SharedResults, type SessionRecord, type SessionStore } from './session-store.js';
 import { StoreHealth, StoreUnavailable } from './store-health.js';
 import { inStepSpan } from '../tracing/index.js';
 
@@ -88,23 +88,6 @@ export function sessionRef(s: PooledSession): SessionRef {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/**
- * Initialize results by their JSON text, so that thousands of sessions of one upstream hold one
- * copy rather than one each (read-only: nothing changes a session's initialize result). Bounded;
- * the oldest text is forgotten first, and sessions keep what they were given.
- */
-class SharedResults {
-  private readonly byText = new Map<string, JsonObject>();
-  share(result: JsonObject): JsonObject {
-    const text = JSON.stringify(result);
-    const known = this.byText.get(text);
-    if (known) return known;
-    if (this.byText.size >= 64) this.byText.delete(this.byText.keys().next().value!);
-    this.byText.set(text, result);
-    return result;
-  }
-}
-
 export class SessionPool {
   private readonly local = new Map<string, PooledSession>();
   private readonly pending = new Map<string, Promise<PooledSession>>();
@@ -123,8 +106,6 @@ export class SessionPool {
   private republishing: Promise<void> | undefined;
   /** One object for each distinct initialize result: an upstream answers every session alike. */
   private readonly results = new SharedResults();
-  /** The store's session count as the sweep last read it, plus the sessions this replica stored since. */
-  private storeCount: number | undefined;
 
   constructor(
     private readonly store: SessionStore,
@@ -140,7 +121,7 @@ export class SessionPool {
       log,
     );
     this.housekeeping = new Housekeeping(
-      { local: this.local, store, health: this.health, log, terminate: (r) => this.terminate(r), end: (r) => this.end(r), counted: (n) => this.counted(n) },
+      { local: this.local, store, health: this.health, log, terminate: (r) => this.terminate(r), end: (r) => this.end(r) },
       { idleTtlMs: opts.idleTtlMs, touchIntervalMs: opts.touchIntervalMs },
     );
     (store as SessionStore & ReconnectSignal).onReconnect?.(() => {
@@ -433,22 +414,7 @@ export class SessionPool {
         await this.drop(oldest).catch((err: unknown) => this.log.warn({ err }, 'evicting an upstream session failed'));
       }
     }
-    if (!this.shared || !this.health.isUp) return;
-    // The store's count as the sweep last read it, plus this replica's own new sessions since:
-    // a cold session reads no idle shard. Other replicas' new sessions are seen at the next sweep.
-    if (this.opts.countEveryMs === 0) this.storeCount = await this.health.run('count', () => this.store.count());
-    if (this.storeCount === undefined) return;
-    const count = this.storeCount;
-    this.storeCount += 1;
-    if (count < this.opts.maxSessions) return;
-    const oldest = await this.health.run('idle', () => this.store.idle(Date.now() + 1, count - this.opts.maxSessions + 1));
-    for (const record of oldest) await this.end(record);
-    this.storeCount -= oldest.length;
-  }
-
-  /** The sweep read the store's count. */
-  private counted(n: number): void {
-    this.storeCount = n;
+    if (this.shared && this.health.isUp) await this.housekeeping.boundStore(this.opts.maxSessions, this.opts.countEveryMs === 0);
   }
 
   /** Removes a stored record (compare-and-set) and, if this call removed it, ends it upstream. */

@@ -52,3 +52,20 @@ export interface SessionStore {
 export function sameRecord(a: SessionRecord, b: SessionRecord): boolean {
   return a.generation === b.generation && a.sessionId === b.sessionId && a.createdAt === b.createdAt;
 }
+
+/**
+ * Initialize results by their JSON text, so that thousands of sessions of one upstream hold one
+ * copy rather than one each (read-only: nothing changes a session's initialize result). Bounded;
+ * the oldest text is forgotten first, and sessions keep what they were given.
+ */
+export class SharedResults {
+  private readonly byText = new Map<string, JsonObject>();
+  share(result: JsonObject): JsonObject {
+    const text = JSON.stringify(result);
+    const known = this.byText.get(text);
+    if (known) return known;
+    if (this.byText.size >= 64) this.byText.delete(this.byText.keys().next().value!);
+    this.byText.set(text, result);
+    return result;
+  }
+}
