@@ -8,7 +8,8 @@ import { createAdmin, createIngress, drain, frontDoor, RateLimiter } from './ing
 import type { Logger } from './log.js';
 import { AuthMetrics, createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics } from './metrics/index.js';
 import { replayCacheFor, ResourceServer, SubjectTokens } from './auth/index.js';
-import { IdMinter, MemoryGrants, ReplicaAsks, ReplicaRelay, SignInCallback, TransportMemo, type UpstreamSessionClient } from './upstream/index.js';
+import { IdMinter, MemoryEraMemo, MemoryGrants, RedisEraMemo, ReplicaAsks, ReplicaRelay, SignInCallback, TransportMemo, type UpstreamSessionClient } from './upstream/index.js';
+import { AskRounds, MemoryFacts, RedisFacts } from './translate/index.js';
 import { upstreamParts, type UpstreamParts } from './upstream-parts.js';
 import { createRedisClient, createStore, redisConnection, RedisSessionStore, SessionPool, type SessionStore } from './pool/index.js';
 import { RedisBus } from './bus/index.js';
@@ -92,7 +93,12 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const grants = store instanceof RedisSessionStore ? store : new MemoryGrants();
   // With a shared store, an ask on a session's GET stream may be for a call on another replica.
   const replicaAsks = config.store.kind === 'redis' ? new ReplicaAsks(replicaId, config.store.keyPrefix, 1_000, log.child({ stage: 'asks' })) : undefined;
-  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, { reachable, transports, subjects, sealer, grants, replicaAsks }));
+  // Legacy clients of modern upstreams: their sessions' facts and eras in the shared store, their asks' answers from any replica.
+  const eras = store instanceof RedisSessionStore ? new RedisEraMemo(store.client, config.store.keyPrefix) : new MemoryEraMemo();
+  const faceFacts = store instanceof RedisSessionStore ? new RedisFacts(store.client, config.store.keyPrefix, config.store.idleTtlMs) : new MemoryFacts(config.store.idleTtlMs);
+  const rounds = new AskRounds(replicaId, config.store.keyPrefix, 1_000, log.child({ stage: 'legacy-face' }));
+  const shared = { reachable, transports, subjects, sealer, grants, replicaAsks, eras, faceFacts, rounds };
+  for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, shared));
   const signIns = new Map([...upstreams].flatMap(([name, parts]) => (parts.signIn ? [[name, parts.signIn] as const] : [])));
   const signInCallback = signIns.size > 0 ? new SignInCallback(config.auth.callbackUrl, config.auth.clientMetadataUrl, sealer, signIns) : undefined;
   const partsOf = (name: string) => upstreams.get(name)!;
@@ -214,6 +220,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       metrics: u.metrics,
       tasks,
       taskTools: u.spec.taskTools.map(globToRegExp),
+      ...(u.modern ? { modern: u.modern } : {}),
     });
   }
   // A round handed over from another replica finds its held call by id, whatever its upstream.
@@ -341,6 +348,11 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
           log.warn({ err }, 'cannot ask the other replicas for the calls of outside asks; they go to this replica\'s calls only');
         });
       }
+      if (crossReplica) {
+        void rounds.start(crossReplica.messages).catch((err: unknown) => {
+          log.warn({ err }, 'cannot hear answers to legacy clients\' asks from other replicas yet');
+        });
+      }
       relaysStarted = true;
       await Promise.all(relays.map(startRelay));
       // Name conflicts between federated upstreams are reported before traffic arrives, unless a
@@ -387,6 +399,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             // Calls still running until now may have had asks handed to them from other replicas.
             async () => {
               await replicaAsks?.close();
+              await rounds.close();
               await crossReplica?.close();
             },
             async () => handoff?.close(),

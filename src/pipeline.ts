@@ -27,11 +27,13 @@ import {
   refuseAsk,
   relayCall,
   walkList,
+  isEraRefusal,
   type CallObserver,
 } from './upstream/index.js';
 import { runRound, signInRound, type RoundResult } from './mrtr/index.js';
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
 import { inRequestSpan, markFailed } from './tracing/index.js';
+import { refusedAnswer, relayModern } from './passthrough/index.js';
 
 /** A modern request on a mount, as the front door hands it over. */
 export function serveModern(ex: ModernExchange, mount: Mount): Promise<void> {
@@ -44,7 +46,44 @@ export function serveModern(ex: ModernExchange, mount: Mount): Promise<void> {
 
 export function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void> {
   if (ex.notes) ex.notes.upstream = deps.upstreamName;
+  if (deps.modern) return measured(ex, deps.metrics, () => byEra(ex, deps, deps.modern!));
   return measured(ex, deps.metrics, () => answer(ex, deps));
+}
+
+/**
+ * A request to an upstream that may speak 2026-07-28: relayed as it is when it does, translated
+ * for its legacy sessions when not. An upstream that refuses the era in use (upgraded or rolled
+ * back in place) has its era found again, and the request is served once more in the new one.
+ */
+async function byEra(ex: ModernExchange, deps: ModernDeps, modern: NonNullable<ModernDeps['modern']>, again = true): Promise<Answered> {
+  const era = modern.era.current ?? (await modern.era.era(ex.signal));
+  if (era === 'legacy') {
+    try {
+      return await answer(ex, deps);
+    } catch (err) {
+      if (again && isEraRefusal(err) && modern.era.refused()) return byEra(ex, deps, modern, false);
+      throw err;
+    }
+  }
+  const { request } = ex;
+  const relayed = await relayModern(
+    {
+      id: request.id,
+      method: request.method,
+      name: request.name,
+      body: ex.body ?? Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: request.id, method: request.method, params: request.params })),
+      headers: ex.headers,
+      res: ex.res,
+      signal: ex.signal,
+      access: ex.access,
+      principal: principalHash(deps.principal, ex.headers, ex.access?.identity),
+    },
+    { client: modern.client, forward: deps.forward, maxResponseBytes: modern.maxResponseBytes },
+  );
+  if (relayed !== 'refused') return relayed;
+  if (again && modern.era.refused()) return byEra(ex, deps, modern, false);
+  refusedAnswer(ex.res, request.id);
+  return 'upstream_error';
 }
 
 /**
@@ -61,7 +100,8 @@ export async function handleFederated(ex: ModernExchange, federation: Federation
   } catch (err) {
     return measured(ex, federation.metrics, () => Promise.reject(err));
   }
-  return handleModern({ ...ex, request: routed.request }, routed.member.deps);
+  // The member gets the request as routed (its own names): the client's bytes no longer say it.
+  return handleModern({ ...ex, request: routed.request, body: undefined }, routed.member.deps);
 }
 
 /** Runs an answering stage: a typed error it throws becomes the reply; either way the answer is counted once. */

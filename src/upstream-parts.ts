@@ -5,7 +5,10 @@
 import type { Config, UpstreamSpec } from './config/index.js';
 import type { Logger } from './log.js';
 import { UpstreamMetrics, type Metrics } from './metrics/index.js';
-import { AutoLegacyFace, ChannelLegacyFace, LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
+import { AutoLegacyFace, ChannelLegacyFace, EraLegacyFace, LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
+import { SessionSeal, TranslatedFace, type AskRounds, type FactsStore } from './translate/index.js';
+import { principalHash } from './routing/index.js';
+import { VERSION } from './version.js';
 import {
   AutoClient,
   ChannelClient,
@@ -14,8 +17,13 @@ import {
   SseChannelOpener,
   StdioOpener,
   TargetSet,
+  ModernClient,
   UpstreamClient,
   UpstreamCredentials,
+  UpstreamDispatcher,
+  UpstreamEra,
+  type EraMemo,
+  type EraSetting,
   UpstreamSignIn,
   type GrantStore,
   type Sealer,
@@ -35,6 +43,8 @@ export interface UpstreamParts {
   metrics: UpstreamMetrics;
   /** The users' sign-in at this upstream, when it wants their own token (grant authorization_code). */
   signIn?: UpstreamSignIn;
+  /** A Streamable HTTP upstream may speak 2026-07-28: its era, and the client of its modern side. */
+  modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number };
 }
 
 /** What the app shares among its upstreams. */
@@ -49,6 +59,11 @@ export interface Shared {
   grants: GrantStore;
   /** With replicas sharing sessions: asks on a GET stream held here, for calls on other replicas. */
   replicaAsks: ReplicaAsks | undefined;
+  /** The eras found, shared by the replicas. */
+  eras: EraMemo;
+  /** The legacy sessions Causeway keeps for legacy clients of modern upstreams, and the asks of their calls. */
+  faceFacts: FactsStore;
+  rounds: AskRounds;
 }
 
 /** What builds one upstream's parts: its spec and settings, and what the app shares among upstreams. */
@@ -64,6 +79,7 @@ interface UpstreamContext {
   reachable: Shared['reachable'];
   replicaAsks: Shared['replicaAsks'];
   credentials: UpstreamAuthorization | undefined;
+  shared: Shared;
 }
 
 export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log: Logger, shared: Shared): UpstreamParts {
@@ -86,6 +102,7 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
     reachable: shared.reachable,
     replicaAsks: shared.replicaAsks,
     credentials: undefined,
+    shared,
   };
   let signIn: UpstreamSignIn | undefined;
   if (spec.credentials?.grant === 'authorization_code') {
@@ -118,11 +135,11 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
         { use: (signal) => client.use(signal), passthrough: legacyPassthrough(ctx, targets), channelFace: () => channelFace(ctx, client) },
         log.child({ stage: 'passthrough', upstream: spec.name }),
       );
-      return { ...parts, client, passthrough };
+      return { ...parts, client, ...bothEras(ctx, targets, passthrough) };
     }
     case 'streamable-http': {
       const targets = targetSet(ctx);
-      return { ...parts, client: streamableClient(ctx, targets), passthrough: legacyPassthrough(ctx, targets) };
+      return { ...parts, client: streamableClient(ctx, targets), ...bothEras(ctx, targets, legacyPassthrough(ctx, targets)) };
     }
   }
 }
@@ -228,3 +245,52 @@ function legacyPassthrough({ spec, config, rootLog, forward, binding, credential
     rootLog.child({ stage: 'passthrough', upstream: spec.name }),
   );
 }
+
+/**
+ * An upstream reached over HTTP may speak either era (upstream.era): a modern client's requests
+ * are relayed to it when it speaks 2026-07-28, and legacy clients get Causeway's own legacy face
+ * over it; otherwise both go the legacy way.
+ */
+function bothEras(ctx: UpstreamContext, targets: TargetSet, legacyFace: LegacyFace): Pick<UpstreamParts, 'passthrough' | 'modern'> {
+  const { spec, config, log, credentials, shared } = ctx;
+  const setting: EraSetting = (spec as { era?: EraSetting }).era ?? 'auto';
+  if (setting === 'legacy') return { passthrough: legacyFace };
+  const dispatcher = new UpstreamDispatcher({
+    name: spec.name,
+    targets,
+    headers: spec.headers,
+    credentials,
+    connectTimeoutMs: spec.connectTimeoutMs,
+    requestTimeoutMs: spec.requestTimeoutMs,
+  });
+  const client = new ModernClient(dispatcher, spec.maxResponseBytes);
+  const era = new UpstreamEra({
+    upstream: spec.name,
+    setting,
+    probe: (signal) => client.probe(signal, { name: 'causeway', version: VERSION }),
+    memo: shared.eras,
+    log,
+  });
+  const translated = new TranslatedFace(
+    {
+      upstream: spec.name,
+      client,
+      seal: new SessionSeal(shared.sealer, spec.name),
+      facts: shared.faceFacts,
+      rounds: shared.rounds,
+      forward: ctx.forward,
+      principalOf: (headers, access) => principalHash(config.principal, headers, access?.identity),
+      keepAliveMs: config.subscriptions.keepAliveMs,
+      maxRounds: MAX_ROUNDS,
+      onRefused: () => era.refused(),
+    },
+    ctx.rootLog.child({ stage: 'legacy-face', upstream: spec.name }),
+  );
+  return {
+    passthrough: new EraLegacyFace(era, legacyFace, translated, log),
+    modern: { era, client, maxResponseBytes: spec.maxResponseBytes },
+  };
+}
+
+/** input_required rounds one legacy client's call may take through the translated face. */
+const MAX_ROUNDS = 32;

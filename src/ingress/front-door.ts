@@ -403,7 +403,7 @@ async function dispatch(
       }
       const over = deps.rate && (await deps.rate.limiter.refuseMethod(principal!, verdict.request.method));
       if (over) return sendCausewayError(res, over, verdict.request.id);
-      return serveModern({ request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }), access, notes: tag.notes }, mount);
+      return serveModern({ request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }), access, notes: tag.notes, body }, mount);
     }
   }
 }

@@ -26,7 +26,7 @@ import type { Access } from '../auth/index.js';
 import { principalHash, type PrincipalPolicy } from '../routing/index.js';
 import { SessionExpiredError, type UpstreamSessionClient } from '../upstream/index.js';
 import { LegacySessions, type LegacySession } from './channel-sessions.js';
-import { sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
+import { readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
 import type { SessionBinding } from './session-binding.js';
 
 export interface ChannelFaceOptions {
@@ -46,16 +46,6 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
 }
 
 const acceptsSse = (headers: IncomingHttpHeaders): boolean => /\btext\/event-stream\b|\*\/\*/i.test(header(headers, 'accept') ?? '');
-
-/** The one JSON-RPC message of a POST body, or the error that refuses it. */
-function readMessage(body: LegacyBody | undefined): JsonRpcMessage {
-  const value = body?.json;
-  if (value === undefined) throw causewayError('parse_error');
-  if (Array.isArray(value)) throw causewayError('batch_not_supported', 'JSON-RPC batches are not supported on this mount: send one message per POST');
-  if (!isObject(value) || value.jsonrpc !== '2.0') throw causewayError('invalid_request', 'Expected one JSON-RPC 2.0 message');
-  if (isRequest(value) || isNotification(value) || isResponse(value)) return value;
-  throw causewayError('invalid_request', 'Expected a JSON-RPC request, notification or response');
-}
 
 export class ChannelLegacyFace implements LegacyFace {
   private readonly sessions: LegacySessions;
@@ -80,7 +70,7 @@ export class ChannelLegacyFace implements LegacyFace {
     let session: LegacySession | undefined;
     try {
       const principal = principalHash(this.opts.principal, headers as HeaderBag, access?.identity);
-      const message = method === 'POST' ? readMessage(body) : undefined;
+      const message = method === 'POST' ? readLegacyMessage(body) : undefined;
       if (message !== undefined && isRequest(message)) id = message.id;
       const clientId = header(headers, 'mcp-session-id');
       if (message !== undefined && isRequest(message) && message.method === 'initialize') {

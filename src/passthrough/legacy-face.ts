@@ -5,7 +5,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
 import { causewayError } from '../errors.js';
-import type { RequestId } from '../jsonrpc.js';
+import { isNotification, isObject, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import type { Access } from '../auth/index.js';
 
 /** A legacy POST's body: its bytes (passed on as they are), and what the front door parsed of them. */
@@ -36,4 +36,14 @@ export interface LegacyFace {
 /** 404 to a request on a session: a legacy client then starts a new one [L-TR]. */
 export function sessionGone(res: HttpResponse, id: RequestId | null): void {
   sendCausewayError(res, causewayError('not_found', 'Session not found'), id);
+}
+
+/** The one JSON-RPC message of a POST body to a face Causeway serves itself, or the error that refuses it. */
+export function readLegacyMessage(body: LegacyBody | undefined): JsonRpcMessage {
+  const value = body?.json;
+  if (value === undefined) throw causewayError('parse_error');
+  if (Array.isArray(value)) throw causewayError('batch_not_supported', 'JSON-RPC batches are not supported on this mount: send one message per POST');
+  if (!isObject(value) || value.jsonrpc !== '2.0') throw causewayError('invalid_request', 'Expected one JSON-RPC 2.0 message');
+  if (isRequest(value) || isNotification(value) || isResponse(value)) return value;
+  throw causewayError('invalid_request', 'Expected a JSON-RPC request, notification or response');
 }

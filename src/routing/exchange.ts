@@ -9,7 +9,7 @@ import type { HttpResponse } from '../egress/index.js';
 import type { HeaderBag, ModernRequest } from '../envelope/index.js';
 import type { Logger } from '../log.js';
 import type { SessionPool } from '../pool/index.js';
-import type { ForwardPolicy, IdMinter, UpstreamSessionClient } from '../upstream/index.js';
+import type { ForwardPolicy, IdMinter, ModernClient, UpstreamEra, UpstreamSessionClient } from '../upstream/index.js';
 import type { BridgeDeps } from '../mrtr/index.js';
 import type { UpstreamMetrics } from '../metrics/index.js';
 import type { Subscriptions } from '../subscriptions/index.js';
@@ -36,6 +36,8 @@ export interface ModernDeps {
   tasks: TaskBridge;
   /** upstream.taskTools: the tools Causeway runs as tasks itself. */
   taskTools: readonly RegExp[];
+  /** An upstream that may speak 2026-07-28: its era, and the client a modern client's requests are relayed through. */
+  modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number };
 }
 
 /** What a request was answered with, for its metric: set by the stage that answered. */
@@ -67,4 +69,6 @@ export interface ModernExchange {
   span?: Span;
   /** Filled for the access log, when the front door keeps one. */
   notes?: AccessNotes;
+  /** The body as the client sent it: relayed as it is to a modern upstream. */
+  body?: Uint8Array;
 }

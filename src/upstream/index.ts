@@ -7,7 +7,7 @@ export type { SessionRef, UpstreamSessionClient } from './core/index.js';
 export { ForwardPolicy, DEFAULT_CREDENTIAL_HEADERS, HOP_BY_HOP } from './forward-headers.js';
 export { enableLogging, refuseAsk, walkList } from './own-calls.js';
 export { UpstreamClient, lendSignal, CallDetached, relayCall, resumeRelayedCall, type CallObserver, type ResumePoint } from './http/index.js';
-export { abandon, checkContentLength, mediaType, readText, type ResponseBody, SseParser, type SseEvent } from './http/index.js';
+export { abandon, checkContentLength, decodeMessages, mediaType, readText, type ResponseBody, SseParser, type SseEvent } from './http/index.js';
 export { ChannelClient, StdioOpener, SseChannelOpener, type SseChannelOptions } from './channel/index.js';
 export { detectTransport, TransportMemo, type Detected, type DetectOptions, type LegacyTransport } from './channel/index.js';
 export { AutoClient, type AutoClientOptions, type FoundTransport } from './channel/index.js';
@@ -16,3 +16,5 @@ export { ReplicaRelay, type RelayOptions, ReplicaAsks, type OutsideAskOutcome } 
 export { STANDING_STREAMS, wantsStandingStream, type StandingStream } from './replicas/index.js';
 export { UpstreamCredentials, CREDENTIAL_GRANTS, type CredentialGrant, type CredentialSpec, type SubjectSource, type UpstreamAuthorization } from './credentials/index.js';
 export { SignInCallback, UpstreamSignIn, type Sealer, MemoryGrants, type GrantStore } from './credentials/index.js';
+export { ERAS, eraOf, MemoryEraMemo, MODERN_VERSION, RedisEraMemo, ModernClient, UpstreamEra, isEraRefusal, type Era, type EraMemo, type EraSetting, type ProbeAnswer } from './modern/index.js';
+export { UpstreamDispatcher } from './http/index.js';

@@ -33,8 +33,9 @@ export interface DispatcherEndpoint {
 
 const ERROR_BODY_LIMIT = 64 * 1024;
 
-export function httpRefusal(status: number, detail?: string): CausewayError {
-  return new CausewayError('upstream_unavailable', `Upstream answered HTTP ${status}${detail ? `: ${detail}` : ''}`);
+/** `rpc`: the JSON-RPC error the upstream gave, kept as the cause (a -32022 is an era refusal). */
+export function httpRefusal(status: number, detail?: string, rpc?: unknown): CausewayError {
+  return new CausewayError('upstream_unavailable', `Upstream answered HTTP ${status}${detail ? `: ${detail}` : ''}`, undefined, rpc === undefined ? undefined : { cause: rpc });
 }
 
 /** The JSON-RPC error in an upstream's error body, if it has one. */
@@ -51,7 +52,7 @@ export async function readErrorBody(res: Response): Promise<JsonRpcErrorResponse
 /** A non-2xx answer as a refusal, with the upstream's own error message when it sent one. */
 export async function refusalOf(res: Response): Promise<CausewayError> {
   const rpc = await readErrorBody(res);
-  return httpRefusal(res.statusCode, rpc?.error.message.slice(0, 200));
+  return httpRefusal(res.statusCode, rpc?.error.message.slice(0, 200), rpc?.error);
 }
 
 export class UpstreamDispatcher {
@@ -85,7 +86,7 @@ export class UpstreamDispatcher {
     method: 'POST' | 'GET' | 'DELETE',
     session: Pick<SessionRef, 'target' | 'principal'>,
     headers: Record<string, string>,
-    body: string | undefined,
+    body: string | Uint8Array | undefined,
     signal: AbortSignal,
     how: { longLived?: boolean; movable?: boolean } = {},
   ): Promise<Response> {

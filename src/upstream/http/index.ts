@@ -5,7 +5,7 @@
 export { abandon, checkContentLength, discard, mediaType, readText, type ResponseBody } from './body.js';
 export { CallScope, lendSignal, ScopeSet } from './call-scope.js';
 export { CallDetached, type CallObserver, relayCall, type ResumePoint, resumeRelayedCall } from './call.js';
-export { httpRefusal, readErrorBody, refusalOf } from './dispatcher.js';
+export { httpRefusal, readErrorBody, refusalOf, UpstreamDispatcher, type DispatcherEndpoint, type Response } from './dispatcher.js';
 export { type Exchange, refusal } from './inbound.js';
 export { UpstreamClient } from './legacy-client.js';
 export { badResponse, classify, decodeMessages } from './messages.js';

@@ -1,0 +1,42 @@
+// The legacy face of an upstream whose era may be either: a legacy client's request goes to the
+// face for a legacy upstream (the passthrough, or Causeway's own over a channel) or to the one
+// Causeway serves over a modern upstream (translate/), as the upstream's era says (era.ts).
+
+import { sendCausewayError } from '../egress/index.js';
+import { toCausewayError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { UpstreamEra } from '../upstream/index.js';
+import type { LegacyFace } from './legacy-face.js';
+
+export class EraLegacyFace implements LegacyFace {
+  constructor(
+    private readonly era: UpstreamEra,
+    private readonly legacy: LegacyFace,
+    private readonly modern: LegacyFace,
+    private readonly log: Logger,
+  ) {}
+
+  async forward(...args: Parameters<LegacyFace['forward']>): Promise<void> {
+    const [, , , res, signal] = args;
+    let era = this.era.current;
+    if (era === undefined) {
+      try {
+        era = await this.era.era(signal);
+      } catch (err) {
+        if (signal.aborted) return;
+        this.log.warn({ err: (err as Error).message }, 'legacy request: the upstream era could not be found');
+        return sendCausewayError(res, toCausewayError(err), null);
+      }
+    }
+    return (era === 'modern' ? this.modern : this.legacy).forward(...args);
+  }
+
+  endStreams(): void {
+    this.legacy.endStreams?.();
+    this.modern.endStreams?.();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.legacy.close(), this.modern.close()]);
+  }
+}

@@ -1,0 +1,152 @@
+// A modern client's request to a modern upstream: passed on as the client sent it, with what
+// Causeway adds on the way (the upstream's credential, the client headers this upstream may
+// get, Mcp-Method / Mcp-Name, the trace context). The answer comes back as the upstream gave it:
+// `_meta`, `resultType`, `input_required` with its `requestState`, `ttlMs` / `cacheScope` and
+// errors are the server's, relayed untouched; an SSE answer is relayed event by event (a
+// subscriptions/listen for as long as both sides keep it). Only a list the token's scopes may
+// hide part of is rewritten, filtered as on every other path. An answer that is neither JSON nor
+// SSE, or a refusal with no JSON-RPC body, is 502 with the reason; nothing of it is relayed.
+
+import { errorBody, sendCausewayError, sendJson, SseStream, type HttpResponse } from '../egress/index.js';
+import { causewayError, toCausewayError } from '../errors.js';
+import { isObject, type JsonObject, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
+import type { Access } from '../auth/index.js';
+import {
+  checkContentLength,
+  decodeMessages,
+  mediaType,
+  readText,
+  SseParser,
+  type ForwardPolicy,
+  type ModernClient,
+  type ResponseBody,
+} from '../upstream/index.js';
+
+export interface ModernRelayRequest {
+  id: RequestId;
+  method: string;
+  /** The tool, prompt or resource it names (Mcp-Name). */
+  name: string | undefined;
+  /** The body as the client sent it. */
+  body: Uint8Array;
+  headers: Readonly<Record<string, string | undefined>>;
+  res: HttpResponse;
+  signal: AbortSignal;
+  access: Access | undefined;
+  /** Whose upstream credential the request carries. */
+  principal: string;
+}
+
+export interface ModernRelayDeps {
+  client: ModernClient;
+  forward: ForwardPolicy;
+  maxResponseBytes: number;
+}
+
+/** How the request was answered, for its metric; 'refused' when the upstream answered with no 2026 answer. */
+export type Relayed = 'complete' | 'input_required' | 'task' | 'upstream_error' | 'refused';
+
+const PARAM_HEADER = 'mcp-param-';
+
+/** The client's headers this upstream gets: those the forward policy allows, and the mirrored parameters. */
+function upstreamHeaders(deps: ModernRelayDeps, headers: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const out = deps.forward.pick(headers as Record<string, string>);
+  for (const name in headers) if (name.startsWith(PARAM_HEADER) && headers[name] !== undefined) out[name] = headers[name];
+  return out;
+}
+
+function outcomeOf(response: JsonRpcResponse): Relayed {
+  if ('error' in response) return 'upstream_error';
+  const type = isObject(response.result) ? response.result.resultType : undefined;
+  return type === 'input_required' ? 'input_required' : type === 'task' ? 'task' : 'complete';
+}
+
+export async function relayModern(req: ModernRelayRequest, deps: ModernRelayDeps): Promise<Relayed> {
+  const longLived = req.method === 'subscriptions/listen';
+  const res = await deps.client.post(req.body, req.method, req.name, {
+    headers: upstreamHeaders(deps, req.headers),
+    principal: req.principal,
+    signal: req.signal,
+    longLived,
+  });
+  const type = mediaType(res.headers['content-type']);
+  if (type === 'text/event-stream' && res.statusCode < 300) return relayStream(req, res.body, deps);
+  if (type !== 'application/json') {
+    res.body.destroy();
+    if (res.statusCode >= 300) return 'refused';
+    throw causewayError('upstream_bad_response', `Upstream answered ${req.method} with ${type || 'no content type'}`);
+  }
+  checkContentLength(res.body, res.headers['content-length'], deps.maxResponseBytes);
+  const text = await readText(res.body, deps.maxResponseBytes);
+  const [m] = parsed(text);
+  if (m?.kind !== 'response') {
+    if (res.statusCode >= 300) return 'refused';
+    throw causewayError('upstream_bad_response', `Upstream answered ${req.method} with no response`);
+  }
+  const response = m.message;
+  const seen = filtered(req, response);
+  if (seen === response) sendText(req.res, res.statusCode, text);
+  else sendJson(req.res, res.statusCode, seen);
+  return outcomeOf(response);
+}
+
+/** The messages of a body, or none when it is not JSON-RPC (a refusal that is no 2026 answer). */
+function parsed(text: string): ReturnType<typeof decodeMessages> {
+  try {
+    return decodeMessages(text);
+  } catch {
+    return [];
+  }
+}
+
+function sendText(res: HttpResponse, status: number, text: string): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** A list response with what the token may not see left out; the response itself when nothing can be. */
+function filtered(req: ModernRelayRequest, response: JsonRpcResponse): JsonRpcResponse {
+  if (!req.access?.mayHide(req.method) || !('result' in response) || !isObject(response.result)) return response;
+  return { ...response, result: req.access.filterList(req.method, response.result as JsonObject) };
+}
+
+/** An SSE answer, event by event: the request's notifications, then its response. */
+async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: ModernRelayDeps): Promise<Relayed> {
+  const stream = new SseStream(req.res);
+  stream.start();
+  const parser = new SseParser({ maxEventBytes: deps.maxResponseBytes });
+  let outcome: Relayed | undefined;
+  try {
+    for await (const chunk of body) {
+      for (const event of parser.push(chunk)) {
+        if (event.data === '') continue;
+        for (const m of decodeMessages(event.data)) {
+          if (m.kind === 'response') {
+            outcome = outcomeOf(m.message);
+            stream.send(filtered(req, m.message));
+          } else if (m.kind === 'notification') stream.send(m.message);
+          // A 2026 stream carries no requests [SHTTP]: one is left out.
+        }
+      }
+      if (outcome !== undefined && req.method !== 'subscriptions/listen') break;
+    }
+  } catch (err) {
+    if (req.signal.aborted) return outcome ?? 'complete';
+    const e = toCausewayError(err);
+    if (outcome === undefined) stream.send(errorBody(req.id, { code: e.code, message: e.message }));
+    outcome ??= 'upstream_error';
+  } finally {
+    body.destroy();
+    stream.end();
+  }
+  if (outcome === undefined && req.method !== 'subscriptions/listen') {
+    // The upstream ended the stream before its response: the request is lost, and the client told so.
+    return 'upstream_error';
+  }
+  return outcome ?? 'complete';
+}
+
+/** The answer to a refused request once the era is found again and still modern: 502. */
+export function refusedAnswer(res: HttpResponse, id: RequestId): void {
+  sendCausewayError(res, causewayError('upstream_bad_response', 'The upstream answered with neither a 2026-07-28 answer nor a JSON-RPC error'), id);
+}

@@ -1,0 +1,326 @@
+// The legacy Streamable HTTP protocol (2024-11-05 .. 2025-11-25) served by Causeway itself in
+// front of a modern (2026-07-28) upstream. initialize is answered from the upstream's
+// server/discover; the session is Causeway's own (sessions.ts). Each legacy request becomes a
+// 2026 request with the session's `_meta`; an input_required answer becomes the legacy era's
+// server->client requests on the call's POST stream, and the client's answers, POSTed to any
+// replica (rounds.ts), become the retry's inputResponses beside the server's requestState, until
+// the call completes, fails or is cancelled. Progress and log lines travel on the POST stream;
+// the GET stream is fed by a subscriptions/listen (list changes, and resources/updated for the
+// session's resources/subscribe); DELETE ends the session.
+
+import type { IncomingHttpHeaders } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { errorBody, sendCausewayError, sendJson, sendStatus, SseStream, type HttpResponse } from '../egress/index.js';
+import type { HeaderBag } from '../envelope/index.js';
+import { CausewayError, causewayError, toCausewayError } from '../errors.js';
+import { isNotification, isObject, isRequest, isResponse, type JsonObject, type JsonRpcRequest, type RequestId } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import type { Access } from '../auth/index.js';
+import type { ForwardPolicy, ModernClient } from '../upstream/index.js';
+import { readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from '../passthrough/index.js';
+import type { AskRounds } from './rounds.js';
+import type { FactsStore, LiveFacts, SealedSession, SessionSeal } from './sessions.js';
+import { declared, initializeResult, legacyResponse, modernRequest, negotiate } from './wire.js';
+
+export interface TranslatedFaceOptions {
+  upstream: string;
+  client: ModernClient;
+  seal: SessionSeal;
+  facts: FactsStore;
+  rounds: AskRounds;
+  forward: ForwardPolicy;
+  /** The principal hash of a request. */
+  principalOf(headers: HeaderBag, access: Access | undefined): string;
+  keepAliveMs: number;
+  /** input_required rounds one call may take before it is failed. */
+  maxRounds: number;
+  /** Called when the upstream answers with no 2026 answer: its era may have changed. */
+  onRefused?(): void;
+}
+
+const ASK_CAPABILITY: Readonly<Record<string, string>> = { 'elicitation/create': 'elicitation', 'sampling/createMessage': 'sampling', 'roots/list': 'roots' };
+
+const acceptsSse = (headers: IncomingHttpHeaders): boolean => /\btext\/event-stream\b|\*\/\*/i.test(String(headers.accept ?? ''));
+
+function bag(headers: IncomingHttpHeaders): HeaderBag {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) if (v !== undefined && !k.startsWith(':')) out[k] = Array.isArray(v) ? v.join(', ') : v;
+  return out;
+}
+
+/** A call's name for Mcp-Name: the tool, the prompt or the resource. */
+function nameOf(msg: JsonRpcRequest): string | undefined {
+  const p = isObject(msg.params) ? msg.params : {};
+  const v = msg.method === 'resources/read' ? p.uri : msg.method === 'tools/call' || msg.method === 'prompts/get' ? p.name : undefined;
+  return typeof v === 'string' ? v : undefined;
+}
+
+export class TranslatedFace implements LegacyFace {
+  /** Calls in flight here, by session and client request id: a notifications/cancelled ends one. */
+  private readonly calls = new Map<string, AbortController>();
+  /** GET streams open here, by session id: a change of its subscriptions restarts its listen. */
+  private readonly streams = new Map<string, { restart(): void; end(): void }>();
+  private seq = 0;
+  private readonly idPrefix = randomUUID().slice(0, 8);
+
+  constructor(
+    private readonly opts: TranslatedFaceOptions,
+    private readonly log: Logger,
+  ) {}
+
+  async forward(
+    method: string,
+    headers: IncomingHttpHeaders,
+    body: LegacyBody | undefined,
+    res: HttpResponse,
+    signal: AbortSignal,
+    _extraHeaders?: Record<string, string>,
+    access?: Access,
+  ): Promise<void> {
+    let id: RequestId | null = null;
+    try {
+      const hb = bag(headers);
+      const principal = this.opts.principalOf(hb, access);
+      const message = method === 'POST' ? readLegacyMessage(body) : undefined;
+      if (message !== undefined && isRequest(message)) id = message.id;
+      const clientId = hb['mcp-session-id'];
+      if (message !== undefined && isRequest(message) && message.method === 'initialize') {
+        if (clientId !== undefined) throw causewayError('invalid_request', 'initialize opens a new session: send it without Mcp-Session-Id');
+        return await this.initialize(message, principal, hb, res, signal);
+      }
+      if (clientId === undefined) throw causewayError('invalid_request', 'Mcp-Session-Id is required: send initialize first');
+      const session = this.opts.seal.open(clientId, principal);
+      const facts = session && (await this.opts.facts.get(session.id));
+      if (session === undefined || facts === undefined) return sessionGone(res, id);
+      if (method === 'GET') return await this.listen(session, principal, hb, res, signal);
+      if (method === 'DELETE') {
+        await this.opts.facts.end(session.id);
+        this.streams.get(session.id)?.end();
+        return sendStatus(res, 200);
+      }
+      if (message === undefined) throw causewayError('method_not_allowed');
+      if (isResponse(message)) {
+        const taken = await this.opts.rounds.answer(session.id, message);
+        if (!taken) throw causewayError('invalid_request', 'No request of this session waits for this answer');
+        return sendStatus(res, 202);
+      }
+      if (isNotification(message)) {
+        if (message.method === 'notifications/cancelled' && isObject(message.params)) {
+          this.calls.get(`${session.id} ${String(message.params.requestId)}`)?.abort(new Error('cancelled by the client'));
+        }
+        return sendStatus(res, 202);
+      }
+      return await this.request(session, facts, message as JsonRpcRequest, principal, headers, hb, res, signal, access);
+    } catch (err) {
+      if (!signal.aborted) this.refuse(res, err, id);
+    }
+  }
+
+  endStreams(): void {
+    for (const s of this.streams.values()) s.end();
+  }
+
+  async close(): Promise<void> {
+    this.endStreams();
+    this.opts.facts.close();
+    await this.opts.rounds.close();
+  }
+
+  private nextId(): string {
+    return `${this.idPrefix}-${(this.seq++).toString(36)}`;
+  }
+
+  private async initialize(msg: JsonRpcRequest, principal: string, headers: HeaderBag, res: HttpResponse, signal: AbortSignal): Promise<void> {
+    const p = isObject(msg.params) ? msg.params : {};
+    const { protocolVersion, capabilities = {}, clientInfo } = p;
+    if (typeof protocolVersion !== 'string' || !isObject(capabilities) || !isObject(clientInfo)) {
+      throw causewayError('invalid_params', 'initialize needs params.protocolVersion, params.capabilities and params.clientInfo');
+    }
+    const version = negotiate(protocolVersion);
+    const facts = { clientInfo, capabilities: declared(capabilities) };
+    const discover = modernRequest({ jsonrpc: '2.0', id: 0, method: 'server/discover' }, this.nextId(), facts, undefined);
+    const { response } = await this.opts.client.request(discover, undefined, { headers: this.opts.forward.pick(headers), principal, signal });
+    if (!('result' in response) || !Array.isArray(response.result.supportedVersions)) {
+      this.opts.onRefused?.();
+      throw causewayError('upstream_bad_response', 'The upstream answered server/discover with no DiscoverResult');
+    }
+    const { clientId, session } = this.opts.seal.mint(principal, version, facts.clientInfo, facts.capabilities);
+    await this.opts.facts.put(session.id, { uris: [] });
+    sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: initializeResult(response.result, version, this.opts.upstream) }, { 'mcp-session-id': clientId });
+  }
+
+  /** A request the legacy era has and 2026 answers differently, or the call itself. */
+  private async request(
+    session: SealedSession,
+    facts: LiveFacts,
+    msg: JsonRpcRequest,
+    principal: string,
+    headers: IncomingHttpHeaders,
+    hb: HeaderBag,
+    res: HttpResponse,
+    signal: AbortSignal,
+    access: Access | undefined,
+  ): Promise<void> {
+    const params = isObject(msg.params) ? msg.params : {};
+    switch (msg.method) {
+      case 'ping':
+        return sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: {} });
+      case 'logging/setLevel': {
+        if (typeof params.level !== 'string') throw causewayError('invalid_params', 'logging/setLevel needs params.level');
+        await this.opts.facts.put(session.id, { ...facts, logLevel: params.level });
+        return sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: {} });
+      }
+      case 'resources/subscribe':
+      case 'resources/unsubscribe': {
+        if (typeof params.uri !== 'string') throw causewayError('invalid_params', `${msg.method} needs params.uri`);
+        const uris = facts.uris.filter((u) => u !== params.uri);
+        if (msg.method === 'resources/subscribe') uris.push(params.uri);
+        await this.opts.facts.put(session.id, { ...facts, uris });
+        this.opts.rounds.changed(session.id);
+        return sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: {} });
+      }
+    }
+    if (msg.method.startsWith('tasks/') || isObject(params.task)) {
+      throw causewayError('method_not_found', 'This upstream runs no tasks of the 2025-11-25 era: call the tool without params.task');
+    }
+    const key = `${session.id} ${String(msg.id)}`;
+    const call = new AbortController();
+    this.calls.set(key, call);
+    try {
+      await this.call(session, facts, msg, principal, acceptsSse(headers), hb, res, AbortSignal.any([signal, call.signal]), access);
+    } finally {
+      this.calls.delete(key);
+    }
+  }
+
+  /** The call, round after round: the asks of each input_required put to the client, its answers sent back. */
+  private async call(
+    session: SealedSession,
+    facts: LiveFacts,
+    msg: JsonRpcRequest,
+    principal: string,
+    sse: boolean,
+    headers: HeaderBag,
+    res: HttpResponse,
+    signal: AbortSignal,
+    access: Access | undefined,
+  ): Promise<void> {
+    const params = isObject(msg.params) ? msg.params : {};
+    let stream: SseStream | undefined;
+    const open = (): SseStream => (stream ??= this.keptAlive(new SseStream(res), signal));
+    let extra: JsonObject | undefined;
+    for (let round = 0; ; round++) {
+      if (round > this.opts.maxRounds) throw causewayError('upstream_bad_response', `The upstream asked more than ${this.opts.maxRounds} rounds of questions`);
+      const request = modernRequest(msg, this.nextId(), session, facts.logLevel, extra);
+      const { status, response } = await this.opts.client.request(request, nameOf(msg), {
+        headers: this.opts.forward.pick(headers),
+        principal,
+        signal,
+        onNotification: (n) => (sse ? open().send(n) : undefined),
+      });
+      if ('error' in response && status === 400 && response.error.code === -32000) {
+        this.opts.onRefused?.();
+        throw causewayError('upstream_bad_response', `The upstream refused a 2026-07-28 request: ${response.error.message.slice(0, 200)}`);
+      }
+      const result = 'result' in response ? response.result : undefined;
+      if (result?.resultType !== 'input_required') {
+        let answer = legacyResponse(response, msg.id, msg.method, params);
+        if ('result' in answer && access?.mayHide(msg.method)) answer = { ...answer, result: access.filterList(msg.method, answer.result) };
+        if (stream) stream.end(answer);
+        else sendJson(res, 200, answer);
+        return;
+      }
+      const asks = isObject(result.inputRequests) ? result.inputRequests : {};
+      const inputResponses: JsonObject = {};
+      const keys = Object.keys(asks);
+      if (keys.length > 0) {
+        if (!sse) throw causewayError('not_acceptable', 'The server needs to ask the client something: send Accept: text/event-stream');
+        for (const key of keys) {
+          const ask = asks[key];
+          const capability = isObject(ask) && typeof ask.method === 'string' ? ASK_CAPABILITY[ask.method] : undefined;
+          if (capability === undefined) throw causewayError('upstream_bad_response', `The server asked the client ${isObject(ask) ? String(ask.method) : 'something'}, which a client cannot be asked`);
+          if (!isObject(session.capabilities[capability])) throw causewayError('invalid_request', `The server asked for ${capability}, which this client did not declare`);
+        }
+        const { ids, answered } = this.opts.rounds.open(session.id, keys, signal);
+        const s = open();
+        for (const key of keys) {
+          const ask = asks[key] as JsonObject;
+          s.send({ jsonrpc: '2.0', id: ids.get(key)!, method: ask.method as string, ...(isObject(ask.params) ? { params: ask.params } : {}) });
+        }
+        for (const [key, answer] of await answered) {
+          if ('error' in answer) throw new CausewayError('invalid_request', `The client refused the server's ${String((asks[key] as JsonObject).method)}: ${answer.error.message}`);
+          inputResponses[key] = answer.result;
+        }
+      }
+      extra = { inputResponses, ...(typeof result.requestState === 'string' ? { requestState: result.requestState } : {}) };
+      if (keys.length === 0) delete extra.inputResponses;
+    }
+  }
+
+  /** The session's GET stream: a subscriptions/listen upstream, opened again when its subscriptions change. */
+  private async listen(session: SealedSession, principal: string, headers: HeaderBag, res: HttpResponse, signal: AbortSignal): Promise<void> {
+    if (!/\btext\/event-stream\b|\*\/\*/i.test(headers.accept ?? '')) throw causewayError('not_acceptable', 'A GET stream needs Accept: text/event-stream');
+    this.streams.get(session.id)?.end();
+    const ended = new AbortController();
+    let restart = new AbortController();
+    const entry = { restart: () => restart.abort(), end: () => ended.abort() };
+    this.streams.set(session.id, entry);
+    const stream = this.keptAlive(new SseStream(res), AbortSignal.any([signal, ended.signal]));
+    stream.start();
+    const unwatch = this.opts.rounds.watch(session.id, () => entry.restart());
+    try {
+      while (!signal.aborted && !ended.signal.aborted) {
+        const facts = await this.opts.facts.get(session.id);
+        if (facts === undefined) break;
+        restart = new AbortController();
+        const notifications = { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true, resourceSubscriptions: facts.uris };
+        const request = modernRequest({ jsonrpc: '2.0', id: 0, method: 'subscriptions/listen', params: { notifications } }, this.nextId(), session, undefined);
+        try {
+          await this.opts.client.request(request, undefined, {
+            headers: this.opts.forward.pick(headers),
+            principal,
+            signal: AbortSignal.any([signal, ended.signal, restart.signal]),
+            longLived: true,
+            onNotification: (n) => {
+              if (n.method === 'notifications/subscriptions/acknowledged') return;
+              const p = isObject(n.params) ? { ...n.params } : undefined;
+              if (p && isObject(p._meta)) {
+                const { ['io.modelcontextprotocol/subscriptionId']: _, ...meta } = p._meta;
+                if (Object.keys(meta).length > 0) p._meta = meta;
+                else delete p._meta;
+              }
+              stream.send(p ? { ...n, params: p } : n);
+            },
+          });
+          // The upstream ended the listen: the legacy client's stream ends too; it may GET again.
+          break;
+        } catch (err) {
+          if (restart.signal.aborted && !signal.aborted && !ended.signal.aborted) continue;
+          throw err;
+        }
+      }
+    } catch (err) {
+      if (!signal.aborted && !ended.signal.aborted) this.log.debug({ err: (err as Error).message }, 'a legacy GET stream ended');
+    } finally {
+      unwatch();
+      if (this.streams.get(session.id) === entry) this.streams.delete(session.id);
+      stream.end();
+    }
+  }
+
+  private keptAlive(stream: SseStream, signal: AbortSignal): SseStream {
+    if (this.opts.keepAliveMs <= 0) return stream;
+    const timer = setInterval(() => (stream.open ? stream.comment() : clearInterval(timer)), this.opts.keepAliveMs);
+    timer.unref();
+    signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+    return stream;
+  }
+
+  private refuse(res: HttpResponse, err: unknown, id: RequestId | null): void {
+    const e = toCausewayError(err);
+    if (!(err instanceof CausewayError)) this.log.error({ err }, 'legacy request failed');
+    else if (e.status >= 500) this.log.warn({ reason: e.reason, err: e.cause }, 'legacy request failed');
+    if (res.headersSent) new SseStream(res).end(errorBody(id, { code: e.code, message: e.message }));
+    else sendCausewayError(res, e, id);
+  }
+}

@@ -1,0 +1,5 @@
+// The 2026-07-28 side of the upstream wing: which era an upstream speaks (era.ts), and the
+// stateless client of a modern upstream (modern-client.ts).
+
+export { ERAS, eraOf, isEraRefusal, MemoryEraMemo, MODERN_VERSION, RedisEraMemo, UpstreamEra, type Era, type EraMemo, type EraSetting, type ProbeAnswer } from './era.js';
+export { ModernClient, type ModernCallOptions, type ModernRequestOptions } from './modern-client.js';

@@ -1,0 +1,98 @@
+// The client of a 2026-07-28 upstream: stateless, one HTTP request per JSON-RPC request, sent
+// through the upstream's dispatcher (its URLs, credentials and timeouts). `post` hands back the
+// upstream's HTTP answer as it is, for a modern client's request passed through byte for byte;
+// `request` reads the answer (JSON, or an SSE stream of the request's notifications ending in
+// its response) for a request Causeway makes itself, as the legacy face over this upstream
+// does. Closing the stream is the cancellation [SHTTP]: an aborted signal ends the request.
+
+import { causewayError } from '../../errors.js';
+import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
+import { callHeaders } from '../core/index.js';
+import { checkContentLength, decodeMessages, mediaType, readText, refusalOf, SseParser, type Response, type UpstreamDispatcher } from '../http/index.js';
+import { MODERN_VERSION, type ProbeAnswer } from './era.js';
+
+export interface ModernCallOptions {
+  /** Headers of the client's request this upstream may get (ForwardPolicy), and any others. */
+  headers?: Record<string, string>;
+  /** The principal hash whose upstream credential the request carries. */
+  principal?: string;
+  signal: AbortSignal;
+  /** A subscriptions/listen: no body timeout. */
+  longLived?: boolean;
+}
+
+export interface ModernRequestOptions extends ModernCallOptions {
+  /** The request's progress and log notifications, in order. */
+  onNotification?(n: JsonRpcNotification): void;
+}
+
+export class ModernClient {
+  constructor(
+    private readonly dispatcher: UpstreamDispatcher,
+    private readonly maxResponseBytes: number,
+  ) {}
+
+  /** Sends a request's bytes; the answer is the caller's to read or relay. */
+  post(body: string | Uint8Array, method: string, name: string | undefined, opts: ModernCallOptions): Promise<Response> {
+    const headers = callHeaders(method, name, opts.headers);
+    headers['content-type'] = 'application/json';
+    headers['accept'] = 'application/json, text/event-stream';
+    headers['mcp-protocol-version'] = MODERN_VERSION;
+    return this.dispatcher.send('POST', { target: undefined, principal: opts.principal }, headers, body, opts.signal, { longLived: opts.longLived });
+  }
+
+  /** Sends one request and reads its answer: the JSON-RPC response, an error response included. */
+  async request(msg: JsonRpcRequest, name: string | undefined, opts: ModernRequestOptions): Promise<{ status: number; response: JsonRpcResponse }> {
+    const res = await this.post(JSON.stringify(msg), msg.method, name, opts);
+    const type = mediaType(res.headers['content-type']);
+    if (type === 'text/event-stream') return { status: res.statusCode, response: await this.readStream(res, msg.id, opts) };
+    if (type !== 'application/json') {
+      if (res.statusCode >= 300) throw await refusalOf(res);
+      res.body.destroy();
+      throw causewayError('upstream_bad_response', `Upstream answered ${type || 'no content type'} to ${msg.method}`);
+    }
+    checkContentLength(res.body, res.headers['content-length'], this.maxResponseBytes);
+    const [m] = decodeMessages(await readText(res.body, this.maxResponseBytes));
+    if (m?.kind !== 'response') throw causewayError('upstream_bad_response', `Upstream answered ${msg.method} with no response`);
+    return { status: res.statusCode, response: m.message };
+  }
+
+  /** server/discover with nothing declared, read for its era (era.ts). */
+  async probe(signal: AbortSignal, clientInfo: { name: string; version: string }): Promise<ProbeAnswer> {
+    const msg: JsonRpcRequest = {
+      jsonrpc: '2.0',
+      id: 'causeway-discover',
+      method: 'server/discover',
+      params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientInfo': clientInfo, 'io.modelcontextprotocol/clientCapabilities': {} } },
+    };
+    const res = await this.post(JSON.stringify(msg), msg.method, undefined, { signal });
+    let message: unknown;
+    try {
+      const type = mediaType(res.headers['content-type']);
+      if (type === 'application/json') message = decodeMessages(await readText(res.body, 1024 * 1024))[0]?.message;
+      else if (type === 'text/event-stream') message = await this.readStream(res, msg.id, { signal });
+      else res.body.destroy();
+    } catch {
+      message = undefined;
+    }
+    return { status: res.statusCode, message };
+  }
+
+  private async readStream(res: Response, id: RequestId, opts: ModernRequestOptions): Promise<JsonRpcResponse> {
+    const parser = new SseParser({ maxEventBytes: this.maxResponseBytes });
+    for await (const chunk of res.body) {
+      for (const event of parser.push(chunk)) {
+        if (event.data === '') continue;
+        for (const m of decodeMessages(event.data)) {
+          if (m.kind === 'notification') opts.onNotification?.(m.message);
+          else if (m.kind === 'response' && m.message.id === id) {
+            res.body.destroy();
+            return m.message;
+          }
+          // A 2026 stream carries no requests [SHTTP]: one is left out.
+        }
+      }
+    }
+    throw causewayError('upstream_bad_response', 'The upstream ended the stream before its response');
+  }
+}
