@@ -140,6 +140,17 @@ export function checkParamHeaders(headers: HeaderBag, params: ParamHeader[], arg
   return OK;
 }
 
+/** The Mcp-Param-* headers a call's arguments give under a tool's annotations: none for a null or absent value [SHTTP]. */
+export function mirroredParamHeaders(params: readonly ParamHeader[], args: JsonObject | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of params) {
+    const value = valueAt(args, p.path);
+    if (value === undefined || value === null || typeof value === 'object') continue;
+    out[`mcp-param-${p.header.toLowerCase()}`] = encodeHeaderValue(String(value));
+  }
+  return out;
+}
+
 /** Plain visible ASCII as is; anything else, or a value that looks like the sentinel, as =?base64?...?= [SHTTP]. */
 export function encodeHeaderValue(v: string): string {
   return VISIBLE_ASCII.test(v) && !SENTINEL.test(v) ? v : `=?base64?${Buffer.from(v, 'utf8').toString('base64')}?=`;

@@ -20,6 +20,7 @@ import type { ForwardPolicy, ModernClient } from '../upstream/index.js';
 import { readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from '../passthrough/index.js';
 import type { AskRounds } from './rounds.js';
 import type { FactsStore, LiveFacts, SealedSession, SessionSeal } from './sessions.js';
+import { ToolHeaders } from './tools.js';
 import { declared, initializeResult, legacyResponse, modernRequest, negotiate } from './wire.js';
 
 export interface TranslatedFaceOptions {
@@ -37,6 +38,9 @@ export interface TranslatedFaceOptions {
   /** Called when the upstream answers with no 2026 answer: its era may have changed. */
   onRefused?(): void;
 }
+
+/** Pages of tools/list read at most to learn a tool's annotations. */
+const MAX_LIST_PAGES = 20;
 
 const ASK_CAPABILITY: Readonly<Record<string, string>> = { 'elicitation/create': 'elicitation', 'sampling/createMessage': 'sampling', 'roots/list': 'roots' };
 
@@ -62,6 +66,7 @@ export class TranslatedFace implements LegacyFace {
   private readonly streams = new Map<string, { restart(): void; end(): void }>();
   private seq = 0;
   private readonly idPrefix = randomUUID().slice(0, 8);
+  private readonly tools = new ToolHeaders();
 
   constructor(
     private readonly opts: TranslatedFaceOptions,
@@ -208,12 +213,19 @@ export class TranslatedFace implements LegacyFace {
     const params = isObject(msg.params) ? msg.params : {};
     let stream: SseStream | undefined;
     const open = (): SseStream => (stream ??= this.keptAlive(new SseStream(res), signal));
+    const upstreamHeaders = this.opts.forward.pick(headers);
+    if (msg.method === 'tools/call' && typeof params.name === 'string') {
+      const args = isObject(params.arguments) ? params.arguments : undefined;
+      if (!this.tools.has(params.name) && args !== undefined && Object.keys(args).length > 0) await this.learnTools(session, principal, upstreamHeaders, signal);
+      if (this.tools.invalid(params.name)) throw causewayError('invalid_params', `Tool ${params.name} has invalid x-mcp-header annotations and is not served`);
+      Object.assign(upstreamHeaders, this.tools.headersFor(params.name, args));
+    }
     let extra: JsonObject | undefined;
     for (let round = 0; ; round++) {
       if (round > this.opts.maxRounds) throw causewayError('upstream_bad_response', `The upstream asked more than ${this.opts.maxRounds} rounds of questions`);
       const request = modernRequest(msg, this.nextId(), session, facts.logLevel, extra);
       const { status, response } = await this.opts.client.request(request, nameOf(msg), {
-        headers: this.opts.forward.pick(headers),
+        headers: upstreamHeaders,
         principal,
         signal,
         onNotification: (n) => (sse ? open().send(n) : undefined),
@@ -225,6 +237,7 @@ export class TranslatedFace implements LegacyFace {
       const result = 'result' in response ? response.result : undefined;
       if (result?.resultType !== 'input_required') {
         let answer = legacyResponse(response, msg.id, msg.method, params);
+        if (msg.method === 'tools/list' && 'result' in answer) answer = { ...answer, result: this.tools.learn(answer.result) };
         if ('result' in answer && access?.mayHide(msg.method)) answer = { ...answer, result: access.filterList(msg.method, answer.result) };
         if (stream) stream.end(answer);
         else sendJson(res, 200, answer);
@@ -254,6 +267,19 @@ export class TranslatedFace implements LegacyFace {
       }
       extra = { inputResponses, ...(typeof result.requestState === 'string' ? { requestState: result.requestState } : {}) };
       if (keys.length === 0) delete extra.inputResponses;
+    }
+  }
+
+  /** Reads the upstream's tools/list, page by page, to learn the tools' Mcp-Param-* annotations. */
+  private async learnTools(session: SealedSession, principal: string, headers: Record<string, string>, signal: AbortSignal): Promise<void> {
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      const request = modernRequest({ jsonrpc: '2.0', id: 0, method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) }, this.nextId(), session, undefined);
+      const { response } = await this.opts.client.request(request, undefined, { headers, principal, signal });
+      if (!('result' in response)) return;
+      this.tools.learn(response.result);
+      cursor = typeof response.result.nextCursor === 'string' ? response.result.nextCursor : undefined;
+      if (cursor === undefined) return;
     }
   }
 

@@ -24,8 +24,9 @@ t.test('2026-07-28 through Causeway scores what the 2026 server scores directly'
   const proxied = await runConformance({ t, url: causeway.url!, requirements: '2026-07-28' });
   t.notOk(proxied.timedOut, 'suite finished');
   t.ok(scored(direct).length >= 37, `the 2026-07-28 set ran (${scored(direct).length})`);
-  t.equal(passing(proxied).length, passing(direct).length, `${passing(proxied).length}/${scored(proxied).length} through Causeway, ${passing(direct).length} directly\n${formatFailures(proxied)}`);
+  t.equal(passing(proxied).length, passing(direct).length, `${passing(proxied).length}/${scored(proxied).length} through Causeway, ${passing(direct).length} directly`);
   t.equal(passing(proxied).length, scored(proxied).length, 'every scored scenario passes');
+  if (passing(proxied).length !== scored(proxied).length) t.comment(formatFailures(proxied));
   t.equal(proxied.exitCode, 0);
 });
 

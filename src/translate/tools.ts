@@ -1,0 +1,46 @@
+// What a modern upstream's tools/list says of each tool's x-mcp-header annotations, learned from
+// the lists that pass through the legacy face: a legacy client knows nothing of Mcp-Param-*, so
+// Causeway mirrors the annotated arguments of its calls into them [SHTTP][SEP-2243]. A tool whose
+// annotations are invalid is left out of the lists a legacy client gets, as a 2026 client would
+// leave it out, and never called.
+
+import { mirroredParamHeaders, paramHeaders, type ParamHeader } from '../envelope/index.js';
+import { isObject, type JsonObject } from '../jsonrpc.js';
+
+/** Bound on tools remembered; past it the catalog starts over (it is relearned from the next lists). */
+const MAX_TOOLS = 10_000;
+
+export class ToolHeaders {
+  /** Tool name -> its annotations; null when they are invalid. */
+  private readonly tools = new Map<string, ParamHeader[] | null>();
+
+  has(name: string): boolean {
+    return this.tools.has(name);
+  }
+
+  /** Learns a tools/list result's tools; the result without the tools whose annotations are invalid. */
+  learn(result: JsonObject): JsonObject {
+    if (!Array.isArray(result.tools)) return result;
+    if (this.tools.size > MAX_TOOLS) this.tools.clear();
+    let dropped = false;
+    const tools = result.tools.filter((tool) => {
+      if (!isObject(tool) || typeof tool.name !== 'string') return true;
+      const headers = paramHeaders(tool.inputSchema) ?? null;
+      this.tools.set(tool.name, headers);
+      if (headers === null) dropped = true;
+      return headers !== null;
+    });
+    return dropped ? { ...result, tools } : result;
+  }
+
+  /** Whether the tool is known to have invalid annotations: it is never called. */
+  invalid(name: string): boolean {
+    return this.tools.get(name) === null;
+  }
+
+  /** The Mcp-Param-* headers of a call, when the tool's annotations are known. */
+  headersFor(name: string, args: JsonObject | undefined): Record<string, string> {
+    const params = this.tools.get(name);
+    return params ? mirroredParamHeaders(params, args) : {};
+  }
+}
