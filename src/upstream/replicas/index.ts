@@ -5,4 +5,4 @@
 export { ASKING_METHODS, type OutsideAskOutcome, OutsideAsks } from './outside-asks.js';
 export { ReplicaAsks } from './replica-asks.js';
 export { type RelayOptions, ReplicaRelay } from './replica-relay.js';
-export { STANDING_STREAMS, type StandingStream, StandingStreams, wantsStandingStream } from './standing-streams.js';
+export { StandingStreams, wantsStandingStream } from './standing-streams.js';
