@@ -2,7 +2,7 @@
 // made by the constructor of its kind, which gives it the type its value parses to, so the Config
 // type is read off the table instead of being declared beside it.
 
-export type Kind = 'string' | 'number' | 'boolean' | 'list' | 'map' | 'json';
+type Kind = 'string' | 'number' | 'boolean' | 'list' | 'map' | 'json';
 
 export interface Setting<T = unknown> {
   readonly kind: Kind;
@@ -58,7 +58,7 @@ export function isSetting(entry: Setting | Section): entry is Setting {
  * What is wrong with `v` as the value of `s` at `where`; undefined when nothing. `whole`: numbers
  * must be integers too (an `upstreams` entry's are counts and milliseconds).
  */
-export function valueProblem(s: Setting, where: string, v: unknown, whole = false): string | undefined {
+function valueProblem(s: Setting, where: string, v: unknown, whole = false): string | undefined {
   const bad = (what: string) => `${where}: expected ${what}`;
   switch (s.kind) {
     case 'string':

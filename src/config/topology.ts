@@ -136,7 +136,14 @@ function cacheMethods(where: string, v: unknown, problems: string[]): Record<str
 }
 
 /** Sets `into[key]` to the entry's own value, when it gives one its setting accepts; whether it did. */
-function take<S extends Record<keyof S, Setting>, K extends keyof S & string>(settings: S, into: SectionValues<S>, key: K, raw: Raw, where: string, problems: string[]): boolean {
+function take<S extends Record<keyof S, Setting>, K extends keyof S & string>(
+  settings: S,
+  into: SectionValues<S>,
+  key: K,
+  raw: Raw,
+  where: string,
+  problems: string[],
+): boolean {
   const v = raw[key];
   // An entry's numbers are counts and milliseconds: whole.
   if (v === undefined || !holds(settings[key], `${where}.${key}`, v, problems, true)) return false;
