@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { ConfigError, resolveTopology, type CachePolicy, type Config } from './config/index.js';
 import type { CacheHint } from './dialect/index.js';
 import { originPolicy } from './envelope/index.js';
-import { createAdmin, createIngress, drain, frontDoor, RateLimiter } from './ingress/index.js';
+import { createAdmin, createIngress, drain, frontDoor, RateLimiter, type Mount } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { AuthMetrics, createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics } from './metrics/index.js';
 import { replayCacheFor, ResourceServer, SubjectTokens } from './auth/index.js';
@@ -17,7 +17,7 @@ import { globToRegExp } from './glob.js';
 import { MemoryTaskStore, RedisTaskStore, TaskBridge } from './tasks/index.js';
 import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, type ReplicaBridge } from './mrtr/index.js';
 import { randomUUID } from 'node:crypto';
-import { compileRules, Federation, principalHash, type ModernDeps, type Mount } from './routing/index.js';
+import { compileRules, Federation, principalHash, type ModernDeps } from './routing/index.js';
 import { crossReplicaListen, InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
 import { VERSION } from './version.js';
 

@@ -20,7 +20,7 @@ import { causewayError, toCausewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { sessionRef, type PooledSession } from './pool/index.js';
-import { principalHash, sessionKeyFor, type Answered, type Federation, type ModernDeps, type ModernExchange, type Mount, type Routed } from './routing/index.js';
+import { principalHash, sessionKeyFor, type Answered, type Federation, type ModernDeps, type ModernExchange, type ModernMount, type Routed } from './routing/index.js';
 import {
   callHeaders,
   enableLogging,
@@ -36,7 +36,7 @@ import { inRequestSpan, markFailed } from './tracing/index.js';
 import { refusedAnswer, relayModern } from './passthrough/index.js';
 
 /** A modern request on a mount, as the front door hands it over. */
-export function serveModern(ex: ModernExchange, mount: Mount): Promise<void> {
+export function serveModern(ex: ModernExchange, mount: ModernMount): Promise<void> {
   return inRequestSpan(ex.request, ex.headers, (span) => {
     if (span && ex.notes) ex.notes.traceId = span.spanContext().traceId;
     const traced = span ? { ...ex, span } : ex;

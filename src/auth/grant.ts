@@ -3,7 +3,8 @@
 // reasons form a closed set: they label a metric and a log field, never a token or claim value.
 
 import type { JsonObject } from '../jsonrpc.js';
-import { FILTERED_LISTS, filterList, mayHide, missingScopes, type ScopeRule } from './rules.js';
+import type { ScopeRule } from '../config/index.js';
+import { FILTERED_LISTS, filterList, mayHide, missingScopes } from './rules.js';
 
 export interface Identity {
   readonly issuer: string;

@@ -6,7 +6,7 @@
 
 import { causewayError, challengeError, type CausewayError } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
-import type { Config } from '../config/index.js';
+import { parseRules, type Config, type ScopeRule } from '../config/index.js';
 import type { HeaderBag } from '../envelope/index.js';
 import { Challenges, type ChallengeError, type Scheme } from './challenge.js';
 import { DpopVerifier } from './dpop.js';
@@ -17,7 +17,7 @@ import { IssuerSet } from './jwt.js';
 import { metadataDocument, metadataPath, metadataUrl, WELL_KNOWN_PRM } from './metadata.js';
 import type { ReplayCache } from './replay-cache.js';
 import type { SubjectTokens } from './subject-tokens.js';
-import { baselineScopes, parseRules, scopesNamed, type ScopeRule } from './rules.js';
+import { baselineScopes, scopesNamed } from './rules.js';
 
 export type AuthSettings = Config['auth'];
 

@@ -3,8 +3,8 @@
 // token's audience and issuer can be compared with, signing algorithms that cannot be downgraded,
 // and nothing that would carry the client's token upstream.
 
-import { parseRules } from '../auth/index.js';
 import { AUTH_ALGORITHMS, SETTINGS, type Config } from './schema.js';
+import { parseRules } from './scope-rules.js';
 import type { Topology } from './topology.js';
 
 /** Headers that carry the client's token for Causeway; an upstream never gets them then. */

@@ -1,4 +1,5 @@
 export { ConfigError, loadConfig } from './load.js';
 export { helpText } from './help.js';
-export { type Config, type PrincipalMode, type CacheScope } from './schema.js';
-export { resolveTopology, type CachePolicy, type UpstreamSpec, type RouteRule } from './topology.js';
+export { type Config, type PrincipalMode, type CacheScope, type StandingStream } from './schema.js';
+export { parseRules, type ScopeRule } from './scope-rules.js';
+export { resolveTopology, type CachePolicy, type CredentialGrant, type CredentialSpec, type UpstreamSpec, type RouteRule } from './topology.js';

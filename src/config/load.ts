@@ -5,7 +5,8 @@
 import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
 import { authProblems } from './auth.js';
 import { deepFreeze } from './freeze.js';
-import { SETTINGS, type Config, type Setting } from './schema.js';
+import { SETTINGS, type Config } from './schema.js';
+import { holds, type Setting } from './setting.js';
 import { isHeaderName, resolveTopology } from './topology.js';
 
 export class ConfigError extends Error {
@@ -74,29 +75,14 @@ function fromText(s: Setting, text: string): unknown {
   }
 }
 
-function check(s: Setting, v: unknown): string | undefined {
-  const bad = (what: string) => `${s.path}: expected ${what}`;
-  switch (s.kind) {
-    case 'string':
-      if (typeof v !== 'string') return bad('a string');
-      if (s.choices && !s.choices.includes(v)) return bad(`one of ${s.choices.join(', ')}`);
-      return undefined;
-    case 'number': {
-      const min = s.min ?? 0;
-      if (typeof v === 'number' && Number.isFinite(v) && v >= min) return undefined;
-      return bad(min === 0 ? 'a non-negative number' : `a number >= ${min}`);
-    }
-    case 'boolean':
-      return typeof v === 'boolean' ? undefined : bad('true or false');
-    case 'list':
-      return Array.isArray(v) && v.every((x) => typeof x === 'string') ? undefined : bad('a list of strings');
-    case 'map':
-      return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string')
-        ? undefined
-        : bad('an object of strings');
-    case 'json':
-      return typeof v === 'object' && v !== null && !Array.isArray(v) ? undefined : bad('a JSON object');
-  }
+/**
+ * Whether every setting in `cfg` holds a value of its type, so that `cfg` is a Config; what is
+ * wrong with each that does not goes to `problems`.
+ */
+function settingsHold(cfg: Record<string, unknown>, problems: string[]): cfg is Config {
+  let ok = true;
+  for (const s of SETTINGS) if (!holds(s, s.path, getPath(cfg, s.path), problems)) ok = false;
+  return ok;
 }
 
 function parseFlags(argv: readonly string[]): { flags: Map<string, string>; problems: string[] } {
@@ -154,14 +140,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Con
     if (!s) problems.push(`unknown flag --${name}`);
     else setPath(cfg, s.path, fromText(s, text));
   }
-  for (const s of SETTINGS) {
-    const p = check(s, getPath(cfg, s.path));
-    if (p) problems.push(p);
-  }
-  const config = cfg as unknown as Config;
-  if (problems.length === 0) problems.push(...crossChecks(config));
+  if (!settingsHold(cfg, problems) || problems.length > 0) throw new ConfigError(problems);
+  problems.push(...crossChecks(cfg));
   if (problems.length > 0) throw new ConfigError(problems);
-  return deepFreeze(config);
+  return deepFreeze(cfg);
 }
 
 function crossChecks(c: Config): string[] {

@@ -2,18 +2,37 @@
 // no `upstreams` has one, built from the `upstream.*` settings and served at `listen.path`; with
 // `upstreams`, those settings are the defaults of each entry and `mounts` say what is served where.
 
-import { CREDENTIAL_GRANTS, STANDING_STREAMS, type CredentialGrant, type CredentialSpec, type StandingStream } from '../upstream/index.js';
 import { deepFreeze } from './freeze.js';
-import { UPSTREAM_TRANSPORTS, type CacheScope, type Config, type UpstreamTransport } from './schema.js';
+import { UPSTREAM_SETTINGS, type CacheScope, type Config } from './schema.js';
+import { holds, type SectionValues, type Setting } from './setting.js';
 
-export interface CachePolicy {
-  ttlMs: number;
-  scope: CacheScope;
-  methods: Readonly<Record<string, { ttlMs?: number; scope?: CacheScope }>>;
+/** An upstream's cache.* settings: its entry's over the global ones. */
+export type CachePolicy = Config['cache'];
+
+export const CREDENTIAL_GRANTS = ['client_credentials', 'token_exchange', 'authorization_code'] as const;
+export type CredentialGrant = (typeof CREDENTIAL_GRANTS)[number];
+
+/** An upstream's `credentials`: Causeway's own token for it (upstream/credentials uses it). */
+export interface CredentialSpec {
+  grant: CredentialGrant;
+  /** The token endpoint; for authorization_code, found in the issuer's metadata. */
+  tokenUrl: string;
+  /** authorization_code: the upstream's authorization server, whose metadata names its endpoints. */
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** Space-separated scopes asked for; empty: none named. */
+  scope: string;
+  /** The upstream's resource indicator [RFC 8707]; empty: none sent. */
+  resource: string;
+  /** token_exchange: the audience asked for [RFC 8693 §2.1]; empty: none sent. */
+  audience: string;
 }
 
+type UpstreamSettings = Config['upstream'];
+
 /** One upstream: the `upstream.*` settings, with its own URLs and cache policy. */
-export interface UpstreamSpec extends Omit<Config['upstream'], 'url' | 'credentials'> {
+export interface UpstreamSpec extends Omit<UpstreamSettings, 'url' | 'credentials'> {
   /** Equivalent URLs (replicas of one deployment); sessions are spread over them. Empty for stdio. */
   urls: string[];
   cache: CachePolicy;
@@ -48,28 +67,10 @@ export const DEFAULT_PAGE_SIZE = 100;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 const RESERVED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
-const UPSTREAM_KEYS = new Set([
-  'url',
-  'urls',
-  'headers',
-  'forwardHeaders',
-  'taskTools',
-  'standingStream',
-  'protocolVersion',
-  'connectTimeoutMs',
-  'requestTimeoutMs',
-  'maxResponseBytes',
-  'ejectAfterFailures',
-  'ejectMs',
-  'cache',
-  'credentials',
-  'transport',
-  'command',
-  'args',
-  'env',
-  'cwd',
-  'maxProcesses',
-]);
+/** The upstream.* settings an `upstreams` entry may not give as they are: its name is its key, url may be urls, credentials become a spec. */
+const APART: ReadonlySet<string> = new Set(['name', 'url', 'credentials']);
+/** An entry's keys: every upstream.* setting but the name, urls beside url, and a cache of its own. */
+const UPSTREAM_KEYS: ReadonlySet<string> = new Set([...Object.keys(UPSTREAM_SETTINGS).filter((k) => k !== 'name'), 'urls', 'cache']);
 const MOUNT_KEYS = new Set(['upstreams', 'prefix', 'pageSize', 'routes']);
 
 type Raw = Record<string, unknown>;
@@ -134,13 +135,39 @@ function cacheMethods(where: string, v: unknown, problems: string[]): Record<str
   return out;
 }
 
+/** Sets `into[key]` to the entry's own value, when it gives one its setting accepts; whether it did. */
+function take<S extends Record<keyof S, Setting>, K extends keyof S & string>(
+  settings: S,
+  into: SectionValues<S>,
+  key: K,
+  raw: Raw,
+  where: string,
+  problems: string[],
+): boolean {
+  const v = raw[key];
+  // An entry's numbers are counts and milliseconds: whole.
+  if (v === undefined || !holds(settings[key], `${where}.${key}`, v, problems, true)) return false;
+  into[key] = v;
+  return true;
+}
+
 function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): UpstreamSpec {
   const where = `upstreams.${name}`;
   for (const k of Object.keys(raw)) if (!UPSTREAM_KEYS.has(k)) problems.push(`${where}: unknown setting ${k}`);
-  const stdio = stdioSpec(where, raw, c, problems);
+  const own: UpstreamSettings = { ...c.upstream };
+  const taken = new Set<string>();
+  for (const key of Object.keys(UPSTREAM_SETTINGS) as (keyof UpstreamSettings)[]) {
+    if (!APART.has(key) && take(UPSTREAM_SETTINGS, own, key, raw, where, problems)) taken.add(key);
+  }
+  // An entry's headers and env add to upstream.*'s; its other settings replace them.
+  const headers = { ...c.upstream.headers, ...own.headers };
+  const env = { ...c.upstream.env, ...own.env };
+  if (taken.has('forwardHeaders')) problems.push(...forwardListProblems(`${where}.forwardHeaders`, own.forwardHeaders));
+  if (taken.has('taskTools') && own.taskTools.includes('')) problems.push(`${where}.taskTools: expected a list of tool names`);
+  if (own.transport === 'stdio' && own.command.trim() === '') problems.push(`${where}.command: required when transport is stdio`);
   let urls: string[] = [];
   if (raw.urls !== undefined && raw.url !== undefined) problems.push(`${where}: give url or urls, not both`);
-  if (stdio.transport === 'stdio') {
+  if (own.transport === 'stdio') {
     if (raw.urls !== undefined || raw.url !== undefined) problems.push(`${where}: url and urls are not used when transport is stdio`);
   } else if (raw.urls !== undefined) {
     if (!Array.isArray(raw.urls) || raw.urls.length === 0) problems.push(`${where}.urls: expected a non-empty list of URLs`);
@@ -149,36 +176,8 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
   if (new Set(urls).size !== urls.length) problems.push(`${where}.urls: a URL is listed twice`);
   // An HTTP+SSE session lives on the connection that opened it: there is nothing to spread. auto
   // finds its transport at one URL.
-  if (stdio.transport === 'sse' && urls.length > 1) problems.push(`${where}.urls: transport sse takes one URL (the SSE endpoint)`);
-  if (stdio.transport === 'auto' && urls.length > 1) problems.push(`${where}.urls: transport auto takes one URL; give several to streamable-http`);
-  let headers: Record<string, string> = { ...c.upstream.headers };
-  if (raw.headers !== undefined) {
-    if (isRaw(raw.headers) && Object.values(raw.headers).every((v) => typeof v === 'string')) {
-      headers = { ...headers, ...(raw.headers as Record<string, string>) };
-    } else problems.push(`${where}.headers: expected an object of strings`);
-  }
-  let forwardHeaders = c.upstream.forwardHeaders;
-  if (raw.forwardHeaders !== undefined) {
-    if (Array.isArray(raw.forwardHeaders) && raw.forwardHeaders.every((v) => typeof v === 'string')) {
-      forwardHeaders = raw.forwardHeaders as string[];
-      problems.push(...forwardListProblems(`${where}.forwardHeaders`, forwardHeaders));
-    } else problems.push(`${where}.forwardHeaders: expected a list of header names`);
-  }
-  let taskTools = c.upstream.taskTools;
-  if (raw.taskTools !== undefined) {
-    if (Array.isArray(raw.taskTools) && raw.taskTools.every((v) => typeof v === 'string' && v !== '')) taskTools = raw.taskTools as string[];
-    else problems.push(`${where}.taskTools: expected a list of tool names`);
-  }
-  let standingStream = c.upstream.standingStream;
-  if (raw.standingStream !== undefined) {
-    if (typeof raw.standingStream === 'string' && (STANDING_STREAMS as readonly string[]).includes(raw.standingStream)) standingStream = raw.standingStream as StandingStream;
-    else problems.push(`${where}.standingStream: expected one of ${STANDING_STREAMS.join(', ')}`);
-  }
-  let protocolVersion = c.upstream.protocolVersion;
-  if (raw.protocolVersion !== undefined) {
-    if (typeof raw.protocolVersion === 'string') protocolVersion = raw.protocolVersion;
-    else problems.push(`${where}.protocolVersion: expected a string`);
-  }
+  if (own.transport === 'sse' && urls.length > 1) problems.push(`${where}.urls: transport sse takes one URL (the SSE endpoint)`);
+  if (own.transport === 'auto' && urls.length > 1) problems.push(`${where}.urls: transport auto takes one URL; give several to streamable-http`);
   const cache: CachePolicy = { ttlMs: c.cache.ttlMs, scope: c.cache.scope, methods: { ...c.cache.methods } };
   if (raw.cache !== undefined) {
     if (!isRaw(raw.cache)) problems.push(`${where}.cache: expected an object`);
@@ -192,27 +191,12 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
     }
   }
   const credentials = credentialSpec(`${where}.credentials`, raw.credentials ?? c.upstream.credentials, problems);
-  if (credentials && stdio.transport !== 'streamable-http') problems.push(`${where}.credentials: only for transport streamable-http`);
+  if (credentials && own.transport !== 'streamable-http') problems.push(`${where}.credentials: only for transport streamable-http`);
   if (credentials && Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) {
     problems.push(`${where}: give credentials or an Authorization header, not both`);
   }
-  return {
-    name,
-    urls,
-    headers,
-    credentials,
-    forwardHeaders,
-    taskTools,
-    standingStream,
-    protocolVersion,
-    connectTimeoutMs: num(`${where}.connectTimeoutMs`, raw.connectTimeoutMs, c.upstream.connectTimeoutMs, 0, problems),
-    requestTimeoutMs: num(`${where}.requestTimeoutMs`, raw.requestTimeoutMs, c.upstream.requestTimeoutMs, 0, problems),
-    maxResponseBytes: num(`${where}.maxResponseBytes`, raw.maxResponseBytes, c.upstream.maxResponseBytes, 0, problems),
-    ejectAfterFailures: num(`${where}.ejectAfterFailures`, raw.ejectAfterFailures, c.upstream.ejectAfterFailures, 1, problems),
-    ejectMs: num(`${where}.ejectMs`, raw.ejectMs, c.upstream.ejectMs, 0, problems),
-    ...stdio,
-    cache,
-  };
+  const { url: _url, credentials: _credentials, ...rest } = own;
+  return { ...rest, name, urls, headers, env, args: [...own.args], credentials, cache };
 }
 
 const CREDENTIAL_KEYS = new Set(['grant', 'tokenUrl', 'issuer', 'clientId', 'clientSecret', 'scope', 'resource', 'audience']);
@@ -257,39 +241,6 @@ function credentialSpec(where: string, v: unknown, problems: string[]): Credenti
     resource: o.resource ?? '',
     audience: o.audience ?? '',
   };
-}
-
-type StdioFields = Pick<UpstreamSpec, 'transport' | 'command' | 'args' | 'env' | 'cwd' | 'maxProcesses'>;
-
-/** transport and the stdio settings of one upstream entry, upstream.* giving the defaults. */
-function stdioSpec(where: string, raw: Raw, c: Config, problems: string[]): StdioFields {
-  let transport = c.upstream.transport;
-  if (raw.transport !== undefined) {
-    if (typeof raw.transport === 'string' && (UPSTREAM_TRANSPORTS as readonly string[]).includes(raw.transport)) transport = raw.transport as UpstreamTransport;
-    else problems.push(`${where}.transport: expected one of ${UPSTREAM_TRANSPORTS.join(', ')}`);
-  }
-  const str = (key: 'command' | 'cwd'): string => {
-    const v = raw[key];
-    if (v === undefined) return c.upstream[key];
-    if (typeof v === 'string') return v;
-    problems.push(`${where}.${key}: expected a string`);
-    return c.upstream[key];
-  };
-  const command = str('command');
-  const cwd = str('cwd');
-  let args = c.upstream.args;
-  if (raw.args !== undefined) {
-    if (Array.isArray(raw.args) && raw.args.every((a) => typeof a === 'string')) args = raw.args as string[];
-    else problems.push(`${where}.args: expected a list of strings`);
-  }
-  let env: Record<string, string> = { ...c.upstream.env };
-  if (raw.env !== undefined) {
-    if (isRaw(raw.env) && Object.values(raw.env).every((v) => typeof v === 'string')) env = { ...env, ...(raw.env as Record<string, string>) };
-    else problems.push(`${where}.env: expected an object of strings`);
-  }
-  if (transport === 'stdio' && command.trim() === '') problems.push(`${where}.command: required when transport is stdio`);
-  const maxProcesses = num(`${where}.maxProcesses`, raw.maxProcesses, c.upstream.maxProcesses, 1, problems);
-  return { transport, command, args: [...args], env, cwd, maxProcesses };
 }
 
 function routeRules(where: string, v: unknown, members: readonly string[], problems: string[]): RouteRule[] {

@@ -1,5 +1,6 @@
 export { createAdmin } from './admin.js';
 export { drain } from './drain.js';
 export { frontDoor } from './front-door.js';
+export type { Mount } from './mount.js';
 export { createIngress } from './server.js';
 export { RateLimiter } from './rate-limit.js';

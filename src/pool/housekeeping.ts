@@ -4,7 +4,7 @@
 // store (the oldest 100 per sweep). The sweep also reads the shared store's count, which bounds
 // it to maxSessions before each new session without a read of its own (boundStore).
 import type { Logger } from '../log.js';
-import type { PooledSession } from './pool.js';
+import type { PooledSession } from './session-facts.js';
 import type { SessionRecord, SessionStore } from './session-store.js';
 import { StoreUnavailable, type StoreHealth } from './store-health.js';
 

@@ -9,7 +9,7 @@
 // again (or its connection comes back) reconcile.ts publishes what it opened meanwhile. Touch
 // batches and the idle sweep are housekeeping.ts's.
 
-import { SessionFacts } from './session-facts.js';
+import { SessionFacts, type PooledSession } from './session-facts.js';
 import { randomUUID } from 'node:crypto';
 import { causewayError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -48,19 +48,6 @@ export interface PoolOptions {
    * by a request; 0: by every new session too (tests of the bound).
    */
   countEveryMs?: 0;
-}
-
-/** A session as this replica knows it, with replica-local facts learned while using it. */
-export interface PooledSession {
-  readonly key: SessionKey;
-  record: SessionRecord;
-  /** What this replica learned about the session (tool header annotations, logging on). */
-  facts: SessionFacts;
-  lastUsedAt: number;
-  /** Opened while the store failed: known to this replica only until it is published. */
-  localOnly: boolean;
-  /** This replica ran its initialize (rather than finding it in the store). */
-  readonly openedHere?: boolean;
 }
 
 export interface PoolEvents {

@@ -4,8 +4,12 @@
 // upstream logging is turned on.
 // A change notification from the upstream makes some of it stale: invalidate(method) forgets
 // that part, here and, through the subscriptions bus, on every other replica.
+// PooledSession is the session as this replica holds it: its record with these facts beside it
+// (here, not in pool.ts, so that the pool's helpers need not import the pool).
 
 import type { ParamHeader } from '../envelope/index.js';
+import type { SessionKey } from './session-key.js';
+import type { SessionRecord } from './session-store.js';
 
 /** A listed tool's execution.taskSupport (forbidden when it says nothing). */
 export type TaskSupport = 'optional' | 'required' | 'forbidden';
@@ -16,6 +20,19 @@ export interface ToolFacts {
   /** Its x-mcp-header annotations; undefined when they are invalid. */
   headers: ParamHeader[] | undefined;
   support: TaskSupport;
+}
+
+/** A session as this replica knows it, with replica-local facts learned while using it. */
+export interface PooledSession {
+  readonly key: SessionKey;
+  record: SessionRecord;
+  /** What this replica learned about the session (tool header annotations, logging on). */
+  facts: SessionFacts;
+  lastUsedAt: number;
+  /** Opened while the store failed: known to this replica only until it is published. */
+  localOnly: boolean;
+  /** This replica ran its initialize (rather than finding it in the store). */
+  readonly openedHere?: boolean;
 }
 
 /** Change notifications that make part of what is known stale. */

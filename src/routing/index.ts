@@ -1,6 +1,6 @@
 export { principalHash, type PrincipalPolicy } from './principal.js';
 export { Federation, type Routed } from './federation.js';
-export type { Mount } from './mount.js';
+export type { ModernMount } from './mount.js';
 export { compileRules } from './rules.js';
 export type { AccessNotes, Answered, ModernDeps, ModernExchange } from './exchange.js';
 export { sessionKeyFor } from './session-keys.js';

@@ -1,13 +1,10 @@
-// A mount: what one path of the data port serves. A single-upstream mount's modern requests go
-// through the pipeline on its upstream and its legacy ones to its legacy face (the byte
-// passthrough, or Causeway's own legacy protocol over a stdio or HTTP+SSE upstream); a federated
-// mount answers modern requests through its Federation and serves no legacy clients. Plain data:
-// the composition root builds it, the front door hands it to the pipeline.
+// What a mount serves its modern requests with: its one upstream, through the pipeline, or the
+// Federation of its members. The front door's Mount (ingress/mount.ts) is one of these with its
+// path and legacy face.
 
-import type { LegacyFace } from '../passthrough/index.js';
 import type { ModernDeps } from './exchange.js';
 import type { Federation } from './federation.js';
 
-export type Mount =
-  | { readonly path: string; readonly passthrough: LegacyFace; readonly upstream: ModernDeps; readonly federation?: undefined }
-  | { readonly path: string; readonly passthrough: undefined; readonly federation: Federation; readonly upstream?: undefined };
+export type ModernMount =
+  | { readonly upstream: ModernDeps; readonly federation?: undefined }
+  | { readonly federation: Federation; readonly upstream?: undefined };

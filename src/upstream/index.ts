@@ -13,8 +13,8 @@ export { detectTransport, TransportMemo, type Detected, type DetectOptions, type
 export { AutoClient, type AutoClientOptions, type FoundTransport } from './channel/index.js';
 export type { ChannelOpener, MessageChannel } from './channel/index.js';
 export { ReplicaRelay, type RelayOptions, ReplicaAsks, type OutsideAskOutcome } from './replicas/index.js';
-export { STANDING_STREAMS, wantsStandingStream, type StandingStream } from './replicas/index.js';
-export { UpstreamCredentials, CREDENTIAL_GRANTS, type CredentialGrant, type CredentialSpec, type SubjectSource, type UpstreamAuthorization } from './credentials/index.js';
+export { wantsStandingStream } from './replicas/index.js';
+export { UpstreamCredentials, type SubjectSource, type UpstreamAuthorization } from './credentials/index.js';
 export { SignInCallback, UpstreamSignIn, type Sealer, MemoryGrants, type GrantStore } from './credentials/index.js';
 export { ERAS, eraOf, MemoryEraMemo, MODERN_VERSION, RedisEraMemo, ModernClient, UpstreamEra, isEraRefusal, type Era, type EraMemo, type EraSetting, type ProbeAnswer } from './modern/index.js';
 export { UpstreamDispatcher } from './http/index.js';

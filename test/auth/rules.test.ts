@@ -3,7 +3,7 @@
 
 import t from 'tap';
 import { Access } from '../../src/auth/index.js';
-import { parseRules } from '../../src/auth/rules.js';
+import { parseRules } from '../../src/config/scope-rules.js';
 
 const { rules, problems } = parseRules({ '*': ['mcp'], 'tools/call': ['call'], 'tools/call admin_*': ['admin'], 'resources/read file:///secret/*': ['secret'] });
 const access = (...scopes: string[]) => new Access({ issuer: 'https://as.example', subject: 's' }, new Set(scopes), rules);

@@ -6,26 +6,8 @@
 
 import { request } from 'undici';
 import { CausewayError } from '../../errors.js';
+import type { CredentialSpec } from '../../config/index.js';
 import type { Logger } from '../../log.js';
-
-export type CredentialGrant = 'client_credentials' | 'token_exchange' | 'authorization_code';
-export const CREDENTIAL_GRANTS: readonly CredentialGrant[] = ['client_credentials', 'token_exchange', 'authorization_code'];
-
-export interface CredentialSpec {
-  grant: CredentialGrant;
-  /** The token endpoint; for authorization_code, found in the issuer's metadata. */
-  tokenUrl: string;
-  /** authorization_code: the upstream's authorization server, whose metadata names its endpoints. */
-  issuer: string;
-  clientId: string;
-  clientSecret: string;
-  /** Space-separated scopes asked for; empty: none named. */
-  scope: string;
-  /** The upstream's resource indicator [RFC 8707]; empty: none sent. */
-  resource: string;
-  /** token_exchange: the audience asked for [RFC 8693 §2.1]; empty: none sent. */
-  audience: string;
-}
 
 /** How an upstream's requests are authorized: Causeway's own token, or the user's own (sign-in.ts). */
 export interface UpstreamAuthorization {

@@ -1,6 +1,6 @@
 // Upstream credentials: the token an upstream gets (credentials.ts), the grants kept per
 // principal (grants.ts) and the sign-in that earns one (sign-in.ts).
 
-export { CREDENTIAL_GRANTS, type CredentialGrant, type CredentialSpec, type SubjectSource, type UpstreamAuthorization, UpstreamCredentials } from './credentials.js';
+export { type SubjectSource, type UpstreamAuthorization, UpstreamCredentials } from './credentials.js';
 export { type GrantStore, MemoryGrants } from './grants.js';
 export { type Sealer, SignInCallback, UpstreamSignIn } from './sign-in.js';

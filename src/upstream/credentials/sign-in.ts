@@ -13,7 +13,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { request } from 'undici';
 import { CausewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { credentialError, tokenRequest, type CredentialSpec, type TokenAnswer, type UpstreamAuthorization } from './credentials.js';
+import type { CredentialSpec } from '../../config/index.js';
+import { credentialError, tokenRequest, type TokenAnswer, type UpstreamAuthorization } from './credentials.js';
 import type { GrantStore } from './grants.js';
 
 /** Seals what Causeway hands out or keeps; the mrtr StateSealer is one. */

@@ -17,6 +17,7 @@ import type {
 } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { checkContentLength, discard, mediaType, readText } from './body.js';
+import type { StandingStream } from '../../config/index.js';
 import { CallScope, ScopeSet } from './call-scope.js';
 import { httpRefusal, readErrorBody, refusalOf, UpstreamDispatcher } from './dispatcher.js';
 import {
@@ -37,7 +38,6 @@ import {
   type ReplicaAsks,
   StandingStreams,
   wantsStandingStream,
-  type StandingStream,
 } from '../replicas/index.js';
 import { connectStream, pumpStream, readRequestStream, resumeRequestStream, type StreamContext } from './streams.js';
 

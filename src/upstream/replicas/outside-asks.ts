@@ -7,23 +7,27 @@
 
 import type { JsonRpcRequest } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import { sessionDigest } from '../core/index.js';
-import type { Exchange } from '../http/index.js';
+import { sessionDigest, type SessionRef, type StreamHandlers } from '../core/index.js';
 import type { LocalAsks } from './replica-asks.js';
 
-/** Where an ask from the GET stream went: to the one asking call here, to it on another replica, or nowhere. */
-export type OutsideAskOutcome = 'given' | 'handed' | 'refused';
+/** What the asks need of a call in flight (the HTTP client's Exchange is one). */
+interface AskingCall {
+  readonly session: SessionRef;
+  readonly handlers: StreamHandlers;
+  /** Set once an ask was given to the call. */
+  asked?: boolean;
+}
 
 /** Calls whose asks the multi-round bridge relays. */
 export const ASKING_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
 
 export class OutsideAsks implements LocalAsks {
-  private readonly calls = new Map<string, Set<Exchange>>();
+  private readonly calls = new Map<string, Set<AskingCall>>();
 
   constructor(private readonly log: Logger) {}
 
   /** Counts `ctx` as in flight on its session until the function returned is called; undefined when it cannot take asks. */
-  enter(ctx: Exchange, method: string | undefined): (() => void) | undefined {
+  enter(ctx: AskingCall, method: string | undefined): (() => void) | undefined {
     const id = ctx.session.sessionId;
     if (id === undefined || ctx.handlers.onServerRequest === undefined || (method !== undefined && !ASKING_METHODS.has(method))) return undefined;
     let set = this.calls.get(id);
@@ -49,12 +53,12 @@ export class OutsideAsks implements LocalAsks {
   }
 
   /** Few sessions have calls in flight at once: hashing their ids when asked costs less than hashing every call's. */
-  private withDigest(digest: string): Set<Exchange> | undefined {
+  private withDigest(digest: string): Set<AskingCall> | undefined {
     for (const [id, set] of this.calls) if (sessionDigest(id) === digest) return set;
     return undefined;
   }
 
-  private deliver(set: Set<Exchange> | undefined, r: JsonRpcRequest): boolean {
+  private deliver(set: Set<AskingCall> | undefined, r: JsonRpcRequest): boolean {
     if (set === undefined || set.size !== 1) return false;
     const call = set.values().next().value!;
     call.asked = true;

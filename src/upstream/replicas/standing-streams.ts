@@ -10,15 +10,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JsonObject } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
+import type { StandingStream } from '../../config/index.js';
 import { SessionExpiredError, type SessionRef, type StreamHandlers } from '../core/index.js';
 
 /** First GETs tried before the stream is given up. */
 const OPEN_ATTEMPTS = 4;
 const OPEN_BACKOFF_MS = 100;
-
-/** upstream.standingStream: when a pooled session's GET stream is held while nobody listens. */
-export type StandingStream = 'auto' | 'always' | 'never';
-export const STANDING_STREAMS: readonly StandingStream[] = ['auto', 'always', 'never'];
 
 /** What a server may ask a client outside a call; only a session whose client declared one of them has anything to hear there. */
 const ASKABLE = ['roots', 'sampling', 'elicitation'] as const;

@@ -1,0 +1,13 @@
+// A mount: what one path of the data port serves. A single-upstream mount's modern requests go
+// through the pipeline on its upstream and its legacy ones to its legacy face (the byte
+// passthrough, or Causeway's own legacy protocol over a stdio or HTTP+SSE upstream); a federated
+// mount answers modern requests through its Federation and serves no legacy clients. Plain data:
+// the composition root builds it, the front door serves legacy requests from it and hands it to
+// the pipeline (as routing's ModernMount) for modern ones.
+
+import type { LegacyFace } from '../passthrough/index.js';
+import type { Federation, ModernDeps } from '../routing/index.js';
+
+export type Mount =
+  | { readonly path: string; readonly passthrough: LegacyFace; readonly upstream: ModernDeps; readonly federation?: undefined }
+  | { readonly path: string; readonly passthrough: undefined; readonly federation: Federation; readonly upstream?: undefined };
