@@ -253,7 +253,7 @@ function legacyPassthrough({ spec, config, rootLog, forward, binding, credential
  */
 function bothEras(ctx: UpstreamContext, targets: TargetSet, legacyFace: LegacyFace): Pick<UpstreamParts, 'passthrough' | 'modern'> {
   const { spec, config, log, credentials, shared } = ctx;
-  const setting: EraSetting = (spec as { era?: EraSetting }).era ?? 'auto';
+  const setting: EraSetting = spec.era;
   if (setting === 'legacy') return { passthrough: legacyFace };
   const dispatcher = new UpstreamDispatcher({
     name: spec.name,

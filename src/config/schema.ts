@@ -124,6 +124,11 @@ const TABLE = {
       'auto',
       'When a pooled session’s GET stream is held while nobody listens, so the upstream can ask outside a call (Streamable HTTP only; a subscriptions/listen always holds it): auto, for sessions whose clients declared roots, sampling or elicitation; always; never (such asks are then lost). Each held stream costs one upstream connection and about 20 KB on one replica. See Sharing sessions through Redis.',
     ),
+    era: oneOf(
+      ['auto', 'legacy', 'modern'],
+      'auto',
+      'Which protocol the server speaks (streamable-http and auto transports): legacy (initialize and sessions, 2025-11-25 and older), modern (2026-07-28, stateless), or auto: found by one server/discover probe, kept in the store for every replica, and found again when the server refuses the era in use. A modern client is relayed to a modern server as it is; a legacy client gets Causeway’s own legacy face over it. See Both directions.',
+    ),
     protocolVersion: text('2025-11-25', 'Version offered in the upstream initialize; the upstream may negotiate an older one.'),
     connectTimeoutMs: num(5_000, 'Upstream TCP connect timeout.'),
     requestTimeoutMs: num(60_000, 'Longest wait for an upstream answer (504 after).'),
