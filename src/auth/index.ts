@@ -4,3 +4,4 @@ export { parseRules } from './rules.js';
 export { WELL_KNOWN_PRM } from './metadata.js';
 export { replayCacheFor } from './replay-cache.js';
 export { SubjectTokens } from './subject-tokens.js';
+export { ANONYMOUS, principalHash, type PrincipalPolicy } from './principal.js';

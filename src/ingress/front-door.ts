@@ -19,12 +19,12 @@ import {
   type OriginPolicy,
 } from '../envelope/index.js';
 import { causewayError, toCausewayError, ERROR_TABLE, type CausewayError } from '../errors.js';
-import { WELL_KNOWN_PRM, type Access, type ResourceServer } from '../auth/index.js';
+import { principalHash, WELL_KNOWN_PRM, type Access, type PrincipalPolicy, type ResourceServer } from '../auth/index.js';
 import { isObject, type JsonObject, type RequestId } from '../jsonrpc.js';
 import { inRequestLog, requestLogger, type Logger } from '../log.js';
 import { legacyName, routingHeaders } from '../passthrough/index.js';
 import { serveModern } from '../pipeline.js';
-import { principalHash, type AccessNotes, type Mount, type PrincipalPolicy } from '../routing/index.js';
+import type { AccessNotes, Mount } from '../routing/index.js';
 import type { JsonLimits } from './json-limits.js';
 import type { RateLimiter } from './rate-limit.js';
 import { parseJson, readBody, type BodyLimits } from './read-body.js';
@@ -42,8 +42,10 @@ export interface FrontDoorDeps {
   auth: ResourceServer | undefined;
   /** Causeway's OAuth callback for users signing in at an upstream; undefined when none has them. */
   signIn: SignInEndpoint | undefined;
+  /** How a request's principal is hashed when no resource server checked it. */
+  principal: PrincipalPolicy;
   /** Per-principal request rate; undefined when limits.ratePerSecond is 0. */
-  rate: { limiter: RateLimiter; principal: PrincipalPolicy } | undefined;
+  rate: RateLimiter | undefined;
   log: Logger;
   /** Answers /readyz: false while draining or before the store is usable. */
   ready(): boolean;
@@ -293,7 +295,7 @@ async function dispatch(
   method: string,
   headers: HeaderBag,
   mount: Mount,
-  deps: Pick<FrontDoorDeps, 'body' | 'json' | 'auth' | 'rate'>,
+  deps: Pick<FrontDoorDeps, 'body' | 'json' | 'auth' | 'principal' | 'rate'>,
   log: Logger,
   signal: AbortSignal,
   tag: Tag,
@@ -303,6 +305,7 @@ async function dispatch(
   tag.revision = revisionLabel(headers['mcp-protocol-version']?.trim());
   // Every era's every method carries the token, checked before the body is read [AUTH].
   let access: Access | undefined;
+  let principal: string | undefined;
   // With auth.publicDiscover, a tokenless server/discover is let through to the classifier, which must agree.
   const openDiscover = auth?.publicDiscover === true && method === 'POST' && headers.authorization === undefined && headers['mcp-method'] === 'server/discover';
   if (auth && !openDiscover && (method === 'POST' || method === 'GET' || method === 'DELETE')) {
@@ -313,12 +316,14 @@ async function dispatch(
       return sendCausewayError(res, verdict.error, null);
     }
     access = verdict.access;
+    principal = verdict.principal;
     const nonce = auth.nonceFor(access);
     if (nonce !== undefined) res.setHeader('dpop-nonce', nonce);
   }
-  const principal = deps.rate && principalHash(deps.rate.principal, headers, access?.identity);
+  // Hashed once, here or by the resource server: every later stage reads it.
+  principal ??= principalHash(deps.principal, headers);
   if (deps.rate && (method === 'POST' || method === 'GET' || method === 'DELETE')) {
-    const refused = await deps.rate.limiter.refuse(principal!);
+    const refused = await deps.rate.refuse(principal);
     if (refused) {
       closeAfterReply(req, res);
       return sendCausewayError(res, refused, null);
@@ -331,7 +336,7 @@ async function dispatch(
     tag.era = 'legacy';
     tag.method = method === 'GET' ? 'stream' : 'terminate';
     if (!passthrough) return sendCausewayError(res, legacyNotServed(), null);
-    return passthrough.forward(method, req.headers, undefined, res, signal, undefined, access);
+    return passthrough.forward(method, req.headers, undefined, res, signal, undefined, access, principal);
   }
   if (method !== 'POST') {
     closeAfterReply(req, res);
@@ -375,10 +380,10 @@ async function dispatch(
         if (denied) return sendCausewayError(res, denied.error, denied.id);
       }
       if (deps.rate) {
-        const over = await methodRate(deps.rate.limiter, principal!, json);
+        const over = await methodRate(deps.rate, principal, json);
         if (over) return sendCausewayError(res, over.error, over.id);
       }
-      return passthrough.forward('POST', req.headers, { bytes: body, json }, res, signal, routingHeaders(req.headers, json), access);
+      return passthrough.forward('POST', req.headers, { bytes: body, json }, res, signal, routingHeaders(req.headers, json), access, principal);
     case 'accepted':
       tag.era = 'modern';
       tag.method = 'notification';
@@ -401,9 +406,9 @@ async function dispatch(
         const denied = auth.authorize(access, mount.path, verdict.request.method, verdict.request.name);
         if (denied) return sendCausewayError(res, denied, verdict.request.id);
       }
-      const over = deps.rate && (await deps.rate.limiter.refuseMethod(principal!, verdict.request.method));
+      const over = deps.rate && (await deps.rate.refuseMethod(principal, verdict.request.method));
       if (over) return sendCausewayError(res, over, verdict.request.id);
-      return serveModern({ request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }), access, notes: tag.notes }, mount);
+      return serveModern({ request: verdict.request, headers, res, signal, log: log.child({ method: verdict.request.method }), access, principal, notes: tag.notes }, mount);
     }
   }
 }
