@@ -211,7 +211,7 @@ function streamableClient({ spec, config, metrics, log, credentials, replicaAsks
   );
 }
 
-function legacyPassthrough({ spec, config, rootLog, forward, binding, credentials }: UpstreamContext, targets: TargetSet): LegacyFace {
+function legacyPassthrough({ spec, rootLog, forward, binding, credentials }: UpstreamContext, targets: TargetSet): LegacyFace {
   return new LegacyPassthrough(
     {
       targets,
