@@ -168,7 +168,7 @@ function sseClient({ spec, config, metrics, log, reachable }: UpstreamContext, u
 /** Each legacy client session is an upstream session (a child, a connection) of its own. */
 function channelFace({ spec, config, rootLog, binding }: UpstreamContext, client: UpstreamSessionClient): LegacyFace {
   return new ChannelLegacyFace(
-    { client, principal: config.principal, binding, idleTtlMs: config.store.idleTtlMs, keepAliveMs: config.subscriptions.keepAliveMs },
+    { client, binding, idleTtlMs: config.store.idleTtlMs, keepAliveMs: config.subscriptions.keepAliveMs },
     rootLog.child({ stage: 'legacy-face', upstream: spec.name }),
   );
 }
@@ -211,15 +211,13 @@ function streamableClient({ spec, config, metrics, log, credentials, replicaAsks
   );
 }
 
-function legacyPassthrough({ spec, config, rootLog, forward, binding, credentials }: UpstreamContext, targets: TargetSet): LegacyFace {
-  const { principal } = config;
+function legacyPassthrough({ spec, rootLog, forward, binding, credentials }: UpstreamContext, targets: TargetSet): LegacyFace {
   return new LegacyPassthrough(
     {
       targets,
       headers: spec.headers,
       credentials,
       forward,
-      principal,
       binding,
       connectTimeoutMs: spec.connectTimeoutMs,
       requestTimeoutMs: spec.requestTimeoutMs,

@@ -5,7 +5,7 @@
 
 import t from 'tap';
 import type { JsonObject } from '../../src/jsonrpc.js';
-import { principalHash } from '../../src/routing/principal.js';
+import { principalHash } from '../../src/auth/principal.js';
 import { spawnCauseway, type RunningCauseway } from '../helpers/causeway.js';
 import { freePort, startRedis } from '../helpers/redis.js';
 import { sseMessages } from '../helpers/sse.js';
