@@ -17,7 +17,7 @@ import { globToRegExp } from './glob.js';
 import { MemoryTaskStore, RedisTaskStore, TaskBridge } from './tasks/index.js';
 import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, type ReplicaBridge } from './mrtr/index.js';
 import { randomUUID } from 'node:crypto';
-import { compileRules, Federation, principalHash, type ModernDeps } from './routing/index.js';
+import { compileRules, Federation, type ModernDeps } from './routing/index.js';
 import { crossReplicaListen, InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
 import { VERSION } from './version.js';
 
@@ -86,7 +86,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const transports = new TransportMemo();
   // The clients' own tokens, kept for the upstreams that exchange them for theirs.
   const subjects = topology.upstreams.some((u) => u.credentials?.grant === 'token_exchange')
-    ? new SubjectTokens((identity) => principalHash(config.principal, {}, identity))
+    ? new SubjectTokens()
     : undefined;
   // Seals requestState, and the users' sign-in states and upstream tokens.
   const sealer = new StateSealer(config.mrtr.stateKeys);
@@ -212,7 +212,6 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       client: u.client,
       pool,
       ids,
-      principal: config.principal,
       forward: u.forward,
       cacheHint: cacheHintOf(u.spec.cache),
       bridge,
@@ -238,7 +237,6 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       members: m.upstreams.map((name) => ({ name, prefix: m.prefix.replaceAll('{upstream}', name), deps: modern.get(name)! })),
       rules: compileRules(m.routes),
       pageSize: m.pageSize,
-      principal: config.principal,
       serverInfo: { name: 'causeway', version: VERSION },
       metrics: new UpstreamMetrics(metrics, m.path),
       subscriptions,
@@ -251,7 +249,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const auth =
     config.auth.mode === 'none'
       ? undefined
-      : new ResourceServer(config.auth, topology.mounts.map((m) => m.path), (reason) => authMetrics.failure(reason), replayCacheFor(store), { subjects, nonceSecret: config.principal.hashSecret });
+      : new ResourceServer(config.auth, topology.mounts.map((m) => m.path), (reason) => authMetrics.failure(reason), replayCacheFor(store), { subjects, principal: config.principal });
   let draining = false;
   let closing = false;
   const ingress = createIngress(
@@ -275,20 +273,18 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       origin: originPolicy(config.listen.host, config.security.allowedHosts, config.security.allowedOrigins),
       auth,
       signIn: signInCallback,
+      principal: config.principal,
       rate:
         config.limits.ratePerSecond > 0 || Object.keys(config.limits.rateMethods).length > 0
-          ? {
-              limiter: new RateLimiter(
-                {
-                  ratePerSecond: config.limits.ratePerSecond,
-                  burst: burstOf(config.limits.ratePerSecond, config.limits.rateBurst),
-                  methods: new Map(Object.entries(config.limits.rateMethods).map(([m, r]) => [m, { ratePerSecond: r.ratePerSecond, burst: burstOf(r.ratePerSecond, r.burst) }])),
-                },
-                store,
-                log.child({ stage: 'rate' }),
-              ),
-              principal: config.principal,
-            }
+          ? new RateLimiter(
+              {
+                ratePerSecond: config.limits.ratePerSecond,
+                burst: burstOf(config.limits.ratePerSecond, config.limits.rateBurst),
+                methods: new Map(Object.entries(config.limits.rateMethods).map(([m, r]) => [m, { ratePerSecond: r.ratePerSecond, burst: burstOf(r.ratePerSecond, r.burst) }])),
+              },
+              store,
+              log.child({ stage: 'rate' }),
+            )
           : undefined,
       log,
       ready: () => !draining,

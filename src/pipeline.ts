@@ -20,7 +20,7 @@ import { causewayError, toCausewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { sessionRef, type PooledSession } from './pool/index.js';
-import { principalHash, sessionKeyFor, type Answered, type Federation, type ModernDeps, type ModernExchange, type ModernMount, type Routed } from './routing/index.js';
+import { sessionKeyFor, type Answered, type Federation, type ModernDeps, type ModernExchange, type ModernMount, type Routed } from './routing/index.js';
 import {
   callHeaders,
   enableLogging,
@@ -76,7 +76,7 @@ async function byEra(ex: ModernExchange, deps: ModernDeps, modern: NonNullable<M
       res: ex.res,
       signal: ex.signal,
       access: ex.access,
-      principal: principalHash(deps.principal, ex.headers, ex.access?.identity),
+      principal: ex.principal,
     },
     { client: modern.client, forward: deps.forward, maxResponseBytes: modern.maxResponseBytes },
   );
@@ -122,8 +122,7 @@ async function measured(ex: ModernExchange, metrics: UpstreamMetrics, answer: ()
 }
 
 async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
-  const { request } = ex;
-  const principal = principalHash(deps.principal, ex.headers, ex.access?.identity);
+  const { request, principal } = ex;
   const key = sessionKeyFor(deps.upstreamName, principal, request.meta.clientCapabilities);
   if (request.method === 'server/discover') {
     const session = await deps.pool.acquire(key);

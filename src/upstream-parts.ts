@@ -7,7 +7,6 @@ import type { Logger } from './log.js';
 import { UpstreamMetrics, type Metrics } from './metrics/index.js';
 import { AutoLegacyFace, ChannelLegacyFace, EraLegacyFace, LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
 import { SessionSeal, TranslatedFace, type AskRounds, type FactsStore } from './translate/index.js';
-import { principalHash } from './routing/index.js';
 import { VERSION } from './version.js';
 import {
   AutoClient,
@@ -185,7 +184,7 @@ function sseClient({ spec, config, metrics, log, reachable }: UpstreamContext, u
 /** Each legacy client session is an upstream session (a child, a connection) of its own. */
 function channelFace({ spec, config, rootLog, binding }: UpstreamContext, client: UpstreamSessionClient): LegacyFace {
   return new ChannelLegacyFace(
-    { client, principal: config.principal, binding, idleTtlMs: config.store.idleTtlMs, keepAliveMs: config.subscriptions.keepAliveMs },
+    { client, binding, idleTtlMs: config.store.idleTtlMs, keepAliveMs: config.subscriptions.keepAliveMs },
     rootLog.child({ stage: 'legacy-face', upstream: spec.name }),
   );
 }
@@ -228,15 +227,13 @@ function streamableClient({ spec, config, metrics, log, credentials, replicaAsks
   );
 }
 
-function legacyPassthrough({ spec, config, rootLog, forward, binding, credentials }: UpstreamContext, targets: TargetSet): LegacyFace {
-  const { principal } = config;
+function legacyPassthrough({ spec, rootLog, forward, binding, credentials }: UpstreamContext, targets: TargetSet): LegacyFace {
   return new LegacyPassthrough(
     {
       targets,
       headers: spec.headers,
       credentials,
       forward,
-      principal,
       binding,
       connectTimeoutMs: spec.connectTimeoutMs,
       requestTimeoutMs: spec.requestTimeoutMs,
@@ -279,7 +276,6 @@ function bothEras(ctx: UpstreamContext, targets: TargetSet, legacyFace: LegacyFa
       facts: shared.faceFacts,
       rounds: shared.rounds,
       forward: ctx.forward,
-      principalOf: (headers, access) => principalHash(config.principal, headers, access?.identity),
       keepAliveMs: config.subscriptions.keepAliveMs,
       maxRounds: MAX_ROUNDS,
       onRefused: () => era.refused(),

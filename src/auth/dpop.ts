@@ -2,12 +2,11 @@
 // `DPoP` header holding a dpop+jwt signed by its embedded public key with an allowed asymmetric
 // alg; htm and htu naming this request's method and public URL; iat within the proof window;
 // ath the hash of the token; the key's thumbprint the token's cnf.jkt; a jti never seen within
-// the window; with auth.dpopNonces, a nonce Causeway issued lately (dpop-nonce.ts).
+// the window; with auth.dpopNonces, a nonce Causeway issued lately (DpopNonces, below).
 
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, jwtVerify, type JWK } from 'jose';
 import type { AuthFailure } from './grant.js';
-import type { DpopNonces } from './dpop-nonce.js';
 import type { ReplayCache } from './replay-cache.js';
 
 export interface DpopOptions {
@@ -79,5 +78,45 @@ export class DpopVerifier {
     const fresh = await this.opts.replays.first(`${thumbprint}.${jti}`, windowMs + 2 * skew).catch(() => undefined);
     if (fresh === undefined) return 'unavailable';
     return fresh ? undefined : 'dpop_replayed';
+  }
+}
+
+/**
+ * DPoP server nonces (RFC 9449 §9, auth.dpopNonces): a proof must carry a nonce Causeway issued
+ * lately, so a proof made ahead of time (by a thief holding the key for a while) is useless. The
+ * nonce is stateless: a time window and its HMAC under a key every replica derives from
+ * principal.hashSecret, so any replica takes any replica's nonce, and the one before it.
+ */
+export class DpopNonces {
+  private readonly key: Buffer;
+  private cached: { window: number; nonce: string } | undefined;
+
+  constructor(
+    secret: string,
+    /** How long each nonce is issued; it is taken for up to twice that. */
+    private readonly lifetimeMs: number,
+  ) {
+    this.key = createHmac('sha256', secret).update('causeway dpop nonce').digest();
+  }
+
+  /** The nonce to hand out now. */
+  current(): string {
+    const window = Math.floor(Date.now() / this.lifetimeMs);
+    if (this.cached?.window !== window) this.cached = { window, nonce: this.make(window) };
+    return this.cached.nonce;
+  }
+
+  accepts(nonce: unknown): boolean {
+    if (typeof nonce !== 'string' || nonce.length > 64) return false;
+    const window = Math.floor(Date.now() / this.lifetimeMs);
+    return [window, window - 1].some((w) => {
+      const expected = Buffer.from(this.make(w));
+      const given = Buffer.from(nonce);
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    });
+  }
+
+  private make(window: number): string {
+    return `${window.toString(36)}.${createHmac('sha256', this.key).update(String(window)).digest('base64url').slice(0, 22)}`;
   }
 }

@@ -3,3 +3,4 @@ export { Access, AUTH_FAILURES, type AuthFailure, type Identity } from './grant.
 export { WELL_KNOWN_PRM } from './metadata.js';
 export { replayCacheFor } from './replay-cache.js';
 export { SubjectTokens } from './subject-tokens.js';
+export { ANONYMOUS, principalHash, type PrincipalPolicy } from './principal.js';

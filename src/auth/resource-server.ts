@@ -9,19 +9,20 @@ import type { JsonObject } from '../jsonrpc.js';
 import { parseRules, type Config, type ScopeRule } from '../config/index.js';
 import type { HeaderBag } from '../envelope/index.js';
 import { Challenges, type ChallengeError, type Scheme } from './challenge.js';
-import { DpopVerifier } from './dpop.js';
-import { DpopNonces } from './dpop-nonce.js';
+import { DpopNonces, DpopVerifier } from './dpop.js';
 import { Access, type AuthFailure, type TokenVerifier } from './grant.js';
 import { IntrospectionVerifier } from './introspection.js';
 import { IssuerSet } from './jwt.js';
 import { metadataDocument, metadataPath, metadataUrl, WELL_KNOWN_PRM } from './metadata.js';
+import { principalHash, type PrincipalPolicy } from './principal.js';
 import type { ReplayCache } from './replay-cache.js';
 import type { SubjectTokens } from './subject-tokens.js';
 import { baselineScopes, scopesNamed } from './rules.js';
 
 export type AuthSettings = Config['auth'];
 
-export type Authenticated = { ok: true; access: Access } | { ok: false; failure: AuthFailure; error: CausewayError };
+/** `principal`: the verified identity's hash, the request's principal from here on. */
+export type Authenticated = { ok: true; access: Access; principal: string } | { ok: false; failure: AuthFailure; error: CausewayError };
 
 interface Protected {
   /** The mount's public URL: the audience, and what a DPoP proof's htu must name. */
@@ -51,6 +52,7 @@ export class ResourceServer {
   private readonly dpop: DpopVerifier | undefined;
   private readonly nonces: DpopNonces | undefined;
   private readonly subjects: SubjectTokens | undefined;
+  private readonly principal: PrincipalPolicy;
   private readonly mode: AuthSettings['dpop'];
   /** server/discover needs no token. */
   readonly publicDiscover: boolean;
@@ -63,11 +65,12 @@ export class ResourceServer {
     more: {
       /** Told every accepted token when an upstream's credential is an exchange of it. */
       subjects?: SubjectTokens | undefined;
-      /** What every replica derives its DPoP nonces from (principal.hashSecret). */
-      nonceSecret?: string;
-    } = {},
+      /** How a verified identity is hashed; every replica derives its DPoP nonces from its hashSecret too. */
+      principal: PrincipalPolicy;
+    },
   ) {
     this.subjects = more.subjects;
+    this.principal = more.principal;
     this.rules = parseRules(settings.rules).rules;
     this.mode = settings.dpop;
     this.publicDiscover = settings.publicDiscover;
@@ -107,7 +110,7 @@ export class ResourceServer {
             cooldownMs: settings.jwksCooldownMs,
           });
     if (settings.dpop !== 'off') {
-      if (settings.dpopNonces) this.nonces = new DpopNonces(more.nonceSecret ?? '', settings.dpopProofWindowMs);
+      if (settings.dpopNonces) this.nonces = new DpopNonces(more.principal.hashSecret, settings.dpopProofWindowMs);
       this.dpop = new DpopVerifier({ algorithms: dpopAlgorithms, clockSkewMs: settings.clockSkewMs, windowMs: settings.dpopProofWindowMs, replays, nonces: this.nonces });
     }
   }
@@ -154,8 +157,10 @@ export class ResourceServer {
         return this.refuse(failure, this.invalid(mount, { scheme, error }));
       }
     }
-    this.subjects?.remember(verified.identity, token, verified.expiresAt);
-    return { ok: true, access: new Access(verified.identity, verified.scopes, this.rules, scheme) };
+    // Hashed here, once: the front door carries it on, the subject tokens are kept by it.
+    const principal = principalHash(this.principal, headers, verified.identity);
+    this.subjects?.remember(principal, token, verified.expiresAt);
+    return { ok: true, access: new Access(verified.identity, verified.scopes, this.rules, scheme), principal };
   }
 
   /** The DPoP-Nonce a DPoP request's answer carries, so the client's next proof has a fresh one. */

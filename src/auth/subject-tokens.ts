@@ -4,7 +4,6 @@
 // longer than the token lives, by principal hash, a bounded number; never logged or stored.
 
 import type { SubjectSource } from '../upstream/index.js';
-import type { Identity } from './grant.js';
 
 const MAX_SUBJECTS = 10_000;
 /** A token whose end is not known (introspection without exp) is kept this long. */
@@ -13,11 +12,8 @@ const UNKNOWN_LIFETIME_MS = 60_000;
 export class SubjectTokens implements SubjectSource {
   private readonly tokens = new Map<string, { token: string; expiresAt: number }>();
 
-  /** `principalOf` gives the principal hash the pool keys sessions on. */
-  constructor(private readonly principalOf: (identity: Identity) => string) {}
-
-  remember(identity: Identity, token: string, expiresAt: number | undefined): void {
-    const principal = this.principalOf(identity);
+  /** `principal`: the token's principal hash, the one the pool keys sessions on. */
+  remember(principal: string, token: string, expiresAt: number | undefined): void {
     const known = this.tokens.get(principal);
     if (known?.token === token) return;
     this.tokens.delete(principal);

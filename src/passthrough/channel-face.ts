@@ -9,7 +9,6 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { errorBody, sendCausewayError, sendJson, sendStatus, SseStream, type HttpResponse } from '../egress/index.js';
-import type { HeaderBag } from '../envelope/index.js';
 import { CausewayError, causewayError, toCausewayError } from '../errors.js';
 import {
   isNotification,
@@ -23,7 +22,6 @@ import {
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
-import { principalHash, type PrincipalPolicy } from '../routing/index.js';
 import { SessionExpiredError, type UpstreamSessionClient } from '../upstream/index.js';
 import { LegacySessions, type LegacySession } from './channel-sessions.js';
 import { readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
@@ -31,7 +29,6 @@ import type { SessionBinding } from './session-binding.js';
 
 export interface ChannelFaceOptions {
   client: UpstreamSessionClient;
-  principal: PrincipalPolicy;
   /** Binds handed-out session ids to their principal; undefined when neither principal.mode nor auth.mode is set. */
   binding: SessionBinding | undefined;
   /** A legacy session unused this long is ended. */
@@ -63,13 +60,13 @@ export class ChannelLegacyFace implements LegacyFace {
     body: LegacyBody | undefined,
     res: HttpResponse,
     signal: AbortSignal,
-    _extraHeaders?: Record<string, string>,
-    access?: Access,
+    _extraHeaders: Record<string, string> | undefined,
+    access: Access | undefined,
+    principal: string,
   ): Promise<void> {
     let id: RequestId | null = null;
     let session: LegacySession | undefined;
     try {
-      const principal = principalHash(this.opts.principal, headers as HeaderBag, access?.identity);
       const message = method === 'POST' ? readLegacyMessage(body) : undefined;
       if (message !== undefined && isRequest(message)) id = message.id;
       const clientId = header(headers, 'mcp-session-id');

@@ -23,9 +23,11 @@ export interface LegacyFace {
     body: LegacyBody | undefined,
     res: HttpResponse,
     signal: AbortSignal,
-    extraHeaders?: Record<string, string>,
-    /** The verified token's, when a resource server checked the request: its identity owns the session, its scopes filter lists. */
-    access?: Access,
+    extraHeaders: Record<string, string> | undefined,
+    /** The verified token's, when a resource server checked the request: its scopes filter lists. */
+    access: Access | undefined,
+    /** Who asks: the principal hash the front door worked out (auth/principal.ts); it owns the session. */
+    principal: string,
   ): Promise<void>;
   /** Ends the long-lived GET streams it serves itself (a drain's stream phase); the sessions stay. */
   endStreams?(): void;

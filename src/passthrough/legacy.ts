@@ -15,11 +15,10 @@ import { pipeline } from 'node:stream/promises';
 import { Agent, request as undiciRequest } from 'undici';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
 import { toCausewayError } from '../errors.js';
-import { encodeHeaderValue, type HeaderBag } from '../envelope/index.js';
+import { encodeHeaderValue } from '../envelope/index.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
-import { principalHash, type PrincipalPolicy } from '../routing/index.js';
 import { HOP_BY_HOP, neverDelivered, toUpstreamError, type ForwardPolicy, type TargetSet, type UpstreamAuthorization } from '../upstream/index.js';
 import { sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
 import { listRequests, relayFiltered } from './list-answers.js';
@@ -32,7 +31,6 @@ export interface PassthroughOptions {
   credentials?: UpstreamAuthorization;
   /** The client headers this upstream gets besides the protocol's own. */
   forward: ForwardPolicy;
-  principal: PrincipalPolicy;
   /** Binds handed-out session ids to their principal; undefined when neither principal.mode nor auth.mode is set. */
   binding: SessionBinding | undefined;
   connectTimeoutMs: number;
@@ -114,7 +112,8 @@ export class LegacyPassthrough implements LegacyFace {
     res: HttpResponse,
     signal: AbortSignal,
     extraHeaders: Record<string, string> = {},
-    access?: Access,
+    access: Access | undefined,
+    asking: string,
   ): Promise<void> {
     const { targets, binding } = this.opts;
     const spread = targets.size > 1;
@@ -122,7 +121,8 @@ export class LegacyPassthrough implements LegacyFace {
     const lists = listRequests(access, body?.json);
     // A list to filter is read here: not compressed.
     if (lists) delete sent['accept-encoding'];
-    const principal = binding ? principalHash(this.opts.principal, headers as HeaderBag, access?.identity) : undefined;
+    // No binding: principal.mode and auth.mode are none, and no principal is told apart.
+    const principal = binding ? asking : undefined;
     let target: string | undefined;
     let sessionId = sent['mcp-session-id'];
     if (binding && sessionId !== undefined) {

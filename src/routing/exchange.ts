@@ -16,7 +16,6 @@ import type { Subscriptions } from '../subscriptions/index.js';
 import type { Access } from '../auth/index.js';
 import type { Span } from '../tracing/index.js';
 import type { TaskBridge } from '../tasks/index.js';
-import type { PrincipalPolicy } from './principal.js';
 
 export interface ModernDeps {
   upstreamName: string;
@@ -24,7 +23,6 @@ export interface ModernDeps {
   client: UpstreamSessionClient;
   pool: SessionPool;
   ids: IdMinter;
-  principal: PrincipalPolicy;
   /** The client headers this upstream gets. */
   forward: ForwardPolicy;
   /** subscriptions/listen, and the sink for change notifications seen on call streams. */
@@ -65,6 +63,8 @@ export interface ModernExchange {
   log: Logger;
   /** The verified token's identity and scopes, when a resource server checked the request. */
   access?: Access;
+  /** Who asks: the principal hash (auth/principal.ts), worked out once at the front door. */
+  principal: string;
   /** The request's server span, when tracing records it. */
   span?: Span;
   /** Filled for the access log, when the front door keeps one. */

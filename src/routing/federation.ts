@@ -11,7 +11,7 @@ import type { UpstreamMetrics } from '../metrics/index.js';
 import type { Answered, ModernExchange } from './exchange.js';
 import type { Subscriptions } from '../subscriptions/index.js';
 import { LISTS, Merger, type Asked, type Conflict, type Member } from './merge.js';
-import { principalHash, type PrincipalPolicy } from './principal.js';
+import { ANONYMOUS } from '../auth/index.js';
 import { Router, type Routed } from './router.js';
 import type { CompiledRule } from './rules.js';
 
@@ -23,7 +23,6 @@ export interface FederationOptions {
   members: Member[];
   rules: CompiledRule[];
   pageSize: number;
-  principal: PrincipalPolicy;
   /** serverInfo of the merged server/discover and lists. */
   serverInfo: JsonObject;
   /** Records merged answers (discover, lists) and errors met before a member is chosen. */
@@ -65,10 +64,9 @@ export class Federation {
    * request as that member must see it (`route`, which throws the typed error when none does).
    */
   plan(exchange: ModernExchange): { merged: () => Promise<Answered> } | { route: () => Promise<Routed> } {
-    const principal = principalHash(this.opts.principal, exchange.headers, exchange.access?.identity);
     // Owner indexes are per principal and capability set, as the lists may differ between them.
-    const scope = sessionKeyFor('', principal, exchange.request.meta.clientCapabilities).id;
-    const ex: Asked = { ...exchange, principal, scope };
+    const scope = sessionKeyFor('', exchange.principal, exchange.request.meta.clientCapabilities).id;
+    const ex: Asked = { ...exchange, scope };
     const method = ex.request.method;
     if (method === 'server/discover') return { merged: () => this.merger.discover(ex) };
     if (method === 'subscriptions/listen') return { merged: () => this.listen(ex) };
@@ -87,7 +85,7 @@ export class Federation {
 
   /** Merges every list for an anonymous principal and reports each name conflict found (see Merger.check). */
   check(): Promise<Conflict[]> {
-    return this.merger.check(principalHash(this.opts.principal, {}));
+    return this.merger.check(ANONYMOUS);
   }
 
   /** One listen stream over every member's session; a resource subscription goes to the URI's owner (unknown URIs are not held). */

@@ -1,4 +1,3 @@
-export { principalHash, type PrincipalPolicy } from './principal.js';
 export { Federation, type Routed } from './federation.js';
 export type { ModernMount } from './mount.js';
 export { compileRules } from './rules.js';

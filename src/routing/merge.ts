@@ -71,8 +71,8 @@ export interface OwnerIndex {
   resourceMembers: number[];
 }
 
-/** A request with who asks, worked out once: the principal hash, and the scope owner indexes and snapshots are kept by. */
-export type Asked = ModernExchange & { principal: string; scope: string };
+/** A request with the scope owner indexes and snapshots are kept by (its principal and capabilities), worked out once. */
+export type Asked = ModernExchange & { scope: string };
 
 interface Snapshot {
   id: string;

@@ -30,8 +30,6 @@ export interface TranslatedFaceOptions {
   facts: FactsStore;
   rounds: AskRounds;
   forward: ForwardPolicy;
-  /** The principal hash of a request. */
-  principalOf(headers: HeaderBag, access: Access | undefined): string;
   keepAliveMs: number;
   /** input_required rounds one call may take before it is failed. */
   maxRounds: number;
@@ -79,13 +77,13 @@ export class TranslatedFace implements LegacyFace {
     body: LegacyBody | undefined,
     res: HttpResponse,
     signal: AbortSignal,
-    _extraHeaders?: Record<string, string>,
-    access?: Access,
+    _extraHeaders: Record<string, string> | undefined,
+    access: Access | undefined,
+    principal: string,
   ): Promise<void> {
     let id: RequestId | null = null;
     try {
       const hb = bag(headers);
-      const principal = this.opts.principalOf(hb, access);
       const message = method === 'POST' ? readLegacyMessage(body) : undefined;
       if (message !== undefined && isRequest(message)) id = message.id;
       const clientId = hb['mcp-session-id'];

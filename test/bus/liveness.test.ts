@@ -10,14 +10,10 @@ import { ReplicaLiveness } from '../../src/bus/index.js';
 import { createLogger } from '../../src/log.js';
 import { createRedisClient } from '../../src/pool/index.js';
 import { startRedis } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
 
 const log = createLogger('silent');
 const redis = await startRedis(t);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** Waits for a condition with no deadline of its own: the test's timeout is the only one. */
-const until = async (cond: () => boolean) => {
-  while (!cond()) await sleep(10);
-};
 
 interface Beating {
   liveness: ReplicaLiveness;
@@ -41,16 +37,34 @@ async function replica(key: string, ttlMs: number, beatMs: number): Promise<Beat
   return b;
 }
 
+/**
+ * Resolves once `b` has beaten `ms` (on Redis's clock) past its last beat, and once more after
+ * that so the beat is fully read: proof that the time passed, where a sleep would only hope so.
+ * Its liveness deadline in the sorted set moves on with every beat.
+ */
+async function beatenFor(key: string, b: Beating, ms: number): Promise<void> {
+  const deadline = async () => Number(await redis.admin.zscore(key, b.liveness.replicaId));
+  const from = await deadline();
+  const past = await until(
+    async () => {
+      const now = await deadline();
+      return now >= from + ms && now;
+    },
+    { what: `${ms} ms of beats` },
+  );
+  await until(async () => (await deadline()) > past, { what: 'one beat more' });
+}
+
 t.test('a replica that stops beating lapses, and every other hears of it once', async (t) => {
   const [a, b, c] = await Promise.all([replica('t1:replicas', 1500, 250), replica('t1:replicas', 1500, 250), replica('t1:replicas', 1500, 250)]);
-  await sleep(1000);
+  await Promise.all([beatenFor('t1:replicas', a, 1000), beatenFor('t1:replicas', b, 1000)]);
   t.same([a.lapsed, b.lapsed], [[], []], 'nobody lapses while all beat');
   c.client.disconnect();
-  await until(() => a.lapsed.length > 0 && b.lapsed.length > 0);
+  await until(() => a.lapsed.length > 0 && b.lapsed.length > 0, { what: 'both to hear of the lapse' });
   t.same(a.lapsed, [c.liveness.replicaId]);
   t.same(b.lapsed, [c.liveness.replicaId]);
   t.ok(a.liveness.isLapsed(c.liveness.replicaId));
-  await sleep(600);
+  await beatenFor('t1:replicas', a, 600);
   t.same(a.lapsed, [c.liveness.replicaId], 'told once');
   t.equal(a.resumed + b.resumed, 0, 'the live ones were never taken for lapsed');
 });
@@ -59,22 +73,22 @@ t.test('a replica that closes lapses at once: the others hear of it on their nex
   const a = await replica('t2:replicas', 60_000, 50);
   const b = await replica('t2:replicas', 60_000, 50);
   await b.liveness.close();
-  await until(() => a.lapsed.includes(b.liveness.replicaId));
+  await until(() => a.lapsed.includes(b.liveness.replicaId), { what: 'the closed replica to lapse' });
   t.pass('heard well before the one-minute TTL');
 });
 
 t.test('a replica that beat too late is told its own liveness lapsed', async (t) => {
   // Beats every 500 ms with a 100 ms TTL: each beat finds the replica's own liveness lapsed.
   const late = await replica('t3:replicas', 100, 500);
-  await until(() => late.resumed > 0);
+  await until(() => late.resumed > 0, { what: 'the late replica to be told' });
   t.notOk(late.liveness.lapsed().includes(late.liveness.replicaId), 'never counts itself among the lapsed');
 });
 
 t.test('a Redis that forgot the replicas tells each of them', async (t) => {
   const a = await replica('t4:replicas', 1500, 50);
-  await sleep(100);
+  await beatenFor('t4:replicas', a, 100);
   t.equal(a.resumed, 0);
   await redis.admin.del('t4:replicas');
-  await until(() => a.resumed > 0);
+  await until(() => a.resumed > 0, { what: 'the replica to be told' });
   t.pass('told after the key was lost');
 });

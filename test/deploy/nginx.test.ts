@@ -13,6 +13,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
 import { startCauseway, type RunningCauseway } from '../helpers/causeway.js';
 import { startNginx } from '../helpers/nginx.js';
+import { until } from '../helpers/until.js';
 import { Client as UndiciClient } from 'undici';
 import { modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
 
@@ -102,18 +103,22 @@ const diff = (after: { search: number; general: number }, before: { search: numb
  * [name, upstream port, status, client connection number], once there are `count` of them (nginx logs just after it answers).
  */
 async function routed(from: number, method: string, count: number): Promise<string[][]> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const lines = readFileSync(ACCESS_LOG, 'utf8')
+  const read = () =>
+    readFileSync(ACCESS_LOG, 'utf8')
       .slice(from)
       .split('\n')
       .filter(Boolean)
       .map((l) => l.split('|'))
       .filter(([m]) => m === method)
       .map(([, name, addr, status, conn]) => [name!, addr!.replace(/^127\.0\.0\.1:/, ''), status!, conn!]);
-    if (lines.length >= count || Date.now() > deadline) return lines;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  // Fewer than `count` by then: what there is, for the caller's assertion to show.
+  return until(
+    () => {
+      const lines = read();
+      return lines.length >= count && lines;
+    },
+    { what: `${count} access-log lines of ${method}` },
+  ).catch(() => read());
 }
 const logSize = () => (existsSync(ACCESS_LOG) ? readFileSync(ACCESS_LOG, 'utf8').length : 0);
 

@@ -8,8 +8,9 @@ import http from 'node:http';
 import t, { type Test } from 'tap';
 import { ERROR_TABLE } from '../../src/errors.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { assertRpcError, firstText, post, sleep, toolCall, type JsonObject, type WireResponse } from './wire.js';
+import { assertRpcError, firstText, post, toolCall, type JsonObject, type WireResponse } from './wire.js';
 import { rawUpstream, spawnFixture, type FixtureProcess } from './upstreams.js';
+import { until } from '../helpers/until.js';
 
 async function fixture(t: Test, port = 0): Promise<FixtureProcess> {
   const f = await spawnFixture(port, { t });
@@ -86,7 +87,7 @@ t.test('modern_client-to-legacy_upstream-killed-mid-call-no-replay', async (t) =
   const causeway = await causewayFor(t, first.url);
   t.equal(firstText(await call(causeway.url, 'echo', { text: 'warm' }, 'warm')), 'warm');
   const inFlight = call(causeway.url, 'slow', { ms: 1000 }, 'mid-call');
-  await sleep(300);
+  await until(async () => ((await first.stats()).toolCalls.slow ?? 0) > 0, { what: 'the call to reach the upstream' });
   await first.kill();
   const second = await fixture(t, first.port);
   const res = await inFlight;
@@ -191,11 +192,13 @@ t.test('modern_client-to-legacy_upstream-client-disconnect-cancels', async (t) =
     const before = await upstream.stats();
     const { body, headers } = toolCall('slow', { ms: 5000 }, `slow-${v.name}`, v.meta);
     t.equal(await abandon(causeway.url, body, headers, 300), 'aborted', `${v.name}: the client left mid-call`);
-    let after = await upstream.stats();
-    for (let i = 0; i < 40 && after.cancelled === before.cancelled; i++) {
-      await sleep(50);
-      after = await upstream.stats();
-    }
+    const after = await until(
+      async () => {
+        const now = await upstream.stats();
+        return now.cancelled !== before.cancelled && now;
+      },
+      { what: `${v.name}: the cancellation upstream` },
+    );
     const sent = (after.notificationsByMethod['notifications/cancelled'] ?? 0) - (before.notificationsByMethod['notifications/cancelled'] ?? 0);
     t.equal(after.toolCalls.slow ?? 0, (before.toolCalls.slow ?? 0) + 1, `${v.name}: the call reached the upstream`);
     t.equal(after.cancelled, before.cancelled + 1, `${v.name}: the upstream recorded a cancellation`);

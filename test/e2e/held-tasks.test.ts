@@ -7,7 +7,8 @@
 import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway, type RunningCauseway } from '../helpers/causeway.js';
-import { startRedis, waitFor } from '../helpers/redis.js';
+import { startRedis } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
 import { META_CAPABILITIES, modernBody, modernHeaders, post, type JsonObject } from './wire.js';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
@@ -50,10 +51,15 @@ async function followed(r: RunningCauseway): Promise<number> {
   return Number(line?.split(' ')[1]);
 }
 
-async function until(r: RunningCauseway, taskId: string, done: (task: any) => boolean): Promise<any> {
-  let last: any;
-  await waitFor('the task', async () => done((last = (await rpc(r, 'tasks/get', { taskId }, taskId)).json?.result)), PATIENCE_MS);
-  return last;
+/** The task as `r` reports it, once `done` holds for it. */
+function taskOn(r: RunningCauseway, taskId: string, done: (task: any) => boolean): Promise<any> {
+  return until(
+    async () => {
+      const task = (await rpc(r, 'tasks/get', { taskId }, taskId)).json?.result;
+      return done(task) && task;
+    },
+    { what: 'the task', timeoutMs: PATIENCE_MS, everyMs: 100 },
+  );
 }
 
 t.test('discover advertises the extension', async (t) => {
@@ -65,20 +71,20 @@ t.test('a call held as a task outlives upstream.requestTimeoutMs', async (t) => 
   const plain = await call(a, 'slow', { ms: 3_000 }, {});
   t.equal(plain.status, 504, 'without the extension: the plain call, cut off by the timeout');
   const taskId = await created(a, 'slow', { ms: 3_000 });
-  const done = await until(b, taskId, (x) => x?.status !== 'working');
+  const done = await taskOn(b, taskId, (x) => x?.status !== 'working');
   t.equal(done.status, 'completed');
   t.equal(done.result.content[0].text, 'done', "the tool's own answer");
 });
 
 t.test("its questions become inputRequests, answered from another replica", async (t) => {
   const taskId = await created(a, 'test_input_required_result_multi_round', {});
-  const first = await until(b, taskId, (x) => x?.status === 'input_required');
+  const first = await taskOn(b, taskId, (x) => x?.status === 'input_required');
   t.same(Object.keys(first.inputRequests), ['step1']);
   await rpc(b, 'tasks/update', { taskId, inputResponses: { step1: { action: 'accept', content: { name: 'Ada' } } } }, taskId);
-  const second = await until(b, taskId, (x) => x?.inputRequests?.step2 !== undefined);
+  const second = await taskOn(b, taskId, (x) => x?.inputRequests?.step2 !== undefined);
   t.notOk('step1' in second.inputRequests, 'the answered question is gone');
   await rpc(a, 'tasks/update', { taskId, inputResponses: { step2: { action: 'accept', content: { color: 'green' } } } }, taskId);
-  const done = await until(b, taskId, (x) => x?.status === 'completed');
+  const done = await taskOn(b, taskId, (x) => x?.status === 'completed');
   t.match(done.result.content[0].text, /Ada/, 'the answers reached the tool');
   t.match(done.result.content[0].text, /green/);
 });
@@ -86,13 +92,13 @@ t.test("its questions become inputRequests, answered from another replica", asyn
 t.test('tasks/cancel on another replica stops the call upstream', async (t) => {
   const before = upstream.stats().cancelled;
   const taskId = await created(a, 'slow', { ms: 600_000 });
-  await waitFor('the call upstream', () => (upstream.stats().toolCalls['slow'] ?? 0) > 0, PATIENCE_MS);
+  await until(() => (upstream.stats().toolCalls['slow'] ?? 0) > 0, { what: 'the call upstream', timeoutMs: PATIENCE_MS });
   t.equal(await followed(a), 1, 'the holder shows the task in causeway_tasks_followed');
   t.same((await rpc(b, 'tasks/cancel', { taskId }, taskId)).json?.result, { resultType: 'complete' });
   t.equal((await rpc(b, 'tasks/get', { taskId }, taskId)).json?.result?.status, 'cancelled');
-  await waitFor('the upstream to hear the cancel', () => upstream.stats().cancelled > before, PATIENCE_MS);
+  await until(() => upstream.stats().cancelled > before, { what: 'the upstream to hear the cancel', timeoutMs: PATIENCE_MS });
   t.pass('the upstream call was cancelled');
-  await waitFor('the holder to let go', async () => (await followed(a)) === 0, PATIENCE_MS);
+  await until(async () => (await followed(a)) === 0, { what: 'the holder to let go', timeoutMs: PATIENCE_MS, everyMs: 100 });
   t.pass('and the holder let go of it at its next beat');
 });
 
@@ -102,10 +108,10 @@ t.test('a drained holder cancels its call upstream and the task fails with why',
   const taskId = await created(holder, 'slow', { ms: 600_000 });
   await holder.close();
   t.equal(holder.child.exitCode, 0, 'the drain ended cleanly');
-  const failed = await until(b, taskId, (x) => x?.status !== 'working');
+  const failed = await taskOn(b, taskId, (x) => x?.status !== 'working');
   t.equal(failed.status, 'failed');
   t.match(failed.error.message, /shut down/, 'the task says its replica shut down');
-  await waitFor('the upstream to hear the cancel', () => upstream.stats().cancelled > before, PATIENCE_MS);
+  await until(() => upstream.stats().cancelled > before, { what: 'the upstream to hear the cancel', timeoutMs: PATIENCE_MS });
   t.pass('the call was cancelled upstream, not left running');
 });
 
@@ -113,7 +119,7 @@ t.test('a task whose holder is killed fails instead of hanging', async (t) => {
   const holder = await spawnCauseway(settings, { t });
   const taskId = await created(holder, 'slow', { ms: 600_000 });
   holder.child.kill('SIGKILL');
-  const failed = await until(b, taskId, (x) => x?.status !== 'working');
+  const failed = await taskOn(b, taskId, (x) => x?.status !== 'working');
   t.equal(failed.status, 'failed');
   t.match(failed.error.message, /gone/);
 });

@@ -12,7 +12,8 @@ import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelco
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway, type RunningCauseway, type Settings } from '../helpers/causeway.js';
 import { alive } from '../helpers/processes.js';
-import { ELICIT, eventually } from '../mrtr/wire.js';
+import { ELICIT } from '../mrtr/wire.js';
+import { until } from '../helpers/until.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
 const PRINCIPAL_HEADER = 'x-causeway-principal';
@@ -78,9 +79,9 @@ async function servesLegacyClients(t: Test, url: string): Promise<void> {
 
   let changes = 0;
   a.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void (changes += 1));
-  t.ok(await eventually(() => a.get.opened, 10_000), 'the client opened its GET stream');
+  t.ok(await until(() => a.get.opened, { what: 'the GET stream' }), 'the client opened its GET stream');
   await call(a, 'test_trigger_tool_change');
-  t.ok(await eventually(() => changes === 1, 10_000), 'tools/list_changed reached the client');
+  t.ok(await until(() => changes === 1, { what: 'tools/list_changed' }), 'tools/list_changed reached the client');
   t.match(a.get.text, /notifications\/tools\/list_changed/, 'on its GET stream');
 }
 
@@ -132,7 +133,7 @@ t.test('legacy_client-to-stdio_upstream: DELETE stops the child; ids belong to t
   await own.body?.cancel();
 
   await peer.transport.terminateSession();
-  t.ok(await eventually(() => !alive(pid), 10_000), 'DELETE stopped the child');
+  t.ok(await until(() => !alive(pid), { what: 'the child to stop' }), 'DELETE stopped the child');
   t.equal(await metric(causeway, 'causeway_upstream_processes'), before, 'and it is no longer counted');
   const after = await legacyPost(causeway.url, sessionId, 'alice');
   t.equal(after.status, 404, 'the ended session is unknown: the client initializes again');
@@ -177,7 +178,7 @@ t.test('legacy_client-to-stdio_upstream: JSON answers without SSE in Accept; a s
   const { pid, stats: counts } = JSON.parse(body.result.content[0]!.text) as { pid: number; stats: { initializeCount: number } };
   killedAtEnd(t, pid);
   t.equal(counts.initializeCount, 1, 'one initialize upstream: the client\'s own');
-  t.ok(await eventually(() => !alive(pid), 15_000, 50), 'the idle session was ended with its child');
+  t.ok(await until(() => !alive(pid), { what: 'the idle child to stop', everyMs: 50 }), 'the idle session was ended with its child');
   t.equal((await rpc({ jsonrpc: '2.0', id: 3, method: 'tools/list' }, sessionId)).status, 404, 'and is unknown now');
 });
 
@@ -192,5 +193,5 @@ t.test('legacy_client-to-sse_upstream: each legacy session its own HTTP+SSE conn
   const peer = await legacyClient(t, causeway.url);
   const open = upstream.stats().sessionsOpen;
   await peer.transport.terminateSession();
-  t.ok(await eventually(() => upstream.stats().sessionsOpen === open - 1, 10_000), "DELETE closed the session's connection");
+  t.ok(await until(() => upstream.stats().sessionsOpen === open - 1, { what: 'the session to close upstream' }), "DELETE closed the session's connection");
 });

@@ -12,6 +12,7 @@ import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
 import { rawListen, type RawListen } from '../helpers/listen.js';
+import { until } from '../helpers/until.js';
 import { post, toolCall } from './wire.js';
 import { callStreamUpstream } from './upstreams.js';
 
@@ -38,14 +39,6 @@ t.teardown(async () => {
 const stat = () => upstream.stats();
 const count = (method: string) => stat().requestsByMethod[method] ?? 0;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
 
 let triggers = 0;
 async function trigger(url: string, tool: string): Promise<void> {
@@ -97,11 +90,11 @@ t.test('modern_client-to-legacy_upstream-listen-on-one-replica-change-seen-by-an
   t.same(await onA.next(), tagged('notifications/tools/list_changed', 'on-a'), 'the prompts change was filtered out on A');
   t.same(await onB.next(), tagged('notifications/tools/list_changed', 'on-b'));
 
-  await sleep(600);
+  await sleep(600); // negative check: no second GET stream is opened
   t.equal(stat().getStreamsOpened - opened, 1, 'exactly one GET stream was ever opened');
   onA.close();
   onB.close();
-  await sleep(600);
+  await sleep(600); // negative check: the last listener leaving does not end the GET stream
   t.equal(stat().getStreamsOpen, 1, 'the GET stream stays held after the last listener anywhere left');
   t.equal(stat().getStreamsOpened - opened, 1, 'and was not opened again');
 });
@@ -124,11 +117,11 @@ t.test('modern_client-to-legacy_upstream-listen-resource-subscriptions-counted-a
   }
 
   onA.close();
-  await sleep(700);
+  await sleep(700); // negative check: A's listener leaving does not unsubscribe
   t.equal(count('resources/unsubscribe') - unsubscribes, 0, 'still held by the listener on B');
   onB.close();
-  await until('resources/unsubscribe upstream', () => count('resources/unsubscribe') - unsubscribes === 1);
-  await sleep(400);
+  await until(() => count('resources/unsubscribe') - unsubscribes === 1, { what: 'resources/unsubscribe upstream' });
+  await sleep(400); // negative check: no second unsubscribe follows
   t.equal(count('resources/unsubscribe') - unsubscribes, 1, 'exactly once');
   t.equal(count('resources/subscribe') - subscribes, 1, 'and no subscribe since');
 });
@@ -152,11 +145,11 @@ t.test('modern_client-to-legacy_upstream-listen-holder-killed-another-replica-ta
   const killed = Date.now();
   // Waited for as long as it takes (A lapses after 3 s); what matters is who opened the stream and why.
   // B's log line reaches this process a moment after the fixture counts the stream: wait for both.
-  await until('B holds a new GET stream', () => stat().getStreamsOpened - opened === 1 && stat().getStreamsOpen === 1 && takeovers() > takenBefore, 60_000);
+  await until(() => stat().getStreamsOpened - opened === 1 && stat().getStreamsOpen === 1 && takeovers() > takenBefore, { what: 'B holds a new GET stream', timeoutMs: 60_000 });
   t.comment(`B took the stream over ${Date.now() - killed} ms after the kill`);
   t.equal(takeovers() - takenBefore, 1, 'B took the stream over once it heard A had lapsed');
   // A had held the stream since the first test and shared where it was: B resumes from there.
-  await until('B says it resumed', () => b.logs.some((l) => l.includes('resumed the GET stream of a listened session where its last holder left it')));
+  await until(() => b.logs.some((l) => l.includes('resumed the GET stream of a listened session where its last holder left it')), { what: 'B says it resumed' });
   const gap = await drain(onB);
   t.notOk(gap.includes('notifications/tools/list_changed'), `nothing was missed, so nothing is over-notified (${gap.join(', ')})`);
 
@@ -167,8 +160,8 @@ t.test('modern_client-to-legacy_upstream-listen-holder-killed-another-replica-ta
   t.equal(count('resources/subscribe') - subscribes, 1, 'no re-subscribe needed: the upstream session is the same');
 
   onB.close();
-  await until('the dead replica’s count was discounted and the URI released', () => count('resources/unsubscribe') - unsubscribes === 1);
-  await sleep(400);
+  await until(() => count('resources/unsubscribe') - unsubscribes === 1, { what: 'the dead replica’s count was discounted and the URI released' });
+  await sleep(400); // negative check: B does not let the stream go with its last listener
   t.equal(stat().getStreamsOpen, 1, 'B still holds the stream, for asks outside a call');
 });
 
@@ -191,11 +184,11 @@ t.test('modern_client-to-legacy_upstream-listen-call-stream-changes-and-stale-ca
 
   t.equal(await geo(d.url), 400, 'D learned the catalog: Region is required');
   await trigger(c.url, 'flip');
-  let status = 0;
-  // Generous: the change crosses Redis pub/sub between two child processes on a possibly busy machine.
-  const end = Date.now() + 20_000;
-  while ((status = await geo(d.url)) !== 200 && Date.now() < end) await sleep(50);
-  t.equal(status, 200, 'D, with no listener, re-read the catalog after a tools/list_changed seen on C');
+  // The change crosses Redis pub/sub between two child processes.
+  t.ok(
+    await until(async () => (await geo(d.url)) === 200, { what: 'D to re-read the catalog', everyMs: 50 }),
+    'D, with no listener, re-read the catalog after a tools/list_changed seen on C',
+  );
 
   const onD = await rawListen(t, d.url, 'calls-d', { toolsListChanged: true });
   t.same(await acknowledged(t, onD), { toolsListChanged: true });

@@ -13,12 +13,12 @@ import t, { type Test } from 'tap';
 import { spawnCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
 import { rawListen } from '../helpers/listen.js';
+import { until } from '../helpers/until.js';
 import { spawnFixture } from './upstreams.js';
 import { post, toolCall } from './wire.js';
 
 const WATCHED = 'test://watched-resource';
 const TAKEOVER_MS = 1000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let triggers = 0;
 async function trigger(url: string, tool: string): Promise<void> {
@@ -79,8 +79,13 @@ t.test('modern_client-to-legacy_upstream-listen-holder-killed-takeover-resumes-w
   t.equal((await onA.next())?.method, 'notifications/tools/list_changed');
   const cursorKey = (await redis.admin.keys('*listen-cursor*'))[0];
   t.ok(cursorKey, 'the holder shared a cursor');
-  let cursor: string | null = null;
-  for (let i = 0; i < 200 && !(cursor = await redis.admin.get(cursorKey!))?.includes('::'); i++) await sleep(10);
+  const cursor = await until(
+    async () => {
+      const now = await redis.admin.get(cursorKey!);
+      return now?.includes('::') && now;
+    },
+    { what: 'the GET stream event id in the cursor' },
+  );
   t.match(cursor, /^[0-9a-f]{16} _GET_stream::\d+$/, 'session mark and the GET stream event id');
 
   a.child.kill('SIGKILL');

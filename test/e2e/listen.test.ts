@@ -9,6 +9,7 @@ import { Client, StreamableHTTPClientTransport, type McpSubscription } from '@mo
 import { startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
 import { startCauseway, type Settings } from '../helpers/causeway.js';
 import { SseReader } from '../helpers/sse.js';
+import { until } from '../helpers/until.js';
 import { assertRpcError, modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
 import { callStreamUpstream } from './upstreams.js';
 
@@ -39,12 +40,10 @@ async function modernClient(t: Test, url = causeway.url): Promise<Client & { see
   return Object.assign(client, { seen });
 }
 
-async function until(what: string, cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+/** Listen streams open on the shared Causeway, as its metrics say. */
+async function listenStreams(): Promise<number> {
+  const text = await (await fetch(`${causeway.adminUrl}/metrics`)).text();
+  return Number(/^causeway_listen_streams (\d+)$/m.exec(text)?.[1]);
 }
 
 const count = (h: LegacyServerHandle, method: string) => h.stats().requestsByMethod[method] ?? 0;
@@ -92,9 +91,9 @@ t.test('modern_client-to-legacy_upstream-listen-list-changed-filtered', async (t
   t.same(b.honoredFilter, { promptsListChanged: true });
 
   await both.callTool({ name: 'test_trigger_tool_change', arguments: {} });
-  await until('tools/list_changed', () => both.seen.tools === 1);
+  await until(() => both.seen.tools === 1, { what: 'tools/list_changed' });
   await both.callTool({ name: 'test_trigger_prompt_change', arguments: {} });
-  await until('prompts/list_changed on both streams', () => both.seen.prompts === 1 && promptsOnly.seen.prompts === 1);
+  await until(() => both.seen.prompts === 1 && promptsOnly.seen.prompts === 1, { what: 'prompts/list_changed on both streams' });
   // One upstream stream feeds both in order: had the tools change been let through to b, it would have come first.
   t.equal(promptsOnly.seen.tools, 0, 'a stream that did not opt in gets no tools/list_changed');
   t.equal(both.seen.tools, 1, 'each change once');
@@ -114,10 +113,10 @@ t.test('modern_client-to-legacy_upstream-listen-resource-updated', async (t) => 
   t.equal(count(upstream, 'resources/subscribe'), subscribesBefore + 2, 'one upstream subscribe per URI');
 
   await watcher.callTool({ name: 'test_trigger_resource_update', arguments: {} });
-  await until('resources/updated', () => watcher.seen.updated.length === 1);
+  await until(() => watcher.seen.updated.length === 1, { what: 'resources/updated' });
   t.same(watcher.seen.updated, [WATCHED]);
   await watcher.callTool({ name: 'test_trigger_tool_change', arguments: {} });
-  await until('tools/list_changed on the other stream', () => other.seen.tools === 1);
+  await until(() => other.seen.tools === 1, { what: 'tools/list_changed on the other stream' });
   t.same(other.seen.updated, [], 'no resources/updated for a URI the stream did not name');
   t.equal(watcher.seen.tools, 0, 'nor list changes it did not ask for');
   await a.close();
@@ -133,16 +132,19 @@ t.test('modern_client-to-legacy_upstream-listen-disconnect-unsubscribes-after-la
   const b = await two.listen({ resourceSubscriptions: [WATCHED], promptsListChanged: true });
   t.equal(count(upstream, 'resources/subscribe'), subscribes + 1, 'shared by both listeners');
 
+  const open = await listenStreams();
   await a.close();
-  await new Promise((r) => setTimeout(r, 300));
-  t.equal(count(upstream, 'resources/unsubscribe'), unsubscribes, 'still held by the other listener');
+  // Proof the close was handled: Causeway counts one stream fewer, and an update sent after that
+  // reaches the other listener. An unsubscribe would have gone upstream by then.
+  await until(async () => (await listenStreams()) < open, { what: 'Causeway to let the closed listener go' });
   await one.callTool({ name: 'test_trigger_resource_update', arguments: {} });
-  await until('resources/updated for the remaining listener', () => two.seen.updated.length === 1);
+  await until(() => two.seen.updated.length === 1, { what: 'resources/updated for the remaining listener' });
   t.same(one.seen.updated, [], 'nothing for a closed subscription');
+  t.equal(count(upstream, 'resources/unsubscribe'), unsubscribes, 'still held by the other listener');
 
   await b.close();
-  await until('resources/unsubscribe upstream', () => count(upstream, 'resources/unsubscribe') === unsubscribes + 1);
-  await new Promise((r) => setTimeout(r, 200));
+  await until(() => count(upstream, 'resources/unsubscribe') === unsubscribes + 1, { what: 'resources/unsubscribe upstream' });
+  await new Promise((r) => setTimeout(r, 200)); // negative check: no second unsubscribe follows
   t.equal(count(upstream, 'resources/unsubscribe'), unsubscribes + 1, 'exactly once');
 });
 
@@ -165,7 +167,8 @@ t.test('modern_client-to-legacy_upstream-listen-wire-shape', async (t) => {
   await trigger(causeway.url, 'test_trigger_tool_change');
   t.same(await numeric.next(), { jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { [SID]: 7 } } });
   t.same(await named.next(), { jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { [SID]: 'sub-a' } } });
-  await new Promise((r) => setTimeout(r, 400));
+  // Keep-alives every 150 ms come from a timer in this process, due before this one.
+  await new Promise((r) => setTimeout(r, 400)); // lower bound: a keep-alive or two between events
   await trigger(causeway.url, 'test_trigger_prompt_change');
   await trigger(causeway.url, 'test_trigger_tool_change');
   t.same((await numeric.next())?.method, 'notifications/tools/list_changed', 'the prompts change was filtered out');
@@ -211,15 +214,16 @@ t.test('modern_client-to-causeway-listen-bounds', async (t) => {
   assertRpcError(t, c1, { status: 503, code: -32603, id: 4 });
 
   a1.close();
-  let again: Awaited<ReturnType<typeof rawListen>> | undefined;
-  for (let i = 0; i < 50 && again === undefined; i++) {
-    const r = await rawListen(bounded.url, 5, {}, as('alice'));
-    if (r.status === 200) again = r;
-    else await new Promise((res) => setTimeout(res, 20));
-  }
+  const again = await until(
+    async () => {
+      const r = await rawListen(bounded.url, 5, {}, as('alice'));
+      return r.status === 200 && r;
+    },
+    { what: 'the slot to be freed' },
+  );
   t.ok(again, 'a disconnect frees the slot');
-  t.equal((await again?.next())?.method, 'notifications/subscriptions/acknowledged');
-  again?.close();
+  t.equal((await again.next())?.method, 'notifications/subscriptions/acknowledged');
+  again.close();
   b1.close();
 });
 

@@ -6,7 +6,8 @@ import t from 'tap';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { callTool, ELICIT, eventually, nameAnswer, textOf, type Json } from '../mrtr/wire.js';
+import { callTool, ELICIT, nameAnswer, textOf, type Json } from '../mrtr/wire.js';
+import { until } from '../helpers/until.js';
 
 const upstream = await startLegacyServer();
 // A wider collect window than the default 20 ms, so concurrent asks stay in one round on a busy CI host.
@@ -330,10 +331,13 @@ t.test('raw_client-to-legacy_upstream-mrtr-capability: {} and test_missing_capab
   t.notOk(r.body.result, 'no input_required for an undeclared capability');
   // The ask was refused upstream (-32601) or the call cancelled: either way it does not stay open.
   t.ok(
-    await eventually(() => {
-      const s = upstream.stats();
-      return s.responsesReceived > before.responsesReceived || s.cancelled > before.cancelled;
-    }),
+    await until(
+      () => {
+        const s = upstream.stats();
+        return s.responsesReceived > before.responsesReceived || s.cancelled > before.cancelled;
+      },
+      { what: 'the upstream call to end' },
+    ),
     'the upstream call does not stay open',
   );
 });

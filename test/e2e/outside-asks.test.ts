@@ -13,7 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { startLegacyServer, type LegacyServerStats } from '../fixtures/legacy-server.js';
 import { spawnCauseway, startCauseway, type Settings } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
-import { callTool, rpc, sleep, textOf } from '../mrtr/wire.js';
+import { callTool, rpc, textOf } from '../mrtr/wire.js';
+import { until } from '../helpers/until.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
 const caps = { roots: {} };
@@ -23,11 +24,6 @@ async function outsideAsks(adminUrl: string | undefined, outcome: string): Promi
   const text = await (await fetch(`${adminUrl}/metrics`)).text();
   const line = new RegExp(`^causeway_outside_asks_total\\{upstream="[^"]+",outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text);
   return Number(line?.[1] ?? 0);
-}
-
-/** Waits for a condition with no deadline of its own: the test's timeout is the only one. */
-async function until(check: () => boolean | Promise<boolean>): Promise<void> {
-  while (!(await check())) await sleep(20);
 }
 
 interface Upstream {
@@ -44,7 +40,9 @@ async function streamable(t: Test): Promise<Upstream> {
     settings: { 'upstream.url': upstream.url },
     stats: async () => upstream.stats(),
     // Nobody listens: the GET stream is Causeway's own.
-    ready: () => until(() => upstream.stats().getStreamsOpen === 1),
+    ready: async () => {
+      await until(() => upstream.stats().getStreamsOpen === 1, { what: 'the GET stream' });
+    },
   };
 }
 
@@ -78,7 +76,7 @@ for (const [name, make] of Object.entries(UPSTREAMS)) {
       const list = await rpc(url, 'prompts/list', {}, { caps });
       t.equal(list.status, 200, 'a call that cannot ask is not taken for the ask');
       let answers: LegacyServerStats['outsideAnswers'] = [];
-      await until(async () => (answers = (await upstream.stats(url)).outsideAnswers).length > 0);
+      await until(async () => (answers = (await upstream.stats(url)).outsideAnswers).length > 0, { what: 'the answer to the outside ask' });
       t.equal(answers.length, 1);
       t.match(answers[0], { error: { code: -32601 } }, 'answered with an error');
       // On a channel the call in flight (prompts/list) is the one that refuses it, saying so.
@@ -111,7 +109,7 @@ for (const [name, make] of Object.entries(UPSTREAMS)) {
           stop.abort();
           return slow;
         });
-        await until(async () => ((await upstream.stats(url)).toolCalls['slow'] ?? 0) > before);
+        await until(async () => ((await upstream.stats(url)).toolCalls['slow'] ?? 0) > before, { what: 'the slow call upstream' });
         const r = await callTool(url, 'roots_outside', {}, { caps });
         t.not(r.body.result?.resultType, 'input_required', 'no round for either call');
         // The tool fails with the refusal it got (-32601, which a 2026 answer carries as 404).
@@ -152,14 +150,14 @@ t.test('outside_asks-across_replicas', async (t) => {
 
   // A opens the session, so A holds its GET stream; B has it in its pool and stands by.
   t.equal(textOf(await callTool(a.url, 'arm_outside_ask', {}, { caps })), 'armed');
-  await until(() => upstream.stats().getStreamsOpen === 1);
+  await until(() => upstream.stats().getStreamsOpen === 1, { what: 'the GET stream' });
   const openedByA = upstream.stats().getStreamsOpened;
 
   await t.test('no call in flight on any replica: refused at once', async (t) => {
     const before = outsideAnswers().length;
     const list = await rpc(b.url, 'prompts/list', {}, { caps });
     t.equal(list.status, 200);
-    await until(() => outsideAnswers().length > before);
+    await until(() => outsideAnswers().length > before, { what: 'the answer to the outside ask' });
     t.match(outsideAnswers()[before], { error: { code: -32601, message: /No call in flight can take this request/ } });
   });
 
@@ -186,7 +184,7 @@ t.test('outside_asks-across_replicas', async (t) => {
       stop.abort();
       return slow;
     });
-    await until(() => (upstream.stats().toolCalls['slow'] ?? 0) > before);
+    await until(() => (upstream.stats().toolCalls['slow'] ?? 0) > before, { what: 'the slow call upstream' });
     const r = await callTool(b.url, 'roots_outside', {}, { caps });
     t.match(r.body.error, { code: -32601, message: /No call in flight can take this request/ }, 'the tool saw the ask refused');
   });
@@ -195,7 +193,7 @@ t.test('outside_asks-across_replicas', async (t) => {
     const opened = upstream.stats().getStreamsOpened;
     a.child.kill('SIGKILL');
     await new Promise((r) => a.child.once('exit', r));
-    await until(() => upstream.stats().getStreamsOpened > opened && upstream.stats().getStreamsOpen === 1);
+    await until(() => upstream.stats().getStreamsOpened > opened && upstream.stats().getStreamsOpen === 1, { what: 'B to open the GET stream' });
     const r1 = await callTool(b.url, 'roots_outside', {}, { caps });
     t.equal(r1.body.result?.resultType, 'input_required', 'the ask came on the stream B holds now');
     const keys = Object.keys(r1.body.result?.inputRequests ?? {});
@@ -221,13 +219,13 @@ t.test('outside_asks-across_replicas-holding_the_stream_does_not_keep_the_sessio
   // between the two requests, each had one in turn): a replica holds its stream, the other stands by.
   t.equal((await rpc(a.url, 'tools/list', {}, { caps })).status, 200);
   t.equal((await rpc(b.url, 'tools/list', {}, { caps })).status, 200);
-  await until(() => upstream.stats().getStreamsOpened >= 1);
+  await until(() => upstream.stats().getStreamsOpened >= 1, { what: 'the GET stream' });
   // Nobody uses the session now: it is ended as idle, stream and all.
-  await until(() => upstream.stats().sessionsOpen === 0 && upstream.stats().getStreamsOpen === 0);
+  await until(() => upstream.stats().sessionsOpen === 0 && upstream.stats().getStreamsOpen === 0, { what: 'the idle session to end' });
   t.ok(upstream.stats().sessionsDeleted >= 1, 'the idle session was ended upstream, and its stream with it');
   const opened = upstream.stats().initializeCount;
   const again = await rpc(b.url, 'tools/list', {}, { caps });
   t.equal(again.status, 200);
   t.equal(upstream.stats().initializeCount, opened + 1, 'the next request opens another');
-  await until(() => upstream.stats().getStreamsOpen === 1);
+  await until(() => upstream.stats().getStreamsOpen === 1, { what: 'the GET stream' });
 });

@@ -15,7 +15,8 @@ import { exitOf } from '../helpers/processes.js';
 import { startRedis } from '../helpers/redis.js';
 import { SseReader } from '../helpers/sse.js';
 import { spawnFixture } from './upstreams.js';
-import { META_CAPABILITIES, modernBody, modernHeaders, sleep, type JsonObject } from './wire.js';
+import { META_CAPABILITIES, modernBody, modernHeaders, type JsonObject } from './wire.js';
+import { until } from '../helpers/until.js';
 
 const CALLERS = 12;
 const MULTI_ROUND_CALLERS = 4;
@@ -120,14 +121,17 @@ async function multiRound(who: string): Promise<string | undefined> {
  * 503 (it is about to end its streams); like any client, this one tries again.
  */
 async function listen(id: string): Promise<{ reader: SseReader; abort: AbortController }> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await listenOnce(id);
-    } catch (err) {
-      if (attempt >= 20 || !(err instanceof Error && err.message.startsWith('listen answered 503'))) throw err;
-      await sleep(100);
-    }
-  }
+  // Only the 503 is tried again: anything else ends the wait with its error.
+  const got = await until(
+    () =>
+      listenOnce(id).then(
+        (opened) => ({ opened }),
+        (err: unknown) => (err instanceof Error && err.message.startsWith('listen answered 503') ? undefined : { err }),
+      ),
+    { what: `listen ${id} to be taken`, everyMs: 100 },
+  );
+  if ('err' in got) throw got.err;
+  return got.opened;
 }
 
 async function listenOnce(id: string): Promise<{ reader: SseReader; abort: AbortController }> {
@@ -203,14 +207,15 @@ t.test('modern_client-to-nginx-to-two-replicas-sigterm-one-mid-load-loses-nothin
   ];
 
   // Both replicas serve before the restart.
-  for (let i = 0; i < 200 && calls < 100; i++) await sleep(25);
+  // Bounded, not asserted: a load that never got going shows in the counts below.
+  await until(() => calls >= 100, { what: '100 calls', everyMs: 25 }).catch(() => undefined);
   const listenedOnA = (await gauge(a, 'causeway_listen_streams')) > 0;
   const exited = exitOf(a.child);
   a.child.kill('SIGTERM');
   const exit = await exited;
   const atExit = { calls, multiRounds };
   // Load goes on a little on the remaining replica, then stops.
-  for (let i = 0; i < 200 && calls < atExit.calls + 100; i++) await sleep(25);
+  await until(() => calls >= atExit.calls + 100, { what: '100 calls after the exit', everyMs: 25 }).catch(() => undefined);
   stop = true;
   await Promise.all(load);
 
@@ -222,7 +227,7 @@ t.test('modern_client-to-nginx-to-two-replicas-sigterm-one-mid-load-loses-nothin
     // No capabilities, as the listen declared none: the same pooled session.
     const r = await call('test_trigger_tool_change', {}, {}, {});
     if (r.status !== 200) failures.push(`trigger: ${r.status}`);
-    for (let w = 0; w < 200 && heard === heardBefore; w++) await sleep(25);
+    await until(() => heard > heardBefore, { what: 'the change to reach the listener', everyMs: 25 }).catch(() => undefined);
     if (heard > heardBefore) reached++;
     seen.push(`${Date.now() - t0} trigger ${i} answered ${r.status}`);
   }

@@ -17,7 +17,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { startCauseway, type Settings } from '../helpers/causeway.js';
 import { rawListen } from '../helpers/listen.js';
 import { spawnOwned } from '../helpers/processes.js';
-import { freePort, startRedis, waitFor } from '../helpers/redis.js';
+import { freePort, startRedis } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
 import { META_CAPABILITIES, modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
 
 const pkg = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/package.json');
@@ -127,14 +128,14 @@ async function researchAsTask(t: Test, url: string): Promise<void> {
   const taskId = created.json.result.taskId as string;
   const task = async () => (await rpc('tasks/get', { taskId }, taskId, caps)).json?.result;
   let asking: any;
-  await waitFor('the clarifying question', async () => (asking = await task())?.status === 'input_required', 60_000);
+  await until(async () => (asking = await task())?.status === 'input_required', { what: 'the clarifying question', timeoutMs: 60_000, everyMs: 100 });
   const [key, ask] = Object.entries(asking.inputRequests as Record<string, any>)[0]!;
   t.equal(ask.method, 'elicitation/create', "the server's question, as an input request");
   t.notOk(JSON.stringify(ask.params).includes('related-task'), 'without the legacy related-task tag');
   const ack = await rpc('tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { interpretation: 'programming' } } } }, taskId, caps);
   t.same(ack.json?.result, { resultType: 'complete' });
   let done: any;
-  await waitFor('the research to finish', async () => (done = await task())?.status === 'completed', 60_000);
+  await until(async () => (done = await task())?.status === 'completed', { what: 'the research to finish', timeoutMs: 60_000, everyMs: 100 });
   t.match(done.result.content[0].text, /python \(programming\)/, "the report carries the client's answer");
 }
 

@@ -10,7 +10,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway, type RunningCauseway } from '../helpers/causeway.js';
 import { rawListen } from '../helpers/listen.js';
-import { freePort, waitFor } from '../helpers/redis.js';
+import { freePort } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
 import { spawnFixture } from './upstreams.js';
 import { post, toolCall } from './wire.js';
 
@@ -80,7 +81,7 @@ t.test('modern_client-to-sse_upstream-dropped-stream-is-counted-and-the-next-cal
 
   // The upstream restarts: its end of every session stream goes with the old process.
   await first.kill();
-  await waitFor('the drop to be counted', async () => (await counter(dropping, drops)) === 1);
+  await until(async () => (await counter(dropping, drops)) === 1, { what: 'the drop to be counted', everyMs: 100 });
   const second = await spawnFixture(port, { t, args: ['--sse'] });
   const after = await echo('after');
   t.equal(after.status, 200, 'the next call is served');

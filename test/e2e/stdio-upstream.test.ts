@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { spawnCauseway, startCauseway, type Settings } from '../helpers/causeway.js';
 import { alive } from '../helpers/processes.js';
-import { callTool, ELICIT, eventually, textOf, type Json } from '../mrtr/wire.js';
+import { callTool, ELICIT, textOf, type Json } from '../mrtr/wire.js';
+import { until } from '../helpers/until.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
 
@@ -37,12 +38,8 @@ async function fixtureStats(url: string, caps?: Record<string, unknown>): Promis
 }
 
 /** Until the child of the caps' session runs a slow call (asked through the same process). */
-async function slowRunning(url: string, caps?: Record<string, unknown>): Promise<boolean> {
-  for (let i = 0; i < 250; i++) {
-    if ((await fixtureStats(url, caps)).slowInFlight > 0) return true;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return false;
+function slowRunning(url: string, caps?: Record<string, unknown>): Promise<boolean> {
+  return until(async () => (await fixtureStats(url, caps)).slowInFlight > 0, { what: 'a slow call in the child' });
 }
 
 /** Every child a test's Causeway started is gone once it drained. */
@@ -114,13 +111,13 @@ t.test('listen over stdio: list_changed and resources/updated reach the listener
   client.setNotificationHandler('notifications/resources/updated', (n) => void seen.updated.push(n.params.uri));
   const sub = await client.listen({ toolsListChanged: true, resourceSubscriptions: ['test://watched-resource'] });
   await client.callTool({ name: 'test_trigger_tool_change', arguments: {} });
-  t.ok(await eventually(() => seen.tools === 1, 5000), 'tools/list_changed reached the listener');
+  t.ok(await until(() => seen.tools === 1, { what: 'tools/list_changed' }), 'tools/list_changed reached the listener');
   await client.callTool({ name: 'test_trigger_resource_update', arguments: {} });
-  t.ok(await eventually(() => seen.updated.length === 1, 5000), 'resources/updated reached the listener');
+  t.ok(await until(() => seen.updated.length === 1, { what: 'resources/updated' }), 'resources/updated reached the listener');
   t.same(seen.updated, ['test://watched-resource']);
   await client.callTool({ name: 'test_trigger_tool_change', arguments: {} });
-  t.ok(await eventually(() => seen.tools === 2, 5000), 'the second change too');
-  await new Promise((r) => setTimeout(r, 100));
+  t.ok(await until(() => seen.tools === 2, { what: 'the second tools/list_changed' }), 'the second change too');
+  await new Promise((r) => setTimeout(r, 100)); // negative check: no second copy follows
   t.equal(seen.tools, 2, 'each change once, not once per path');
   await causeway.close();
   t.equal(await sub.closed, 'graceful');
@@ -174,7 +171,7 @@ t.test('maxProcesses: the idle process is stopped for a new session; with none i
   const b = await fixtureStats(causeway.url, { sampling: {} });
   pids.add(b.pid);
   t.not(b.pid, a.pid);
-  t.ok(await eventually(() => !alive(a.pid), 5000), 'the idle process was stopped');
+  t.ok(await until(() => !alive(a.pid), { what: 'the idle process to stop' }), 'the idle process was stopped');
 
   const busy = callTool(causeway.url, 'slow', { arguments: { ms: 1500 } }, { caps: { sampling: {} } });
   t.ok(await slowRunning(causeway.url, { sampling: {} }), 'the slow call reached the child');
@@ -192,7 +189,7 @@ t.test('a child unused for store.idleTtlMs is stopped; the next request starts a
   stopsChildren(t, causeway, pids);
   const first = await fixtureStats(causeway.url);
   pids.add(first.pid);
-  t.ok(await eventually(() => !alive(first.pid), 8000, 50), 'reaped once idle');
+  t.ok(await until(() => !alive(first.pid), { what: 'the idle process to be reaped', everyMs: 50 }), 'reaped once idle');
   const next = await fixtureStats(causeway.url);
   pids.add(next.pid);
   t.not(next.pid, first.pid);

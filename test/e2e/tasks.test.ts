@@ -7,7 +7,8 @@
 import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway, type RunningCauseway } from '../helpers/causeway.js';
-import { startRedis, waitFor } from '../helpers/redis.js';
+import { startRedis } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
 import { SseReader } from '../helpers/sse.js';
 import { META_CAPABILITIES, modernBody, modernHeaders, post, type JsonObject } from './wire.js';
 
@@ -51,22 +52,20 @@ async function created(r: RunningCauseway, principal: string, tool: string, args
   return res.json.result.taskId as string;
 }
 
-async function until(r: RunningCauseway, principal: string, taskId: string, status: string): Promise<any> {
-  let last: any;
-  await waitFor(
-    `task ${status}`,
+/** The task as `r` reports it, once its status is `status`. */
+function reaches(r: RunningCauseway, principal: string, taskId: string, status: string): Promise<any> {
+  return until(
     async () => {
-      last = (await taskGet(r, principal, taskId)).json?.result;
-      return last?.status === status;
+      const task = (await taskGet(r, principal, taskId)).json?.result;
+      return task?.status === status && task;
     },
-    PATIENCE_MS,
+    { what: `task ${status}`, timeoutMs: PATIENCE_MS, everyMs: 100 },
   );
-  return last;
 }
 
 t.test('a task created on one replica is answered and finished on another after its creator is killed', async (t) => {
   const taskId = await created(a, 'alice', 'confirm_delete', { filename: 'a.txt' });
-  const asking = await until(b, 'alice', taskId, 'input_required');
+  const asking = await reaches(b, 'alice', taskId, 'input_required');
   t.same(Object.keys(asking.inputRequests), ['confirm'], 'the ask, keyed by the server');
   t.equal(asking.inputRequests.confirm.method, 'elicitation/create');
   t.notOk('requestState' in asking, 'no requestState on a task');
@@ -76,7 +75,7 @@ t.test('a task created on one replica is answered and finished on another after 
 
   const ack = await rpc(b, 'alice', 'tasks/update', { taskId, inputResponses: { confirm: { action: 'accept', content: { confirm: true } } } }, taskId);
   t.same(ack.json?.result, { resultType: 'complete' }, 'an empty ack');
-  const done = await until(c, 'alice', taskId, 'completed');
+  const done = await reaches(c, 'alice', taskId, 'completed');
   t.equal(done.result.content[0].text, 'Deleted a.txt', "the tool's own result, inlined");
 });
 
@@ -93,12 +92,12 @@ t.test("another principal's task is unknown to them, and stays the owner's", asy
   const mine = await taskGet(c, 'alice', taskId);
   t.equal(mine.json?.result?.status, 'working', 'the owner still sees it working');
   t.same((await rpc(c, 'alice', 'tasks/cancel', { taskId }, taskId)).json?.result, { resultType: 'complete' });
-  await until(b, 'alice', taskId, 'cancelled');
+  await reaches(b, 'alice', taskId, 'cancelled');
 });
 
 t.test('a listen stream naming the task hears it move, from the replica that follows it', async (t) => {
   const taskId = await created(c, 'alice', 'confirm_delete', { filename: 'b.txt' });
-  await until(b, 'alice', taskId, 'input_required');
+  await reaches(b, 'alice', taskId, 'input_required');
 
   const abort = new AbortController();
   t.teardown(() => abort.abort());
@@ -136,7 +135,7 @@ t.test('tasks.maxFollowedPerPrincipal bounds one principal on a replica, not ano
   for (const [i, id] of ids.entries()) {
     const who = i < 2 ? 'carol' : 'dave';
     await rpc(b, who, 'tasks/cancel', { taskId: id }, id);
-    await until(b, who, id, 'cancelled');
+    await reaches(b, who, id, 'cancelled');
   }
-  await waitFor('carol may start a task again', async () => (await create(b, 'carol', 'slow_compute', { seconds: 0 })).status === 200, PATIENCE_MS);
+  await until(async () => (await create(b, 'carol', 'slow_compute', { seconds: 0 })).status === 200, { what: 'carol may start a task again', timeoutMs: PATIENCE_MS, everyMs: 100 });
 });

@@ -232,7 +232,7 @@ t.test('without a configured client: Causeway’s metadata document is its clien
   t.match(claims(first), { sub: 'alice@docs', aud: DOCS, client_id: CLIENT_DOCUMENT });
 
   // Its 12 s token is refreshed once less than 10 s are left.
-  await new Promise((r) => setTimeout(r, 2500));
+  await new Promise((r) => setTimeout(r, 2500)); // lower bound: the token ages past the refresh point
   const later = await call(alice, { arguments: { text: 'later' } }, URL_CAPS, `${origin}/docs`);
   t.same(later.body.result.content, [{ type: 'text', text: 'later' }], 'no new round');
   t.ok(as.issued('refresh_token', CLIENT_DOCUMENT) >= 1, 'the refresh token was used');

@@ -38,7 +38,8 @@ export async function spawnFixture(port = 0, opts: FixtureOptions = {}): Promise
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const info = await new Promise<{ url: string; port: number }>((resolve, reject) => {
     let buf = '';
-    const timer = setTimeout(() => reject(new Error(`fixture did not start: ${stderr}`)), 10_000);
+    // Generous: a busy machine can take long to start a node process; only a hang should reach it.
+    const timer = setTimeout(() => reject(new Error(`fixture did not start: ${stderr}`)), 60_000);
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
       const nl = buf.indexOf('\n');

@@ -84,7 +84,8 @@ export async function spawnCauseway(settings: Settings, options: SpawnOptions = 
   let adminUrl: string | undefined;
   const url = await new Promise<string>((resolve, reject) => {
     let buf = '';
-    const timer = setTimeout(() => reject(new Error(`causeway did not start: ${stderr}`)), 10_000);
+    // Generous: a busy machine can take long to start a node process; only a hang should reach it.
+    const timer = setTimeout(() => reject(new Error(`causeway did not start: ${stderr}`)), 60_000);
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
       let nl;

@@ -7,8 +7,9 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { isRunning, spawnOwned, type Owner } from './processes.js';
+import { spawnOwned, type Owner } from './processes.js';
 import { freePort } from './redis.js';
+import { until } from './until.js';
 
 export interface RunningNginx {
   port: number;
@@ -63,29 +64,30 @@ http {
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  await new Promise<void>((resolve, reject) => {
-    child.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'ENOENT' ? new Error(`nginx not found at ${bin}: this test needs it (apt-get install nginx, or NGINX=/path/to/nginx)`) : err),
-    );
-    child.once('exit', (code) => {
-      const log = existsSync(join(dir, 'error.log')) ? readFileSync(join(dir, 'error.log'), 'utf8') : '';
-      reject(new Error(`nginx exited with ${code}: ${output}${log}`));
-    });
-    const deadline = Date.now() + 10_000;
-    const probe = () => {
+  let gone: Error | undefined;
+  child.once('error', (err: NodeJS.ErrnoException) => {
+    gone ??= err.code === 'ENOENT' ? new Error(`nginx not found at ${bin}: this test needs it (apt-get install nginx, or NGINX=/path/to/nginx)`) : err;
+  });
+  child.once('exit', (code) => {
+    const log = existsSync(join(dir, 'error.log')) ? readFileSync(join(dir, 'error.log'), 'utf8') : '';
+    gone ??= new Error(`nginx exited with ${code}: ${output}${log}`);
+  });
+  const listening = () =>
+    new Promise<boolean>((resolve) => {
       const s = connect(port, '127.0.0.1');
       s.once('connect', () => {
         s.destroy();
-        resolve();
+        resolve(true);
       });
       s.once('error', () => {
         s.destroy();
-        if (!isRunning(child) && child.pid !== undefined) return;
-        if (Date.now() > deadline) reject(new Error(`nginx did not listen on ${port}: ${output}`));
-        else setTimeout(probe, 25);
+        resolve(false);
       });
-    };
-    probe();
+    });
+  // A child that is gone ends the wait at once.
+  await until(async () => gone ?? (await listening()), { what: `nginx to listen on ${port}`, timeoutMs: 10_000, everyMs: 25 }).catch((err: Error) => {
+    throw new Error(`${err.message}: ${output}`);
   });
+  if (gone) throw gone;
   return { port, dir, accessLog };
 }

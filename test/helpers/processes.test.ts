@@ -6,6 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { exitOf, isRunning, spawnOwned, stopProcess } from './processes.js';
+import { until } from './until.js';
 
 /** A node child that ignores SIGTERM and says so on stdout once it does. */
 const STUBBORN = "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('ready');";
@@ -74,8 +75,7 @@ t.test('whatever is left is SIGKILLed when the test process exits', async (t) =>
     parent.once('exit', () => setTimeout(() => reject(new Error(`no pid: ${err}`)), 100));
   });
   t.equal((await exitOf(parent)).code, 3);
-  const deadline = Date.now() + 15_000;
-  while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until(() => !alive(pid), { what: `the grandchild ${pid} to go` }).catch(() => undefined);
   t.notOk(alive(pid), `the grandchild ${pid} is gone`);
   if (alive(pid)) process.kill(pid, 'SIGKILL');
 });

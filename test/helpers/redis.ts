@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import tap from 'tap';
 import { spawnOwned, stopProcess, type Owner } from './processes.js';
+import { until } from './until.js';
 
 export interface RunningRedis {
   port: number;
@@ -116,34 +117,32 @@ function nodeClient(port: number): Redis {
 }
 
 /** Resolves once `port` answers PING; rejects when `child` exits first or after 10 s. */
-function answering(port: number, child: ChildProcess, output: () => string): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    child.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'ENOENT' ? new Error(`${String(child.spawnfile)} not found; these tests need redis-server and redis-cli on PATH`) : err),
-    );
-    const onExit = (code: number | null) => reject(new Error(`redis on ${port} exited with ${code}: ${output()}`));
-    child.once('exit', onExit);
-    const deadline = Date.now() + 10_000;
-    const probe = () => {
-      const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      c.on('error', () => undefined);
-      c.connect()
-        .then(() => c.ping())
-        .then(
-          () => {
-            c.disconnect();
-            child.off('exit', onExit);
-            resolve();
-          },
-          () => {
-            c.disconnect();
-            if (Date.now() > deadline) reject(new Error(`redis did not answer on ${port}: ${output()}`));
-            else setTimeout(probe, 25);
-          },
-        );
-    };
-    probe();
+async function answering(port: number, child: ChildProcess, output: () => string): Promise<void> {
+  let gone: Error | undefined;
+  child.once('error', (err: NodeJS.ErrnoException) => {
+    gone ??= err.code === 'ENOENT' ? new Error(`${String(child.spawnfile)} not found; these tests need redis-server and redis-cli on PATH`) : err;
   });
+  const onExit = (code: number | null) => (gone ??= new Error(`redis on ${port} exited with ${code}: ${output()}`));
+  child.once('exit', onExit);
+  const ping = async () => {
+    const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    c.on('error', () => undefined);
+    try {
+      await c.connect();
+      return (await c.ping()) === 'PONG';
+    } finally {
+      c.disconnect();
+    }
+  };
+  try {
+    // A child that is gone ends the wait at once.
+    await until(async () => gone ?? (await ping()), { what: `redis to answer on ${port}`, timeoutMs: 10_000, everyMs: 25 });
+  } catch (err) {
+    throw new Error(`${(err as Error).message}: ${output()}`);
+  } finally {
+    child.off('exit', onExit);
+  }
+  if (gone) throw gone;
 }
 
 function launchNode(t: Owner | undefined, command: string, args: string[], port: number): { child: ChildProcess; up: Promise<void> } {
@@ -171,17 +170,6 @@ function node(port: number, child: ChildProcess): RedisNode {
 const SERVER_ARGS = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'warning'];
 // A replica syncs straight off the socket: no RDB file between them.
 const SYNC_ARGS = ['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'];
-
-/** Polls `check` every `everyMs` until it is true; throws naming `what` after `ms` (bounded in count too). */
-export async function waitFor(what: string, check: () => Promise<boolean> | boolean, ms = 15_000, everyMs = 100): Promise<void> {
-  const end = Date.now() + ms;
-  for (let i = 0; i < Math.ceil(ms / everyMs) + 1; i++) {
-    if (await Promise.resolve(check()).catch(() => false)) return;
-    if (Date.now() > end) break;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 export interface SentinelSet {
   name: string;
@@ -242,9 +230,8 @@ export async function startSentinelSet(t?: Owner, name = 'mymaster'): Promise<Se
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await waitFor('the replica in sync', async () => /master_link_status:up/.test(await replica.admin.info('replication')), 15_000);
-    await waitFor(
-      'every Sentinel knowing the replica and the two other Sentinels',
+    await until(async () => /master_link_status:up/.test(await replica.admin.info('replication')), { what: 'the replica in sync', everyMs: 100 });
+    await until(
       async () => {
         for (const s of sentinels) {
           const replicas = (await s.admin.call('SENTINEL', 'REPLICAS', name)) as unknown[];
@@ -254,8 +241,7 @@ export async function startSentinelSet(t?: Owner, name = 'mymaster'): Promise<Se
         return true;
       },
       // Sentinel reads the primary's INFO every 10 s at first, and says hello every 2 s.
-      25_000,
-      200,
+      { what: 'every Sentinel knowing the replica and the two other Sentinels', timeoutMs: 45_000, everyMs: 200 },
     );
   } catch (err) {
     await stop();
@@ -380,8 +366,7 @@ export async function startCluster(t?: Owner): Promise<RunningCluster> {
         else reject(new Error(`redis-cli --cluster create exited with ${code}: ${out}`));
       });
     });
-    await waitFor(
-      'every cluster node ok and seeing six nodes, three primaries each with a replica in sync',
+    await until(
       async () => {
         for (const n of nodes) {
           if (!/cluster_state:ok/.test(String(await n.admin.call('CLUSTER', 'INFO')))) return false;
@@ -395,8 +380,7 @@ export async function startCluster(t?: Owner): Promise<RunningCluster> {
         }
         return true;
       },
-      30_000,
-      200,
+      { what: 'every cluster node ok and seeing six nodes, three primaries each with a replica in sync', timeoutMs: 45_000, everyMs: 200 },
     );
   } catch (err) {
     await stop();

@@ -8,6 +8,7 @@ import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { modernBody, modernHeaders } from '../e2e/wire.js';
+import { until } from '../helpers/until.js';
 
 const upstream = await startLegacyServer();
 t.teardown(() => upstream.close());
@@ -33,7 +34,7 @@ t.test('with log.accessSample 1: one line per request, success and failure alike
   t.equal(await post(cw.url, JSON.stringify(unknown), modernHeaders('tools/call', 'no_such_tool'), 'req-unknown'), 200);
   t.equal(await post(cw.url, JSON.stringify(call), modernHeaders('tools/call', 'echo'), 'req-again'), 200);
   // The line is written when the response closes, just after the client has read it.
-  for (let i = 0; i < 100 && accessLines(cw.logs).length < 4; i++) await new Promise((r) => setTimeout(r, 20));
+  await until(() => accessLines(cw.logs).length >= 4, { what: 'four access lines' });
   const lines = accessLines(cw.logs);
   t.match(lines, [
     {
@@ -68,7 +69,7 @@ t.test('with log.accessSample 1: one line per request, success and failure alike
     caps,
   );
   t.equal(await post(cw.url, JSON.stringify(retry), headers, 'req-round-2'), 200);
-  for (let i = 0; i < 100 && accessLines(cw.logs).length < 6; i++) await new Promise((r) => setTimeout(r, 20));
+  await until(() => accessLines(cw.logs).length >= 6, { what: 'six access lines' });
   const rounds = accessLines(cw.logs).slice(4);
   t.match(rounds, [
     { reqId: 'req-round-1', resultType: 'input_required' },

@@ -6,8 +6,9 @@ import t from 'tap';
 import { VERSION } from '../../src/version.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { ALL_CAPS, ELICIT, nameAnswer, rpc, sleep, type Reply } from '../mrtr/wire.js';
+import { ALL_CAPS, ELICIT, nameAnswer, rpc, type Reply } from '../mrtr/wire.js';
 import { META_CAPABILITIES, modernBody, modernHeaders } from '../e2e/wire.js';
+import { until } from '../helpers/until.js';
 
 const upstream = await startLegacyServer();
 const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn' });
@@ -163,11 +164,6 @@ t.test('a listen stream shows in the gauge while open and is counted when it end
     m = await scrape();
     return value(m, modern('subscriptions/listen', 'none', 'complete', 'ok')) === 1;
   };
-  let ended = await counted();
-  for (let i = 0; i < 100 && !ended; i++) {
-    await sleep(20);
-    ended = await counted();
-  }
-  t.ok(ended, 'the ended stream is counted once');
+  t.ok(await until(counted, { what: 'the ended stream to be counted' }), 'the ended stream is counted once');
   t.equal(value(m, 'causeway_listen_streams'), 0);
 });

@@ -5,6 +5,7 @@ import t from 'tap';
 import { HeldCalls, PendingCall } from '../../src/mrtr/holder.js';
 import { INPUT_KEY_META } from '../../src/mrtr/asks.js';
 import type { JsonObject, JsonRpcRequest } from '../../src/jsonrpc.js';
+import { until } from '../helpers/until.js';
 
 const elicit = (id: number, key?: string, message = 'What is your name?'): JsonRpcRequest => ({
   jsonrpc: '2.0',
@@ -108,13 +109,13 @@ t.test('expireAfter cancels the call and tells the owner; stopTimer prevents it'
   let expired = 0;
   call.cancel = () => cancelled++;
   call.expireAfter(20, () => expired++);
-  await new Promise((r) => setTimeout(r, 50));
+  await until(() => expired > 0, { what: 'the call to expire' });
   t.same([cancelled, expired], [1, 1]);
   const other = newCall().call;
   other.cancel = () => cancelled++;
   other.expireAfter(20, () => expired++);
   other.stopTimer();
-  await new Promise((r) => setTimeout(r, 50));
+  await new Promise((r) => setTimeout(r, 50)); // negative check: the 20 ms timer, had it run, is due before this one
   t.same([cancelled, expired], [1, 1], 'stopped in time');
 });
 
@@ -148,7 +149,7 @@ t.test('HeldCalls: a released call is remembered until its state expires', async
   held.hold(c);
   held.release(c, Date.now() + 40);
   t.ok(held.wasFinished(c.id));
-  await new Promise((r) => setTimeout(r, 60));
+  await new Promise((r) => setTimeout(r, 60)); // lower bound: past the expiry, read off the clock
   t.notOk(held.wasFinished(c.id), 'forgotten once its state expired');
   const d = newCall().call;
   d.round = 1;

@@ -4,7 +4,8 @@
 import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { callTool, ELICIT, eventually, nameAnswer, sleep, textOf } from './wire.js';
+import { callTool, ELICIT, nameAnswer, sleep, textOf } from './wire.js';
+import { until } from '../helpers/until.js';
 
 const upstream = await startLegacyServer();
 t.teardown(() => upstream.close());
@@ -19,10 +20,13 @@ t.test('drain ends held calls upstream', async (t) => {
   await c.close();
   // Cancelled, or its session ended (the memory store ends its sessions on drain).
   t.ok(
-    await eventually(() => {
-      const s = upstream.stats();
-      return s.cancelled - before.cancelled >= 2 || s.sessionsDeleted > before.sessionsDeleted;
-    }),
+    await until(
+      () => {
+        const s = upstream.stats();
+        return s.cancelled - before.cancelled >= 2 || s.sessionsDeleted > before.sessionsDeleted;
+      },
+      { what: 'the held calls to end upstream' },
+    ),
     'the upstream no longer holds them',
   );
 });
@@ -33,9 +37,11 @@ t.test(
     const c = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn' });
     t.teardown(() => c.close());
     const b = await callTool(c.url, ELICIT);
+    const resumes = upstream.stats().headerCounts['last-event-id'] ?? 0;
     await upstream.expireSessions();
-    // Long enough for the held stream to fail to resume (the fixture's retry hint is 500 ms).
-    await sleep(1200);
+    // The held stream tries to resume (after the fixture's 500 ms retry hint) and is refused at
+    // once: the 404 is written before the count can be read, so the loss is noticed.
+    await until(() => (upstream.stats().headerCounts['last-event-id'] ?? 0) > resumes, { what: 'the held stream to try to resume' });
     const rb = await callTool(c.url, ELICIT, { inputResponses: { user_name: nameAnswer('Bo') }, requestState: b.body.result.requestState });
     t.equal(textOf(rb), 'Hello, Bo!', `retry after the loss was noticed: ${JSON.stringify(rb.body).slice(0, 200)}`);
   },
@@ -70,7 +76,7 @@ t.test(
     t.teardown(() => c.close());
     const r1 = await callTool(c.url, ELICIT);
     const calls = upstream.stats().toolCalls[ELICIT];
-    await sleep(700);
+    await sleep(700); // negative check: past upstream.requestTimeoutMs, which must not end a held call
     const r2 = await callTool(c.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: r1.body.result.requestState });
     t.equal(textOf(r2), 'Hello, Ada!', `the user answered within stateTtlMs: ${JSON.stringify(r2.body).slice(0, 200)}`);
     t.equal(upstream.stats().toolCalls[ELICIT], calls, 'the held call itself completed: no replay');
@@ -83,8 +89,9 @@ t.test('a retry after the call finished upstream on its own is refused, not repl
   t.teardown(() => quick.close());
   const c = await startCauseway({ 'upstream.url': quick.url, 'log.level': 'warn' });
   t.teardown(() => c.close());
+  const ended = quick.stats().toolCallsEnded[ELICIT] ?? 0;
   const r1 = await callTool(c.url, ELICIT);
-  await sleep(500);
+  await until(() => (quick.stats().toolCallsEnded[ELICIT] ?? 0) > ended, { what: 'the ask to time out upstream' });
   const before = quick.stats();
   const r2 = await callTool(c.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: r1.body.result.requestState });
   // The upstream's own answer (an error) is relayed: the call is over, it is not run again.

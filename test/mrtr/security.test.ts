@@ -5,7 +5,8 @@
 import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { callTool, ELICIT, eventually, flipChar, nameAnswer, rpc, sleep, stateKey, textOf, type Reply } from './wire.js';
+import { callTool, ELICIT, flipChar, nameAnswer, rpc, sleep, stateKey, textOf, type Reply } from './wire.js';
+import { until } from '../helpers/until.js';
 
 const upstream = await startLegacyServer();
 const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn' });
@@ -30,7 +31,11 @@ function refused(t: Asserts, r: Reply, why: string): void {
   t.notOk(r.body.result, `${why}: no result`);
 }
 
-/** Lets any stray upstream answer land before the counters are compared. */
+/**
+ * Lets any stray upstream answer land before the counters are compared. Only ever before a
+ * negative check (nothing reached the upstream): a slow machine can make it miss a stray answer,
+ * never fail a correct run.
+ */
 const settle = () => sleep(60);
 
 t.test('a tampered requestState is refused and nothing is answered upstream', async (t) => {
@@ -42,7 +47,7 @@ t.test('a tampered requestState is refused and nothing is answered upstream', as
   refused(t, await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Mallory') }, requestState: state.slice(0, -3) }), 'truncated');
   refused(t, await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Mallory') }, requestState: '' }), 'empty');
   refused(t, await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Mallory') }, requestState: 'not*base64url' }), 'not base64url');
-  await settle();
+  await settle(); // negative check
   const after = upstream.stats();
   t.equal(after.responsesReceived, before.responsesReceived, 'the fixture received no answer');
   t.equal(after.toolCalls[ELICIT], before.toolCalls[ELICIT], 'no new upstream call either');
@@ -58,7 +63,7 @@ t.test('a replayed state is refused', async (t) => {
   refused(t, await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }), 'replay after completion');
   refused(t, await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Eve') }, requestState: state }), 'replay with other answers');
   refused(t, await callTool(url, ELICIT, { requestState: state }), 'replay without answers');
-  await settle();
+  await settle(); // negative check
   const after = upstream.stats();
   t.equal(after.toolCalls[ELICIT], before.toolCalls[ELICIT], 'the call was not started again');
   t.equal(after.responsesReceived, before.responsesReceived);
@@ -96,7 +101,7 @@ t.test('a state used with other params or another method is refused', async (t) 
     await rpc(url, 'prompts/get', { name: ELICIT, inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }),
     'another method',
   );
-  await settle();
+  await settle(); // negative check
   t.equal(upstream.stats().responsesReceived, before.responsesReceived, 'nothing answered upstream');
   const done = await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state });
   t.equal(textOf(done), 'Hello, Ada!', 'still good for its own request');
@@ -106,10 +111,10 @@ t.test('an expired state is refused', async (t) => {
   const short = await startCauseway({ 'upstream.url': upstream.url, 'mrtr.stateTtlMs': 250, 'log.level': 'warn' });
   t.teardown(() => short.close());
   const state = await round1(short.url);
-  await sleep(400);
+  await sleep(400); // lower bound: past stateTtlMs, read off the clock when the state is opened
   const before = upstream.stats();
   refused(t, await callTool(short.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }), 'expired');
-  await settle();
+  await settle(); // negative check
   t.equal(upstream.stats().responsesReceived, before.responsesReceived);
   t.equal(upstream.stats().toolCalls[ELICIT], before.toolCalls[ELICIT], 'not replayed either');
 });
@@ -133,7 +138,7 @@ t.test("another principal's state is refused", async (t) => {
     await callTool(multi.url, ELICIT, { inputResponses: { user_name: nameAnswer('Al') }, requestState: state }, { headers: { 'x-causeway-principal': 'Alice' } }),
     'Alice (case differs)',
   );
-  await settle();
+  await settle(); // negative check
   t.equal(upstream.stats().responsesReceived, before.responsesReceived, 'nothing answered upstream');
   const done = await callTool(multi.url, ELICIT, { inputResponses: { user_name: nameAnswer('Alice') }, requestState: state }, alice);
   t.equal(textOf(done), 'Hello, Alice!', 'alice completes her own call');
@@ -146,7 +151,7 @@ t.test('a state from an instance with other keys is refused', async (t) => {
   const state = await round1(a.url);
   const before = upstream.stats();
   refused(t, await callTool(b.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }), 'foreign key');
-  await settle();
+  await settle(); // negative check
   t.equal(upstream.stats().toolCalls[ELICIT], before.toolCalls[ELICIT], 'no upstream call from B');
   const unkeyed = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn' });
   t.teardown(() => unkeyed.close());
@@ -195,7 +200,7 @@ t.test(
     const before = upstream.stats();
     const again = await callTool(b.url, ELICIT, { inputResponses: { user_name: nameAnswer('Eve') }, requestState: state });
     t.equal(again.body.error?.code, -32602, 'the second use of the state on B is a replay');
-    await settle();
+    await settle(); // negative check
     t.equal(upstream.stats().toolCalls[ELICIT], before.toolCalls[ELICIT], 'and does not run the tool again');
   },
 );
@@ -205,6 +210,6 @@ t.test('a state is accepted only for its own held call: refused after that call 
   t.teardown(() => short.close());
   const cancelled = upstream.stats().cancelled;
   const state = await round1(short.url);
-  t.ok(await eventually(() => upstream.stats().cancelled > cancelled, 2000), 'the held call was cancelled upstream');
+  t.ok(await until(() => upstream.stats().cancelled > cancelled, { what: 'the held call to be cancelled' }), 'the held call was cancelled upstream');
   refused(t, await callTool(short.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }), 'after TTL');
 });

@@ -100,16 +100,6 @@ export function flipChar(state: string, at = Math.floor(state.length / 2)): stri
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Polls until `check` holds or `ms` passes; returns whether it held. */
-export async function eventually(check: () => boolean, ms = 3000, every = 10): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (check()) return true;
-    if (Date.now() > deadline) return false;
-    await sleep(every);
-  }
-}
-
 /** A fresh mrtr.stateKeys entry (32 random bytes, base64). */
 export function stateKey(): string {
   return randomBytes(32).toString('base64');

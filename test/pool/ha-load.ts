@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import type { Test } from 'tap';
 import { spawnCauseway, type RunningCauseway, type Settings } from '../helpers/causeway.js';
 import { SseReader } from '../helpers/sse.js';
+import { until } from '../helpers/until.js';
 import { spawnFixture, type FixtureProcess } from '../e2e/upstreams.js';
 import { META_CAPABILITIES, modernBody, modernHeaders, post, toolCall, type JsonObject, type WireResponse } from '../e2e/wire.js';
 
@@ -60,20 +61,11 @@ export interface FailoverOptions {
   store: Settings;
   /** Kills the primary; resolves at once. */
   kill(): Promise<void>;
-  /** Resolves true once the promotion is seen (polled, bounded). */
+  /** Whether the promotion is seen now (asked again until it is, bounded). */
   promoted(): Promise<boolean>;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Polls `check` until true, at most `tries` times `everyMs` apart: false when it never was. */
-async function poll(check: () => Promise<boolean>, tries: number, everyMs: number): Promise<boolean> {
-  for (let i = 0; i < tries; i++) {
-    if (await check().catch(() => false)) return true;
-    await sleep(everyMs);
-  }
-  return false;
-}
 
 interface Listener {
   replica: 'A' | 'B';
@@ -230,12 +222,10 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
   };
   try {
     // Some load before the kill, counted: every kind has gone through at least a few times.
-    const warmedUp = await poll(
-      async () => ['warm', 'cold', 'mrtr-2'].every((k) => outcomes.filter((o) => o.kind === k && o.end > 0).length >= 4),
-      200,
-      50,
-    );
-    if (!warmedUp) throw new Error('the load did not get going before the kill');
+    await until(() => ['warm', 'cold', 'mrtr-2'].every((k) => outcomes.filter((o) => o.kind === k && o.end > 0).length >= 4), {
+      what: 'the load to get going before the kill',
+      everyMs: 50,
+    });
     const before = [...outcomes];
     t.same(
       before.filter((o) => o.end > 0 && !o.ok).map((o) => `${o.kind}@${o.replica}: ${o.detail}`),
@@ -245,20 +235,20 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
 
     killAt = Date.now();
     await opts.kill();
-    if (!(await poll(opts.promoted, 300, 100))) throw new Error('no promotion within 30 s');
+    await until(opts.promoted, { what: 'the promotion', everyMs: 100 });
     const promotedAt = Date.now();
 
     // Recovered: a key opened after the promotion is shared through Redis both ways.
     let probes = 0;
-    const recovered = await poll(
+    await until(
       async () => {
         probes++;
         return (await coldPair('probe', 'A')) && (await coldPair('probe', 'B'));
       },
-      60,
-      200,
-    );
-    if (!recovered) throw new Error(`Causeway did not share a new key through Redis after the promotion (${probes} probes)`);
+      { what: 'Causeway to share a new key through Redis after the promotion', everyMs: 200 },
+    ).catch((err: Error) => {
+      throw new Error(`${err.message} (${probes} probes)`);
+    });
     recoveredAt = Date.now();
 
     // A change after recovery reaches both listen streams (one of them over pub/sub).
@@ -266,12 +256,20 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
     for (let i = 0; i < 20 && delivered.size < listeners.length; i++) {
       const at = Date.now();
       await call('trigger', i % 2 ? 'A' : 'B', 'warm-0', 'test_trigger_tool_change');
-      await poll(async () => listeners.every((l) => delivered.has(l) || l.received.some((r) => r >= at)), 20, 50);
+      // Not heard within a second: the next round triggers another change.
+      await until(() => listeners.every((l) => delivered.has(l) || l.received.some((r) => r >= at)), { what: 'the change on both streams', timeoutMs: 1_000, everyMs: 50 }).catch(
+        () => undefined,
+      );
       for (const l of listeners) if (!delivered.has(l) && l.received.some((r) => r >= at)) delivered.set(l, l.received.find((r) => r >= at)! - at);
     }
 
     // Load after recovery: every kind again a few times.
-    await poll(async () => ['warm', 'cold', 'mrtr-2'].every((k) => afterStart(recoveredAt).filter((o) => o.kind === k && o.end > 0).length >= 6), 300, 50);
+    // What did not get through by then is reported by the counts below.
+    await until(() => ['warm', 'cold', 'mrtr-2'].every((k) => afterStart(recoveredAt).filter((o) => o.kind === k && o.end > 0).length >= 6), {
+      what: 'load after the recovery',
+      timeoutMs: 15_000,
+      everyMs: 50,
+    }).catch(() => undefined);
     await finish();
 
     const after = await fixture.stats();

@@ -11,6 +11,7 @@ import { MemorySessionStore, SessionPool, type PoolEvents, type PoolOptions, typ
 import { SessionExpiredError } from '../../src/upstream/core/errors.js';
 import type { UpstreamClient } from '../../src/upstream/http/legacy-client.js';
 import { sessionKeyFor } from '../../src/routing/index.js';
+import { until } from '../helpers/until.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -168,19 +169,20 @@ t.test('store down: replica-local sessions, counted and logged once; back: conve
   t.ok(errors.length >= 2, `store errors counted (${errors.join(',')})`);
   // Warm requests keep working; more failures are not logged at warn again.
   for (let i = 0; i < 20; i++) t.equal((await a.pool.acquire(KEY)).record.sessionId, sa.record.sessionId);
-  await sleep(200);
+  await sleep(200); // negative check: the background touches that fail meanwhile log no second warning
   const warns = a.logs.filter((l) => l.includes('"level":40') && l.includes('session store unavailable'));
   t.equal(warns.length, 1, 'logged once per outage');
   t.notOk(a.logs.some((l) => l.includes('principal-hash') && l.includes('"level":40')), 'no key in the warning');
 
   store.down = false;
-  await sleep(300);
+  // Each replica's next touch finds the store back and reconciles its replica-local session.
+  await until(() => [a, b].every((r) => r.logs.some((l) => l.includes('replica-local sessions reconciled'))), { what: 'both replicas to reconcile' });
   const [ra, rb] = [await a.pool.acquire(KEY), await b.pool.acquire(KEY)];
   t.equal(ra.record.sessionId, rb.record.sessionId, 'both replicas use one session again');
   t.notOk(ra.localOnly || rb.localOnly);
   t.equal((await store.get(KEY.id))?.sessionId, ra.record.sessionId, 'and it is the stored one');
-  await sleep(150);
   const loser = ra.record.sessionId === 's1' ? 's2' : 's1';
+  await until(() => up.terminated.length > 0, { what: 'the losing session to be ended' });
   t.same(up.terminated, [loser], 'the losing replica-local session is ended upstream, once');
   t.ok(a.logs.some((l) => l.includes('session store answering again')));
 
@@ -203,8 +205,10 @@ t.test('a replacement made during an outage is published over the dead record it
   t.ok(local.localOnly);
   t.equal(local.record.sessionId, 's2');
   store.down = false;
-  await sleep(300);
-  const stored = await store.get(KEY.id);
+  const stored = await until(async () => {
+    const r = await store.get(KEY.id);
+    return r?.sessionId === 's2' && r;
+  }, { what: 'the replacement to be stored' });
   t.equal(stored?.sessionId, 's2', 'the live replacement replaced the dead record (CAS), not the other way round');
   t.equal(stored?.generation, 2);
   t.notOk((await a.acquire(KEY)).localOnly, 'and is shared now');
@@ -232,7 +236,7 @@ t.test('a reconnect signal republishes sessions a restarted store lost', async (
   const s = await pool.acquire(KEY);
   await store.inner.remove(KEY.id, s.record.generation); // Redis restarted empty
   reconnect!();
-  await sleep(20);
+  await until(async () => await store.get(KEY.id), { what: 'the session to be stored again' });
   t.equal((await store.get(KEY.id))?.sessionId, s.record.sessionId, 'the known session is stored again');
   t.equal(up.initialized, 1);
 });
@@ -261,7 +265,7 @@ t.test('idle sweep ends an idle session once, whichever replica sweeps', async (
   const up = new StubUpstream();
   const pools = [replica(store, up, { idleTtlMs: 100 }).pool, replica(store, up, { idleTtlMs: 100 }).pool];
   await Promise.all(pools.map((p) => p.acquire(KEY)));
-  await sleep(1300);
+  await until(async () => up.terminated.length > 0 && (await store.count()) === 0 && pools[0]!.size + pools[1]!.size === 0, { what: 'both replicas to sweep' });
   t.same(up.terminated, ['s1'], 'DELETE sent once');
   t.equal(await store.count(), 0);
   t.equal(pools[0]!.size + pools[1]!.size, 0);
@@ -272,10 +276,11 @@ t.test('maxSessions bounds the shared store: the least recently used session is 
   const up = new StubUpstream();
   const a = replica(store, up, { maxSessions: 2, countEveryMs: 0 }).pool;
   const b = replica(store, up, { maxSessions: 2, countEveryMs: 0 }).pool;
+  // Each session used a little later than the one before: the least recently used is plain.
   await a.acquire(sessionKeyFor('up', 'p1', {}));
-  await sleep(5);
+  await sleep(5); // lower bound
   await b.acquire(sessionKeyFor('up', 'p2', {}));
-  await sleep(5);
+  await sleep(5); // lower bound
   await a.acquire(sessionKeyFor('up', 'p3', {}));
   t.equal(await store.count(), 2);
   t.same(up.terminated, ['s1']);
@@ -294,8 +299,7 @@ t.test('a session whose URL is ejected moves before use, once across replicas, a
   t.same(new Set(after.map((s) => `${s.record.sessionId}@${s.record.target}`)), new Set(['s2@url-1']), 'every replica ends up on the one moved session');
   t.equal(up.initialized, 2, 'moved once, not once per replica');
   t.equal((await store.get(KEY.id))?.target, 'url-1', 'the store knows where it lives now');
-  await sleep(120);
-  t.ok(up.terminated.includes('s1'), 'the old session is ended on its URL after the grace period, should that URL live');
+  t.ok(await until(() => up.terminated.includes('s1'), { what: 'the old session to be ended' }), 'the old session is ended on its URL after the grace period, should that URL live');
 });
 
 t.test('a session lost again right after its replacement is upstream_unavailable, not a loop', async (t) => {

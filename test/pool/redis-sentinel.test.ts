@@ -7,7 +7,8 @@
 import type { Redis } from 'ioredis';
 import t from 'tap';
 import { createRedisClient } from '../../src/pool/redis-store.js';
-import { startSentinelSet, waitFor } from '../helpers/redis.js';
+import { startSentinelSet } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
 import { assertRecovered, runFailover } from './ha-load.js';
 
 t.test('sentinel-primary-killed-under-load-replica-promoted-causeway-carries-on', async (t) => {
@@ -37,14 +38,14 @@ t.test('sentinel-client-ended-by-a-switch-master-mid-reconnect-connects-again', 
   const client = createRedisClient({ url: 'redis://ignored:1', sentinels: set.sentinelAddrs, sentinelName: set.name, commandTimeoutMs: 500 }) as Redis;
   client.on('error', () => undefined);
   t.teardown(() => client.disconnect());
-  await waitFor('the client ready', () => client.status === 'ready', 15_000);
+  await until(() => client.status === 'ready', { what: 'the client ready', timeoutMs: 15_000 });
   let ended = 0;
   client.on('end', () => ended++);
   client.once('connecting', () => (client as unknown as { connector: { disconnect(): void } }).connector.disconnect());
   await set.primary.kill();
-  await waitFor('the replica promoted', async () => (await set.masterPort()) === set.replica.port, 30_000);
+  await until(async () => (await set.masterPort()) === set.replica.port, { what: 'the replica promoted', timeoutMs: 30_000, everyMs: 100 });
   const started = Date.now();
-  const writing = await waitFor('the client writing to the new primary', () => client.set('k', 'v').then(() => true), 20_000, 200).then(
+  const writing = await until(() => client.set('k', 'v').then(() => true), { what: 'the client writing to the new primary', timeoutMs: 20_000, everyMs: 200 }).then(
     () => true,
     () => false,
   );

@@ -109,7 +109,7 @@ function contract(name: string, make: () => Promise<SessionStore>): void {
       await s.unlock('k', 'A');
       t.equal(await s.lock('k', 'B', 5000), true, 'after A releases, B takes it');
       t.equal(await s.lock('short', 'A', 60), true);
-      await sleep(120);
+      await sleep(120); // lower bound: past the lock's 60 ms, which Redis expires by its clock
       t.equal(await s.lock('short', 'B', 5000), true, 'an expired lock is free');
       t.equal(await s.count(), 0, 'locks are not records');
     });
@@ -282,7 +282,7 @@ t.test('redis: fails fast when unreachable, times out when stalled', async (t) =
   const took = Date.now() - started;
   // "timed out", not an answer: the pause (700 ms) would have ended in one.
   t.comment(`a stalled Redis: command timed out after ${took} ms (commandTimeout 200)`);
-  await sleep(700);
+  await sleep(700); // lower bound: the pause (700 ms from before the timed-out command) is over
   t.equal(await s.get('k'), undefined, 'and works again once Redis answers');
 });
 

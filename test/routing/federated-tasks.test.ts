@@ -6,7 +6,7 @@
 import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { waitFor } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
 import { META_CAPABILITIES, modernBody, modernHeaders, post, type JsonObject } from '../e2e/wire.js';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
@@ -40,10 +40,10 @@ t.test("a task on a member is followed through the mount by its id alone", async
   t.equal(b.stats().tasksCreated, before + 1, 'beta runs it');
 
   let task: any;
-  await waitFor('the question', async () => (task = (await rpc('tasks/get', { taskId }, taskId)).json?.result)?.status === 'input_required', 60_000);
+  await until(async () => (task = (await rpc('tasks/get', { taskId }, taskId)).json?.result)?.status === 'input_required', { what: 'the question', timeoutMs: 60_000, everyMs: 100 });
   t.same(Object.keys(task.inputRequests), ['confirm']);
   t.same((await rpc('tasks/update', { taskId, inputResponses: { confirm: { action: 'accept', content: { confirm: true } } } }, taskId)).json?.result, { resultType: 'complete' });
-  await waitFor('the end', async () => (task = (await rpc('tasks/get', { taskId }, taskId)).json?.result)?.status === 'completed', 60_000);
+  await until(async () => (task = (await rpc('tasks/get', { taskId }, taskId)).json?.result)?.status === 'completed', { what: 'the end', timeoutMs: 60_000, everyMs: 100 });
   t.equal(task.result.content[0].text, 'Deleted c.txt');
 
   const unknown = await rpc('tasks/get', { taskId: '00000000-0000-4000-8000-000000000000' }, '00000000-0000-4000-8000-000000000000');

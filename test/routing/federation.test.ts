@@ -10,6 +10,7 @@ import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextp
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { freePort } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
 import { modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
 
 const PAGE = 7;
@@ -201,21 +202,13 @@ t.test('one listen stream follows every member; a resource subscription goes to 
   t.equal((b.stats().requestsByMethod['resources/subscribe'] ?? 0) - subscribes.b, 0, 'and not on the other member');
 
   await client.callTool({ name: 'b__test_trigger_tool_change', arguments: {} });
-  await until(() => seen.tools >= 1);
+  await until(() => seen.tools >= 1, { what: 'tools/list_changed on the federated stream' });
   t.pass('a list change on b reaches the federated stream');
   await client.callTool({ name: 'a__test_trigger_resource_update', arguments: {} });
-  await until(() => seen.updated.length >= 1);
+  await until(() => seen.updated.length >= 1, { what: 'resources/updated on the federated stream' });
   t.same(seen.updated, ['test://watched-resource'], 'a resource update on a reaches it too');
   await sub.close();
 });
-
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 t.test('a member down at start-up: start-up goes on, merged answers fail rather than come back short', async (t) => {
   const deadPort = await freePort();

@@ -14,6 +14,7 @@ import { IdMinter } from '../../src/upstream/core/ids.js';
 import type { SessionRef, StreamHandlers, UpstreamClient } from '../../src/upstream/http/legacy-client.js';
 import { sessionKeyFor } from '../../src/routing/index.js';
 import { toolFacts } from '../../src/dialect/index.js';
+import { until } from '../helpers/until.js';
 
 /** A tools/list page whose one tool has an x-mcp-header annotation. */
 const ANNOTATED_TOOLS = {
@@ -118,13 +119,6 @@ function member(): ChannelMember & { got: JsonRpcNotification[]; lostErrors: unk
 }
 
 const n = (method: string, params?: JsonObject): JsonRpcNotification => ({ jsonrpc: '2.0', method, ...(params ? { params } : {}) });
-const until = async (cond: () => boolean, ms = 3000) => {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-};
 
 t.test('one GET stream and one upstream subscription per URI, however many members', async (t) => {
   const { client, bus, channel, first, ended } = setup();
@@ -189,7 +183,7 @@ t.test('the upstream forgets the session: stream and subscriptions re-made on th
   const a = member();
   await channel.attach(a, ['test://w']);
   client.streams[0]!.fail(new SessionExpiredError('up'));
-  await until(() => client.open.length === 1 && client.open[0]!.ref.sessionId === 's2' && a.got.length >= 4);
+  await until(() => client.open.length === 1 && client.open[0]!.ref.sessionId === 's2' && a.got.length >= 4, { what: 'the stream on the new session' });
   t.equal(pool.replaced, 1);
   t.same(
     client.calls.filter((c) => c.method === 'resources/subscribe').map((c) => c.sessionId),
@@ -223,7 +217,7 @@ t.test('a stream that cannot be re-opened ends the members (they re-listen); not
   const boom = new Error('connection refused');
   client.opens = [boom, boom, boom, boom];
   client.streams[0]!.fail(boom);
-  await until(() => a.lostErrors.length === 1);
+  await until(() => a.lostErrors.length === 1, { what: 'the member to hear the loss' });
   t.match(a.lostErrors[0], { reason: 'upstream_unavailable' }, 'told why');
   await channel.detach(a);
   t.equal(client.count('resources/unsubscribe'), 0, 'a lost session took its subscriptions with it');
@@ -259,8 +253,8 @@ t.test('touch follows the pool to a new session for the key', async (t) => {
   await channel.attach(a, ['test://w']);
   pool.current = pooled('s9');
   channel.touch();
-  await until(() => client.open.length === 1 && client.open[0]!.ref.sessionId === 's9');
+  await until(() => client.open.length === 1 && client.open[0]!.ref.sessionId === 's9', { what: 'the stream on the new session' });
   t.same(client.calls.map((c) => `${c.method}@${c.sessionId}`), ['resources/subscribe@s1', 'resources/subscribe@s9']);
-  await until(() => a.got.length === 4);
+  await until(() => a.got.length === 4, { what: 'the member to be told' });
   await channel.detach(a);
 });

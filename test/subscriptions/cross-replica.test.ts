@@ -21,6 +21,7 @@ import { SharedSessionEventBus, Subscriptions } from '../../src/subscriptions/in
 import { IdMinter } from '../../src/upstream/core/ids.js';
 import type { SessionRef, StreamHandlers, UpstreamClient } from '../../src/upstream/http/legacy-client.js';
 import { freePort, startRedis } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
 import { sessionKeyFor } from '../../src/routing/index.js';
 
 const log = createLogger('silent');
@@ -65,15 +66,6 @@ t.teardown(async () => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** How long a wait for something that must happen may take: only a failing test waits it out. */
-const WAIT_MS = 30_000;
-const until = async (cond: () => boolean, ms = WAIT_MS) => {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(5);
-  }
-};
 const sorted = (x: { subscribe: string[]; unsubscribe: string[] }) => ({ subscribe: [...x.subscribe].sort(), unsubscribe: [...x.unsubscribe].sort() });
 const counts = (o: Record<string, number>) => new Map(Object.entries(o));
 
@@ -99,11 +91,11 @@ t.test('a lease outlives any TTL while its replica lives, and is taken over once
   t.ok(b.heldByOneOf([ra.liveness.replicaId]), 'B knows whose replica holds it');
   // Several liveness TTLs with both replicas beating: nothing lapses, nothing is renewed per session.
   const beats = rb.heard.length;
-  await sleep(3 * TTL);
+  await sleep(3 * TTL); // negative check: several TTLs pass and nothing lapses
   t.equal(await b.hold(), 'taken', 'still held: the holder’s replica is alive');
   t.equal(rb.heard.length, beats, 'no replica lapsed');
   ra.crash();
-  await until(() => rb.heard.includes(ra.liveness.replicaId));
+  await until(() => rb.heard.includes(ra.liveness.replicaId), { what: 'B to hear A lapsed' });
   t.equal(await b.hold(), 'acquired', 'taken over once A’s replica lapsed');
 });
 
@@ -130,7 +122,7 @@ t.test('a lapsed replica’s counts are dropped: its URIs go to 0', async (t) =>
   await l.sync(counts({ shared: 1 }), true);
   t.same(sorted(await l.sync(counts({ shared: 1 }), true)), { subscribe: [], unsubscribe: [] }, 'kept while its replica lives');
   dead.crash();
-  await until(() => live.heard.includes(dead.liveness.replicaId));
+  await until(() => live.heard.includes(dead.liveness.replicaId), { what: 'the dead replica to lapse' });
   t.same(sorted(await l.sync(counts({ shared: 1 }), true)), { subscribe: [], unsubscribe: ['orphan'] }, 'the lapsed replica’s URI is released by a live one, once');
   t.same(sorted(await l.sync(counts({ shared: 1 }), true)), { subscribe: [], unsubscribe: [] });
   t.same(await l.uris(), ['shared']);
@@ -145,16 +137,15 @@ t.test('the GET-stream cursor: written only by the lease holder, kept with the l
   t.equal(await a.hold(), 'acquired');
   t.equal(await b.hold(), 'taken');
   for (let i = 1; i <= 50; i++) a.mark(`s e-${i}`);
-  let got: string | undefined;
-  for (let i = 0; i < 100 && (got = await b.cursor()) !== 's e-50'; i++) await sleep(5);
-  t.equal(got, 's e-50', 'coalesced writes end on the newest');
+  await until(async () => (await b.cursor()) === 's e-50', { what: 'the newest cursor' });
+  t.equal(await b.cursor(), 's e-50', 'coalesced writes end on the newest');
   b.mark('s e-999');
-  await sleep(50);
+  await sleep(50); // negative check: the write b may not make
   t.equal(await a.cursor(), 's e-50', 'a channel without the lease writes nothing');
   const [cursorTtl, leaseTtl] = await Promise.all([redis.admin.pttl(k.cursor), redis.admin.pttl(k.holder)]);
   t.ok(cursorTtl > 3600_000 && leaseTtl > 3600_000, `lease and cursor live long, nobody renews them (${leaseTtl}, ${cursorTtl} ms)`);
   a.mark(undefined);
-  await sleep(50);
+  await until(async () => (await b.cursor()) === undefined, { what: 'the cursor to be forgotten' });
   t.equal(await b.cursor(), undefined, 'forgotten');
 });
 
@@ -265,20 +256,20 @@ t.test('two replicas: one GET stream, one subscription per URI, changes everywhe
   t.equal(client.count('resources/subscribe'), 1, 'one subscribe for both replicas');
 
   client.streams[0]!.handlers.onNotification!(change('notifications/tools/list_changed'));
-  await until(() => mB.got.length === 1);
+  await until(() => mB.got.length === 1, { what: 'the change on B' });
   t.same([mA.got, mB.got], [['notifications/tools/list_changed'], ['notifications/tools/list_changed']], 'a change on A’s stream reaches B');
   new Subscriptions({ ...b.deps, clientOf: () => b.deps.client }, { maxListeners: 1, maxPerPrincipal: 1, keepAliveMs: 0, maxUrisPerListen: 1 }).publishChange(
     session,
     change('notifications/prompts/list_changed'),
   );
-  await until(() => mA.got.length === 2);
+  await until(() => mA.got.length === 2, { what: 'the change on A' });
   t.same(mA.got[1], 'notifications/prompts/list_changed', 'one seen on a call stream on B reaches A');
 
   await chA.detach(mA);
   t.equal(client.count('resources/unsubscribe'), 0, 'B still holds the URI');
-  await until(() => client.open.length === 1 && chB.holdsStream);
+  await until(() => client.open.length === 1 && chB.holdsStream, { what: 'B to take the stream' });
   t.equal(client.streams.length, 2, 'B took the stream at once when A let it go');
-  await until(() => mB.got.length >= 6);
+  await until(() => mB.got.length >= 6, { what: 'B to tell its members' });
   t.same(
     mB.got.slice(2),
     ['notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed', 'notifications/resources/updated'],
@@ -298,9 +289,9 @@ t.test('two replicas: a holder whose replica lapses is replaced, its counts drop
   t.equal(client.count('resources/subscribe'), 2);
   // A "dies": it stops stating itself (its stream stays open in this fake, as a hung replica's would).
   a.replica.crash();
-  await until(() => chB.holdsStream && client.streams.length === 2);
+  await until(() => chB.holdsStream && client.streams.length === 2, { what: 'B to open its stream' });
   t.ok(b.replica.heard.includes(a.replica.liveness.replicaId), 'B took the stream over once A’s replica lapsed');
-  await until(() => client.count('resources/unsubscribe') === 1);
+  await until(() => client.count('resources/unsubscribe') === 1, { what: 'the unsubscribe' });
   t.same(client.calls.at(-1), { method: 'resources/unsubscribe', uri: 'test://only-a' }, 'what only the lapsed replica held is released');
   await chB.detach(mB);
   t.same(client.calls.at(-1), { method: 'resources/unsubscribe', uri: 'test://w' });
@@ -317,16 +308,16 @@ t.test('two replicas: a lapsed holder’s successor resumes from the shared even
   const stream = client.streams[0]!;
   stream.handlers.onNotification!(change('notifications/tools/list_changed'));
   stream.handlers.afterEvent!('ev-7');
-  await until(() => mB.got.length === 1);
+  await until(() => mB.got.length === 1, { what: 'the change on B' });
   const k = listenKeys('h3:', KEY.id);
-  for (let i = 0; i < 100 && !(await redis.admin.get(k.cursor))?.endsWith(' ev-7'); i++) await sleep(5);
+  await until(async () => (await redis.admin.get(k.cursor))?.endsWith(' ev-7'), { what: 'the shared event id' });
   t.match(await redis.admin.get(k.cursor), /^[0-9a-f]{16} ev-7$/, 'A shared the id once the change was published');
   // A "dies"; B takes over when it hears A's replica lapsed. B holds the lease a moment before
   // its stream is opened: wait for both.
   a.replica.crash();
-  await until(() => chB.holdsStream && client.streams.length === 2);
+  await until(() => chB.holdsStream && client.streams.length === 2, { what: 'B to open its stream' });
   t.equal(client.streams[1]!.from, 'ev-7', 'with the Last-Event-ID A shared');
-  await sleep(100);
+  await sleep(100); // negative check: nothing more reaches B
   t.same(mB.got, ['notifications/tools/list_changed'], 'no "everything may have changed": the upstream replays the gap');
   await chB.detach(mB);
 });
@@ -340,12 +331,12 @@ t.test('two replicas: a resume the upstream refuses falls back to a fresh stream
   await chB.attach(mB, []);
   client.streams[0]!.handlers.afterEvent!('ev-1');
   const k = listenKeys('h4:', KEY.id);
-  for (let i = 0; i < 100 && !(await redis.admin.get(k.cursor)); i++) await sleep(5);
+  await until(async () => await redis.admin.get(k.cursor), { what: 'the shared event id' });
   a.replica.crash();
-  await until(() => chB.holdsStream && client.streams.length === 2);
+  await until(() => chB.holdsStream && client.streams.length === 2, { what: 'B to open its stream' });
   t.ok(client.refused > 0, `the resume was tried (${client.refused} times)`);
   t.equal(client.streams[1]!.from, undefined, 'then a fresh stream');
-  await until(() => mB.got.length >= 3);
+  await until(() => mB.got.length >= 3, { what: 'the over-notification on B' });
   t.same(mB.got.slice(0, 3), ['notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed'], 'and the gap is over-notified');
   await chB.detach(mB);
 });

@@ -7,9 +7,11 @@ import { LocalBus } from '../../src/bus/message-bus.js';
 import type { JsonRpcNotification } from '../../src/jsonrpc.js';
 import { createLogger } from '../../src/log.js';
 import { SharedSessionEventBus } from '../../src/subscriptions/index.js';
+import { until } from '../helpers/until.js';
 
 const log = createLogger('silent');
 const n = (method: string): JsonRpcNotification => ({ jsonrpc: '2.0', method });
+// LocalBus delivers by microtask: every delivery due has run once a timer fires.
 const tick = () => new Promise((r) => setTimeout(r, 20));
 
 function replicas() {
@@ -29,12 +31,12 @@ t.test('an event reaches every replica subscribed to its key, once each', async 
   const sent = a.publish('k1', n('notifications/prompts/list_changed'));
   t.same(got, ['A:notifications/prompts/list_changed'], 'the publishing replica hears it at once');
   await sent;
-  await tick();
+  await until(() => got.length >= 2, { what: 'the event on B' });
   t.same(got, ['A:notifications/prompts/list_changed', 'B:notifications/prompts/list_changed'], 'the other once; not echoed back to A; not on another key');
 
   await offB();
   await b.publish('k1', n('notifications/tools/list_changed'));
-  await tick();
+  await until(() => got.length >= 3, { what: 'the event on A' });
   t.same(got.slice(2), ['A:notifications/tools/list_changed'], 'a replica that left publishes still, and hears nothing');
   t.equal(b.keys, 0);
   await offA();
@@ -47,7 +49,7 @@ t.test('a change that stales session facts reaches every other replica, listener
   await Promise.all([a.start(), b.start(), c.start()]);
   await a.publish('k1', n('notifications/prompts/list_changed'));
   await a.publish('k1', n('notifications/tools/list_changed'));
-  await tick();
+  await until(() => stale.length >= 2, { what: 'the change on B and C' });
   t.same(
     stale.sort(),
     [
@@ -58,7 +60,7 @@ t.test('a change that stales session facts reaches every other replica, listener
   );
   await Promise.all([a.close(), b.close(), c.close()]);
   await b.publish('k1', n('notifications/tools/list_changed'));
-  await tick();
+  await tick(); // negative check
   t.equal(stale.length, 2, 'closed buses hear nothing');
 });
 

@@ -3,7 +3,8 @@ import t from 'tap';
 import { CausewayError } from '../../src/errors.js';
 import type { JsonRpcRequest } from '../../src/jsonrpc.js';
 import { SessionExpiredError, TargetUnreachableError } from '../../src/upstream/core/errors.js';
-import { event, json, rawClient, rawServer, reasonOf, SESSION, startSse, until } from './raw-server.js';
+import { event, json, rawClient, rawServer, reasonOf, SESSION, startSse } from './raw-server.js';
+import { until } from '../helpers/until.js';
 
 const LIST: JsonRpcRequest = { jsonrpc: '2.0', id: 5, method: 'tools/list' };
 const INIT = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } };
@@ -178,15 +179,15 @@ t.test('legacy_client-to-raw_upstream-abort: rejects with the abort reason, prom
   const pre = new AbortController();
   pre.abort();
   t.equal(await failure(client.request(SESSION, LIST, {}, pre.signal)), pre.signal.reason, 'already aborted');
-  await until(() => closed >= 2, 30_000).catch(() => undefined);
+  await until(() => closed >= 2, { what: 'both connections to close' }).catch(() => undefined);
   t.equal(closed, 2, 'the upstream saw both connections close');
 });
 
 t.test('legacy_client-to-raw_upstream-destroy: in-flight calls fail, new calls refused', async (t) => {
-  const { url } = await rawServer(t, () => undefined);
+  const { url, seen } = await rawServer(t, () => undefined);
   const { client } = rawClient(t, url);
   const pending = failure(client.request(SESSION, LIST, {}));
-  await new Promise((r) => setTimeout(r, 30));
+  await until(() => seen.length > 0, { what: 'the call to reach the upstream' });
   await client.destroy();
   t.equal(reasonOf(await pending), 'upstream_unavailable');
   t.equal(reasonOf(await failure(client.request(SESSION, LIST, {}))), 'upstream_unavailable');

@@ -6,6 +6,7 @@ import { UpstreamClient, type HandshakeResult, type UpstreamEndpoint } from '../
 import { TargetSet } from '../../src/upstream/core/targets.js';
 import { logSink, type LogSink } from './log-sink.js';
 import { startSdkServer, type SdkFixture, type SdkFixtureOptions } from './sdk-server.js';
+import { until } from '../helpers/until.js';
 
 const SECRET = 'Bearer sdk-secret-token';
 const INIT = {
@@ -51,14 +52,6 @@ function result(r: JsonRpcResponse): JsonObject {
 function firstText(r: JsonRpcResponse): unknown {
   const content = result(r).content as JsonObject[];
   return content[0]?.text;
-}
-
-async function until(cond: () => boolean, ms = 2000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 function call(id: string | number, name: string, extra: JsonObject = {}): JsonRpcRequest {
@@ -194,7 +187,7 @@ t.test('legacy_client-to-sdk_upstream-get_stream: notifications and pings, ends 
   const server = fx.servers.get(hs.sessionId ?? '');
   await server?.server.ping();
   server?.sendToolListChanged();
-  await until(() => notes.length > 0);
+  await until(() => notes.length > 0, { what: 'the notification' });
   t.equal(notes[0]?.method, 'notifications/tools/list_changed');
 
   ac.abort();
@@ -264,10 +257,10 @@ t.test('legacy_client-to-sdk_upstream-sep1699_polling: stream closed mid-call, r
 });
 
 t.test('legacy_client-to-sdk_upstream-close: in-flight calls finish, new calls refused', async (t) => {
-  const { client } = await setup(t);
+  const { fx, client } = await setup(t);
   const hs = await client.initialize(INIT);
   const inflight = client.request(hs, call('c', 'poll'), {});
-  await new Promise((r) => setTimeout(r, 20));
+  await until(() => fx.seen.some((s) => (s.body as { id?: unknown } | undefined)?.id === 'c'), { what: 'the call to reach the upstream' });
   const closed = client.close();
   await t.rejects(client.request(hs, call('d', 'echo'), {}), CausewayError);
   t.equal(firstText(await inflight), 'polled');

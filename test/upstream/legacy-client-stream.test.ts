@@ -10,8 +10,8 @@ import {
   reasonOf,
   SESSION,
   startSse,
-  until,
 } from './raw-server.js';
+import { until } from '../helpers/until.js';
 
 const progress = (n: number): JsonRpcNotification => ({
   jsonrpc: '2.0',
@@ -179,7 +179,7 @@ t.test('legacy_client-to-raw_upstream-get_stream: resumes with Last-Event-ID, en
 
   const stream = await client.openStream(SESSION, { onNotification: (n) => notes.push(n) }, ac.signal);
   if (stream === 'unsupported') throw new Error('expected a stream');
-  await until(() => notes.length === 2 && seen.some((s) => isPost(s.body, 'result')));
+  await until(() => notes.length === 2 && seen.some((s) => isPost(s.body, 'result')), { what: 'both notes and the answer upstream' });
 
   t.same(
     notes.map((n) => n.method),

@@ -104,14 +104,6 @@ export function isPost(body: unknown, key: 'method' | 'result' | 'error', value?
   return value === undefined ? v !== undefined : v === value;
 }
 
-export async function until(cond: () => boolean, ms = 2000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 export function reasonOf(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null ? (err as { reason?: string }).reason : undefined;
 }

@@ -16,6 +16,7 @@ import { ReplicaRelay, type RelayOptions } from '../../src/upstream/replicas/rep
 import type { SessionRef } from '../../src/upstream/core/headers.js';
 import { StdioOpener } from '../../src/upstream/channel/stdio-channel.js';
 import { call, textOf } from './tool-calls.js';
+import { until } from '../helpers/until.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
 const INIT = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'relay-test', version: '1' } };
@@ -83,7 +84,7 @@ t.test('an operation on the other replica\'s session runs there: answer, progres
   const opened = await other.openStream(ref, { onNotification: (n) => heard.push(n) }, stream.signal);
   t.not(opened, 'unsupported');
   t.equal(textOf(await other.request(ref, call('test_trigger_tool_change'), {})), 'Mutation triggered');
-  for (let i = 0; i < 200 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  await until(() => heard.length > 0, { what: 'a notification on the other replica' });
   t.equal(heard[0]?.method, 'notifications/tools/list_changed', 'the session\'s own messages reach a stream on the other replica');
 
   const ending = rejection((opened as { done: Promise<void> }).done);
@@ -108,7 +109,7 @@ t.test('an owner silent after acknowledging fails the call as upstream_unavailab
   const slow = other.request(ref, call('slow', { ms: 5_000 }), {});
   // Cut once the owner is running the call (it acknowledged and heartbeats).
   const stats = () => owner.request(ref, call('fixture_stats'), {}).then((r) => JSON.parse(textOf(r)) as { slowInFlight: number });
-  for (let i = 0; i < 200 && (await stats()).slowInFlight === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  await until(async () => (await stats()).slowInFlight > 0, { what: 'the owner to run the call' });
   ownerBus.cut = true;
   const err = await rejection(slow);
   t.ok(err instanceof CausewayError && err.reason === 'upstream_unavailable', 'upstream_unavailable');

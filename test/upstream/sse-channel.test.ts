@@ -10,7 +10,8 @@ import { detectTransport, SseChannelOpener, TransportMemo, type MessageChannel, 
 import { startLegacyServer, type LegacyServerHandle, type LegacyServerOptions } from '../fixtures/legacy-server.js';
 import { spawnFixture } from '../e2e/upstreams.js';
 import { logSink, type LogSink } from './log-sink.js';
-import { rawServer, reasonOf, until, type HasTeardown } from './raw-server.js';
+import { rawServer, reasonOf, type HasTeardown } from './raw-server.js';
+import { until } from '../helpers/until.js';
 
 const SECRET = 'Bearer sse-secret-token';
 const INIT = {
@@ -52,8 +53,7 @@ async function open(tt: HasTeardown, url: string, options: Partial<SseChannelOpt
   channel.onClose((r) => closes.push(r));
   const response = async (id: number | string): Promise<JsonRpcResponse> => {
     const find = () => messages.find((m) => 'id' in m && m.id === id && !('method' in m)) as JsonRpcResponse | undefined;
-    await until(() => find() !== undefined, 5000);
-    return find()!;
+    return until(find, { what: `the answer to ${id}` });
   };
   return { channel, sink, messages, closes, response };
 }
@@ -127,7 +127,7 @@ t.test("the opener's close() closes the channels it opened", async (t) => {
   b.onClose((r) => reasons.push(r));
   await o.close();
   t.same(reasons, [undefined, undefined]);
-  await until(() => fx.stats().sessionsOpen === 0);
+  await until(() => fx.stats().sessionsOpen === 0, { what: 'the upstream to see the session go' });
 });
 
 t.test('the GET carries the configured headers and asks for an event stream', async (t) => {
@@ -178,7 +178,7 @@ t.test('the upstream going away: onClose hears an error once, sends reject', asy
   const fx = await fixture(t);
   const o = await initialized(t, fx.url);
   await fx.close();
-  await until(() => o.closes.length > 0);
+  await until(() => o.closes.length > 0, { what: 'the channel to close' });
   t.equal(o.closes.length, 1);
   t.type(o.closes[0], CausewayError);
   t.equal(reasonOf(o.closes[0]), 'upstream_unavailable');
@@ -186,7 +186,7 @@ t.test('the upstream going away: onClose hears an error once, sends reject', asy
   await rejectsWith(t, o.channel.send({ jsonrpc: '2.0', id: 9, method: 'ping' }), { reason: 'upstream_unavailable' });
   let late: Error | undefined | 'none' = 'none';
   o.channel.onClose((r) => (late = r));
-  await until(() => late !== 'none');
+  await until(() => late !== 'none', { what: 'the late handler to hear the close' });
   t.equal(late, o.closes[0], 'a handler registered later hears the same reason');
   await o.channel.close();
   t.equal(o.closes.length, 1, 'once');
@@ -197,7 +197,7 @@ t.test('the upstream process killed: onClose hears an error, sends reject', asyn
   t.match(fx.url, /\/sse$/, 'the fixture names its SSE URL');
   const o = await initialized(t, fx.url);
   await fx.kill();
-  await until(() => o.closes.length > 0);
+  await until(() => o.closes.length > 0, { what: 'the channel to close' });
   t.equal(reasonOf(o.closes[0]), 'upstream_unavailable');
   await rejectsWith(t, o.channel.send({ jsonrpc: '2.0', id: 9, method: 'ping' }), { reason: 'upstream_unavailable' });
 });
@@ -208,7 +208,7 @@ t.test('close() ends the stream: the server sees the session go, onClose(undefin
   t.equal(fx.stats().sessionsOpen, 1);
   await o.channel.close();
   t.same(o.closes, [undefined]);
-  await until(() => fx.stats().sessionsOpen === 0);
+  await until(() => fx.stats().sessionsOpen === 0, { what: 'the upstream to see the session go' });
   t.equal(fx.stats().getStreamsOpen, 0);
   await rejectsWith(t, o.channel.send(INITIALIZED), { reason: 'upstream_unavailable' });
 });
@@ -217,7 +217,7 @@ t.test('the server ending the session ends the channel', async (t) => {
   const fx = await fixture(t);
   const o = await initialized(t, fx.url);
   await fx.expireSessions();
-  await until(() => o.channel.closed);
+  await until(() => o.channel.closed, { what: 'the channel to close' });
   t.equal(reasonOf(o.closes[0]), 'upstream_unavailable');
   await rejectsWith(t, o.channel.send(INITIALIZED), { reason: 'upstream_unavailable' });
 });
@@ -351,18 +351,19 @@ t.test('a single event above maxEventBytes ends the channel as a bad response', 
   });
   const o = await open(t, raw.url, { maxEventBytes: 1024 });
   await o.channel.send(INITIALIZED);
-  await until(() => o.closes.length > 0);
+  await until(() => o.closes.length > 0, { what: 'the channel to close' });
   t.equal(reasonOf(o.closes[0]), 'upstream_bad_response');
   t.equal(o.messages.length, 0);
   await rejectsWith(t, o.channel.send(INITIALIZED), { reason: 'upstream_unavailable' });
 });
 
 t.test('messages sent before onMessage is called are kept for it', async (t) => {
-  const raw = await rawSse(t, `event: endpoint\ndata: /messages\n\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\n`);
-  const { opener: o } = opener(t, raw.url);
+  // The event of another type after the message is logged once read: proof the message came first.
+  const raw = await rawSse(t, `event: endpoint\ndata: /messages\n\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\nevent: marker\ndata: x\n\n`);
+  const { opener: o, sink } = opener(t, raw.url);
   const channel = await o.open();
   t.teardown(() => channel.close());
-  await new Promise((r) => setTimeout(r, 50));
+  await until(() => sink.lines().some((l) => l['msg'] === 'upstream SSE event of another type ignored'), { what: 'the marker event to be read' });
   const got: JsonRpcMessage[] = [];
   channel.onMessage((m) => got.push(m));
   t.equal(got.length, 1);
@@ -386,7 +387,7 @@ t.test('detectTransport', async (t) => {
     t.same(await detectTransport(fx.url, { memo, log: sink.log, timeoutMs: 2000, headers: { Authorization: SECRET } }), { transport: 'streamable-http', url: fx.url });
     t.equal(fx.stats().initializeCount, 1);
     t.equal(fx.stats().lastHeaders['authorization'], SECRET);
-    await until(() => fx.stats().sessionsOpen === 0);
+    await until(() => fx.stats().sessionsOpen === 0, { what: 'the upstream to see the session go' });
     t.pass('the probe session was ended');
     t.equal((await detectTransport(fx.url, { memo, log: sink.log, timeoutMs: 2000 })).transport, 'streamable-http');
     t.equal(fx.stats().initializeCount, 1, 'memo: no second probe');
@@ -406,7 +407,7 @@ t.test('detectTransport', async (t) => {
     t.equal(fx.stats().getStreamsOpened, 1, 'concurrent callers share one probe');
     t.equal((await detectTransport(fx.url, { memo, log: sink.log, timeoutMs: 2000 })).transport, 'sse');
     t.equal(fx.stats().getStreamsOpened, 1, 'memo: no second probe');
-    await until(() => fx.stats().sessionsOpen === 0);
+    await until(() => fx.stats().sessionsOpen === 0, { what: 'the upstream to see the session go' });
     t.pass('the probe stream was closed');
   });
 

@@ -13,6 +13,7 @@ import { childEnv, StdioOpener, type StdioCommand } from '../../src/upstream/cha
 import { logSink, type LogSink } from './log-sink.js';
 import { call, request, textOf } from './tool-calls.js';
 import { alive } from '../helpers/processes.js';
+import { until } from '../helpers/until.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
 const RAW = fileURLToPath(new URL('./raw-stdio-server.js', import.meta.url));
@@ -82,13 +83,14 @@ t.test('pings are answered; an ask goes to the call that can ask, and its answer
 t.test('two calls asking at once: the second ask goes to the call not already waiting on an answer', async (t) => {
   const { client } = setup(t, RAW);
   const s = await client.initialize(INIT);
-  const answerLater = (name: string) => ({
-    onServerRequest: (r: JsonRpcRequest) =>
-      void setTimeout(() => void client.respond(s, { jsonrpc: '2.0', id: r.id, result: { action: 'accept', content: { name } } }), 150),
-  });
-  const first = client.request(s, call('elicit'), answerLater('first'));
-  await new Promise((r) => setTimeout(r, 50));
-  const second = client.request(s, call('elicit'), answerLater('second'));
+  const asks: Array<{ name: string; id: JsonRpcRequest['id'] }> = [];
+  const asking = (name: string) => ({ onServerRequest: (r: JsonRpcRequest) => void asks.push({ name, id: r.id }) });
+  const first = client.request(s, call('elicit'), asking('first'));
+  await until(() => asks.length === 1, { what: 'the first call to ask' });
+  const second = client.request(s, call('elicit'), asking('second'));
+  // Neither is answered before both asked: the first is still waiting when the second asks.
+  await until(() => asks.length === 2, { what: 'the second call to ask' });
+  for (const { name, id } of asks) await client.respond(s, { jsonrpc: '2.0', id, result: { action: 'accept', content: { name } } });
   t.match(textOf(await first), /"name":"first"/);
   t.match(textOf(await second), /"name":"second"/);
 });

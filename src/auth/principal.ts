@@ -1,11 +1,13 @@
-// Who is asking, for pooling only: an upstream session is never shared between principals.
-// The principal is kept only as an HMAC under a configured secret; raw tokens go nowhere. With
-// a resource server, it is the verified token's issuer and subject, whatever token carries them.
+// Who is asking, as pools, rates, subscriptions, tasks and session bindings key on it: an upstream
+// session is never shared between principals. The principal is kept only as an HMAC under a
+// configured secret; raw tokens go nowhere. With a resource server, it is the verified token's
+// issuer and subject, whatever token carries them. Hashed once per request, at the front door (by
+// the resource server for a verified token), and carried with the request from there.
 
 import { createHmac } from 'node:crypto';
 import type { HeaderBag } from '../envelope/index.js';
 import type { PrincipalMode } from '../config/index.js';
-import type { Identity } from '../auth/index.js';
+import type { Identity } from './grant.js';
 
 export const ANONYMOUS = 'anonymous';
 

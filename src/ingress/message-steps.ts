@@ -1,0 +1,159 @@
+// The front door's steps over the JSON-RPC message a POST's body holds: the classifier's verdict,
+// a tokenless discover held to server/discover, the era and method named for metrics and the
+// log, then what each era asks before it is handed on (front-door.ts hands it): a legacy
+// message's scopes and method rates, a modern request's Accept, scopes and method rate.
+
+import type { ResourceServer } from '../auth/index.js';
+import { sendStatus } from '../egress/index.js';
+import { classifyPost, LEGACY_METHODS, META_VERSION, revisionLabel, type Classified, type HeaderBag } from '../envelope/index.js';
+import { causewayError, ERROR_TABLE } from '../errors.js';
+import { isObject, type JsonObject, type RequestId } from '../jsonrpc.js';
+import { legacyName } from '../passthrough/index.js';
+import type { RateLimiter } from './rate-limit.js';
+import { legacyNotServed } from './request-steps.js';
+import { ANSWERED, NEXT, refuse, type Visit } from './visit.js';
+
+type ModernVerdict = Extract<Classified, { era: 'modern' }>;
+
+export function classify(v: Visit): boolean {
+  v.verdict = classifyPost({ headers: v.headers, body: v.json, parseError: v.parseError });
+  v.tag.revision = clientRevision(v.headers, v.json);
+  return NEXT;
+}
+
+/**
+ * The revision a client spoke, read without trusting it: the modern `_meta` protocolVersion, an
+ * initialize's protocolVersion, else the MCP-Protocol-Version header (absent on 2025-03-26 and older).
+ */
+function clientRevision(headers: HeaderBag, body: unknown): string {
+  if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
+    const { method, params } = body as { method?: unknown; params?: unknown };
+    if (typeof params === 'object' && params !== null) {
+      const meta = (params as { _meta?: unknown })._meta;
+      if (typeof meta === 'object' && meta !== null && META_VERSION in meta) return revisionLabel((meta as Record<string, unknown>)[META_VERSION]);
+      if (method === 'initialize') return revisionLabel((params as { protocolVersion?: unknown }).protocolVersion);
+    }
+  }
+  return revisionLabel(headers['mcp-protocol-version']?.trim());
+}
+
+/** A tokenless request let through for server/discover (auth.publicDiscover) is anything else: the token is asked for. */
+export function tokenlessDiscover(v: Visit): boolean | Promise<boolean> {
+  const { auth } = v.deps;
+  const { verdict } = v;
+  if (auth === undefined || !v.openDiscover || (verdict.era === 'modern' && verdict.request.method === 'server/discover')) return NEXT;
+  return requireToken(v, auth);
+}
+
+async function requireToken(v: Visit, auth: ResourceServer): Promise<boolean> {
+  const refused = await auth.authenticate(v.headers, v.mount.path, v.method);
+  return refused.ok ? NEXT : refuse(v, refused.error, null);
+}
+
+export function eraTags(v: Visit): boolean {
+  const { verdict, tag } = v;
+  if (verdict.era === 'legacy') {
+    tag.era = 'legacy';
+    tag.method = legacyMethodLabel(v.json);
+  } else if (verdict.era === 'accepted') {
+    tag.era = 'modern';
+    tag.method = 'notification';
+  } else if (verdict.era === 'modern') {
+    tag.era = 'modern';
+    tag.method = verdict.request.method;
+    tag.name = verdict.request.name;
+  }
+  return NEXT;
+}
+
+/** Bounded: a known legacy method, 'notification', 'response' or 'other'. */
+function legacyMethodLabel(body: unknown): string {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'other';
+  const m = (body as { method?: unknown; id?: unknown }).method;
+  if (typeof m !== 'string') return 'response';
+  if (m.startsWith('notifications/')) return 'notification';
+  return LEGACY_METHODS.has(m) ? m : 'other';
+}
+
+export function accepted(v: Visit): boolean {
+  if (v.verdict.era !== 'accepted') return NEXT;
+  sendStatus(v.res, 202);
+  return ANSWERED;
+}
+
+export function rejected(v: Visit): boolean {
+  const { verdict } = v;
+  if (verdict.era !== 'reject') return NEXT;
+  const r = verdict.rejection;
+  v.log.debug({ reason: r.reason }, 'request rejected');
+  v.tag.notes.code = ERROR_TABLE[r.reason].code;
+  return refuse(v, causewayError(r.reason, r.message, r.data), r.id);
+}
+
+export function legacyServed(v: Visit): boolean {
+  return v.verdict.era !== 'legacy' || v.mount.passthrough ? NEXT : refuse(v, legacyNotServed(), null);
+}
+
+/** The first request of a legacy POST its token's scopes do not cover. */
+export function legacyScopes(v: Visit): boolean {
+  const { auth } = v.deps;
+  const { access } = v;
+  if (v.verdict.era !== 'legacy' || auth === undefined || access === undefined) return NEXT;
+  for (const { method, id, message } of requestsIn(v.json)) {
+    const error = auth.authorize(access, v.mount.path, method, legacyName(message));
+    if (error) return refuse(v, error, id);
+  }
+  return NEXT;
+}
+
+export function legacyRate(v: Visit): boolean | Promise<boolean> {
+  const { rate } = v.deps;
+  if (v.verdict.era !== 'legacy' || rate === undefined) return NEXT;
+  return legacyOverRate(v, rate);
+}
+
+/** The first request of a legacy POST over its method's rate (limits.rateMethods). */
+async function legacyOverRate(v: Visit, rate: RateLimiter): Promise<boolean> {
+  for (const { method, id } of requestsIn(v.json)) {
+    const error = await rate.refuseMethod(v.principal, method);
+    if (error) return refuse(v, error, id);
+  }
+  return NEXT;
+}
+
+/** The requests of a legacy POST (one message, or a 2025-03-26 batch): notifications and responses left out. */
+function requestsIn(body: unknown): Array<{ method: string; id: RequestId | null; message: JsonObject }> {
+  const out: Array<{ method: string; id: RequestId | null; message: JsonObject }> = [];
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (!isObject(message) || typeof message.method !== 'string' || message.id === undefined) continue;
+    out.push({ method: message.method, id: typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null, message });
+  }
+  return out;
+}
+
+export function acceptable(v: Visit): boolean {
+  const { verdict } = v;
+  const accept = v.headers.accept;
+  if (verdict.era !== 'modern' || accept === undefined || /application\/json|text\/event-stream|\*\/\*/i.test(accept)) return NEXT;
+  return refuse(v, causewayError('not_acceptable'), verdict.request.id);
+}
+
+export function modernScopes(v: Visit): boolean {
+  const { auth } = v.deps;
+  const { verdict, access } = v;
+  if (verdict.era !== 'modern' || auth === undefined || access === undefined) return NEXT;
+  const denied = auth.authorize(access, v.mount.path, verdict.request.method, verdict.request.name);
+  return denied ? refuse(v, denied, verdict.request.id) : NEXT;
+}
+
+export function modernRate(v: Visit): boolean | Promise<boolean> {
+  const { rate } = v.deps;
+  const { verdict } = v;
+  if (verdict.era !== 'modern' || rate === undefined) return NEXT;
+  return modernOverRate(v, rate, verdict);
+}
+
+async function modernOverRate(v: Visit, rate: RateLimiter, { request }: ModernVerdict): Promise<boolean> {
+  const over = await rate.refuseMethod(v.principal, request.method);
+  return over ? refuse(v, over, request.id) : NEXT;
+}

@@ -1,0 +1,273 @@
+// The front door's steps over the HTTP request, up to its body read: the probes and public
+// documents, the mount, header size, host and origin, room for it, the access token, the
+// principal and its rate, the HTTP method (a legacy GET or DELETE is forwarded here), the
+// content type and the body itself. Listed, in order, in front-door.ts.
+
+import type { IncomingHttpHeaders } from 'node:http';
+import { sendJson, sendStatus } from '../egress/index.js';
+import { checkOrigin, isValidAuthority, revisionLabel, type HeaderBag } from '../envelope/index.js';
+import { causewayError, toCausewayError } from '../errors.js';
+import { principalHash, WELL_KNOWN_PRM, type ResourceServer } from '../auth/index.js';
+import type { RateLimiter } from './rate-limit.js';
+import { parseJson, readBody } from './read-body.js';
+import type { IngressRequest } from './server.js';
+import { ANSWERED, closeAfterReply, NEXT, refuse, refuseUnread, type SignInEndpoint, type Visit } from './visit.js';
+
+/** The HTTP methods of MCP, each of which carries the token and counts against the rate. */
+function mcpMethod(method: string): boolean {
+  return method === 'POST' || method === 'GET' || method === 'DELETE';
+}
+
+/** Legacy clients on a federated mount: there is no one upstream session to give them. */
+export function legacyNotServed() {
+  return causewayError('invalid_request', 'Legacy clients are served on single-upstream mounts only');
+}
+
+export function probes(v: Visit): boolean {
+  if (v.method !== 'GET') return NEXT;
+  if (v.path === '/healthz') {
+    sendJson(v.res, 200, { status: 'ok' });
+    return ANSWERED;
+  }
+  if (v.path !== '/readyz') return NEXT;
+  const ready = v.deps.ready();
+  sendJson(v.res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' });
+  return ANSWERED;
+}
+
+/** Public, whatever the request carries: it is how a client finds out where to get a token [RFC 9728 §3]. */
+export function resourceMetadata(v: Visit): boolean {
+  const { auth } = v.deps;
+  if (auth === undefined || v.method !== 'GET' || !v.path.startsWith(WELL_KNOWN_PRM)) return NEXT;
+  const doc = auth.metadata(v.path);
+  if (doc === undefined) return NEXT;
+  sendJson(v.res, 200, doc, { 'cache-control': 'max-age=300' });
+  return ANSWERED;
+}
+
+export function signInPages(v: Visit): boolean | Promise<boolean> {
+  const { signIn } = v.deps;
+  if (signIn === undefined || v.method !== 'GET') return NEXT;
+  if (v.path === signIn.path) return signInAnswer(v, signIn);
+  if (signIn.client === undefined || v.path !== signIn.client.path) return NEXT;
+  sendJson(v.res, 200, signIn.client.document, { 'cache-control': 'max-age=300' });
+  return ANSWERED;
+}
+
+/** A user's browser back from an upstream's authorization server: a plain page saying how it went. */
+async function signInAnswer(v: Visit, endpoint: SignInEndpoint): Promise<boolean> {
+  const url = v.req.url ?? '/';
+  const q = url.indexOf('?');
+  let answer: { status: number; text: string };
+  try {
+    answer = await endpoint.handle(new URLSearchParams(q >= 0 ? url.slice(q + 1) : ''));
+  } catch (err) {
+    v.log.warn({ err: (err as Error).message }, 'sign-in callback failed');
+    answer = { status: 502, text: (err as Error).message };
+  }
+  // The URL held a code and a state: no referrer leaves this page, and nothing caches it.
+  v.res.writeHead(answer.status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
+  v.res.end(`${answer.text}\n`);
+  return ANSWERED;
+}
+
+/** Served as usual, but the client must take its next request elsewhere (HTTP/2 sessions got GOAWAY). */
+export function closingNotice(v: Visit): boolean {
+  const { req } = v;
+  if (v.deps.closing() && 'httpVersionMajor' in req && req.httpVersionMajor === 1) v.res.setHeader('connection', 'close');
+  return NEXT;
+}
+
+export function mountOf(v: Visit): boolean {
+  const mount = v.deps.mounts.get(v.path);
+  if (mount === undefined) return refuseUnread(v, causewayError('not_found'));
+  v.mount = mount;
+  return NEXT;
+}
+
+export function headerSize(v: Visit): boolean {
+  if (headerBytes(v.req) <= v.deps.maxHeaderBytes) return NEXT;
+  closeAfterReply(v.req, v.res);
+  sendStatus(v.res, 431);
+  return ANSWERED;
+}
+
+function headerBytes(req: IngressRequest): number {
+  let n = 0;
+  const raw = req.rawHeaders;
+  for (const h of raw) n += h.length + 2;
+  return n;
+}
+
+export function hostHeader(v: Visit): boolean {
+  const host = authorityOf(v.req);
+  if (host === undefined) return refuseUnread(v, causewayError('bad_host'));
+  v.host = host;
+  return NEXT;
+}
+
+/**
+ * The request's authority: exactly one Host header (HTTP/1.1), or :authority and any Host agreeing
+ * (HTTP/2) [RFC 9112 §3.2, RFC 9113 §8.3.1], a valid host[:port]; undefined otherwise.
+ */
+function authorityOf(req: IngressRequest): string | undefined {
+  const raw = req.rawHeaders;
+  let host: string | undefined;
+  let count = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') {
+      host = raw[i + 1];
+      count++;
+    }
+  }
+  if (count > 1) return undefined;
+  if (req.httpVersionMajor >= 2) {
+    const authority = req.headers[':authority'];
+    if (typeof authority === 'string' && authority !== '') {
+      if (host !== undefined && host !== authority) return undefined;
+      host = authority;
+    }
+  }
+  return host !== undefined && isValidAuthority(host) ? host : undefined;
+}
+
+/** Where the headers are first read whole, for this step and every later one. */
+export function origin(v: Visit): boolean {
+  v.headers = headerBag(v.req.headers);
+  const checked = checkOrigin(v.deps.origin, v.host, v.headers.origin);
+  return checked.ok ? NEXT : refuseUnread(v, causewayError(checked.reason));
+}
+
+function headerBag(headers: IncomingHttpHeaders): HeaderBag {
+  const bag: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) {
+    if (v !== undefined && !k.startsWith(':')) bag[k] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return bag;
+}
+
+export function admit(v: Visit): boolean {
+  const { deps, res } = v;
+  if (deps.inFlight.count >= deps.maxInFlight) return refuseUnread(v, causewayError('overloaded'));
+  deps.inFlight.count++;
+  v.admitted = true;
+  v.abort = new AbortController();
+  v.started = performance.now();
+  v.tag = { era: 'rejected', method: 'none', revision: revisionLabel(v.headers['mcp-protocol-version']?.trim()), notes: {} };
+  res.on('close', () => closed(v));
+  return NEXT;
+}
+
+/** The response is done or the client gone: the request is observed, and its work aborted if unanswered. */
+function closed(v: Visit): void {
+  const { res, deps, tag } = v;
+  if (!res.writableFinished) v.abort.abort();
+  const seconds = (performance.now() - v.started) / 1000;
+  deps.observe({ ...tag, status: res.statusCode, seconds });
+  if (deps.accessSample > 0 && (deps.accessSample >= 1 || Math.random() < deps.accessSample)) {
+    v.log.info(
+      {
+        era: tag.era,
+        method: tag.method,
+        name: tag.name?.slice(0, 256),
+        status: res.statusCode,
+        ms: Math.round(seconds * 1e4) / 10,
+        finished: res.writableFinished,
+        ...tag.notes,
+        ...(tag.notes.traceId === undefined ? traceIdOf(v.headers.traceparent) : {}),
+      },
+      'request',
+    );
+  }
+}
+
+/** The trace id of a W3C traceparent header, for the access log of a request no span recorded. */
+function traceIdOf(traceparent: string | undefined): { traceId?: string } {
+  const m = traceparent === undefined ? null : /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}/.exec(traceparent.trim());
+  return m ? { traceId: m[1] } : {};
+}
+
+/** Every era's every method carries the token, checked before the body is read [AUTH]. */
+export function accessToken(v: Visit): boolean | Promise<boolean> {
+  const { auth } = v.deps;
+  if (auth === undefined) return NEXT;
+  const { method, headers } = v;
+  // With auth.publicDiscover, a tokenless server/discover is let through to the classifier, which must agree.
+  v.openDiscover = auth.publicDiscover && method === 'POST' && headers.authorization === undefined && headers['mcp-method'] === 'server/discover';
+  if (v.openDiscover || !mcpMethod(method)) return NEXT;
+  return checkToken(v, auth);
+}
+
+async function checkToken(v: Visit, auth: ResourceServer): Promise<boolean> {
+  const verdict = await auth.authenticate(v.headers, v.mount.path, v.method);
+  if (!verdict.ok) {
+    v.log.debug({ reason: verdict.failure }, 'access token refused');
+    return refuseUnread(v, verdict.error);
+  }
+  v.access = verdict.access;
+  v.principal = verdict.principal;
+  const nonce = auth.nonceFor(verdict.access);
+  if (nonce !== undefined) v.res.setHeader('dpop-nonce', nonce);
+  return NEXT;
+}
+
+/** The resource server hashed a verified token's principal; any other request's is hashed here, once. */
+export function principal(v: Visit): boolean {
+  if (v.access === undefined) v.principal = principalHash(v.deps.principal, v.headers);
+  return NEXT;
+}
+
+export function requestRate(v: Visit): boolean | Promise<boolean> {
+  const { rate } = v.deps;
+  if (rate === undefined || !mcpMethod(v.method)) return NEXT;
+  return overRate(v, rate);
+}
+
+async function overRate(v: Visit, rate: RateLimiter): Promise<boolean> {
+  const refused = await rate.refuse(v.principal);
+  return refused ? refuseUnread(v, refused) : NEXT;
+}
+
+export function legacyStream(v: Visit): boolean | Promise<void> {
+  const { method, tag } = v;
+  if (method !== 'GET' && method !== 'DELETE') return NEXT;
+  if (v.headers['mcp-session-id'] === undefined) {
+    return refuse(v, causewayError('method_not_allowed', `${method} needs a legacy Mcp-Session-Id`), null);
+  }
+  tag.era = 'legacy';
+  tag.method = method === 'GET' ? 'stream' : 'terminate';
+  const { passthrough } = v.mount;
+  if (!passthrough) return refuse(v, legacyNotServed(), null);
+  return passthrough.forward(method, v.req.headers, undefined, v.res, v.abort.signal, undefined, v.access, v.principal);
+}
+
+export function postOnly(v: Visit): boolean {
+  return v.method === 'POST' ? NEXT : refuseUnread(v, causewayError('method_not_allowed'));
+}
+
+export function contentType(v: Visit): boolean {
+  const type = v.headers['content-type'];
+  if (type === undefined || /^application\/json\b/i.test(type.trim())) return NEXT;
+  v.req.resume();
+  return refuseUnread(v, causewayError('unsupported_media_type'));
+}
+
+export async function readJson(v: Visit): Promise<boolean> {
+  const { body: bodyLimits, json: jsonLimits } = v.deps;
+  try {
+    v.body = await readBody(v.req, bodyLimits);
+  } catch (err) {
+    // The client is gone: there is no one to answer.
+    if (v.abort.signal.aborted) return ANSWERED;
+    return refuseUnread(v, toCausewayError(err));
+  }
+  const parsed = parseJson(v.body, jsonLimits);
+  if ('exceeded' in parsed) {
+    v.log.debug({ exceeded: parsed.exceeded }, 'request body over the JSON limits');
+    const message = parsed.exceeded === 'depth' ? `JSON nested deeper than ${jsonLimits.maxDepth}` : `JSON holds more than ${jsonLimits.maxItems} items`;
+    return refuse(v, parsed.json ? causewayError('invalid_request', message) : causewayError('parse_error'), parsed.id);
+  }
+  if (parsed.ok) v.json = parsed.value;
+  else v.parseError = true;
+  return NEXT;
+}

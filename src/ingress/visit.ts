@@ -1,0 +1,164 @@
+// One request at the front door (a Visit), what the front door is given to serve it with, and
+// the words of the walk its steps share: a step goes on (NEXT) or has the request answered
+// (ANSWERED), refusing it with the spec's error where that is the answer.
+
+import { constants as h2constants, type Http2ServerRequest } from 'node:http2';
+import { sendCausewayError, type HttpResponse } from '../egress/index.js';
+import type { Classified, HeaderBag, OriginPolicy } from '../envelope/index.js';
+import type { CausewayError } from '../errors.js';
+import type { Access, PrincipalPolicy, ResourceServer } from '../auth/index.js';
+import type { RequestId } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import type { AccessNotes } from '../routing/index.js';
+import type { Mount } from './mount.js';
+import type { JsonLimits } from './json-limits.js';
+import type { RateLimiter } from './rate-limit.js';
+import type { BodyLimits } from './read-body.js';
+import type { IngressRequest } from './server.js';
+
+export interface FrontDoorDeps {
+  /** Mount path -> what it serves. */
+  mounts: ReadonlyMap<string, Mount>;
+  maxHeaderBytes: number;
+  maxInFlight: number;
+  body: BodyLimits;
+  json: JsonLimits;
+  origin: OriginPolicy;
+  /** Checks every MCP request's access token; undefined when auth.mode is none. */
+  auth: ResourceServer | undefined;
+  /** Causeway's OAuth callback for users signing in at an upstream; undefined when none has them. */
+  signIn: SignInEndpoint | undefined;
+  /** How a request's principal is hashed when no resource server checked it. */
+  principal: PrincipalPolicy;
+  /** Per-principal request rate; undefined when limits.ratePerSecond is 0. */
+  rate: RateLimiter | undefined;
+  log: Logger;
+  /** Answers /readyz: false while draining or before the store is usable. */
+  ready(): boolean;
+  /** True once the listener is closed: every HTTP/1.1 answer then closes its connection. */
+  closing(): boolean;
+  /** Called once per MCP request when its response ends. */
+  observe(sample: RequestSample): void;
+  /** Share of MCP requests given an access log line (log.accessSample). */
+  accessSample: number;
+  inFlight: { count: number };
+}
+
+export interface SignInEndpoint {
+  path: string;
+  handle(query: URLSearchParams): Promise<{ status: number; text: string }>;
+  /** Causeway's Client ID Metadata Document, fetched by authorization servers. */
+  client: { path: string; document: Record<string, unknown> } | undefined;
+}
+
+/** What a request was, in bounded label values, for metrics. */
+export interface RequestSample {
+  era: 'modern' | 'legacy' | 'rejected';
+  /** A method of the modern registry, a legacy method name for passthrough, or 'none'. */
+  method: string;
+  /** The protocol revision the client stated (_meta, initialize or MCP-Protocol-Version), bounded. */
+  revision: string;
+  status: number;
+  seconds: number;
+}
+
+/**
+ * `name`: the tool, prompt or resource a modern request names; `notes`: what the later stages
+ * add. Both for the access log only (not metric labels); the name is cut to 256 characters there.
+ */
+export type Tag = Pick<RequestSample, 'era' | 'method' | 'revision'> & { name?: string; notes: AccessNotes };
+
+/**
+ * One request at the front door: made as it arrives, filled in by the steps in turn. Every field
+ * is there from the start, so every visit has one shape; each is set by the step named.
+ */
+export class Visit {
+  readonly path: string;
+  readonly method: string;
+  /** mountOf */
+  mount!: Mount;
+  /** hostHeader */
+  host!: string;
+  /** origin */
+  headers!: HeaderBag;
+  /** admit: from then on in flight, and observed when the response closes. */
+  admitted = false;
+  started = 0;
+  abort!: AbortController;
+  tag!: Tag;
+  /** accessToken: the verified token's, when a resource server checked the request. */
+  access: Access | undefined = undefined;
+  /** Who asks (auth/principal.ts), hashed once: by the resource server with the token, else by `principal`. */
+  principal = '';
+  /** accessToken: a tokenless server/discover let through under auth.publicDiscover, until the classifier agrees. */
+  openDiscover = false;
+  /** readJson: the body, and what it parsed to (undefined when it is not JSON). */
+  body!: Buffer;
+  json: unknown = undefined;
+  parseError = false;
+  /** classify */
+  verdict!: Classified;
+
+  constructor(
+    readonly req: IngressRequest,
+    readonly res: HttpResponse,
+    readonly deps: FrontDoorDeps,
+    readonly log: Logger,
+  ) {
+    this.path = pathOf(req);
+    this.method = req.method ?? 'GET';
+  }
+}
+
+/** What a step says: go on to the next one, or the request is answered (or given up). */
+export const NEXT = false;
+export const ANSWERED = true;
+
+/**
+ * One check or stage of the walk: a plain synchronous function where its check is, a promise
+ * only where it waits (the token, the rate, the body, the answer). A promise settling to anything
+ * but NEXT ends the walk.
+ */
+export type Step = (v: Visit) => boolean | Promise<boolean | void>;
+
+/** The spec's error for the request, with the id of the request it answers. */
+export function refuse(v: Visit, error: CausewayError, id: RequestId | null): boolean {
+  sendCausewayError(v.res, error, id);
+  return ANSWERED;
+}
+
+/** The same before the body is read: the rest of it is left unread (closeAfterReply). */
+export function refuseUnread(v: Visit, error: CausewayError): boolean {
+  closeAfterReply(v.req, v.res);
+  sendCausewayError(v.res, error, null);
+  return ANSWERED;
+}
+
+/**
+ * A request refused before its body was read to the end must not have the rest read: close the
+ * HTTP/1.1 connection after the reply, or reset the h2 stream with NO_ERROR once the reply is sent
+ * [RFC 9113 §8.1]. Otherwise the discarded body is read without bound. No-op when there is no body.
+ */
+export function closeAfterReply(req: IngressRequest, res: HttpResponse): void {
+  if (!bodyPending(req)) return;
+  if (req.httpVersionMajor >= 2) {
+    // The stream's own 'finish' (reply sent): the compat response's fires only once the stream closes.
+    const stream = (req as Http2ServerRequest).stream;
+    stream.once('finish', () => {
+      if (!stream.closed) stream.close(h2constants.NGHTTP2_NO_ERROR);
+    });
+  } else if (!res.headersSent) res.setHeader('connection', 'close');
+}
+
+function bodyPending(req: IngressRequest): boolean {
+  if (req.complete || req.readableEnded) return false;
+  if (req.httpVersionMajor >= 2) return !(req as Http2ServerRequest).stream.endAfterHeaders;
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length.trim() !== '0');
+}
+
+function pathOf(req: IngressRequest): string {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  return q >= 0 ? url.slice(0, q) : url;
+}
