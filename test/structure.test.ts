@@ -23,6 +23,7 @@ const FRONT_DOOR = 'ingress/front-door.ts';
  */
 const FLOORS = [
   'ingress',
+  'translate',
   'passthrough',
   'routing',
   'metrics',
