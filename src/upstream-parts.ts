@@ -6,7 +6,7 @@ import type { Config, UpstreamSpec } from './config/index.js';
 import type { Logger } from './log.js';
 import { UpstreamMetrics, type Metrics } from './metrics/index.js';
 import { AutoLegacyFace, ChannelLegacyFace, EraLegacyFace, LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
-import { SessionSeal, TranslatedFace, type AskRounds, type FactsStore } from './translate/index.js';
+import { TranslatedFace, type AskRounds, type FactsStore } from './translate/index.js';
 import { VERSION } from './version.js';
 import {
   AutoClient,
@@ -272,7 +272,6 @@ function bothEras(ctx: UpstreamContext, targets: TargetSet, legacyFace: LegacyFa
     {
       upstream: spec.name,
       client,
-      seal: new SessionSeal(shared.sealer, spec.name),
       facts: shared.faceFacts,
       rounds: shared.rounds,
       forward: ctx.forward,

@@ -19,14 +19,13 @@ import type { Access } from '../auth/index.js';
 import type { ForwardPolicy, ModernClient } from '../upstream/index.js';
 import { readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from '../passthrough/index.js';
 import type { AskRounds } from './rounds.js';
-import type { FactsStore, LiveFacts, SealedSession, SessionSeal } from './sessions.js';
+import { clientInfoOf, newSessionId, type FactsStore, type SessionRecord } from './sessions.js';
 import { ToolHeaders } from './tools.js';
 import { declared, initializeResult, legacyResponse, modernRequest, negotiate } from './wire.js';
 
 export interface TranslatedFaceOptions {
   upstream: string;
   client: ModernClient;
-  seal: SessionSeal;
   facts: FactsStore;
   rounds: AskRounds;
   forward: ForwardPolicy;
@@ -55,6 +54,12 @@ function nameOf(msg: JsonRpcRequest): string | undefined {
   const p = isObject(msg.params) ? msg.params : {};
   const v = msg.method === 'resources/read' ? p.uri : msg.method === 'tools/call' || msg.method === 'prompts/get' ? p.name : undefined;
   return typeof v === 'string' ? v : undefined;
+}
+
+/** A session as a request sees it: its id and the record read for this request. */
+interface Session {
+  id: string;
+  record: SessionRecord;
 }
 
 export class TranslatedFace implements LegacyFace {
@@ -92,9 +97,9 @@ export class TranslatedFace implements LegacyFace {
         return await this.initialize(message, principal, hb, res, signal);
       }
       if (clientId === undefined) throw causewayError('invalid_request', 'Mcp-Session-Id is required: send initialize first');
-      const session = this.opts.seal.open(clientId, principal);
-      const facts = session && (await this.opts.facts.get(session.id));
-      if (session === undefined || facts === undefined) return sessionGone(res, id);
+      const record = clientId.length <= 64 ? await this.opts.facts.get(clientId) : undefined;
+      if (record === undefined || record.principal !== principal || record.upstream !== this.opts.upstream) return sessionGone(res, id);
+      const session: Session = { id: clientId, record };
       if (method === 'GET') return await this.listen(session, principal, hb, res, signal);
       if (method === 'DELETE') {
         await this.opts.facts.end(session.id);
@@ -113,7 +118,7 @@ export class TranslatedFace implements LegacyFace {
         }
         return sendStatus(res, 202);
       }
-      return await this.request(session, facts, message as JsonRpcRequest, principal, headers, hb, res, signal, access);
+      return await this.request(session, message as JsonRpcRequest, principal, headers, hb, res, signal, access);
     } catch (err) {
       if (!signal.aborted) this.refuse(res, err, id);
     }
@@ -147,15 +152,14 @@ export class TranslatedFace implements LegacyFace {
       this.opts.onRefused?.();
       throw causewayError('upstream_bad_response', 'The upstream answered server/discover with no DiscoverResult');
     }
-    const { clientId, session } = this.opts.seal.mint(principal, version, facts.clientInfo, facts.capabilities);
-    await this.opts.facts.put(session.id, { uris: [] });
+    const clientId = newSessionId();
+    await this.opts.facts.put(clientId, { upstream: this.opts.upstream, principal, version, clientInfo: clientInfoOf(clientInfo), capabilities: facts.capabilities, uris: [] });
     sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: initializeResult(response.result, version, this.opts.upstream) }, { 'mcp-session-id': clientId });
   }
 
   /** A request the legacy era has and 2026 answers differently, or the call itself. */
   private async request(
-    session: SealedSession,
-    facts: LiveFacts,
+    session: Session,
     msg: JsonRpcRequest,
     principal: string,
     headers: IncomingHttpHeaders,
@@ -170,15 +174,15 @@ export class TranslatedFace implements LegacyFace {
         return sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: {} });
       case 'logging/setLevel': {
         if (typeof params.level !== 'string') throw causewayError('invalid_params', 'logging/setLevel needs params.level');
-        await this.opts.facts.put(session.id, { ...facts, logLevel: params.level });
+        await this.opts.facts.put(session.id, { ...session.record, logLevel: params.level });
         return sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: {} });
       }
       case 'resources/subscribe':
       case 'resources/unsubscribe': {
         if (typeof params.uri !== 'string') throw causewayError('invalid_params', `${msg.method} needs params.uri`);
-        const uris = facts.uris.filter((u) => u !== params.uri);
+        const uris = session.record.uris.filter((u) => u !== params.uri);
         if (msg.method === 'resources/subscribe') uris.push(params.uri);
-        await this.opts.facts.put(session.id, { ...facts, uris });
+        await this.opts.facts.put(session.id, { ...session.record, uris });
         this.opts.rounds.changed(session.id);
         return sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: {} });
       }
@@ -190,7 +194,7 @@ export class TranslatedFace implements LegacyFace {
     const call = new AbortController();
     this.calls.set(key, call);
     try {
-      await this.call(session, facts, msg, principal, acceptsSse(headers), hb, res, AbortSignal.any([signal, call.signal]), access);
+      await this.call(session, msg, principal, acceptsSse(headers), hb, res, AbortSignal.any([signal, call.signal]), access);
     } finally {
       this.calls.delete(key);
     }
@@ -198,8 +202,7 @@ export class TranslatedFace implements LegacyFace {
 
   /** The call, round after round: the asks of each input_required put to the client, its answers sent back. */
   private async call(
-    session: SealedSession,
-    facts: LiveFacts,
+    session: Session,
     msg: JsonRpcRequest,
     principal: string,
     sse: boolean,
@@ -221,7 +224,7 @@ export class TranslatedFace implements LegacyFace {
     let extra: JsonObject | undefined;
     for (let round = 0; ; round++) {
       if (round > this.opts.maxRounds) throw causewayError('upstream_bad_response', `The upstream asked more than ${this.opts.maxRounds} rounds of questions`);
-      const request = modernRequest(msg, this.nextId(), session, facts.logLevel, extra);
+      const request = modernRequest(msg, this.nextId(), session.record, session.record.logLevel, extra);
       const { status, response } = await this.opts.client.request(request, nameOf(msg), {
         headers: upstreamHeaders,
         principal,
@@ -244,13 +247,14 @@ export class TranslatedFace implements LegacyFace {
       const asks = isObject(result.inputRequests) ? result.inputRequests : {};
       const inputResponses: JsonObject = {};
       const keys = Object.keys(asks);
+      this.log.debug({ round, keys, answered: extra ? Object.keys(extra.inputResponses ?? {}) : [] }, 'input_required round');
       if (keys.length > 0) {
         if (!sse) throw causewayError('not_acceptable', 'The server needs to ask the client something: send Accept: text/event-stream');
         for (const key of keys) {
           const ask = asks[key];
           const capability = isObject(ask) && typeof ask.method === 'string' ? ASK_CAPABILITY[ask.method] : undefined;
           if (capability === undefined) throw causewayError('upstream_bad_response', `The server asked the client ${isObject(ask) ? String(ask.method) : 'something'}, which a client cannot be asked`);
-          if (!isObject(session.capabilities[capability])) throw causewayError('invalid_request', `The server asked for ${capability}, which this client did not declare`);
+          if (!isObject(session.record.capabilities[capability])) throw causewayError('invalid_request', `The server asked for ${capability}, which this client did not declare`);
         }
         const { ids, answered } = this.opts.rounds.open(session.id, keys, signal);
         const s = open();
@@ -269,10 +273,10 @@ export class TranslatedFace implements LegacyFace {
   }
 
   /** Reads the upstream's tools/list, page by page, to learn the tools' Mcp-Param-* annotations. */
-  private async learnTools(session: SealedSession, principal: string, headers: Record<string, string>, signal: AbortSignal): Promise<void> {
+  private async learnTools(session: Session, principal: string, headers: Record<string, string>, signal: AbortSignal): Promise<void> {
     let cursor: string | undefined;
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const request = modernRequest({ jsonrpc: '2.0', id: 0, method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) }, this.nextId(), session, undefined);
+      const request = modernRequest({ jsonrpc: '2.0', id: 0, method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) }, this.nextId(), session.record, undefined);
       const { response } = await this.opts.client.request(request, undefined, { headers, principal, signal });
       if (!('result' in response)) return;
       this.tools.learn(response.result);
@@ -282,7 +286,7 @@ export class TranslatedFace implements LegacyFace {
   }
 
   /** The session's GET stream: a subscriptions/listen upstream, opened again when its subscriptions change. */
-  private async listen(session: SealedSession, principal: string, headers: HeaderBag, res: HttpResponse, signal: AbortSignal): Promise<void> {
+  private async listen(session: Session, principal: string, headers: HeaderBag, res: HttpResponse, signal: AbortSignal): Promise<void> {
     if (!/\btext\/event-stream\b|\*\/\*/i.test(headers.accept ?? '')) throw causewayError('not_acceptable', 'A GET stream needs Accept: text/event-stream');
     this.streams.get(session.id)?.end();
     const ended = new AbortController();
@@ -295,10 +299,10 @@ export class TranslatedFace implements LegacyFace {
     try {
       while (!signal.aborted && !ended.signal.aborted) {
         const facts = await this.opts.facts.get(session.id);
-        if (facts === undefined) break;
+        if (facts === undefined || facts.principal !== principal) break;
         restart = new AbortController();
         const notifications = { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true, resourceSubscriptions: facts.uris };
-        const request = modernRequest({ jsonrpc: '2.0', id: 0, method: 'subscriptions/listen', params: { notifications } }, this.nextId(), session, undefined);
+        const request = modernRequest({ jsonrpc: '2.0', id: 0, method: 'subscriptions/listen', params: { notifications } }, this.nextId(), facts, undefined);
         try {
           await this.opts.client.request(request, undefined, {
             headers: this.opts.forward.pick(headers),
@@ -343,7 +347,7 @@ export class TranslatedFace implements LegacyFace {
   private refuse(res: HttpResponse, err: unknown, id: RequestId | null): void {
     const e = toCausewayError(err);
     if (!(err instanceof CausewayError)) this.log.error({ err }, 'legacy request failed');
-    else if (e.status >= 500) this.log.warn({ reason: e.reason, err: e.cause }, 'legacy request failed');
+    else if (e.status >= 500) this.log.warn({ reason: e.reason, message: e.message, err: e.cause }, 'legacy request failed');
     if (res.headersSent) new SseStream(res).end(errorBody(id, { code: e.code, message: e.message }));
     else sendCausewayError(res, e, id);
   }

@@ -1,78 +1,56 @@
 // Legacy sessions Causeway itself keeps for legacy clients of a modern upstream. The
-// Mcp-Session-Id is sealed (AES-GCM under the state keys): it carries what never changes in a
-// session (the upstream, the owner's principal hash, the negotiated version, the client's info
-// and declared capabilities) and the session's own id, so any replica opens it with no lookup,
-// and one sealed for another principal or upstream opens as no session at all. What a session
-// changes as it goes (its log level, its resource subscriptions) and whether it still lives are
-// kept in the store under the session's id, with the store's idle TTL: one read per request.
+// Mcp-Session-Id is 128 random bits; the session's record, in the store under it with the
+// store's idle TTL, holds what the session is (the upstream, the owner's principal hash, the
+// negotiated version, the client's info and declared capabilities) and what it changes as it
+// goes (its log level, its resource subscriptions). Any replica serves it with one read per
+// request; one opened by another principal, or for another upstream, reads as no session at all.
 
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { isObject, type JsonObject } from '../jsonrpc.js';
-import type { Sealer } from '../upstream/index.js';
 import type { ClientFacts } from './wire.js';
 
-const PURPOSE = 'legacy-face-session';
-
-/** What a session's id carries. */
-export interface SealedSession extends ClientFacts {
-  /** The session's own id: its key in the store. */
-  id: string;
+/** A legacy session of the translated face. */
+export interface SessionRecord extends ClientFacts {
+  upstream: string;
+  principal: string;
   version: string;
-}
-
-/** What a session changes as it goes. */
-export interface LiveFacts {
   logLevel?: string;
   /** URIs of its resources/subscribe, in order. */
   uris: string[];
 }
 
 export interface FactsStore {
-  /** The session's facts; undefined when it was ended or has expired. */
-  get(id: string): Promise<LiveFacts | undefined>;
-  put(id: string, facts: LiveFacts): Promise<void>;
+  /** The session's record; undefined when it was ended or has expired. */
+  get(id: string): Promise<SessionRecord | undefined>;
+  put(id: string, record: SessionRecord): Promise<void>;
   end(id: string): Promise<void>;
   close(): void;
 }
 
-/** The parts of an Implementation kept in the id: enough to name the client upstream. */
-function clientInfoOf(info: JsonObject): JsonObject {
+/** The parts of an Implementation kept: enough to name the client upstream. */
+export function clientInfoOf(info: JsonObject): JsonObject {
   const out: JsonObject = {};
   for (const k of ['name', 'version', 'title'] as const) if (typeof info[k] === 'string') out[k] = (info[k] as string).slice(0, 256);
   return out;
 }
 
-export class SessionSeal {
-  constructor(
-    private readonly sealer: Sealer,
-    private readonly upstream: string,
-  ) {}
+/** A new session's id. */
+export function newSessionId(): string {
+  return randomBytes(16).toString('base64url');
+}
 
-  mint(principal: string, version: string, clientInfo: JsonObject, capabilities: JsonObject): { clientId: string; session: SealedSession } {
-    const session: SealedSession = { id: randomBytes(16).toString('base64url'), version, clientInfo: clientInfoOf(clientInfo), capabilities };
-    const clientId = this.sealer.sealFor(PURPOSE, { u: this.upstream, p: principal, s: session });
-    return { clientId, session };
-  }
-
-  /** The session a client's Mcp-Session-Id names, when it was minted here for this principal. */
-  open(clientId: string, principal: string): SealedSession | undefined {
-    if (clientId.length > 8192 || !/^[\x21-\x7e]+$/.test(clientId)) return undefined;
-    let v: unknown;
-    try {
-      v = this.sealer.openFor(PURPOSE, clientId);
-    } catch {
-      return undefined;
-    }
-    if (!isObject(v) || v.u !== this.upstream || v.p !== principal || !isObject(v.s)) return undefined;
-    const s = v.s;
-    if (typeof s.id !== 'string' || typeof s.version !== 'string' || !isObject(s.clientInfo) || !isObject(s.capabilities)) return undefined;
-    return { id: s.id, version: s.version, clientInfo: s.clientInfo, capabilities: s.capabilities };
-  }
+/** The record the store gave back, checked field by field. */
+function recordOf(v: unknown): SessionRecord | undefined {
+  if (!isObject(v) || !Array.isArray(v.uris)) return undefined;
+  const { upstream, principal, version, clientInfo, capabilities, logLevel } = v;
+  if (typeof upstream !== 'string' || typeof principal !== 'string' || typeof version !== 'string' || !isObject(clientInfo) || !isObject(capabilities)) return undefined;
+  const uris = v.uris.filter((u): u is string => typeof u === 'string');
+  return { upstream, principal, version, clientInfo, capabilities, uris, ...(typeof logLevel === 'string' ? { logLevel } : {}) };
 }
 
 export class MemoryFacts implements FactsStore {
-  private readonly facts = new Map<string, { facts: LiveFacts; expires: number }>();
+  private readonly facts = new Map<string, { record: SessionRecord; expires: number }>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly ttlMs: number) {
@@ -83,15 +61,15 @@ export class MemoryFacts implements FactsStore {
     this.sweeper.unref();
   }
 
-  async get(id: string): Promise<LiveFacts | undefined> {
+  async get(id: string): Promise<SessionRecord | undefined> {
     const f = this.facts.get(id);
     if (f === undefined || f.expires <= Date.now()) return undefined;
     f.expires = Date.now() + this.ttlMs;
-    return f.facts;
+    return f.record;
   }
 
-  async put(id: string, facts: LiveFacts): Promise<void> {
-    this.facts.set(id, { facts, expires: Date.now() + this.ttlMs });
+  async put(id: string, record: SessionRecord): Promise<void> {
+    this.facts.set(id, { record, expires: Date.now() + this.ttlMs });
   }
 
   async end(id: string): Promise<void> {
@@ -104,7 +82,7 @@ export class MemoryFacts implements FactsStore {
 }
 
 /**
- * The facts in Redis, one string key per session with the idle TTL. A read renews the TTL at
+ * The records in Redis, one string key per session with the idle TTL. A read renews the TTL at
  * most every quarter TTL per replica, in the same round trip (GETEX), so a busy session costs
  * one command per request and an idle one nothing.
  */
@@ -121,7 +99,7 @@ export class RedisFacts implements FactsStore {
     return `${this.prefix}lface:${id}`;
   }
 
-  async get(id: string): Promise<LiveFacts | undefined> {
+  async get(id: string): Promise<SessionRecord | undefined> {
     const now = Date.now();
     const renew = (this.renewed.get(id) ?? 0) < now - this.ttlMs / 4;
     const text = renew ? await this.redis.getex(this.key(id), 'PX', this.ttlMs) : await this.redis.get(this.key(id));
@@ -133,13 +111,15 @@ export class RedisFacts implements FactsStore {
       if (this.renewed.size > 100_000) this.renewed.clear();
       this.renewed.set(id, now);
     }
-    const v: unknown = JSON.parse(text);
-    if (!isObject(v) || !Array.isArray(v.uris)) return undefined;
-    return { uris: v.uris.filter((u): u is string => typeof u === 'string'), ...(typeof v.logLevel === 'string' ? { logLevel: v.logLevel } : {}) };
+    try {
+      return recordOf(JSON.parse(text));
+    } catch {
+      return undefined;
+    }
   }
 
-  async put(id: string, facts: LiveFacts): Promise<void> {
-    await this.redis.set(this.key(id), JSON.stringify(facts), 'PX', this.ttlMs);
+  async put(id: string, record: SessionRecord): Promise<void> {
+    await this.redis.set(this.key(id), JSON.stringify(record), 'PX', this.ttlMs);
     this.renewed.set(id, Date.now());
   }
 

@@ -396,10 +396,11 @@ export class UpstreamClient implements UpstreamSessionClient {
   private async httpError(ctx: Exchange, res: Dispatcher.ResponseData): Promise<JsonRpcErrorResponse> {
     const status = res.statusCode;
     const rpc = await readErrorBody(res);
-    if (status < 500 && rpc !== undefined && ctx.id !== undefined) {
+    // -32022 is 2026-07-28's: a legacy session's request refused with it is an upstream now modern (era.ts).
+    if (status < 500 && rpc !== undefined && ctx.id !== undefined && rpc.error.code !== -32022) {
       return { jsonrpc: '2.0', id: ctx.id, error: rpc.error };
     }
-    throw httpRefusal(status, rpc?.error.message.slice(0, 200));
+    throw httpRefusal(status, rpc?.error.message.slice(0, 200), rpc?.error);
   }
 
   private async oneWay(session: SessionRef, message: JsonRpcNotification | JsonRpcResponse): Promise<void> {
