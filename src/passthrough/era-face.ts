@@ -1,6 +1,7 @@
 // The legacy face of an upstream whose era may be either: a legacy client's request goes to the
 // face for a legacy upstream (the passthrough, or Causeway's own over a channel) or to the one
-// Causeway serves over a modern upstream (translate/), as the upstream's era says (era.ts).
+// Causeway serves over a modern upstream (translate/), as the upstream's era says (era.ts). A
+// refused legacy initialize has the era found again: the server may have been upgraded in place.
 
 import { sendCausewayError } from '../egress/index.js';
 import { toCausewayError } from '../errors.js';
@@ -28,7 +29,15 @@ export class EraLegacyFace implements LegacyFace {
         return sendCausewayError(res, toCausewayError(err), null);
       }
     }
-    return (era === 'modern' ? this.modern : this.legacy).forward(...args);
+    if (era === 'modern') return this.modern.forward(...args);
+    // A legacy server that refuses an initialize may have been upgraded in place: its era is found again.
+    const body = args[2]?.json;
+    if (typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'initialize') {
+      res.once('finish', () => {
+        if (res.statusCode === 400) this.era.refused();
+      });
+    }
+    return this.legacy.forward(...args);
   }
 
   endStreams(): void {
