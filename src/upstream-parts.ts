@@ -112,10 +112,12 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
   const parts = { spec, forward, metrics: upstreamMetrics, ...(signIn ? { signIn } : {}) };
   switch (spec.transport) {
     case 'stdio': {
+      upstreamMetrics.era('legacy');
       const client = stdioClient(ctx);
       return { ...parts, client, passthrough: channelFace(ctx, client) };
     }
     case 'sse': {
+      upstreamMetrics.era('legacy');
       const client = sseClient(ctx, spec.urls[0]!);
       return { ...parts, client, passthrough: channelFace(ctx, client) };
     }
@@ -251,7 +253,10 @@ function legacyPassthrough({ spec, rootLog, forward, binding, credentials }: Ups
 function bothEras(ctx: UpstreamContext, targets: TargetSet, legacyFace: LegacyFace): Pick<UpstreamParts, 'passthrough' | 'modern'> {
   const { spec, config, log, credentials, shared } = ctx;
   const setting: EraSetting = spec.era;
-  if (setting === 'legacy') return { passthrough: legacyFace };
+  if (setting === 'legacy') {
+    ctx.metrics.era('legacy');
+    return { passthrough: legacyFace };
+  }
   const dispatcher = new UpstreamDispatcher({
     name: spec.name,
     targets,
@@ -267,6 +272,7 @@ function bothEras(ctx: UpstreamContext, targets: TargetSet, legacyFace: LegacyFa
     probe: (signal) => client.probe(signal, { name: 'causeway', version: VERSION }),
     memo: shared.eras,
     log,
+    onEra: (found) => ctx.metrics.era(found),
   });
   const translated = new TranslatedFace(
     {

@@ -59,6 +59,7 @@ export class UpstreamMetrics {
   private readonly lookups: Children<CounterChild>;
   private readonly ejections: Children<CounterChild>;
   private readonly localSessions: CounterChild;
+  private readonly eras: { legacy: { set(n: number): void }; modern: { set(n: number): void } };
   private readonly processCount: { set(n: number): void };
   private readonly restarts: CounterChild;
   private readonly drops: CounterChild;
@@ -79,6 +80,7 @@ export class UpstreamMetrics {
     this.lookups = new Children((v) => m.poolLookups.labels(upstream, ...v));
     this.ejections = new Children((v) => m.ejections.labels(upstream, ...v));
     this.localSessions = m.localSessions.labels(upstream);
+    this.eras = { legacy: m.upstreamEra.labels(upstream, 'legacy'), modern: m.upstreamEra.labels(upstream, 'modern') };
     this.processCount = m.upstreamProcesses.labels(upstream);
     this.restarts = m.processRestarts.labels(upstream);
     this.drops = m.streamDrops.labels(upstream);
@@ -125,6 +127,12 @@ export class UpstreamMetrics {
   /** `target` is the URL's position in the upstream's list: bounded by the config. */
   ejected(target: number): void {
     this.ejections.get(String(target)).inc();
+  }
+
+  /** The era the upstream speaks, once known (upstream.era, or found by its probe). */
+  era(era: 'legacy' | 'modern'): void {
+    this.eras.legacy.set(era === 'legacy' ? 1 : 0);
+    this.eras.modern.set(era === 'modern' ? 1 : 0);
   }
 
   localSession(): void {

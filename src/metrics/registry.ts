@@ -234,6 +234,12 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    upstreamEra: new Gauge({
+      name: 'causeway_upstream_era',
+      help: 'The protocol era each upstream speaks, as found or configured: 1 for its era (legacy or modern), 0 for the other.',
+      labelNames: ['upstream', 'era'] as const,
+      registers: [registry],
+    }),
     localSessions: new Counter({
       name: 'causeway_session_local_total',
       help: 'Upstream sessions opened replica-local because the shared store was unavailable.',

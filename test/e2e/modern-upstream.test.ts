@@ -45,6 +45,12 @@ t.test('a modern client is relayed to the modern upstream, Mcp-Method and Mcp-Na
   t.notOk(headers['x-user'], 'the principal header is not passed on');
 });
 
+t.test('the era found is in the metrics', async (t) => {
+  const text = await (await fetch(`${causeway.adminUrl}/metrics`)).text();
+  t.match(text, /causeway_upstream_era\{upstream="default",era="modern"\} 1/);
+  t.match(text, /causeway_upstream_era\{upstream="default",era="legacy"\} 0/);
+});
+
 t.test('a legacy client initializes, lists and calls through Causeway', async (t) => {
   const client = await legacyClient();
   t.teardown(() => client.close());

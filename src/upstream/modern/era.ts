@@ -103,7 +103,10 @@ export class UpstreamEra {
   private forgetInStore = false;
 
   constructor(private readonly opts: EraOptions) {
-    if (opts.setting !== 'auto') this.known = opts.setting;
+    if (opts.setting !== 'auto') {
+      this.known = opts.setting;
+      opts.onEra?.(opts.setting);
+    }
   }
 
   /** The era when known without asking anyone: the setting, or what was found. */
