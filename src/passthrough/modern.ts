@@ -84,6 +84,8 @@ export async function relayModern(req: ModernRelayRequest, deps: ModernRelayDeps
     throw causewayError('upstream_bad_response', `Upstream answered ${req.method} with no response`);
   }
   const response = m.message;
+  // -32000 is the legacy era's (2026 never answers with it): a legacy server refusing a session-less request.
+  if (res.statusCode === 400 && 'error' in response && response.error.code === -32000) return 'refused';
   const seen = filtered(req, response);
   if (seen === response) sendText(req.res, res.statusCode, text);
   else sendJson(req.res, res.statusCode, seen);

@@ -119,4 +119,13 @@ t.test('an upstream restarted from legacy to modern on the same port keeps servi
   t.match((await modernCall(b.url!)).content, [{ type: 'text' }], 'modern client, modern upstream, first on its replica');
   t.match((await legacyCall(b.url!)).content, [{ type: 'text' }], 'legacy client, modern upstream');
   t.ok((modern.stats().requestsByMethod['tools/call'] ?? 0) >= 4, 'the calls reached the modern server');
+
+  // And rolled back: the modern server gives way to a legacy one on the same port.
+  await modern.close();
+  modern = undefined;
+  legacy = await startLegacyServer({ port });
+  t.match((await modernCall(a.url!)).content, [{ type: 'text' }], 'modern client, rolled-back upstream');
+  const rolledBack = await until(() => legacyCall(b.url!), { what: 'a legacy client served after the rollback' });
+  t.match(rolledBack.content, [{ type: 'text' }], 'legacy client, rolled-back upstream');
+  t.match((await modernCall(b.url!)).content, [{ type: 'text' }], 'modern client, rolled-back upstream, its other replica');
 });
