@@ -50,11 +50,6 @@ export interface PoolEvents extends OpenEvents {
   onAdopted?(session: PooledSession): Promise<void>;
 }
 
-/** Optional store capability: told when its connection comes back (a restarted Redis may have lost records). */
-interface ReconnectSignal {
-  onReconnect?(listener: () => void): void;
-}
-
 /** How the upstream client addresses a pooled session. */
 export function sessionRef(s: PooledSession): SessionRef {
   return { sessionId: s.record.sessionId, protocolVersion: s.record.protocolVersion, target: s.record.target, principal: s.key.principalHash };
@@ -98,7 +93,7 @@ export class SessionPool {
       { local: this.local, store, health: this.health, upstreams, events, log, makeRoom: () => this.makeRoom(), terminate: (r) => this.terminate(r) },
       { clientInfo: opts.clientInfo, lockTtlMs: opts.lockTtlMs },
     );
-    (store as SessionStore & ReconnectSignal).onReconnect?.(() => {
+    store.onReconnect?.(() => {
       if (!this.closed) this.health.reconnected();
     });
   }
