@@ -11,7 +11,7 @@ import { replayCacheFor, ResourceServer, SubjectTokens } from './auth/index.js';
 import { IdMinter, MemoryEraMemo, MemoryGrants, RedisEraMemo, ReplicaAsks, ReplicaRelay, SignInCallback, TransportMemo, type UpstreamSessionClient } from './upstream/index.js';
 import { AskRounds, MemoryFacts, RedisFacts } from './translate/index.js';
 import { upstreamParts, type UpstreamParts } from './upstream-parts.js';
-import { createRedisClient, createStore, redisConnection, RedisSessionStore, SessionPool, type SessionStore } from './pool/index.js';
+import { createRedisClient, createStore, redisConnection, SessionPool, type SessionStore } from './pool/index.js';
 import { RedisBus } from './bus/index.js';
 import { globToRegExp } from './glob.js';
 import { MemoryTaskStore, RedisTaskStore, TaskBridge } from './tasks/index.js';
@@ -90,7 +90,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     : undefined;
   // Seals requestState, and the users' sign-in states and upstream tokens.
   const sealer = new StateSealer(config.mrtr.stateKeys);
-  const grants = store instanceof RedisSessionStore ? store : new MemoryGrants();
+  const grants = store.shared?.grants ?? new MemoryGrants();
   // With a shared store, an ask on a session's GET stream may be for a call on another replica.
   const replicaAsks = config.store.kind === 'redis' ? new ReplicaAsks(replicaId, config.store.keyPrefix, 1_000, log.child({ stage: 'asks' })) : undefined;
   // Legacy clients of modern upstreams: their sessions' facts and eras in the shared store, their asks' answers from any replica.
@@ -174,7 +174,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   // Tasks live in the store beside the sessions, so any replica answers for a task.
   const tasks = new TaskBridge(
     {
-      store: store instanceof RedisSessionStore ? new RedisTaskStore(store.client, config.store.keyPrefix) : new MemoryTaskStore(),
+      store: store.shared ? new RedisTaskStore(store.shared.client, config.store.keyPrefix) : new MemoryTaskStore(),
       pool,
       ids,
       clientOf: (upstream) => partsOf(upstream).client,

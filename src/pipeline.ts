@@ -1,19 +1,7 @@
 // handleModern(): a validated 2026-07-28 request, from principal to reply, readable top to
 // bottom. Each stage either hands a value to the next or ends the request with a typed error.
 
-import {
-  declaresTasks,
-  discoverResult,
-  legacyTaskOf,
-  serverInfoOf,
-  statusForUpstreamError,
-  translateError,
-  toolFacts,
-  translateResult,
-  upstreamRunsTasks,
-  TASKS_EXTENSION,
-  TASKS_REQUIRED,
-} from './dialect/index.js';
+import { discoverResult, serverInfoOf, statusForUpstreamError, translateError, toolFacts, translateResult } from './dialect/index.js';
 import { SseStream, sendCausewayError, sendJson } from './egress/index.js';
 import { checkParamHeaders, levelAtLeast, mayNeedParamHeaders, type HeaderBag, type ModernRequest } from './envelope/index.js';
 import { causewayError, toCausewayError, CausewayError } from './errors.js';
@@ -31,6 +19,7 @@ import {
   type CallObserver,
 } from './upstream/index.js';
 import { runRound, signInRound, type RoundResult } from './mrtr/index.js';
+import { answerTask, refuseRequiredTask, taskPlan, upstreamTaskCreated } from './tasks/index.js';
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
 import { inRequestSpan, markFailed } from './tracing/index.js';
 import { refusedAnswer, relayModern } from './passthrough/index.js';
@@ -138,7 +127,10 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
     await deps.subscriptions.listen({ request, parts: [{ key }], principal, res: ex.res, signal: ex.signal, log: ex.log, span: ex.span });
     return 'complete';
   }
-  if (request.spec.task) return serveTask(ex, deps, principal);
+  if (request.spec.task) {
+    sendJson(ex.res, 200, { jsonrpc: '2.0', id: request.id, result: await answerTask(request, deps, principal) });
+    return 'complete';
+  }
   const stream = wantsStream(request) && acceptsStream(ex.headers) ? new SseStream(ex.res) : undefined;
   let outcome: Forwarded;
   const since = Date.now();
@@ -164,32 +156,13 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
     return 'task';
   }
   const { response } = outcome.result;
-  if (request.method === 'tools/call' && !outcome.asTask) await refuseRequiredTask(ex, deps, outcome.session, response);
-  const legacyTask = outcome.asTask && !isErrorResponse(response) ? legacyTaskOf(response.result) : undefined;
-  if (legacyTask) {
-    const created = await deps.tasks.created({ upstream: deps.upstreamName, key, principal, session: outcome.session }, legacyTask);
-    replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: created }, stream);
+  if (request.method === 'tools/call' && !outcome.asTask) await refuseRequiredTask(ex, deps, outcome.session, response, learnTools);
+  const created = outcome.asTask ? upstreamTaskCreated(deps, key, principal, outcome.session, response) : undefined;
+  if (created) {
+    replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: await created }, stream);
     return 'task';
   }
   return reply(ex, deps, outcome.session, response, stream);
-}
-
-/** tasks/get, tasks/update and tasks/cancel [SEP-2663], for clients that declare the extension. */
-async function serveTask(ex: ModernExchange, deps: ModernDeps, principal: string): Promise<Answered> {
-  const { request } = ex;
-  if (!declaresTasks(request.meta.clientCapabilities)) {
-    throw causewayError('missing_client_capability', `${request.method} needs the ${TASKS_EXTENSION} extension`, TASKS_REQUIRED);
-  }
-  const taskId = request.name!;
-  let result: JsonObject = { resultType: 'complete' };
-  if (request.method === 'tasks/get') result = await deps.tasks.get(deps.upstreamName, principal, taskId);
-  else if (request.method === 'tasks/update') {
-    const responses = request.params.inputResponses;
-    if (!isObject(responses)) throw causewayError('invalid_params', 'inputResponses must be an object');
-    await deps.tasks.update(deps.upstreamName, principal, taskId, responses);
-  } else await deps.tasks.cancel(deps.upstreamName, principal, taskId);
-  sendJson(ex.res, 200, { jsonrpc: '2.0', id: request.id, result });
-  return 'complete';
 }
 
 interface Forwarded {
@@ -234,7 +207,7 @@ async function forward(
   if (request.method === 'tools/call') {
     await checkToolHeaders(ex, deps, session);
     let runHere: boolean;
-    ({ request, asTask, runHere } = await taskPlan(ex, deps, session, principal));
+    ({ request, asTask, runHere } = await taskPlan(ex, deps, session, principal, learnTools));
     if (runHere) {
       const origin = { upstream: deps.upstreamName, key: session.key, principal, session };
       const call = { params: request.params, headers: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)) };
@@ -319,54 +292,6 @@ async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: P
   if (!params) return;
   const check = checkParamHeaders(ex.headers, params, args);
   if (!check.ok) throw causewayError('header_mismatch', check.message);
-}
-
-/**
- * Whether a tools/call runs as a task [SEP-2663], for a request that declared the extension (the
- * server decides, so a client's own `task` param is dropped): as the upstream's own task when it
- * runs the tool as one (execution.taskSupport optional or required), else as a call Causeway
- * holds when upstream.taskTools names the tool. Only a declaring request needs the tool's
- * taskSupport, so only it may cost a tools/list (once per session).
- */
-async function taskPlan(
-  ex: ModernExchange,
-  deps: ModernDeps,
-  session: PooledSession,
-  principal: string,
-): Promise<{ request: ModernRequest; asTask: boolean; runHere: boolean }> {
-  let request = ex.request;
-  if (request.params.task !== undefined) {
-    const { task: _clientTask, ...params } = request.params;
-    void _clientTask;
-    request = { ...request, params };
-  }
-  const name = request.name!;
-  if (!declaresTasks(request.meta.clientCapabilities)) return { request, asTask: false, runHere: false };
-  let asTask = false;
-  if (upstreamRunsTasks(session.record.initializeResult.capabilities)) {
-    if (session.facts.taskSupport(name) === undefined) await learnTools(ex, deps, session);
-    const support = session.facts.taskSupport(name);
-    asTask = support === 'optional' || support === 'required';
-  }
-  const runHere = !asTask && deps.taskTools.some((pattern) => pattern.test(name));
-  if (!asTask && !runHere) return { request, asTask, runHere };
-  if (!deps.tasks.hasRoom(principal)) throw causewayError('overloaded', 'Too many tasks in flight');
-  return asTask ? { request: { ...request, params: { ...request.params, task: { ttl: deps.tasks.ttlMs } } }, asTask, runHere } : { request, asTask, runHere };
-}
-
-/**
- * A tool that runs only as a task, called without the extension, is refused by the upstream
- * (-32601, or an isError result from SDK servers): the client gets -32021 naming the extension
- * instead [SEP-2663]. Only such a refusal costs a tools/list, to learn that the tool is one.
- */
-async function refuseRequiredTask(ex: ModernExchange, deps: ModernDeps, session: PooledSession, response: JsonRpcResponse): Promise<void> {
-  const refused = isErrorResponse(response) ? response.error.code === -32601 : response.result.isError === true;
-  if (!refused || !upstreamRunsTasks(session.record.initializeResult.capabilities)) return;
-  const name = ex.request.name!;
-  if (session.facts.taskSupport(name) === undefined) await learnTools(ex, deps, session);
-  if (session.facts.taskSupport(name) === 'required') {
-    throw causewayError('missing_client_capability', `Tool ${name} runs only as a task: declare the ${TASKS_EXTENSION} extension`, TASKS_REQUIRED);
-  }
 }
 
 /** Legacy logging is per session; ask for everything once and filter per request. */

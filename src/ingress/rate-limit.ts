@@ -5,7 +5,7 @@
 
 import { CausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { RedisSessionStore, type SessionStore } from '../pool/index.js';
+import type { SessionStore } from '../pool/index.js';
 
 export interface RateSettings {
   /** 0: no principal-wide bucket. */
@@ -52,7 +52,7 @@ export class RateLimiter {
     store: SessionStore,
     private readonly log: Logger,
   ) {
-    this.buckets = store instanceof RedisSessionStore ? store : new MemoryBuckets();
+    this.buckets = store.shared?.buckets ?? new MemoryBuckets();
   }
 
   /** The 429 for a principal over its rate, with Retry-After in whole seconds; undefined to go on. */

@@ -1,4 +1,6 @@
-export { runRound, signInRound, type BridgeDeps, type RoundResult, serveHandedRounds, type ReplicaBridge, type RetryVia } from './bridge.js';
+export { runRound } from './bridge.js';
+export { signInRound, type BridgeDeps, type RoundResult, type ReplicaBridge, type RetryVia } from './call.js';
+export { serveHandedRounds } from './retry.js';
 export { Handoff } from './handoff.js';
 export { HeldCalls } from './holder.js';
 export { StateSealer } from './request-state.js';

@@ -36,5 +36,5 @@ export function createStore(config: Config, log: Logger): SessionStore {
 
 /** Waits (bounded) for a shared store to connect; a memory store is ready at once. False: carry on replica-local. */
 export async function storeReady(store: SessionStore, timeoutMs: number): Promise<boolean> {
-  return store instanceof RedisSessionStore ? store.ready(timeoutMs) : true;
+  return store.ready?.(timeoutMs) ?? true;
 }

@@ -1,4 +1,5 @@
-export { SessionPool, sessionRef, type PoolOptions, type PoolEvents, type PoolUpstream, type OpenReason } from './pool.js';
+export { SessionPool, sessionRef, type PoolOptions, type PoolEvents } from './pool.js';
+export type { PoolUpstream, OpenReason } from './opening.js';
 export { MemorySessionStore } from './memory-store.js';
 export { RedisSessionStore, createRedisClient, type RedisConnectionOptions, type RedisStoreOptions } from './redis-store.js';
 export { createStore, storeReady, recordTtlMs, redisConnection } from './create-store.js';

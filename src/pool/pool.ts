@@ -2,35 +2,26 @@
 // capabilities), opening one with initialize only when no replica has. Creation and
 // replacement are single-flight, locally by promise and across replicas by the store's lock
 // and compare-and-set. A warm session is served from this replica's memory with no store call;
-// its last use reaches the store in batches, every touchIntervalMs.
+// its last use reaches the store in batches, every touchIntervalMs. A key this replica has no
+// session for takes the cold path (opening.ts).
 //
 // When the store fails (Redis down or too slow; store-health.ts tells), the pool keeps serving:
 // a session it cannot load or share is opened replica-local (`localOnly`). When the store answers
 // again (or its connection comes back) reconcile.ts publishes what it opened meanwhile. Touch
 // batches and the idle sweep are housekeeping.ts's.
 
-import { SessionFacts, type PooledSession } from './session-facts.js';
-import { randomUUID } from 'node:crypto';
 import { causewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { JsonObject } from '../jsonrpc.js';
-import { SessionExpiredError, TargetUnreachableError, type SessionRef, type UpstreamSessionClient } from '../upstream/index.js';
+import { SessionExpiredError, TargetUnreachableError, type SessionRef } from '../upstream/index.js';
 import { principalOf, upstreamOf, type SessionKey } from './session-key.js';
 import { Housekeeping } from './housekeeping.js';
+import { SessionOpener, type OpenEvents, type OpenReason, type PoolUpstream } from './opening.js';
+import type { PooledSession } from './session-facts.js';
 import { republish } from './reconcile.js';
-import { sameRecord, SharedResults, type SessionRecord, type SessionStore } from './session-store.js';
+import { sameRecord, type SessionRecord, type SessionStore } from './session-store.js';
 import { StoreHealth, StoreUnavailable } from './store-health.js';
 import { inStepSpan } from '../tracing/index.js';
-
-/** What the pool needs of each upstream it opens sessions on. */
-export interface PoolUpstream {
-  client: UpstreamSessionClient;
-  /** Offered in initialize; the upstream may negotiate an older one. */
-  protocolVersion: string;
-}
-
-/** Why a session was opened: none yet, the upstream forgot it (404), its URL was ejected, or unreachable. */
-export type OpenReason = 'new' | 'expired' | 'ejected' | 'unreachable';
 
 export interface PoolOptions {
   clientInfo: JsonObject;
@@ -50,21 +41,13 @@ export interface PoolOptions {
   countEveryMs?: 0;
 }
 
-export interface PoolEvents {
-  onInitialize?(upstream: string, durationMs: number, reason: OpenReason): void;
+export interface PoolEvents extends OpenEvents {
   onHit?(upstream: string): void;
   onMiss?(upstream: string): void;
   /** A store command failed (op: claim, get, lock, unlock, insert, replace, remove, touch, idle, count, probe); e.g. a Redis error. */
   onStoreError?(op: string): void;
-  /** A session was opened replica-local because the store failed. */
-  onLocalSession?(upstream: string): void;
   /** A session is new to this replica (opened or adopted); the request that brought it waits for this. */
   onAdopted?(session: PooledSession): Promise<void>;
-}
-
-/** Optional store capability: told when its connection comes back (a restarted Redis may have lost records). */
-interface ReconnectSignal {
-  onReconnect?(listener: () => void): void;
 }
 
 /** How the upstream client addresses a pooled session. */
@@ -72,14 +55,11 @@ export function sessionRef(s: PooledSession): SessionRef {
   return { sessionId: s.record.sessionId, protocolVersion: s.record.protocolVersion, target: s.record.target, principal: s.key.principalHash };
 }
 
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 export class SessionPool {
   private readonly local = new Map<string, PooledSession>();
   private readonly pending = new Map<string, Promise<PooledSession>>();
-  private readonly owner = randomUUID();
   private readonly housekeeping: Housekeeping;
+  private readonly opener: SessionOpener;
   /** A replica-local session opened to replace a dead one: the record it replaces, for the CAS when it is published. */
   private readonly replacing = new WeakMap<PooledSession, SessionRecord>();
   /** Sessions onAdopted was told of. */
@@ -91,8 +71,6 @@ export class SessionPool {
   private closed = false;
   private readonly health: StoreHealth;
   private republishing: Promise<void> | undefined;
-  /** One object for each distinct initialize result: an upstream answers every session alike. */
-  private readonly results = new SharedResults();
 
   constructor(
     private readonly store: SessionStore,
@@ -111,7 +89,11 @@ export class SessionPool {
       { local: this.local, store, health: this.health, log, terminate: (r) => this.terminate(r), end: (r) => this.end(r) },
       { idleTtlMs: opts.idleTtlMs, touchIntervalMs: opts.touchIntervalMs },
     );
-    (store as SessionStore & ReconnectSignal).onReconnect?.(() => {
+    this.opener = new SessionOpener(
+      { local: this.local, store, health: this.health, upstreams, events, log, makeRoom: () => this.makeRoom(), terminate: (r) => this.terminate(r) },
+      { clientInfo: opts.clientInfo, lockTtlMs: opts.lockTtlMs },
+    );
+    store.onReconnect?.(() => {
       if (!this.closed) this.health.reconnected();
     });
   }
@@ -161,13 +143,13 @@ export class SessionPool {
   async acquire(key: SessionKey): Promise<PooledSession> {
     const warm = this.local.get(key.id);
     if (warm) {
-      if (!this.onAdmittedTarget(warm.record)) return this.replace(warm, 'ejected');
+      if (!this.opener.admits(warm.record)) return this.replace(warm, 'ejected');
       this.markUsed(warm);
       this.events.onHit?.(key.upstream);
       return warm;
     }
     this.events.onMiss?.(key.upstream);
-    return inStepSpan('causeway.pool.acquire', 'internal', { 'causeway.upstream': key.upstream }, () => this.singleFlight(key.id, () => this.load(key)));
+    return inStepSpan('causeway.pool.acquire', 'internal', { 'causeway.upstream': key.upstream }, () => this.singleFlight(key.id, () => this.opener.load(key)));
   }
 
   /**
@@ -191,19 +173,19 @@ export class SessionPool {
   private replaceOnce(stale: PooledSession, reason: Exclude<OpenReason, 'new'>): Promise<PooledSession> {
     return this.singleFlight(stale.key.id, async () => {
       const current = this.local.get(stale.key.id);
-      if (current && current !== stale && !sameRecord(current.record, stale.record) && this.onAdmittedTarget(current.record)) return current;
+      if (current && current !== stale && !sameRecord(current.record, stale.record) && this.opener.admits(current.record)) return current;
       // Records known dead: the stale one, and the one a replica-local stale session itself replaced.
       const replaced = this.replacing.get(stale);
       const dead = (r: SessionRecord) => sameRecord(r, stale.record) || (replaced !== undefined && sameRecord(r, replaced));
       const local = async () => {
-        const s = await this.openLocal(stale.key, reason, stale.record.generation + 1);
+        const s = await this.opener.openLocal(stale.key, reason, stale.record.generation + 1);
         if (!stale.localOnly) this.replacing.set(s, stale.record);
         else if (replaced) this.replacing.set(s, replaced);
         return s;
       };
       if (!this.health.usable()) return local();
       try {
-        return await this.openShared(stale.key, reason, stale.record, dead);
+        return await this.opener.openShared(stale.key, reason, stale.record, dead);
       } catch (err) {
         if (!(err instanceof StoreUnavailable)) throw err;
         return local();
@@ -262,122 +244,6 @@ export class SessionPool {
     return this.local.values();
   }
 
-  private async load(key: SessionKey): Promise<PooledSession> {
-    if (!this.health.usable()) return this.openLocal(key, 'new', 1);
-    try {
-      return await this.openShared(key, 'new', undefined);
-    } catch (err) {
-      if (!(err instanceof StoreUnavailable)) throw err;
-      return this.openLocal(key, 'new', 1);
-    }
-  }
-
-  /**
-   * The key's session from the store, or a new one opened under the store's lock: one `claim`
-   * reads the record and, when there is none to use, takes the lock. A record on an ejected URL,
-   * `stale` and any other record `dead` tells are replaced. Another replica holding the lock is
-   * opening the same session: its record is awaited instead of initializing a second one.
-   */
-  private async openShared(
-    key: SessionKey,
-    reason: OpenReason,
-    stale: SessionRecord | undefined,
-    dead: (r: SessionRecord) => boolean = (r) => stale !== undefined && sameRecord(r, stale),
-  ): Promise<PooledSession> {
-    const deadline = Date.now() + this.opts.lockTtlMs * 2;
-    let replacing = stale;
-    for (;;) {
-      const c = await this.health.run('claim', () => this.store.claim(key.id, this.owner, this.opts.lockTtlMs, replacing?.generation));
-      if (c.state === 'live') {
-        if (!dead(c.record) && this.onAdmittedTarget(c.record)) return this.adopt(key, c.record);
-        if (reason === 'new') reason = 'ejected';
-        replacing = c.record;
-        continue;
-      }
-      if (c.state === 'claimed') return this.openClaimed(key, reason, c.record, (c.record ?? replacing)?.generation ?? 0);
-      if (Date.now() > deadline) throw new Error('timed out waiting for another replica to open the upstream session');
-      await sleep(20);
-    }
-  }
-
-  /**
-   * Under the creation lock: initialize, then store the record (insert, or compare-and-set over
-   * `stored`), which releases the lock in the same step. A session opened here that the store then
-   * fails to record is kept, replica-local.
-   */
-  private async openClaimed(key: SessionKey, reason: OpenReason, stored: SessionRecord | undefined, lastGeneration: number): Promise<PooledSession> {
-    let opened: SessionRecord | undefined;
-    let released = false;
-    try {
-      if (stored === undefined) await this.makeRoom();
-      const record = (opened = await this.initialize(key, reason, lastGeneration + 1));
-      const after = await this.health.run(stored ? 'replace' : 'insert', () =>
-        stored ? this.store.replace(stored.generation, record, this.owner) : this.store.insert(record, this.owner),
-      );
-      released = true;
-      // Our lock ran out mid-initialize and another replica's session was stored first: use that one.
-      if (!sameRecord(after, record)) void this.terminate(record);
-      return this.adopt(key, after, false, sameRecord(after, record));
-    } catch (err) {
-      if (opened && err instanceof StoreUnavailable) {
-        this.events.onLocalSession?.(key.upstream);
-        return this.adopt(key, opened, true, true);
-      }
-      throw err;
-    } finally {
-      if (!released) await this.health.run('unlock', () => this.store.unlock(key.id, this.owner)).catch(() => undefined);
-    }
-  }
-
-  /** Opens a session without the store: it failed just now, or recently. */
-  private async openLocal(key: SessionKey, reason: OpenReason, generation: number): Promise<PooledSession> {
-    await this.makeRoom().catch(() => undefined);
-    const record = await this.initialize(key, reason, generation);
-    this.events.onLocalSession?.(key.upstream);
-    this.log.debug({ reason }, 'upstream session opened replica-local (session store unavailable)');
-    return this.adopt(key, record, true, true);
-  }
-
-  private async initialize(key: SessionKey, reason: OpenReason, generation: number): Promise<SessionRecord> {
-    const upstream = this.upstream(key.upstream);
-    const started = performance.now();
-    const hs = await inStepSpan('initialize', 'client', { 'mcp.method.name': 'initialize', 'causeway.upstream': key.upstream, 'causeway.pool.reason': reason }, () =>
-      upstream.client.initialize(
-        { protocolVersion: upstream.protocolVersion, capabilities: key.legacyCapabilities, clientInfo: this.opts.clientInfo },
-        undefined,
-        key.principalHash,
-      ),
-    );
-    this.events.onInitialize?.(key.upstream, performance.now() - started, reason);
-    this.log.info(
-      { upstream: key.upstream, target: upstream.client.targetIndex(hs.target), negotiated: hs.protocolVersion, reason, sessionful: hs.sessionId !== undefined },
-      'upstream session opened',
-    );
-    const now = Date.now();
-    return {
-      key: key.id,
-      sessionId: hs.sessionId,
-      target: hs.target,
-      protocolVersion: hs.protocolVersion,
-      initializeResult: hs.initializeResult,
-      createdAt: now,
-      lastUsedAt: now,
-      generation,
-    };
-  }
-
-  private adopt(key: SessionKey, record: SessionRecord, localOnly = false, openedHere = false): PooledSession {
-    const existing = this.local.get(key.id);
-    if (existing && sameRecord(existing.record, record)) {
-      if (!localOnly) existing.localOnly = false;
-      return existing;
-    }
-    record.initializeResult = this.results.share(record.initializeResult);
-    const session: PooledSession = { key, record, facts: new SessionFacts(), lastUsedAt: Date.now(), localOnly, openedHere };
-    this.local.set(key.id, session);
-    return session;
-  }
-
   private markUsed(s: PooledSession): void {
     const now = Date.now();
     s.lastUsedAt = now;
@@ -420,19 +286,8 @@ export class SessionPool {
       .catch((err: unknown) => this.log.debug({ err }, 'ending an upstream session failed'));
   }
 
-  private upstream(name: string): PoolUpstream {
-    const u = this.upstreams.get(name);
-    if (!u) throw new Error(`no upstream named ${name}`);
-    return u;
-  }
-
   private endsHere(record: SessionRecord): boolean {
     return this.upstreams.get(upstreamOf(record.key))?.client.endsHere?.(record.target) === true;
-  }
-
-  /** False when the session's URL is ejected (or no longer configured): the session is moved before use. */
-  private onAdmittedTarget(record: SessionRecord): boolean {
-    return this.upstreams.get(upstreamOf(record.key))?.client.admits(record.target) ?? false;
   }
 
   /** Ends a superseded session later, so calls already running on it can finish. */
@@ -454,7 +309,7 @@ export class SessionPool {
       log: this.log,
       replacing: this.replacing,
       isClosed: () => this.closed,
-      adopt: (key, record) => this.adopt(key, record),
+      adopt: (key, record) => this.opener.adopt(key, record),
       retire: (record) => this.retire(record),
     }).finally(() => (this.republishing = undefined));
   }

@@ -6,8 +6,6 @@
 //                           protocolVersion, initializeResult (JSON), createdAt, lastUsedAt (as written), generation.
 //                           PEXPIRE recordTtlMs (a bit above store.idleTtlMs), refreshed by touch.
 //   P lock:{ID}     string  owner token of the replica opening or replacing the session; PX lockTtl.
-//   P rate:{K}      hash    tokens, at: the limits.rate* token bucket of principal hash K; PEXPIRE until full again.
-//   P grant:{K}     string  a user's own upstream token, sealed (upstream/credentials/sign-in.ts), for upstream|principal hash K; PX its life.
 //   P idle:{N}      zset    one of IDLE_SHARDS shards (N = 0..15, by a hash of ID): member ID, score last
 //                           use (epoch ms). The authority on lastUsedAt: touch moves it forward
 //                           (ZADD XX GT); idle() and count() read every shard.
@@ -19,6 +17,9 @@
 // index still dies by its TTL. A new session costs three commands (cwClaim, cwInsert, one ZADD),
 // its first use on another replica one (cwClaim).
 //
+// On the same connection the store keeps what other stages share across replicas (`shared`,
+// shared/): the users' grants and the rate-limit buckets, and the client for the tasks' records.
+//
 // Every command has a timeout and nothing is queued while Redis is away (enableOfflineQueue
 // false): a failing command rejects at once and the pool carries on with replica-local sessions.
 
@@ -26,7 +27,8 @@ import { Cluster } from 'ioredis';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../bus/index.js';
-import type { Claim, SessionRecord, SessionStore } from './session-store.js';
+import type { Claim, SessionRecord, SessionStore, SharedParts } from './session-store.js';
+import { RedisBuckets, RedisGrants, tag } from './shared/index.js';
 
 export { createRedisClient, describeConnection, parseHostPort, readCa, type RedisClient, type RedisConnectionOptions } from '../bus/index.js';
 
@@ -43,7 +45,6 @@ interface Scripts {
   cwRemove(key: string, generation: number): Promise<number>;
   cwLock(key: string, owner: string, ttl: number): Promise<number>;
   cwUnlock(key: string, owner: string): Promise<number>;
-  cwTake(key: string, ratePerSecond: number, burst: number): Promise<number>;
 }
 
 /** Releases the creation lock (KEYS[2]) when `owner` holds it. */
@@ -119,25 +120,6 @@ return 0`,
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`,
   },
-  // Token bucket on Redis's own clock (replicas' clocks differ): 0 when a token was taken, else the
-  // ms until one is due. Kept no longer than the bucket needs to fill again.
-  cwTake: {
-    keys: 1,
-    lua: `
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens = tonumber(b[1]) or burst
-local at = tonumber(b[2]) or now
-tokens = math.min(burst, tokens + math.max(0, now - at) * rate / 1000)
-local wait = 0
-if tokens >= 1 then tokens = tokens - 1 else wait = math.ceil((1 - tokens) * 1000 / rate) end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
-return wait`,
-  },
 } as const;
 
 /** Shards of the idle index: enough for a Cluster to spread it, few enough for a sweep to read them all. */
@@ -151,11 +133,6 @@ export function idleShard(id: string): number {
     h = Math.imul(h, 0x01000193);
   }
   return (h >>> 0) % IDLE_SHARDS;
-}
-
-/** `{`, `}` and `%` escaped, so the id is one whole hash tag and no two ids collide. */
-function tag(id: string): string {
-  return id.replace(/%/g, '%25').replace(/\{/g, '%7B').replace(/\}/g, '%7D');
 }
 
 function fields(r: SessionRecord): string[] {
@@ -201,6 +178,7 @@ function parse(key: string, h: Record<string, string>, score: number | undefined
 
 export class RedisSessionStore implements SessionStore {
   readonly kind = 'redis';
+  readonly shared: SharedParts;
   private readonly scripts: Scripts;
   private readonly idleKeys: string[];
   private state: 'connecting' | 'up' | 'down' = 'connecting';
@@ -221,6 +199,7 @@ export class RedisSessionStore implements SessionStore {
     this.idleKeys = Array.from({ length: IDLE_SHARDS }, (_, n) => `${opts.keyPrefix}idle:{${n}}`);
     for (const [name, { keys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: keys, lua });
     this.scripts = client as unknown as Scripts;
+    this.shared = { client, grants: new RedisGrants(client, opts.keyPrefix), buckets: new RedisBuckets(client, opts.keyPrefix) };
     // Connection trouble is logged once per outage; each failed command reaches the pool as a rejection.
     let connectedBefore = false;
     client.on('ready', () => {
@@ -345,27 +324,6 @@ export class RedisSessionStore implements SessionStore {
 
   async unlock(key: string, owner: string): Promise<void> {
     await this.scripts.cwUnlock(this.lockKey(key), owner);
-  }
-
-  /** Takes one token of `key`'s bucket: 0 when taken, else the ms until one is due (one round trip). */
-  async take(key: string, ratePerSecond: number, burst: number): Promise<number> {
-    return this.scripts.cwTake(`${this.opts.keyPrefix}rate:{${tag(key)}}`, ratePerSecond, burst);
-  }
-
-  async getGrant(key: string): Promise<string | undefined> {
-    return (await this.client.get(this.grantKey(key))) ?? undefined;
-  }
-
-  async putGrant(key: string, sealed: string, ttlMs: number): Promise<void> {
-    await this.client.set(this.grantKey(key), sealed, 'PX', Math.max(1, Math.round(ttlMs)));
-  }
-
-  async dropGrant(key: string): Promise<void> {
-    await this.client.del(this.grantKey(key));
-  }
-
-  private grantKey(key: string): string {
-    return `${this.opts.keyPrefix}grant:{${tag(key)}}`;
   }
 
   /** The oldest records last used before `before`: up to `limit` from each shard, merged, the oldest `limit` kept. */

@@ -3,6 +3,8 @@
 // appears in a key only as a keyed hash.
 
 import type { JsonObject } from '../jsonrpc.js';
+import type { RedisClient } from '../bus/index.js';
+import type { RedisBuckets, RedisGrants } from './shared/index.js';
 
 export interface SessionRecord {
   key: string;
@@ -24,8 +26,24 @@ export interface SessionRecord {
  */
 export type Claim = { state: 'live'; record: SessionRecord } | { state: 'claimed' | 'locked'; record: SessionRecord | undefined };
 
+/** What a store that replicas share keeps beside the sessions, on its connection, for the stages that share state too. */
+export interface SharedParts {
+  /** The connection, for the records other stages keep there (tasks). */
+  readonly client: RedisClient;
+  /** The users' own upstream tokens (upstream/credentials). */
+  readonly grants: RedisGrants;
+  /** The limits.rate* token buckets (ingress/rate-limit.ts). */
+  readonly buckets: RedisBuckets;
+}
+
 export interface SessionStore {
   readonly kind: string;
+  /** Present when replicas share the store (Redis): what else it keeps for them. */
+  readonly shared?: SharedParts;
+  /** Resolves true once connected, false if not within `timeoutMs`; absent: ready at once. */
+  ready?(timeoutMs: number): Promise<boolean>;
+  /** `listener` runs each time the connection comes back after being lost (a restarted Redis may have lost records). */
+  onReconnect?(listener: () => void): void;
   get(key: string): Promise<SessionRecord | undefined>;
   /**
    * Reads the key's record and, when there is none or it has generation `dead` (known dead),

@@ -1,0 +1,303 @@
+// One relayed call of the multi-round bridge [MRTR] and its rounds: started upstream (or taken
+// up on its upstream stream after event l, when a retry resumes it), its asks gathered into a
+// round that is sealed into a requestState, or its result once it has one. A 2025-11-25 -32042
+// becomes a url-mode round. Where a retry's call is (here, elsewhere, gone) is retry.ts's to decide.
+
+import { declares, requiredCapability } from '../dialect/index.js';
+import { causewayError } from '../errors.js';
+import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import {
+  CallDetached,
+  lendSignal,
+  refuseAsk,
+  relayCall,
+  resumeRelayedCall,
+  SessionExpiredError,
+  type CallObserver,
+  type IdMinter,
+  type SessionRef,
+  type UpstreamSessionClient,
+} from '../upstream/index.js';
+import { levelAtLeast, type ModernRequest } from '../envelope/index.js';
+import type { Handoff } from './handoff.js';
+import { toAsk } from './asks.js';
+import { PendingCall, type HeldCalls, type Outcome, type RoundListener } from './holder.js';
+import { paramsDigest, sessionDigest, type ResumeClaims, type StateSealer } from './request-state.js';
+import { activeTraceparent } from '../tracing/index.js';
+
+/** What the bridges of every upstream share on one replica. */
+export interface ReplicaBridge {
+  replicaId: string;
+  /** Hands retries to the replica holding their call; absent on a single replica. */
+  handoff: Handoff | undefined;
+  ids: IdMinter;
+  held: HeldCalls;
+  sealer: StateSealer;
+  collectWindowMs: number;
+  stateTtlMs: number;
+}
+
+/** One upstream's bridge. */
+export interface BridgeDeps extends ReplicaBridge {
+  client: UpstreamSessionClient;
+  /** The upstream's own request timeout, for the stretches where the upstream is working. */
+  upstreamTimeoutMs: number;
+  /** Told how each retry carrying a requestState is served. */
+  onRetry?(method: string, via: RetryVia): void;
+}
+
+/**
+ * held: the call is held here; handoff: sent to the replica holding it; resume: holder gone, the
+ * call taken up on its upstream stream; replay: holder gone, the call sent again; reissue: a
+ * url-mode retry.
+ */
+export type RetryVia = 'held' | 'handoff' | 'resume' | 'replay' | 'reissue';
+
+export interface RoundExchange {
+  request: ModernRequest;
+  principal: string;
+  signal: AbortSignal;
+  log: Logger;
+  /** Receives this round's progress / log notifications (already filtered and re-tokened). */
+  send(n: JsonRpcNotification): void;
+  /** Any other notification on the call's stream (list_changed, resources/updated), for the session's listeners. */
+  onChange?(n: JsonRpcNotification): void;
+  /** The request is a retry answering round `round` (its requestState opened and is this request's). */
+  onRetry?(round: number): void;
+  upstreamHeaders: Record<string, string>;
+}
+
+export type RoundResult = { kind: 'upstream'; response: JsonRpcResponse } | { kind: 'input'; result: JsonObject };
+
+/** A call a retry takes up on its upstream stream, from where its sealed state says it stood. */
+interface Resuming {
+  at: ResumeClaims;
+  /** Called on the first outstanding ask the resumed stream carries. */
+  attached(): void;
+}
+
+/** Sends the call upstream, or follows it on its upstream stream when `resuming`; a PendingCall gathers what comes. */
+export function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestOf: () => string, resuming?: Resuming): PendingCall {
+  const { request } = ex;
+  const pending = new PendingCall(ex.principal, request.method, digestOf, (upstreamId, result) => {
+    deps.client
+      .respond(session, { jsonrpc: '2.0', id: upstreamId, result })
+      .catch((err: unknown) => ex.log.warn({ err }, 'answering an upstream ask failed'));
+  });
+  const abort = new AbortController();
+  // The call's one signal: its CallScope aborts it on a deadline instead of making another.
+  const signal = lendSignal(abort);
+  pending.cancel = () => abort.abort();
+  pending.detach = () => abort.abort(new CallDetached());
+  const sessionId = session.sessionId;
+  // The session's digest goes into a sealed state only: worked out when a round is sealed.
+  let digest: string | undefined;
+  const upstreamOf = (id: RequestId, token: string | undefined): NonNullable<PendingCall['upstream']> => ({
+    id,
+    token,
+    get session() {
+      return sessionId === undefined ? undefined : (digest ??= sessionDigest(sessionId));
+    },
+  });
+  const declared = request.meta.clientCapabilities;
+  // A resumed stream first replays what the holder had read (up to event `t`): only the asks
+  // outstanding at the seal count then; the rest was answered or relayed by the holder.
+  const at = resuming?.at;
+  const outstanding = new Set(at?.q ?? []);
+  let replayed = at !== undefined;
+  let atSeal = false;
+  const observer: CallObserver = {
+    onEvent: (id) => {
+      if (replayed && atSeal) replayed = false;
+      else if (replayed && id === at?.t) atSeal = true;
+      pending.event(id);
+    },
+    onIds: (id, token) => {
+      pending.upstream = upstreamOf(id, token);
+    },
+    onProgress: (n) => {
+      if (!replayed) pending.listener?.onProgress(n);
+    },
+    onLog: (n) => {
+      if (!replayed) pending.listener?.onLog(n);
+    },
+    onOtherNotification: (n) => {
+      if (!replayed) ex.onChange?.(n);
+    },
+    onServerRequest: (r) => {
+      if (replayed) {
+        if (!outstanding.has(r.id)) return;
+        resuming?.attached();
+      }
+      const required = requiredCapability(r.method, r.params);
+      if (required === undefined || !declares(declared, required)) {
+        refuseAsk(deps.client, session, r, `${r.method} was not declared by the client`).catch(() => undefined);
+        if (required !== undefined && !pending.refusal) {
+          pending.refusal = causewayError('missing_client_capability', `The upstream needs ${r.method}, which this request did not declare`, {
+            requiredCapabilities: required,
+          });
+          abort.abort();
+        }
+        return;
+      }
+      if (sessionId === undefined) {
+        // Session-less (no Mcp-Session-Id at initialize): the answer would reach a fresh server
+        // that never sent the request, so waiting for it only ends in upstream.requestTimeoutMs.
+        refuseAsk(deps.client, session, r, `${r.method} cannot be answered without a session`).catch(() => undefined);
+        pending.refusal ??= causewayError('upstream_sessionless', `The upstream keeps no sessions, so its ${r.method} cannot be answered`);
+        abort.abort();
+        return;
+      }
+      pending.ask(r);
+    },
+  };
+  // Held between rounds, the call waits on a person: it may live as long as its state.
+  const timeoutMs = deps.stateTtlMs + deps.upstreamTimeoutMs;
+  let run: Promise<JsonRpcResponse>;
+  if (at !== undefined) {
+    pending.upstream = upstreamOf(at.i, at.k);
+    // The stream is taken up after event l: that is where the call's cursor stands.
+    pending.event(at.l);
+    run = resumeRelayedCall(
+      deps.client,
+      session,
+      { id: at.i, upstreamToken: at.k, lastEventId: at.l },
+      { progressToken: request.meta.progressToken, timeoutMs },
+      observer,
+      ex.log,
+      signal,
+    );
+  } else {
+    run = relayCall(
+      deps.client,
+      session,
+      deps.ids,
+      { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: ex.upstreamHeaders, timeoutMs },
+      observer,
+      ex.log,
+      signal,
+    );
+  }
+  run.then(
+    (response) => pending.settle(response),
+    (err: unknown) => pending.fail(err),
+  );
+  return pending;
+}
+
+/** Where a round's progress and logs go: re-tokened, and only at the level the request asked for. */
+export function listenerFor(ex: RoundExchange): RoundListener {
+  const token = ex.request.meta.progressToken;
+  const level = ex.request.meta.logLevel;
+  return {
+    onProgress: (n) => {
+      if (token !== undefined && isObject(n.params)) ex.send({ ...n, params: { ...n.params, progressToken: token as RequestId } });
+    },
+    onLog: (n) => {
+      const l = isObject(n.params) ? n.params.level : undefined;
+      if (level !== undefined && typeof l === 'string' && levelAtLeast(l, level)) ex.send(n);
+    },
+  };
+}
+
+/** Waits for the call's next round (sealed into a requestState, the call held until the retry) or its result. */
+export async function nextRound(pending: PendingCall, deps: ReplicaBridge & { upstreamTimeoutMs: number }, listener: RoundListener, signal: AbortSignal): Promise<RoundResult> {
+  pending.busy = true;
+  pending.listener = listener;
+  try {
+    // While a round runs the upstream is working, so its usual timeout applies; between rounds
+    // the call waits on a person and only the state's TTL bounds it.
+    const waited = await pending.next(deps.collectWindowMs, deps.upstreamTimeoutMs, signal);
+    const outcome: Outcome = waited.kind === 'timeout' ? { kind: 'failed', error: causewayError('upstream_timeout') } : waited;
+    const stateExpiry = Date.now() + deps.stateTtlMs;
+    if (outcome.kind === 'done') {
+      // A call that never asked was never held: nothing to release on the common path.
+      if (pending.round > 0) deps.held.release(pending, stateExpiry);
+      return { kind: 'upstream', response: outcome.response };
+    }
+    if (outcome.kind === 'failed') {
+      pending.cancel();
+      if (outcome.error instanceof SessionExpiredError) {
+        // The pool re-runs this round on a new session, which replays the call from these answers.
+        if (pending.round > 0) deps.held.release(pending);
+        if (pending.replayOf !== undefined) deps.held.forget(pending.replayOf);
+      } else if (pending.round > 0) deps.held.release(pending, stateExpiry);
+      throw outcome.error;
+    }
+    // The bound applies when a call first needs holding; check and hold with no await between.
+    if (deps.held.get(pending.id) === undefined) {
+      if (!deps.held.hasRoom(pending.principal)) {
+        pending.cancel();
+        deps.held.release(pending);
+        throw causewayError('overloaded', 'Too many multi-round calls pending');
+      }
+      deps.held.hold(pending);
+    }
+    pending.round++;
+    pending.expireAfter(deps.stateTtlMs, () => deps.held.release(pending, stateExpiry));
+    const inputRequests: JsonObject = {};
+    for (const ask of outcome.asks) inputRequests[ask.key] = ask.input;
+    const requestState = deps.sealer.seal({
+      p: pending.principal,
+      m: pending.method,
+      d: pending.digest,
+      c: pending.id,
+      r: pending.round,
+      h: deps.replicaId,
+      e: stateExpiry,
+      u: pending.resumePoint(),
+      x: activeTraceparent(),
+    });
+    return { kind: 'input', result: { resultType: 'input_required', inputRequests, requestState } };
+  } finally {
+    pending.busy = false;
+    pending.listener = undefined;
+  }
+}
+
+/**
+ * A call whose upstream wants the user's own token, which Causeway does not hold yet: one URL-mode
+ * round pointing at the sign-in link, as an upstream's own -32042 would be; its retry re-issues
+ * the call, which then carries the token the sign-in gave.
+ */
+export function signInRound(ex: Pick<RoundExchange, 'request' | 'principal'>, deps: BridgeDeps, url: string, message: string): RoundResult & { kind: 'input' } {
+  const elicitations = [{ mode: 'url', url, message }];
+  return <RoundResult & { kind: 'input' }>urlElicitationRound(ex, deps, { kind: 'upstream', response: { jsonrpc: '2.0', id: 0, error: { code: -32042, message, data: { elicitations } } } });
+}
+
+/**
+ * A 2025-11-25 `-32042` (URL elicitation required) never reaches a 2026 client [BASE]: with
+ * elicitation.url declared it becomes a url-mode round whose retry re-issues the call; without
+ * it, -32021.
+ */
+export function urlElicitationRound(ex: Pick<RoundExchange, 'request' | 'principal'>, deps: BridgeDeps, r: RoundResult): RoundResult {
+  if (r.kind !== 'upstream' || !isErrorResponse(r.response) || r.response.error.code !== -32042) return r;
+  const data = r.response.error.data;
+  const elicitations = isObject(data) && Array.isArray(data.elicitations) ? data.elicitations.filter(isObject) : [];
+  const required = { elicitation: { url: {} } };
+  if (!declares(ex.request.meta.clientCapabilities, required)) {
+    throw causewayError('missing_client_capability', 'The upstream needs URL elicitation, which this request did not declare', {
+      requiredCapabilities: required,
+    });
+  }
+  if (elicitations.length === 0) throw causewayError('upstream_bad_response', 'URL elicitation required, but no URL given');
+  const inputRequests: JsonObject = {};
+  const taken = new Set<string>();
+  for (const [i, el] of elicitations.entries()) {
+    const ask = toAsk({ jsonrpc: '2.0', id: i, method: 'elicitation/create', params: { ...el, mode: 'url' } }, taken);
+    taken.add(ask.key);
+    inputRequests[ask.key] = ask.input;
+  }
+  const requestState = deps.sealer.seal({
+    p: ex.principal,
+    m: ex.request.method,
+    d: paramsDigest(ex.request.params),
+    c: '',
+    r: 1,
+    h: deps.replicaId,
+    e: Date.now() + deps.stateTtlMs,
+    x: activeTraceparent(),
+  });
+  return { kind: 'input', result: { resultType: 'input_required', inputRequests, requestState } };
+}

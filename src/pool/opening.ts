@@ -1,0 +1,189 @@
+// The pool's cold path: a key this replica has no session for. One `claim` reads the store's
+// record and, when there is none to use, takes the key's creation lock; with it the session is
+// opened (initialize) and stored, which releases the lock; without it another replica is opening
+// it and its record is awaited. A store that fails costs no request: the session is opened
+// replica-local instead. Either way the session is adopted into this replica's pool (`local`).
+
+import { SessionFacts, type PooledSession } from './session-facts.js';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../log.js';
+import type { JsonObject } from '../jsonrpc.js';
+import type { UpstreamSessionClient } from '../upstream/index.js';
+import { upstreamOf, type SessionKey } from './session-key.js';
+import { sameRecord, SharedResults, type SessionRecord, type SessionStore } from './session-store.js';
+import { StoreUnavailable, type StoreHealth } from './store-health.js';
+import { inStepSpan } from '../tracing/index.js';
+
+/** What the pool needs of each upstream it opens sessions on. */
+export interface PoolUpstream {
+  client: UpstreamSessionClient;
+  /** Offered in initialize; the upstream may negotiate an older one. */
+  protocolVersion: string;
+}
+
+/** Why a session was opened: none yet, the upstream forgot it (404), its URL was ejected, or unreachable. */
+export type OpenReason = 'new' | 'expired' | 'ejected' | 'unreachable';
+
+/** What opening a session tells (PoolEvents has them). */
+export interface OpenEvents {
+  onInitialize?(upstream: string, durationMs: number, reason: OpenReason): void;
+  /** A session was opened replica-local because the store failed. */
+  onLocalSession?(upstream: string): void;
+}
+
+/** What opening needs of its pool. */
+export interface OpenerHost {
+  readonly local: Map<string, PooledSession>;
+  readonly store: SessionStore;
+  readonly health: StoreHealth;
+  readonly upstreams: ReadonlyMap<string, PoolUpstream>;
+  readonly events: OpenEvents;
+  readonly log: Logger;
+  /** Before a new session: this replica, and a shared store, kept under maxSessions. */
+  makeRoom(): Promise<void>;
+  /** Ends a session upstream. */
+  terminate(record: SessionRecord): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class SessionOpener {
+  /** This pool's token on the creation locks it takes. */
+  private readonly owner = randomUUID();
+  /** One object for each distinct initialize result: an upstream answers every session alike. */
+  private readonly results = new SharedResults();
+
+  constructor(
+    private readonly host: OpenerHost,
+    private readonly opts: { clientInfo: JsonObject; lockTtlMs: number },
+  ) {}
+
+  /** False when the session's URL is ejected (or no longer configured): the session is moved before use. */
+  admits(record: SessionRecord): boolean {
+    return this.host.upstreams.get(upstreamOf(record.key))?.client.admits(record.target) ?? false;
+  }
+
+  /** A key this replica has no session for: from the store, or opened. */
+  async load(key: SessionKey): Promise<PooledSession> {
+    if (!this.host.health.usable()) return this.openLocal(key, 'new', 1);
+    try {
+      return await this.openShared(key, 'new', undefined);
+    } catch (err) {
+      if (!(err instanceof StoreUnavailable)) throw err;
+      return this.openLocal(key, 'new', 1);
+    }
+  }
+
+  /**
+   * The key's session from the store, or a new one opened under the store's lock: one `claim`
+   * reads the record and, when there is none to use, takes the lock. A record on an ejected URL,
+   * `stale` and any other record `dead` tells are replaced. Another replica holding the lock is
+   * opening the same session: its record is awaited instead of initializing a second one.
+   */
+  async openShared(
+    key: SessionKey,
+    reason: OpenReason,
+    stale: SessionRecord | undefined,
+    dead: (r: SessionRecord) => boolean = (r) => stale !== undefined && sameRecord(r, stale),
+  ): Promise<PooledSession> {
+    const deadline = Date.now() + this.opts.lockTtlMs * 2;
+    let replacing = stale;
+    for (;;) {
+      const c = await this.host.health.run('claim', () => this.host.store.claim(key.id, this.owner, this.opts.lockTtlMs, replacing?.generation));
+      if (c.state === 'live') {
+        if (!dead(c.record) && this.admits(c.record)) return this.adopt(key, c.record);
+        if (reason === 'new') reason = 'ejected';
+        replacing = c.record;
+        continue;
+      }
+      if (c.state === 'claimed') return this.openClaimed(key, reason, c.record, (c.record ?? replacing)?.generation ?? 0);
+      if (Date.now() > deadline) throw new Error('timed out waiting for another replica to open the upstream session');
+      await sleep(20);
+    }
+  }
+
+  /**
+   * Under the creation lock: initialize, then store the record (insert, or compare-and-set over
+   * `stored`), which releases the lock in the same step. A session opened here that the store then
+   * fails to record is kept, replica-local.
+   */
+  private async openClaimed(key: SessionKey, reason: OpenReason, stored: SessionRecord | undefined, lastGeneration: number): Promise<PooledSession> {
+    let opened: SessionRecord | undefined;
+    let released = false;
+    try {
+      if (stored === undefined) await this.host.makeRoom();
+      const record = (opened = await this.initialize(key, reason, lastGeneration + 1));
+      const after = await this.host.health.run(stored ? 'replace' : 'insert', () =>
+        stored ? this.host.store.replace(stored.generation, record, this.owner) : this.host.store.insert(record, this.owner),
+      );
+      released = true;
+      // Our lock ran out mid-initialize and another replica's session was stored first: use that one.
+      if (!sameRecord(after, record)) void this.host.terminate(record);
+      return this.adopt(key, after, false, sameRecord(after, record));
+    } catch (err) {
+      if (opened && err instanceof StoreUnavailable) {
+        this.host.events.onLocalSession?.(key.upstream);
+        return this.adopt(key, opened, true, true);
+      }
+      throw err;
+    } finally {
+      if (!released) await this.host.health.run('unlock', () => this.host.store.unlock(key.id, this.owner)).catch(() => undefined);
+    }
+  }
+
+  /** Opens a session without the store: it failed just now, or recently. */
+  async openLocal(key: SessionKey, reason: OpenReason, generation: number): Promise<PooledSession> {
+    await this.host.makeRoom().catch(() => undefined);
+    const record = await this.initialize(key, reason, generation);
+    this.host.events.onLocalSession?.(key.upstream);
+    this.host.log.debug({ reason }, 'upstream session opened replica-local (session store unavailable)');
+    return this.adopt(key, record, true, true);
+  }
+
+  private async initialize(key: SessionKey, reason: OpenReason, generation: number): Promise<SessionRecord> {
+    const upstream = this.upstream(key.upstream);
+    const started = performance.now();
+    const hs = await inStepSpan('initialize', 'client', { 'mcp.method.name': 'initialize', 'causeway.upstream': key.upstream, 'causeway.pool.reason': reason }, () =>
+      upstream.client.initialize(
+        { protocolVersion: upstream.protocolVersion, capabilities: key.legacyCapabilities, clientInfo: this.opts.clientInfo },
+        undefined,
+        key.principalHash,
+      ),
+    );
+    this.host.events.onInitialize?.(key.upstream, performance.now() - started, reason);
+    this.host.log.info(
+      { upstream: key.upstream, target: upstream.client.targetIndex(hs.target), negotiated: hs.protocolVersion, reason, sessionful: hs.sessionId !== undefined },
+      'upstream session opened',
+    );
+    const now = Date.now();
+    return {
+      key: key.id,
+      sessionId: hs.sessionId,
+      target: hs.target,
+      protocolVersion: hs.protocolVersion,
+      initializeResult: hs.initializeResult,
+      createdAt: now,
+      lastUsedAt: now,
+      generation,
+    };
+  }
+
+  /** Into this replica's pool: the session it has for this record already, or a new one. */
+  adopt(key: SessionKey, record: SessionRecord, localOnly = false, openedHere = false): PooledSession {
+    const existing = this.host.local.get(key.id);
+    if (existing && sameRecord(existing.record, record)) {
+      if (!localOnly) existing.localOnly = false;
+      return existing;
+    }
+    record.initializeResult = this.results.share(record.initializeResult);
+    const session: PooledSession = { key, record, facts: new SessionFacts(), lastUsedAt: Date.now(), localOnly, openedHere };
+    this.host.local.set(key.id, session);
+    return session;
+  }
+
+  private upstream(name: string): PoolUpstream {
+    const u = this.host.upstreams.get(name);
+    if (!u) throw new Error(`no upstream named ${name}`);
+    return u;
+  }
+}

@@ -1,0 +1,3 @@
+export { RedisGrants } from './grants.js';
+export { RedisBuckets, BUCKET_SCRIPT } from './buckets.js';
+export { tag } from './hash-tag.js';

@@ -1,0 +1,118 @@
+// The tasks extension's policy on the request path [SEP-2663], asked by the pipeline: whether a
+// tools/call runs as a task (the upstream's own, or a call held here), what becomes of the
+// upstream's answer to one, when a refused call means "declare the extension", and what
+// tasks/get, tasks/update and tasks/cancel answer. The pipeline does the rest of the request;
+// where a decision needs a tool's taskSupport it hands in its own read of tools/list.
+
+import { declaresTasks, legacyTaskOf, upstreamRunsTasks, TASKS_EXTENSION, TASKS_REQUIRED } from '../dialect/index.js';
+import type { ModernRequest } from '../envelope/index.js';
+import { causewayError } from '../errors.js';
+import { isErrorResponse, isObject, type JsonObject, type JsonRpcResponse } from '../jsonrpc.js';
+import type { PooledSession, SessionKey } from '../pool/index.js';
+import type { TaskBridge } from './bridge.js';
+
+/** What the policy needs of one upstream's dependencies (routing's ModernDeps has them). */
+export interface TaskDeps {
+  upstreamName: string;
+  tasks: TaskBridge;
+  /** upstream.taskTools: the tools Causeway runs as tasks itself. */
+  taskTools: readonly RegExp[];
+}
+
+/** The pipeline's read of a session's tools into its facts (tools/list, once per session until they change). */
+export type LearnTools<X, D> = (ex: X, deps: D, session: PooledSession) => Promise<void>;
+
+export interface TaskPlan {
+  /** The request to send: a client's own `task` param dropped, the upstream's added when it runs the call as a task. */
+  request: ModernRequest;
+  /** Sent as a legacy task-augmented tools/call. */
+  asTask: boolean;
+  /** Held here as a task (upstream.taskTools). */
+  runHere: boolean;
+}
+
+/** tasks/get, tasks/update and tasks/cancel, for clients that declare the extension: the result to answer with. */
+export async function answerTask(request: ModernRequest, deps: TaskDeps, principal: string): Promise<JsonObject> {
+  if (!declaresTasks(request.meta.clientCapabilities)) {
+    throw causewayError('missing_client_capability', `${request.method} needs the ${TASKS_EXTENSION} extension`, TASKS_REQUIRED);
+  }
+  const taskId = request.name!;
+  let result: JsonObject = { resultType: 'complete' };
+  if (request.method === 'tasks/get') result = await deps.tasks.get(deps.upstreamName, principal, taskId);
+  else if (request.method === 'tasks/update') {
+    const responses = request.params.inputResponses;
+    if (!isObject(responses)) throw causewayError('invalid_params', 'inputResponses must be an object');
+    await deps.tasks.update(deps.upstreamName, principal, taskId, responses);
+  } else await deps.tasks.cancel(deps.upstreamName, principal, taskId);
+  return result;
+}
+
+/**
+ * Whether a tools/call runs as a task, for a request that declared the extension (the server
+ * decides, so a client's own `task` param is dropped): as the upstream's own task when it runs
+ * the tool as one (execution.taskSupport optional or required), else as a call Causeway holds
+ * when upstream.taskTools names the tool. Only a declaring request needs the tool's taskSupport,
+ * so only it may cost a tools/list (once per session).
+ */
+export async function taskPlan<X extends { request: ModernRequest }, D extends TaskDeps>(
+  ex: X,
+  deps: D,
+  session: PooledSession,
+  principal: string,
+  learnTools: LearnTools<X, D>,
+): Promise<TaskPlan> {
+  let request = ex.request;
+  if (request.params.task !== undefined) {
+    const { task: _clientTask, ...params } = request.params;
+    void _clientTask;
+    request = { ...request, params };
+  }
+  const name = request.name!;
+  if (!declaresTasks(request.meta.clientCapabilities)) return { request, asTask: false, runHere: false };
+  let asTask = false;
+  if (upstreamRunsTasks(session.record.initializeResult.capabilities)) {
+    if (session.facts.taskSupport(name) === undefined) await learnTools(ex, deps, session);
+    const support = session.facts.taskSupport(name);
+    asTask = support === 'optional' || support === 'required';
+  }
+  const runHere = !asTask && deps.taskTools.some((pattern) => pattern.test(name));
+  if (!asTask && !runHere) return { request, asTask, runHere };
+  if (!deps.tasks.hasRoom(principal)) throw causewayError('overloaded', 'Too many tasks in flight');
+  return asTask ? { request: { ...request, params: { ...request.params, task: { ttl: deps.tasks.ttlMs } } }, asTask, runHere } : { request, asTask, runHere };
+}
+
+/**
+ * The upstream's answer to a call sent as its task: when it is a task, it becomes Causeway's,
+ * recorded before the client hears of it (the CreateTaskResult to answer with); else undefined.
+ */
+export function upstreamTaskCreated(
+  deps: TaskDeps,
+  key: SessionKey,
+  principal: string,
+  session: PooledSession,
+  response: JsonRpcResponse,
+): Promise<JsonObject> | undefined {
+  const legacyTask = !isErrorResponse(response) ? legacyTaskOf(response.result) : undefined;
+  return legacyTask ? deps.tasks.created({ upstream: deps.upstreamName, key, principal, session }, legacyTask) : undefined;
+}
+
+/**
+ * A tool that runs only as a task, called without the extension, is refused by the upstream
+ * (-32601, or an isError result from SDK servers): the client gets -32021 naming the extension
+ * instead [SEP-2663]. Only such a refusal costs a tools/list, to learn that the tool is one.
+ */
+export async function refuseRequiredTask<X extends { request: ModernRequest }, D>(
+  ex: X,
+  deps: D,
+  session: PooledSession,
+  response: JsonRpcResponse,
+  learnTools: LearnTools<X, D>,
+): Promise<void> {
+  const refused = isErrorResponse(response) ? response.error.code === -32601 : response.result.isError === true;
+  if (!refused || !upstreamRunsTasks(session.record.initializeResult.capabilities)) return;
+  const name = ex.request.name!;
+  if (session.facts.taskSupport(name) === undefined) await learnTools(ex, deps, session);
+  if (session.facts.taskSupport(name) === 'required') {
+    throw causewayError('missing_client_capability', `Tool ${name} runs only as a task: declare the ${TASKS_EXTENSION} extension`, TASKS_REQUIRED);
+  }
+}
