@@ -94,8 +94,9 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   // With a shared store, an ask on a session's GET stream may be for a call on another replica.
   const replicaAsks = config.store.kind === 'redis' ? new ReplicaAsks(replicaId, config.store.keyPrefix, 1_000, log.child({ stage: 'asks' })) : undefined;
   // Legacy clients of modern upstreams: their sessions' facts and eras in the shared store, their asks' answers from any replica.
-  const eras = store instanceof RedisSessionStore ? new RedisEraMemo(store.client, config.store.keyPrefix) : new MemoryEraMemo();
-  const faceFacts = store instanceof RedisSessionStore ? new RedisFacts(store.client, config.store.keyPrefix, config.store.idleTtlMs) : new MemoryFacts(config.store.idleTtlMs);
+  const redis = store.shared?.client;
+  const eras = redis ? new RedisEraMemo(redis, config.store.keyPrefix) : new MemoryEraMemo();
+  const faceFacts = redis ? new RedisFacts(redis, config.store.keyPrefix, config.store.idleTtlMs) : new MemoryFacts(config.store.idleTtlMs);
   const rounds = new AskRounds(replicaId, config.store.keyPrefix, 1_000, log.child({ stage: 'legacy-face' }));
   const shared = { reachable, transports, subjects, sealer, grants, replicaAsks, eras, faceFacts, rounds };
   for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, shared));
