@@ -7,16 +7,8 @@
 
 import type { JsonRpcRequest } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import { sessionDigest, type SessionRef, type StreamHandlers } from '../core/index.js';
+import { sessionDigest, type AskingCall } from '../core/index.js';
 import type { LocalAsks } from './replica-asks.js';
-
-/** What the asks need of a call in flight (the HTTP client's Exchange is one). */
-interface AskingCall {
-  readonly session: SessionRef;
-  readonly handlers: StreamHandlers;
-  /** Set once an ask was given to the call. */
-  asked?: boolean;
-}
 
 /** Calls whose asks the multi-round bridge relays. */
 export const ASKING_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
@@ -26,15 +18,15 @@ export class OutsideAsks implements LocalAsks {
 
   constructor(private readonly log: Logger) {}
 
-  /** Counts `ctx` as in flight on its session until the function returned is called; undefined when it cannot take asks. */
-  enter(ctx: AskingCall, method: string | undefined): (() => void) | undefined {
-    const id = ctx.session.sessionId;
-    if (id === undefined || ctx.handlers.onServerRequest === undefined || (method !== undefined && !ASKING_METHODS.has(method))) return undefined;
+  /** Counts `call` as in flight on its session until the function returned is called; undefined when it cannot take asks. */
+  enter(call: AskingCall, method: string | undefined): (() => void) | undefined {
+    const id = call.session.sessionId;
+    if (id === undefined || call.handlers.onServerRequest === undefined || (method !== undefined && !ASKING_METHODS.has(method))) return undefined;
     let set = this.calls.get(id);
     if (!set) this.calls.set(id, (set = new Set()));
-    set.add(ctx);
+    set.add(call);
     return () => {
-      set.delete(ctx);
+      set.delete(call);
       if (set.size === 0 && this.calls.get(id) === set) this.calls.delete(id);
     };
   }
