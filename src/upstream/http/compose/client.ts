@@ -2,14 +2,16 @@
 // interceptors every request to the upstream's own URLs passes, composed once with
 // Dispatcher.compose. Outermost first: the trace context (trace.ts), the upstream's credential
 // and its one 401 retry (credentials.ts), the URL's health and failover (targets.ts), then the
-// socket. The Streamable HTTP session client, the legacy passthrough, the HTTP+SSE channel and
-// the transport probe of an upstream all send through the one client; requests that name no
-// URL of the upstream's (an HTTP+SSE stream, a probe) pass the interceptors untouched.
+// socket. undici's request() enters the chain through entry.ts. The Streamable HTTP session
+// client, the legacy passthrough, the HTTP+SSE channel and the transport probe of an upstream all
+// send through the one client; requests that name no URL of the upstream's (an HTTP+SSE stream,
+// a probe) pass the interceptors untouched.
 
 import type { UpstreamAuthorization } from '../../credentials/index.js';
 import type { TargetSet } from '../../core/index.js';
 import { credentialsInterceptor } from './credentials.js';
 import { Agent, type Dispatcher, type Response, type UpstreamRequest } from './dispatch.js';
+import { RequestEntry } from './entry.js';
 import { targetsInterceptor } from './targets.js';
 import { traceInterceptor } from './trace.js';
 
@@ -35,7 +37,7 @@ export class UpstreamHttp {
     const u = options.upstream;
     // compose() wraps in the order given: the last interceptor runs first.
     this.dispatcher = u
-      ? this.agent.compose([targetsInterceptor(u.name, u.targets), ...(u.credentials ? [credentialsInterceptor(u.credentials)] : []), traceInterceptor()])
+      ? new RequestEntry(this.agent.compose([targetsInterceptor(u.name, u.targets), ...(u.credentials ? [credentialsInterceptor(u.credentials)] : []), traceInterceptor()]))
       : this.agent;
   }
 

@@ -64,6 +64,14 @@ class Authorized extends Decorator implements Controller {
     return this.current?.paused ?? false;
   }
 
+  get rawHeaders(): Controller['rawHeaders'] {
+    return this.current?.rawHeaders;
+  }
+
+  get rawTrailers(): Controller['rawTrailers'] {
+    return this.current?.rawTrailers;
+  }
+
   abort(reason: Error): void {
     this.reason = reason;
     this.current?.abort(reason);

@@ -5,7 +5,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 
-export { Agent, type Dispatcher } from 'undici';
+export { Agent, Dispatcher } from 'undici';
 
 export type Response = Dispatcher.ResponseData;
 export type Handler = Dispatcher.DispatchHandler;
