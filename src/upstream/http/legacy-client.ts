@@ -254,7 +254,7 @@ export class UpstreamClient implements UpstreamSessionClient {
     });
   }
 
-  /** Refuses new work, ends standalone streams, lets in-flight calls finish, then closes sockets. */
+  /** Refuses new work, ends standalone streams, lets in-flight calls finish, then closes its own sockets (a shared client is its owner's to close). */
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (this.state === 'open') this.state = 'closing';
