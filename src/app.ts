@@ -402,7 +402,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             async () => handoff?.close(),
             () => pool.close(),
             () => store.close(),
-            () => Promise.allSettled([...upstreams.values()].flatMap((u) => [u.client.close(), u.passthrough.close()])),
+            () => Promise.allSettled([...upstreams.values()].map((u) => u.close())),
             async () => relayBus?.close(),
           ],
           admin,

@@ -1,6 +1,9 @@
 // Each upstream's parts, built from its spec: the client for its transport (Streamable HTTP, a
 // stdio child or HTTP+SSE connection per session, or auto), the face legacy clients get, its
-// forward policy and metrics. Part of the composition root: app.ts calls it once per upstream.
+// forward policy and metrics. An HTTP upstream has one HTTP client (upstream/http/compose/) that
+// its session client, its passthrough, its HTTP+SSE channels and its transport probe share; the
+// parts close it once both are done with it. Part of the composition root: app.ts calls it once
+// per upstream.
 
 import type { Config, UpstreamSpec } from './config/index.js';
 import type { Logger } from './log.js';
@@ -13,14 +16,17 @@ import {
   ChannelClient,
   DEFAULT_CREDENTIAL_HEADERS,
   ForwardPolicy,
+  OutsideAsks,
   SseChannelOpener,
+  StandingStreams,
   StdioOpener,
   TargetSet,
-  ModernClient,
   UpstreamClient,
   UpstreamCredentials,
+  ModernClient,
   UpstreamDispatcher,
   UpstreamEra,
+  UpstreamHttp,
   type EraMemo,
   type EraSetting,
   UpstreamSignIn,
@@ -42,6 +48,8 @@ export interface UpstreamParts {
   metrics: UpstreamMetrics;
   /** The users' sign-in at this upstream, when it wants their own token (grant authorization_code). */
   signIn?: UpstreamSignIn;
+  /** Closes the client and the passthrough, letting their requests finish, then the HTTP client they share. */
+  close(): Promise<void>;
   /** A Streamable HTTP upstream may speak 2026-07-28: its era, and the client of its modern side. */
   modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number };
 }
@@ -81,6 +89,12 @@ interface UpstreamContext {
   shared: Shared;
 }
 
+/** An HTTP upstream's context: its URLs and the one HTTP client for them. */
+interface HttpContext extends UpstreamContext {
+  targets: TargetSet;
+  http: UpstreamHttp;
+}
+
 export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metrics, log: Logger, shared: Shared): UpstreamParts {
   const upstreamMetrics = new UpstreamMetrics(metrics, spec.name);
   const { principal } = config;
@@ -110,19 +124,31 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
     ctx.credentials = signIn;
   } else if (spec.credentials) ctx.credentials = new UpstreamCredentials(spec.credentials, shared.subjects, upstreamLog);
   const parts = { spec, forward, metrics: upstreamMetrics, ...(signIn ? { signIn } : {}) };
+  const assemble = (client: UpstreamSessionClient, passthrough: LegacyFace, http?: UpstreamHttp, modern?: UpstreamParts['modern']): UpstreamParts => ({
+    ...parts,
+    client,
+    passthrough,
+    ...(modern ? { modern } : {}),
+    close: async () => {
+      await Promise.allSettled([client.close(), passthrough.close()]);
+      await http?.close();
+    },
+  });
   switch (spec.transport) {
     case 'stdio': {
       upstreamMetrics.era('legacy');
       const client = stdioClient(ctx);
-      return { ...parts, client, passthrough: channelFace(ctx, client) };
+      return assemble(client, channelFace(ctx, client));
     }
     case 'sse': {
       upstreamMetrics.era('legacy');
-      const client = sseClient(ctx, spec.urls[0]!);
-      return { ...parts, client, passthrough: channelFace(ctx, client) };
+      // No request of an HTTP+SSE upstream names one of its URLs: its client has no interceptor to pass.
+      const http = new UpstreamHttp({ connectTimeoutMs: spec.connectTimeoutMs });
+      const client = sseClient(ctx, http, spec.urls[0]!);
+      return assemble(client, channelFace(ctx, client), http);
     }
     case 'auto': {
-      const targets = targetSet(ctx);
+      const hc = httpContext(ctx);
       const client = new AutoClient({
         url: spec.urls[0]!,
         memo: shared.transports,
@@ -130,19 +156,34 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
         connectTimeoutMs: spec.connectTimeoutMs,
         probeTimeoutMs: spec.requestTimeoutMs,
         log: ctx.log,
-        build: (found) => (found.transport === 'sse' ? sseClient(ctx, found.url) : streamableClient(ctx, targets)),
+        dispatcher: hc.http.dispatcher,
+        build: (found) => (found.transport === 'sse' ? sseClient(ctx, hc.http, found.url) : streamableClient(hc)),
       });
       const passthrough = new AutoLegacyFace(
-        { use: (signal) => client.use(signal), passthrough: legacyPassthrough(ctx, targets), channelFace: () => channelFace(ctx, client) },
+        { use: (signal) => client.use(signal), passthrough: legacyPassthrough(hc), channelFace: () => channelFace(ctx, client) },
         log.child({ stage: 'passthrough', upstream: spec.name }),
       );
-      return { ...parts, client, ...bothEras(ctx, targets, passthrough) };
+      const eras = bothEras(hc, passthrough);
+      return assemble(client, eras.passthrough, hc.http, eras.modern);
     }
     case 'streamable-http': {
-      const targets = targetSet(ctx);
-      return { ...parts, client: streamableClient(ctx, targets), ...bothEras(ctx, targets, legacyPassthrough(ctx, targets)) };
+      const hc = httpContext(ctx);
+      const eras = bothEras(hc, legacyPassthrough(hc));
+      return assemble(streamableClient(hc), eras.passthrough, hc.http, eras.modern);
     }
   }
+}
+
+/** The upstream's URLs and its one HTTP client, with the credential its requests carry. */
+function httpContext(ctx: UpstreamContext): HttpContext {
+  const { spec, credentials } = ctx;
+  const targets = targetSet(ctx);
+  const http = new UpstreamHttp({
+    connectTimeoutMs: spec.connectTimeoutMs,
+    requestTimeoutMs: spec.requestTimeoutMs,
+    upstream: { name: spec.name, targets, credentials },
+  });
+  return { ...ctx, targets, http };
 }
 
 /** One child process per pooled session, in the replica that opened it. */
@@ -164,9 +205,10 @@ function stdioClient({ spec, config, metrics, log, reachable }: UpstreamContext)
 }
 
 /** One SSE connection per pooled session, in the replica that opened it, as with stdio. */
-function sseClient({ spec, config, metrics, log, reachable }: UpstreamContext, url: string): UpstreamSessionClient {
+function sseClient({ spec, config, metrics, log, reachable }: UpstreamContext, http: UpstreamHttp, url: string): UpstreamSessionClient {
   const opener = new SseChannelOpener({
     url,
+    dispatcher: http.dispatcher,
     headers: spec.headers,
     connectTimeoutMs: spec.connectTimeoutMs,
     requestTimeoutMs: spec.requestTimeoutMs,
@@ -206,8 +248,8 @@ function targetSet({ spec, metrics, log }: UpstreamContext): TargetSet {
   );
 }
 
-function streamableClient({ spec, config, metrics, log, credentials, replicaAsks }: UpstreamContext, targets: TargetSet): UpstreamSessionClient {
-  return new UpstreamClient(
+function streamableClient({ spec, config, metrics, log, credentials, replicaAsks, targets, http }: HttpContext): UpstreamSessionClient {
+  const client = new UpstreamClient(
     {
       name: spec.name,
       targets,
@@ -216,31 +258,22 @@ function streamableClient({ spec, config, metrics, log, credentials, replicaAsks
       connectTimeoutMs: spec.connectTimeoutMs,
       requestTimeoutMs: spec.requestTimeoutMs,
       maxResponseBytes: spec.maxResponseBytes,
+      http,
     },
     log,
     {
       onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds),
-      // Across replicas the session's one GET stream is held by one of them (subscriptions/standing.ts).
-      standingStreams: config.store.kind === 'memory' ? config.store.maxSessions : 0,
-      standingPolicy: spec.standingStream,
-      replicaAsks,
-      onOutsideAsk: (outcome) => metrics.outsideAsk(outcome),
+      asks: new OutsideAsks(log, { upstream: spec.name, replicas: replicaAsks, onOutcome: (outcome) => metrics.outsideAsk(outcome) }),
     },
   );
+  // Across replicas the session's one GET stream is held by one of them (subscriptions/standing.ts).
+  if (config.store.kind !== 'memory' || config.store.maxSessions <= 0) return client;
+  return new StandingStreams(client, { upstream: spec.name, max: config.store.maxSessions, policy: spec.standingStream, waitMs: spec.connectTimeoutMs, log });
 }
 
-function legacyPassthrough({ spec, rootLog, forward, binding, credentials }: UpstreamContext, targets: TargetSet): LegacyFace {
+function legacyPassthrough({ spec, rootLog, forward, binding, targets, http }: HttpContext): LegacyFace {
   return new LegacyPassthrough(
-    {
-      targets,
-      headers: spec.headers,
-      credentials,
-      forward,
-      binding,
-      connectTimeoutMs: spec.connectTimeoutMs,
-      requestTimeoutMs: spec.requestTimeoutMs,
-      maxResponseBytes: spec.maxResponseBytes,
-    },
+    { targets, http, headers: spec.headers, forward, binding, maxResponseBytes: spec.maxResponseBytes },
     rootLog.child({ stage: 'passthrough', upstream: spec.name }),
   );
 }
@@ -250,21 +283,15 @@ function legacyPassthrough({ spec, rootLog, forward, binding, credentials }: Ups
  * are relayed to it when it speaks 2026-07-28, and legacy clients get Causeway's own legacy face
  * over it; otherwise both go the legacy way.
  */
-function bothEras(ctx: UpstreamContext, targets: TargetSet, legacyFace: LegacyFace): Pick<UpstreamParts, 'passthrough' | 'modern'> {
-  const { spec, config, log, credentials, shared } = ctx;
+function bothEras(ctx: HttpContext, legacyFace: LegacyFace): Pick<UpstreamParts, 'passthrough' | 'modern'> {
+  const { spec, config, log, shared } = ctx;
   const setting: EraSetting = spec.era;
   if (setting === 'legacy') {
     ctx.metrics.era('legacy');
     return { passthrough: legacyFace };
   }
-  const dispatcher = new UpstreamDispatcher({
-    name: spec.name,
-    targets,
-    headers: spec.headers,
-    credentials,
-    connectTimeoutMs: spec.connectTimeoutMs,
-    requestTimeoutMs: spec.requestTimeoutMs,
-  });
+  // The modern side sends through the upstream's one composed client, as the legacy side does.
+  const dispatcher = new UpstreamDispatcher(ctx.http, ctx.targets, spec.headers);
   const client = new ModernClient(dispatcher, spec.maxResponseBytes);
   const era = new UpstreamEra({
     upstream: spec.name,

@@ -9,32 +9,33 @@
 // its Mcp-Session-Id is handed to the client as `<url index>.<id>` so later requests find it
 // again. A session whose URL is ejected or unreachable is answered 404, which tells a legacy
 // client to initialize again [L-TR] — and that lands on a live URL.
+//
+// Requests go through the upstream's composed client (upstream/http/compose/), shared with its
+// session client: it picks the URL and fails over, keeps the URLs' health, and sends the
+// upstream's own credential with its one 401 retry.
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { pipeline } from 'node:stream/promises';
-import { Agent, request as undiciRequest } from 'undici';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
-import { toCausewayError } from '../errors.js';
+import { CausewayError, toCausewayError } from '../errors.js';
 import { encodeHeaderValue } from '../envelope/index.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
-import { HOP_BY_HOP, neverDelivered, toUpstreamError, type ForwardPolicy, type TargetSet, type UpstreamAuthorization } from '../upstream/index.js';
+import { HOP_BY_HOP, TargetUnreachableError, toUpstreamError, type ForwardPolicy, type Response, type TargetSet, type UpstreamHttp, type UpstreamRequest } from '../upstream/index.js';
 import { sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
 import { listRequests, relayFiltered } from './list-answers.js';
 import type { SessionBinding } from './session-binding.js';
 
 export interface PassthroughOptions {
   targets: TargetSet;
+  /** The upstream's composed client, with its credential (sent instead of anything the client has); its owner closes it. */
+  http: UpstreamHttp;
   headers: Readonly<Record<string, string>>;
-  /** Causeway's own token for the upstream, or the user's, sent instead of anything the client has. */
-  credentials?: UpstreamAuthorization;
   /** The client headers this upstream gets besides the protocol's own. */
   forward: ForwardPolicy;
   /** Binds handed-out session ids to their principal; undefined when neither principal.mode nor auth.mode is set. */
   binding: SessionBinding | undefined;
-  connectTimeoutMs: number;
-  requestTimeoutMs: number;
   /** The most of a list answer read to filter it. */
   maxResponseBytes: number;
 }
@@ -91,19 +92,10 @@ export function legacyName(message: JsonObject): string | undefined {
 }
 
 export class LegacyPassthrough implements LegacyFace {
-  // Legacy GET streams live as long as the client wants: no body timeout here.
-  private readonly agent: Agent;
-
   constructor(
     private readonly opts: PassthroughOptions,
     private readonly log: Logger,
-  ) {
-    this.agent = new Agent({
-      connect: { timeout: opts.connectTimeoutMs },
-      headersTimeout: opts.requestTimeoutMs,
-      bodyTimeout: 0,
-    });
-  }
+  ) {}
 
   async forward(
     method: string,
@@ -136,65 +128,41 @@ export class LegacyPassthrough implements LegacyFace {
       if (target === undefined || !targets.admits(target)) return sessionGone(res, null);
       sent['mcp-session-id'] = sessionId.slice(dot + 1);
     }
-    const { credentials } = this.opts;
-    const tried = new Set<string>();
-    let upstream;
-    for (let attempt = 1; ; attempt++) {
-      let authorization: string | undefined;
-      try {
-        authorization = await credentials?.authorization(principal);
-      } catch (err) {
-        sendCausewayError(res, toCausewayError(err), null);
-        return;
+    // Legacy GET streams live as long as the client wants: no body timeout here. Without a
+    // target the client picks the URL, and sets `target` to the one that answered.
+    const req: UpstreamRequest = {
+      method: method as 'GET' | 'POST' | 'DELETE',
+      headers: { ...sent, ...extraHeaders, ...this.opts.headers },
+      body: body?.bytes,
+      signal,
+      bodyTimeout: 0,
+      target,
+      failover: target === undefined,
+      principal,
+      movable: true,
+    };
+    let upstream: Response;
+    try {
+      upstream = await this.opts.http.request(req);
+    } catch (err) {
+      if (signal.aborted) return;
+      let cause = err;
+      if (err instanceof TargetUnreachableError) {
+        // An existing session lives where it lives; a new one found no URL that answered.
+        if (req.target !== undefined && spread) return sessionGone(res, null);
+        cause = err.cause;
       }
-      const own = authorization === undefined ? this.opts.headers : { ...this.opts.headers, authorization };
-      for (;;) {
-        const url = target ?? targets.pick(tried);
-        tried.add(url);
-        try {
-          upstream = await undiciRequest(url, {
-            method: method as 'GET' | 'POST' | 'DELETE',
-            headers: { ...sent, ...extraHeaders, ...own },
-            body: body?.bytes,
-            dispatcher: this.agent,
-            signal,
-          });
-          targets.succeeded(url);
-          target = url;
-          break;
-        } catch (err) {
-          if (signal.aborted) return;
-          if (neverDelivered(err)) {
-            targets.failed(url);
-            // A new session may go to another URL; an existing one lives where it lives.
-            if (target === undefined && tried.size < targets.size) continue;
-            if (target !== undefined && spread) return sessionGone(res, null);
-          }
-          this.log.warn({ err: (err as Error).message }, 'legacy passthrough failed');
-          sendCausewayError(res, toCausewayError(toUpstreamError(err)), null);
-          return;
-        }
-      }
-      // The upstream refused the token before doing anything: one more try with a new one, or
-      // the error the credential answers with (the user has to sign in).
-      if (upstream.statusCode !== 401 || !credentials) break;
-      let retry: boolean;
-      try {
-        retry = await credentials.refused(principal, authorization, attempt === 2);
-      } catch (err) {
-        upstream.body.destroy();
-        sendCausewayError(res, toCausewayError(err), null);
-        return;
-      }
-      if (!retry) break;
-      await upstream.body.dump().catch(() => undefined);
+      // The credential's own errors (the user has to sign in) are answers, not failures.
+      if (!(cause instanceof CausewayError)) this.log.warn({ err: (cause as Error).message }, 'legacy passthrough failed');
+      sendCausewayError(res, toCausewayError(toUpstreamError(cause)), null);
+      return;
     }
     if (res.headersSent || res.destroyed) {
       upstream.body.destroy();
       return;
     }
     const out = responseHeaders(upstream.headers as Record<string, string | string[] | undefined>);
-    if (spread && out['mcp-session-id'] !== undefined) out['mcp-session-id'] = `${targets.indexOf(target)}.${out['mcp-session-id']}`;
+    if (spread && out['mcp-session-id'] !== undefined) out['mcp-session-id'] = `${targets.indexOf(req.target)}.${out['mcp-session-id']}`;
     if (binding && out['mcp-session-id'] !== undefined) out['mcp-session-id'] = binding.bind(out['mcp-session-id'], principal!);
     if (lists && upstream.statusCode === 200) return relayFiltered(upstream.body, out, res, lists, access!, this.opts.maxResponseBytes);
     res.writeHead(upstream.statusCode, out);
@@ -208,11 +176,6 @@ export class LegacyPassthrough implements LegacyFace {
     }
   }
 
-  async close(): Promise<void> {
-    await this.agent.close();
-  }
-
-  destroy(): void {
-    void this.agent.destroy();
-  }
+  /** The upstream's client is its owner's to close: nothing of the passthrough's own to let go of. */
+  async close(): Promise<void> {}
 }

@@ -6,6 +6,7 @@
 import { CausewayError } from '../../errors.js';
 import type { JsonRpcNotification, JsonRpcResponse } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
+import type { Dispatcher } from '../http/index.js';
 import { detectTransport, type Detected, type LegacyTransport, type TransportMemo } from './detect-transport.js';
 import type {
   HandshakeResult,
@@ -25,6 +26,8 @@ export interface AutoClientOptions {
   /** Bounds each probe request. */
   probeTimeoutMs: number;
   log: Logger;
+  /** The upstream's composed client, for the probes; without one each probe makes its own. */
+  dispatcher?: Dispatcher;
   /** The client for what was found; called once. */
   build(found: Detected): UpstreamSessionClient;
 }
@@ -60,8 +63,8 @@ export class AutoClient implements UpstreamSessionClient {
   async use(signal?: AbortSignal): Promise<FoundTransport> {
     if (this.found) return this.found;
     if (this.closed) throw closedError();
-    const { url, memo, headers, connectTimeoutMs, probeTimeoutMs, log } = this.opts;
-    const detected = await untilAborted(detectTransport(url, { memo, log, headers, connectTimeoutMs, timeoutMs: probeTimeoutMs }), signal);
+    const { url, memo, headers, connectTimeoutMs, probeTimeoutMs, log, dispatcher } = this.opts;
+    const detected = await untilAborted(detectTransport(url, { memo, log, headers, connectTimeoutMs, timeoutMs: probeTimeoutMs, dispatcher }), signal);
     if (this.closed) throw closedError();
     this.found ??= { transport: detected.transport, client: this.opts.build(detected) };
     return this.found;

@@ -7,7 +7,6 @@
 // is kept per URL in a memo the caller owns, so each upstream is probed (and logged) once; a
 // failed probe is not kept.
 
-import { Agent, type Dispatcher } from 'undici';
 import { CausewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import {
@@ -18,6 +17,9 @@ import {
   refusalOf,
   DEFAULT_MAX_EVENT_BYTES,
   parseSse,
+  type Dispatcher,
+  type Response,
+  UpstreamHttp,
 } from '../http/index.js';
 import { toUpstreamError } from '../core/index.js';
 import { resolveEndpoint } from './sse-channel.js';
@@ -58,6 +60,7 @@ export interface DetectOptions {
   timeoutMs: number;
   /** Bounds connecting, when no dispatcher is given; timeoutMs unless told. */
   connectTimeoutMs?: number;
+  /** The upstream's composed client (or any undici Dispatcher); without one each probe makes its own. */
   dispatcher?: Dispatcher;
   signal?: AbortSignal;
 }
@@ -73,9 +76,9 @@ export async function detectTransport(url: string, options: DetectOptions): Prom
   if (under) return under;
   const probe = (async () => {
     const connectMs = options.connectTimeoutMs ?? options.timeoutMs;
-    const own = options.dispatcher ? undefined : new Agent({ connect: { timeout: Math.max(1, Math.ceil(connectMs)) } });
+    const own = options.dispatcher ? undefined : new UpstreamHttp({ connectTimeoutMs: connectMs });
     try {
-      const found = await probeUrl(url, options, options.dispatcher ?? own!);
+      const found = await probeUrl(url, options, options.dispatcher ?? own!.dispatcher);
       memo.set(url, found);
       // The path only: a URL may carry credentials.
       options.log.info({ transport: found.transport, path: new URL(found.url).pathname }, 'upstream transport detected');
@@ -85,7 +88,7 @@ export async function detectTransport(url: string, options: DetectOptions): Prom
       throw err;
     } finally {
       memo.pending.delete(url);
-      void own?.close().catch(() => undefined);
+      void own?.close();
     }
   })();
   memo.pending.set(url, probe);
@@ -176,10 +179,11 @@ async function request(
   dispatcher: Dispatcher,
   options: DetectOptions,
   req: Omit<Dispatcher.RequestOptions, 'signal'>,
-): Promise<Dispatcher.ResponseData> {
+): Promise<Response> {
   const signal = signalFor(options);
   try {
-    return await dispatcher.request({ ...req, signal });
+    // The probe's own signal bounds it, not the client's timeouts.
+    return await dispatcher.request({ ...req, signal, headersTimeout: 0, bodyTimeout: 0 });
   } catch (err) {
     if (options.signal?.aborted) throw options.signal.reason;
     if (signal.aborted) throw new CausewayError('upstream_timeout', `Upstream transport probe got no answer within ${options.timeoutMs} ms`, undefined, { cause: err });
@@ -195,6 +199,8 @@ async function endProbeSession(dispatcher: Dispatcher, options: DetectOptions, t
       method: 'DELETE',
       headers: headersWith(options.headers, { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' }),
       signal: signalFor(options),
+      headersTimeout: 0,
+      bodyTimeout: 0,
     });
     await discard(res.body);
   } catch {

@@ -8,7 +8,6 @@
 // httpRefusal (upstream_unavailable), garbage as upstream_bad_response, and an endpoint that does
 // not come within connectTimeoutMs as upstream_timeout.
 
-import { Agent, type Dispatcher } from 'undici';
 import { CausewayError } from '../../errors.js';
 import type { JsonRpcMessage } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
@@ -21,6 +20,9 @@ import {
   DEFAULT_MAX_EVENT_BYTES,
   parseSse,
   type SseEvent,
+  type Dispatcher,
+  type Response,
+  UpstreamHttp,
 } from '../http/index.js';
 import { toUpstreamError } from '../core/index.js';
 import type { ChannelOpener, MessageChannel } from './message-channel.js';
@@ -36,7 +38,7 @@ export interface SseChannelOptions {
   requestTimeoutMs?: number;
   maxEventBytes?: number;
   log: Logger;
-  /** The undici Agent or Pool to use; without one the opener makes (and close() ends) its own Agent. */
+  /** The upstream's composed client (or any undici Dispatcher) to use; without one the opener makes (and close() ends) its own. */
   dispatcher?: Dispatcher;
   /** A session's stream ended without us closing it (the server closed it, the connection dropped). */
   onDrop?(): void;
@@ -81,7 +83,7 @@ export function resolveEndpoint(data: string, sseUrl: URL): URL {
 export class SseChannelOpener implements ChannelOpener {
   private readonly url: URL;
   private readonly dispatcher: Dispatcher;
-  private readonly ownAgent: Agent | undefined;
+  private readonly own: UpstreamHttp | undefined;
   private readonly channels = new Set<SseChannel>();
 
   constructor(private readonly options: SseChannelOptions) {
@@ -89,8 +91,8 @@ export class SseChannelOpener implements ChannelOpener {
     if (options.dispatcher) {
       this.dispatcher = options.dispatcher;
     } else {
-      this.ownAgent = new Agent({ connect: { timeout: Math.max(1, Math.ceil(options.connectTimeoutMs)) } });
-      this.dispatcher = this.ownAgent;
+      this.own = new UpstreamHttp({ connectTimeoutMs: options.connectTimeoutMs });
+      this.dispatcher = this.own.dispatcher;
     }
   }
 
@@ -147,10 +149,10 @@ export class SseChannelOpener implements ChannelOpener {
     }
   }
 
-  /** Closes the channels still open, then the opener's own Agent (a Dispatcher passed in is the caller's to close). */
+  /** Closes the channels still open, then the opener's own client (a Dispatcher passed in is the caller's to close). */
   async close(): Promise<void> {
     await Promise.all([...this.channels].map((c) => c.close()));
-    await this.ownAgent?.close().catch(() => undefined);
+    await this.own?.close();
   }
 }
 
@@ -190,7 +192,7 @@ class SseChannel implements MessageChannel {
 
   async send(message: JsonRpcMessage): Promise<void> {
     if (this.ended) throw closedError();
-    let res: Dispatcher.ResponseData;
+    let res: Response;
     try {
       const timeout = Math.max(1, Math.ceil(this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS));
       res = await this.dispatcher.request({

@@ -28,6 +28,14 @@ export interface StreamHandlers {
   afterEvent?(id: string): void;
 }
 
+/** A call in flight that an ask from its session's GET stream may be handed to (replicas/outside-asks.ts). */
+export interface AskingCall {
+  session: SessionRef;
+  handlers: StreamHandlers;
+  /** Set once the upstream asked the client something on this call: its latency is then the client's too. */
+  asked?: boolean;
+}
+
 export interface UpstreamSessionClient {
   /** False while the place a session lives on is ejected, or is not one of this upstream's. */
   admits(target: string | undefined): boolean;

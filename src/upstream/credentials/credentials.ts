@@ -4,10 +4,9 @@
 // expires (then fetched again in the background while it still serves), fetched once for all
 // concurrent callers, and forgotten when the upstream refuses it. No token reaches a log.
 
-import { request } from 'undici';
-import { CausewayError } from '../../errors.js';
 import type { CredentialSpec } from '../../config/index.js';
 import type { Logger } from '../../log.js';
+import { credentialError, tokenRequest } from './token-calls.js';
 
 /** How an upstream's requests are authorized: Causeway's own token, or the user's own (sign-in.ts). */
 export interface UpstreamAuthorization {
@@ -41,18 +40,6 @@ const SHARED = '';
 const MAX_HELD = 10_000;
 /** A token answer without expires_in is used this long. */
 const DEFAULT_LIFETIME_MS = 60_000;
-const TOKEN_TIMEOUT_MS = 10_000;
-const MAX_ANSWER_BYTES = 64 * 1024;
-
-export function credentialError(message: string, cause?: unknown): CausewayError {
-  return new CausewayError('upstream_credentials', message, undefined, cause === undefined ? undefined : { cause });
-}
-
-/** RFC 6749 §2.3.1: client id and secret are form-encoded before Basic. */
-function basic(id: string, secret: string): string {
-  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
-  return `Basic ${Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64')}`;
-}
 
 export class UpstreamCredentials implements UpstreamAuthorization {
   private readonly held = new Map<string, Held>();
@@ -127,55 +114,4 @@ export class UpstreamCredentials implements UpstreamAuthorization {
     this.held.set(key, held);
     return held;
   }
-}
-
-/** A token endpoint's answer [RFC 6749 §5.1]. */
-export interface TokenAnswer {
-  token: string;
-  expiresInS: number | undefined;
-  refreshToken: string | undefined;
-}
-
-/** POSTs a token request with client_secret_basic; refusals and failures are upstream_credentials errors. */
-export async function tokenRequest(
-  client: Pick<CredentialSpec, 'tokenUrl' | 'clientId' | 'clientSecret'>,
-  form: URLSearchParams,
-  log: Logger,
-): Promise<TokenAnswer> {
-  const grant = form.get('grant_type');
-  if (client.clientSecret === '') form.set('client_id', client.clientId);
-  let status: number;
-  let body: unknown;
-  try {
-    const res = await request(client.tokenUrl, {
-      method: 'POST',
-      // A public client (no secret: a metadata document's) names itself in the form [RFC 6749 §3.2.1].
-      headers: {
-        ...(client.clientSecret === '' ? {} : { authorization: basic(client.clientId, client.clientSecret) }),
-        'content-type': 'application/x-www-form-urlencoded',
-        accept: 'application/json',
-      },
-      body: form.toString(),
-      signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS),
-    });
-    status = res.statusCode;
-    const text = await res.body.text();
-    body = text.length <= MAX_ANSWER_BYTES ? JSON.parse(text) : undefined;
-  } catch (err) {
-    log.warn({ grant, err: (err as Error).message }, 'upstream token request failed');
-    throw credentialError('The upstream’s authorization server could not be reached', err);
-  }
-  const o = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
-  if (status !== 200 || typeof o.access_token !== 'string' || o.access_token === '') {
-    // error is a registered code [RFC 6749 §5.2]: short and safe to log; the description is not logged.
-    const error = typeof o.error === 'string' ? o.error.slice(0, 64) : undefined;
-    log.warn({ grant, status, error }, 'upstream token refused');
-    throw credentialError(`The upstream’s authorization server refused the token request${error ? ` (${error})` : ''}`);
-  }
-  if (typeof o.token_type !== 'string' || o.token_type.toLowerCase() !== 'bearer') {
-    throw credentialError('The upstream’s authorization server issued a token that is not a Bearer token');
-  }
-  const expiresIn = typeof o.expires_in === 'number' && o.expires_in > 0 ? o.expires_in : undefined;
-  const refresh = typeof o.refresh_token === 'string' && o.refresh_token !== '' ? o.refresh_token : undefined;
-  return { token: o.access_token, expiresInS: expiresIn, refreshToken: refresh };
 }

@@ -10,12 +10,12 @@
 // that principal, and never logged.
 
 import { createHash, randomBytes } from 'node:crypto';
-import { request } from 'undici';
 import { CausewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { CredentialSpec } from '../../config/index.js';
-import { credentialError, tokenRequest, type TokenAnswer, type UpstreamAuthorization } from './credentials.js';
+import type { UpstreamAuthorization } from './credentials.js';
 import type { GrantStore } from './grants.js';
+import { credentialError, getJson, postJson, tokenRequest, type TokenAnswer, type TokenClient } from './token-calls.js';
 
 /** Seals what Causeway hands out or keeps; the mrtr StateSealer is one. */
 export interface Sealer {
@@ -76,7 +76,6 @@ const REFRESHABLE_TTL_MS = 30 * 24 * 3600_000;
 const DEFAULT_LIFETIME_MS = 3600_000;
 /** A token this close to its end is refreshed before use. */
 const EXPIRY_MARGIN_MS = 10_000;
-const METADATA_TIMEOUT_MS = 10_000;
 /** A registered client whose server names no expiry is kept this long. */
 const REGISTRATION_TTL_MS = 365 * 24 * 3600_000;
 const CLIENT_PURPOSE = 'causeway upstream client';
@@ -266,14 +265,9 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     try {
       // A server refuses a registration naming a grant it does not have.
       const grants = md.refreshes ? undefined : { grant_types: ['authorization_code'] };
-      const res = await request(md.registrationEndpoint!, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify({ ...clientMetadata(this.opts.callbackUrl), ...grants, token_endpoint_auth_method: 'client_secret_basic' }),
-        signal: AbortSignal.timeout(METADATA_TIMEOUT_MS),
-      });
-      status = res.statusCode;
-      body = (await res.body.json()) as Record<string, unknown>;
+      const answer = await postJson(md.registrationEndpoint!, { ...clientMetadata(this.opts.callbackUrl), ...grants, token_endpoint_auth_method: 'client_secret_basic' });
+      status = answer.status;
+      body = answer.body as Record<string, unknown>;
     } catch (err) {
       throw credentialError('The upstream’s authorization server could not be reached to register', err);
     }
@@ -323,7 +317,7 @@ export class UpstreamSignIn implements UpstreamAuthorization {
   }
 }
 
-function tokenClient(md: ServerMetadata, client: OAuthClient): Pick<CredentialSpec, 'tokenUrl' | 'clientId' | 'clientSecret'> {
+function tokenClient(md: ServerMetadata, client: OAuthClient): TokenClient {
   return { tokenUrl: md.tokenEndpoint, clientId: client.id, clientSecret: client.secret };
 }
 
@@ -352,12 +346,7 @@ async function discover(issuer: string): Promise<ServerMetadata> {
   let last: unknown;
   for (const url of candidates) {
     try {
-      const res = await request(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(METADATA_TIMEOUT_MS) });
-      if (res.statusCode !== 200) {
-        await res.body.dump();
-        throw new Error(`${url}: HTTP ${res.statusCode}`);
-      }
-      const md = (await res.body.json()) as Record<string, unknown>;
+      const md = (await getJson(url)) as Record<string, unknown>;
       if (md.issuer !== issuer) throw new Error(`${url}: issuer ${String(md.issuer)} is not ${issuer}`);
       if (typeof md.authorization_endpoint !== 'string' || typeof md.token_endpoint !== 'string') throw new Error(`${url}: no authorization or token endpoint`);
       const methods = md.code_challenge_methods_supported;

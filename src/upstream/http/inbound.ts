@@ -7,7 +7,7 @@ import type { JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.j
 import type { Logger } from '../../log.js';
 import { abandon, finish, tooLarge, type ResponseBody } from './body.js';
 import type { CallScope } from './call-scope.js';
-import { isConnectionDrop, type SessionRef, type StreamHandlers } from '../core/index.js';
+import { isConnectionDrop, type AskingCall, type SessionRef } from '../core/index.js';
 import { badResponse, decodeMessages, type UpstreamMessage } from './messages.js';
 import { SseParser, type SseEvent } from './sse.js';
 
@@ -19,9 +19,7 @@ export interface Cursor {
   retryMs: number | undefined;
 }
 
-export interface Exchange {
-  session: SessionRef;
-  handlers: StreamHandlers;
+export interface Exchange extends AskingCall {
   /** The id of the awaited response; undefined on the standalone GET stream. */
   id: RequestId | undefined;
   scope: CallScope;
@@ -29,8 +27,6 @@ export interface Exchange {
   lenient: boolean;
   /** A call that may sit silent for long (held for a multi-round answer): no idle body timeout. */
   patient?: boolean;
-  /** Set once the upstream asked the client something on this call: its latency is then the client's too. */
-  asked?: boolean;
 }
 
 export interface Inbound {

@@ -1,11 +1,13 @@
 // The Streamable HTTP session client: one HTTP exchange per request (legacy-client.ts), the
-// handshake, the dispatcher that sends, the streams and SSE that answer, the messages they carry,
-// and the call that relays one request with what belongs to it.
+// handshake, a POST and its answer (exchange.ts), the streams and SSE that answer, the messages
+// they carry, the call that relays one request with what belongs to it, and the upstream's one
+// composed HTTP client (compose/) that every HTTP request to the upstream goes through.
 
 export { abandon, checkContentLength, discard, mediaType, readText, type ResponseBody } from './body.js';
 export { CallScope, lendSignal, ScopeSet } from './call-scope.js';
 export { CallDetached, type CallObserver, relayCall, type ResumePoint, resumeRelayedCall } from './call.js';
-export { httpRefusal, readErrorBody, refusalOf, UpstreamDispatcher, type DispatcherEndpoint, type Response } from './dispatcher.js';
+export { type Dispatcher, type Response, UpstreamHttp, type UpstreamHttpOptions, type UpstreamRequest } from './compose/index.js';
+export { httpRefusal, LONG_LIVED, MOVABLE, readErrorBody, refusalOf, UpstreamDispatcher } from './dispatcher.js';
 export { type Exchange, refusal } from './inbound.js';
 export { UpstreamClient } from './legacy-client.js';
 export { badResponse, classify, decodeMessages } from './messages.js';

@@ -1,50 +1,31 @@
 // Speaks legacy Streamable HTTP (2024-11-05 .. 2025-11-25) as a client to one upstream [spec §10]:
 // the initialize handshake, requests answered as JSON or SSE, upstream pings answered, the
 // standalone GET stream, DELETE, and the client's lifecycle (close lets calls finish, destroy
-// does not). The initialize handshake is handshake.ts's, the HTTP hop dispatcher.ts's, and
-// reading, resuming and keeping up SSE streams streams.ts's. Every failure is a CausewayError (upstream_*), SessionExpiredError (404 on a
-// session), or the caller's own abort reason. JSON-RPC ids are sent as given; session ids and
+// does not). The handshake is handshake.ts's, a POST and its answer exchange.ts's, reading,
+// resuming and keeping up SSE streams streams.ts's, and the HTTP hop the upstream's composed
+// client's (compose/). Every failure is a CausewayError (upstream_*), SessionExpiredError (404 on
+// a session), or the caller's own abort reason. JSON-RPC ids are sent as given; session ids and
 // header values are never logged.
 
-import type { Dispatcher } from 'undici';
 import { CausewayError } from '../../errors.js';
-import type {
-  JsonRpcErrorResponse,
-  JsonRpcNotification,
-  JsonRpcRequest,
-  JsonRpcResponse,
-  RequestId,
-} from '../../jsonrpc.js';
+import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import { checkContentLength, discard, mediaType, readText } from './body.js';
-import type { StandingStream } from '../../config/index.js';
+import { discard } from './body.js';
 import { CallScope, ScopeSet } from './call-scope.js';
-import { httpRefusal, readErrorBody, refusalOf, UpstreamDispatcher } from './dispatcher.js';
-import {
-  SessionExpiredError,
-  TargetUnreachableError,
-  isValidSessionId,
-  type SessionRef,
-  type TargetSet,
-  type UpstreamSessionClient,
-} from '../core/index.js';
+import { UpstreamHttp } from './compose/index.js';
+import { UpstreamDispatcher, type Response } from './dispatcher.js';
+import type { SessionRef, TargetSet, UpstreamSessionClient } from '../core/index.js';
+import { exchange, postOneWay } from './exchange.js';
 import { initializeOn, type HandshakeHost, type HandshakeResult, type InitializeParams } from './handshake.js';
-import { NO_CALL, refusal, route, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
-import { badResponse, decodeMessages } from './messages.js';
+import { NO_CALL, refusal, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
-import {
-  OutsideAsks,
-  type OutsideAskOutcome,
-  type ReplicaAsks,
-  StandingStreams,
-  wantsStandingStream,
-} from '../replicas/index.js';
-import { connectStream, pumpStream, readRequestStream, resumeRequestStream, type StreamContext } from './streams.js';
+import { OutsideAsks } from '../replicas/index.js';
+import { connectStream, pumpStream, resumeRequestStream, type StreamContext } from './streams.js';
+import type { UpstreamAuthorization } from '../credentials/index.js';
 
 export type { SessionRef } from '../core/index.js';
 export type { HandshakeResult } from './handshake.js';
 export type { StreamHandlers } from './inbound.js';
-import type { UpstreamAuthorization } from '../credentials/index.js';
 
 export interface UpstreamEndpoint {
   name: string;
@@ -56,6 +37,8 @@ export interface UpstreamEndpoint {
   connectTimeoutMs: number;
   requestTimeoutMs: number;
   maxResponseBytes: number;
+  /** The upstream's composed client, built from the fields above and shared with its passthrough; without one the client makes (and closes) its own. */
+  http?: UpstreamHttp;
 }
 
 export interface UpstreamClientOptions {
@@ -72,39 +55,24 @@ export interface UpstreamClientOptions {
    * asked the client something (their duration is the client's).
    */
   onRequest?(method: string, result: 'ok' | 'error' | 'failed' | 'cancelled', seconds: number): void;
-  /**
-   * Most sessions whose standalone GET stream is held from initialize on, so that requests the
-   * upstream sends outside a call are routed or refused at once (replicas/standing-streams.ts); 0: none.
-   */
-  standingStreams?: number;
-  /** Which sessions' streams are held (upstream.standingStream): auto, always or never. */
-  standingPolicy?: StandingStream;
-  /** With replicas sharing sessions: an ask on a GET stream held here may belong to a call on another replica. */
-  replicaAsks?: ReplicaAsks;
-  /** Called with where each ask from a GET stream went. */
-  onOutsideAsk?(outcome: OutsideAskOutcome): void;
+  /** Where asks from a GET stream go (replicas/outside-asks.ts, across replicas too); this replica's own calls only without. */
+  asks?: OutsideAsks;
 }
 
 export const UPSTREAM_CLIENT_DEFAULTS = Object.freeze({
-  standingStreams: 0,
-  standingPolicy: 'auto' as StandingStream,
   maxEventBytes: DEFAULT_MAX_EVENT_BYTES,
   defaultRetryMs: 1000,
   maxRetryMs: 10_000,
   maxResumeAttempts: 5,
 });
 
-
-function firstHeader(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
-
 export class UpstreamClient implements UpstreamSessionClient {
   private readonly endpoint: UpstreamEndpoint;
   private readonly log: Logger;
-  private readonly opts: Required<Omit<UpstreamClientOptions, 'onRequest' | 'replicaAsks' | 'onOutsideAsk'>>;
+  private readonly opts: Required<Omit<UpstreamClientOptions, 'onRequest' | 'asks'>>;
   private readonly onRequest: UpstreamClientOptions['onRequest'];
-  private readonly onOutsideAsk: UpstreamClientOptions['onOutsideAsk'];
+  /** The upstream's composed client, when this client made it (and so closes it). */
+  private readonly ownHttp: UpstreamHttp | undefined;
   private readonly dispatcher: UpstreamDispatcher;
   private readonly streams: StreamContext;
   private readonly handshakes: HandshakeHost;
@@ -115,8 +83,6 @@ export class UpstreamClient implements UpstreamSessionClient {
   private readonly io: Inbound;
   /** Multi-round calls in flight, by session: who takes an ask from the GET stream. */
   private readonly asking: OutsideAsks;
-  private readonly replicaAsks: ReplicaAsks | undefined;
-  private readonly standing: StandingStreams | undefined;
   private state: 'open' | 'closing' | 'closed' = 'open';
   private closing: Promise<void> | undefined;
 
@@ -130,18 +96,19 @@ export class UpstreamClient implements UpstreamSessionClient {
           log.warn({ err, method }, 'could not answer an upstream request');
         });
       },
-      outside: (session, r) => this.outside(session, r),
+      // An ask from the GET stream that no handler of the stream's own takes: to a call in flight, or refused.
+      outside: (session, r) => this.asking.route(session.sessionId, r, () => this.io.reply(session, refusal(r.id, NO_CALL), r.method)),
     };
-    const { onRequest, replicaAsks, onOutsideAsk, ...tuning } = options;
-    this.onOutsideAsk = onOutsideAsk;
-    this.asking = new OutsideAsks(log);
-    this.replicaAsks = replicaAsks;
-    replicaAsks?.register(endpoint.name, this.asking);
+    const { onRequest, asks, ...tuning } = options;
+    this.asking = asks ?? new OutsideAsks(log);
     this.opts = { ...UPSTREAM_CLIENT_DEFAULTS, ...tuning };
     this.onRequest = onRequest;
-    this.dispatcher = new UpstreamDispatcher(endpoint);
+    const { name, targets, credentials, connectTimeoutMs, requestTimeoutMs } = endpoint;
+    this.ownHttp = endpoint.http ? undefined : new UpstreamHttp({ connectTimeoutMs, requestTimeoutMs, upstream: { name, targets, credentials } });
+    this.dispatcher = new UpstreamDispatcher((endpoint.http ?? this.ownHttp)!, targets, endpoint.headers);
     this.streams = {
-      upstream: endpoint.name,
+      upstream: name,
+      targets,
       dispatcher: this.dispatcher,
       io: this.io,
       log,
@@ -151,13 +118,10 @@ export class UpstreamClient implements UpstreamSessionClient {
     this.handshakes = {
       targets: endpoint.targets,
       log,
-      exchangeInitialize: (ctx, body) => this.exchange(ctx, 'initialize', body),
-      postOneWay: (scope, session, message) => this.postOneWay(scope, session, message),
+      exchangeInitialize: (ctx, body) => exchange(this.streams, ctx, 'initialize', body),
+      postOneWay: (scope, session, message) => postOneWay(this.streams, scope, session, message),
       terminate: (session) => this.terminate(session),
     };
-    if (this.opts.standingStreams > 0) {
-      this.standing = new StandingStreams(endpoint.name, (session, handlers, signal) => this.openStream(session, handlers, signal, undefined, true), this.opts.standingStreams, log);
-    }
   }
 
   hasStandaloneStream(): boolean {
@@ -178,16 +142,7 @@ export class UpstreamClient implements UpstreamSessionClient {
     return this.track(true, async () => {
       const scope = this.scope(signal, this.endpoint.requestTimeoutMs);
       try {
-        const hs = await initializeOn(this.handshakes, params, scope, principal);
-        if (this.standing && wantsStandingStream(this.opts.standingPolicy, params.capabilities)) {
-          // Servers ask right after initialize, or in the first call: the stream should be up by then.
-          // A server slow to answer a GET holds the session's opening up to connectTimeoutMs, no longer.
-          const up = this.standing.hold({ sessionId: hs.sessionId, protocolVersion: hs.protocolVersion, target: hs.target, principal });
-          let timer: NodeJS.Timeout | undefined;
-          await Promise.race([up, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.endpoint.connectTimeoutMs)))]);
-          clearTimeout(timer);
-        }
-        return hs;
+        return await initializeOn(this.handshakes, params, scope, principal);
       } finally {
         scope.dispose();
       }
@@ -211,7 +166,7 @@ export class UpstreamClient implements UpstreamSessionClient {
       let result: 'ok' | 'error' | 'failed' | 'cancelled' = 'failed';
       try {
         this.log.debug({ method: msg.method }, 'upstream request');
-        const response = await this.exchange(ctx, 'post', JSON.stringify(msg), extraHeaders);
+        const response = await exchange(this.streams, ctx, 'post', JSON.stringify(msg), extraHeaders);
         result = 'error' in response ? 'error' : 'ok';
         return response;
       } catch (err) {
@@ -262,21 +217,11 @@ export class UpstreamClient implements UpstreamSessionClient {
   }
 
   /** `lastEventId`: resume a stream another client of the session read up to there (the upstream replays what followed). */
-  openStream(
-    session: SessionRef,
-    handlers: StreamHandlers,
-    signal: AbortSignal,
-    lastEventId?: string,
-    /** The standing stream's own (replicas/standing-streams.ts): every other one shares it while it is held. */
-    standing = false,
-  ): Promise<'unsupported' | { done: Promise<void> }> {
+  openStream(session: SessionRef, handlers: StreamHandlers, signal: AbortSignal, lastEventId?: string): Promise<'unsupported' | { done: Promise<void> }> {
     return this.track(true, async () => {
-      // An upstream allows one GET stream per session: a listen hears the one held for asks.
-      const shared = standing || lastEventId !== undefined ? undefined : this.standing?.share(session.sessionId, handlers, signal);
-      if (shared) return shared;
       const scope = new CallScope(signal, [this.lifetime, this.quiesce], undefined);
       const cursor: Cursor = { lastEventId, retryMs: undefined };
-      let first: Dispatcher.ResponseData | 'unsupported';
+      let first: Response | 'unsupported';
       try {
         first = await connectStream(this.streams, session, cursor, scope);
       } catch (err) {
@@ -295,7 +240,6 @@ export class UpstreamClient implements UpstreamSessionClient {
 
   async terminate(session: SessionRef): Promise<void> {
     if (session.sessionId === undefined || this.state === 'closed') return;
-    this.standing?.drop(session.sessionId);
     await this.track(false, async () => {
       const scope = this.scope(undefined, this.endpoint.requestTimeoutMs);
       try {
@@ -310,15 +254,14 @@ export class UpstreamClient implements UpstreamSessionClient {
     });
   }
 
-  /** Refuses new work, ends standalone streams, lets in-flight calls finish, then closes sockets. */
+  /** Refuses new work, ends standalone streams, lets in-flight calls finish, then closes its own sockets (a shared client is its owner's to close). */
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (this.state === 'open') this.state = 'closing';
-      this.standing?.dropAll();
       this.quiesce.end();
       while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
       this.state = 'closed';
-      await this.dispatcher.close();
+      await this.ownHttp?.close();
     })();
     return this.closing;
   }
@@ -326,113 +269,22 @@ export class UpstreamClient implements UpstreamSessionClient {
   /** Aborts every call and stream now; they reject with upstream_unavailable. */
   async destroy(): Promise<void> {
     this.state = 'closed';
-    this.standing?.dropAll();
     this.quiesce.end();
     this.lifetime.end();
-    await this.dispatcher.destroy();
-  }
-
-  /** An ask from the GET stream, for the one asking call in flight on the session (on any replica), else refused. */
-  private outside(session: SessionRef, r: JsonRpcRequest): void {
-    const settle = (outcome: OutsideAskOutcome): void => {
-      if (outcome === 'refused') this.io.reply(session, refusal(r.id, NO_CALL), r.method);
-      this.onOutsideAsk?.(outcome);
-    };
-    if (this.replicaAsks && session.sessionId !== undefined) void this.replicaAsks.route(this.endpoint.name, session.sessionId, r).then(settle);
-    else settle(this.asking.give(session.sessionId, r) ? 'given' : 'refused');
-  }
-
-  private async exchange(
-    ctx: Exchange,
-    kind: 'initialize' | 'post',
-    body: string,
-    extraHeaders?: Record<string, string>,
-  ): Promise<JsonRpcResponse> {
-    const headers =
-      kind === 'initialize' ? this.dispatcher.headers('initialize', undefined) : this.dispatcher.headers('post', ctx.session, extraHeaders);
-    const res = await this.dispatcher.send('POST', ctx.session, headers, body, ctx.scope.signal, { longLived: ctx.patient === true, movable: true });
-    if (kind === 'initialize') {
-      // A URL that cannot take a session now (overloaded, starting, behind a dead gateway) has
-      // opened none: another URL of the upstream may.
-      if (res.statusCode === 502 || res.statusCode === 503 || res.statusCode === 504) {
-        void discard(res.body);
-        if (ctx.session.target !== undefined) this.endpoint.targets.failed(ctx.session.target);
-        throw new TargetUnreachableError(this.endpoint.name, httpRefusal(res.statusCode));
-      }
-      const sessionId = firstHeader(res.headers['mcp-session-id']);
-      if (sessionId !== undefined && !isValidSessionId(sessionId)) {
-        void discard(res.body);
-        throw badResponse('malformed Mcp-Session-Id');
-      }
-      ctx.session = { ...ctx.session, sessionId };
-    }
-    return this.answer(ctx, res);
-  }
-
-  private async answer(ctx: Exchange, res: Dispatcher.ResponseData): Promise<JsonRpcResponse> {
-    const status = res.statusCode;
-    if (status === 404 && ctx.session.sessionId !== undefined) {
-      void discard(res.body);
-      throw new SessionExpiredError(this.endpoint.name);
-    }
-    if (status >= 400) return this.httpError(ctx, res);
-    if (status < 200 || status >= 300 || status === 202 || status === 204) {
-      void discard(res.body);
-      throw badResponse(`HTTP ${status} to a request`);
-    }
-    const type = mediaType(res.headers['content-type']);
-    if (type === 'application/json') {
-      checkContentLength(res.body, res.headers['content-length'], this.endpoint.maxResponseBytes);
-      const answer = route(this.io, ctx, decodeMessages(await readText(res.body, this.endpoint.maxResponseBytes)));
-      if (answer === undefined) throw badResponse('no response carries the request id');
-      return answer;
-    }
-    if (type === 'text/event-stream') return readRequestStream(this.streams, ctx, res);
-    void discard(res.body);
-    throw badResponse(`unexpected content-type ${JSON.stringify(type.slice(0, 80))}`);
-  }
-
-  /** A 4xx with a JSON-RPC error body is the upstream's in-band answer; anything else is a refusal. */
-  private async httpError(ctx: Exchange, res: Dispatcher.ResponseData): Promise<JsonRpcErrorResponse> {
-    const status = res.statusCode;
-    const rpc = await readErrorBody(res);
-    // -32022 is 2026-07-28's: a legacy session's request refused with it is an upstream now modern (era.ts).
-    if (status < 500 && rpc !== undefined && ctx.id !== undefined && rpc.error.code !== -32022) {
-      return { jsonrpc: '2.0', id: ctx.id, error: rpc.error };
-    }
-    throw httpRefusal(status, rpc?.error.message.slice(0, 200), rpc?.error);
+    await this.ownHttp?.destroy();
   }
 
   private async oneWay(session: SessionRef, message: JsonRpcNotification | JsonRpcResponse): Promise<void> {
     return this.track(false, async () => {
       const scope = this.scope(undefined, this.endpoint.requestTimeoutMs);
       try {
-        await this.postOneWay(scope, session, message);
+        await postOneWay(this.streams, scope, session, message);
       } catch (err) {
         throw scope.settle(err);
       } finally {
         scope.dispose();
       }
     });
-  }
-
-  /** [L-TR] A notification or response POST is answered 202 (200 and 204 are tolerated). */
-  private async postOneWay(
-    scope: CallScope,
-    session: SessionRef,
-    message: JsonRpcNotification | JsonRpcResponse,
-  ): Promise<void> {
-    const res = await this.dispatcher.send('POST', session, this.dispatcher.headers('post', session), JSON.stringify(message), scope.signal, { movable: true });
-    const status = res.statusCode;
-    if (status === 202 || status === 200 || status === 204) {
-      await discard(res.body);
-      return;
-    }
-    if (status === 404 && session.sessionId !== undefined) {
-      void discard(res.body);
-      throw new SessionExpiredError(this.endpoint.name);
-    }
-    throw await refusalOf(res);
   }
 
   private scope(signal: AbortSignal | undefined, timeoutMs: number): CallScope {

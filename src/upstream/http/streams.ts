@@ -12,10 +12,11 @@ import {
   ResumeRefusedError,
   SessionExpiredError,
   type SessionRef,
+  type TargetSet,
 } from '../core/index.js';
 import { badResponse } from './messages.js';
 import { consume, type Cursor, type Exchange, type Inbound, type Outcome } from './inbound.js';
-import { httpRefusal, refusalOf, type Response, type UpstreamDispatcher } from './dispatcher.js';
+import { httpRefusal, LONG_LIVED, MOVABLE, refusalOf, type Response, type UpstreamDispatcher } from './dispatcher.js';
 
 /** A standalone stream that lived this long counts as healthy even if it carried no event. */
 const STREAM_HEALTHY_MS = 5000;
@@ -27,8 +28,10 @@ export interface StreamTuning {
   maxResumeAttempts: number;
 }
 
+/** What a session's exchanges and streams need of the client (legacy-client.ts). */
 export interface StreamContext {
   upstream: string;
+  targets: TargetSet;
   dispatcher: UpstreamDispatcher;
   io: Inbound;
   log: Logger;
@@ -66,7 +69,7 @@ export async function resumeRequestStream(c: StreamContext, ctx: Exchange, lastE
   const cursor: Cursor = { lastEventId, retryMs: undefined };
   for (let attempt = 1; ; attempt++) {
     const headers = c.dispatcher.headers('get', ctx.session, undefined, lastEventId);
-    const res = await c.dispatcher.send('GET', ctx.session, headers, undefined, ctx.scope.signal, { longLived: true });
+    const res = await c.dispatcher.send('GET', ctx.session, headers, undefined, ctx.scope.signal, LONG_LIVED);
     const status = res.statusCode;
     if (status === 200 && mediaType(res.headers['content-type']) === 'text/event-stream') {
       return follow(c, ctx, cursor, await read(c, ctx, res, cursor));
@@ -107,7 +110,7 @@ async function resume(c: StreamContext, ctx: Exchange, cursor: Cursor): Promise<
   let res: Response;
   try {
     const headers = c.dispatcher.headers('get', ctx.session, undefined, cursor.lastEventId);
-    res = await c.dispatcher.send('GET', ctx.session, headers, undefined, ctx.scope.signal, { longLived: ctx.patient === true });
+    res = await c.dispatcher.send('GET', ctx.session, headers, undefined, ctx.scope.signal, ctx.patient === true ? LONG_LIVED : 0);
   } catch (err) {
     if (ctx.scope.aborted || !isConnectionDrop(err)) throw err;
     return { dropped: err, events: 0 };
@@ -134,7 +137,7 @@ async function resume(c: StreamContext, ctx: Exchange, cursor: Cursor): Promise<
 export async function connectStream(c: StreamContext, session: SessionRef, cursor: Cursor, scope: CallScope): Promise<Response | 'unsupported'> {
   const lastEventId = cursor.lastEventId === '' ? undefined : cursor.lastEventId;
   const headers = c.dispatcher.headers('get', session, undefined, lastEventId);
-  const res = await c.dispatcher.send('GET', session, headers, undefined, scope.signal, { longLived: true, movable: true });
+  const res = await c.dispatcher.send('GET', session, headers, undefined, scope.signal, LONG_LIVED | MOVABLE);
   const status = res.statusCode;
   if (status === 405) {
     void discard(res.body);

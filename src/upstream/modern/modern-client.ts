@@ -8,7 +8,7 @@
 import { causewayError } from '../../errors.js';
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
 import { callHeaders } from '../core/index.js';
-import { checkContentLength, decodeMessages, mediaType, readText, refusalOf, SseParser, type Response, type UpstreamDispatcher } from '../http/index.js';
+import { checkContentLength, decodeMessages, LONG_LIVED, mediaType, readText, refusalOf, SseParser, type Response, type UpstreamDispatcher } from '../http/index.js';
 import { MODERN_VERSION, type ProbeAnswer } from './era.js';
 
 export interface ModernCallOptions {
@@ -38,7 +38,7 @@ export class ModernClient {
     headers['content-type'] = 'application/json';
     headers['accept'] = 'application/json, text/event-stream';
     headers['mcp-protocol-version'] = MODERN_VERSION;
-    return this.dispatcher.send('POST', { target: undefined, principal: opts.principal }, headers, body, opts.signal, { longLived: opts.longLived });
+    return this.dispatcher.send('POST', { target: undefined, principal: opts.principal }, headers, body, opts.signal, opts.longLived ? LONG_LIVED : 0);
   }
 
   /** Sends one request and reads its answer: the JSON-RPC response, an error response included. */

@@ -3,38 +3,44 @@
 // one multi-round call (tools/call, prompts/get, resources/read) in flight on the session, and
 // with none or several it is refused at once, so the upstream's tool goes on without an answer
 // rather than waiting out its own timeout. Only calls that can relay an ask are counted. Across
-// replicas (replica-asks.ts) the other replicas name a session by its digest.
+// replicas (replica-asks.ts) the call may be on another replica, which names the session by its
+// digest; the composition root says so when it builds this.
 
 import type { JsonRpcRequest } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import { sessionDigest, type SessionRef, type StreamHandlers } from '../core/index.js';
-import type { LocalAsks } from './replica-asks.js';
-
-/** What the asks need of a call in flight (the HTTP client's Exchange is one). */
-interface AskingCall {
-  readonly session: SessionRef;
-  readonly handlers: StreamHandlers;
-  /** Set once an ask was given to the call. */
-  asked?: boolean;
-}
+import { sessionDigest, type AskingCall } from '../core/index.js';
+import type { LocalAsks, OutsideAskOutcome, ReplicaAsks } from './replica-asks.js';
 
 /** Calls whose asks the multi-round bridge relays. */
 export const ASKING_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
 
+/** Where an upstream's outside asks may go besides this replica's own calls, and who hears where each went. */
+export interface AskRouting {
+  upstream: string;
+  /** With replicas sharing sessions: the call may run on another replica. */
+  replicas?: ReplicaAsks;
+  onOutcome?(outcome: OutsideAskOutcome): void;
+}
+
 export class OutsideAsks implements LocalAsks {
   private readonly calls = new Map<string, Set<AskingCall>>();
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly routing?: AskRouting,
+  ) {
+    routing?.replicas?.register(routing.upstream, this);
+  }
 
-  /** Counts `ctx` as in flight on its session until the function returned is called; undefined when it cannot take asks. */
-  enter(ctx: AskingCall, method: string | undefined): (() => void) | undefined {
-    const id = ctx.session.sessionId;
-    if (id === undefined || ctx.handlers.onServerRequest === undefined || (method !== undefined && !ASKING_METHODS.has(method))) return undefined;
+  /** Counts `call` as in flight on its session until the function returned is called; undefined when it cannot take asks. */
+  enter(call: AskingCall, method: string | undefined): (() => void) | undefined {
+    const id = call.session.sessionId;
+    if (id === undefined || call.handlers.onServerRequest === undefined || (method !== undefined && !ASKING_METHODS.has(method))) return undefined;
     let set = this.calls.get(id);
     if (!set) this.calls.set(id, (set = new Set()));
-    set.add(ctx);
+    set.add(call);
     return () => {
-      set.delete(ctx);
+      set.delete(call);
       if (set.size === 0 && this.calls.get(id) === set) this.calls.delete(id);
     };
   }
@@ -42,6 +48,17 @@ export class OutsideAsks implements LocalAsks {
   /** Hands `r` to the only call on the session that can take an ask; false when there is none or more than one. */
   give(sessionId: string | undefined, r: JsonRpcRequest): boolean {
     return this.deliver(sessionId === undefined ? undefined : this.calls.get(sessionId), r);
+  }
+
+  /** An ask from the session's GET stream, to its one asking call on any replica; `refuse` answers the upstream when there is none. */
+  route(sessionId: string | undefined, r: JsonRpcRequest, refuse: () => void): void {
+    const settle = (outcome: OutsideAskOutcome): void => {
+      if (outcome === 'refused') refuse();
+      this.routing?.onOutcome?.(outcome);
+    };
+    const replicas = this.routing?.replicas;
+    if (replicas && sessionId !== undefined) void replicas.route(this.routing!.upstream, sessionId, r).then(settle);
+    else settle(this.give(sessionId, r) ? 'given' : 'refused');
   }
 
   count(digest: string): number {

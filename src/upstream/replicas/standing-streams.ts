@@ -6,12 +6,23 @@
 // ends when the session does, when the upstream has none (405) or cannot keep it up. This is the
 // one-replica case (memory store); across replicas the listen channels hold these streams under a
 // lease (subscriptions/standing.ts) and asks are routed among replicas (replica-asks.ts).
+//
+// StandingStreams wraps a Streamable HTTP client and has its interface (as ReplicaRelay wraps a
+// channel client): it holds the stream after the client's initialize, hands a listen the held
+// stream, and lets go of it when the session ends or the client closes; calls pass straight on.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { JsonObject } from '../../jsonrpc.js';
+import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { StandingStream } from '../../config/index.js';
-import { SessionExpiredError, type SessionRef, type StreamHandlers } from '../core/index.js';
+import {
+  SessionExpiredError,
+  type HandshakeResult,
+  type InitializeParams,
+  type SessionRef,
+  type StreamHandlers,
+  type UpstreamSessionClient,
+} from '../core/index.js';
 
 /** First GETs tried before the stream is given up. */
 const OPEN_ATTEMPTS = 4;
@@ -29,7 +40,18 @@ export function wantsStandingStream(policy: StandingStream, declared: JsonObject
   return ASKABLE.some((c) => declared[c] !== undefined);
 }
 
-type Open = (session: SessionRef, handlers: StreamHandlers, signal: AbortSignal) => Promise<'unsupported' | { done: Promise<void> }>;
+type Opened = 'unsupported' | { done: Promise<void> };
+
+export interface StandingOptions {
+  upstream: string;
+  /** Most streams held at once. */
+  max: number;
+  /** Whose sessions get one (upstream.standingStream). */
+  policy: StandingStream;
+  /** How long an initialize waits for its session's stream to be up. */
+  waitMs: number;
+  log: Logger;
+}
 
 interface Sharer {
   handlers: StreamHandlers;
@@ -41,24 +63,91 @@ interface Held {
   sharers: Set<Sharer>;
 }
 
-export class StandingStreams {
+export class StandingStreams implements UpstreamSessionClient {
   private readonly held = new Map<string, Held>();
 
   constructor(
-    private readonly upstream: string,
-    private readonly open: Open,
-    private readonly max: number,
-    private readonly log: Logger,
+    private readonly inner: UpstreamSessionClient,
+    private readonly opts: StandingOptions,
   ) {}
 
   get size(): number {
     return this.held.size;
   }
 
+  admits(target: string | undefined): boolean {
+    return this.inner.admits(target);
+  }
+
+  targetIndex(target: string | undefined): number {
+    return this.inner.targetIndex(target);
+  }
+
+  hasStandaloneStream(): boolean {
+    return this.inner.hasStandaloneStream?.() === true;
+  }
+
+  async initialize(params: InitializeParams, signal?: AbortSignal, principal?: string): Promise<HandshakeResult> {
+    const hs = await this.inner.initialize(params, signal, principal);
+    if (wantsStandingStream(this.opts.policy, params.capabilities)) {
+      // Servers ask right after initialize, or in the first call: the stream should be up by then.
+      // A server slow to answer a GET holds the session's opening up to waitMs, no longer.
+      const up = this.hold({ sessionId: hs.sessionId, protocolVersion: hs.protocolVersion, target: hs.target, principal });
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([up, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.opts.waitMs)))]);
+      clearTimeout(timer);
+    }
+    return hs;
+  }
+
+  request(
+    session: SessionRef,
+    msg: JsonRpcRequest,
+    handlers: StreamHandlers,
+    signal?: AbortSignal,
+    extraHeaders?: Record<string, string>,
+    timeoutMs?: number,
+  ): Promise<JsonRpcResponse> {
+    return this.inner.request(session, msg, handlers, signal, extraHeaders, timeoutMs);
+  }
+
+  resumeCall(session: SessionRef, id: RequestId, lastEventId: string, handlers: StreamHandlers, signal: AbortSignal, timeoutMs?: number): Promise<JsonRpcResponse> {
+    return this.inner.resumeCall(session, id, lastEventId, handlers, signal, timeoutMs);
+  }
+
+  notify(session: SessionRef, n: JsonRpcNotification): Promise<void> {
+    return this.inner.notify(session, n);
+  }
+
+  respond(session: SessionRef, r: JsonRpcResponse): Promise<void> {
+    return this.inner.respond(session, r);
+  }
+
+  /** A listen hears the stream held for the session, if there is one; a resume (`lastEventId`) opens its own. */
+  openStream(session: SessionRef, handlers: StreamHandlers, signal: AbortSignal, lastEventId?: string): Promise<Opened> {
+    const shared = lastEventId === undefined ? this.share(session.sessionId, handlers, signal) : undefined;
+    return shared ? Promise.resolve(shared) : this.inner.openStream(session, handlers, signal, lastEventId);
+  }
+
+  terminate(session: SessionRef): Promise<void> {
+    this.drop(session.sessionId);
+    return this.inner.terminate(session);
+  }
+
+  close(): Promise<void> {
+    this.dropAll();
+    return this.inner.close();
+  }
+
+  destroy(): Promise<void> {
+    this.dropAll();
+    return this.inner.destroy();
+  }
+
   /** Resolves once the upstream took the stream (or refused it): an ask sent before then would be lost. */
-  hold(session: SessionRef): Promise<void> {
+  private hold(session: SessionRef): Promise<void> {
     const id = session.sessionId;
-    if (id === undefined || this.held.has(id) || this.held.size >= this.max) return Promise.resolve();
+    if (id === undefined || this.held.has(id) || this.held.size >= this.opts.max) return Promise.resolve();
     const h: Held = { running: new AbortController(), sharers: new Set() };
     this.held.set(id, h);
     const fanOut: StreamHandlers = {
@@ -69,7 +158,7 @@ export class StandingStreams {
     const gone = (err?: unknown): void => {
       if (this.held.get(id) === h) this.held.delete(id);
       if (h.running.signal.aborted) err = undefined;
-      else if (err !== undefined) this.log.debug({ err }, 'the standing GET stream of a session ended');
+      else if (err !== undefined) this.opts.log.debug({ err }, 'the standing GET stream of a session ended');
       for (const s of [...h.sharers]) s.end(err);
     };
     return this.connect(session, fanOut, h.running.signal).then(
@@ -85,7 +174,7 @@ export class StandingStreams {
    * The session's messages that belong to no call, from its standing stream, until `signal`
    * aborts: done rejects when the stream is lost (the caller opens another). Undefined when none is held.
    */
-  share(sessionId: string | undefined, handlers: StreamHandlers, signal: AbortSignal): { done: Promise<void> } | undefined {
+  private share(sessionId: string | undefined, handlers: StreamHandlers, signal: AbortSignal): { done: Promise<void> } | undefined {
     const h = sessionId === undefined ? undefined : this.held.get(sessionId);
     if (h === undefined || signal.aborted) return undefined;
     let sharer!: Sharer;
@@ -107,24 +196,24 @@ export class StandingStreams {
   }
 
   /** The session ended: a listen sharing its stream follows the pool to the next one. */
-  drop(sessionId: string | undefined): void {
+  private drop(sessionId: string | undefined): void {
     const h = sessionId === undefined ? undefined : this.held.get(sessionId);
     if (h === undefined) return;
     this.held.delete(sessionId!);
-    for (const s of [...h.sharers]) s.end(new SessionExpiredError(this.upstream));
+    for (const s of [...h.sharers]) s.end(new SessionExpiredError(this.opts.upstream));
     h.running.abort();
   }
 
   /** The client is closing: every stream ends, and those sharing them end quietly. */
-  dropAll(): void {
+  private dropAll(): void {
     for (const h of this.held.values()) h.running.abort();
     this.held.clear();
   }
 
-  private async connect(session: SessionRef, handlers: StreamHandlers, signal: AbortSignal): ReturnType<Open> {
+  private async connect(session: SessionRef, handlers: StreamHandlers, signal: AbortSignal): Promise<Opened> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.open(session, handlers, signal);
+        return await this.inner.openStream(session, handlers, signal);
       } catch (err) {
         if (signal.aborted || err instanceof SessionExpiredError || attempt >= OPEN_ATTEMPTS) throw err;
         await sleep(OPEN_BACKOFF_MS * attempt, undefined, { signal });
