@@ -12,8 +12,10 @@ import { causewayError, toCausewayError } from '../errors.js';
 import { isObject, type JsonObject, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import type { Access } from '../auth/index.js';
 import {
+  abandon,
   checkContentLength,
   decodeMessages,
+  discard,
   mediaType,
   readText,
   SseParser,
@@ -72,7 +74,7 @@ export async function relayModern(req: ModernRelayRequest, deps: ModernRelayDeps
   const type = mediaType(res.headers['content-type']);
   if (type === 'text/event-stream' && res.statusCode < 300) return relayStream(req, res.body, deps);
   if (type !== 'application/json') {
-    res.body.destroy();
+    void discard(res.body);
     if (res.statusCode >= 300) return 'refused';
     throw causewayError('upstream_bad_response', `Upstream answered ${req.method} with ${type || 'no content type'}`);
   }
@@ -138,7 +140,7 @@ async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: Mo
     if (outcome === undefined) stream.send(errorBody(req.id, { code: e.code, message: e.message }));
     outcome ??= 'upstream_error';
   } finally {
-    body.destroy();
+    abandon(body);
     stream.end();
   }
   if (outcome === undefined && req.method !== 'subscriptions/listen') {

@@ -8,7 +8,7 @@ export { ForwardPolicy, DEFAULT_CREDENTIAL_HEADERS, HOP_BY_HOP } from './forward
 export { enableLogging, refuseAsk, walkList } from './own-calls.js';
 export { UpstreamClient, lendSignal, CallDetached, relayCall, resumeRelayedCall, type CallObserver, type ResumePoint } from './http/index.js';
 export { UpstreamHttp, type Response, type UpstreamRequest } from './http/index.js';
-export { abandon, checkContentLength, decodeMessages, mediaType, readText, type ResponseBody, SseParser, type SseEvent } from './http/index.js';
+export { abandon, checkContentLength, decodeMessages, discard, mediaType, readText, type ResponseBody, SseParser, type SseEvent } from './http/index.js';
 export { ChannelClient, StdioOpener, SseChannelOpener, type SseChannelOptions } from './channel/index.js';
 export { detectTransport, TransportMemo, type Detected, type DetectOptions, type LegacyTransport } from './channel/index.js';
 export { AutoClient, type AutoClientOptions, type FoundTransport } from './channel/index.js';

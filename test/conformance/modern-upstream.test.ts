@@ -9,29 +9,37 @@ import { startModernServer } from '../fixtures/modern-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { formatFailures, runConformance, type ConformanceReport } from '../helpers/conformance.js';
 
-const upstream = await startModernServer();
+// Three servers, so the three runs go side by side without one's list changes reaching another's
+// listen streams: one run straight at a server, one through Causeway at each revision.
+const [direct, upstream, upstream25] = await Promise.all([startModernServer(), startModernServer(), startModernServer()]);
 const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn' });
+const causeway25 = await startCauseway({ 'upstream.url': upstream25.url, 'log.level': 'warn' });
 t.teardown(async () => {
-  await causeway.close();
-  await upstream.close();
+  await Promise.all([causeway.close(), causeway25.close()]);
+  await Promise.all([direct.close(), upstream.close(), upstream25.close()]);
 });
+
+const runs = {
+  direct: runConformance({ t, url: direct.url, requirements: '2026-07-28' }),
+  proxied: runConformance({ t, url: causeway.url!, requirements: '2026-07-28' }),
+  proxied25: runConformance({ t, url: causeway25.url!, requirements: '2025-11-25' }),
+};
 
 const scored = (r: ConformanceReport) => r.scenarios.filter((s) => s.scored === true);
 const passing = (r: ConformanceReport) => scored(r).filter((s) => s.checks.every((c) => c.status !== 'FAILURE' && c.status !== 'WARNING'));
 
 t.test('2026-07-28 through Causeway scores what the 2026 server scores directly', async (t) => {
-  const direct = await runConformance({ t, url: upstream.url, requirements: '2026-07-28' });
-  const proxied = await runConformance({ t, url: causeway.url!, requirements: '2026-07-28' });
+  const [straight, proxied] = await Promise.all([runs.direct, runs.proxied]);
   t.notOk(proxied.timedOut, 'suite finished');
-  t.ok(scored(direct).length >= 37, `the 2026-07-28 set ran (${scored(direct).length})`);
-  t.equal(passing(proxied).length, passing(direct).length, `${passing(proxied).length}/${scored(proxied).length} through Causeway, ${passing(direct).length} directly`);
+  t.ok(scored(straight).length >= 37, `the 2026-07-28 set ran (${scored(straight).length})`);
+  t.equal(passing(proxied).length, passing(straight).length, `${passing(proxied).length}/${scored(proxied).length} through Causeway, ${passing(straight).length} directly`);
   t.equal(passing(proxied).length, scored(proxied).length, 'every scored scenario passes');
   if (passing(proxied).length !== scored(proxied).length) t.comment(formatFailures(proxied));
   t.equal(proxied.exitCode, 0);
 });
 
 t.test('2025-11-25 through Causeway in front of the 2026-only server: every scored scenario passes', async (t) => {
-  const proxied = await runConformance({ t, url: causeway.url!, requirements: '2025-11-25' });
+  const proxied = await runs.proxied25;
   t.notOk(proxied.timedOut, 'suite finished');
   t.ok(scored(proxied).length >= 30, `the 2025-11-25 set ran (${scored(proxied).length})`);
   t.equal(passing(proxied).length, scored(proxied).length, `${passing(proxied).length}/${scored(proxied).length}\n${formatFailures(proxied)}`);

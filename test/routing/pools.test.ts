@@ -161,10 +161,14 @@ t.test('pool across Causeway replicas sharing Redis: a session moved by one repl
 t.test('pool: a URL that answers initialize with 503 is passed over and ejected', async (t) => {
   const good = await spawnFixture(0, { t });
   let refused = 0;
+  // Counted: the initializes it refused (the era probe, server/discover, is not a session).
   const busy = createServer((req, res) => {
-    req.resume();
-    refused += 1;
-    res.writeHead(503, { 'content-type': 'text/plain', 'retry-after': '1' }).end('starting');
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      if (body.includes('"initialize"')) refused += 1;
+      res.writeHead(503, { 'content-type': 'text/plain', 'retry-after': '1' }).end('starting');
+    });
   });
   await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
   const busyUrl = `http://127.0.0.1:${(busy.address() as AddressInfo).port}/mcp`;
@@ -182,7 +186,7 @@ t.test('pool: a URL that answers initialize with 503 is passed over and ejected'
     const r = await callAs(causeway.url, p, p);
     t.equal(r.status, 200, `${p} is served`);
   }
-  t.equal(refused, 1, 'the busy URL was tried once, then ejected');
+  t.equal(refused, 1, 'the busy URL was asked to initialize once, then ejected');
   t.equal((await good.stats()).initializeCount, 4, 'every session went to the URL that could take it');
 });
 

@@ -8,7 +8,7 @@
 import { causewayError } from '../../errors.js';
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
 import { callHeaders } from '../core/index.js';
-import { checkContentLength, decodeMessages, LONG_LIVED, mediaType, readText, refusalOf, SseParser, type Response, type UpstreamDispatcher } from '../http/index.js';
+import { checkContentLength, decodeMessages, discard, finish, LONG_LIVED, mediaType, readText, refusalOf, SseParser, type Response, type UpstreamDispatcher } from '../http/index.js';
 import { MODERN_VERSION, type ProbeAnswer } from './era.js';
 
 export interface ModernCallOptions {
@@ -48,7 +48,7 @@ export class ModernClient {
     if (type === 'text/event-stream') return { status: res.statusCode, response: await this.readStream(res, msg.id, opts) };
     if (type !== 'application/json') {
       if (res.statusCode >= 300) throw await refusalOf(res);
-      res.body.destroy();
+      void discard(res.body);
       throw causewayError('upstream_bad_response', `Upstream answered ${type || 'no content type'} to ${msg.method}`);
     }
     checkContentLength(res.body, res.headers['content-length'], this.maxResponseBytes);
@@ -71,7 +71,7 @@ export class ModernClient {
       const type = mediaType(res.headers['content-type']);
       if (type === 'application/json') message = decodeMessages(await readText(res.body, 1024 * 1024))[0]?.message;
       else if (type === 'text/event-stream') message = await this.readStream(res, msg.id, { signal });
-      else res.body.destroy();
+      else void discard(res.body);
     } catch {
       message = undefined;
     }
@@ -86,7 +86,8 @@ export class ModernClient {
         for (const m of decodeMessages(event.data)) {
           if (m.kind === 'notification') opts.onNotification?.(m.message);
           else if (m.kind === 'response' && m.message.id === id) {
-            res.body.destroy();
+            // The stream ends with its response; the rest (normally nothing) is read in the background.
+            finish(res.body);
             return m.message;
           }
           // A 2026 stream carries no requests [SHTTP]: one is left out.
