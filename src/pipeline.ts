@@ -35,8 +35,10 @@ export function serveModern(ex: ModernExchange, mount: ModernMount): Promise<voi
 
 export function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void> {
   if (ex.notes) ex.notes.upstream = deps.upstreamName;
-  if (deps.modern) return measured(ex, deps.metrics, () => byEra(ex, deps, deps.modern!));
-  return measured(ex, deps.metrics, () => answer(ex, deps));
+  const modern = deps.modern;
+  if (modern !== undefined && modern.era.current !== 'legacy') return measured(ex, deps.metrics, () => byEra(ex, deps, modern));
+  // Legacy, as known or as the only era the upstream can have: the translated path, nothing in between.
+  return measured(ex, deps.metrics, () => answer(ex, deps), modern && deps);
 }
 
 /**
@@ -94,12 +96,20 @@ export async function handleFederated(ex: ModernExchange, federation: Federation
 }
 
 /** Runs an answering stage: a typed error it throws becomes the reply; either way the answer is counted once. */
-async function measured(ex: ModernExchange, metrics: UpstreamMetrics, answer: () => Promise<Answered>): Promise<void> {
+async function measured(ex: ModernExchange, metrics: UpstreamMetrics, answer: () => Promise<Answered>, eraOf?: ModernDeps): Promise<void> {
   const started = performance.now();
   let resultType: ResultType;
   let outcome: AnswerOutcome;
   try {
-    const answered = await answer();
+    let answered: Answered;
+    try {
+      answered = await answer();
+    } catch (err) {
+      // An upstream known as legacy refused the era (upgraded in place): found again, and served once more.
+      const modern = eraOf?.modern;
+      if (modern === undefined || !isEraRefusal(err) || !modern.era.refused()) throw err;
+      answered = await byEra(ex, eraOf!, modern, false);
+    }
     resultType = answered === 'upstream_error' ? 'error' : answered;
     outcome = answered === 'upstream_error' ? 'upstream_error' : 'ok';
   } catch (err) {
