@@ -36,6 +36,9 @@ export interface TranslatedFaceOptions {
   onRefused?(): void;
 }
 
+/** The ids Causeway mints (sessions.ts): anything else names no session, and is never looked up. */
+const SESSION_ID = /^[A-Za-z0-9_-]{22}$/;
+
 /** Pages of tools/list read at most to learn a tool's annotations. */
 const MAX_LIST_PAGES = 20;
 
@@ -97,13 +100,15 @@ export class TranslatedFace implements LegacyFace {
         return await this.initialize(message, principal, hb, res, signal);
       }
       if (clientId === undefined) throw causewayError('invalid_request', 'Mcp-Session-Id is required: send initialize first');
-      const record = clientId.length <= 64 ? await this.opts.facts.get(clientId) : undefined;
+      const record = SESSION_ID.test(clientId) ? await this.opts.facts.get(clientId) : undefined;
       if (record === undefined || record.principal !== principal || record.upstream !== this.opts.upstream) return sessionGone(res, id);
       const session: Session = { id: clientId, record };
       if (method === 'GET') return await this.listen(session, principal, hb, res, signal);
       if (method === 'DELETE') {
         await this.opts.facts.end(session.id);
         this.streams.get(session.id)?.end();
+        // A GET stream held on another replica reads the session again, finds it gone, and ends.
+        this.opts.rounds.changed(session.id);
         return sendStatus(res, 200);
       }
       if (message === undefined) throw causewayError('method_not_allowed');
