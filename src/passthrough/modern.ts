@@ -134,6 +134,10 @@ async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: Mo
       }
       if (outcome !== undefined && req.method !== 'subscriptions/listen') break;
     }
+    if (outcome === undefined && req.method !== 'subscriptions/listen') {
+      const e = causewayError('upstream_bad_response', 'The upstream ended the stream before its response');
+      stream.send(errorBody(req.id, { code: e.code, message: e.message }));
+    }
   } catch (err) {
     if (req.signal.aborted) return outcome ?? 'complete';
     const e = toCausewayError(err);
@@ -143,10 +147,8 @@ async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: Mo
     abandon(body);
     stream.end();
   }
-  if (outcome === undefined && req.method !== 'subscriptions/listen') {
-    // The upstream ended the stream before its response: the request is lost, and the client told so.
-    return 'upstream_error';
-  }
+  // No response: the upstream ended the stream first (the request is lost, and the client was told so).
+  if (outcome === undefined && req.method !== 'subscriptions/listen') return 'upstream_error';
   return outcome ?? 'complete';
 }
 

@@ -7,6 +7,8 @@
 // the session, a session id of another principal refused.
 
 import t from 'tap';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -154,4 +156,44 @@ t.test('an answer to no ask is refused, and nothing else is touched', async (t) 
   t.equal(res.status, 400);
   const { tools } = await client.listTools();
   t.ok(tools.length > 0, 'the session still works');
+});
+
+t.test('a modern upstream that answers neither era, or ends its stream early: 502 or a JSON-RPC error, never a hang', async (t) => {
+  // A server that is modern by its discover, then answers a call with an SSE stream that ends
+  // before its response, and a list with HTML.
+  const odd = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      const msg = JSON.parse(body) as { id: number; method: string };
+      if (msg.method === 'server/discover') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { resultType: 'complete', supportedVersions: ['2026-07-28'], capabilities: { tools: {} } } }));
+      } else if (msg.method === 'tools/call') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } })}\n\n`);
+      } else {
+        res.writeHead(200, { 'content-type': 'text/html' });
+        res.end('<html>not MCP</html>');
+      }
+    });
+  });
+  await new Promise<void>((r) => odd.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise((r) => odd.close(r)));
+  const proxy = await startCauseway({ 'upstream.url': `http://127.0.0.1:${(odd.address() as AddressInfo).port}/mcp`, 'upstream.era': 'modern', 'log.level': 'warn' });
+  t.teardown(() => proxy.close());
+  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+  const post = (id: number, method: string, params: object, name?: string) =>
+    fetch(proxy.url!, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) },
+      body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } }),
+    });
+  const call = await post(1, 'tools/call', { name: 'x', arguments: {} }, 'x');
+  const text = await call.text();
+  t.match(text, /notifications\/progress/, 'the progress that came was relayed');
+  t.match(text, /"error":\{"code":-32603,"message":"The upstream ended the stream before its response"\},"id":1/, 'then the request is answered with an error, not left hanging');
+  const list = await post(2, 'tools/list', {});
+  t.equal(list.status, 502, 'an answer that is no JSON-RPC is 502');
+  t.match(await list.json(), { id: 2, error: { code: -32603 } });
 });
