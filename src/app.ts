@@ -383,7 +383,10 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
           // Listen streams never finish on their own: end them with the closing result [SUBS].
           closeStreams: async (timeoutMs) => {
             await subscriptions.close(timeoutMs);
-            for (const u of upstreams.values()) u.passthrough.endStreams?.();
+            for (const u of upstreams.values()) {
+              u.passthrough.endStreams?.();
+              u.modern?.listens.endAll();
+            }
             await sessionEvents.close();
           },
           // With a shared store another replica can resume a held call on its upstream stream: let go, do not cancel.

@@ -69,7 +69,7 @@ async function byEra(ex: ModernExchange, deps: ModernDeps, modern: NonNullable<M
       access: ex.access,
       principal: ex.principal,
     },
-    { client: modern.client, forward: deps.forward, maxResponseBytes: modern.maxResponseBytes },
+    { client: modern.client, forward: deps.forward, maxResponseBytes: modern.maxResponseBytes, listens: modern.listens },
   );
   if (relayed !== 'refused') return relayed;
   if (again && modern.era.refused()) return byEra(ex, deps, modern, false);

@@ -24,6 +24,7 @@ import {
   UpstreamClient,
   UpstreamCredentials,
   ModernClient,
+  RelayedListens,
   UpstreamDispatcher,
   UpstreamEra,
   UpstreamHttp,
@@ -51,7 +52,7 @@ export interface UpstreamParts {
   /** Closes the client and the passthrough, letting their requests finish, then the HTTP client they share. */
   close(): Promise<void>;
   /** A Streamable HTTP upstream may speak 2026-07-28: its era, and the client of its modern side. */
-  modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number };
+  modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number; listens: RelayedListens };
 }
 
 /** What the app shares among its upstreams. */
@@ -316,7 +317,7 @@ function bothEras(ctx: HttpContext, legacyFace: LegacyFace): Pick<UpstreamParts,
   );
   return {
     passthrough: new EraLegacyFace(era, legacyFace, translated, log),
-    modern: { era, client, maxResponseBytes: spec.maxResponseBytes },
+    modern: { era, client, maxResponseBytes: spec.maxResponseBytes, listens: new RelayedListens() },
   };
 }
 

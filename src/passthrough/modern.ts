@@ -21,6 +21,7 @@ import {
   SseParser,
   type ForwardPolicy,
   type ModernClient,
+  type RelayedListens,
   type ResponseBody,
 } from '../upstream/index.js';
 
@@ -43,7 +44,9 @@ export interface ModernRelayDeps {
   client: ModernClient;
   forward: ForwardPolicy;
   maxResponseBytes: number;
+  listens: RelayedListens;
 }
+
 
 /** How the request was answered, for its metric; 'refused' when the upstream answered with no 2026 answer. */
 export type Relayed = 'complete' | 'input_required' | 'task' | 'upstream_error' | 'refused';
@@ -64,15 +67,25 @@ function outcomeOf(response: JsonRpcResponse): Relayed {
 }
 
 export async function relayModern(req: ModernRelayRequest, deps: ModernRelayDeps): Promise<Relayed> {
-  const longLived = req.method === 'subscriptions/listen';
+  if (req.method !== 'subscriptions/listen') return relay(req, deps, req.signal, undefined);
+  const ending = deps.listens.add();
+  try {
+    return await relay(req, deps, AbortSignal.any([req.signal, ending.signal]), ending.signal);
+  } finally {
+    deps.listens.forget(ending);
+  }
+}
+
+/** `ending`: a listen's, aborted by a drain. */
+async function relay(req: ModernRelayRequest, deps: ModernRelayDeps, signal: AbortSignal, ending: AbortSignal | undefined): Promise<Relayed> {
   const res = await deps.client.post(req.body, req.method, req.name, {
     headers: upstreamHeaders(deps, req.headers),
     principal: req.principal,
-    signal: req.signal,
-    longLived,
+    signal,
+    longLived: ending !== undefined,
   });
   const type = mediaType(res.headers['content-type']);
-  if (type === 'text/event-stream' && res.statusCode < 300) return relayStream(req, res.body, deps);
+  if (type === 'text/event-stream' && res.statusCode < 300) return relayStream(req, res.body, deps, ending);
   if (type !== 'application/json') {
     void discard(res.body);
     if (res.statusCode >= 300) return 'refused';
@@ -115,7 +128,7 @@ function filtered(req: ModernRelayRequest, response: JsonRpcResponse): JsonRpcRe
 }
 
 /** An SSE answer, event by event: the request's notifications, then its response. */
-async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: ModernRelayDeps): Promise<Relayed> {
+async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: ModernRelayDeps, ending: AbortSignal | undefined): Promise<Relayed> {
   const stream = new SseStream(req.res);
   stream.start();
   const parser = new SseParser({ maxEventBytes: deps.maxResponseBytes });
@@ -140,6 +153,11 @@ async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: Mo
     }
   } catch (err) {
     if (req.signal.aborted) return outcome ?? 'complete';
+    if (ending?.aborted) {
+      // The drain: the listen ends as a server ends one, with its result [SUBS].
+      stream.send({ jsonrpc: '2.0', id: req.id, result: { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': req.id } } });
+      return 'complete';
+    }
     const e = toCausewayError(err);
     if (outcome === undefined) stream.send(errorBody(req.id, { code: e.code, message: e.message }));
     outcome ??= 'upstream_error';

@@ -9,7 +9,7 @@ import type { HttpResponse } from '../egress/index.js';
 import type { HeaderBag, ModernRequest } from '../envelope/index.js';
 import type { Logger } from '../log.js';
 import type { SessionPool } from '../pool/index.js';
-import type { ForwardPolicy, IdMinter, ModernClient, UpstreamEra, UpstreamSessionClient } from '../upstream/index.js';
+import type { ForwardPolicy, IdMinter, ModernClient, RelayedListens, UpstreamEra, UpstreamSessionClient } from '../upstream/index.js';
 import type { BridgeDeps } from '../mrtr/index.js';
 import type { UpstreamMetrics } from '../metrics/index.js';
 import type { Subscriptions } from '../subscriptions/index.js';
@@ -35,7 +35,7 @@ export interface ModernDeps {
   /** upstream.taskTools: the tools Causeway runs as tasks itself. */
   taskTools: readonly RegExp[];
   /** An upstream that may speak 2026-07-28: its era, and the client a modern client's requests are relayed through. */
-  modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number };
+  modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number; listens: RelayedListens };
 }
 
 /** What a request was answered with, for its metric: set by the stage that answered. */

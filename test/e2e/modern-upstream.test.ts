@@ -197,3 +197,35 @@ t.test('a modern upstream that answers neither era, or ends its stream early: 50
   t.equal(list.status, 502, 'an answer that is no JSON-RPC is 502');
   t.match(await list.json(), { id: 2, error: { code: -32603 } });
 });
+
+t.test('a drain ends a relayed listen stream with the closing result, without waiting for its timeout', async (t) => {
+  const server = await startModernServer();
+  t.teardown(() => server.close());
+  // A drain timeout no test reaches: the stream must end by the drain's own doing.
+  const proxy = await startCauseway({ 'upstream.url': server.url, 'upstream.era': 'modern', 'drain.delayMs': 0, 'drain.timeoutMs': 600_000, 'log.level': 'warn' });
+  t.teardown(() => proxy.close());
+  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+  const res = await fetch(proxy.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 'L1', method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: meta } }),
+  });
+  t.equal(res.status, 200);
+  const reader = res.body!.getReader();
+  let text = '';
+  const decoder = new TextDecoder();
+  const read = async (until: RegExp) => {
+    while (!until.test(text)) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      text += decoder.decode(value, { stream: true });
+    }
+  };
+  await read(/subscriptions\/acknowledged/);
+  t.match(text, /notifications\/subscriptions\/acknowledged/, 'the upstream acknowledged the relayed listen');
+  const drained = proxy.app.drain();
+  await read(/"id":"L1"/);
+  t.match(text, /"id":"L1","result":\{"resultType":"complete","_meta":\{"io.modelcontextprotocol\/subscriptionId":"L1"\}\}/, 'ended with the closing result');
+  await drained;
+  t.pass('the drain finished');
+});

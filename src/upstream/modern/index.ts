@@ -3,3 +3,4 @@
 
 export { ERAS, eraOf, isEraRefusal, MemoryEraMemo, MODERN_VERSION, RedisEraMemo, UpstreamEra, type Era, type EraMemo, type EraSetting, type ProbeAnswer } from './era.js';
 export { ModernClient, type ModernCallOptions, type ModernRequestOptions } from './modern-client.js';
+export { RelayedListens } from './listens.js';
