@@ -24,7 +24,7 @@ import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
 import { SessionExpiredError, type UpstreamSessionClient } from '../upstream/index.js';
 import { LegacySessions, type LegacySession } from './channel-sessions.js';
-import { readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
+import { acceptsSse, keepAlive, readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
 import type { SessionBinding } from './session-binding.js';
 
 export interface ChannelFaceOptions {
@@ -42,7 +42,6 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
   return typeof v === 'string' ? v : undefined;
 }
 
-const acceptsSse = (headers: IncomingHttpHeaders): boolean => /\btext\/event-stream\b|\*\/\*/i.test(header(headers, 'accept') ?? '');
 
 export class ChannelLegacyFace implements LegacyFace {
   private readonly sessions: LegacySessions;
@@ -150,7 +149,7 @@ export class ChannelLegacyFace implements LegacyFace {
         return;
       }
       const stream = new SseStream(res);
-      const stopKeepAlive = this.keepAlive(stream);
+      const stopKeepAlive = keepAlive(stream, this.opts.keepAliveMs);
       try {
         const response = await client.request(session.ref, msg, { onNotification: (n) => stream.send(n), onServerRequest: (r) => stream.send(r) }, signal);
         stream.end(seen(response));
@@ -179,7 +178,7 @@ export class ChannelLegacyFace implements LegacyFace {
         const opened = await this.opts.client.openStream(session.ref, { onNotification: (n) => stream.send(n) }, AbortSignal.any([signal, ended.signal]));
         if (opened === 'unsupported') throw causewayError('method_not_allowed', 'This upstream offers no GET stream');
         stream.start();
-        const stopKeepAlive = this.keepAlive(stream);
+        const stopKeepAlive = keepAlive(stream, this.opts.keepAliveMs);
         try {
           await opened.done;
         } finally {
@@ -193,13 +192,6 @@ export class ChannelLegacyFace implements LegacyFace {
       if (session.endStream === end) session.endStream = undefined;
       if (res.headersSent) stream.end();
     }
-  }
-
-  private keepAlive(stream: SseStream): () => void {
-    if (this.opts.keepAliveMs <= 0) return () => {};
-    const timer = setInterval(() => stream.comment(), this.opts.keepAliveMs);
-    timer.unref();
-    return () => clearInterval(timer);
   }
 
   /** Answers with the error: on the SSE stream when one was started, else as JSON with its status. */

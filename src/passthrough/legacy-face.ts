@@ -3,7 +3,7 @@
 // an upstream whose sessions are Causeway's own channels (stdio, HTTP+SSE: channel-face.ts).
 
 import type { IncomingHttpHeaders } from 'node:http';
-import { sendCausewayError, type HttpResponse } from '../egress/index.js';
+import { sendCausewayError, type HttpResponse, type SseStream } from '../egress/index.js';
 import { causewayError } from '../errors.js';
 import { isNotification, isObject, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import type { Access } from '../auth/index.js';
@@ -48,4 +48,18 @@ export function readLegacyMessage(body: LegacyBody | undefined): JsonRpcMessage 
   if (!isObject(value) || value.jsonrpc !== '2.0') throw causewayError('invalid_request', 'Expected one JSON-RPC 2.0 message');
   if (isRequest(value) || isNotification(value) || isResponse(value)) return value;
   throw causewayError('invalid_request', 'Expected a JSON-RPC request, notification or response');
+}
+
+/** Whether a legacy request takes an SSE answer: its Accept lists text/event-stream (or anything). */
+export function acceptsSse(headers: IncomingHttpHeaders): boolean {
+  const accept = headers.accept;
+  return /\btext\/event-stream\b|\*\/\*/i.test(typeof accept === 'string' ? accept : '');
+}
+
+/** `:` comments on `stream` every `everyMs` (none for 0) until the returned function stops them. */
+export function keepAlive(stream: SseStream, everyMs: number): () => void {
+  if (everyMs <= 0) return () => {};
+  const timer = setInterval(() => stream.comment(), everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }

@@ -13,11 +13,11 @@ import { randomUUID } from 'node:crypto';
 import { errorBody, sendCausewayError, sendJson, sendStatus, SseStream, type HttpResponse } from '../egress/index.js';
 import type { HeaderBag } from '../envelope/index.js';
 import { CausewayError, causewayError, toCausewayError } from '../errors.js';
-import { isNotification, isObject, isRequest, isResponse, type JsonObject, type JsonRpcRequest, type RequestId } from '../jsonrpc.js';
+import { isNotification, isObject, isRequest, isResponse, type JsonObject, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
 import type { ForwardPolicy, ModernClient } from '../upstream/index.js';
-import { readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from '../passthrough/index.js';
+import { acceptsSse, keepAlive, readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from '../passthrough/index.js';
 import type { AskRounds } from './rounds.js';
 import { clientInfoOf, newSessionId, type FactsStore, type SessionRecord } from './sessions.js';
 import { ToolHeaders } from './tools.js';
@@ -44,8 +44,6 @@ const MAX_LIST_PAGES = 20;
 
 const ASK_CAPABILITY: Readonly<Record<string, string>> = { 'elicitation/create': 'elicitation', 'sampling/createMessage': 'sampling', 'roots/list': 'roots' };
 
-const acceptsSse = (headers: IncomingHttpHeaders): boolean => /\btext\/event-stream\b|\*\/\*/i.test(String(headers.accept ?? ''));
-
 function bag(headers: IncomingHttpHeaders): HeaderBag {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined && !k.startsWith(':')) out[k] = Array.isArray(v) ? v.join(', ') : v;
@@ -63,6 +61,35 @@ function nameOf(msg: JsonRpcRequest): string | undefined {
 interface Session {
   id: string;
   record: SessionRecord;
+}
+
+/** A call's SSE answer: started at its first notification or ask, kept alive until the call ends. */
+class CallStream {
+  private stream: SseStream | undefined;
+  private stopKeepAlive = (): void => {};
+
+  constructor(
+    private readonly res: HttpResponse,
+    private readonly keepAliveMs: number,
+  ) {}
+
+  open(): SseStream {
+    if (this.stream === undefined) {
+      this.stream = new SseStream(this.res);
+      this.stopKeepAlive = keepAlive(this.stream, this.keepAliveMs);
+    }
+    return this.stream;
+  }
+
+  /** The call's response: the end of its stream, or a JSON answer when none was started. */
+  finish(answer: JsonRpcResponse): void {
+    if (this.stream) this.stream.end(answer);
+    else sendJson(this.res, 200, answer);
+  }
+
+  close(): void {
+    this.stopKeepAlive();
+  }
 }
 
 export class TranslatedFace implements LegacyFace {
@@ -198,9 +225,11 @@ export class TranslatedFace implements LegacyFace {
     const key = `${session.id} ${String(msg.id)}`;
     const call = new AbortController();
     this.calls.set(key, call);
+    const out = new CallStream(res, this.opts.keepAliveMs);
     try {
-      await this.call(session, msg, principal, acceptsSse(headers), hb, res, AbortSignal.any([signal, call.signal]), access);
+      await this.call(session, msg, principal, acceptsSse(headers), hb, out, AbortSignal.any([signal, call.signal]), access);
     } finally {
+      out.close();
       this.calls.delete(key);
     }
   }
@@ -212,13 +241,11 @@ export class TranslatedFace implements LegacyFace {
     principal: string,
     sse: boolean,
     headers: HeaderBag,
-    res: HttpResponse,
+    out: CallStream,
     signal: AbortSignal,
     access: Access | undefined,
   ): Promise<void> {
     const params = isObject(msg.params) ? msg.params : {};
-    let stream: SseStream | undefined;
-    const open = (): SseStream => (stream ??= this.keptAlive(new SseStream(res), signal));
     const upstreamHeaders = this.opts.forward.pick(headers);
     if (msg.method === 'tools/call' && typeof params.name === 'string') {
       const args = isObject(params.arguments) ? params.arguments : undefined;
@@ -234,7 +261,7 @@ export class TranslatedFace implements LegacyFace {
         headers: upstreamHeaders,
         principal,
         signal,
-        onNotification: (n) => (sse ? open().send(n) : undefined),
+        onNotification: (n) => (sse ? out.open().send(n) : undefined),
       });
       if ('error' in response && status === 400 && response.error.code === -32000) {
         this.opts.onRefused?.();
@@ -245,8 +272,7 @@ export class TranslatedFace implements LegacyFace {
         let answer = legacyResponse(response, msg.id, msg.method, params);
         if (msg.method === 'tools/list' && 'result' in answer) answer = { ...answer, result: this.tools.learn(answer.result) };
         if ('result' in answer && access?.mayHide(msg.method)) answer = { ...answer, result: access.filterList(msg.method, answer.result) };
-        if (stream) stream.end(answer);
-        else sendJson(res, 200, answer);
+        out.finish(answer);
         return;
       }
       const asks = isObject(result.inputRequests) ? result.inputRequests : {};
@@ -262,7 +288,7 @@ export class TranslatedFace implements LegacyFace {
           if (!isObject(session.record.capabilities[capability])) throw causewayError('invalid_request', `The server asked for ${capability}, which this client did not declare`);
         }
         const { ids, answered } = this.opts.rounds.open(session.id, keys, signal);
-        const s = open();
+        const s = out.open();
         for (const key of keys) {
           const ask = asks[key] as JsonObject;
           s.send({ jsonrpc: '2.0', id: ids.get(key)!, method: ask.method as string, ...(isObject(ask.params) ? { params: ask.params } : {}) });
@@ -292,14 +318,15 @@ export class TranslatedFace implements LegacyFace {
 
   /** The session's GET stream: a subscriptions/listen upstream, opened again when its subscriptions change. */
   private async listen(session: Session, principal: string, headers: HeaderBag, res: HttpResponse, signal: AbortSignal): Promise<void> {
-    if (!/\btext\/event-stream\b|\*\/\*/i.test(headers.accept ?? '')) throw causewayError('not_acceptable', 'A GET stream needs Accept: text/event-stream');
+    if (!acceptsSse(headers)) throw causewayError('not_acceptable', 'A GET stream needs Accept: text/event-stream');
     this.streams.get(session.id)?.end();
     const ended = new AbortController();
     let restart = new AbortController();
     const entry = { restart: () => restart.abort(), end: () => ended.abort() };
     this.streams.set(session.id, entry);
-    const stream = this.keptAlive(new SseStream(res), AbortSignal.any([signal, ended.signal]));
+    const stream = new SseStream(res);
     stream.start();
+    const stopKeepAlive = keepAlive(stream, this.opts.keepAliveMs);
     const unwatch = this.opts.rounds.watch(session.id, () => entry.restart());
     try {
       while (!signal.aborted && !ended.signal.aborted) {
@@ -335,18 +362,11 @@ export class TranslatedFace implements LegacyFace {
     } catch (err) {
       if (!signal.aborted && !ended.signal.aborted) this.log.debug({ err: (err as Error).message }, 'a legacy GET stream ended');
     } finally {
+      stopKeepAlive();
       unwatch();
       if (this.streams.get(session.id) === entry) this.streams.delete(session.id);
       stream.end();
     }
-  }
-
-  private keptAlive(stream: SseStream, signal: AbortSignal): SseStream {
-    if (this.opts.keepAliveMs <= 0) return stream;
-    const timer = setInterval(() => (stream.open ? stream.comment() : clearInterval(timer)), this.opts.keepAliveMs);
-    timer.unref();
-    signal.addEventListener('abort', () => clearInterval(timer), { once: true });
-    return stream;
   }
 
   private refuse(res: HttpResponse, err: unknown, id: RequestId | null): void {
