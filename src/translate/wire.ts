@@ -70,7 +70,9 @@ export function legacyResponse(response: JsonRpcResponse, id: RequestId, method:
 
 /** 2026 names a missing resource -32602; the legacy era named it -32002 with data.uri [RES]. */
 function legacyError(error: JsonRpcErrorObject, method: string, params: JsonObject): JsonRpcErrorObject {
-  if (method === 'resources/read' && error.code === -32602 && /not found|unknown resource/i.test(String(error.message))) {
+  // 2026 names the missing resource in data.uri [RES]; older servers say so in words.
+  const named = isObject(error.data) && error.data.uri !== undefined;
+  if (method === 'resources/read' && error.code === -32602 && (named || /not found|unknown resource/i.test(error.message))) {
     return { code: -32002, message: error.message, data: { uri: params.uri ?? null } };
   }
   return error;

@@ -123,6 +123,28 @@ t.test('resources/subscribe is served over subscriptions/listen on the GET strea
   t.same(updated.filter((u) => u !== 'test://watched-resource'), [], 'nothing but the subscribed resource');
 });
 
+t.test('errors in the legacy era: a missing resource is -32002 with data.uri, a task-augmented call is refused', async (t) => {
+  const client = await legacyClient('erin');
+  t.teardown(() => client.close());
+  const missing = await client.readResource({ uri: 'test://template//data' }).then(
+    () => undefined,
+    (err: { code?: number; data?: { uri?: string } }) => err,
+  );
+  t.equal(missing?.code, -32002, 'the legacy code for a missing resource');
+  t.equal(missing?.data?.uri, 'test://template//data', 'naming the URI');
+  // A 2025-11-25 task-augmented call, as a client of that era sends it.
+  const res = await fetch(causeway.url!, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': (client.transport as LegacyTransport).sessionId!, 'x-user': 'erin', 'mcp-protocol-version': '2025-11-25' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'test_simple_text', arguments: {}, task: { ttl: 60_000 } } }),
+  });
+  const body = (await res.json()) as { id: number; error?: { code: number; message: string } };
+  t.equal(body.error?.code, -32601, 'refused');
+  t.match(body.error?.message, /no tasks of the 2025-11-25 era/, 'with the reason');
+  const { tools } = await client.listTools();
+  t.ok(tools.length > 0, 'the session goes on');
+});
+
 t.test('DELETE ends the session; another principal cannot use a session id', async (t) => {
   const client = await legacyClient('carol');
   const transport = client.transport as LegacyTransport;
