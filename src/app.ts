@@ -6,19 +6,20 @@ import type { CacheHint } from './dialect/index.js';
 import { originPolicy } from './envelope/index.js';
 import { createAdmin, createIngress, drain, frontDoor, RateLimiter, type Mount } from './ingress/index.js';
 import type { Logger } from './log.js';
-import { AuthMetrics, createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics } from './metrics/index.js';
+import { AuthMetrics, CacheMetrics, createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics } from './metrics/index.js';
+import { GatewayCache, NameCatalog, RedisTier } from './cache/index.js';
 import { replayCacheFor, ResourceServer, SubjectTokens } from './auth/index.js';
 import { IdMinter, MemoryEraMemo, MemoryGrants, RedisEraMemo, ReplicaAsks, ReplicaRelay, SignInCallback, TransportMemo, type UpstreamSessionClient } from './upstream/index.js';
 import { AskRounds, MemoryFacts, RedisFacts } from './translate/index.js';
 import { upstreamParts, type UpstreamParts } from './upstream-parts.js';
-import { createRedisClient, createStore, redisConnection, SessionPool, type SessionStore } from './pool/index.js';
+import { createRedisClient, createStore, redisConnection, SessionPool, upstreamOf, type SessionStore } from './pool/index.js';
 import { RedisBus } from './bus/index.js';
 import { globToRegExp } from './glob.js';
 import { MemoryTaskStore, RedisTaskStore, TaskBridge } from './tasks/index.js';
 import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, type ReplicaBridge } from './mrtr/index.js';
 import { randomUUID } from 'node:crypto';
 import { compileRules, Federation, type ModernDeps } from './routing/index.js';
-import { crossReplicaListen, InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
+import { crossReplicaListen, InProcessSessionEventBus, Subscriptions, tapped } from './subscriptions/index.js';
 import { VERSION } from './version.js';
 
 const FEDERATION_CHECK_WAIT_MS = 10_000;
@@ -54,6 +55,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       return topology.upstreams.map((u): [string, number] => [u.name, counts.get(u.name) ?? 0]);
     },
     storeUp: () => pool.storeUp,
+    cacheBytes: () => gatewayCache?.bytesBy() ?? [],
   }, { version: VERSION });
   const requestMetrics = new RequestMetrics(metrics);
   const storeMetrics = new StoreMetrics(metrics);
@@ -98,7 +100,19 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const eras = redis ? new RedisEraMemo(redis, config.store.keyPrefix) : new MemoryEraMemo();
   const faceFacts = redis ? new RedisFacts(redis, config.store.keyPrefix, config.store.idleTtlMs) : new MemoryFacts(config.store.idleTtlMs);
   const rounds = new AskRounds(replicaId, config.store.keyPrefix, 1_000, log.child({ stage: 'legacy-face' }));
-  const shared = { reachable, transports, subjects, sealer, grants, replicaAsks, eras, faceFacts, rounds };
+  // The gateway cache: discover, lists and reads kept per replica, the public ones in Redis too when asked.
+  const gatewayCache =
+    config.cache.maxBytes > 0
+      ? new GatewayCache({
+          maxBytes: config.cache.maxBytes,
+          replicaId,
+          keyPrefix: config.store.keyPrefix,
+          ...(config.cache.store === 'redis' && redis ? { shared: new RedisTier(redis, config.store.keyPrefix) } : {}),
+          recorder: new CacheMetrics(metrics),
+          log: log.child({ stage: 'cache' }),
+        })
+      : undefined;
+  const shared = { reachable, transports, subjects, sealer, grants, replicaAsks, eras, faceFacts, rounds, cache: gatewayCache };
   for (const spec of topology.upstreams) upstreams.set(spec.name, upstreamParts(spec, config, metrics, log, shared));
   const signIns = new Map([...upstreams].flatMap(([name, parts]) => (parts.signIn ? [[name, parts.signIn] as const] : [])));
   const signInCallback = signIns.size > 0 ? new SignInCallback(config.auth.callbackUrl, config.auth.clientMetadataUrl, sealer, signIns) : undefined;
@@ -121,6 +135,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       onStoreError: (op) => storeMetrics.storeError(op),
       onLocalSession: (upstream) => partsOf(upstream).metrics.localSession(),
       onAdopted: (session): Promise<void> => subscriptions.stand(session),
+      onReplaced: (key) => gatewayCache?.replaced(key.upstream, key.id),
     },
   );
   const ids = new IdMinter();
@@ -152,6 +167,21 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         )
       : undefined;
   const sessionEvents = crossReplica?.bus ?? new InProcessSessionEventBus(log.child({ stage: 'subscriptions' }));
+  // Every change an upstream session tells of, on whichever stream, drops what the gateway cache kept of it.
+  const heardEvents = gatewayCache ? tapped(sessionEvents, (keyId, n) => upstreams.get(upstreamOf(keyId))?.cache?.changed(n)) : sessionEvents;
+  // The names one replica's lists taught it, offered to the others (metrics labels).
+  const catalog =
+    crossReplica && redis
+      ? new NameCatalog({
+          redis,
+          bus: crossReplica.messages,
+          keyPrefix: config.store.keyPrefix,
+          replicaId,
+          offer: (upstream, method, items) => upstreams.get(upstream)?.metrics.names.offer(method, items) ?? [],
+          log: log.child({ stage: 'cache' }),
+        })
+      : undefined;
+  if (catalog) for (const [name, u] of upstreams) u.metrics.onLearned = (method, items) => catalog.learned(name, method, items);
 
   const subscriptions = new Subscriptions(
     {
@@ -159,7 +189,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       clientOf: (upstream) => partsOf(upstream).client,
       standingOf: (upstream) => partsOf(upstream).spec.standingStream,
       ids,
-      bus: sessionEvents,
+      bus: heardEvents,
       coordinator: crossReplica?.coordinator,
       log: log.child({ stage: 'subscriptions' }),
     },
@@ -221,6 +251,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       tasks,
       taskTools: u.spec.taskTools.map(globToRegExp),
       ...(u.modern ? { modern: u.modern } : {}),
+      ...(u.cache ? { cache: u.cache } : {}),
     });
   }
   // A round handed over from another replica finds its held call by id, whatever its upstream.
@@ -339,6 +370,12 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         log.warn({ err }, 'cannot receive handed-over retries yet; retries landing elsewhere will replay');
       });
       await crossReplica?.start();
+      // Not awaited past a bound: with Redis away at start-up, other replicas' invalidations and names are heard once it is back.
+      const heard = Promise.all([
+        gatewayCache?.start(crossReplica?.messages).catch((err: unknown) => log.warn({ err }, 'cannot hear the other replicas\' cache invalidations yet')),
+        catalog?.start(topology.upstreams.map((u) => u.name)).catch((err: unknown) => log.warn({ err }, 'cannot read the names other replicas learned yet')),
+      ]);
+      await Promise.race([heard, new Promise((r) => setTimeout(r, 2_000).unref())]);
       // Not awaited: with Redis away at start-up its subscriptions wait for it; meanwhile asks go to this replica's calls.
       if (crossReplica && replicaAsks) {
         void replicaAsks.start(crossReplica.messages).catch((err: unknown) => {
@@ -403,6 +440,10 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
               await crossReplica?.close();
             },
             async () => handoff?.close(),
+            async () => {
+              await gatewayCache?.close();
+              await catalog?.close();
+            },
             () => pool.close(),
             () => store.close(),
             () => Promise.allSettled([...upstreams.values()].map((u) => u.close())),

@@ -2,12 +2,13 @@
 // bottom. Each stage either hands a value to the next or ends the request with a typed error.
 
 import { discoverResult, serverInfoOf, statusForUpstreamError, translateError, toolFacts, translateResult } from './dialect/index.js';
-import { SseStream, sendCausewayError, sendJson } from './egress/index.js';
+import { SseStream, sendCausewayError, sendJson, sendText } from './egress/index.js';
+import { isCacheable } from './cache/index.js';
 import { checkParamHeaders, levelAtLeast, mayNeedParamHeaders, type HeaderBag, type ModernRequest } from './envelope/index.js';
 import { causewayError, toCausewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
-import { sessionRef, type PooledSession } from './pool/index.js';
+import { sessionRef, type PooledSession, type SessionKey } from './pool/index.js';
 import { sessionKeyFor, type Answered, type Federation, type ModernDeps, type ModernExchange, type ModernMount, type Routed } from './routing/index.js';
 import {
   callHeaders,
@@ -68,8 +69,17 @@ async function byEra(ex: ModernExchange, deps: ModernDeps, modern: NonNullable<M
       signal: ex.signal,
       access: ex.access,
       principal: ex.principal,
+      params: request.params,
+      notes: ex.notes,
     },
-    { client: modern.client, forward: deps.forward, maxResponseBytes: modern.maxResponseBytes, listens: modern.listens },
+    {
+      client: modern.client,
+      forward: deps.forward,
+      maxResponseBytes: modern.maxResponseBytes,
+      listens: modern.listens,
+      cache: modern.cache,
+      learn: (method, result) => deps.metrics.learn(method, result),
+    },
   );
   if (relayed !== 'refused') return relayed;
   if (again && modern.era.refused()) return byEra(ex, deps, modern, false);
@@ -123,13 +133,62 @@ async function measured(ex: ModernExchange, metrics: UpstreamMetrics, answer: ()
 async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
   const { request, principal } = ex;
   const key = sessionKeyFor(deps.upstreamName, principal, request.meta.clientCapabilities);
+  const cache = deps.cache;
+  if (cache === undefined || !request.spec.cacheable || !isCacheable(request.method, request.params)) return answerOn(ex, deps, key, undefined);
+  // The policy says who may share the answer: a private one is keyed by the session's key (the
+  // principal and the capabilities it was opened with) and the request's token.
+  const hint = deps.cacheHint(request.method);
+  const q = cache.query(request.method, request.params, hint.cacheScope === 'public' ? '' : key.id, ex.headers.authorization);
+  return cache.through(
+    q,
+    hint.cacheScope,
+    (e) => {
+      if (ex.notes) ex.notes.cache = 'hit';
+      const see = ex.access?.mayHide(request.method) ? (r: JsonObject) => ex.access!.filterList(request.method, r) : undefined;
+      sendText(ex.res, 200, 'application/json', cache.answer(request.id, e, see));
+      return 'complete';
+    },
+    (fill) => {
+      if (ex.notes) ex.notes.cache = 'miss';
+      return answerOn(ex, deps, key, (session, result) =>
+        cache.keepLegacy(q, fill, result, hint, notifiesOf(deps, session, request.method), session.key.id),
+      );
+    },
+  );
+}
+
+/** Told a cacheable request's complete result, and the session it was read on, for the gateway cache. */
+type Keep = (session: PooledSession, result: JsonObject) => void;
+
+/** What declares that a legacy upstream tells of a change to a method's answer [LIST]: its capability's listChanged. */
+const CHANGE_CAPABILITY: Readonly<Record<string, string>> = {
+  'tools/list': 'tools',
+  'prompts/list': 'prompts',
+  'resources/list': 'resources',
+  'resources/templates/list': 'resources',
+};
+
+/**
+ * Whether a change to the answer would reach Causeway: the upstream declared listChanged for it and
+ * the session's GET stream, which carries such notifications, is held. Discover changes only with
+ * its session, whose replacement drops it.
+ */
+function notifiesOf(deps: ModernDeps, session: PooledSession, method: string): boolean {
+  if (method === 'server/discover') return true;
+  const capability = CHANGE_CAPABILITY[method];
+  if (capability === undefined) return false;
+  const caps = session.record.initializeResult.capabilities;
+  const declared = isObject(caps) ? caps[capability] : undefined;
+  return isObject(declared) && declared.listChanged === true && deps.subscriptions.holdsStream(session);
+}
+
+async function answerOn(ex: ModernExchange, deps: ModernDeps, key: SessionKey, keep: Keep | undefined): Promise<Answered> {
+  const { request, principal } = ex;
   if (request.method === 'server/discover') {
     const session = await deps.pool.acquire(key);
-    sendJson(ex.res, 200, {
-      jsonrpc: '2.0',
-      id: request.id,
-      result: discoverResult(session.record.initializeResult, deps.cacheHint(request.method), deps.taskTools.length > 0),
-    });
+    const result = discoverResult(session.record.initializeResult, deps.cacheHint(request.method), deps.taskTools.length > 0);
+    keep?.(session, result);
+    sendJson(ex.res, 200, { jsonrpc: '2.0', id: request.id, result });
     return 'complete';
   }
   if (request.method === 'subscriptions/listen') {
@@ -172,7 +231,7 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
     replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: await created }, stream);
     return 'task';
   }
-  return reply(ex, deps, outcome.session, response, stream);
+  return reply(ex, deps, outcome.session, response, stream, keep);
 }
 
 interface Forwarded {
@@ -320,6 +379,7 @@ function reply(
   session: PooledSession,
   upstream: JsonRpcResponse,
   stream: SseStream | undefined,
+  keep: Keep | undefined,
 ): Answered {
   const { request } = ex;
   let status = 200;
@@ -336,6 +396,7 @@ function reply(
       serverInfo: serverInfoOf(session.record.initializeResult),
       cache,
     });
+    keep?.(session, result);
     body = { jsonrpc: '2.0', id: request.id, result: ex.access ? ex.access.filterList(request.method, result) : result };
   }
   replyBody(ex, status, body, stream);

@@ -7,6 +7,7 @@
 
 import type { Config, UpstreamSpec } from './config/index.js';
 import type { Logger } from './log.js';
+import { UpstreamCache, type GatewayCache } from './cache/index.js';
 import { UpstreamMetrics, type Metrics } from './metrics/index.js';
 import { AutoLegacyFace, ChannelLegacyFace, EraLegacyFace, LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
 import { TranslatedFace, type AskRounds, type FactsStore } from './translate/index.js';
@@ -52,7 +53,9 @@ export interface UpstreamParts {
   /** Closes the client and the passthrough, letting their requests finish, then the HTTP client they share. */
   close(): Promise<void>;
   /** A Streamable HTTP upstream may speak 2026-07-28: its era, and the client of its modern side. */
-  modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number; listens: RelayedListens };
+  modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number; listens: RelayedListens; cache?: UpstreamCache };
+  /** The gateway cache of this upstream's discover, lists and reads (cache.maxBytes > 0). */
+  cache?: UpstreamCache;
 }
 
 /** What the app shares among its upstreams. */
@@ -72,6 +75,8 @@ export interface Shared {
   /** The legacy sessions Causeway keeps for legacy clients of modern upstreams, and the asks of their calls. */
   faceFacts: FactsStore;
   rounds: AskRounds;
+  /** The gateway cache, when on (cache.maxBytes > 0). */
+  cache: GatewayCache | undefined;
 }
 
 /** What builds one upstream's parts: its spec and settings, and what the app shares among upstreams. */
@@ -87,6 +92,7 @@ interface UpstreamContext {
   reachable: Shared['reachable'];
   replicaAsks: Shared['replicaAsks'];
   credentials: UpstreamAuthorization | undefined;
+  cache?: UpstreamCache;
   shared: Shared;
 }
 
@@ -117,6 +123,7 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
     replicaAsks: shared.replicaAsks,
     credentials: undefined,
     shared,
+    ...(shared.cache ? { cache: new UpstreamCache(shared.cache, spec.name, config.cache.keepMs) } : {}),
   };
   let signIn: UpstreamSignIn | undefined;
   if (spec.credentials?.grant === 'authorization_code') {
@@ -124,7 +131,8 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
     signIn = new UpstreamSignIn({ upstream: spec.name, spec: spec.credentials, callbackUrl: config.auth.callbackUrl, clientMetadataUrl: config.auth.clientMetadataUrl, sealer, grants, log: upstreamLog });
     ctx.credentials = signIn;
   } else if (spec.credentials) ctx.credentials = new UpstreamCredentials(spec.credentials, shared.subjects, upstreamLog);
-  const parts = { spec, forward, metrics: upstreamMetrics, ...(signIn ? { signIn } : {}) };
+  const cache = ctx.cache;
+  const parts = { spec, forward, metrics: upstreamMetrics, ...(signIn ? { signIn } : {}), ...(cache ? { cache } : {}) };
   const assemble = (client: UpstreamSessionClient, passthrough: LegacyFace, http?: UpstreamHttp, modern?: UpstreamParts['modern']): UpstreamParts => ({
     ...parts,
     client,
@@ -287,6 +295,7 @@ function legacyPassthrough({ spec, rootLog, forward, binding, targets, http }: H
 function bothEras(ctx: HttpContext, legacyFace: LegacyFace): Pick<UpstreamParts, 'passthrough' | 'modern'> {
   const { spec, config, log, shared } = ctx;
   const setting: EraSetting = spec.era;
+  const cache = ctx.cache;
   if (setting === 'legacy') {
     ctx.metrics.era('legacy');
     return { passthrough: legacyFace };
@@ -312,12 +321,13 @@ function bothEras(ctx: HttpContext, legacyFace: LegacyFace): Pick<UpstreamParts,
       keepAliveMs: config.subscriptions.keepAliveMs,
       maxRounds: MAX_ROUNDS,
       onRefused: () => era.refused(),
+      ...(cache ? { cache } : {}),
     },
     ctx.rootLog.child({ stage: 'legacy-face', upstream: spec.name }),
   );
   return {
     passthrough: new EraLegacyFace(era, legacyFace, translated, log),
-    modern: { era, client, maxResponseBytes: spec.maxResponseBytes, listens: new RelayedListens() },
+    modern: { era, client, maxResponseBytes: spec.maxResponseBytes, listens: new RelayedListens(), ...(cache ? { cache } : {}) },
   };
 }
 

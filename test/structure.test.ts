@@ -31,6 +31,7 @@ const FLOORS = [
   'subscriptions',
   'mrtr',
   'auth',
+  'cache',
   'pool',
   'upstream',
   'dialect',

@@ -169,6 +169,7 @@ function crossChecks(c: Config): string[] {
       problems.push(`limits.rateMethods.${method}: expected {"ratePerSecond": > 0, "burst": integer >= 1 (optional)}`);
     }
   }
+  if (c.cache.store === 'redis' && c.store.kind !== 'redis') problems.push('cache.store: redis needs store.kind=redis');
   for (const [method, o] of Object.entries(c.cache.methods)) {
     if (o.scope !== undefined && o.scope !== 'public' && o.scope !== 'private') {
       problems.push(`cache.methods.${method}.scope: expected public or private`);

@@ -165,6 +165,9 @@ const TABLE = {
     ttlMs: num(0, 'ttlMs put on cacheable results (discover, lists, resources/read).'),
     scope: oneOf(CACHE_SCOPES, 'private', 'cacheScope on cacheable results; public only when the upstream answers the same to every principal.'),
     methods: json<{ ttlMs?: number; scope?: CacheScope }>('Per-method overrides, e.g. {"tools/list":{"ttlMs":60000,"scope":"public"}}.'),
+    maxBytes: num(33_554_432, 'Bytes of answers the gateway cache keeps in memory on each replica, least recently used evicted first; 0 turns the gateway cache off. See Caching.'),
+    store: oneOf(['memory', 'redis'], 'memory', 'Where public entries are kept: memory (each replica its own), or redis too (store.kind=redis), so any replica serves what one read.'),
+    keepMs: num(300_000, 'How long the gateway keeps a legacy upstream\'s answer when a change notification would drop it sooner (the upstream declared listChanged and Causeway holds its stream); otherwise it keeps it for the answer\'s ttlMs.'),
   },
   store: {
     kind: oneOf(['memory', 'redis'], 'memory', 'Where pooled upstream sessions are recorded.'),

@@ -7,7 +7,8 @@ import { UPSTREAM_SETTINGS, type CacheScope, type Config } from './schema.js';
 import { holds, type SectionValues, type Setting } from './setting.js';
 
 /** An upstream's cache.* settings: its entry's over the global ones. */
-export type CachePolicy = Config['cache'];
+/** What an upstream's answers are told (ttlMs, cacheScope), by method: the cache.* hints, per upstream. */
+export type CachePolicy = Pick<Config['cache'], 'ttlMs' | 'scope' | 'methods'>;
 
 export const CREDENTIAL_GRANTS = ['client_credentials', 'token_exchange', 'authorization_code'] as const;
 export type CredentialGrant = (typeof CREDENTIAL_GRANTS)[number];

@@ -1,6 +1,7 @@
 export { createMetrics, type Metrics, type Probes } from './registry.js';
 export {
   AuthMetrics,
+  CacheMetrics,
   RequestMetrics,
   StoreMetrics,
   UpstreamMetrics,

@@ -1,5 +1,5 @@
 // Bounded values for the `name` label of one upstream: a tool or prompt name only once the
-// upstream listed it to this replica (tools/list, prompts/list results), resources/read by the
+// upstream listed it to this replica, or to another that told it (tools/list, prompts/list results), resources/read by the
 // resources/templates/list template its URI matches; anything else is `_other`, so clients
 // naming any number of bogus tools add no series. At most MAX_NAMES per kind are learned.
 
@@ -29,15 +29,31 @@ export class KnownNames {
   private readonly prompts = new Set<string>();
   private readonly templates: Template[] = [];
 
-  /** Learns from one page of a tools/list, prompts/list or resources/templates/list result. */
-  learn(method: string, result: JsonObject): void {
+  /** Learns from one page of a tools/list, prompts/list or resources/templates/list result; returns what it did not know. */
+  learn(method: string, result: JsonObject): string[] {
     switch (method) {
       case 'tools/list':
-        return learnNames(this.tools, result.tools);
+        return this.offer(method, namesOf(result.tools));
       case 'prompts/list':
-        return learnNames(this.prompts, result.prompts);
+        return this.offer(method, namesOf(result.prompts));
       case 'resources/templates/list':
-        return this.learnTemplates(result.resourceTemplates);
+        return this.offer(method, templatesOf(result.resourceTemplates));
+      default:
+        return [];
+    }
+  }
+
+  /** Learns names (tool, prompt) or URI templates another replica's list named; returns those new here. */
+  offer(method: string, items: readonly string[]): string[] {
+    switch (method) {
+      case 'tools/list':
+        return learnNames(this.tools, items);
+      case 'prompts/list':
+        return learnNames(this.prompts, items);
+      case 'resources/templates/list':
+        return this.learnTemplates(items);
+      default:
+        return [];
     }
   }
 
@@ -62,27 +78,41 @@ export class KnownNames {
     return OTHER_NAME;
   }
 
-  private learnTemplates(list: unknown): void {
-    if (!Array.isArray(list)) return;
-    for (const item of list) {
-      if (this.templates.length >= MAX_TEMPLATES) return;
-      if (!isObject(item) || typeof item.uriTemplate !== 'string') continue;
-      const template = item.uriTemplate;
+  private learnTemplates(list: readonly string[]): string[] {
+    const added: string[] = [];
+    for (const template of list) {
+      if (this.templates.length >= MAX_TEMPLATES) break;
       if (template.length > MAX_TEMPLATE_LENGTH || this.templates.some((t) => t.template === template)) continue;
       const compiled = compileTemplate(template);
       if (!compiled) continue;
       this.templates.push({ template, ...compiled });
-      this.templates.sort((x, y) => y.literal - x.literal);
+      added.push(template);
     }
+    if (added.length > 0) this.templates.sort((x, y) => y.literal - x.literal);
+    return added;
   }
 }
 
-function learnNames(known: Set<string>, list: unknown): void {
-  if (!Array.isArray(list)) return;
-  for (const item of list) {
-    if (known.size >= MAX_NAMES) return;
-    if (isObject(item) && typeof item.name === 'string' && item.name.length <= MAX_NAME_LENGTH) known.add(item.name);
+function namesOf(list: unknown): string[] {
+  if (!Array.isArray(list)) return [];
+  return list.flatMap((item) => (isObject(item) && typeof item.name === 'string' ? [item.name] : []));
+}
+
+function templatesOf(list: unknown): string[] {
+  if (!Array.isArray(list)) return [];
+  return list.flatMap((item) => (isObject(item) && typeof item.uriTemplate === 'string' ? [item.uriTemplate] : []));
+}
+
+function learnNames(known: Set<string>, list: readonly string[]): string[] {
+  const added: string[] = [];
+  for (const name of list) {
+    if (known.size >= MAX_NAMES) break;
+    if (name.length <= MAX_NAME_LENGTH && !known.has(name)) {
+      known.add(name);
+      added.push(name);
+    }
   }
+  return added;
 }
 
 /** What each RFC 6570 operator expands to, as a regex fragment [RFC 6570 §3.2]. */

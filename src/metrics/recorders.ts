@@ -6,6 +6,7 @@
 import type { Counter, Histogram } from 'prom-client';
 import { LEGACY_METHODS } from '../envelope/index.js';
 import type { AuthFailure } from '../auth/index.js';
+import type { CacheRecorder, CacheScope, DropReason } from '../cache/index.js';
 import type { ErrorReason } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { RetryVia } from '../mrtr/index.js';
@@ -87,9 +88,13 @@ export class UpstreamMetrics {
     this.notificationDrops = new Children((v) => m.notificationDrops.labels(upstream, ...v));
   }
 
+  /** Told the names this replica learns first, for the replicas that did not read the list (cache/catalog.ts). */
+  onLearned: ((method: string, items: readonly string[]) => void) | undefined;
+
   /** A tools/list, prompts/list or resources/templates/list page the upstream returned. */
   learn(method: string, result: JsonObject): void {
-    this.names.learn(method, result);
+    const added = this.names.learn(method, result);
+    if (added.length > 0) this.onLearned?.(method, added);
   }
 
   /** A modern request answered; `method` is one of the modern registry, `name` its params.name / uri. */
@@ -170,6 +175,31 @@ export class StoreMetrics {
   /** `op` is one of the pool's fixed words. */
   storeError(op: string): void {
     this.errors.get(op).inc();
+  }
+}
+
+/** The gateway cache's hits, misses and drops; methods are the six cacheable ones, scopes public and private. */
+export class CacheMetrics implements CacheRecorder {
+  private readonly hits: Children<CounterChild>;
+  private readonly misses: Children<CounterChild>;
+  private readonly drops: Children<CounterChild>;
+
+  constructor(m: Metrics) {
+    this.hits = new Children((v) => m.cacheHits.labels(...v));
+    this.misses = new Children((v) => m.cacheMisses.labels(...v));
+    this.drops = new Children((v) => m.cacheDrops.labels(...v));
+  }
+
+  hit(method: string, scope: CacheScope): void {
+    this.hits.get(method, scope).inc();
+  }
+
+  miss(method: string): void {
+    this.misses.get(method).inc();
+  }
+
+  dropped(method: string, scope: CacheScope, why: DropReason): void {
+    this.drops.get(method, scope, why).inc();
   }
 }
 

@@ -22,6 +22,8 @@ export interface Probes {
   pooledSessions(): Array<[string, number]>;
   /** Whether the session store answers (the memory store always does). */
   storeUp(): boolean;
+  /** Bytes the gateway cache holds on this replica, by method and scope. */
+  cacheBytes(): Array<[string, string, number]>;
 }
 
 /** What build is running, for the causeway_build_info series. */
@@ -239,6 +241,34 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
       help: 'The protocol era each upstream speaks, as found or configured: 1 for its era (legacy or modern), 0 for the other.',
       labelNames: ['upstream', 'era'] as const,
       registers: [registry],
+    }),
+    cacheHits: new Counter({
+      name: 'causeway_cache_hits_total',
+      help: 'Requests the gateway cache answered without the upstream, by method and scope (public, private).',
+      labelNames: ['method', 'scope'] as const,
+      registers: [registry],
+    }),
+    cacheMisses: new Counter({
+      name: 'causeway_cache_misses_total',
+      help: 'Cacheable requests the gateway cache could not answer (they went upstream), by method.',
+      labelNames: ['method'] as const,
+      registers: [registry],
+    }),
+    cacheDrops: new Counter({
+      name: 'causeway_cache_drops_total',
+      help: 'Gateway cache entries dropped, by method, scope and reason: invalidated (a change notification or a replaced session), evicted (to make room), expired.',
+      labelNames: ['method', 'scope', 'reason'] as const,
+      registers: [registry],
+    }),
+    cacheBytes: new Gauge({
+      name: 'causeway_cache_bytes',
+      help: 'Bytes the gateway cache holds on this replica (about), by method and scope.',
+      labelNames: ['method', 'scope'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [method, scope, n] of probes.cacheBytes()) this.labels(method, scope).set(n);
+      },
     }),
     localSessions: new Counter({
       name: 'causeway_session_local_total',

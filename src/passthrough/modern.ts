@@ -11,6 +11,7 @@ import { errorBody, sendCausewayError, sendJson, SseStream, type HttpResponse } 
 import { causewayError, toCausewayError } from '../errors.js';
 import { isObject, type JsonObject, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import type { Access } from '../auth/index.js';
+import { isCacheable, type UpstreamCache } from '../cache/index.js';
 import {
   abandon,
   checkContentLength,
@@ -38,6 +39,10 @@ export interface ModernRelayRequest {
   access: Access | undefined;
   /** Whose upstream credential the request carries. */
   principal: string;
+  /** The request's params, as the front door read them: what the gateway cache keys on. */
+  params: JsonObject;
+  /** The access log's notes: whether the cache answered. */
+  notes?: { cache?: 'hit' | 'miss' };
 }
 
 export interface ModernRelayDeps {
@@ -45,7 +50,14 @@ export interface ModernRelayDeps {
   forward: ForwardPolicy;
   maxResponseBytes: number;
   listens: RelayedListens;
+  /** The gateway cache, for discover, lists and reads: kept as the upstream's ttlMs and cacheScope say. */
+  cache?: UpstreamCache;
+  /** Learns the names a list page gives (metrics). */
+  learn?(method: string, result: JsonObject): void;
 }
+
+/** Told the request's complete result, for the gateway cache. */
+type Keep = (result: JsonObject) => void;
 
 
 /** How the request was answered, for its metric; 'refused' when the upstream answered with no 2026 answer. */
@@ -67,6 +79,24 @@ function outcomeOf(response: JsonRpcResponse): Relayed {
 }
 
 export async function relayModern(req: ModernRelayRequest, deps: ModernRelayDeps): Promise<Relayed> {
+  const cache = deps.cache;
+  if (cache !== undefined && isCacheable(req.method, req.params)) {
+    const q = cache.query(req.method, req.params, req.principal, req.headers.authorization);
+    return cache.through(
+      q,
+      undefined,
+      (e): Relayed => {
+        if (req.notes) req.notes.cache = 'hit';
+        const see = req.access?.mayHide(req.method) ? (r: JsonObject) => req.access!.filterList(req.method, r) : undefined;
+        sendText(req.res, 200, cache.answer(req.id, e, see));
+        return 'complete';
+      },
+      (fill) => {
+        if (req.notes) req.notes.cache = 'miss';
+        return relay(req, deps, req.signal, undefined, (result) => cache.keepModern(q, fill, result));
+      },
+    );
+  }
   if (req.method !== 'subscriptions/listen') return relay(req, deps, req.signal, undefined);
   const ending = deps.listens.add();
   try {
@@ -77,7 +107,7 @@ export async function relayModern(req: ModernRelayRequest, deps: ModernRelayDeps
 }
 
 /** `ending`: a listen's, aborted by a drain. */
-async function relay(req: ModernRelayRequest, deps: ModernRelayDeps, signal: AbortSignal, ending: AbortSignal | undefined): Promise<Relayed> {
+async function relay(req: ModernRelayRequest, deps: ModernRelayDeps, signal: AbortSignal, ending: AbortSignal | undefined, keep?: Keep): Promise<Relayed> {
   const res = await deps.client.post(req.body, req.method, req.name, {
     headers: upstreamHeaders(deps, req.headers),
     principal: req.principal,
@@ -85,7 +115,7 @@ async function relay(req: ModernRelayRequest, deps: ModernRelayDeps, signal: Abo
     longLived: ending !== undefined,
   });
   const type = mediaType(res.headers['content-type']);
-  if (type === 'text/event-stream' && res.statusCode < 300) return relayStream(req, res.body, deps, ending);
+  if (type === 'text/event-stream' && res.statusCode < 300) return relayStream(req, res.body, deps, ending, keep);
   if (type !== 'application/json') {
     void discard(res.body);
     if (res.statusCode >= 300) return 'refused';
@@ -101,10 +131,18 @@ async function relay(req: ModernRelayRequest, deps: ModernRelayDeps, signal: Abo
   const response = m.message;
   // -32000 is the legacy era's (2026 never answers with it): a legacy server refusing a session-less request.
   if (res.statusCode === 400 && 'error' in response && response.error.code === -32000) return 'refused';
+  if (res.statusCode === 200) answered(req, deps, response, keep);
   const seen = filtered(req, response);
   if (seen === response) sendText(req.res, res.statusCode, text);
   else sendJson(req.res, res.statusCode, seen);
   return outcomeOf(response);
+}
+
+/** A response the upstream gave: a list's names learned, a complete result offered to the cache. */
+function answered(req: ModernRelayRequest, deps: ModernRelayDeps, response: JsonRpcResponse, keep: Keep | undefined): void {
+  if (!('result' in response) || !isObject(response.result)) return;
+  deps.learn?.(req.method, response.result as JsonObject);
+  keep?.(response.result as JsonObject);
 }
 
 /** The messages of a body, or none when it is not JSON-RPC (a refusal that is no 2026 answer). */
@@ -128,7 +166,7 @@ function filtered(req: ModernRelayRequest, response: JsonRpcResponse): JsonRpcRe
 }
 
 /** An SSE answer, event by event: the request's notifications, then its response. */
-async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: ModernRelayDeps, ending: AbortSignal | undefined): Promise<Relayed> {
+async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: ModernRelayDeps, ending: AbortSignal | undefined, keep: Keep | undefined): Promise<Relayed> {
   const stream = new SseStream(req.res);
   stream.start();
   const parser = new SseParser({ maxEventBytes: deps.maxResponseBytes });
@@ -140,8 +178,12 @@ async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: Mo
         for (const m of decodeMessages(event.data)) {
           if (m.kind === 'response') {
             outcome = outcomeOf(m.message);
+            answered(req, deps, m.message, keep);
             stream.send(filtered(req, m.message));
-          } else if (m.kind === 'notification') stream.send(m.message);
+          } else if (m.kind === 'notification') {
+            deps.cache?.changed(m.message);
+            stream.send(m.message);
+          }
           // A 2026 stream carries no requests [SHTTP]: one is left out.
         }
       }

@@ -48,6 +48,8 @@ export interface PoolEvents extends OpenEvents {
   onStoreError?(op: string): void;
   /** A session is new to this replica (opened or adopted); the request that brought it waits for this. */
   onAdopted?(session: PooledSession): Promise<void>;
+  /** A session is being replaced (its upstream forgot it, or its URL went): what was learned on it is stale. */
+  onReplaced?(key: SessionKey): void;
 }
 
 /** How the upstream client addresses a pooled session. */
@@ -157,6 +159,7 @@ export class SessionPool {
    * made, or make it, once. A session moved off its URL is ended there later, should the URL live.
    */
   replace(stale: PooledSession, reason: Exclude<OpenReason, 'new'> = 'expired'): Promise<PooledSession> {
+    this.events.onReplaced?.(stale.key);
     const replaced = this.replaceOnce(stale, reason);
     if (reason !== 'expired') {
       replaced.then(

@@ -14,6 +14,7 @@ import type { BridgeDeps } from '../mrtr/index.js';
 import type { UpstreamMetrics } from '../metrics/index.js';
 import type { Subscriptions } from '../subscriptions/index.js';
 import type { Access } from '../auth/index.js';
+import type { UpstreamCache } from '../cache/index.js';
 import type { Span } from '../tracing/index.js';
 import type { TaskBridge } from '../tasks/index.js';
 
@@ -35,7 +36,9 @@ export interface ModernDeps {
   /** upstream.taskTools: the tools Causeway runs as tasks itself. */
   taskTools: readonly RegExp[];
   /** An upstream that may speak 2026-07-28: its era, and the client a modern client's requests are relayed through. */
-  modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number; listens: RelayedListens };
+  modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number; listens: RelayedListens; cache?: UpstreamCache };
+  /** The gateway cache of this upstream's discover, lists and reads (cache.maxBytes > 0). */
+  cache?: UpstreamCache;
 }
 
 /** What a request was answered with, for its metric: set by the stage that answered. */
@@ -52,6 +55,8 @@ export interface AccessNotes {
   /** The round a multi-round retry answers (1 for the retry after the first input_required); absent otherwise. */
   round?: number;
   traceId?: string;
+  /** The gateway cache answered (hit), or was asked and could not (miss); absent for what it never keeps. */
+  cache?: 'hit' | 'miss';
 }
 
 export interface ModernExchange {

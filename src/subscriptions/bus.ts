@@ -55,3 +55,15 @@ export class InProcessSessionEventBus implements SessionEventBus {
     return Promise.resolve();
   }
 }
+
+/** The bus with `tap` told of every event published on it, before it is delivered (the gateway cache hears changes so). */
+export function tapped(bus: SessionEventBus, tap: (key: string, n: JsonRpcNotification) => void): SessionEventBus {
+  return {
+    publish(key, n) {
+      tap(key, n);
+      return bus.publish(key, n);
+    },
+    subscribe: (key, handler) => bus.subscribe(key, handler),
+    close: () => bus.close(),
+  };
+}

@@ -1,5 +1,5 @@
 export { Subscriptions, type ListenExchange, type SubscriptionDeps, type SubscriptionLimits } from './listen.js';
-export { InProcessSessionEventBus, type SessionEventBus, type SessionEventHandler } from './bus.js';
+export { InProcessSessionEventBus, tapped, type SessionEventBus, type SessionEventHandler } from './bus.js';
 export { type ListenFilter } from './filter.js';
 export { LocalCoordinator, listenTickMs, type ListenCoordinator } from './coordination.js';
 export { crossReplicaListen, type CrossReplicaListen, type CrossReplicaOptions } from './cross-replica.js';

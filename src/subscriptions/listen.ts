@@ -109,9 +109,7 @@ export class Subscriptions {
       this.standing = new StandingBy({
         pool: deps.pool,
         channelFor: (key, session) => this.channelFor(key, session),
-        wants: (session) =>
-          deps.clientOf(session.key.upstream).hasStandaloneStream?.() === true &&
-          wantsStandingStream(deps.standingOf?.(session.key.upstream) ?? 'auto', session.key.legacyCapabilities),
+        wants: (session) => this.holdsStream(session),
         log: deps.log,
         waitMs: limits.standWaitMs ?? 10_000,
       });
@@ -136,6 +134,17 @@ export class Subscriptions {
   /** The channel of a session key, if it has listeners here or stands by for its stream (for tests and diagnostics). */
   channel(keyId: string): SessionChannel | undefined {
     return this.channels.get(keyId);
+  }
+
+  /**
+   * Whether the session's GET stream is held whether or not anybody listens (upstream.standingStream),
+   * so that what the upstream sends outside a call (list changes among it) reaches Causeway.
+   */
+  holdsStream(session: PooledSession): boolean {
+    return (
+      this.deps.clientOf(session.key.upstream).hasStandaloneStream?.() === true &&
+      wantsStandingStream(this.deps.standingOf?.(session.key.upstream) ?? 'auto', session.key.legacyCapabilities)
+    );
   }
 
   /** Serves one subscriptions/listen. Throws (nothing written yet) when it cannot be acknowledged. */

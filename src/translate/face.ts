@@ -16,6 +16,7 @@ import { CausewayError, causewayError, toCausewayError } from '../errors.js';
 import { isNotification, isObject, isRequest, isResponse, type JsonObject, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
+import { isCacheable, type UpstreamCache } from '../cache/index.js';
 import type { ForwardPolicy, ModernClient } from '../upstream/index.js';
 import { acceptsSse, keepAlive, readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from '../passthrough/index.js';
 import type { AskRounds } from './rounds.js';
@@ -34,6 +35,8 @@ export interface TranslatedFaceOptions {
   maxRounds: number;
   /** Called when the upstream answers with no 2026 answer: its era may have changed. */
   onRefused?(): void;
+  /** The gateway cache: discover, lists and reads served again, shared with the modern clients of the upstream. */
+  cache?: UpstreamCache;
 }
 
 /** The ids Causeway mints (sessions.ts): anything else names no session, and is never looked up. */
@@ -246,6 +249,40 @@ export class TranslatedFace implements LegacyFace {
     access: Access | undefined,
   ): Promise<void> {
     const params = isObject(msg.params) ? msg.params : {};
+    const cache = this.opts.cache;
+    if (cache !== undefined && isCacheable(msg.method, params)) {
+      const q = cache.query(msg.method, params, principal, headers.authorization);
+      return cache.through(
+        q,
+        undefined,
+        (e) => out.finish(this.answerWith(msg, params, cache.result(e), access)),
+        (fill) => this.rounds(session, msg, principal, sse, headers, out, signal, access, (result) => cache.keepModern(q, fill, result)),
+      );
+    }
+    return this.rounds(session, msg, principal, sse, headers, out, signal, access, undefined);
+  }
+
+  /** A legacy client's answer from a 2026 result: the 2026-only fields gone, a tools/list learned, a list filtered for the grant. */
+  private answerWith(msg: JsonRpcRequest, params: JsonObject, result: JsonObject, access: Access | undefined): JsonRpcResponse {
+    let answer = legacyResponse({ jsonrpc: '2.0', id: msg.id, result }, msg.id, msg.method, params);
+    if (msg.method === 'tools/list' && 'result' in answer) answer = { ...answer, result: this.tools.learn(answer.result) };
+    if ('result' in answer && access?.mayHide(msg.method)) answer = { ...answer, result: access.filterList(msg.method, answer.result) };
+    return answer;
+  }
+
+  /** `keep`: told the first round's complete result, for the gateway cache. */
+  private async rounds(
+    session: Session,
+    msg: JsonRpcRequest,
+    principal: string,
+    sse: boolean,
+    headers: HeaderBag,
+    out: CallStream,
+    signal: AbortSignal,
+    access: Access | undefined,
+    keep: ((result: JsonObject) => void) | undefined,
+  ): Promise<void> {
+    const params = isObject(msg.params) ? msg.params : {};
     const upstreamHeaders = this.opts.forward.pick(headers);
     if (msg.method === 'tools/call' && typeof params.name === 'string') {
       const args = isObject(params.arguments) ? params.arguments : undefined;
@@ -269,10 +306,8 @@ export class TranslatedFace implements LegacyFace {
       }
       const result = 'result' in response ? response.result : undefined;
       if (result?.resultType !== 'input_required') {
-        let answer = legacyResponse(response, msg.id, msg.method, params);
-        if (msg.method === 'tools/list' && 'result' in answer) answer = { ...answer, result: this.tools.learn(answer.result) };
-        if ('result' in answer && access?.mayHide(msg.method)) answer = { ...answer, result: access.filterList(msg.method, answer.result) };
-        out.finish(answer);
+        if (result !== undefined && round === 0) keep?.(result);
+        out.finish('error' in response ? legacyResponse(response, msg.id, msg.method, params) : this.answerWith(msg, params, response.result, access));
         return;
       }
       const asks = isObject(result.inputRequests) ? result.inputRequests : {};
@@ -343,6 +378,7 @@ export class TranslatedFace implements LegacyFace {
             longLived: true,
             onNotification: (n) => {
               if (n.method === 'notifications/subscriptions/acknowledged') return;
+              this.opts.cache?.changed(n);
               const p = isObject(n.params) ? { ...n.params } : undefined;
               if (p && isObject(p._meta)) {
                 const { ['io.modelcontextprotocol/subscriptionId']: _, ...meta } = p._meta;

@@ -9,7 +9,7 @@ import { createMetrics } from '../../src/metrics/index.js';
 const file = fileURLToPath(new URL('../../../deploy/grafana-dashboard.json', import.meta.url));
 
 async function exported(): Promise<{ series: Set<string>; causeway: string[] }> {
-  const metrics = createMetrics({ pendingCalls: () => 0, listenStreams: () => 0, tasksFollowed: () => 0, federationConflicts: () => [['/all', 0]], openConnections: () => 0, inFlight: () => 0, pooledSessions: () => [['default', 0]], storeUp: () => true });
+  const metrics = createMetrics({ pendingCalls: () => 0, listenStreams: () => 0, tasksFollowed: () => 0, federationConflicts: () => [['/all', 0]], openConnections: () => 0, inFlight: () => 0, pooledSessions: () => [['default', 0]], storeUp: () => true, cacheBytes: () => [] });
   const series = new Set<string>();
   const causeway: string[] = [];
   for (const m of await metrics.registry.getMetricsAsJSON()) {

@@ -1,0 +1,6 @@
+export { cacheQuery, isCacheable, CACHEABLE_METHODS, type CacheQuery, type CacheScope } from './keys.js';
+export { GatewayCache, type CacheRecorder, type Fill, type GatewayCacheOptions, type Keep } from './gateway-cache.js';
+export type { DropReason, Entry } from './memory-tier.js';
+export { RedisTier } from './redis-tier.js';
+export { NameCatalog, NAMING_LISTS } from './catalog.js';
+export { UpstreamCache } from './upstream-cache.js';

@@ -1,0 +1,54 @@
+// The gateway cache as one upstream's requests use it: their queries, and how long an answer is
+// kept, by era.
+// - A modern upstream's answer is kept as its own ttlMs and cacheScope say and never longer; one
+//   without both (or with ttlMs 0) is not kept [CACHE].
+// - A legacy upstream's answer carries no hints: the cache.* policy gives them. The gateway keeps
+//   it for the policy's ttlMs, or for cache.keepMs where a change notification would drop it
+//   sooner (the upstream declared listChanged and Causeway holds a stream that carries it).
+
+import type { JsonObject, JsonRpcNotification } from '../jsonrpc.js';
+import type { Fill, GatewayCache, Keep } from './gateway-cache.js';
+import { cacheQuery, type CacheQuery, type CacheScope } from './keys.js';
+import type { Entry } from './memory-tier.js';
+
+export class UpstreamCache {
+  constructor(
+    private readonly cache: GatewayCache,
+    readonly upstream: string,
+    /** cache.keepMs: the longest a legacy answer is kept when a change notification would drop it. */
+    private readonly keepMs: number,
+  ) {}
+
+  query(method: string, params: JsonObject, who: string, authorization: string | undefined): CacheQuery {
+    return cacheQuery(this.upstream, method, params, who, authorization);
+  }
+
+  through<T>(q: CacheQuery, scope: CacheScope | undefined, hit: (e: Entry) => T, miss: (fill: Fill) => Promise<T>): Promise<T> {
+    return this.cache.through(q, scope, hit, miss);
+  }
+
+  /** A legacy answer given `hint` by the policy; `notified`: a change to it would reach Causeway. */
+  keepLegacy(q: CacheQuery, fill: Fill, result: JsonObject, hint: { ttlMs: number; cacheScope: CacheScope }, notified: boolean, session: string): void {
+    const keep: Keep = { scope: hint.cacheScope, ttlMs: hint.ttlMs, keepMs: notified ? Math.max(hint.ttlMs, this.keepMs) : hint.ttlMs, session };
+    this.cache.store(q, fill, result, keep);
+  }
+
+  /** A modern answer, kept as its hints say. */
+  keepModern(q: CacheQuery, fill: Fill, result: JsonObject): void {
+    const { ttlMs, cacheScope, resultType } = result;
+    if (resultType !== 'complete' || typeof ttlMs !== 'number' || !(ttlMs > 0) || (cacheScope !== 'public' && cacheScope !== 'private')) return;
+    this.cache.store(q, fill, result, { scope: cacheScope, ttlMs, keepMs: ttlMs });
+  }
+
+  answer(id: Parameters<GatewayCache['answer']>[0], e: Entry, see?: (result: JsonObject) => JsonObject): string {
+    return this.cache.answer(id, e, see);
+  }
+
+  result(e: Entry): JsonObject {
+    return this.cache.result(e);
+  }
+
+  changed(n: JsonRpcNotification): void {
+    this.cache.changed(this.upstream, n);
+  }
+}
