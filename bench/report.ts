@@ -63,6 +63,21 @@ export function evaluateTargets(res: BenchResults): TargetRow[] {
       met: ng?.proxyCpuUsPerOp ? cw.proxyCpuUsPerOp <= 4 * ng.proxyCpuUsPerOp : null,
     });
   }
+  if (res.cache && !('error' in res.cache)) {
+    const k = res.cache;
+    rows.push({
+      name: 'Upstream tools/list during a repeated cached tools/list (1,000 tools), c=16',
+      target: '0',
+      value: `${k.upstreamListsWhileCached} of ${k.ops} lists`,
+      met: k.upstreamListsWhileCached === 0,
+    });
+    rows.push({
+      name: 'Causeway CPU per cached / uncached tools/list (1,000 tools), c=16',
+      target: '<= 1/3',
+      value: `${(k.cachedCpuUsPerOp / k.uncachedCpuUsPerOp).toFixed(2)} (${us(k.cachedCpuUsPerOp)} us vs ${us(k.uncachedCpuUsPerOp)} us)`,
+      met: k.cachedCpuUsPerOp <= k.uncachedCpuUsPerOp / 3,
+    });
+  }
   const top = CONCURRENCY[CONCURRENCY.length - 1]!;
   for (const u of ['raw', 'sdk'] as const) {
     const d = find(runs, u, 'direct', 'call', top);

@@ -6,7 +6,7 @@
 // Environment knobs: BENCH_RUN_MS (timed window per run, default 800), BENCH_WARMUP_MS (200;
 // before each run), BENCH_PROCESS_WARMUP_MS (3000; once per proxy process, small calls at c=16),
 // BENCH_FULL=1 (every workload x concurrency on the SDK upstream too, ~1 minute more),
-// BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,cold,memory,profile,sdk,scale,scale-cluster
+// BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,cold,memory,profile,cache,sdk,scale,scale-cluster
 // (some phases; no doc; scale-cluster runs only when named), BENCH_PROFILE_CONCURRENCY (16) and
 // BENCH_PROFILE_MS (3000) for the profiled run; the scale phases' own knobs are in bench/scale.ts.
 // OTEL_* variables are passed on to Causeway (tracing on when they ask for it; see README, Traces).
@@ -310,6 +310,40 @@ async function coldRun(upstream: Upstream, logDir: string, results: BenchResults
   }
 }
 
+/**
+ * The gateway cache: a repeated tools/list of 1,000 tools at c=16 through Causeway with the list
+ * kept (cache.methods public, a minute), against Causeway with the cache off; the raw upstream
+ * counts the lists that reach it during the cached run.
+ */
+async function cacheRun(ctx: Ctx, logDir: string, results: BenchResults): Promise<void> {
+  say('gateway cache: repeated tools/list (1,000 tools), c=16, kept and not');
+  const kept = { 'cache.methods': JSON.stringify({ 'tools/list': { ttlMs: 60_000, scope: 'public' } }), 'log.level': 'warn' };
+  const lists = async () => (await ctx.upstream.stats()).exchanges?.['POST tools/list'] ?? 0;
+  let cached: Proxy | undefined;
+  let uncached: Proxy | undefined;
+  try {
+    uncached = await startCauseway('causeway-uncached', ctx.upstream.url, { 'cache.maxBytes': 0, 'log.level': 'warn' }, logDir);
+    await runPath(ctx, 'causeway-uncached', { era: 'modern', url: uncached.url }, uncached, []);
+    const off = await measure(ctx, 'causeway-uncached', { era: 'modern', url: uncached.url }, uncached, 'list', 16);
+    await uncached.stop();
+    cached = await startCauseway('causeway-cached', ctx.upstream.url, kept, logDir);
+    results.commands.push({ what: 'Causeway with tools/list kept by the gateway cache', command: cached.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+    await runPath(ctx, 'causeway-cached', { era: 'modern', url: cached.url }, cached, []);
+    // measure() warms first (the list is read once then); the count covers the warm-up and the timed window.
+    const before = await lists();
+    const on = await measure(ctx, 'causeway-cached', { era: 'modern', url: cached.url }, cached, 'list', 16);
+    const upstreamLists = (await lists()) - before;
+    results.cache = { cachedCpuUsPerOp: on.proxyCpuUsPerOp ?? NaN, uncachedCpuUsPerOp: off.proxyCpuUsPerOp ?? NaN, upstreamListsWhileCached: upstreamLists, ops: on.ops };
+    say(`  cached ${on.proxyCpuUsPerOp?.toFixed(0)} us/op vs uncached ${off.proxyCpuUsPerOp?.toFixed(0)} us/op; ${upstreamLists} upstream tools/list during ${on.ops} cached lists`);
+  } catch (err) {
+    results.cache = { error: (err as Error).message };
+    say(`  cache run failed: ${(err as Error).message}`);
+  } finally {
+    await uncached?.stop();
+    await cached?.stop();
+  }
+}
+
 /** RSS with 10,000 pooled session records and 1,000 multi-round calls held between rounds. */
 async function memoryRun(worker: LoadWorker, upstream: Upstream, logDir: string, results: BenchResults): Promise<void> {
   say(`memory: ${MEMORY_SESSIONS} pooled sessions + ${MEMORY_PENDING} pending multi-round calls`);
@@ -427,7 +461,7 @@ async function main(): Promise<void> {
     command: `node dist/bench/load-worker.js (forked): autocannon 9, pipelining 1, keep-alive, connections = concurrency, ${RUN_MS} ms timed after ${WARMUP_MS} ms warm-up; multi-round: undici driver, concurrency loops, ${MULTI_ROUND_RUN_MS} ms`,
   });
 
-  const phases = new Set((process.env.BENCH_ONLY ?? 'raw,cold,memory,profile,sdk,scale,scale-cluster').split(','));
+  const phases = new Set((process.env.BENCH_ONLY ?? 'raw,cold,memory,profile,cache,sdk,scale,scale-cluster').split(','));
   // The shared redis-server and nginx serve the upstream sweeps only (the scale phases start their own Redis).
   const sweeps = phases.has('raw') || phases.has('sdk');
   let redis: RedisServer | undefined;
@@ -449,10 +483,11 @@ async function main(): Promise<void> {
   const ctx = { worker, redis, runs: results.runs };
   let raw: Upstream | undefined;
   if (phases.has('raw')) raw = await runUpstream('raw', ctx, logDir, results, nginx);
-  else if (phases.has('cold') || phases.has('memory') || phases.has('profile')) raw = await startUpstream('raw', logDir);
+  else if (phases.has('cold') || phases.has('memory') || phases.has('profile') || phases.has('cache')) raw = await startUpstream('raw', logDir);
   if (raw && phases.has('cold')) await coldRun(raw, logDir, results);
   if (raw && phases.has('memory')) await memoryRun(worker, raw, logDir, results);
   if (raw && phases.has('profile')) await profileRun(worker, raw, logDir, results);
+  if (raw && phases.has('cache')) await cacheRun({ worker, redis, runs: results.runs, upstream: raw }, logDir, results);
   await raw?.svc.stop();
   if (phases.has('sdk')) {
     const sdk = await runUpstream('sdk', ctx, logDir, results, nginx);

@@ -4,7 +4,7 @@ import type { Workload } from './mcp.js';
 import type { ProfileSummary } from './profile.js';
 import type { UpstreamKind } from './services.js';
 
-export type PathName = 'direct' | 'causeway-memory' | 'causeway-redis' | 'passthrough' | 'nginx' | 'node-floor' | 'node-translator';
+export type PathName = 'direct' | 'causeway-memory' | 'causeway-redis' | 'passthrough' | 'nginx' | 'node-floor' | 'node-translator' | 'causeway-cached' | 'causeway-uncached';
 
 export const PATH_LABEL: Record<PathName, string> = {
   direct: 'direct legacy client (baseline)',
@@ -14,6 +14,8 @@ export const PATH_LABEL: Record<PathName, string> = {
   nginx: 'nginx reverse proxy',
   'node-floor': 'minimal Node proxy (reference)',
   'node-translator': 'minimal Node translator (reference)',
+  'causeway-cached': 'Causeway modern, tools/list kept in the gateway cache',
+  'causeway-uncached': 'Causeway modern, gateway cache off',
 };
 
 export interface RunRecord {
@@ -180,6 +182,8 @@ export interface BenchResults {
   runs: RunRecord[];
   memory?: MemoryResult | { error: string };
   cold?: ColdCall[] | { error: string };
+  /** A repeated tools/list of 1,000 tools through the gateway cache, against the cache off (c=16). */
+  cache?: { cachedCpuUsPerOp: number; uncachedCpuUsPerOp: number; upstreamListsWhileCached: number; ops: number } | { error: string };
   profile?: ProfileSummary & { what: string; cpuUsPerOp: number; file: string };
   scale?: Array<ScaleRun | { phase: ScaleRun['phase']; sessions: number; error: string }>;
   targets: TargetRow[];
