@@ -19,6 +19,7 @@ import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, ty
 import { randomUUID } from 'node:crypto';
 import { compileRules, Federation, type ModernDeps } from './routing/index.js';
 import { crossReplicaListen, InProcessSessionEventBus, Subscriptions } from './subscriptions/index.js';
+import { SkillFolder, SkillsFront, SkillsLegacyFace } from './skills/index.js';
 import { VERSION } from './version.js';
 
 const FEDERATION_CHECK_WAIT_MS = 10_000;
@@ -227,10 +228,25 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const handedRounds = { ...replicaBridge, upstreamTimeoutMs: Math.max(...topology.upstreams.map((u) => u.requestTimeoutMs)) };
 
   const mounts = new Map<string, Mount>();
+  // Each mount's skills folder, served in front of its upstream or federation.
+  const folders: SkillFolder[] = [];
   for (const m of topology.mounts) {
-    if (m.upstreams.length === 1) {
-      const name = m.upstreams[0]!;
-      mounts.set(m.path, { path: m.path, passthrough: partsOf(name).passthrough, upstream: modern.get(name)! });
+    const folder = m.skills.length === 0 ? undefined : new SkillFolder(m.skills, log.child({ stage: 'skills', mount: m.path }));
+    if (folder) folders.push(folder);
+    const single = m.upstreams.length === 1 ? modern.get(m.upstreams[0]!)! : undefined;
+    const skills = folder && { folder, prefixes: m.skills.map((r) => r.prefix), pageSize: m.pageSize };
+    const front =
+      skills &&
+      new SkillsFront({
+        ...skills,
+        cacheHint: single ? single.cacheHint : cacheHintOf(config.cache),
+        serverInfo: { name: 'causeway', version: VERSION },
+        upstreamModern: () => single?.modern?.era.current === 'modern',
+        log: log.child({ stage: 'skills', mount: m.path }),
+      });
+    if (single) {
+      const face = partsOf(single.upstreamName).passthrough;
+      mounts.set(m.path, { path: m.path, passthrough: skills ? new SkillsLegacyFace(face, skills) : face, upstream: single, ...(front ? { front } : {}) });
       continue;
     }
     const federation = new Federation({
@@ -244,7 +260,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       log: log.child({ stage: 'federation', mount: m.path }),
     });
     federations.push(federation);
-    mounts.set(m.path, { path: m.path, passthrough: undefined, federation });
+    mounts.set(m.path, { path: m.path, passthrough: undefined, federation, ...(front ? { front } : {}) });
   }
   const authMetrics = new AuthMetrics(metrics);
   const auth =
@@ -352,6 +368,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       }
       relaysStarted = true;
       await Promise.all(relays.map(startRelay));
+      await Promise.all(folders.map((f) => f.start()));
       // Name conflicts between federated upstreams are reported before traffic arrives, unless a
       // slow upstream would hold start-up past FEDERATION_CHECK_WAIT_MS: then they are reported when found.
       const checked = Promise.all(federations.map((f) => f.check()));
@@ -407,6 +424,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             () => store.close(),
             () => Promise.allSettled([...upstreams.values()].map((u) => u.close())),
             async () => relayBus?.close(),
+            async () => folders.forEach((f) => f.close()),
           ],
           admin,
         },

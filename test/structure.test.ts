@@ -24,6 +24,7 @@ const FRONT_DOOR = 'ingress/front-door.ts';
 const FLOORS = [
   'ingress',
   'translate',
+  'skills',
   'passthrough',
   'routing',
   'metrics',

@@ -159,12 +159,19 @@ const TABLE = {
   ),
   /** Mount path -> what it serves; empty: the one upstream at listen.path. */
   mounts: json<Record<string, unknown>>(
-    'Path -> {"upstreams":[...],"prefix","pageSize","routes"}; several upstreams on one path are federated. Empty: the one upstream at listen.path.',
+    'Path -> {"upstreams":[...],"prefix","pageSize","routes","skills"}; several upstreams on one path are federated. Empty: the one upstream at listen.path.',
   ),
   cache: {
     ttlMs: num(0, 'ttlMs put on cacheable results (discover, lists, resources/read).'),
     scope: oneOf(CACHE_SCOPES, 'private', 'cacheScope on cacheable results; public only when the upstream answers the same to every principal.'),
     methods: json<{ ttlMs?: number; scope?: CacheScope }>('Per-method overrides, e.g. {"tools/list":{"ttlMs":60000,"scope":"public"}}.'),
+  },
+  skills: {
+    dir: text(
+      '',
+      "Folder of Agent Skills served beside the upstream's tools (one subfolder per skill, each with its SKILL.md), watched for changes; empty: none. With mounts, each mount names its own. See Skills.",
+    ),
+    prefix: text('', 'URI prefix of the served skills: skill://<prefix>/<name>/SKILL.md; empty: skill://<name>/SKILL.md.'),
   },
   store: {
     kind: oneOf(['memory', 'redis'], 'memory', 'Where pooled upstream sessions are recorded.'),
