@@ -234,6 +234,8 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
     const folder = m.skills.length === 0 ? undefined : new SkillFolder(m.skills, log.child({ stage: 'skills', mount: m.path }));
     if (folder) folders.push(folder);
     const single = m.upstreams.length === 1 ? modern.get(m.upstreams[0]!)! : undefined;
+    // A federation's merged answers are counted by its mount path.
+    const mountMetrics = single ? single.metrics : new UpstreamMetrics(metrics, m.path);
     const skills = folder && { folder, prefixes: m.skills.map((r) => r.prefix), pageSize: m.pageSize };
     const front =
       skills &&
@@ -242,6 +244,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         cacheHint: single ? single.cacheHint : cacheHintOf(config.cache),
         serverInfo: { name: 'causeway', version: VERSION },
         upstreamModern: () => single?.modern?.era.current === 'modern',
+        metrics: mountMetrics,
         log: log.child({ stage: 'skills', mount: m.path }),
       });
     if (single) {
@@ -255,7 +258,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       rules: compileRules(m.routes),
       pageSize: m.pageSize,
       serverInfo: { name: 'causeway', version: VERSION },
-      metrics: new UpstreamMetrics(metrics, m.path),
+      metrics: mountMetrics,
       subscriptions,
       log: log.child({ stage: 'federation', mount: m.path }),
     });

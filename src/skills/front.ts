@@ -13,6 +13,7 @@ import { sendCausewayError, sendJson } from '../egress/index.js';
 import { CausewayError, causewayError, toCausewayError } from '../errors.js';
 import { isObject, type JsonObject, type JsonValue } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
+import type { AnswerOutcome, UpstreamMetrics } from '../metrics/index.js';
 import type { ModernExchange, MountFront } from '../routing/index.js';
 import { CapturedResponse, resultOf } from './capture.js';
 import { Catalog } from './catalog.js';
@@ -33,6 +34,8 @@ export interface SkillsFrontOptions {
   serverInfo: JsonObject;
   /** Whether the upstream speaks 2026-07-28 now (and so may serve skills of its own). */
   upstreamModern(): boolean;
+  /** The mount's: counts the answers the folder gives alone (those it adds to are counted by the rest of the mount). */
+  metrics: UpstreamMetrics;
   log: Logger;
 }
 
@@ -45,17 +48,41 @@ export class SkillsFront implements MountFront {
 
   async serve(ex: ModernExchange, next: Next): Promise<void> {
     const { method } = ex.request;
+    const serve = this.served(method);
+    if (serve === undefined) return next(ex);
+    const started = performance.now();
+    let handedOn = false;
+    let outcome: AnswerOutcome = 'ok';
     try {
-      if (method === 'server/discover') return await this.discover(ex, next);
-      if (method === 'skills/list') return await this.list(ex, next);
-      if (method === 'skills/get') return await this.get(ex, next);
-      if (method === 'resources/directory/read') return await this.directory(ex, next);
-      if (method === 'resources/read') return await this.read(ex, next);
-      if (method === 'resources/list') return await this.resources(ex, next);
+      await serve(ex, (e) => {
+        handedOn = true;
+        return next(e);
+      });
     } catch (err) {
-      return this.fail(ex, err);
+      outcome = this.fail(ex, err);
+    } finally {
+      if (!handedOn) this.opts.metrics.answered(method, undefined, outcome === 'ok' ? 'complete' : 'error', outcome, (performance.now() - started) / 1000);
     }
-    return next(ex);
+  }
+
+  /** What the folder does with a method: answers it, adds to its answer, or (undefined) leaves it to the mount. */
+  private served(method: string): ((ex: ModernExchange, next: Next) => Promise<void>) | undefined {
+    switch (method) {
+      case 'server/discover':
+        return (ex, next) => this.discover(ex, next);
+      case 'skills/list':
+        return (ex, next) => this.list(ex, next);
+      case 'skills/get':
+        return (ex, next) => this.get(ex, next);
+      case 'resources/directory/read':
+        return (ex, next) => this.directory(ex, next);
+      case 'resources/read':
+        return (ex, next) => this.read(ex, next);
+      case 'resources/list':
+        return (ex, next) => this.resources(ex, next);
+      default:
+        return undefined;
+    }
   }
 
   private async discover(ex: ModernExchange, next: Next): Promise<void> {
@@ -102,7 +129,7 @@ export class SkillsFront implements MountFront {
     });
     const out: JsonObject = { ...result, skills };
     if (typeof result.nextCursor === 'string') out.nextCursor = writeCursor(request.method, { at: 'upstream', cursor: result.nextCursor });
-    sendJson(ex.res, caught.statusCode, { ...response, result: out }, caught.jsonHeaders());
+    sendJson(ex.res, caught.statusCode, { ...response, result: privately(out, visible(ex, out)) }, caught.jsonHeaders());
   }
 
   private async get(ex: ModernExchange, next: Next): Promise<void> {
@@ -170,7 +197,7 @@ export class SkillsFront implements MountFront {
       out.resources = [...own, ...items];
       if (more !== undefined) out.nextCursor = more;
     }
-    sendJson(ex.res, caught.statusCode, { ...response, result: out }, caught.jsonHeaders());
+    sendJson(ex.res, caught.statusCode, { ...response, result: privately(out, visible(ex, out)) }, caught.jsonHeaders());
   }
 
   /** The answer `next` gives, caught; with `cursor` set, to the request with that cursor instead of its own. */
@@ -200,17 +227,38 @@ export class SkillsFront implements MountFront {
   private answer(ex: ModernExchange, result: JsonObject, skills: boolean): void {
     const hint = this.opts.cacheHint(ex.request.method);
     // The folder answers everyone alike: public whatever the upstream's policy [CACHE].
-    const cache: CacheHint = skills ? { ttlMs: hint.ttlMs, cacheScope: 'public' } : hint;
+    let cache: CacheHint = skills ? { ttlMs: hint.ttlMs, cacheScope: 'public' } : hint;
+    const seen = visible(ex, result);
+    if (seen !== result) cache = { ...cache, cacheScope: 'private' };
     if (ex.notes) ex.notes.resultType = 'complete';
-    sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: withResultMeta(result, { serverInfo: this.opts.serverInfo, cache }) });
+    sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: withResultMeta(seen, { serverInfo: this.opts.serverInfo, cache }) });
   }
 
-  private fail(ex: ModernExchange, err: unknown): void {
+  private fail(ex: ModernExchange, err: unknown): AnswerOutcome {
+    if (ex.signal.aborted) return 'cancelled';
     const e = toCausewayError(err);
     if (!(err instanceof CausewayError)) ex.log.error({ err }, 'skills request failed');
     if (ex.notes) ex.notes.code = e.code;
     sendCausewayError(ex.res, e, ex.request.id);
+    return e.reason;
   }
+}
+
+/** A list some of which the token may not see is private to it, whatever the cache policy. */
+function privately(all: JsonObject, seen: JsonObject): JsonObject {
+  return seen === all || !('cacheScope' in seen) ? seen : { ...seen, cacheScope: 'private' };
+}
+
+/**
+ * A list as the request's token may see it [auth.rules]: resources/list items, and skills/list
+ * entries, by whether their URI (a skill's SKILL.md) may be read. The list itself when nothing is hidden.
+ */
+function visible(ex: ModernExchange, result: JsonObject): JsonObject {
+  const key = ex.request.method === 'skills/list' ? 'skills' : ex.request.method === 'resources/list' ? 'resources' : undefined;
+  const access = ex.access;
+  if (key === undefined || access === undefined || !access.mayHide('resources/list') || !Array.isArray(result[key])) return result;
+  const kept = access.filterList('resources/list', { resources: result[key] }).resources;
+  return { ...result, [key]: kept ?? [] };
 }
 
 function uriParam(params: JsonObject): string {

@@ -90,9 +90,12 @@ export class SkillsLegacyFace implements LegacyFace {
     const params: JsonObject = isObject(message.params) ? message.params : {};
     const cursor = readCursor(params.cursor, 'resources/list');
     const files = [...this.opts.folder.current.files.values()];
+    const access = args[6];
     const folderPage = (offset: number): { items: JsonObject[]; next: string | undefined } => {
       const { page, next } = pageOf(files, offset, this.opts.pageSize, 'resources/list');
-      return { items: page.map(({ file, skill }) => resourceOf(file, skill)), next };
+      const items = page.map(({ file, skill }) => resourceOf(file, skill));
+      // As the token may see them [auth.rules]: the upstream's own part is filtered by the face.
+      return { items: access ? ((access.filterList('resources/list', { resources: items }).resources as JsonObject[] | undefined) ?? []) : items, next };
     };
     const res = args[3];
     const reply = (result: JsonObject, headers: Record<string, string> = {}, status = 200) => sendJson(res, status, { jsonrpc: '2.0', id: message.id, result }, headers);

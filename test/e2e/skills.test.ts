@@ -195,6 +195,14 @@ t.test('modern_client-to-legacy_upstream-skills-edited: a new digest without a r
   await until(async () => (await skills.list()).skills.map((s) => s.uri).join() === `skill://acme/added/SKILL.md,${GIT}`, { what: 'the added skill listed, the removed one gone' });
 });
 
+t.test('answers the folder gives alone are counted, the refused ones by their reason', async (t) => {
+  const text = await (await fetch(`${causeway.adminUrl!}/metrics`)).text();
+  const line = (method: string, outcome: string) =>
+    text.split('\n').find((l) => l.startsWith('causeway_modern_requests_total{') && l.includes(`method="${method}"`) && l.includes(`outcome="${outcome}"`));
+  t.ok(line('skills/list', 'ok'), 'skills/list ok');
+  t.ok(line('resources/read', 'invalid_params'), 'a refused read, by its reason');
+});
+
 t.test('broken skills are named in the log and left out', async (t) => {
   const left = causeway.logs.filter((l) => l.includes('skill left out')).join('\n');
   t.match(left, 'skill acme/no-frontmatter');
@@ -222,4 +230,32 @@ t.test('legacy_client-to-legacy_upstream-skills: SKILL.md as a plain resource', 
   t.equal(content.text, files['git-workflow/SKILL.md']);
   await t.rejects(client.readResource({ uri: 'skill://acme/git-workflow/../x' }), { code: -32602 }, 'traversal refused');
   t.ok((await client.listTools()).tools.some((x) => x.name === 'test_simple_text'), "the upstream's tools");
+});
+
+t.test('modern_client-to-federated_legacy_upstreams-skills: each member\'s skills under its name', async (t) => {
+  const fedDir = join(base, 'federated');
+  const alpha = '---\nname: alpha\ndescription: For the first member\n---\nalpha\n';
+  const beta = '---\nname: beta\ndescription: For the second member\n---\nbeta\n';
+  await mkdir(join(fedDir, 'one/alpha'), { recursive: true });
+  await mkdir(join(fedDir, 'two/beta'), { recursive: true });
+  await writeFile(join(fedDir, 'one/alpha/SKILL.md'), alpha);
+  await writeFile(join(fedDir, 'two/beta/SKILL.md'), beta);
+  const second = await startLegacyServer({ label: 'two' });
+  const fed = await startCauseway({
+    upstreams: JSON.stringify({ one: { url: upstream.url }, two: { url: second.url } }),
+    mounts: JSON.stringify({ '/fed': { upstreams: ['one', 'two'], skills: fedDir } }),
+  });
+  t.teardown(async () => {
+    await fed.close();
+    await second.close();
+  });
+  const client = new Client({ name: 'e2e-fed', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} });
+  await client.connect(new StreamableHTTPClientTransport(new URL(fed.url)));
+  t.teardown(() => client.close());
+  const skills = new SkillsClient(client);
+  t.ok(skills.supported, 'the merged discover declares the extension');
+  const { skills: list } = await skills.list();
+  t.same(list.map((s) => s.uri), ['skill://one/alpha/SKILL.md', 'skill://two/beta/SKILL.md']);
+  t.equal((await skills.read(list[1]!)).text, beta, 'read and verified');
+  t.ok((await client.listTools()).tools.some((x) => x.name === 'two__test_simple_text'), "the members' tools, prefixed");
 });
