@@ -44,6 +44,11 @@ export class Catalog {
   readonly files: ReadonlyMap<string, { file: SkillFile; skill: SkillEntry }>;
   /** Directory URI -> its direct children, in name order. */
   readonly dirs: ReadonlyMap<string, DirChild[]>;
+  /** The skills in URI order, and each one's entry as skills/list and skills/get answer it, made once. */
+  readonly list: readonly SkillEntry[];
+  readonly entries: ReadonlyMap<string, JsonObject>;
+  /** Every file in URI order, for paging resources/list. */
+  readonly fileList: ReadonlyArray<{ file: SkillFile; skill: SkillEntry }>;
 
   constructor(
     skills: readonly SkillEntry[],
@@ -70,12 +75,15 @@ export class Catalog {
     }
     this.files = new Map([...files].sort(([a], [b]) => compare(a, b)));
     this.dirs = new Map([...dirs].map(([d, c]) => [d, [...c.values()].sort((a, b) => compare(a.uri, b.uri))]));
+    this.list = sorted;
+    this.entries = new Map(sorted.map((s) => [s.uri, entryOf(s)]));
+    this.fileList = [...this.files.values()];
   }
+}
 
-  /** The entry skills/list and skills/get answer with. */
-  static entry(skill: SkillEntry): JsonObject {
-    return { uri: skill.uri, frontmatter: skill.frontmatter, resources: skill.files.map((f) => ({ uri: f.uri, digest: f.digest, size: f.size })) };
-  }
+/** The entry skills/list and skills/get answer with [SKILLS "Skill Entries"]. */
+function entryOf(skill: SkillEntry): JsonObject {
+  return { uri: skill.uri, frontmatter: skill.frontmatter, resources: skill.files.map((f) => ({ uri: f.uri, digest: f.digest, size: f.size })) };
 }
 
 function lastSegment(uri: string): string {

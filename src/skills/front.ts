@@ -16,7 +16,6 @@ import type { Logger } from '../log.js';
 import type { AnswerOutcome, UpstreamMetrics } from '../metrics/index.js';
 import type { ModernExchange, MountFront } from '../routing/index.js';
 import { CapturedResponse, resultOf } from './capture.js';
-import { Catalog } from './catalog.js';
 import { childOf, contentsOf, resourceOf } from './content.js';
 import { pageOf, readCursor, writeCursor } from './cursor.js';
 import type { SkillFolder } from './folder.js';
@@ -101,10 +100,10 @@ export class SkillsFront implements MountFront {
     const { request } = ex;
     const cursor = readCursor(request.params.cursor, request.method);
     const catalog = this.opts.folder.current;
-    const entries = [...catalog.skills.values()];
+    const entries = catalog.list;
     if (cursor?.at !== 'upstream') {
       const { page, next: more } = pageOf(entries, cursor?.offset ?? 0, this.opts.pageSize, request.method);
-      const result: JsonObject = { skills: page.map(Catalog.entry) };
+      const result: JsonObject = { skills: page.map((s) => catalog.entries.get(s.uri)!) };
       const after = more ?? (this.opts.upstreamModern() ? writeCursor(request.method, { at: 'upstream', cursor: undefined }) : undefined);
       if (after !== undefined) result.nextCursor = after;
       if (page.length > 0 || after === undefined || !this.opts.upstreamModern()) return this.answer(ex, result, true);
@@ -135,8 +134,8 @@ export class SkillsFront implements MountFront {
   private async get(ex: ModernExchange, next: Next): Promise<void> {
     const uri = uriParam(ex.request.params);
     const found = this.find(uri);
-    const skill = found === undefined ? undefined : this.opts.folder.current.skills.get(found);
-    if (skill) return this.answer(ex, { skill: Catalog.entry(skill) }, true);
+    const skill = found === undefined ? undefined : this.opts.folder.current.entries.get(found);
+    if (skill) return this.answer(ex, { skill }, true);
     if (this.opts.upstreamModern()) return next(ex);
     throw causewayError('invalid_params', `No skill is served at ${uri}`);
   }
@@ -170,7 +169,7 @@ export class SkillsFront implements MountFront {
   private async resources(ex: ModernExchange, next: Next): Promise<void> {
     const { request } = ex;
     const cursor = readCursor(request.params.cursor, request.method);
-    const files = [...this.opts.folder.current.files.values()];
+    const files = this.opts.folder.current.fileList;
     const folderPage = (offset: number): { items: JsonObject[]; next: string | undefined } => {
       const { page, next: more } = pageOf(files, offset, this.opts.pageSize, request.method);
       return { items: page.map(({ file, skill }) => resourceOf(file, skill)), next: more };

@@ -89,7 +89,7 @@ export class SkillsLegacyFace implements LegacyFace {
   private async resources(message: JsonRpcRequest, args: Forward): Promise<void> {
     const params: JsonObject = isObject(message.params) ? message.params : {};
     const cursor = readCursor(params.cursor, 'resources/list');
-    const files = [...this.opts.folder.current.files.values()];
+    const files = this.opts.folder.current.fileList;
     const access = args[6];
     const folderPage = (offset: number): { items: JsonObject[]; next: string | undefined } => {
       const { page, next } = pageOf(files, offset, this.opts.pageSize, 'resources/list');
