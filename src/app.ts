@@ -20,6 +20,7 @@ import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, ty
 import { randomUUID } from 'node:crypto';
 import { compileRules, Federation, type ModernDeps } from './routing/index.js';
 import { crossReplicaListen, InProcessSessionEventBus, Subscriptions, tapped } from './subscriptions/index.js';
+import { SkillFolder, SkillsFront, SkillsLegacyFace } from './skills/index.js';
 import { VERSION } from './version.js';
 
 const FEDERATION_CHECK_WAIT_MS = 10_000;
@@ -258,10 +259,28 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const handedRounds = { ...replicaBridge, upstreamTimeoutMs: Math.max(...topology.upstreams.map((u) => u.requestTimeoutMs)) };
 
   const mounts = new Map<string, Mount>();
+  // Each mount's skills folder, served in front of its upstream or federation.
+  const folders: SkillFolder[] = [];
   for (const m of topology.mounts) {
-    if (m.upstreams.length === 1) {
-      const name = m.upstreams[0]!;
-      mounts.set(m.path, { path: m.path, passthrough: partsOf(name).passthrough, upstream: modern.get(name)! });
+    const folder = m.skills.length === 0 ? undefined : new SkillFolder(m.skills, log.child({ stage: 'skills', mount: m.path }));
+    if (folder) folders.push(folder);
+    const single = m.upstreams.length === 1 ? modern.get(m.upstreams[0]!)! : undefined;
+    // A federation's merged answers are counted by its mount path.
+    const mountMetrics = single ? single.metrics : new UpstreamMetrics(metrics, m.path);
+    const skills = folder && { folder, prefixes: m.skills.map((r) => r.prefix), pageSize: m.pageSize };
+    const front =
+      skills &&
+      new SkillsFront({
+        ...skills,
+        cacheHint: single ? single.cacheHint : cacheHintOf(config.cache),
+        serverInfo: { name: 'causeway', version: VERSION },
+        upstreamModern: () => single?.modern?.era.current === 'modern',
+        metrics: mountMetrics,
+        log: log.child({ stage: 'skills', mount: m.path }),
+      });
+    if (single) {
+      const face = partsOf(single.upstreamName).passthrough;
+      mounts.set(m.path, { path: m.path, passthrough: skills ? new SkillsLegacyFace(face, skills) : face, upstream: single, ...(front ? { front } : {}) });
       continue;
     }
     const federation = new Federation({
@@ -270,12 +289,12 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       rules: compileRules(m.routes),
       pageSize: m.pageSize,
       serverInfo: { name: 'causeway', version: VERSION },
-      metrics: new UpstreamMetrics(metrics, m.path),
+      metrics: mountMetrics,
       subscriptions,
       log: log.child({ stage: 'federation', mount: m.path }),
     });
     federations.push(federation);
-    mounts.set(m.path, { path: m.path, passthrough: undefined, federation });
+    mounts.set(m.path, { path: m.path, passthrough: undefined, federation, ...(front ? { front } : {}) });
   }
   const authMetrics = new AuthMetrics(metrics);
   const auth =
@@ -389,6 +408,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       }
       relaysStarted = true;
       await Promise.all(relays.map(startRelay));
+      await Promise.all(folders.map((f) => f.start()));
       // Name conflicts between federated upstreams are reported before traffic arrives, unless a
       // slow upstream would hold start-up past FEDERATION_CHECK_WAIT_MS: then they are reported when found.
       const checked = Promise.all(federations.map((f) => f.check()));
@@ -448,6 +468,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             () => store.close(),
             () => Promise.allSettled([...upstreams.values()].map((u) => u.close())),
             async () => relayBus?.close(),
+            async () => folders.forEach((f) => f.close()),
           ],
           admin,
         },

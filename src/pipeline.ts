@@ -30,7 +30,8 @@ export function serveModern(ex: ModernExchange, mount: ModernMount): Promise<voi
   return inRequestSpan(ex.request, ex.headers, (span) => {
     if (span && ex.notes) ex.notes.traceId = span.spanContext().traceId;
     const traced = span ? { ...ex, span } : ex;
-    return mount.federation ? handleFederated(traced, mount.federation) : handleModern(traced, mount.upstream);
+    const serve = (e: ModernExchange) => (mount.federation ? handleFederated(e, mount.federation) : handleModern(e, mount.upstream));
+    return mount.front ? mount.front.serve(traced, serve) : serve(traced);
   });
 }
 

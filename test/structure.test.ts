@@ -16,14 +16,16 @@ const ROOTS = new Set(['app.ts', 'upstream-parts.ts', 'pipeline.ts', 'main.ts'])
 const FRONT_DOOR = 'ingress/front-door.ts';
 /**
  * The folders of src/, top floor first: a folder imports only folders below it, type imports
- * counted. The request path runs down it (the front door, the legacy passthrough beside it, the
- * routing of modern requests, the side stages routing calls, the pool, the upstream clients,
- * the dialect they translate with); below are the ground floors every stage writes with: the
- * reply writers, the parsed request, tracing, the bus between replicas, and the settings.
+ * counted. The request path runs down it (the front door, a mount's skills folder in front of
+ * the legacy passthrough beside it and of the routing of modern requests, the side stages
+ * routing calls, the pool, the upstream clients, the dialect they translate with); below are the
+ * ground floors every stage writes with: the reply writers, the parsed request, tracing, the bus
+ * between replicas, and the settings.
  */
 const FLOORS = [
   'ingress',
   'translate',
+  'skills',
   'passthrough',
   'routing',
   'metrics',

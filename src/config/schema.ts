@@ -159,7 +159,7 @@ const TABLE = {
   ),
   /** Mount path -> what it serves; empty: the one upstream at listen.path. */
   mounts: json<Record<string, unknown>>(
-    'Path -> {"upstreams":[...],"prefix","pageSize","routes"}; several upstreams on one path are federated. Empty: the one upstream at listen.path.',
+    'Path -> {"upstreams":[...],"prefix","pageSize","routes","skills"}; several upstreams on one path are federated. Empty: the one upstream at listen.path.',
   ),
   cache: {
     ttlMs: num(0, 'ttlMs put on cacheable results (discover, lists, resources/read).'),
@@ -168,6 +168,13 @@ const TABLE = {
     maxBytes: num(33_554_432, 'Bytes of answers the gateway cache keeps in memory on each replica, least recently used evicted first; 0 turns the gateway cache off. See Caching.'),
     store: oneOf(['memory', 'redis'], 'memory', 'Where public entries are kept: memory (each replica its own), or redis too (store.kind=redis), so any replica serves what one read.'),
     keepMs: num(300_000, 'How long the gateway keeps a legacy upstream\'s answer when a change notification would drop it sooner (the upstream declared listChanged and Causeway holds its stream); otherwise it keeps it for the answer\'s ttlMs.'),
+  },
+  skills: {
+    dir: text(
+      '',
+      "Folder of Agent Skills served beside the upstream's tools (one subfolder per skill, each with its SKILL.md), watched for changes; empty: none. With mounts, each mount names its own. See Skills.",
+    ),
+    prefix: text('', 'URI prefix of the served skills: skill://<prefix>/<name>/SKILL.md; empty: skill://<name>/SKILL.md.'),
   },
   store: {
     kind: oneOf(['memory', 'redis'], 'memory', 'Where pooled upstream sessions are recorded.'),

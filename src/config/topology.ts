@@ -48,6 +48,13 @@ export interface RouteRule {
   upstream: string;
 }
 
+/** A folder of skills and the URI prefix its skills are served under (skill://<prefix>/<name>/...). */
+export interface SkillRoot {
+  dir: string;
+  /** '/'-separated segments; '' for none. */
+  prefix: string;
+}
+
 export interface MountSpec {
   path: string;
   /** Members in priority order: on a name conflict the earlier one wins. */
@@ -56,6 +63,11 @@ export interface MountSpec {
   prefix: string;
   pageSize: number;
   routes: RouteRule[];
+  /**
+   * The skills folders served on the mount: the mount's folder, or on a federated mount one
+   * subfolder per member (named as the member), its skills under <prefix>/<member>. Empty: none.
+   */
+  skills: SkillRoot[];
 }
 
 export interface Topology {
@@ -72,7 +84,9 @@ const RESERVED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 const APART: ReadonlySet<string> = new Set(['name', 'url', 'credentials']);
 /** An entry's keys: every upstream.* setting but the name, urls beside url, and a cache of its own. */
 const UPSTREAM_KEYS: ReadonlySet<string> = new Set([...Object.keys(UPSTREAM_SETTINGS).filter((k) => k !== 'name'), 'urls', 'cache']);
-const MOUNT_KEYS = new Set(['upstreams', 'prefix', 'pageSize', 'routes']);
+const MOUNT_KEYS = new Set(['upstreams', 'prefix', 'pageSize', 'routes', 'skills']);
+/** A skills URI prefix: segments of URI-safe characters, the first one a valid authority (reg-name). */
+const SKILLS_PREFIX = /^[A-Za-z0-9._~-]+(?:\/[A-Za-z0-9._~-]+)*$/;
 
 type Raw = Record<string, unknown>;
 const isRaw = (v: unknown): v is Raw => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -273,7 +287,14 @@ function routeRules(where: string, v: unknown, members: readonly string[], probl
   return rules;
 }
 
-function mountSpec(path: string, raw: Raw, known: ReadonlySet<string>, problems: string[]): MountSpec {
+/** A mount's skills folders: the one folder, or one per member of a federated mount. */
+function skillRoots(dir: string, prefix: string, members: readonly string[]): SkillRoot[] {
+  if (dir === '') return [];
+  if (members.length === 1) return [{ dir, prefix }];
+  return members.map((m) => ({ dir: `${dir.replace(/\/+$/, '')}/${m}`, prefix: prefix === '' ? m : `${prefix}/${m}` }));
+}
+
+function mountSpec(path: string, raw: Raw, known: ReadonlySet<string>, c: Config, problems: string[]): MountSpec {
   const where = `mounts.${path}`;
   for (const k of Object.keys(raw)) if (!MOUNT_KEYS.has(k)) problems.push(`${where}: unknown setting ${k}`);
   if (!path.startsWith('/')) problems.push(`${where}: a mount path must start with /`);
@@ -291,12 +312,18 @@ function mountSpec(path: string, raw: Raw, known: ReadonlySet<string>, problems:
     if (typeof raw.prefix === 'string') prefix = raw.prefix;
     else problems.push(`${where}.prefix: expected a string`);
   }
+  let skills = '';
+  if (raw.skills !== undefined) {
+    if (typeof raw.skills === 'string') skills = raw.skills;
+    else problems.push(`${where}.skills: expected the path of a skills folder`);
+  }
   return {
     path,
     upstreams,
     prefix,
     pageSize: num(`${where}.pageSize`, raw.pageSize, DEFAULT_PAGE_SIZE, 1, problems),
     routes: routeRules(`${where}.routes`, raw.routes, upstreams, problems),
+    skills: skillRoots(skills, c.skills.prefix, upstreams),
   };
 }
 
@@ -339,12 +366,17 @@ function workOutTopology(c: Config): { topology: Topology; problems: string[] } 
   const mountEntries = Object.entries(c.mounts);
   if (mountEntries.length === 0) {
     if (upstreams.length > 1) problems.push('mounts: required when several upstreams are configured');
-    else if (upstreams.length === 1) mounts.push({ path: c.listen.path, upstreams: [upstreams[0]!.name], prefix: DEFAULT_PREFIX, pageSize: DEFAULT_PAGE_SIZE, routes: [] });
+    else if (upstreams.length === 1) {
+      const skills = skillRoots(c.skills.dir, c.skills.prefix, [upstreams[0]!.name]);
+      mounts.push({ path: c.listen.path, upstreams: [upstreams[0]!.name], prefix: DEFAULT_PREFIX, pageSize: DEFAULT_PAGE_SIZE, routes: [], skills });
+    }
   } else {
+    if (c.skills.dir !== '') problems.push('skills.dir: not used when mounts are configured; give each mount its skills');
     for (const [path, raw] of mountEntries) {
       if (!isRaw(raw)) problems.push(`mounts.${path}: expected an object`);
-      else mounts.push(mountSpec(path, raw, known, problems));
+      else mounts.push(mountSpec(path, raw, known, c, problems));
     }
   }
+  if (c.skills.prefix !== '' && !SKILLS_PREFIX.test(c.skills.prefix)) problems.push('skills.prefix: segments of letters, digits and . _ ~ -, separated by /');
   return { topology: { upstreams, mounts }, problems };
 }

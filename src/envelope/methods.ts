@@ -29,6 +29,10 @@ export const MODERN_METHODS: Readonly<Record<string, MethodSpec>> = {
   'resources/templates/list': { cacheable: true, multiRound: false, capability: 'resources', forwarded: true },
   'resources/read': { nameParam: 'uri', cacheable: true, multiRound: true, capability: 'resources', forwarded: true },
   'completion/complete': { cacheable: false, multiRound: false, capability: 'completions', forwarded: true },
+  // The skills extension [SKILLS]: answered by a mount's skills folder (src/skills), else relayed.
+  'skills/list': { cacheable: true, multiRound: false, forwarded: true },
+  'skills/get': { cacheable: true, multiRound: false, forwarded: true },
+  'resources/directory/read': { cacheable: false, multiRound: false, capability: 'resources', forwarded: true },
   // Served by src/subscriptions from the legacy GET stream and resources/subscribe [SUBS].
   'subscriptions/listen': { cacheable: false, multiRound: false, forwarded: false },
   // The tasks extension: Mcp-Name carries the taskId. tasks/result and tasks/list are gone [SEP-2663].

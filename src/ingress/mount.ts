@@ -6,8 +6,8 @@
 // the pipeline (as routing's ModernMount) for modern ones.
 
 import type { LegacyFace } from '../passthrough/index.js';
-import type { Federation, ModernDeps } from '../routing/index.js';
+import type { Federation, ModernDeps, MountFront } from '../routing/index.js';
 
 export type Mount =
-  | { readonly path: string; readonly passthrough: LegacyFace; readonly upstream: ModernDeps; readonly federation?: undefined }
-  | { readonly path: string; readonly passthrough: undefined; readonly federation: Federation; readonly upstream?: undefined };
+  | { readonly path: string; readonly passthrough: LegacyFace; readonly upstream: ModernDeps; readonly federation?: undefined; readonly front?: MountFront }
+  | { readonly path: string; readonly passthrough: undefined; readonly federation: Federation; readonly upstream?: undefined; readonly front?: MountFront };

@@ -1,5 +1,5 @@
 export { Federation, type Routed } from './federation.js';
-export type { ModernMount } from './mount.js';
+export type { ModernMount, MountFront } from './mount.js';
 export { compileRules } from './rules.js';
 export type { AccessNotes, Answered, ModernDeps, ModernExchange } from './exchange.js';
 export { sessionKeyFor } from './session-keys.js';

@@ -2,9 +2,17 @@
 // Federation of its members. The front door's Mount (ingress/mount.ts) is one of these with its
 // path and legacy face.
 
-import type { ModernDeps } from './exchange.js';
+import type { ModernDeps, ModernExchange } from './exchange.js';
 import type { Federation } from './federation.js';
 
+/**
+ * What a mount serves in front of its upstream or federation (its skills folder): it answers a
+ * request itself, adds to the answer `next` gives, or hands the request on to `next` as it is.
+ */
+export interface MountFront {
+  serve(ex: ModernExchange, next: (ex: ModernExchange) => Promise<void>): Promise<void>;
+}
+
 export type ModernMount =
-  | { readonly upstream: ModernDeps; readonly federation?: undefined }
-  | { readonly federation: Federation; readonly upstream?: undefined };
+  | { readonly upstream: ModernDeps; readonly federation?: undefined; readonly front?: MountFront }
+  | { readonly federation: Federation; readonly upstream?: undefined; readonly front?: MountFront };

@@ -22,6 +22,7 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/Horizo
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import { loadConfig, type Config } from '../../src/config/index.js';
+import { readFrontmatter } from '../../src/skills/load.js';
 
 const OVERLAYS = fileURLToPath(new URL('../../../deploy/overlays/', import.meta.url));
 
@@ -261,6 +262,39 @@ const configProblems =
     });
   };
 
+/**
+ * skills.dir is a mounted ConfigMap whose items lay out one folder per skill, each with a
+ * SKILL.md whose frontmatter Causeway accepts and names its folder.
+ */
+const skillsProblems: Check = (objs) =>
+  causeways(objs).flatMap(({ where, spec, c }) => {
+    let dir: string;
+    try {
+      dir = loadContainerConfig(objs, spec, c).skills.dir;
+    } catch (err) {
+      return [`${where} ${c.name}: ${(err as Error).message}`];
+    }
+    if (dir === '') return [`${where}: no skills.dir`];
+    const mount = (c.volumeMounts ?? []).find((m: K8s) => m.mountPath === dir);
+    const volume = (spec.volumes ?? []).find((v: K8s) => v.name === mount?.name);
+    const cm = volume?.configMap ? named(objs, 'ConfigMap', volume.configMap.name) : undefined;
+    if (!cm) return [`${where}: skills.dir ${dir} is not a mounted ConfigMap`];
+    const items: { key: string; path: string }[] = volume.configMap.items ?? [];
+    const skills = new Set(items.map((i) => i.path.split('/')[0]!));
+    if (skills.size === 0) return [`${where}: the skills ConfigMap lays out no skill folders (items)`];
+    return [...skills].flatMap((name) => {
+      const manifest = items.find((i) => i.path === `${name}/SKILL.md`);
+      const text = manifest && cm.data?.[manifest.key];
+      if (text === undefined) return [`${where}: skill folder ${name} has no SKILL.md`];
+      try {
+        const fm = readFrontmatter(Buffer.from(text));
+        return fm.name === name ? [] : [`${where}: ${name}/SKILL.md is named ${String(fm.name)}`];
+      } catch (err) {
+        return [`${where}: ${name}/SKILL.md: ${(err as Error).message}`];
+      }
+    });
+  });
+
 // --- the shape of each overlay --------------------------------------------------------------
 
 const sidecarShapeProblems: Check = (objs) => {
@@ -427,6 +461,14 @@ const CASES: Case[] = [
     check: (overlay) => configProblems(EXPECTED[overlay]),
     breaks: (objs) => {
       firstPod(objs).terminationGracePeriodSeconds = 15;
+    },
+  },
+  {
+    name: 'skills.dir is a mounted ConfigMap laid out as skill folders whose SKILL.md names its folder',
+    check: () => skillsProblems,
+    breaks: (objs) => {
+      const skills = firstPod(objs).volumes.find((v: K8s) => v.name === 'skills');
+      skills.configMap.items.find((i: K8s) => i.path.endsWith('/SKILL.md')).path = 'renamed/SKILL.md';
     },
   },
   {
