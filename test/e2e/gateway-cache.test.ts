@@ -4,11 +4,15 @@
 // private one never leaves its principal (header principals here; tokens of a real authorization
 // server at the end), a list_changed heard through one replica makes the other's next list fresh,
 // an input_required answer is never kept, and a replica that read no list names a call in its
-// metrics from the catalog the other one filled.
+// metrics from the catalog the other one filled. In front of a 2026 server (SDK 2.x) its own
+// hints decide, for modern clients and for the legacy clients Causeway answers itself.
 
 import t from 'tap';
 import { Client, StreamableHTTPClientTransport, type ResponseCacheStore } from '@modelcontextprotocol/client';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
+import { startModernServer } from '../fixtures/modern-server.js';
 import { jwtFace, startAuthorizationServer } from '../helpers/authorization-server.js';
 import { startCauseway, type RunningCauseway } from '../helpers/causeway.js';
 import { freePort, startRedis } from '../helpers/redis.js';
@@ -197,4 +201,31 @@ t.test('with tokens: a private entry is kept per access token, and never served 
   const bobToken = await as.token({ client: 'bob', resource: url, scope: 'mcp' });
   t.not(await read(bobToken, 4), hers, 'another principal is never served her answer');
   t.equal(upstreamCount('resources/read') - reads, 3);
+});
+
+t.test('in front of a 2026 server: its own ttlMs and cacheScope decide, for modern clients and the legacy clients Causeway answers', async (t) => {
+  const modern = await startModernServer({ cacheHints: { 'tools/list': { ttlMs: 60_000, cacheScope: 'public' }, 'prompts/list': { ttlMs: 0, cacheScope: 'public' } } });
+  t.teardown(() => modern.close());
+  const gw = await startCauseway({ 'upstream.url': modern.url, 'upstream.era': 'modern', 'principal.mode': 'header', 'principal.hashSecret': 'gateway-cache-test-secret-0123456789' });
+  t.teardown(() => gw.close());
+  const lists = (method: string) => modern.stats().requestsByMethod[method] ?? 0;
+  const c = await client(gw, 'frank');
+  const first = await c.listTools();
+  t.ok(typeof first.ttlMs === 'number' && first.ttlMs <= 60_000, 'the upstream\'s ttlMs, never more');
+  for (let i = 0; i < 4; i++) t.same((await c.listTools()).tools, first.tools);
+  t.equal(lists('tools/list'), 1, 'five lists, one upstream tools/list');
+  const again = await send(gw.url, { body: modernBody('tools/list', {}, 9), headers: { ...modernHeaders('tools/list'), [PRINCIPAL]: 'grace' } });
+  t.equal(again.json.result.cacheScope, 'public');
+  t.ok(again.json.result.ttlMs > 0 && again.json.result.ttlMs <= 60_000, `a hit carries what is left of the upstream's ttlMs (${again.json.result.ttlMs})`);
+  t.equal(lists('tools/list'), 1, 'public: another principal served the kept list');
+  // The legacy face Causeway gives this server answers from the same entry.
+  const legacy = new LegacyClient({ name: 'gateway-cache-legacy', version: '1.0.0' });
+  await legacy.connect(new LegacyTransport(new URL(gw.url), { requestInit: { headers: { [PRINCIPAL]: 'heidi' } } }));
+  t.teardown(() => legacy.close());
+  t.same((await legacy.listTools()).tools.map((x) => x.name).sort(), first.tools.map((x) => x.name).sort(), 'a legacy client gets the same tools');
+  t.equal(lists('tools/list'), 1, 'and no upstream tools/list');
+  // ttlMs 0: never kept.
+  await c.listPrompts();
+  await c.listPrompts();
+  t.equal(lists('prompts/list'), 2, 'an answer with ttlMs 0 is asked for every time');
 });
