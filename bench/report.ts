@@ -63,6 +63,29 @@ export function evaluateTargets(res: BenchResults): TargetRow[] {
       met: ng?.proxyCpuUsPerOp ? cw.proxyCpuUsPerOp <= 4 * ng.proxyCpuUsPerOp : null,
     });
   }
+  for (const c of CONCURRENCY) {
+    const cw = find(runs, 'raw', 'causeway-memory', 'call', c);
+    const tr = find(runs, 'raw', 'node-translator', 'call', c);
+    if (cw?.allocBytesPerOp === undefined || tr?.allocBytesPerOp === undefined) continue;
+    rows.push({
+      name: `Causeway allocation / minimal Node translator allocation per warm small tools/call, c=${c}, raw upstream`,
+      target: '<= 1.3x',
+      value: `${(cw.allocBytesPerOp / tr.allocBytesPerOp).toFixed(2)}x (${kb(cw.allocBytesPerOp)} KB vs ${kb(tr.allocBytesPerOp)} KB; scavenges per 10k ${cw.scavengesPer10k!.toFixed(0)} vs ${tr.scavengesPer10k!.toFixed(0)})`,
+      met: cw.allocBytesPerOp <= 1.3 * tr.allocBytesPerOp,
+    });
+  }
+  {
+    const d = find(runs, 'sdk', 'direct', 'call', 10);
+    const cw = find(runs, 'sdk', 'causeway-memory', 'call', 10);
+    if (d && cw) {
+      rows.push({
+        name: 'Throughput through Causeway / direct, small tools/call, c=10, SDK 1.32.2 upstream',
+        target: '>= 0.9x',
+        value: `${(cw.opsPerSecond / d.opsPerSecond).toFixed(2)}x (${cw.opsPerSecond.toFixed(0)}/s vs ${d.opsPerSecond.toFixed(0)}/s)`,
+        met: cw.opsPerSecond >= 0.9 * d.opsPerSecond,
+      });
+    }
+  }
   if (res.cache && !('error' in res.cache)) {
     const k = res.cache;
     rows.push({
@@ -482,4 +505,27 @@ export function renderDoc(res: BenchResults, jsonPath: string, existing?: string
     if (b >= 0 && e > b) return `${existing.slice(0, b)}${block}${existing.slice(e + END.length)}`;
   }
   return `${DEFAULT_HEAD}\n## Latest figures\n\n${block}\n${DEFAULT_TAIL}`;
+}
+
+function kb(bytes: number): string {
+  return (bytes / 1024).toFixed(1);
+}
+
+/**
+ * The figures every change to the request path compares before and after, printed first: the warm
+ * call's CPU and allocation next to the minimal translator's, at each concurrency.
+ */
+export function headline(res: BenchResults): string[] {
+  const out: string[] = [];
+  const cpu: string[] = [];
+  const alloc: string[] = [];
+  for (const c of CONCURRENCY) {
+    const cw = find(res.runs, 'raw', 'causeway-memory', 'call', c);
+    const tr = find(res.runs, 'raw', 'node-translator', 'call', c);
+    if (cw?.proxyCpuUsPerOp && tr?.proxyCpuUsPerOp) cpu.push(`c=${c} ${(cw.proxyCpuUsPerOp / tr.proxyCpuUsPerOp).toFixed(2)}x (${us(cw.proxyCpuUsPerOp)}/${us(tr.proxyCpuUsPerOp)} us)`);
+    if (cw?.allocBytesPerOp && tr?.allocBytesPerOp) alloc.push(`c=${c} ${(cw.allocBytesPerOp / tr.allocBytesPerOp).toFixed(2)}x (${kb(cw.allocBytesPerOp)}/${kb(tr.allocBytesPerOp)} KB)`);
+  }
+  if (cpu.length > 0) out.push(`warm call CPU / minimal translator: ${cpu.join(', ')}`);
+  if (alloc.length > 0) out.push(`warm call allocation / minimal translator: ${alloc.join(', ')}`);
+  return out;
 }

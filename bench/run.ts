@@ -18,9 +18,10 @@ import { join } from 'node:path';
 import type { CannonJob, CannonResult, FillResult, Job, MultiRoundJob, MultiRoundResult } from './load-worker.js';
 import { modernHeaders, modernMeta, openLegacySession, probe, requestFor, WORKLOADS, type Target, type Workload } from './mcp.js';
 import { summariseProfile } from './profile.js';
+import { gcMark, gcSince } from './gc.js';
 import { scaleRun } from './scale.js';
 import { findBinary, peakRssMb, procCpuUs, resetPeakRss, rssMb, sleep } from './procs.js';
-import { CONCURRENCY, renderDoc, evaluateTargets } from './report.js';
+import { CONCURRENCY, headline, renderDoc, evaluateTargets } from './report.js';
 import {
   DIST,
   metricsOf,
@@ -101,6 +102,8 @@ function plan(kind: UpstreamKind): Array<[Workload, number]> {
     ['call', 1],
     ['call', 16],
     ['call', 64],
+    // The MCP Inspector CLI's own load test runs 10 at a time: throughput through Causeway against direct.
+    ['call', 10],
     ['list', 1],
     ['progress', 1],
     ['multiround', 1],
@@ -135,6 +138,7 @@ async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | 
   const useRedis = path === 'causeway-redis' && ctx.redis !== undefined;
   const pids = proxy?.pids() ?? [];
   for (const pid of pids) resetPeakRss(pid);
+  const gcFrom = proxy?.gcLog ? await gcMark(proxy.gcLog) : undefined;
   const before = {
     cpu: proxy ? await proxy.cpuUs() : 0,
     up: procCpuUs(ctx.upstream.svc.pid),
@@ -170,6 +174,11 @@ async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | 
     rec.exchangesPerOp = r.count > 0 ? r.exchanges / r.count : undefined;
     if (r.firstError) rec.firstError = r.firstError;
   }
+  if (proxy?.gcLog && gcFrom !== undefined) {
+    const gc = await gcSince(proxy.gcLog, gcFrom);
+    rec.allocBytesPerOp = gc.allocated / ops;
+    rec.scavengesPer10k = (gc.scavenges / ops) * 10_000;
+  }
   if (proxy) {
     rec.proxyCpuUsPerOp = (after.cpu - before.cpu) / ops;
     rec.proxyPeakRssMb = pids.reduce((s, pid) => s + (Number.isFinite(peakRssMb(pid)) ? peakRssMb(pid) : 0), 0);
@@ -182,7 +191,9 @@ async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | 
     rec.redisCommandsPerOp = rec.redisCommands / ops;
   }
   ctx.runs.push(rec);
-  const cpu = rec.proxyCpuUsPerOp === undefined ? '' : ` cpu ${rec.proxyCpuUsPerOp.toFixed(0)}us/op`;
+  const cpu =
+    (rec.proxyCpuUsPerOp === undefined ? '' : ` cpu ${rec.proxyCpuUsPerOp.toFixed(0)}us/op`) +
+    (rec.allocBytesPerOp === undefined ? '' : ` alloc ${(rec.allocBytesPerOp / 1024).toFixed(1)}KB/op, ${rec.scavengesPer10k!.toFixed(0)} scavenges/10k`);
   const err = rec.errors + rec.non2xx > 0 ? ` ERRORS ${rec.errors}+${rec.non2xx}${rec.firstError ? ` (${rec.firstError})` : ''}` : '';
   // No answer inside the timed window: the worker's NaN arrives as null over IPC.
   const f = (v: number | null) => (v === null || !Number.isFinite(v) ? 'n/a' : v.toFixed(3));
@@ -514,6 +525,7 @@ async function main(): Promise<void> {
     writeFileSync(docFile, renderDoc(results, `bench/results/${stamp}.json`, existing));
     say('wrote docs/benchmarks.md');
   }
+  for (const line of headline(results)) say(line);
   for (const t of results.targets) say(`target ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'} ${t.name}: ${t.value} (${t.target})`);
   for (const u of results.unavailable) say(u);
   say(`done in ${results.wallSeconds.toFixed(0)} s`);

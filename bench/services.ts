@@ -96,6 +96,8 @@ export interface Proxy {
   /** CPU time so far, microseconds, and where the figure comes from. */
   cpuUs(): Promise<number>;
   cpuSource: string;
+  /** Its output, where V8 writes a line per collection (--trace-gc-nvp): what it allocated, read by gc.ts. */
+  gcLog?: string;
   stop(): Promise<void>;
 }
 
@@ -133,7 +135,8 @@ export async function startCauseway(
   // OTEL_* of the bench's own environment reach Causeway: a run with them measures tracing on.
   const otel = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('OTEL_')));
   // As the image runs it (Dockerfile ENV): MALLOC_ARENA_MAX=2.
-  const svc = startProcess(process.execPath, [...nodeArgs, CAUSEWAY_MAIN, ...flags], join(logDir, `${name}.log`), {
+  const log = join(logDir, `${name}.log`);
+  const svc = startProcess(process.execPath, [GC_TRACE, ...nodeArgs, CAUSEWAY_MAIN, ...flags], log, {
     env: { PATH: process.env.PATH, MALLOC_ARENA_MAX: '2', ...otel },
   });
   const origin = `http://127.0.0.1:${all['listen.port']}`;
@@ -148,6 +151,7 @@ export async function startCauseway(
     adminOrigin,
     url: `${origin}/mcp`,
     svc,
+    gcLog: log,
     pids: () => [svc.pid],
     cpuUs: async () => {
       if (!fromMetrics) return procCpuUs(svc.pid);
@@ -165,7 +169,8 @@ export async function startCauseway(
 export async function startNodeReference(kind: 'node-floor' | 'node-translator', upstream: Upstream, logDir: string): Promise<Proxy> {
   const port = await freePort();
   const script = join(DIST, `bench/${kind}.js`);
-  const svc = startProcess(process.execPath, [script, '--port', String(port), '--upstream', upstream.url], join(logDir, `${kind}.log`));
+  const log = join(logDir, `${kind}.log`);
+  const svc = startProcess(process.execPath, [GC_TRACE, script, '--port', String(port), '--upstream', upstream.url], log);
   const origin = `http://127.0.0.1:${port}`;
   await waitFor(kind, svc, async () => {
     const res = await fetch(origin);
@@ -181,9 +186,13 @@ export async function startNodeReference(kind: 'node-floor' | 'node-translator',
     pids: () => [svc.pid],
     cpuUs: async () => procCpuUs(svc.pid),
     cpuSource: '/proc/<pid>/stat utime+stime',
+    gcLog: log,
     stop: () => svc.stop('SIGTERM', 2000),
   };
 }
+
+/** V8 writes one line per collection, with the bytes allocated since the one before: the allocation budget is read from them. */
+const GC_TRACE = '--trace-gc-nvp';
 
 export function nginxConfig(dir: string, port: number, upstreamPort: number): string {
   const root = process.getuid?.() === 0 ? 'user root;\n' : '';

@@ -39,6 +39,9 @@ export interface RunRecord {
   upstreamCpuUsPerOp: number;
   /** Peak RSS of the proxy during the run (kernel VmHWM, reset before the run), MB. */
   proxyPeakRssMb?: number;
+  /** Bytes the proxy allocated per operation over the timed window, and its scavenges per 10,000 (V8's --trace-gc-nvp). */
+  allocBytesPerOp?: number;
+  scavengesPer10k?: number;
   redisCommands?: number;
   redisCommandsByName?: Record<string, number>;
   redisCommandsPerOp?: number;
