@@ -230,36 +230,18 @@ export class TranslatedFace implements LegacyFace {
     this.calls.set(key, call);
     const out = new CallStream(res, this.opts.keepAliveMs);
     try {
-      await this.call(session, msg, principal, acceptsSse(headers), hb, out, AbortSignal.any([signal, call.signal]), access);
+      const run = (keep?: (result: JsonObject) => void) => this.call(session, msg, principal, acceptsSse(headers), hb, out, AbortSignal.any([signal, call.signal]), access, keep);
+      const cache = this.opts.cache;
+      if (cache === undefined || !isCacheable(msg.method, params)) await run();
+      else {
+        // Discover, lists and reads: from the gateway cache, shared with the upstream's modern clients.
+        const q = cache.query(msg.method, params, principal, hb.authorization);
+        await cache.through(q, undefined, (e) => out.finish(this.answerWith(msg, params, cache.result(e), access)), (fill) => run((result) => cache.keepModern(q, fill, result)));
+      }
     } finally {
       out.close();
       this.calls.delete(key);
     }
-  }
-
-  /** The call, round after round: the asks of each input_required put to the client, its answers sent back. */
-  private async call(
-    session: Session,
-    msg: JsonRpcRequest,
-    principal: string,
-    sse: boolean,
-    headers: HeaderBag,
-    out: CallStream,
-    signal: AbortSignal,
-    access: Access | undefined,
-  ): Promise<void> {
-    const params = isObject(msg.params) ? msg.params : {};
-    const cache = this.opts.cache;
-    if (cache !== undefined && isCacheable(msg.method, params)) {
-      const q = cache.query(msg.method, params, principal, headers.authorization);
-      return cache.through(
-        q,
-        undefined,
-        (e) => out.finish(this.answerWith(msg, params, cache.result(e), access)),
-        (fill) => this.rounds(session, msg, principal, sse, headers, out, signal, access, (result) => cache.keepModern(q, fill, result)),
-      );
-    }
-    return this.rounds(session, msg, principal, sse, headers, out, signal, access, undefined);
   }
 
   /** A legacy client's answer from a 2026 result: the 2026-only fields gone, a tools/list learned, a list filtered for the grant. */
@@ -270,8 +252,11 @@ export class TranslatedFace implements LegacyFace {
     return answer;
   }
 
-  /** `keep`: told the first round's complete result, for the gateway cache. */
-  private async rounds(
+  /**
+   * The call, round after round: the asks of each input_required put to the client, its answers
+   * sent back. `keep`: told the first round's complete result, for the gateway cache.
+   */
+  private async call(
     session: Session,
     msg: JsonRpcRequest,
     principal: string,
@@ -280,7 +265,7 @@ export class TranslatedFace implements LegacyFace {
     out: CallStream,
     signal: AbortSignal,
     access: Access | undefined,
-    keep: ((result: JsonObject) => void) | undefined,
+    keep?: (result: JsonObject) => void,
   ): Promise<void> {
     const params = isObject(msg.params) ? msg.params : {};
     const upstreamHeaders = this.opts.forward.pick(headers);
