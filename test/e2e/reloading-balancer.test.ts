@@ -6,17 +6,18 @@
 // Two replicas are replaced, one per subtest, so both orders of the drain and the reload are
 // covered: A's drain.delayMs (5 s) outlasts the reload (the balancer moves while A still
 // accepts), B's (1 s) does not (B's listener closes while the old config still sends to it; nginx
-// retries the refused connections on another replica). nginx runs with the settings
-// deploy/nginx/README.md gives for a balancer that reloads: no client keep-alive (a reload closes
-// idle client connections at once, losing a request a client has just sent on one), upstream
-// keep-alive, and `proxy_next_upstream error timeout` (a POST is passed on only when it never
-// reached a replica).
+// retries the refused connections on another replica). nginx runs deploy/nginx/mcp-routing.conf
+// as a controller would write it, with its setting for a balancer that reloads: no client
+// keep-alive (a reload closes idle client connections at once, losing a request a client has just
+// sent on one); upstream keep-alive and `proxy_next_upstream error timeout` (a POST is passed on
+// only when it never reached a replica) as shipped.
 
 import t, { type Test } from 'tap';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Agent, fetch } from 'undici';
 import { spawnCauseway, type RunningCauseway } from '../helpers/causeway.js';
 import { startNginx } from '../helpers/nginx.js';
@@ -49,30 +50,33 @@ const replica = (delayMs = 5_000) => spawnCauseway({ ...shared, 'drain.delayMs':
 // Started together: the three serving now, and the two that replace A and B.
 const [a, b, c, d, e] = await Promise.all([replica(5_000), replica(1_000), replica(), replica(), replica()]);
 
-/** The config the controller writes for these endpoints. */
-const balancer = (endpoints: Replica[]) => (port: number) => `
-upstream causeway {
-${endpoints.map((r) => `    server 127.0.0.1:${r.port};`).join('\n')}
-    keepalive 32;
-    keepalive_timeout 60s;
-    keepalive_requests 10000;
+// The shipped config, as the controller writes it for these endpoints: every upstream block lists
+// them, nginx listens on the port chosen for it, and client keep-alive is off, as the file says
+// to where nginx reloads while it serves.
+const SHIPPED = readFileSync(fileURLToPath(new URL('../../../deploy/nginx/mcp-routing.conf', import.meta.url)), 'utf8');
+const UPSTREAM_SERVERS = /^(upstream \w+ \{\n(?:\s*#[^\n]*\n)*)((?:\s*server [^\n]*\n)+)/gm;
+
+function balancer(endpoints: Replica[]): (port: number) => string {
+  const servers = endpoints.map((r) => `    server 127.0.0.1:${r.port};\n`).join('');
+  return (port) => {
+    let rewritten = 0;
+    const withServers = SHIPPED.replace(UPSTREAM_SERVERS, (_, head: string) => (rewritten++, head + servers));
+    if (rewritten === 0 || rewritten !== SHIPPED.split('\nupstream ').length - 1) throw new Error('not every upstream block of the shipped config starts with its server lines');
+    const at = withServers.indexOf('\nserver {');
+    const [upstreams, server] = [withServers.slice(0, at), withServers.slice(at)];
+    once(server, 'listen 8080;');
+    once(server, 'keepalive_timeout 60s;');
+    if (!server.includes('proxy_next_upstream error timeout;')) throw new Error('the shipped config no longer says proxy_next_upstream error timeout');
+    return upstreams + server.replace('listen 8080;', `listen 127.0.0.1:${port};`).replace('keepalive_timeout 60s;', 'keepalive_timeout 0;');
+  };
 }
-server {
-    listen 127.0.0.1:${port};
-    # This nginx reloads while it serves: no client keep-alive.
-    keepalive_timeout 0;
-    location / {
-        proxy_pass http://causeway;
-        proxy_http_version 1.1;
-        proxy_set_header Connection "";
-        proxy_set_header Host $host;
-        proxy_buffering off;
-        proxy_read_timeout 1h;
-        proxy_connect_timeout 5s;
-        proxy_next_upstream error timeout;
-    }
+
+/** The shipped server block must hold `text` exactly once, or the rewrite above means nothing. */
+function once(block: string, text: string): void {
+  const n = block.split(text).length - 1;
+  if (n !== 1) throw new Error(`the server block of deploy/nginx/mcp-routing.conf has ${n} "${text}", expected 1`);
 }
-`;
+
 const nginx = await startNginx(t, balancer([a, b, c]));
 const MCP = `http://127.0.0.1:${nginx.port}/mcp`;
 // The clients keep connections alive as they would anywhere; this nginx answers Connection: close.
