@@ -3,7 +3,9 @@
 // stopped when its test ends and the temp dir removed after it. A missing binary is an error,
 // never a skip (NGINX=/path/to/nginx overrides the lookup).
 
+import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -16,6 +18,14 @@ export interface RunningNginx {
   dir: string;
   /** One line per request: `$http_mcp_method|$http_mcp_name|$upstream_addr|$status|$connection`. */
   accessLog: string;
+  /**
+   * What an ingress controller does when the endpoints change: writes `httpConf(port)` in place
+   * of the included config and reloads (`nginx -s reload`). Resolves once a worker of the new
+   * config runs; the workers of the old one are left to finish what they serve and exit.
+   */
+  reload(httpConf: (port: number) => string): Promise<void>;
+  /** Resolves once no worker of a config older than the last reload is left. */
+  oldWorkersGone(): Promise<void>;
 }
 
 export function findNginx(): string {
@@ -89,5 +99,51 @@ http {
     throw new Error(`${err.message}: ${output}`);
   });
   if (gone) throw gone;
-  return { port, dir, accessLog };
+  const master = child.pid!;
+  let oldWorkers = new Set<number>();
+  return {
+    port,
+    dir,
+    accessLog,
+    reload: async (next) => {
+      oldWorkers = new Set(await workersOf(master));
+      writeFileSync(join(dir, 'routing.conf'), next(port));
+      await signalMaster(bin, dir);
+      await until(async () => (await workersOf(master)).some((w) => !oldWorkers.has(w)), {
+        what: 'a worker of the reloaded config',
+        everyMs: 10,
+      });
+    },
+    oldWorkersGone: async () => {
+      await until(async () => !(await workersOf(master)).some((w) => oldWorkers.has(w)), { what: 'the old nginx workers to exit', everyMs: 25 });
+    },
+  };
+}
+
+/** `nginx -s reload` for the instance in `dir`: the master re-reads its config and replaces its workers. */
+function signalMaster(bin: string, dir: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-s', 'reload'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    p.once('error', reject);
+    p.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`nginx -s reload exited with ${code}: ${err}`))));
+  });
+}
+
+/** Pids of the live children of `master` (its workers), from /proc. */
+async function workersOf(master: number): Promise<number[]> {
+  // The kernel's list of a process's children (CONFIG_PROC_CHILDREN); else every process is read.
+  const listed = await readFile(`/proc/${master}/task/${master}/children`, 'utf8').then(
+    (text) => text.split(' ').filter(Boolean),
+    () => readdir('/proc').then((names) => names.filter((n) => /^\d+$/.test(n))),
+  );
+  const pids: number[] = [];
+  for (const pid of listed) {
+    // The fields after the parenthesised command: state, ppid, ...; a zombie has already exited.
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(ppid) === master && state !== 'Z') pids.push(Number(pid));
+  }
+  return pids;
 }
