@@ -66,7 +66,7 @@ export class GatewayCache {
   private readonly memory: MemoryTier;
   private readonly flights = new Map<string, Promise<void>>();
   private readonly generations = new Map<string, number>();
-  /** The scope each upstream method's answers came with last: a private one skips the Redis lookup. */
+  /** The scope each upstream method's answers came with last: a private one (or one not to keep) skips the Redis lookup. */
   private readonly scopes = new Map<string, CacheScope>();
   private readonly channel: string;
   private off: (() => Promise<void>) | undefined;
@@ -150,6 +150,11 @@ export class GatewayCache {
     if (keep.scope === 'public' && this.opts.shared) {
       this.opts.shared.put(e, q.base).catch((err: unknown) => this.opts.log.warn({ err }, 'cannot share a cache entry through Redis'));
     }
+  }
+
+  /** An answer to `q` that said not to keep it (a modern upstream's ttlMs 0, or no hints). */
+  unkept(q: CacheQuery): void {
+    this.scopes.set(groupOf(q.upstream, q.method), 'private');
   }
 
   /** A change notification from an upstream: its entries go, here and on every replica. */

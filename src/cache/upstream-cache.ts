@@ -36,7 +36,11 @@ export class UpstreamCache {
   /** A modern answer, kept as its hints say. */
   keepModern(q: CacheQuery, fill: Fill, result: JsonObject): void {
     const { ttlMs, cacheScope, resultType } = result;
-    if (resultType !== 'complete' || typeof ttlMs !== 'number' || !(ttlMs > 0) || (cacheScope !== 'public' && cacheScope !== 'private')) return;
+    if (resultType !== 'complete' || typeof ttlMs !== 'number' || !(ttlMs > 0) || (cacheScope !== 'public' && cacheScope !== 'private')) {
+      // Nothing to keep: until one is kept, the next misses of this method skip the shared tier.
+      if (resultType === 'complete') this.cache.unkept(q);
+      return;
+    }
     this.cache.store(q, fill, result, { scope: cacheScope, ttlMs, keepMs: ttlMs });
   }
 
