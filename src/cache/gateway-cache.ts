@@ -6,8 +6,9 @@
 //   (cache.store=redis) so that any replica serves what one read.
 // - Concurrent misses of one key make one upstream request: the others wait for it and are
 //   served from what it kept (or ask themselves, when it kept nothing).
-// - A change notification drops the matching entries here and, over the bus, on every replica;
-//   a fill that started before a change keeps nothing (each method's generation moved on).
+// - A change notification drops the matching entries here and, over the bus, on every replica
+//   (each also drops the shared ones, after its own writes); a fill that started before a change
+//   keeps nothing (each method's generation moved on).
 // - Served with ttlMs as what is left of the entry's life, never more than the upstream (or the
 //   policy) gave: a gateway that keeps an answer never lengthens how long a client may.
 
@@ -163,18 +164,20 @@ export class GatewayCache {
     if (methods.length === 0) return;
     const uri = n.method === 'notifications/resources/updated' && isObject(n.params) && typeof n.params.uri === 'string' ? n.params.uri : undefined;
     this.drop(upstream, methods, uri);
-    this.tell({ o: this.opts.replicaId, u: upstream, m: n.method, ...(uri !== undefined ? { uri } : {}) });
-    const shared = this.opts.shared;
-    if (shared) {
-      for (const m of methods) shared.drop(upstream, m, uri).catch((err: unknown) => this.opts.log.warn({ err }, 'cannot drop shared cache entries'));
-    }
+    // The shared entries go first: a replica told of the change must not find the old answer in Redis.
+    void this.dropShared(upstream, methods, uri).then(() => this.tell({ o: this.opts.replicaId, u: upstream, m: n.method, ...(uri !== undefined ? { uri } : {}) }));
   }
 
   /** A legacy session was replaced (its upstream forgot it): what was read on it goes, and the upstream's discover. */
   replaced(upstream: string, sessionKeyId: string): void {
     this.dropSession(upstream, sessionKeyId);
-    this.tell({ o: this.opts.replicaId, u: upstream, k: sessionKeyId });
-    this.opts.shared?.drop(upstream, 'server/discover').catch((err: unknown) => this.opts.log.warn({ err }, 'cannot drop shared cache entries'));
+    void this.dropShared(upstream, ['server/discover'], undefined).then(() => this.tell({ o: this.opts.replicaId, u: upstream, k: sessionKeyId }));
+  }
+
+  private async dropShared(upstream: string, methods: readonly string[], uri: string | undefined): Promise<void> {
+    const shared = this.opts.shared;
+    if (shared === undefined) return;
+    await Promise.all(methods.map((m) => shared.drop(upstream, m, uri))).catch((err: unknown) => this.opts.log.warn({ err }, 'cannot drop shared cache entries'));
   }
 
   /** The answer to request `id` from an entry; `see` filters the result for the request's grant, when it may hide something. */
@@ -252,7 +255,16 @@ export class GatewayCache {
   private heard(text: string): void {
     const msg = readMessage<Invalidation>(text);
     if (!isObject(msg) || msg.o === this.opts.replicaId || typeof msg.u !== 'string') return;
-    if (typeof msg.k === 'string') this.dropSession(msg.u, msg.k);
-    else if (typeof msg.m === 'string') this.drop(msg.u, methodsChangedBy(msg.m), typeof msg.uri === 'string' ? msg.uri : undefined);
+    // Each replica drops the shared entries too: one it wrote from a fill that ended before it
+    // heard of the change went to Redis ahead of this drop, on the same connection.
+    if (typeof msg.k === 'string') {
+      this.dropSession(msg.u, msg.k);
+      void this.dropShared(msg.u, ['server/discover'], undefined);
+    } else if (typeof msg.m === 'string') {
+      const methods = methodsChangedBy(msg.m);
+      const uri = typeof msg.uri === 'string' ? msg.uri : undefined;
+      this.drop(msg.u, methods, uri);
+      void this.dropShared(msg.u, methods, uri);
+    }
   }
 }
