@@ -187,6 +187,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       maxFollowed: config.tasks.maxFollowed,
       maxFollowedPerPrincipal: config.tasks.maxFollowedPerPrincipal,
       heartbeatMs: config.tasks.heartbeatMs,
+      firstAskMs: config.tasks.firstAskMs,
     },
   );
 
@@ -220,6 +221,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       metrics: u.metrics,
       tasks,
       taskTools: u.spec.taskTools.map(globToRegExp),
+      taskSupport: u.spec.taskSupport,
       ...(u.modern ? { modern: u.modern } : {}),
     });
   }

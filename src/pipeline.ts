@@ -18,8 +18,8 @@ import {
   isEraRefusal,
   type CallObserver,
 } from './upstream/index.js';
-import { runRound, signInRound, type RoundResult } from './mrtr/index.js';
-import { answerTask, refuseRequiredTask, taskPlan, upstreamTaskCreated } from './tasks/index.js';
+import { runRound, signInRound, type HeldAsTask, type RoundResult } from './mrtr/index.js';
+import { answerTask, holdsTasks, refuseRequiredTask, taskPlan, upstreamTaskCreated } from './tasks/index.js';
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
 import { inRequestSpan, markFailed } from './tracing/index.js';
 import { refusedAnswer, relayModern } from './passthrough/index.js';
@@ -128,7 +128,7 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
     sendJson(ex.res, 200, {
       jsonrpc: '2.0',
       id: request.id,
-      result: discoverResult(session.record.initializeResult, deps.cacheHint(request.method), deps.taskTools.length > 0),
+      result: discoverResult(session.record.initializeResult, deps.cacheHint(request.method), await holdsTasks(ex, deps, session, learnTools)),
     });
     return 'complete';
   }
@@ -178,7 +178,7 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
 interface Forwarded {
   session: PooledSession;
   /** The round's outcome, or the CreateTaskResult of a call Causeway holds as a task. */
-  result: RoundResult | { kind: 'task'; created: JsonObject };
+  result: RoundResult;
   /** The call was sent as a legacy task-augmented tools/call. */
   asTask: boolean;
 }
@@ -214,14 +214,20 @@ async function forward(
     throw causewayError('method_not_found', `Method not found: ${request.method}`);
   }
   let asTask = false;
+  let heldAsTask: HeldAsTask | undefined;
   if (request.method === 'tools/call') {
     await checkToolHeaders(ex, deps, session);
-    let runHere: boolean;
+    let runHere: false | 'now' | 'after-asks';
     ({ request, asTask, runHere } = await taskPlan(ex, deps, session, principal, learnTools));
-    if (runHere) {
-      const origin = { upstream: deps.upstreamName, key: session.key, principal, session };
+    const origin = { upstream: deps.upstreamName, key: session.key, principal, session };
+    if (runHere === 'now') {
       const call = { params: request.params, headers: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)) };
       return { session, result: { kind: 'task', created: await deps.tasks.runHere(origin, call, ex.log) }, asTask };
+    }
+    // Its first questions come as rounds; once it works, the tasks bridge holds it.
+    if (runHere === 'after-asks') {
+      const { tasks } = deps;
+      heldAsTask = { firstAskMs: tasks.firstAskMs, ttlMs: tasks.ttlMs, handover: (call) => tasks.adopt(origin, call, ex.log) };
     }
   }
   if (request.meta.logLevel !== undefined) await enableUpstreamLogging(deps, session, ex.log);
@@ -239,6 +245,7 @@ async function forward(
           if (ex.notes) ex.notes.round = round;
         },
         upstreamHeaders: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)),
+        ...(heldAsTask ? { asTask: heldAsTask } : {}),
       },
       ref,
       deps.bridge,

@@ -95,7 +95,7 @@ export async function routeRetry(
 }
 
 function fromHanded(h: HandedResult): RoundResult {
-  return h.kind === 'input' ? h : { kind: 'upstream', response: h.response as unknown as JsonRpcResponse };
+  return h.kind === 'upstream' ? { kind: 'upstream', response: h.response as unknown as JsonRpcResponse } : h;
 }
 
 /** The holder's side of a handed-over retry: the same round logic, results sent back over the bus. */
@@ -110,7 +110,7 @@ export function serveHandedRounds(deps: ReplicaBridge & { upstreamTimeoutMs: num
       pending.answer(inputResponses);
       const quiet: RoundListener = { onProgress: () => undefined, onLog: () => undefined };
       const r = await nextRound(pending, deps, quiet, AbortSignal.timeout(deps.stateTtlMs));
-      return r.kind === 'input' ? r : { kind: 'upstream', response: r.response as unknown as JsonObject };
+      return r.kind === 'upstream' ? { kind: 'upstream', response: r.response as unknown as JsonObject } : r;
     });
 }
 
