@@ -23,7 +23,7 @@ import { levelAtLeast, type ModernRequest } from '../envelope/index.js';
 import type { Handoff } from './handoff.js';
 import { toAsk } from './asks.js';
 import { PendingCall, type HeldAsTask, type HeldCalls, type Outcome, type RoundListener, type RunningCall } from './holder.js';
-import { paramsDigest, sessionDigest, type ResumeClaims, type StateSealer } from './request-state.js';
+import { paramsDigest, sessionDigest, type ResumeClaims, type StateClaims, type StateSealer } from './request-state.js';
 import { activeTraceparent } from '../tracing/index.js';
 
 /** What the bridges of every upstream share on one replica. */
@@ -268,7 +268,7 @@ export async function nextRound(pending: PendingCall, deps: ReplicaBridge & { up
       r: pending.round,
       h: deps.replicaId,
       e: stateExpiry,
-      u: pending.resumePoint(),
+      ...resumeOrOrigin(pending),
       x: activeTraceparent(),
     });
     return { kind: 'input', result: { resultType: 'input_required', inputRequests, requestState } };
@@ -276,6 +276,14 @@ export async function nextRound(pending: PendingCall, deps: ReplicaBridge & { up
     pending.busy = false;
     pending.listener = undefined;
   }
+}
+
+/** What a state says of where its call runs: how to resume it, else at least which call to cancel on a replay. */
+function resumeOrOrigin(pending: PendingCall): Pick<StateClaims, 'u' | 'o'> {
+  const u = pending.resumePoint();
+  if (u) return { u };
+  const o = pending.origin();
+  return o ? { o } : {};
 }
 
 /** The call goes on as a task: no longer held for rounds (its state is used up), its questions the task's. */

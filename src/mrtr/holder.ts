@@ -134,6 +134,12 @@ export class PendingCall {
     };
   }
 
+  /** The call upstream (its session's digest and JSON-RPC id), when it runs on a session. */
+  origin(): Pick<ResumeClaims, 's' | 'i'> | undefined {
+    const u = this.upstream;
+    return u?.session === undefined ? undefined : { s: u.session, i: u.id };
+  }
+
   /** The failure that ended the call, if it failed. */
   get failure(): unknown {
     return this.outcome?.kind === 'failed' ? this.outcome.error : undefined;
