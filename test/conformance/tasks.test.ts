@@ -66,9 +66,9 @@ async function oneReplica(t: Test, url = upstream.url): Promise<string> {
 }
 
 /** Two Causeways sharing Redis behind a round-robin nginx; checks after the run that both answered tasks/get. */
-async function twoReplicas(t: Test): Promise<{ url: string; bothAnswered(): Promise<boolean> }> {
+async function twoReplicas(t: Test, url = upstream.url): Promise<{ url: string; bothAnswered(): Promise<boolean> }> {
   const redis = await startRedis(t);
-  const settings = { 'upstream.url': upstream.url, 'log.level': 'warn', 'store.kind': 'redis', 'store.redisUrl': redis.url, 'mrtr.stateKeys': STATE_KEY };
+  const settings = { 'upstream.url': url, 'log.level': 'warn', 'store.kind': 'redis', 'store.redisUrl': redis.url, 'mrtr.stateKeys': STATE_KEY };
   const a = await startCauseway(settings);
   t.teardown(() => a.close());
   const b = await startCauseway(settings);
@@ -96,6 +96,14 @@ t.test('two replicas sharing Redis, requests dealt round-robin', async (t) => {
   const pair = await twoReplicas(t);
   await passesEveryScenario(t, pair.url);
   t.ok(await pair.bothAnswered(), 'both replicas answered tasks/get');
+});
+
+t.test('tools that are tasks by their own taskSupport only, default settings, two replicas sharing Redis', async (t) => {
+  // A round answered on the other replica is handed to the holder, which takes the task over.
+  const pair = await twoReplicas(t, plainUpstream.url);
+  await passesEveryScenario(t, pair.url);
+  t.ok(await pair.bothAnswered(), 'both replicas answered tasks/get');
+  t.equal(plainUpstream.stats().tasksCreated, 0, 'the upstream ran no task of its own');
 });
 
 t.test('tools that are tasks by their own taskSupport only, default settings', async (t) => {
