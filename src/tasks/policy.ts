@@ -75,8 +75,10 @@ export async function taskPlan<X extends { request: ModernRequest }, D extends T
     request = { ...request, params };
   }
   const name = request.name!;
-  const upstreamTasks = upstreamRunsTasks(session.record.initializeResult.capabilities);
-  const byWord = deps.taskSupport && !upstreamTasks;
+  const caps = session.record.initializeResult.capabilities;
+  const upstreamTasks = upstreamRunsTasks(caps);
+  // Only an upstream that lists tools can say which are tasks.
+  const byWord = deps.taskSupport && !upstreamTasks && isObject(caps) && isObject(caps.tools);
   const support = async () => {
     if (session.facts.taskSupport(name) === undefined) await learnTools(ex, deps, session);
     return session.facts.taskSupport(name);
