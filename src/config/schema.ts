@@ -201,7 +201,7 @@ const TABLE = {
     maxFollowedPerPrincipal: num(100, 'Most tasks one replica follows at once per principal (503 beyond).'),
     heartbeatMs: num(
       5_000,
-      'How often the replica holding a call run as a task (upstream.taskTools) says it is alive; after four times this without a word the task has failed with it.',
+      'How often the replica holding a call run as a task (upstream.taskTools, upstream.taskSupport) says it is alive; after four times this without a word the task has failed with it.',
       { min: 1 },
     ),
     firstAskMs: num(
