@@ -16,6 +16,7 @@ import type { Answered, ModernDeps, ModernExchange } from './exchange.js';
 import { sessionRef, type PooledSession } from '../pool/index.js';
 import { callHeaders, walkList } from '../upstream/index.js';
 import { pinnedUpstream, type CompiledRule } from './rules.js';
+import { holdsTasks } from '../tasks/index.js';
 
 export interface Member {
   name: string;
@@ -149,7 +150,9 @@ export class Merger {
     });
     const merged: JsonObject = { capabilities, serverInfo: this.opts.serverInfo };
     if (instructions.length > 0) merged.instructions = instructions.join('\n\n');
-    sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: discoverResult(merged, this.cacheHint('server/discover'), this.opts.members.some((m) => m.deps.taskTools.length > 0)) });
+    // The extension, where Causeway holds some member's tools as tasks (its own tasks come in its capabilities).
+    const holds = await Promise.all(sessions.map((s, i) => holdsTasks(ex, this.opts.members[i]!.deps, s, learnMemberTools)));
+    sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: discoverResult(merged, this.cacheHint('server/discover'), holds.some(Boolean)) });
     return 'complete';
   }
 
@@ -306,4 +309,13 @@ export function templatePattern(template: string): RegExp {
     } else out += part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   }
   return new RegExp(`^${out}$`, 's');
+}
+
+/** Reads a member session's tools/list into its facts, once until its tools change: which of them are tasks. */
+async function learnMemberTools(ex: Asked, deps: ModernDeps, session: PooledSession): Promise<void> {
+  const { facts } = session;
+  if (facts.toolsComplete) return;
+  const headers = callHeaders('tools/list', undefined);
+  const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => facts.learnTools(toolFacts(page)), { maxPages: MAX_UPSTREAM_PAGES, signal: ex.signal, headers });
+  if (walk.complete) facts.toolsComplete = true;
 }
