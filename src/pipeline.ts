@@ -8,13 +8,12 @@ import { causewayError, toCausewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { sessionRef, type PooledSession } from './pool/index.js';
-import { sessionKeyFor, type Answered, type Federation, type ModernDeps, type ModernExchange, type ModernMount, type Routed } from './routing/index.js';
+import { learnTools, sessionKeyFor, type Answered, type Federation, type ModernDeps, type ModernExchange, type ModernMount, type Routed } from './routing/index.js';
 import {
   callHeaders,
   enableLogging,
   refuseAsk,
   relayCall,
-  walkList,
   isEraRefusal,
   type CallObserver,
 } from './upstream/index.js';
@@ -282,17 +281,6 @@ async function forward(
     deps.metrics.learn(request.method, upstream.result);
   }
   return { session, result: { kind: 'upstream', response: upstream }, asTask };
-}
-
-/** Pages of tools/list read at most to learn a tool's Mcp-Param-* annotations or task support. */
-const MAX_TOOL_PAGES = 50;
-
-/** Reads every page of tools/list into the session's facts, once, until the tools change. */
-async function learnTools(ex: ModernExchange, deps: ModernDeps, session: PooledSession): Promise<void> {
-  const { facts } = session;
-  if (facts.toolsComplete) return;
-  const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => facts.learnTools(toolFacts(page)), { maxPages: MAX_TOOL_PAGES, signal: ex.signal });
-  if (walk.complete) facts.toolsComplete = true;
 }
 
 /**

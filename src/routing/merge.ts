@@ -17,6 +17,7 @@ import { sessionRef, type PooledSession } from '../pool/index.js';
 import { callHeaders, walkList } from '../upstream/index.js';
 import { pinnedUpstream, type CompiledRule } from './rules.js';
 import { holdsTasks } from '../tasks/index.js';
+import { learnTools } from './tool-facts.js';
 
 export interface Member {
   name: string;
@@ -151,7 +152,7 @@ export class Merger {
     const merged: JsonObject = { capabilities, serverInfo: this.opts.serverInfo };
     if (instructions.length > 0) merged.instructions = instructions.join('\n\n');
     // The extension, where Causeway holds some member's tools as tasks (its own tasks come in its capabilities).
-    const holds = await Promise.all(sessions.map((s, i) => holdsTasks(ex, this.opts.members[i]!.deps, s, learnMemberTools)));
+    const holds = await Promise.all(sessions.map((s, i) => holdsTasks(ex, this.opts.members[i]!.deps, s, learnTools)));
     sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: discoverResult(merged, this.cacheHint('server/discover'), holds.some(Boolean)) });
     return 'complete';
   }
@@ -311,11 +312,3 @@ export function templatePattern(template: string): RegExp {
   return new RegExp(`^${out}$`, 's');
 }
 
-/** Reads a member session's tools/list into its facts, once until its tools change: which of them are tasks. */
-async function learnMemberTools(ex: Asked, deps: ModernDeps, session: PooledSession): Promise<void> {
-  const { facts } = session;
-  if (facts.toolsComplete) return;
-  const headers = callHeaders('tools/list', undefined);
-  const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => facts.learnTools(toolFacts(page)), { maxPages: MAX_UPSTREAM_PAGES, signal: ex.signal, headers });
-  if (walk.complete) facts.toolsComplete = true;
-}
