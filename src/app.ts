@@ -218,6 +218,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       maxFollowed: config.tasks.maxFollowed,
       maxFollowedPerPrincipal: config.tasks.maxFollowedPerPrincipal,
       heartbeatMs: config.tasks.heartbeatMs,
+      firstAskMs: config.tasks.firstAskMs,
     },
   );
 
@@ -251,6 +252,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       metrics: u.metrics,
       tasks,
       taskTools: u.spec.taskTools.map(globToRegExp),
+      taskSupport: u.spec.taskSupport,
       ...(u.modern ? { modern: u.modern } : {}),
       ...(u.cache ? { cache: u.cache } : {}),
     });

@@ -9,18 +9,17 @@ import { causewayError, toCausewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { sessionRef, type PooledSession, type SessionKey } from './pool/index.js';
-import { sessionKeyFor, type Answered, type Federation, type ModernDeps, type ModernExchange, type ModernMount, type Routed } from './routing/index.js';
+import { learnTools, sessionKeyFor, type Answered, type Federation, type ModernDeps, type ModernExchange, type ModernMount, type Routed } from './routing/index.js';
 import {
   callHeaders,
   enableLogging,
   refuseAsk,
   relayCall,
-  walkList,
   isEraRefusal,
   type CallObserver,
 } from './upstream/index.js';
-import { runRound, signInRound, type RoundResult } from './mrtr/index.js';
-import { answerTask, refuseRequiredTask, taskPlan, upstreamTaskCreated } from './tasks/index.js';
+import { runRound, signInRound, type HeldAsTask, type RoundResult } from './mrtr/index.js';
+import { answerTask, holdsTasks, refuseRequiredTask, taskPlan, upstreamTaskCreated } from './tasks/index.js';
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
 import { inRequestSpan, markFailed } from './tracing/index.js';
 import { refusedAnswer, relayModern } from './passthrough/index.js';
@@ -187,7 +186,7 @@ async function answerOn(ex: ModernExchange, deps: ModernDeps, key: SessionKey, k
   const { request, principal } = ex;
   if (request.method === 'server/discover') {
     const session = await deps.pool.acquire(key);
-    const result = discoverResult(session.record.initializeResult, deps.cacheHint(request.method), deps.taskTools.length > 0);
+    const result = discoverResult(session.record.initializeResult, deps.cacheHint(request.method), await holdsTasks(ex, deps, session, learnTools));
     keep?.(session, result);
     sendJson(ex.res, 200, { jsonrpc: '2.0', id: request.id, result });
     return 'complete';
@@ -238,7 +237,7 @@ async function answerOn(ex: ModernExchange, deps: ModernDeps, key: SessionKey, k
 interface Forwarded {
   session: PooledSession;
   /** The round's outcome, or the CreateTaskResult of a call Causeway holds as a task. */
-  result: RoundResult | { kind: 'task'; created: JsonObject };
+  result: RoundResult;
   /** The call was sent as a legacy task-augmented tools/call. */
   asTask: boolean;
 }
@@ -274,14 +273,20 @@ async function forward(
     throw causewayError('method_not_found', `Method not found: ${request.method}`);
   }
   let asTask = false;
+  let heldAsTask: HeldAsTask | undefined;
   if (request.method === 'tools/call') {
     await checkToolHeaders(ex, deps, session);
-    let runHere: boolean;
+    let runHere: false | 'now' | 'after-asks';
     ({ request, asTask, runHere } = await taskPlan(ex, deps, session, principal, learnTools));
-    if (runHere) {
-      const origin = { upstream: deps.upstreamName, key: session.key, principal, session };
+    const origin = { upstream: deps.upstreamName, key: session.key, principal, session };
+    if (runHere === 'now') {
       const call = { params: request.params, headers: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)) };
       return { session, result: { kind: 'task', created: await deps.tasks.runHere(origin, call, ex.log) }, asTask };
+    }
+    // Its first questions come as rounds; once it works, the tasks bridge holds it.
+    if (runHere === 'after-asks') {
+      const { tasks } = deps;
+      heldAsTask = { firstAskMs: tasks.firstAskMs, ttlMs: tasks.ttlMs, handover: (call) => tasks.adopt(origin, call, ex.log) };
     }
   }
   if (request.meta.logLevel !== undefined) await enableUpstreamLogging(deps, session, ex.log);
@@ -299,6 +304,7 @@ async function forward(
           if (ex.notes) ex.notes.round = round;
         },
         upstreamHeaders: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)),
+        ...(heldAsTask ? { asTask: heldAsTask } : {}),
       },
       ref,
       deps.bridge,
@@ -335,17 +341,6 @@ async function forward(
     deps.metrics.learn(request.method, upstream.result);
   }
   return { session, result: { kind: 'upstream', response: upstream }, asTask };
-}
-
-/** Pages of tools/list read at most to learn a tool's Mcp-Param-* annotations or task support. */
-const MAX_TOOL_PAGES = 50;
-
-/** Reads every page of tools/list into the session's facts, once, until the tools change. */
-async function learnTools(ex: ModernExchange, deps: ModernDeps, session: PooledSession): Promise<void> {
-  const { facts } = session;
-  if (facts.toolsComplete) return;
-  const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => facts.learnTools(toolFacts(page)), { maxPages: MAX_TOOL_PAGES, signal: ex.signal });
-  if (walk.complete) facts.toolsComplete = true;
 }
 
 /**

@@ -82,7 +82,8 @@ function stable(v: JsonValue): string {
 export function methodsChangedBy(notification: string): readonly string[] {
   switch (notification) {
     case 'notifications/tools/list_changed':
-      return ['tools/list'];
+      // Discover too: whether it advertises the tasks extension can follow the tools' taskSupport.
+      return ['tools/list', 'server/discover'];
     case 'notifications/prompts/list_changed':
       return ['prompts/list'];
     case 'notifications/resources/list_changed':

@@ -119,6 +119,10 @@ const TABLE = {
       [],
       'Tools (names, `*` any run of characters) Causeway itself runs as tasks for clients that declare the tasks extension, where the upstream does not run them as tasks: the call goes on in the background on one replica. See Tasks.',
     ),
+    taskSupport: flag(
+      true,
+      'Where the upstream runs no 2025-11-25 tasks itself, hold as tasks (as upstream.taskTools does) the tools it lists with execution.taskSupport optional or required, for clients that declare the tasks extension; a required one called without the extension is -32021 before it reaches the upstream. Off: only upstream.taskTools. See Tasks.',
+    ),
     standingStream: oneOf(
       ['auto', 'always', 'never'],
       'auto',
@@ -207,8 +211,12 @@ const TABLE = {
     maxFollowedPerPrincipal: num(100, 'Most tasks one replica follows at once per principal (503 beyond).'),
     heartbeatMs: num(
       5_000,
-      'How often the replica holding a call run as a task (upstream.taskTools) says it is alive; after four times this without a word the task has failed with it.',
+      'How often the replica holding a call run as a task (upstream.taskTools, upstream.taskSupport) says it is alive; after four times this without a word the task has failed with it.',
       { min: 1 },
+    ),
+    firstAskMs: num(
+      1_000,
+      'How long a call held as a task for its taskSupport (upstream.taskSupport) waits for a first question before answering the task: questions it asks before this passes, or before it reports progress, come as input_required rounds first, and the task after; later ones are the task’s inputRequests. 0: the task at once.',
     ),
   },
   subscriptions: {

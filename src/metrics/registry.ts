@@ -138,7 +138,7 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
     }),
     tasksFollowed: new Gauge({
       name: 'causeway_tasks_followed',
-      help: 'Tasks this replica follows on their upstream (tasks/result open) or holds as calls (upstream.taskTools).',
+      help: 'Tasks this replica follows on their upstream (tasks/result open) or holds as calls (upstream.taskTools, upstream.taskSupport).',
       registers: [registry],
       collect() {
         this.set(probes.tasksFollowed());

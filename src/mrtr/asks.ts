@@ -17,6 +17,8 @@ export interface Ask {
   input: JsonObject;
   /** The id of the stream event before this ask's own: resuming after it replays the ask. */
   before?: string;
+  /** The legacy request itself, for a task that takes the call over before it is answered. */
+  request?: JsonRpcRequest;
 }
 
 /** 2026 shape: the key hint, the related-task tag and url-mode elicitationId removed [CHG minor 11][SEP-2663]. */

@@ -22,8 +22,8 @@ import {
 import { levelAtLeast, type ModernRequest } from '../envelope/index.js';
 import type { Handoff } from './handoff.js';
 import { toAsk } from './asks.js';
-import { PendingCall, type HeldCalls, type Outcome, type RoundListener } from './holder.js';
-import { paramsDigest, sessionDigest, type ResumeClaims, type StateSealer } from './request-state.js';
+import { PendingCall, type HeldAsTask, type HeldCalls, type Outcome, type RoundListener, type RunningCall } from './holder.js';
+import { paramsDigest, sessionDigest, type ResumeClaims, type StateClaims, type StateSealer } from './request-state.js';
 import { activeTraceparent } from '../tracing/index.js';
 
 /** What the bridges of every upstream share on one replica. */
@@ -66,9 +66,21 @@ export interface RoundExchange {
   /** The request is a retry answering round `round` (its requestState opened and is this request's). */
   onRetry?(round: number): void;
   upstreamHeaders: Record<string, string>;
+  /** The call is held as a task once it works: its questions before that come as rounds. */
+  asTask?: HeldAsTask;
 }
 
-export type RoundResult = { kind: 'upstream'; response: JsonRpcResponse } | { kind: 'input'; result: JsonObject };
+export type RoundResult =
+  | { kind: 'upstream'; response: JsonRpcResponse }
+  | { kind: 'input'; result: JsonObject }
+  /** A call held as a task: the tasks bridge took it over; its CreateTaskResult. */
+  | { kind: 'task'; created: JsonObject };
+
+/**
+ * The upstream progress token of a call held as a task whose client asked for no progress: its
+ * progress tells that the call works, and goes nowhere else.
+ */
+const WORK_TOKEN = 'causeway/works';
 
 /** A call a retry takes up on its upstream stream, from where its sealed state says it stood. */
 interface Resuming {
@@ -90,6 +102,8 @@ export function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, 
   const signal = lendSignal(abort);
   pending.cancel = () => abort.abort();
   pending.detach = () => abort.abort(new CallDetached());
+  pending.asTask = ex.asTask;
+  const progressToken = request.meta.progressToken ?? (ex.asTask ? WORK_TOKEN : undefined);
   const sessionId = session.sessionId;
   // The session's digest goes into a sealed state only: worked out when a round is sealed.
   let digest: string | undefined;
@@ -117,7 +131,9 @@ export function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, 
       pending.upstream = upstreamOf(id, token);
     },
     onProgress: (n) => {
-      if (!replayed) pending.listener?.onProgress(n);
+      if (replayed) return;
+      pending.working();
+      pending.listener?.onProgress(n);
     },
     onLog: (n) => {
       if (!replayed) pending.listener?.onLog(n);
@@ -153,7 +169,8 @@ export function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, 
     },
   };
   // Held between rounds, the call waits on a person: it may live as long as its state.
-  const timeoutMs = deps.stateTtlMs + deps.upstreamTimeoutMs;
+  // Held as a task, it may live as long as the task.
+  const timeoutMs = Math.max(deps.stateTtlMs + deps.upstreamTimeoutMs, ex.asTask?.ttlMs ?? 0);
   let run: Promise<JsonRpcResponse>;
   if (at !== undefined) {
     pending.upstream = upstreamOf(at.i, at.k);
@@ -163,7 +180,7 @@ export function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, 
       deps.client,
       session,
       { id: at.i, upstreamToken: at.k, lastEventId: at.l },
-      { progressToken: request.meta.progressToken, timeoutMs },
+      { progressToken, timeoutMs },
       observer,
       ex.log,
       signal,
@@ -173,7 +190,7 @@ export function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, 
       deps.client,
       session,
       deps.ids,
-      { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: ex.upstreamHeaders, timeoutMs },
+      { method: request.method, params: request.params, progressToken, headers: ex.upstreamHeaders, timeoutMs },
       observer,
       ex.log,
       signal,
@@ -208,9 +225,16 @@ export async function nextRound(pending: PendingCall, deps: ReplicaBridge & { up
   try {
     // While a round runs the upstream is working, so its usual timeout applies; between rounds
     // the call waits on a person and only the state's TTL bounds it.
-    const waited = await pending.next(deps.collectWindowMs, deps.upstreamTimeoutMs, signal);
-    const outcome: Outcome = waited.kind === 'timeout' ? { kind: 'failed', error: causewayError('upstream_timeout') } : waited;
+    const asTask = pending.asTask;
+    const waited = await pending.next(deps.collectWindowMs, asTask ? asTask.firstAskMs : deps.upstreamTimeoutMs, signal);
     const stateExpiry = Date.now() + deps.stateTtlMs;
+    // Held as a task: once it works, asks nothing for a while, or is over, the task takes it.
+    // (A -32042 stays a url-mode round: its retry re-issues the call.)
+    const urlRound = waited.kind === 'done' && isErrorResponse(waited.response) && waited.response.error.code === -32042;
+    if (asTask && (waited.kind === 'working' || waited.kind === 'timeout' || (waited.kind === 'done' && !urlRound))) {
+      return { kind: 'task', created: await handOver(pending, asTask, deps, stateExpiry) };
+    }
+    const outcome: Outcome = waited.kind === 'timeout' || waited.kind === 'working' ? { kind: 'failed', error: causewayError('upstream_timeout') } : waited;
     if (outcome.kind === 'done') {
       // A call that never asked was never held: nothing to release on the common path.
       if (pending.round > 0) deps.held.release(pending, stateExpiry);
@@ -246,13 +270,42 @@ export async function nextRound(pending: PendingCall, deps: ReplicaBridge & { up
       r: pending.round,
       h: deps.replicaId,
       e: stateExpiry,
-      u: pending.resumePoint(),
+      ...resumeOrOrigin(pending),
       x: activeTraceparent(),
     });
     return { kind: 'input', result: { resultType: 'input_required', inputRequests, requestState } };
   } finally {
     pending.busy = false;
     pending.listener = undefined;
+  }
+}
+
+/** What a state says of where its call runs: how to resume it, else at least which call to cancel on a replay. */
+function resumeOrOrigin(pending: PendingCall): Pick<StateClaims, 'u' | 'o'> {
+  const u = pending.resumePoint();
+  if (u) return { u };
+  const o = pending.origin();
+  return o ? { o } : {};
+}
+
+/** The call goes on as a task: no longer held for rounds (its state is used up), its questions the task's. */
+async function handOver(pending: PendingCall, asTask: HeldAsTask, deps: ReplicaBridge, stateExpiry: number): Promise<JsonObject> {
+  if (pending.round > 0) deps.held.release(pending, stateExpiry);
+  const running: RunningCall = {
+    get upstreamId() {
+      return pending.upstream?.id;
+    },
+    response: pending.response(),
+    divertAsks: (to) => pending.divert(to),
+    stop: (reason) => (reason instanceof CallDetached ? pending.detach() : pending.cancel()),
+  };
+  // Read or not, the answer is the task's: never an unhandled rejection.
+  running.response.catch(() => undefined);
+  try {
+    return await asTask.handover(running);
+  } catch (err) {
+    pending.cancel();
+    throw err;
   }
 }
 

@@ -17,7 +17,7 @@ export interface ForwardedRound {
   traceparent?: string;
 }
 
-export type HandedResult = { kind: 'upstream'; response: JsonObject } | { kind: 'input'; result: JsonObject };
+export type HandedResult = { kind: 'upstream'; response: JsonObject } | { kind: 'input'; result: JsonObject } | { kind: 'task'; created: JsonObject };
 
 type Wire =
   | ({ t: 'round'; id: string; from: string } & ForwardedRound)

@@ -13,8 +13,34 @@ export type Outcome =
   | { kind: 'done'; response: JsonRpcResponse }
   | { kind: 'failed'; error: unknown }
   | { kind: 'input'; asks: Ask[] }
+  /** A call held as a task reported progress: it works now, so it is a task from here on. */
+  | { kind: 'working' }
   /** Neither an answer nor a round within the wait's timeout. */
   | { kind: 'timeout' };
+
+/** A legacy call running upstream, as the tasks bridge takes it over. */
+export interface RunningCall {
+  /** The call's upstream JSON-RPC id, once sent. */
+  readonly upstreamId: RequestId | undefined;
+  /** The upstream's answer; rejects when the call failed or was stopped. */
+  readonly response: Promise<JsonRpcResponse>;
+  /** From now on the call's questions go to `to`, starting with those not answered yet. */
+  divertAsks(to: (r: JsonRpcRequest) => void): void;
+  /** Stops the call: cancelled upstream, or only let go when `reason` is a CallDetached. */
+  stop(reason: unknown): void;
+}
+
+/**
+ * A call held as a task for its tool's taskSupport: its first questions come as input_required
+ * rounds, and once it works (reports progress, or asks nothing for firstAskMs, or is over) the
+ * tasks bridge takes it over and answers the task's CreateTaskResult.
+ */
+export interface HeldAsTask {
+  firstAskMs: number;
+  /** The life of the task, and so of the call. */
+  ttlMs: number;
+  handover(call: RunningCall): Promise<JsonObject>;
+}
 
 /** Sends one answer to an upstream ask. */
 export type AnswerSink = (upstreamId: string | number, result: JsonObject) => void;
@@ -53,6 +79,12 @@ export class PendingCall {
   private overPromise: Promise<void> | undefined;
 
   private digestText: string | undefined;
+  /** Set when the call is held as a task for its tool's taskSupport. */
+  asTask: HeldAsTask | undefined;
+  /** Progress came on the call's stream. */
+  private worked = false;
+  /** Where the call's questions go once a task holds it. */
+  private diverted: ((r: JsonRpcRequest) => void) | undefined;
 
   constructor(
     readonly principal: string,
@@ -102,6 +134,12 @@ export class PendingCall {
     };
   }
 
+  /** The call upstream (its session's digest and JSON-RPC id), when it runs on a session. */
+  origin(): Pick<ResumeClaims, 's' | 'i'> | undefined {
+    const u = this.upstream;
+    return u?.session === undefined ? undefined : { s: u.session, i: u.id };
+  }
+
   /** The failure that ended the call, if it failed. */
   get failure(): unknown {
     return this.outcome?.kind === 'failed' ? this.outcome.error : undefined;
@@ -109,12 +147,13 @@ export class PendingCall {
 
   /** An ask arrived on the upstream stream. */
   ask(r: JsonRpcRequest): void {
-    const ask: Ask = { ...toAsk(r, new Set(this.outstanding.keys())), before: this.previousEventId };
+    const ask: Ask = { ...toAsk(r, new Set(this.outstanding.keys())), before: this.previousEventId, request: r };
     const given = this.answers[ask.key];
     if (given !== undefined && validAnswer(r.method, given)) {
       this.sink(r.id, given);
       return;
     }
+    if (this.diverted) return this.diverted(r);
     this.outstanding.set(ask.key, ask);
     this.lastAskAt = Date.now();
     this.wake?.();
@@ -123,6 +162,27 @@ export class PendingCall {
   /** The upstream call failed on its own while held (not refused by capability): nothing was decided. */
   get lost(): boolean {
     return this.outcome?.kind === 'failed' && this.refusal === undefined && !this.busy;
+  }
+
+  /** Progress came on the call's stream: a call held as a task works now. */
+  working(): void {
+    this.worked = true;
+    if (this.asTask) this.wake?.();
+  }
+
+  /** The call's questions go to `to` from now on, those still outstanding first. */
+  divert(to: (r: JsonRpcRequest) => void): void {
+    this.diverted = to;
+    const waiting = [...this.outstanding.values()];
+    this.outstanding.clear();
+    for (const ask of waiting) if (ask.request) to(ask.request);
+  }
+
+  /** The upstream's answer once the call is over; its failure, if it failed. */
+  async response(): Promise<JsonRpcResponse> {
+    await this.over;
+    if (this.outcome?.kind === 'done') return this.outcome.response;
+    throw this.refusal ?? this.outcome?.error;
   }
 
   settle(response: JsonRpcResponse): void {
@@ -169,6 +229,7 @@ export class PendingCall {
       if (this.refusal) return { kind: 'failed', error: this.refusal };
       if (this.outcome) return this.outcome;
       if (signal.aborted) return { kind: 'failed', error: signal.reason };
+      if (this.asTask && this.worked) return { kind: 'working' };
       const now = Date.now();
       const quietFor = now - this.lastAskAt;
       if (this.outstanding.size > 0 && quietFor >= windowMs) return { kind: 'input', asks: [...this.outstanding.values()] };

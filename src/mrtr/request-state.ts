@@ -24,6 +24,8 @@ export interface StateClaims {
   e: number;
   /** How a replica other than the holder takes the call up on its upstream stream; absent when it cannot. */
   u?: ResumeClaims;
+  /** Where u is absent: the call upstream (session digest, JSON-RPC id), so a replay can cancel it. */
+  o?: Pick<ResumeClaims, 's' | 'i'>;
   /** The traceparent of the round that sealed the state (tracing on): the next round's span links to it. */
   x?: string;
 }

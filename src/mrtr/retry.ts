@@ -91,11 +91,24 @@ export async function routeRetry(
   }
   if (resumed === 'conflict') throw invalid('requestState was already used');
   if (resumed !== undefined) return { via: 'resume', pending: resumed };
+  cancelOriginal(ex, session, deps, claims);
   return { via: 'replay', replayOf: claims.c };
 }
 
+/**
+ * A replay starts the call again: the original, left running upstream by its lost holder, is
+ * cancelled (notifications/cancelled under its id) when it runs on this request's session. On
+ * another session (the pool replaced it) it cannot be reached, and is most likely gone with it.
+ */
+function cancelOriginal(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, claims: StateClaims): void {
+  const at = claims.u ?? claims.o;
+  if (at === undefined || session.sessionId === undefined || sessionDigest(session.sessionId) !== at.s) return;
+  const cancel = { jsonrpc: '2.0' as const, method: 'notifications/cancelled', params: { requestId: at.i, reason: 'replayed elsewhere' } };
+  deps.client.notify(session, cancel).catch((err: unknown) => ex.log.debug({ err }, 'cancelling the replayed call upstream failed'));
+}
+
 function fromHanded(h: HandedResult): RoundResult {
-  return h.kind === 'input' ? h : { kind: 'upstream', response: h.response as unknown as JsonRpcResponse };
+  return h.kind === 'upstream' ? { kind: 'upstream', response: h.response as unknown as JsonRpcResponse } : h;
 }
 
 /** The holder's side of a handed-over retry: the same round logic, results sent back over the bus. */
@@ -110,7 +123,7 @@ export function serveHandedRounds(deps: ReplicaBridge & { upstreamTimeoutMs: num
       pending.answer(inputResponses);
       const quiet: RoundListener = { onProgress: () => undefined, onLog: () => undefined };
       const r = await nextRound(pending, deps, quiet, AbortSignal.timeout(deps.stateTtlMs));
-      return r.kind === 'input' ? r : { kind: 'upstream', response: r.response as unknown as JsonObject };
+      return r.kind === 'upstream' ? { kind: 'upstream', response: r.response as unknown as JsonObject } : r;
     });
 }
 

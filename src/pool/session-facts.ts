@@ -71,6 +71,11 @@ export class SessionFacts {
     return this.taskTools?.get(name) ?? (this.toolsComplete ? 'forbidden' : undefined);
   }
 
+  /** Some tool learned so far runs as a task (taskSupport optional or required). */
+  get hasTaskTools(): boolean {
+    return this.taskTools !== undefined && this.taskTools.size > 0;
+  }
+
   /** Forgets what `method` (a change notification) made stale. */
   invalidate(method: string): void {
     if (method === 'notifications/tools/list_changed') {

@@ -35,6 +35,8 @@ export interface ModernDeps {
   tasks: TaskBridge;
   /** upstream.taskTools: the tools Causeway runs as tasks itself. */
   taskTools: readonly RegExp[];
+  /** upstream.taskSupport: where the upstream runs no tasks, its tools' own taskSupport makes them tasks held here. */
+  taskSupport: boolean;
   /** An upstream that may speak 2026-07-28: its era, and the client a modern client's requests are relayed through. */
   modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number; listens: RelayedListens; cache?: UpstreamCache };
   /** The gateway cache of this upstream's discover, lists and reads (cache.maxBytes > 0). */

@@ -3,3 +3,4 @@ export type { ModernMount, MountFront } from './mount.js';
 export { compileRules } from './rules.js';
 export type { AccessNotes, Answered, ModernDeps, ModernExchange } from './exchange.js';
 export { sessionKeyFor } from './session-keys.js';
+export { learnTools } from './tool-facts.js';

@@ -16,6 +16,8 @@ import type { Answered, ModernDeps, ModernExchange } from './exchange.js';
 import { sessionRef, type PooledSession } from '../pool/index.js';
 import { callHeaders, walkList } from '../upstream/index.js';
 import { pinnedUpstream, type CompiledRule } from './rules.js';
+import { holdsTasks } from '../tasks/index.js';
+import { learnTools } from './tool-facts.js';
 
 export interface Member {
   name: string;
@@ -149,7 +151,9 @@ export class Merger {
     });
     const merged: JsonObject = { capabilities, serverInfo: this.opts.serverInfo };
     if (instructions.length > 0) merged.instructions = instructions.join('\n\n');
-    sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: discoverResult(merged, this.cacheHint('server/discover'), this.opts.members.some((m) => m.deps.taskTools.length > 0)) });
+    // The extension, where Causeway holds some member's tools as tasks (its own tasks come in its capabilities).
+    const holds = await Promise.all(sessions.map((s, i) => holdsTasks(ex, this.opts.members[i]!.deps, s, learnTools)));
+    sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: discoverResult(merged, this.cacheHint('server/discover'), holds.some(Boolean)) });
     return 'complete';
   }
 
@@ -307,3 +311,4 @@ export function templatePattern(template: string): RegExp {
   }
   return new RegExp(`^${out}$`, 's');
 }
+

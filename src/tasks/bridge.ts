@@ -32,7 +32,7 @@ import {
   type RequestId,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { ASK_METHODS, toAsk, validAnswer } from '../mrtr/index.js';
+import { ASK_METHODS, toAsk, validAnswer, type RunningCall } from '../mrtr/index.js';
 import { sessionRef, type PooledSession, type SessionKey, type SessionPool } from '../pool/index.js';
 import { CallDetached, refuseAsk, relayCall, tracedRequest, type IdMinter, type SessionRef, type UpstreamSessionClient } from '../upstream/index.js';
 import type { TaskStore } from './store.js';
@@ -58,6 +58,8 @@ export interface TaskBridgeOptions {
   maxFollowedPerPrincipal: number;
   /** How often the holder of a call run as a task says it is alive; silent four times as long, it is gone. */
   heartbeatMs: number;
+  /** How long a call held as a task for its taskSupport may ask its first questions as rounds. */
+  firstAskMs: number;
 }
 
 export interface TaskBridgeDeps {
@@ -100,6 +102,11 @@ export class TaskBridge {
   /** The ttl Causeway asks of the upstream for a task. */
   get ttlMs(): number {
     return this.opts.ttlMs;
+  }
+
+  /** How long a call held as a task for its taskSupport may ask its first questions as rounds. */
+  get firstAskMs(): number {
+    return this.opts.firstAskMs;
   }
 
   get followedCount(): number {
@@ -147,19 +154,36 @@ export class TaskBridge {
    * background for up to the task's ttl; its CreateTaskResult at once.
    */
   async runHere(origin: TaskOrigin, call: HeldCall, log: Logger): Promise<JsonObject> {
-    const now = new Date().toISOString();
-    const record: TaskRecord = {
+    const record = this.heldRecord(origin);
+    await this.deps.store.createTask(record.id, { ...toFields(record), b: String(Date.now() + 4 * this.opts.heartbeatMs) }, this.opts.ttlMs + RECORD_MARGIN_MS);
+    const ref = sessionRef(origin.session);
+    const running = this.send(record, ref, call, log);
+    this.hold(record, ref, running, log);
+    return { resultType: 'task', ...envelope(record, { status: 'working', lastUpdatedAt: record.createdAt }) };
+  }
+
+  /**
+   * A call already running upstream (it asked its first questions as rounds) taken over as a task
+   * held here: recorded with the call's upstream id, then held like runHere's; its CreateTaskResult.
+   */
+  async adopt(origin: TaskOrigin, call: RunningCall, log: Logger): Promise<JsonObject> {
+    const record = this.heldRecord(origin);
+    if (call.upstreamId !== undefined) record.call = call.upstreamId;
+    await this.deps.store.createTask(record.id, { ...toFields(record), b: String(Date.now() + 4 * this.opts.heartbeatMs) }, this.opts.ttlMs + RECORD_MARGIN_MS);
+    this.hold(record, sessionRef(origin.session), call, log);
+    return { resultType: 'task', ...envelope(record, { status: 'working', lastUpdatedAt: record.createdAt }) };
+  }
+
+  private heldRecord(origin: TaskOrigin): TaskRecord {
+    return {
       id: randomUUID(),
       upstream: origin.upstream,
       key: origin.key,
       principal: origin.principal,
-      createdAt: now,
+      createdAt: new Date().toISOString(),
       times: { ttlMs: this.opts.ttlMs },
       asks: new Map(),
     };
-    await this.deps.store.createTask(record.id, { ...toFields(record), b: String(Date.now() + 4 * this.opts.heartbeatMs) }, this.opts.ttlMs + RECORD_MARGIN_MS);
-    this.hold(record, sessionRef(origin.session), call, log);
-    return { resultType: 'task', ...envelope(record, { status: 'working', lastUpdatedAt: now }) };
   }
 
   /** The upstream a task of `principal` lives on, for a federated mount's routing. */
@@ -261,19 +285,41 @@ export class TaskBridge {
     this.followed.clear();
   }
 
-  /** Sends the call and holds it: asks recorded, the answer kept as the outcome, a heartbeat meanwhile. */
-  private hold(task: TaskRecord, ref: SessionRef, call: HeldCall, log: Logger): void {
+  /** Sends the legacy tools/call of a task held here; its upstream id goes into the record. */
+  private send(task: TaskRecord, ref: SessionRef, call: HeldCall, log: Logger): RunningCall {
+    const abort = new AbortController();
+    let upstreamId: RequestId | undefined;
+    let asks: (r: JsonRpcRequest) => void = () => undefined;
+    const observer = {
+      onIds: (id: RequestId) => {
+        upstreamId = id;
+        void this.deps.store.setTaskFields(task.id, { q: JSON.stringify(id) }).catch(() => undefined);
+      },
+      onServerRequest: (r: JsonRpcRequest) => asks(r),
+    };
+    const client = this.deps.clientOf(task.upstream);
+    const timeoutMs = task.times.ttlMs ?? this.opts.ttlMs;
+    const response = relayCall(client, ref, this.deps.ids, { method: 'tools/call', params: call.params, progressToken: undefined, headers: call.headers, timeoutMs }, observer, log, abort.signal);
+    return {
+      get upstreamId() {
+        return upstreamId;
+      },
+      response,
+      divertAsks: (to) => (asks = to),
+      stop: (reason) => abort.abort(reason),
+    };
+  }
+
+  /** Holds a running call as the task: asks recorded, the answer kept as the outcome, a heartbeat meanwhile. */
+  private hold(task: TaskRecord, ref: SessionRef, call: RunningCall, log: Logger): void {
     const stop = new AbortController();
     this.followed.set(task.id, { principal: task.principal, stop, held: true });
+    stop.signal.addEventListener('abort', () => call.stop(stop.signal.reason), { once: true });
     const taken = new Set<string>();
     const beat = setInterval(() => void this.beat(task.id, stop), this.opts.heartbeatMs);
     beat.unref();
-    const observer = {
-      onIds: (id: RequestId) => void this.deps.store.setTaskFields(task.id, { q: JSON.stringify(id) }).catch(() => undefined),
-      onServerRequest: (r: JsonRpcRequest) => void this.recordAsk(task, ref, r, taken),
-    };
-    const client = this.deps.clientOf(task.upstream);
-    void relayCall(client, ref, this.deps.ids, { method: 'tools/call', params: call.params, progressToken: undefined, headers: call.headers, timeoutMs: task.times.ttlMs ?? this.opts.ttlMs }, observer, log, stop.signal)
+    call.divertAsks((r) => void this.recordAsk(task, ref, r, taken));
+    void call.response
       .then(async (response) => this.conclude(task, { status: 'completed', lastUpdatedAt: new Date().toISOString() }, response))
       .catch(async (err: unknown) => {
         if (stop.signal.reason instanceof CallDetached) return;

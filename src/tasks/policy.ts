@@ -17,6 +17,8 @@ export interface TaskDeps {
   tasks: TaskBridge;
   /** upstream.taskTools: the tools Causeway runs as tasks itself. */
   taskTools: readonly RegExp[];
+  /** upstream.taskSupport: where the upstream runs no tasks, a tool's own taskSupport makes it a task held here. */
+  taskSupport: boolean;
 }
 
 /** The pipeline's read of a session's tools into its facts (tools/list, once per session until they change). */
@@ -27,8 +29,11 @@ export interface TaskPlan {
   request: ModernRequest;
   /** Sent as a legacy task-augmented tools/call. */
   asTask: boolean;
-  /** Held here as a task (upstream.taskTools). */
-  runHere: boolean;
+  /**
+   * Held here as a task: `now` (upstream.taskTools) answers the task at once; `after-asks` (the
+   * tool's own taskSupport) answers the questions the call asks before it works as rounds first.
+   */
+  runHere: false | 'now' | 'after-asks';
 }
 
 /** tasks/get, tasks/update and tasks/cancel, for clients that declare the extension: the result to answer with. */
@@ -48,11 +53,13 @@ export async function answerTask(request: ModernRequest, deps: TaskDeps, princip
 }
 
 /**
- * Whether a tools/call runs as a task, for a request that declared the extension (the server
- * decides, so a client's own `task` param is dropped): as the upstream's own task when it runs
- * the tool as one (execution.taskSupport optional or required), else as a call Causeway holds
- * when upstream.taskTools names the tool. Only a declaring request needs the tool's taskSupport,
- * so only it may cost a tools/list (once per session).
+ * Whether a tools/call runs as a task (the server decides, so a client's own `task` param is
+ * dropped). For a request that declared the extension: as the upstream's own task when it runs the
+ * tool as one (execution.taskSupport optional or required); else held here, at once when
+ * upstream.taskTools names the tool, or after its first questions when the tool's own taskSupport
+ * says so (upstream.taskSupport) on an upstream that runs no tasks. On such an upstream a
+ * `required` tool called without the extension is refused here, -32021 naming it, before anything
+ * is sent. A tool's taskSupport costs a tools/list once per session, and only where it decides.
  */
 export async function taskPlan<X extends { request: ModernRequest }, D extends TaskDeps>(
   ex: X,
@@ -68,17 +75,43 @@ export async function taskPlan<X extends { request: ModernRequest }, D extends T
     request = { ...request, params };
   }
   const name = request.name!;
-  if (!declaresTasks(request.meta.clientCapabilities)) return { request, asTask: false, runHere: false };
-  let asTask = false;
-  if (upstreamRunsTasks(session.record.initializeResult.capabilities)) {
+  const caps = session.record.initializeResult.capabilities;
+  const upstreamTasks = upstreamRunsTasks(caps);
+  // Only an upstream that lists tools can say which are tasks.
+  const byWord = deps.taskSupport && !upstreamTasks && isObject(caps) && isObject(caps.tools);
+  const support = async () => {
     if (session.facts.taskSupport(name) === undefined) await learnTools(ex, deps, session);
-    const support = session.facts.taskSupport(name);
-    asTask = support === 'optional' || support === 'required';
+    return session.facts.taskSupport(name);
+  };
+  if (!declaresTasks(request.meta.clientCapabilities)) {
+    if (byWord && (await support()) === 'required') throw requiredTask(name);
+    return { request, asTask: false, runHere: false };
   }
-  const runHere = !asTask && deps.taskTools.some((pattern) => pattern.test(name));
+  const listed = deps.taskTools.some((pattern) => pattern.test(name));
+  const supported = (upstreamTasks || (byWord && !listed)) && ['optional', 'required'].includes((await support()) ?? 'forbidden');
+  const asTask = upstreamTasks && supported;
+  const runHere = asTask ? false : listed ? 'now' : supported ? 'after-asks' : false;
   if (!asTask && !runHere) return { request, asTask, runHere };
   if (!deps.tasks.hasRoom(principal)) throw causewayError('overloaded', 'Too many tasks in flight');
   return asTask ? { request: { ...request, params: { ...request.params, task: { ttl: deps.tasks.ttlMs } } }, asTask, runHere } : { request, asTask, runHere };
+}
+
+/**
+ * `server/discover` advertises the extension where Causeway holds some of the upstream's tools as
+ * tasks: upstream.taskTools is set, or (upstream.taskSupport, an upstream that runs no tasks and
+ * lists tools) a listed tool's taskSupport is optional or required. The upstream's own tasks are
+ * advertised from its capabilities.
+ */
+export async function holdsTasks<X, D extends TaskDeps>(ex: X, deps: D, session: PooledSession, learnTools: LearnTools<X, D>): Promise<boolean> {
+  if (deps.taskTools.length > 0) return true;
+  const caps = session.record.initializeResult.capabilities;
+  if (!deps.taskSupport || upstreamRunsTasks(caps) || !(isObject(caps) && isObject(caps.tools))) return false;
+  await learnTools(ex, deps, session);
+  return session.facts.hasTaskTools;
+}
+
+function requiredTask(name: string) {
+  return causewayError('missing_client_capability', `Tool ${name} runs only as a task: declare the ${TASKS_EXTENSION} extension`, TASKS_REQUIRED);
 }
 
 /**
@@ -112,7 +145,5 @@ export async function refuseRequiredTask<X extends { request: ModernRequest }, D
   if (!refused || !upstreamRunsTasks(session.record.initializeResult.capabilities)) return;
   const name = ex.request.name!;
   if (session.facts.taskSupport(name) === undefined) await learnTools(ex, deps, session);
-  if (session.facts.taskSupport(name) === 'required') {
-    throw causewayError('missing_client_capability', `Tool ${name} runs only as a task: declare the ${TASKS_EXTENSION} extension`, TASKS_REQUIRED);
-  }
+  if (session.facts.taskSupport(name) === 'required') throw requiredTask(name);
 }

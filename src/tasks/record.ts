@@ -102,6 +102,7 @@ export function toFields(task: TaskRecord): Record<string, string> {
     ...(task.upstreamTaskId === undefined ? {} : { t: task.upstreamTaskId }),
     c: task.createdAt,
     l: JSON.stringify(task.times),
+    ...(task.call === undefined ? {} : { q: JSON.stringify(task.call) }),
   };
 }
 

@@ -2,7 +2,9 @@
 // scored) through Causeway in front of the legacy fixture, whose task tools run as 2025-11-25
 // tasks: on one replica with the memory store, and on two replicas sharing Redis behind a
 // round-robin nginx, so that a task created on one replica is read, answered and cancelled on the
-// other. tasks-status-notifications is skipped by the suite itself (its harness is pending).
+// other. Then, with Causeway's default settings, in front of the fixture whose task tools are plain
+// tools (listed with execution.taskSupport, no tasks capability): Causeway holds them as tasks
+// itself. tasks-status-notifications is skipped by the suite itself (its harness is pending).
 
 import t, { type Test } from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
@@ -10,6 +12,7 @@ import { startCauseway } from '../helpers/causeway.js';
 import { runConformance } from '../helpers/conformance.js';
 import { startNginx } from '../helpers/nginx.js';
 import { startRedis } from '../helpers/redis.js';
+import { META_CAPABILITIES, modernBody, modernHeaders, post } from '../e2e/wire.js';
 
 const SCENARIOS = [
   'tasks-lifecycle',
@@ -28,6 +31,8 @@ const STATE_KEY = Buffer.alloc(32, 7).toString('base64');
 
 const upstream = await startLegacyServer();
 t.teardown(() => upstream.close());
+const plainUpstream = await startLegacyServer({ plainTasks: true });
+t.teardown(() => plainUpstream.close());
 
 /** Scenarios run a few at a time: most of each is the suite waiting on a task. */
 const AT_ONCE = 4;
@@ -54,16 +59,16 @@ async function passesEveryScenario(t: Test, url: string): Promise<void> {
 }
 
 /** One Causeway, memory store. */
-async function oneReplica(t: Test): Promise<string> {
-  const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn' });
+async function oneReplica(t: Test, url = upstream.url): Promise<string> {
+  const causeway = await startCauseway({ 'upstream.url': url, 'log.level': 'warn' });
   t.teardown(() => causeway.close());
   return causeway.url;
 }
 
 /** Two Causeways sharing Redis behind a round-robin nginx; checks after the run that both answered tasks/get. */
-async function twoReplicas(t: Test): Promise<{ url: string; bothAnswered(): Promise<boolean> }> {
+async function twoReplicas(t: Test, url = upstream.url): Promise<{ url: string; bothAnswered(): Promise<boolean> }> {
   const redis = await startRedis(t);
-  const settings = { 'upstream.url': upstream.url, 'log.level': 'warn', 'store.kind': 'redis', 'store.redisUrl': redis.url, 'mrtr.stateKeys': STATE_KEY };
+  const settings = { 'upstream.url': url, 'log.level': 'warn', 'store.kind': 'redis', 'store.redisUrl': redis.url, 'mrtr.stateKeys': STATE_KEY };
   const a = await startCauseway(settings);
   t.teardown(() => a.close());
   const b = await startCauseway(settings);
@@ -91,4 +96,27 @@ t.test('two replicas sharing Redis, requests dealt round-robin', async (t) => {
   const pair = await twoReplicas(t);
   await passesEveryScenario(t, pair.url);
   t.ok(await pair.bothAnswered(), 'both replicas answered tasks/get');
+});
+
+t.test('tools that are tasks by their own taskSupport only, default settings, two replicas sharing Redis', async (t) => {
+  // A round answered on the other replica is handed to the holder, which takes the task over.
+  const pair = await twoReplicas(t, plainUpstream.url);
+  await passesEveryScenario(t, pair.url);
+  t.ok(await pair.bothAnswered(), 'both replicas answered tasks/get');
+  t.equal(plainUpstream.stats().tasksCreated, 0, 'the upstream ran no task of its own');
+});
+
+t.test('tools that are tasks by their own taskSupport only, default settings', async (t) => {
+  const url = await oneReplica(t, plainUpstream.url);
+  const before = plainUpstream.stats();
+  await passesEveryScenario(t, url);
+  const after = plainUpstream.stats();
+  t.equal(after.tasksCreated, 0, 'the upstream ran no task of its own');
+  t.ok((after.toolCalls['slow_compute'] ?? 0) > (before.toolCalls['slow_compute'] ?? 0), 'the task tools ran as plain calls');
+  // The refusal is Causeway's own: a required tool called without the extension reaches nobody.
+  const calls = after.toolCalls['failing_job'] ?? 0;
+  const refused = await post(url, modernBody('tools/call', { name: 'failing_job', arguments: {} }, 'no-extension', { [META_CAPABILITIES]: {} }), modernHeaders('tools/call', 'failing_job'));
+  t.equal(refused.json?.error?.code, -32021, 'without the extension: -32021');
+  t.ok(refused.json?.error?.data?.requiredCapabilities?.extensions?.['io.modelcontextprotocol/tasks'], 'naming the extension');
+  t.equal(plainUpstream.stats().toolCalls['failing_job'] ?? 0, calls, 'and the upstream never saw the call');
 });

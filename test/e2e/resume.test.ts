@@ -3,13 +3,15 @@
 // retry takes the call up on its upstream stream (GET + Last-Event-ID), so the tool's side
 // effect before its first ask happens once (via="resume"), whether the holder was SIGKILLed or
 // drained (SIGTERM). Without an event store the stream cannot be resumed and the call is replayed
-// (via="replay"): it still answers, with the side effect twice.
+// (via="replay"): it still answers, with the side effect twice, and the original call, left
+// waiting upstream, is cancelled.
 
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { spawnCauseway, type RunningCauseway } from '../helpers/causeway.js';
 import { stopProcess } from '../helpers/processes.js';
 import { startRedis } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
 import { spawnFixture, type FixtureProcess } from './upstreams.js';
 import { META_CAPABILITIES, modernBody, modernHeaders, type JsonObject } from './wire.js';
 
@@ -114,6 +116,16 @@ t.test('modern_client-to-legacy_upstream-holder-killed-without-upstream-event-st
   t.equal((await s.fixture.stats()).sideEffects, 2, 'the replay repeated the side effect');
   t.equal(await retries(s.b, 'replay'), 1, 'counted as a replay');
   t.equal(await retries(s.b, 'resume'), 0, 'nothing to resume');
+  // The original call, left waiting on its first question by the killed holder, is cancelled.
+  const ended = await until(
+    async () => {
+      const stats = await s.fixture.stats();
+      return stats.toolCallsEnded[TOOL] === 2 && stats;
+    },
+    { what: 'the original call to end upstream', timeoutMs: 30_000, everyMs: 50 },
+  );
+  t.equal(ended.cancelled, 1, 'the replay cancelled the original call upstream');
+  t.equal(ended.toolCalls[TOOL], 2, 'the original and the replay, no more');
 });
 
 t.test('modern_client-to-legacy_upstream-holder-killed-and-upstream-session-gone-replays', async (t) => {

@@ -249,3 +249,35 @@ t.test('detachAll lets held calls go without cancelling them; cancelAll cancels'
   t.same(seen, ['detach a', 'cancel b']);
   t.equal(held.size, 0);
 });
+
+t.test('a call held as a task: progress ends the wait, and its questions go to the task from then on', async (t) => {
+  const { call, sent } = newCall();
+  call.asTask = { firstAskMs: LONG, ttlMs: LONG, handover: async () => ({}) };
+  const next = call.next(0, LONG, never);
+  call.ask(elicit(1, 'early'));
+  call.working();
+  t.equal((await next).kind, 'working', 'progress: the call works, whatever it asked before');
+  const diverted: JsonRpcRequest[] = [];
+  call.divert((r) => diverted.push(r));
+  t.same(diverted.map((r) => r.id), [1], 'the question still outstanding goes first');
+  call.ask(elicit(2, 'later'));
+  t.same(diverted.map((r) => r.id), [1, 2], 'and each later one');
+  call.answer({ early: accept('x') });
+  t.same(sent, [], 'answers for diverted questions are the task’s to send, not the round’s');
+});
+
+t.test('progress does not end a round of a call that is not held as a task', async (t) => {
+  const { call } = newCall();
+  call.working();
+  call.ask(elicit(1, 'user_name'));
+  t.equal((await call.next(0, LONG, never)).kind, 'input');
+});
+
+t.test('a call held as a task: its answer, or its failure, once over', async (t) => {
+  const done = newCall().call;
+  done.settle({ jsonrpc: '2.0', id: 1, result: { content: [] } });
+  t.same(await done.response(), { jsonrpc: '2.0', id: 1, result: { content: [] } });
+  const failed = newCall().call;
+  failed.fail(new Error('cut off'));
+  await t.rejects(failed.response(), /cut off/);
+});
