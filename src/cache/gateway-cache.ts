@@ -127,6 +127,11 @@ export class GatewayCache {
     }
   }
 
+  /** The entry that would serve `q`, if any, without counting a lookup (for what Causeway reads itself). */
+  async peek(q: CacheQuery, scope: CacheScope | undefined): Promise<Entry | undefined> {
+    return this.findHere(q, scope) ?? (await this.findShared(q, scope));
+  }
+
   /** Keeps a complete result read for `q`, unless a change came since the fill began. */
   store(q: CacheQuery, fill: Fill, result: JsonObject, keep: Keep): void {
     if (keep.keepMs <= 0 || fill.stamp !== this.generation(q.upstream, q.method)) return;

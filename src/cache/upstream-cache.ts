@@ -27,6 +27,10 @@ export class UpstreamCache {
     return this.cache.through(q, scope, hit, miss);
   }
 
+  peek(q: CacheQuery, scope: CacheScope | undefined): Promise<Entry | undefined> {
+    return this.cache.peek(q, scope);
+  }
+
   /** A legacy answer given `hint` by the policy; `notified`: a change to it would reach Causeway. */
   keepLegacy(q: CacheQuery, fill: Fill, result: JsonObject, hint: { ttlMs: number; cacheScope: CacheScope }, notified: boolean, session: string): void {
     const keep: Keep = { scope: hint.cacheScope, ttlMs: hint.ttlMs, keepMs: notified ? Math.max(hint.ttlMs, this.keepMs) : hint.ttlMs, session };

@@ -163,14 +163,17 @@ t.test('an input_required answer is never kept, nor a retry\'s', async (t) => {
   t.equal(third.json?.result?.resultType, 'input_required', 'after an answered retry the question is asked again');
 });
 
-t.test('a replica that read no list names a call in its metrics', async (t) => {
+t.test('a replica that read no list names a call in its metrics, and checks its headers with no list of its own', async (t) => {
   // B served its lists from what A read (Redis): it never read one itself. A third replica starts now.
   const c = await startCauseway(settings);
   t.teardown(() => c.close());
   for (const [via, label] of [[b, 'B (running when A learned the names)'], [c, 'C (started after)']] as const) {
-    const caller = await client(via, 'erin');
+    const caller = await client(via, `erin-${label[0]}`);
+    const lists = upstreamCount('tools/list');
+    // An argument value: the tool's Mcp-Param annotations must be known first, read from the kept list.
     await caller.callTool({ name: 'echo', arguments: { text: 'hi' } });
     t.ok(series(await metrics(via), 'causeway_modern_requests_total', { method: 'tools/call', name: 'echo' }) >= 1, `${label} names the call`);
+    t.equal(upstreamCount('tools/list'), lists, `${label} learned the tool's annotations from the kept list, with no tools/list of its own`);
   }
 });
 
