@@ -29,6 +29,8 @@ type Wire =
   | { t: 'reply'; id: string; result?: HandedResult; error?: { reason: ErrorReason; message: string; data?: unknown }; missing?: boolean };
 
 const CLOSE_WAIT_MS = 5_000;
+/** A round nobody heard is sent again this often, within the holder's time to acknowledge. */
+const RESEND_MS = 100;
 /** Rounds remembered for repeats, by id: far more than a replica serves within a failover. */
 const REMEMBERED = 1_000;
 
@@ -173,17 +175,32 @@ export class Handoff {
       this.waiting.set(id, w);
       // The holder has ackTimeoutMs from when the round went out, not from when Redis was asked to take it.
       sent = () => {
-        if (settled || w.acked) return;
+        if (settled || w.acked || timer !== undefined) return;
         timer = setTimeout(() => {
           if (!w.acked) w.resolve('unreachable');
         }, this.ackTimeoutMs);
       };
       signal.addEventListener('abort', () => w.reject(signal.reason), { once: true });
     });
-    void this.bus.publish(this.channel(holder), wire).then(sent, (err: unknown) => {
-      this.log.warn({ err }, 'handoff publish failed');
-      sent();
-    });
+    // Nobody heard it (the holder's subscription is being made again after a failover): sent again
+    // while the holder has time to acknowledge. A bus that cannot count (Cluster) relies on the
+    // holder's repeats and the caller's own retries.
+    let firstSent: number | undefined;
+    const push = (): void => {
+      void this.bus.publish(this.channel(holder), wire).then(
+        (heard) => {
+          firstSent ??= Date.now();
+          sent();
+          const w = this.waiting.get(id);
+          if (heard === 0 && w && !w.acked && Date.now() - firstSent < this.ackTimeoutMs) setTimeout(push, RESEND_MS).unref();
+        },
+        (err: unknown) => {
+          this.log.warn({ err }, 'handoff publish failed');
+          sent();
+        },
+      );
+    };
+    push();
     return done;
   }
 
