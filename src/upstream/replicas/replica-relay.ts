@@ -7,7 +7,10 @@
 //
 // Cost: a request on another replica's session takes two bus hops more (a Redis round trip each
 // way) and one bus message per message the upstream sends on the call.
-// The owner gone: no acknowledgment within ackTimeoutMs means nothing was run there, so the
+// Across a Redis failover the bus holds an operation until Redis takes it; an operation whose
+// answers may have been lost (this replica's subscription was down) is sent again, and the owner
+// answers a repeat with what it sent for it, never running it twice.
+// The owner gone: no acknowledgment within ackTimeoutMs of the operation going out means nothing was run there, so the
 // request fails with TargetUnreachableError and the pool opens a session where it landed. An
 // owner that acknowledged and then fell silent (no heartbeat for deadAfterMs) fails the call
 // with upstream_unavailable: whether it ran is unknown, so it is not sent again.
