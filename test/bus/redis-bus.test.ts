@@ -1,5 +1,5 @@
 // RedisBus across Redis going away, with real processes (no stand-ins): a subscription asked for
-// while Redis is down is made once it answers; a single node restarted, a Sentinel primary and a
+// while Redis is down (a hand-off's serve() at start-up among them) is made once it answers; a single node restarted, a Sentinel primary and a
 // Cluster node SIGKILLed: what is published while Redis has no primary is held and sent after,
 // in order, and every message is heard by the subscriber or followed by a gap it is told of (so
 // it re-reads what it missed); a multi-round hand-off sent during a Sentinel failover reaches its
@@ -72,6 +72,11 @@ t.test('a subscription asked for while Redis is down is made once Redis answers;
   await redis.kill();
   const conn = { url: redis.url, commandTimeoutMs: 500 };
   const [a, b] = [bus(t, conn), bus(t, conn)];
+  // A hand-off started while Redis is down: serving waits for Redis, then rounds reach it.
+  const holder = new Handoff(bus(t, conn), 'holder', 'p:', 1_000, log);
+  const caller = new Handoff(bus(t, conn), 'caller', 'p:', 1_000, log);
+  t.teardown(() => Promise.all([holder.close(), caller.close()]));
+  const serving = Promise.all([holder.serve(async () => ({ kind: 'input', result: { resultType: 'input_required' } })), caller.serve(async () => 'missing')]);
   let subscribed = false;
   const heard: Heard = { got: [], gaps: [] };
   const made = b
@@ -92,6 +97,12 @@ t.test('a subscription asked for while Redis is down is made once Redis answers;
   t.equal(early[0]!.failed, undefined, 'the held message was sent once Redis answered');
   await until(async () => (await a.publish('c1', 'up')) === 1 && heard.got.includes('up'), { what: 'a message after the start heard' });
   t.same(heard.gaps, [], 'a first subscription is no gap');
+  await serving;
+  t.same(
+    await caller.forward('holder', { callId: 'c', round: 1, inputResponses: {} }, new AbortController().signal, 5_000),
+    { kind: 'input', result: { resultType: 'input_required' } },
+    'a hand-off whose serving began while Redis was down works once Redis answers',
+  );
 
   // Down and up again: the subscription is made again and says it was down.
   await redis.kill();
@@ -123,10 +134,11 @@ t.test('sentinel: the primary SIGKILLed; messages published until the promotion 
     return { kind: 'input', result: { resultType: 'input_required', round: r.round } };
   });
   await caller.serve(async () => 'missing');
-  t.same(await caller.forward('holder', { callId: 'warm', round: 1, inputResponses: {} }, new AbortController().signal, 5_000), {
-    kind: 'input',
-    result: { resultType: 'input_required', round: 1 },
-  });
+  t.same(
+    await caller.forward('holder', { callId: 'warm', round: 1, inputResponses: {} }, new AbortController().signal, 5_000),
+    { kind: 'input', result: { resultType: 'input_required', round: 1 } },
+    'a round handed over before the kill is answered',
+  );
 
   const killAt = Date.now();
   await set.primary.kill();
