@@ -5,7 +5,8 @@
 // Redis pub/sub keeps nothing: a message published while Redis fails over, or while a
 // subscriber's connection is being made again, is gone. RedisBus makes up for both sides:
 // - a publish Redis does not take (no primary, connection down) is held, in order, and sent once
-//   Redis takes it again, for up to HOLD_MS; its promise settles then;
+//   Redis takes it again, for up to HOLD_MS; its promise settles then (a Redis away for longer
+//   than that is an outage, not a failover: publishes fail at once until it is back);
 // - a subscription is made whenever the subscriber connection is (re)made, and one that was down
 //   tells its subscriber so (`onGap`), which re-reads what it may have missed; a subscription
 //   Redis cannot take at start-up is made once it can (subscribe() waits; nothing stays off).
@@ -101,6 +102,8 @@ export class RedisBus implements MessageBus {
   private readonly subs = new Map<string, Subscription>();
   private readonly held: Held[] = [];
   private flushing = false;
+  /** When Redis first refused a publish, until it takes one again. */
+  private downSince: number | undefined;
   private retry: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -126,9 +129,15 @@ export class RedisBus implements MessageBus {
     // Behind held messages: sent after them, in order.
     if (this.held.length === 0) {
       try {
-        return this.heard(await this.pub.publish(channel, message));
-      } catch {
-        // Redis did not take it (no primary, no connection): held for another try below.
+        const heard = this.heard(await this.pub.publish(channel, message));
+        this.downSince = undefined;
+        return heard;
+      } catch (err) {
+        // Redis did not take it (no primary, no connection): held for another try below, unless
+        // it has been away longer than a failover takes; then a publish fails at once, as the
+        // callers' own fallbacks expect, until Redis takes one again.
+        this.downSince ??= Date.now();
+        if (Date.now() - this.downSince > HOLD_MS) throw err;
       }
     }
     if (this.held.length >= MAX_HELD) throw new Error('too many messages held for Redis to come back');
@@ -157,6 +166,7 @@ export class RedisBus implements MessageBus {
           break;
         }
         this.held.shift();
+        this.downSince = undefined;
         m.resolve(this.heard(heard));
       }
     } finally {
