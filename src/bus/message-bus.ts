@@ -107,7 +107,14 @@ export class RedisBus implements MessageBus {
   private retry: NodeJS.Timeout | undefined;
   private closed = false;
 
-  constructor(private readonly pub: Redis | Cluster) {
+  private readonly holdMs: number;
+
+  /** `holdMs`: how long a message Redis does not take is held (HOLD_MS; shorter in tests). */
+  constructor(
+    private readonly pub: Redis | Cluster,
+    opts: { holdMs?: number } = {},
+  ) {
+    this.holdMs = opts.holdMs ?? HOLD_MS;
     // A failed publish is held or rejects its own promise; the connection's errors need no other listener.
     pub.on('error', () => undefined);
     pub.on('ready', () => void this.flush());
@@ -129,7 +136,7 @@ export class RedisBus implements MessageBus {
     // Behind held messages: sent after them, in order.
     if (this.held.length === 0) {
       try {
-        const heard = this.heard(await this.pub.publish(channel, message));
+        const heard = this.heard(await this.send(channel, message));
         this.downSince = undefined;
         return heard;
       } catch (err) {
@@ -137,12 +144,12 @@ export class RedisBus implements MessageBus {
         // it has been away longer than a failover takes; then a publish fails at once, as the
         // callers' own fallbacks expect, until Redis takes one again.
         this.downSince ??= Date.now();
-        if (Date.now() - this.downSince > HOLD_MS) throw err;
+        if (Date.now() - this.downSince > this.holdMs) throw err;
       }
     }
     if (this.held.length >= MAX_HELD) throw new Error('too many messages held for Redis to come back');
     return new Promise((resolve, reject) => {
-      this.held.push({ channel, message, until: Date.now() + HOLD_MS, resolve, reject });
+      this.held.push({ channel, message, until: Date.now() + this.holdMs, resolve, reject });
       this.later();
     });
   }
@@ -156,12 +163,12 @@ export class RedisBus implements MessageBus {
         const m = this.held[0]!;
         if (Date.now() > m.until) {
           this.held.shift();
-          m.reject(new Error(`Redis did not take a message for ${HOLD_MS} ms`));
+          m.reject(new Error(`Redis did not take a message for ${this.holdMs} ms`));
           continue;
         }
         let heard: number;
         try {
-          heard = await this.pub.publish(m.channel, m.message);
+          heard = await this.send(m.channel, m.message);
         } catch {
           break;
         }
@@ -173,6 +180,19 @@ export class RedisBus implements MessageBus {
       this.flushing = false;
       if (this.held.length > 0) this.later();
     }
+  }
+
+  /**
+   * PUBLISH. On a Cluster a channel's messages all go through one primary (chosen by the channel's
+   * name among those the client knows), so they reach each subscriber in the order sent: sent
+   * through random nodes, as ioredis sends a command without a key, they overtake each other.
+   */
+  private send(channel: string, message: string): Promise<number> {
+    if (this.pub instanceof Cluster) {
+      const primaries = this.pub.nodes('master');
+      if (primaries.length > 0) return primaries[hashOf(channel) % primaries.length]!.publish(channel, message);
+    }
+    return this.pub.publish(channel, message);
   }
 
   private later(): void {
@@ -251,6 +271,12 @@ export class RedisBus implements MessageBus {
     this.link.disconnect();
     this.pub.disconnect();
   }
+}
+
+function hashOf(s: string): number {
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) >>> 0;
+  return h;
 }
 
 /** A single node or a Sentinel-found primary: its own duplicate, which ioredis (or Sentinel) connects again by itself. */

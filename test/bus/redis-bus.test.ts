@@ -116,6 +116,25 @@ t.test('a subscription asked for while Redis is down is made once Redis answers;
   await until(async () => (await a.publish('c1', 'after')) === 1 && heard.got.includes('after'), { what: 'a message after the restart heard' });
 });
 
+t.test('a Redis away longer than the hold: the held message fails, and later ones fail at once until Redis is back', async (t) => {
+  const redis = await startRedis(t);
+  t.teardown(() => redis.stop());
+  const a = new RedisBus(createRedisClient({ url: redis.url, commandTimeoutMs: 500 }), { holdMs: 300 });
+  t.teardown(() => a.close());
+  await until(async () => (await a.publish('c0', 'up')) === 0, { what: 'the bus up' });
+  await redis.kill();
+  const held = Date.now();
+  await t.rejects(a.publish('c0', 'held'), /did not take a message for 300 ms/, 'held for the hold time, then failed');
+  t.ok(Date.now() - held >= 300, 'not before the hold time');
+  await t.rejects(a.publish('c0', 'later'), 'past the hold time a publish fails at once (an outage, not a failover)');
+  await redis.restart();
+  await until(async () => (await a.publish('c0', 'back')) === 0, { what: 'publishing again once Redis is back' });
+  await redis.kill();
+  const b = a.publish('c0', 'held-again');
+  await redis.restart();
+  t.equal(await b, 0, 'and a message is held again in the next failover');
+});
+
 t.test('sentinel: the primary SIGKILLed; messages published until the promotion are held and sent, each heard or followed by a gap', async (t) => {
   const set = await startSentinelSet(t);
   t.teardown(() => set.stop());
