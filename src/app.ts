@@ -24,6 +24,16 @@ import { SkillFolder, SkillsFront, SkillsLegacyFace } from './skills/index.js';
 import { VERSION } from './version.js';
 
 const FEDERATION_CHECK_WAIT_MS = 10_000;
+/** Longest start-up waits for its pub/sub subscriptions; with Redis away they are made once it answers. */
+const SUBSCRIBE_WAIT_MS = 2_000;
+
+/** Whether `p` settles within `ms`. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([p.then(() => true, () => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)))]);
+  clearTimeout(timer);
+  return settled;
+}
 
 export interface App {
   listen(): Promise<AddressInfo>;
@@ -71,7 +81,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const relays: ReplicaRelay[] = [];
   const startRelay = (relay: ReplicaRelay) =>
     relay.start().catch((err: unknown) => {
-      log.warn({ err }, 'cannot take requests for this replica\'s stdio or HTTP+SSE sessions yet; other replicas will open their own');
+      log.warn({ err }, 'cannot take requests for this replica\'s stdio or HTTP+SSE sessions; other replicas will open their own');
     });
   // An auto upstream's relay is made when its transport is found, which may be after listen().
   let relaysStarted = false;
@@ -162,7 +172,10 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             keyPrefix: config.store.keyPrefix,
             replicaId,
             takeoverMs: config.subscriptions.takeoverMs,
-            onStale: (keyId, method) => pool.peek(keyId)?.facts.invalidate(method),
+            onStale: (keyId, method) => {
+              if (keyId !== undefined) pool.peek(keyId)?.facts.invalidate(method);
+              else for (const s of pool.pooled()) s.facts.invalidate(method);
+            },
           },
           log.child({ stage: 'subscriptions' }),
         )
@@ -387,8 +400,9 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
           inFlight.count--;
         }
       };
-      await handoff?.serve(counted).catch((err: unknown) => {
-        log.warn({ err }, 'cannot receive handed-over retries yet; retries landing elsewhere will replay');
+      // Subscriptions wait for Redis (the bus makes them once it answers): start-up waits a little for them, never for good.
+      const serving = handoff?.serve(counted).catch((err: unknown) => {
+        log.warn({ err }, 'cannot receive handed-over retries; retries landing elsewhere will replay');
       });
       await crossReplica?.start();
       // Not awaited past a bound: with Redis away at start-up, other replicas' invalidations and names are heard once it is back.
@@ -396,7 +410,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         gatewayCache?.start(crossReplica?.messages).catch((err: unknown) => log.warn({ err }, 'cannot hear the other replicas\' cache invalidations yet')),
         catalog?.start(topology.upstreams.map((u) => u.name)).catch((err: unknown) => log.warn({ err }, 'cannot read the names other replicas learned yet')),
       ]);
-      await Promise.race([heard, new Promise((r) => setTimeout(r, 2_000).unref())]);
+      await settlesWithin(heard, SUBSCRIBE_WAIT_MS);
       // Not awaited: with Redis away at start-up its subscriptions wait for it; meanwhile asks go to this replica's calls.
       if (crossReplica && replicaAsks) {
         void replicaAsks.start(crossReplica.messages).catch((err: unknown) => {
@@ -409,7 +423,10 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         });
       }
       relaysStarted = true;
-      await Promise.all(relays.map(startRelay));
+      const started = Promise.all([serving, ...relays.map(startRelay)]);
+      if (!(await settlesWithin(started, SUBSCRIBE_WAIT_MS))) {
+        log.warn('Redis pub/sub not reachable yet: handed-over retries and other replicas\' requests are taken once it is');
+      }
       await Promise.all(folders.map((f) => f.start()));
       // Name conflicts between federated upstreams are reported before traffic arrives, unless a
       // slow upstream would hold start-up past FEDERATION_CHECK_WAIT_MS: then they are reported when found.

@@ -45,7 +45,12 @@ export class NameCatalog {
 
   /** Hears the other replicas, then reads what they learned before this one started. */
   async start(upstreams: readonly string[]): Promise<void> {
-    this.off ??= await this.opts.bus.subscribe(this.channel, (text) => this.heard(text));
+    // After a gap in the subscription, what was told meanwhile is read back from Redis.
+    this.off ??= await this.opts.bus.subscribe(this.channel, (text) => this.heard(text), () => void this.load(upstreams).catch((err: unknown) => this.opts.log.warn({ err }, 'cannot read the names other replicas learned')));
+    await this.load(upstreams);
+  }
+
+  private async load(upstreams: readonly string[]): Promise<void> {
     await Promise.all(
       upstreams.flatMap((u) =>
         NAMING_LISTS.map(async (m) => {

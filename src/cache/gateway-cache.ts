@@ -70,6 +70,7 @@ export class GatewayCache {
   /** The scope each upstream method's answers came with last: a private one (or one not to keep) skips the Redis lookup. */
   private readonly scopes = new Map<string, CacheScope>();
   private readonly channel: string;
+  private epoch = 0;
   private off: (() => Promise<void>) | undefined;
   /** Carries invalidations to the other replicas (store.kind=redis), once started. */
   private bus: MessageBus | undefined;
@@ -83,7 +84,8 @@ export class GatewayCache {
   async start(bus: MessageBus | undefined): Promise<void> {
     if (bus === undefined || this.bus !== undefined) return;
     this.bus = bus;
-    this.off = await bus.subscribe(this.channel, (text) => this.heard(text));
+    // A gap in the subscription (Redis failed over) may have lost invalidations: nothing kept here is trusted.
+    this.off = await bus.subscribe(this.channel, (text) => this.heard(text), () => this.forgetAll());
   }
 
   async close(): Promise<void> {
@@ -234,8 +236,15 @@ export class GatewayCache {
     return e;
   }
 
+  /** A method's generation: moved on by each change to it, and by a gap (epoch) for every method at once. */
   private generation(upstream: string, method: string): number {
-    return this.generations.get(groupOf(upstream, method)) ?? 0;
+    return this.epoch * 1_000_000 + (this.generations.get(groupOf(upstream, method)) ?? 0);
+  }
+
+  private forgetAll(): void {
+    this.epoch += 1;
+    this.memory.clear();
+    this.opts.log.info('the cache invalidations of other replicas may have been missed (pub/sub gap): every kept answer dropped');
   }
 
   private drop(upstream: string, methods: readonly string[], uri: string | undefined): void {

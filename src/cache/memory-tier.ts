@@ -108,6 +108,11 @@ export class MemoryTier {
     return n;
   }
 
+  /** Drops every entry. */
+  clear(): void {
+    for (const e of [...this.entries.values()]) this.remove(e, 'invalidated');
+  }
+
   /** Drops the entries read on one legacy session. */
   dropSession(session: string): number {
     const keys = this.sessions.get(session);

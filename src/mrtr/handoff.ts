@@ -1,7 +1,11 @@
 // Cross-replica retries [MRTR]: a retry whose held call lives on another replica is handed to
 // that replica over the message bus, which answers the round and sends back its result. The
-// holder acknowledges at once; no acknowledgment within ackTimeoutMs means the holder is gone,
+// holder acknowledges at once; no acknowledgment within ackTimeoutMs of the round being sent
+// (a round Redis could not take yet is held by the bus until it can) means the holder is gone,
 // and the caller falls back to replaying the call.
+// Across a failover a round may arrive twice (the bus sends again what Redis may not have taken,
+// and a caller whose subscription was down sends its unanswered rounds again): the holder serves
+// a round once, and answers a repeat with the acknowledgment, or the reply, it already sent.
 
 import { randomUUID } from 'node:crypto';
 import { readMessage, type MessageBus } from '../bus/index.js';
@@ -25,10 +29,17 @@ type Wire =
   | { t: 'reply'; id: string; result?: HandedResult; error?: { reason: ErrorReason; message: string; data?: unknown }; missing?: boolean };
 
 const CLOSE_WAIT_MS = 5_000;
+/** A round nobody heard is sent again this often, within the holder's time to acknowledge. */
+const RESEND_MS = 100;
+/** Rounds remembered for repeats, by id: far more than a replica serves within a failover. */
+const REMEMBERED = 1_000;
 
 export type RoundServer = (round: ForwardedRound) => Promise<HandedResult | 'missing'>;
 
 interface Waiting {
+  /** The round as sent, for sending again after a gap. */
+  holder: string;
+  wire: string;
   acked: boolean;
   /** Called on the acknowledgment: from then on the holder has replyTimeoutMs to answer. */
   onAck(): void;
@@ -40,7 +51,10 @@ export class Handoff {
   private readonly waiting = new Map<string, Waiting>();
   /** Rounds this replica is serving: close() lets them send their reply before the bus goes. */
   private readonly serving = new Set<Promise<void>>();
+  /** Rounds served or being served here, by id: their reply once sent. */
+  private readonly served = new Map<string, Wire | undefined>();
   private unsubscribe: (() => Promise<void>) | undefined;
+  private closed = false;
 
   constructor(
     private readonly bus: MessageBus,
@@ -54,13 +68,27 @@ export class Handoff {
     return `${this.channelPrefix}mrtr:${replica}`;
   }
 
-  /** Starts answering rounds handed to this replica. */
+  /**
+   * Starts answering rounds handed to this replica; resolves once it does. With Redis away that
+   * waits for Redis (the bus makes the subscription when it can), so start-up need not wait on it.
+   */
   async serve(server: RoundServer): Promise<void> {
-    this.unsubscribe = await this.bus.subscribe(this.channel(this.replicaId), (text) => {
-      const handled = this.onMessage(text, server);
-      this.serving.add(handled);
-      void handled.finally(() => this.serving.delete(handled));
-    });
+    const unsubscribe = await this.bus.subscribe(
+      this.channel(this.replicaId),
+      (text) => {
+        const handled = this.onMessage(text, server);
+        this.serving.add(handled);
+        void handled.finally(() => this.serving.delete(handled));
+      },
+      () => this.sendAgain(),
+    );
+    if (this.closed) return void (await unsubscribe().catch(() => undefined));
+    this.unsubscribe = unsubscribe;
+  }
+
+  /** This replica's channel was down: acknowledgments and replies sent to it meanwhile are lost, so its unanswered rounds go again. */
+  private sendAgain(): void {
+    for (const w of this.waiting.values()) void this.bus.publish(this.channel(w.holder), w.wire).catch(() => undefined);
   }
 
   private async onMessage(text: string, server: RoundServer): Promise<void> {
@@ -68,6 +96,13 @@ export class Handoff {
     if (msg === undefined) return;
     if (msg.t === 'round') {
       const to = this.channel(msg.from);
+      if (this.served.has(msg.id)) {
+        // A repeat: what was sent for it may have been lost.
+        await this.send(to, this.served.get(msg.id) ?? { t: 'ack', id: msg.id });
+        return;
+      }
+      this.served.set(msg.id, undefined);
+      if (this.served.size > REMEMBERED) this.served.delete(this.served.keys().next().value!);
       await this.send(to, { t: 'ack', id: msg.id });
       let reply: Wire;
       try {
@@ -77,6 +112,7 @@ export class Handoff {
         const e = err instanceof CausewayError ? err : causewayError('internal_error');
         reply = { t: 'reply', id: msg.id, error: { reason: e.reason, message: e.message, data: e.data } };
       }
+      if (this.served.has(msg.id)) this.served.set(msg.id, reply);
       await this.send(to, reply);
       return;
     }
@@ -106,13 +142,19 @@ export class Handoff {
   async forward(holder: string, round: ForwardedRound, signal: AbortSignal, replyTimeoutMs: number): Promise<HandedResult | 'unreachable'> {
     if (!this.unsubscribe) return 'unreachable';
     const id = randomUUID();
+    const wire = JSON.stringify({ t: 'round', id, from: this.replicaId, ...round } satisfies Wire);
+    let sent!: () => void;
     const done = new Promise<HandedResult | 'unreachable'>((resolve, reject) => {
-      let timer: NodeJS.Timeout;
+      let timer: NodeJS.Timeout | undefined;
+      let settled = false;
       const settle = () => {
+        settled = true;
         clearTimeout(timer);
         this.waiting.delete(id);
       };
       const w: Waiting = {
+        holder,
+        wire,
         acked: false,
         onAck: () => {
           clearTimeout(timer);
@@ -131,12 +173,34 @@ export class Handoff {
         },
       };
       this.waiting.set(id, w);
-      timer = setTimeout(() => {
-        if (!w.acked) w.resolve('unreachable');
-      }, this.ackTimeoutMs);
+      // The holder has ackTimeoutMs from when the round went out, not from when Redis was asked to take it.
+      sent = () => {
+        if (settled || w.acked || timer !== undefined) return;
+        timer = setTimeout(() => {
+          if (!w.acked) w.resolve('unreachable');
+        }, this.ackTimeoutMs);
+      };
       signal.addEventListener('abort', () => w.reject(signal.reason), { once: true });
     });
-    await this.send(this.channel(holder), { t: 'round', id, from: this.replicaId, ...round });
+    // Nobody heard it (the holder's subscription is being made again after a failover): sent again
+    // while the holder has time to acknowledge. A bus that cannot count (Cluster) relies on the
+    // holder's repeats and the caller's own retries.
+    let firstSent: number | undefined;
+    const push = (): void => {
+      void this.bus.publish(this.channel(holder), wire).then(
+        (heard) => {
+          firstSent ??= Date.now();
+          sent();
+          const w = this.waiting.get(id);
+          if (heard === 0 && w && !w.acked && Date.now() - firstSent < this.ackTimeoutMs) setTimeout(push, RESEND_MS).unref();
+        },
+        (err: unknown) => {
+          this.log.warn({ err }, 'handoff publish failed');
+          sent();
+        },
+      );
+    };
+    push();
     return done;
   }
 
@@ -146,6 +210,7 @@ export class Handoff {
    * its whole reply timeout); no longer wait on a Redis that is gone.
    */
   async close(): Promise<void> {
+    this.closed = true;
     const unsubscribe = this.unsubscribe;
     this.unsubscribe = undefined;
     const stopped = (async () => {

@@ -116,6 +116,11 @@ export class SessionPool {
     return counts;
   }
 
+  /** Every session this replica holds: no store call, no use recorded. */
+  pooled(): IterableIterator<PooledSession> {
+    return this.local.values();
+  }
+
   /** The session this replica holds for a key id, if any: no store call, no use recorded. */
   peek(keyId: string): PooledSession | undefined {
     return this.local.get(keyId);

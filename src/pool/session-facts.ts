@@ -52,6 +52,11 @@ export class SessionFacts {
     return STALES_FACTS.has(method);
   }
 
+  /** Every change that makes some facts stale. */
+  static staling(): Iterable<string> {
+    return STALES_FACTS;
+  }
+
   /** Learns from one tools/list page, as dialect's toolFacts read it. */
   learnTools(tools: Iterable<ToolFacts>): void {
     for (const { name, headers, support } of tools) {

@@ -12,8 +12,11 @@ export type SessionEventHandler = (n: JsonRpcNotification) => void;
 export interface SessionEventBus {
   /** Delivers `n` to the key's subscribers (on every replica, for a shared bus). Never rejects for a missing subscriber. */
   publish(key: string, n: JsonRpcNotification): Promise<void>;
-  /** Resolves once events published for `key` reach `handler`; the function returned undoes it. */
-  subscribe(key: string, handler: SessionEventHandler): Promise<() => Promise<void>>;
+  /**
+   * Resolves once events published for `key` reach `handler`; the function returned undoes it.
+   * `onGap`: events for the key may have been missed (a shared bus's subscription was down for a while).
+   */
+  subscribe(key: string, handler: SessionEventHandler, onGap?: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 

@@ -15,7 +15,7 @@ import { sameRecord, sessionRef, type PooledSession, type SessionKey, type Sessi
 import { SessionExpiredError, type IdMinter, type UpstreamSessionClient } from '../upstream/index.js';
 import type { SessionEventBus } from './bus.js';
 import { LocalCoordinator, type ChannelCoordination, type ListenCoordinator, type Transitions } from './coordination.js';
-import { isChange } from './filter.js';
+import { gapNotifications, isChange } from './filter.js';
 import { StreamLease } from './stream-lease.js';
 
 export { HOLDER_RELEASED, RELEASED_KEY } from './stream-lease.js';
@@ -179,11 +179,14 @@ export class SessionChannel {
     });
   }
 
-  /** The key's holder elsewhere let the stream go (RELEASED_KEY): take it, if anyone here waits on it. */
+  /**
+   * The key's stream was said free (RELEASED_KEY): take it, if anyone here waits on it. A holder
+   * states its lease again: a replica that failed to take the stream from it let the lease go.
+   */
   released(): void {
-    if (this.lease.holding || this.members.size === 0) return;
+    if (this.members.size === 0 || this.lease.yielding) return;
     this.queue(async () => {
-      if (!this.lease.holding) await this.lease.renew();
+      await this.lease.renew();
     });
   }
 
@@ -292,7 +295,21 @@ export class SessionChannel {
 
   /** Subscribes to the key's changes (once). */
   private async hear(): Promise<void> {
-    this.unsubscribe ??= await this.deps.bus.subscribe(this.key.id, (n) => this.receive(n));
+    this.unsubscribe ??= await this.deps.bus.subscribe(
+      this.key.id,
+      (n) => this.receive(n),
+      () => this.missed(),
+    );
+  }
+
+  /**
+   * Changes other replicas published may have been missed (the shared bus was down for a while,
+   * a Redis failover): as after any gap, every member hears that everything may have changed.
+   */
+  private missed(): void {
+    if (this.ended || this.broken) return;
+    this.deps.log.info('changes of a listened session may have been missed while pub/sub was down; telling its listeners');
+    for (const n of gapNotifications(this.refs.keys())) this.receive(n);
   }
 
   /** Bus delivery: what Causeway knows of the session that this change made stale is forgotten, then every member hears of it. */

@@ -16,8 +16,8 @@ export interface CrossReplicaOptions {
   replicaId: string;
   /** subscriptions.takeoverMs: a replica not heard of for this long has lapsed; each states itself three times as often. */
   takeoverMs?: number;
-  /** Another replica saw `method`, a change that makes part of the key's session facts stale. */
-  onStale: (keyId: string, method: string) => void;
+  /** Another replica saw `method`, a change that makes part of the key's session facts stale (every key's when undefined: such news may have been missed). */
+  onStale: (keyId: string | undefined, method: string) => void;
 }
 
 export interface CrossReplicaListen {

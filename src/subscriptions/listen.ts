@@ -297,10 +297,17 @@ export class Subscriptions {
   private hearReleases(): void {
     if (this.deps.coordinator?.watch === undefined || this.releases !== undefined) return;
     this.releases = this.deps.bus
-      .subscribe(RELEASED_KEY, (n) => {
-        const key = isObject(n.params) ? n.params.key : undefined;
-        if (n.method === HOLDER_RELEASED && typeof key === 'string') this.channels.get(key)?.released();
-      })
+      .subscribe(
+        RELEASED_KEY,
+        (n) => {
+          const key = isObject(n.params) ? n.params.key : undefined;
+          if (n.method === HOLDER_RELEASED && typeof key === 'string') this.channels.get(key)?.released();
+        },
+        // A hand-over may have been missed: each channel waiting on a stream asks for it again.
+        () => {
+          for (const c of this.channels.values()) c.released();
+        },
+      )
       .catch((err: unknown) => {
         this.deps.log.warn({ err }, 'cannot hear GET-stream hand-overs from other replicas; streams are taken over when their replica lapses');
         return undefined;

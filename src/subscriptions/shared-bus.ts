@@ -19,14 +19,15 @@ export interface SharedBusOptions {
   replicaId: string;
   /** Longest wait for a pub/sub subscription before carrying on without it (it completes later). */
   subscribeTimeoutMs: number;
-  /** Another replica saw `method`, a change that makes part of the key's session facts stale. */
-  onStale?: (keyId: string, method: string) => void;
+  /** Another replica saw `method`, a change that makes part of the key's session facts stale; every key's, when such news may have been missed. */
+  onStale?: (keyId: string | undefined, method: string) => void;
 }
 
 type Off = () => Promise<void>;
 
 interface Entry {
   handlers: Set<SessionEventHandler>;
+  gaps: Set<() => void>;
   /** The pub/sub subscription; undefined once it failed. */
   subscribed: Promise<Off | undefined>;
 }
@@ -43,7 +44,7 @@ export class SharedSessionEventBus implements SessionEventBus {
 
   /** Starts hearing other replicas' session facts invalidations; resolves once subscribed (or after the timeout). */
   async start(): Promise<void> {
-    this.facts ??= this.bus.subscribe(factsChannel(this.opts.keyPrefix), (m) => this.onFacts(m)).catch((err: unknown) => {
+    this.facts ??= this.bus.subscribe(factsChannel(this.opts.keyPrefix), (m) => this.onFacts(m), () => this.factsMissed()).catch((err: unknown) => {
       this.log.warn({ err }, 'cannot hear session facts invalidations from other replicas');
       return undefined;
     });
@@ -59,12 +60,14 @@ export class SharedSessionEventBus implements SessionEventBus {
     await Promise.all(sends);
   }
 
-  async subscribe(key: string, handler: SessionEventHandler): Promise<Off> {
+  async subscribe(key: string, handler: SessionEventHandler, onGap?: () => void): Promise<Off> {
     let entry = this.entries.get(key);
     if (!entry) {
+      const gaps = new Set<() => void>();
       entry = {
         handlers: new Set(),
-        subscribed: this.bus.subscribe(sessionEventsChannel(this.opts.keyPrefix, key), (m) => this.onEvent(key, m)).catch((err: unknown) => {
+        gaps,
+        subscribed: this.bus.subscribe(sessionEventsChannel(this.opts.keyPrefix, key), (m) => this.onEvent(key, m), () => this.missed(gaps)).catch((err: unknown) => {
           this.log.warn({ err }, 'cannot hear session events from other replicas for a listened key');
           return undefined;
         }),
@@ -73,12 +76,14 @@ export class SharedSessionEventBus implements SessionEventBus {
     }
     const mine = entry;
     mine.handlers.add(handler);
+    if (onGap) mine.gaps.add(onGap);
     await this.bounded(mine.subscribed);
     let done = false;
     return async () => {
       if (done) return;
       done = true;
       mine.handlers.delete(handler);
+      if (onGap) mine.gaps.delete(onGap);
       if (mine.handlers.size > 0 || this.entries.get(key) !== mine) return;
       this.entries.delete(key);
       // Not awaited: a subscription still waiting for Redis must not hold up the channel ending.
@@ -114,6 +119,28 @@ export class SharedSessionEventBus implements SessionEventBus {
     const msg = parse(text);
     if (!msg || msg.o === this.opts.replicaId || !isObject(msg.n) || typeof msg.n.method !== 'string') return;
     this.dispatch(key, msg.n as unknown as JsonRpcNotification);
+  }
+
+  /** The key's channel was down for a while: its subscribers re-read what they may have missed. */
+  private missed(gaps: Set<() => void>): void {
+    for (const gap of [...gaps]) {
+      try {
+        gap();
+      } catch (err) {
+        this.log.error({ err }, 'session event gap handler threw');
+      }
+    }
+  }
+
+  /** Invalidations may have been missed while the facts channel was down: every session's facts they stale are forgotten. */
+  private factsMissed(): void {
+    for (const method of SessionFacts.staling()) {
+      try {
+        this.opts.onStale?.(undefined, method);
+      } catch (err) {
+        this.log.error({ err }, 'session facts invalidation threw');
+      }
+    }
   }
 
   private onFacts(text: string): void {

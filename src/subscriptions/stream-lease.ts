@@ -57,6 +57,8 @@ export class StreamLease {
   private unsure = false;
   /** When this holder last stated its lease: it restates it after half its TTL, on the tick. */
   private heldAt = 0;
+  /** A take-over failed and the stream was said free: until the next check, this channel leaves it to others. */
+  private yielded = false;
 
   constructor(
     private readonly keyId: string,
@@ -132,13 +134,23 @@ export class StreamLease {
     if (!this.held) return;
     this.held = false;
     await this.coordination.release();
+    await this.sayReleased();
+  }
+
+  private async sayReleased(): Promise<void> {
     await this.deps.bus
       .publish(RELEASED_KEY, { jsonrpc: '2.0', method: HOLDER_RELEASED, params: { key: this.keyId } })
       .catch((err: unknown) => this.deps.log.debug({ err }, 'announcing the GET stream free failed'));
   }
 
+  /** This channel has just failed to take the stream over and said so: a release it hears is its own, and the tick asks again. */
+  get yielding(): boolean {
+    return this.yielded;
+  }
+
   /** The lease, as the coordination answers; remembers what the tick must ask again. */
   private async hold(fresh = false): Promise<HoldResult> {
+    this.yielded = false;
     const lease = await this.coordination.hold(fresh);
     this.unsure = lease === 'unknown';
     if (lease !== 'taken' && lease !== 'unknown') this.heldAt = Date.now();
@@ -168,10 +180,17 @@ export class StreamLease {
         await this.host.replace(true);
         return;
       }
-      this.deps.log.warn({ err }, 'could not take the GET stream over; another listening replica may');
+      // The stream may still be held by its last holder, which stops only once it hears the lease
+      // was taken (its next beat): it must not then find nobody holding it. Said free, so that
+      // holder states its lease again (or, having stopped, takes it back); this channel asks
+      // again on the tick, in case nobody answers.
+      this.deps.log.warn({ err }, 'could not take the GET stream over; handing it back');
       this.held = false;
       this.stop();
       await this.coordination.release();
+      this.unsure = true;
+      this.yielded = true;
+      await this.sayReleased();
       return;
     }
     // Resumed: the upstream replays what the old holder had not handed on; nothing to make up for.

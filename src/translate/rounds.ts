@@ -55,7 +55,8 @@ export class AskRounds {
     this.unsubscribe = [];
     const heard = (text: string) => this.heard(text);
     this.unsubscribe.push(await this.bus.subscribe(this.channel(this.replicaId), heard));
-    this.unsubscribe.push(await this.bus.subscribe(this.channel('changed'), heard));
+    // Changes told while the channel was down may have been missed: every watcher looks again.
+    this.unsubscribe.push(await this.bus.subscribe(this.channel('changed'), heard, () => this.watchers.forEach((set) => set.forEach((fn) => fn()))));
   }
 
   async close(): Promise<void> {
@@ -129,12 +130,8 @@ export class AskRounds {
     const replica = id.slice(PREFIX.length, id.indexOf('~', PREFIX.length));
     if (replica === this.replicaId || !this.bus || !this.unsubscribe) return this.take(id, session, response);
     const wireId = randomUUID();
+    let timer: NodeJS.Timeout | undefined;
     const acked = new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => {
-        this.acks.delete(wireId);
-        resolve(false);
-      }, this.ackTimeoutMs);
-      timer.unref();
       this.acks.set(wireId, (ok) => {
         clearTimeout(timer);
         this.acks.delete(wireId);
@@ -143,6 +140,11 @@ export class AskRounds {
     });
     try {
       const heard = await this.bus.publish(this.channel(replica), JSON.stringify({ t: 'answer', id: wireId, from: this.replicaId, s: session, r: response } satisfies Wire));
+      // The holder has ackTimeoutMs from when the answer went out (the bus holds it while Redis fails over).
+      if (this.acks.has(wireId)) {
+        timer = setTimeout(() => this.acks.get(wireId)?.(false), this.ackTimeoutMs);
+        timer.unref();
+      }
       if (heard === 0) this.acks.get(wireId)?.(false);
     } catch (err) {
       this.log.warn({ err }, 'an answer to an ask could not be passed to the replica holding its call');

@@ -2,7 +2,8 @@
 // of the legacy fixture (a child process too): warm tools/calls, cold keys opened on one replica
 // and used on the other (the per-session `counter` proves the session came through Redis),
 // multi-round calls whose retry lands on the other replica (handed over on Redis pub/sub), and
-// a listen stream on each replica. `failover` kills a Redis primary while the load runs and
+// a listen stream on each replica, which hear a change made while Redis has no primary and one
+// after. `failover` kills a Redis primary while the load runs and
 // resolves once the promotion is seen; Causeway counts as recovered once a cold key opened after
 // the promotion is shared both ways (A to B and B to A). Every request is recorded with its
 // start, end and outcome; what a test asserts is counted, never timed.
@@ -52,8 +53,8 @@ export interface FailoverReport {
   /** Calls over before the kill. */
   replaysBeforeKill: number;
   replaysAfterRecovery: number;
-  /** Per listener: messages read, whether it ended, ms from a change after recovery to its arrival. */
-  listeners: Array<{ replica: 'A' | 'B'; messages: number; ended: boolean; deliveredMs: number | undefined }>;
+  /** Per listener: messages read, whether it ended, ms from a change after recovery to its arrival, and from a change made during the failover. */
+  listeners: Array<{ replica: 'A' | 'B'; messages: number; ended: boolean; deliveredMs: number | undefined; duringMs: number | undefined }>;
 }
 
 export interface FailoverOptions {
@@ -235,8 +236,13 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
 
     killAt = Date.now();
     await opts.kill();
+    // A change while Redis has no primary: its notification is published (or held) then, and must
+    // reach both streams, or be made up for by a may-have-changed once pub/sub is back.
+    const changedAt = Date.now();
+    const changed = call('trigger', 'A', 'warm-0', 'test_trigger_tool_change');
     await until(opts.promoted, { what: 'the promotion', everyMs: 100 });
     const promotedAt = Date.now();
+    await changed;
 
     // Recovered: a key opened after the promotion is shared through Redis both ways.
     let probes = 0;
@@ -250,6 +256,10 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
       throw new Error(`${err.message} (${probes} probes)`);
     });
     recoveredAt = Date.now();
+
+    const heardDuring = (l: Listener) => l.received.find((r) => r >= changedAt);
+    await until(() => listeners.every(heardDuring), { what: 'the change made during the failover on both streams', timeoutMs: 20_000 }).catch(() => undefined);
+    const during = new Map(listeners.map((l) => [l, heardDuring(l)]));
 
     // A change after recovery reaches both listen streams (one of them over pub/sub).
     const delivered = new Map<Listener, number>();
@@ -291,7 +301,10 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
       replays: replayed.length,
       replaysBeforeKill: replayed.filter((r) => r.end < killAt).length,
       replaysAfterRecovery: replayed.filter((r) => r.start >= recoveredAt).length,
-      listeners: listeners.map((l) => ({ replica: l.replica, messages: l.received.length, ended: l.ended, deliveredMs: delivered.get(l) })),
+      listeners: listeners.map((l) => {
+        const at = during.get(l);
+        return { replica: l.replica, messages: l.received.length, ended: l.ended, deliveredMs: delivered.get(l), duringMs: at === undefined ? undefined : at - changedAt };
+      }),
     };
   } catch (err) {
     for (const w of warningsOf(replicas, killAt)) t.comment(`log ${w}`);
@@ -339,7 +352,11 @@ export function assertRecovered(t: Test, topology: string, r: FailoverReport): v
     `${topology}: failed ${r.failed.length} (in flight at the kill: ${r.inFlightAtKill}, during the failover: ${r.inFlightDuring}; after recovery: ${r.failedAfterRecovery.length}); ` +
       `re-initialized upstream sessions ${r.reinitialized}; cold keys not shared ${r.unshared} (after recovery ${r.unsharedAfterRecovery}); multi-round replays ${r.replays} (before the kill ${r.replaysBeforeKill}, after recovery ${r.replaysAfterRecovery})`,
   );
-  for (const l of r.listeners) t.comment(`${topology}: listen on ${l.replica}: ${l.messages} changes heard, ended ${l.ended}, a change after recovery arrived in ${l.deliveredMs ?? 'never'} ms`);
+  for (const l of r.listeners) {
+    t.comment(
+      `${topology}: listen on ${l.replica}: ${l.messages} changes heard, ended ${l.ended}, a change during the failover arrived in ${l.duringMs ?? 'never'} ms, a change after recovery in ${l.deliveredMs ?? 'never'} ms`,
+    );
+  }
   const phases: Array<[string, (o: Outcome) => boolean]> = [
     ['before the kill', (o) => o.start < r.killAt],
     ['kill to recovery', (o) => o.start >= r.killAt && o.start < r.recoveredAt],
@@ -375,6 +392,7 @@ export function assertRecovered(t: Test, topology: string, r: FailoverReport): v
   t.equal(r.unsharedAfterRecovery, 0, 'every cold key opened after recovery was shared through Redis');
   for (const l of r.listeners) {
     t.notOk(l.ended, `the listen stream on ${l.replica} stayed open through the failover`);
+    t.ok(l.duringMs !== undefined, `a change made during the failover reached the listen stream on ${l.replica} (nothing published during the failover is lost)`);
     t.ok(l.deliveredMs !== undefined, `a change after recovery reached the listen stream on ${l.replica}`);
   }
 }

@@ -39,6 +39,8 @@ interface Replica {
   heard: string[];
   /** The replica "crashes": its connection drops, so it stops stating itself without lapsing at once. */
   crash(): void;
+  /** A crashed replica's connection comes back (it was stalled, not dead): its next beat finds it lapsed. */
+  recover(): void;
 }
 
 /** A coordinator on a client and liveness of its own, beating (unless `url` leads nowhere). */
@@ -54,7 +56,7 @@ async function replicaOn(prefix: string, url = redis.url): Promise<Replica> {
     await new Promise((r) => c.once('ready', r));
     await liveness.start();
   }
-  return { coordinator: new RedisListenCoordinator(c, liveness, { keyPrefix: prefix }, log), liveness, heard, crash: () => c.disconnect() };
+  return { coordinator: new RedisListenCoordinator(c, liveness, { keyPrefix: prefix }, log), liveness, heard, crash: () => c.disconnect(), recover: () => void c.connect().catch(() => undefined) };
 }
 async function coordinator(prefix: string, url = redis.url): Promise<RedisListenCoordinator> {
   return (await replicaOn(prefix, url)).coordinator;
@@ -179,11 +181,17 @@ class FakeClient {
   readonly calls: Array<{ method: string; uri: unknown }> = [];
   /** Resumes refused so far (when refusing). */
   refused = 0;
+  /** Like a legacy server (the SDK answers 409), one stream per session; `beforeConflict` runs before each such refusal. */
+  oneStream?: { conflicts: number; beforeConflict(n: number): Promise<void> };
   constructor(private readonly refuseResume = false) {}
   async openStream(_ref: SessionRef, handlers: StreamHandlers, signal: AbortSignal, from?: string): Promise<{ done: Promise<void> }> {
     if (from !== undefined && this.refuseResume) {
       this.refused += 1;
       throw new Error('HTTP 400: unknown event id');
+    }
+    if (this.oneStream && this.open.length > 0) {
+      await this.oneStream.beforeConflict(++this.oneStream.conflicts);
+      throw new Error('Upstream answered HTTP 409: Conflict: Only one SSE stream is allowed per session');
     }
     this.streams.push({ handlers, signal, from });
     return { done: new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })) };
@@ -338,6 +346,41 @@ t.test('two replicas: a resume the upstream refuses falls back to a fresh stream
   t.equal(client.streams[1]!.from, undefined, 'then a fresh stream');
   await until(() => mB.got.length >= 3, { what: 'the over-notification on B' });
   t.same(mB.got.slice(0, 3), ['notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed'], 'and the gap is over-notified');
+  await chB.detach(mB);
+});
+
+// The old holder learns that its lease was taken only on its next beat; the taker may have given
+// up by then (the upstream refused a second stream while the old one was open), and the old
+// holder, told the lease is taken, lets its stream go. Someone must take it back: here the old
+// holder stops just before the taker's last refused attempt.
+t.test('two replicas: a take-over the upstream refuses hands the stream back; the old holder, which let it go meanwhile, takes it again', async (t) => {
+  const client = new FakeClient();
+  const { a, b } = await twoReplicas('h5:', client);
+  const [chA, chB] = [a.channel(), b.channel()];
+  const [mA, mB] = [member(), member()];
+  await chA.attach(mA, []);
+  await chB.attach(mB, []);
+  t.ok(chA.holdsStream, 'A holds the stream');
+  const first = client.streams[0]!;
+  client.oneStream = {
+    conflicts: 0,
+    // B's attempts are refused while A's stream is open. Before the last of them, A's Redis comes
+    // back; on its next beat A finds itself lapsed and the lease B's, and lets its stream go.
+    beforeConflict: async (n) => {
+      if (n !== 4) return;
+      a.replica.recover();
+      await until(() => first.signal.aborted, { what: 'A to let its stream go' });
+    },
+  };
+  a.replica.crash();
+  await until(() => first.signal.aborted, { what: 'A to let its first stream go, once B tried to take it over' });
+  t.ok(client.oneStream.conflicts >= 4, `B's take-over was refused (${client.oneStream.conflicts} times)`);
+  await until(() => client.open.length === 1, { what: 'somebody to hold the stream again', timeoutMs: 10_000 });
+  t.ok(chA.holdsStream || chB.holdsStream, 'a channel holds the stream');
+  t.equal(client.open.length, 1, 'one stream');
+  client.open[0]!.handlers.onNotification!(change('notifications/tools/list_changed'));
+  await until(() => mA.got.includes('notifications/tools/list_changed') && mB.got.includes('notifications/tools/list_changed'), { what: 'a change on both replicas' });
+  await chA.detach(mA);
   await chB.detach(mB);
 });
 

@@ -18,7 +18,7 @@ function replicas() {
   const wire = new LocalBus();
   const stale: Array<[string, string, string]> = [];
   const make = (id: string) =>
-    new SharedSessionEventBus(wire, { keyPrefix: 'p:', replicaId: id, subscribeTimeoutMs: 500, onStale: (k, m) => void stale.push([id, k, m]) }, log);
+    new SharedSessionEventBus(wire, { keyPrefix: 'p:', replicaId: id, subscribeTimeoutMs: 500, onStale: (k, m) => void stale.push([id, k ?? '*', m]) }, log);
   return { wire, a: make('A'), b: make('B'), c: make('C'), stale };
 }
 

@@ -25,6 +25,9 @@ export interface LocalAsks {
   giveByDigest(digest: string, r: JsonRpcRequest): boolean;
 }
 
+/** Hand-overs remembered for repeats. */
+const REMEMBERED = 1_000;
+
 type Wire =
   | { t: 'q'; id: string; from: string; u: string; s: string }
   | { t: 'n'; id: string; from: string; n: number }
@@ -42,6 +45,8 @@ export class ReplicaAsks {
   private readonly locals = new Map<string, LocalAsks>();
   private readonly tallies = new Map<string, Tally>();
   private readonly takes = new Map<string, (ok: boolean) => void>();
+  /** Asks given here, by hand-over id. */
+  private readonly taken = new Set<string>();
   private bus: MessageBus | undefined;
   private unsubscribe: Array<() => Promise<void>> = [];
   private closed = false;
@@ -108,13 +113,15 @@ export class ReplicaAsks {
     const id = randomUUID();
     let timer: NodeJS.Timeout | undefined;
     const tally: Tally = { counts: new Map(), expected: undefined, done: () => undefined };
+    let done!: () => void;
     const settled = new Promise<void>((resolve) => {
-      tally.done = resolve;
-      timer = setTimeout(resolve, this.waitMs);
+      tally.done = done = resolve;
     });
     this.tallies.set(id, tally);
     try {
       const heard = await bus.publish(this.everyone, JSON.stringify({ t: 'q', id, from: this.replicaId, u: upstream, s } satisfies Wire));
+      // The replicas have waitMs from when the query went out (the bus holds it while Redis fails over).
+      timer = setTimeout(done, this.waitMs);
       tally.expected = heard;
       if (heard !== undefined && tally.counts.size >= heard) tally.done();
       await settled;
@@ -134,12 +141,13 @@ export class ReplicaAsks {
   private async handOver(bus: MessageBus, owner: string, upstream: string, s: string, r: JsonRpcRequest): Promise<boolean> {
     const id = randomUUID();
     let timer: NodeJS.Timeout | undefined;
+    let settle!: (ok: boolean) => void;
     const took = new Promise<boolean>((resolve) => {
-      this.takes.set(id, resolve);
-      timer = setTimeout(() => resolve(false), this.waitMs);
+      this.takes.set(id, (settle = resolve));
     });
     try {
       await bus.publish(this.inbox(owner), JSON.stringify({ t: 'take', id, from: this.replicaId, u: upstream, s, r } satisfies Wire));
+      timer = setTimeout(() => settle(false), this.waitMs);
       return await took;
     } catch (err) {
       this.log.warn({ err }, 'could not hand an outside ask to the replica of its call');
@@ -167,7 +175,11 @@ export class ReplicaAsks {
         return;
       }
       case 'take': {
-        const ok = this.locals.get(msg.u)?.giveByDigest(msg.s, msg.r) ?? false;
+        // A repeat (sent again across a failover) is not given twice.
+        const again = this.taken.has(msg.id);
+        this.taken.add(msg.id);
+        if (this.taken.size > REMEMBERED) this.taken.delete(this.taken.values().next().value!);
+        const ok = again || (this.locals.get(msg.u)?.giveByDigest(msg.s, msg.r) ?? false);
         await this.reply(msg.from, { t: 'took', id: msg.id, ok });
         return;
       }

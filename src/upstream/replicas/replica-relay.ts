@@ -7,7 +7,10 @@
 //
 // Cost: a request on another replica's session takes two bus hops more (a Redis round trip each
 // way) and one bus message per message the upstream sends on the call.
-// The owner gone: no acknowledgment within ackTimeoutMs means nothing was run there, so the
+// Across a Redis failover the bus holds an operation until Redis takes it; an operation whose
+// answers may have been lost (this replica's subscription was down) is sent again, and the owner
+// answers a repeat with what it sent for it, never running it twice.
+// The owner gone: no acknowledgment within ackTimeoutMs of the operation going out means nothing was run there, so the
 // request fails with TargetUnreachableError and the pool opens a session where it landed. An
 // owner that acknowledged and then fell silent (no heartbeat for deadAfterMs) fails the call
 // with upstream_unavailable: whether it ran is unknown, so it is not sent again.
@@ -40,6 +43,8 @@ export interface RelayOptions {
 }
 
 type Handler = keyof StreamHandlers;
+/** Operations remembered for repeats, by id: far more than a replica serves within a failover. */
+const REMEMBERED = 1_000;
 const HANDLERS: readonly Handler[] = ['onNotification', 'onServerRequest', 'beforeEvent', 'afterEvent'];
 
 type Operation =
@@ -68,7 +73,12 @@ type Wire =
   | { t: 'alive'; ids: string[] };
 
 interface Outgoing {
+  /** When the operation went out (Infinity while the bus holds it for Redis to come back). */
   sentAt: number;
+  /** The operation as sent, for sending again after a gap. */
+  wire?: { channel: string; text: string };
+  /** Its outcome arrived (a stream still open stays outgoing). */
+  done?: boolean;
   acked: boolean;
   heardAt: number;
   handlers: StreamHandlers;
@@ -86,6 +96,8 @@ interface Incoming {
 export class ReplicaRelay implements UpstreamSessionClient {
   private readonly outgoing = new Map<string, Outgoing>();
   private readonly incoming = new Map<string, Incoming>();
+  /** Operations served here, by id: their outcome once sent, so a repeat is answered and not run again. */
+  private readonly served = new Map<string, Wire | undefined>();
   private readonly ackTimeoutMs: number;
   private readonly heartbeatMs: number;
   private readonly deadAfterMs: number;
@@ -112,10 +124,15 @@ export class ReplicaRelay implements UpstreamSessionClient {
 
   /** Starts taking operations on this replica's sessions from the others, and their answers. */
   start(): Promise<void> {
-    this.starting ??= this.bus.subscribe(this.channel(this.replicaId), (text) => this.onMessage(text)).then((u) => {
+    this.starting ??= this.bus.subscribe(this.channel(this.replicaId), (text) => this.onMessage(text), () => this.sendAgain()).then((u) => {
       this.unsubscribe = u;
     });
     return this.starting;
+  }
+
+  /** This replica's channel was down: answers sent to it meanwhile are lost, so operations not yet done are sent again (the owner runs each once). */
+  private sendAgain(): void {
+    for (const w of this.outgoing.values()) if (w.wire && !w.done) void this.bus.publish(w.wire.channel, w.wire.text).catch(() => undefined);
   }
 
   admits(): boolean {
@@ -221,8 +238,12 @@ export class ReplicaRelay implements UpstreamSessionClient {
    * before the value is handed on, when the operation is a stream that the owner opened.
    */
   private async send(session: SessionRef, op: Operation, handlers: StreamHandlers, signal?: AbortSignal, onOpen?: (w: Outgoing) => void): Promise<unknown> {
-    // Answers come on this replica's channel: a relay made after start-up (auto) waits for it.
-    await this.starting?.catch(() => undefined);
+    // Answers come on this replica's channel: a relay made after start-up (auto) waits for it, a while.
+    if (!this.unsubscribe && this.starting) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.starting.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, this.ackTimeoutMs)))]);
+      clearTimeout(timer);
+    }
     if (signal?.aborted) throw signal.reason;
     if (!this.unsubscribe) throw new TargetUnreachableError(this.name, new Error('the replica relay is not running'));
     const owner = session.target!;
@@ -231,7 +252,7 @@ export class ReplicaRelay implements UpstreamSessionClient {
     const result = new Promise<unknown>((resolve, reject) => {
       const now = Date.now();
       const w: Outgoing = {
-        sentAt: now,
+        sentAt: Infinity,
         acked: false,
         heardAt: now,
         handlers,
@@ -259,7 +280,17 @@ export class ReplicaRelay implements UpstreamSessionClient {
       }
     });
     this.tick();
-    void this.publish(owner, { t: 'op', id, from: this.replicaId, ref: session, ...op });
+    const wire = { channel: this.channel(owner), text: JSON.stringify({ t: 'op', id, from: this.replicaId, ref: session, ...op } satisfies Wire) };
+    const out = this.outgoing.get(id);
+    if (out) out.wire = wire;
+    // The owner has ackTimeoutMs from when the operation went out, not from when Redis was asked to take it.
+    void this.bus
+      .publish(wire.channel, wire.text)
+      .catch((err: unknown) => this.log.warn({ err }, 'replica relay publish failed'))
+      .then(() => {
+        const w = this.outgoing.get(id);
+        if (w && w.sentAt === Infinity) w.sentAt = Date.now();
+      });
     return result;
   }
 
@@ -275,6 +306,13 @@ export class ReplicaRelay implements UpstreamSessionClient {
     if (msg === undefined) return;
     switch (msg.t) {
       case 'op':
+        if (this.served.has(msg.id)) {
+          // A repeat (sent again across a failover): answered with what was sent for it, never run again.
+          void this.publish(msg.from, this.served.get(msg.id) ?? { t: 'ack', id: msg.id });
+          return;
+        }
+        this.served.set(msg.id, undefined);
+        if (this.served.size > REMEMBERED) this.served.delete(this.served.keys().next().value!);
         void this.serve(msg);
         return;
       case 'cancel':
@@ -306,6 +344,7 @@ export class ReplicaRelay implements UpstreamSessionClient {
         return;
       }
       case 'done':
+        w.done = true;
         this.outgoing.delete(msg.id);
         if (msg.error) w.reject(this.decode(msg.error));
         else w.resolve(msg.value);
@@ -361,7 +400,7 @@ export class ReplicaRelay implements UpstreamSessionClient {
           break;
         }
       }
-      await this.publish(from, { t: 'done', id, value });
+      await this.answer(from, { t: 'done', id, value });
       if (stream) {
         const error = await stream.then(
           () => undefined,
@@ -370,7 +409,7 @@ export class ReplicaRelay implements UpstreamSessionClient {
         await this.publish(from, { t: 'end', id, error });
       }
     } catch (err) {
-      await this.publish(from, { t: 'done', id, error: encode(err) });
+      await this.answer(from, { t: 'done', id, error: encode(err) });
     } finally {
       this.incoming.delete(id);
       if (counted) this.inFlight.count--;
@@ -388,6 +427,12 @@ export class ReplicaRelay implements UpstreamSessionClient {
       case 'causeway':
         return causewayError(e.reason, e.message, e.data as JsonValue | undefined);
     }
+  }
+
+  /** An operation's outcome, remembered for a repeat of it. */
+  private async answer(replica: string, msg: Extract<Wire, { t: 'done' }>): Promise<void> {
+    if (this.served.has(msg.id)) this.served.set(msg.id, msg);
+    await this.publish(replica, msg);
   }
 
   private async publish(replica: string, msg: Wire): Promise<void> {
