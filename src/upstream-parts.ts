@@ -123,7 +123,8 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
     replicaAsks: shared.replicaAsks,
     credentials: undefined,
     shared,
-    ...(shared.cache ? { cache: new UpstreamCache(shared.cache, spec.name, config.cache.keepMs) } : {}),
+    // Never past a session's idle end: the stream that would tell of a change ends with it.
+    ...(shared.cache ? { cache: new UpstreamCache(shared.cache, spec.name, Math.min(config.cache.keepMs, config.store.idleTtlMs)) } : {}),
   };
   let signIn: UpstreamSignIn | undefined;
   if (spec.credentials?.grant === 'authorization_code') {

@@ -16,7 +16,7 @@ import type { MessageBus } from '../bus/index.js';
 import { readMessage } from '../bus/index.js';
 import { isObject, type JsonObject, type JsonRpcNotification, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { groupOf, methodsChangedBy, privateKey, publicKey, type CacheQuery, type CacheScope } from './keys.js';
+import { CACHEABLE_METHODS, groupOf, methodsChangedBy, privateKey, publicKey, type CacheQuery, type CacheScope } from './keys.js';
 import { MemoryTier, sizeOf, type DropReason, type Entry } from './memory-tier.js';
 import type { RedisTier } from './redis-tier.js';
 
@@ -147,7 +147,8 @@ export class GatewayCache {
       method: q.method,
       scope: keep.scope,
       uri: q.uri,
-      session: keep.scope === 'private' ? keep.session : undefined,
+      // A private answer, and one kept past its ttlMs on the word of the session's stream, go with that session.
+      session: keep.scope === 'private' || keep.keepMs > keep.ttlMs ? keep.session : undefined,
       rest: text,
       ttlMs: keep.ttlMs,
       expiresAt: Date.now() + keep.keepMs,
@@ -175,10 +176,14 @@ export class GatewayCache {
     void this.dropShared(upstream, methods, uri).then(() => this.tell({ o: this.opts.replicaId, u: upstream, m: n.method, ...(uri !== undefined ? { uri } : {}) }));
   }
 
-  /** A legacy session was replaced (its upstream forgot it): what was read on it goes, and the upstream's discover. */
+  /**
+   * A legacy session was replaced (its upstream forgot it, or its URL went): what was read on it
+   * goes, and the upstream's discover; the shared entries of the upstream too, since Redis does
+   * not know which session they were kept on the word of.
+   */
   replaced(upstream: string, sessionKeyId: string): void {
     this.dropSession(upstream, sessionKeyId);
-    void this.dropShared(upstream, ['server/discover'], undefined).then(() => this.tell({ o: this.opts.replicaId, u: upstream, k: sessionKeyId }));
+    void this.dropShared(upstream, [...CACHEABLE_METHODS], undefined).then(() => this.tell({ o: this.opts.replicaId, u: upstream, k: sessionKeyId }));
   }
 
   private async dropShared(upstream: string, methods: readonly string[], uri: string | undefined): Promise<void> {
@@ -273,7 +278,7 @@ export class GatewayCache {
     // heard of the change went to Redis ahead of this drop, on the same connection.
     if (typeof msg.k === 'string') {
       this.dropSession(msg.u, msg.k);
-      void this.dropShared(msg.u, ['server/discover'], undefined);
+      void this.dropShared(msg.u, [...CACHEABLE_METHODS], undefined);
     } else if (typeof msg.m === 'string') {
       const methods = methodsChangedBy(msg.m);
       const uri = typeof msg.uri === 'string' ? msg.uri : undefined;

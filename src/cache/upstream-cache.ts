@@ -4,7 +4,8 @@
 //   without both (or with ttlMs 0) is not kept [CACHE].
 // - A legacy upstream's answer carries no hints: the cache.* policy gives them. The gateway keeps
 //   it for the policy's ttlMs, or for cache.keepMs where a change notification would drop it
-//   sooner (the upstream declared listChanged and Causeway holds a stream that carries it).
+//   sooner (the upstream declared listChanged and Causeway holds a stream that carries it), never
+//   past store.idleTtlMs: a session ends only after that long unused, and its stream with it.
 
 import type { JsonObject, JsonRpcNotification } from '../jsonrpc.js';
 import type { Fill, GatewayCache, Keep } from './gateway-cache.js';

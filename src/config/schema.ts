@@ -171,7 +171,7 @@ const TABLE = {
     methods: json<{ ttlMs?: number; scope?: CacheScope }>('Per-method overrides, e.g. {"tools/list":{"ttlMs":60000,"scope":"public"}}.'),
     maxBytes: num(33_554_432, 'Bytes of answers the gateway cache keeps in memory on each replica, least recently used evicted first; 0 turns the gateway cache off. See Caching.'),
     store: oneOf(['memory', 'redis'], 'memory', 'Where public entries are kept: memory (each replica its own), or redis too (store.kind=redis), so any replica serves what one read.'),
-    keepMs: num(300_000, 'How long the gateway keeps a legacy upstream\'s answer when a change notification would drop it sooner (the upstream declared listChanged and Causeway holds its stream); otherwise it keeps it for the answer\'s ttlMs.'),
+    keepMs: num(300_000, 'How long the gateway keeps a legacy upstream\'s answer when a change notification would drop it sooner (the upstream declared listChanged and Causeway holds its stream), at most store.idleTtlMs; otherwise it keeps it for the answer\'s ttlMs.'),
   },
   skills: {
     dir: text(
