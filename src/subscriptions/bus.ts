@@ -66,7 +66,7 @@ export function tapped(bus: SessionEventBus, tap: (key: string, n: JsonRpcNotifi
       tap(key, n);
       return bus.publish(key, n);
     },
-    subscribe: (key, handler) => bus.subscribe(key, handler),
+    subscribe: (key, handler, onGap) => bus.subscribe(key, handler, onGap),
     close: () => bus.close(),
   };
 }
