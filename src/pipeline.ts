@@ -151,7 +151,7 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
     (fill) => {
       if (ex.notes) ex.notes.cache = 'miss';
       return answerOn(ex, deps, key, (session, result) =>
-        cache.keepLegacy(q, fill, result, hint, notifiesOf(deps, session, request.method), session.key.id),
+        cache.keepLegacy(q, fill, result, hint, { capabilities: session.record.initializeResult.capabilities, streamHeld: deps.subscriptions.holdsStream(session), id: session.key.id }),
       );
     },
   );
@@ -159,28 +159,6 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
 
 /** Told a cacheable request's complete result, and the session it was read on, for the gateway cache. */
 type Keep = (session: PooledSession, result: JsonObject) => void;
-
-/** What declares that a legacy upstream tells of a change to a method's answer [LIST]: its capability's listChanged. */
-const CHANGE_CAPABILITY: Readonly<Record<string, string>> = {
-  'tools/list': 'tools',
-  'prompts/list': 'prompts',
-  'resources/list': 'resources',
-  'resources/templates/list': 'resources',
-};
-
-/**
- * Whether a change to the answer would reach Causeway: the upstream declared listChanged for it and
- * the session's GET stream, which carries such notifications, is held. Discover changes only with
- * its session, whose replacement drops it.
- */
-function notifiesOf(deps: ModernDeps, session: PooledSession, method: string): boolean {
-  if (method === 'server/discover') return true;
-  const capability = CHANGE_CAPABILITY[method];
-  if (capability === undefined) return false;
-  const caps = session.record.initializeResult.capabilities;
-  const declared = isObject(caps) ? caps[capability] : undefined;
-  return isObject(declared) && declared.listChanged === true && deps.subscriptions.holdsStream(session);
-}
 
 async function answerOn(ex: ModernExchange, deps: ModernDeps, key: SessionKey, keep: Keep | undefined): Promise<Answered> {
   const { request, principal } = ex;

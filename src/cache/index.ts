@@ -3,4 +3,4 @@ export { GatewayCache, type CacheRecorder, type Fill, type GatewayCacheOptions, 
 export type { DropReason, Entry } from './memory-tier.js';
 export { RedisTier } from './redis-tier.js';
 export { NameCatalog, NAMING_LISTS } from './catalog.js';
-export { UpstreamCache } from './upstream-cache.js';
+export { UpstreamCache, type LegacySession } from './upstream-cache.js';

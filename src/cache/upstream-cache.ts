@@ -7,10 +7,42 @@
 //   sooner (the upstream declared listChanged and Causeway holds a stream that carries it), never
 //   past store.idleTtlMs: a session ends only after that long unused, and its stream with it.
 
-import type { JsonObject, JsonRpcNotification } from '../jsonrpc.js';
-import type { Fill, GatewayCache, Keep } from './gateway-cache.js';
+import { isObject, type JsonObject, type JsonRpcNotification } from '../jsonrpc.js';
+import type { Fill, GatewayCache } from './gateway-cache.js';
 import { cacheQuery, type CacheQuery, type CacheScope } from './keys.js';
 import type { Entry } from './memory-tier.js';
+
+/** The legacy session an answer was read on, as far as keeping it goes. */
+export interface LegacySession {
+  /** What the upstream declared at initialize. */
+  capabilities: unknown;
+  /** Its GET stream is held (upstream.standingStream): what the upstream sends outside a call reaches Causeway. */
+  streamHeld: boolean;
+  /** Its pool key id. */
+  id: string;
+}
+
+/** The capability whose listChanged says the upstream tells of a change to a list [LIST]. */
+const CHANGE_CAPABILITY: Readonly<Record<string, string>> = {
+  'tools/list': 'tools',
+  'prompts/list': 'prompts',
+  'resources/list': 'resources',
+  'resources/templates/list': 'resources',
+};
+
+/**
+ * Whether a change to the answer would reach Causeway: the upstream declared listChanged for it
+ * and the session's stream, which carries such notifications, is held. Discover changes only with
+ * its session, whose replacement drops it.
+ */
+function heardChange(method: string, session: LegacySession): boolean {
+  if (method === 'server/discover') return true;
+  const capability = CHANGE_CAPABILITY[method];
+  if (capability === undefined || !session.streamHeld) return false;
+  const caps = session.capabilities;
+  const declared = isObject(caps) ? caps[capability] : undefined;
+  return isObject(declared) && declared.listChanged === true;
+}
 
 export class UpstreamCache {
   constructor(
@@ -32,10 +64,10 @@ export class UpstreamCache {
     return this.cache.peek(q, scope);
   }
 
-  /** A legacy answer given `hint` by the policy; `notified`: a change to it would reach Causeway. */
-  keepLegacy(q: CacheQuery, fill: Fill, result: JsonObject, hint: { ttlMs: number; cacheScope: CacheScope }, notified: boolean, session: string): void {
-    const keep: Keep = { scope: hint.cacheScope, ttlMs: hint.ttlMs, keepMs: notified ? Math.max(hint.ttlMs, this.keepMs) : hint.ttlMs, session };
-    this.cache.store(q, fill, result, keep);
+  /** A legacy answer given `hint` by the policy, read on `session`. */
+  keepLegacy(q: CacheQuery, fill: Fill, result: JsonObject, hint: { ttlMs: number; cacheScope: CacheScope }, session: LegacySession): void {
+    const keepMs = heardChange(q.method, session) ? Math.max(hint.ttlMs, this.keepMs) : hint.ttlMs;
+    this.cache.store(q, fill, result, { scope: hint.cacheScope, ttlMs: hint.ttlMs, keepMs, session: session.id });
   }
 
   /** A modern answer, kept as its hints say. */
