@@ -5,6 +5,7 @@
 // runs it on its own client and sends back the answer and whatever the upstream sent the call on
 // the way (progress, logs, asks). The rest of Causeway sees one client, wherever the session is.
 //
+// The wire format is relay-wire.ts; the owner's side (running what others send) is relay-owner.ts.
 // Cost: a request on another replica's session takes two bus hops more (a Redis round trip each
 // way) and one bus message per message the upstream sends on the call.
 // Across a Redis failover the bus holds an operation until Redis takes it; an operation whose
@@ -17,11 +18,12 @@
 
 import { randomUUID } from 'node:crypto';
 import { readMessage, type MessageBus } from '../../bus/index.js';
-import { CausewayError, causewayError, type ErrorReason } from '../../errors.js';
-import type { JsonRpcNotification, JsonValue, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
+import { causewayError } from '../../errors.js';
+import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
+import { decode, handlerNames, type Operation, type Wire } from './relay-wire.js';
+import { RelayOwner } from './relay-owner.js';
 import {
-  ResumeRefusedError,
   SessionExpiredError,
   TargetUnreachableError,
   type SessionRef,
@@ -42,36 +44,6 @@ export interface RelayOptions {
   inFlight?: { count: number };
 }
 
-type Handler = keyof StreamHandlers;
-/** Operations remembered for repeats, by id: far more than a replica serves within a failover. */
-const REMEMBERED = 1_000;
-const HANDLERS: readonly Handler[] = ['onNotification', 'onServerRequest', 'beforeEvent', 'afterEvent'];
-
-type Operation =
-  | { op: 'request'; msg: JsonRpcRequest; handlers: Handler[]; headers?: Record<string, string>; timeoutMs?: number }
-  | { op: 'resume'; callId: RequestId; lastEventId: string; handlers: Handler[]; timeoutMs?: number }
-  | { op: 'notify'; msg: JsonRpcNotification }
-  | { op: 'respond'; msg: JsonRpcResponse }
-  | { op: 'stream'; handlers: Handler[]; lastEventId?: string }
-  | { op: 'terminate' };
-
-type WireError =
-  | { kind: 'expired' }
-  | { kind: 'unreachable' }
-  | { kind: 'resume-refused'; httpStatus: number }
-  | { kind: 'causeway'; reason: ErrorReason; message: string; data?: unknown };
-
-type Wire =
-  | ({ t: 'op'; id: string; from: string; ref: SessionRef } & Operation)
-  | { t: 'ack'; id: string }
-  | { t: 'event'; id: string; h: Handler; arg: unknown }
-  /** An operation's outcome; for a stream, that it is open (value 'open') or unsupported. */
-  | { t: 'done'; id: string; value?: unknown; error?: WireError }
-  /** A stream that was open has ended. */
-  | { t: 'end'; id: string; error?: WireError }
-  | { t: 'cancel'; id: string }
-  | { t: 'alive'; ids: string[] };
-
 interface Outgoing {
   /** When the operation went out (Infinity while the bus holds it for Redis to come back). */
   sentAt: number;
@@ -88,24 +60,16 @@ interface Outgoing {
   ended?: (err: unknown) => void;
 }
 
-interface Incoming {
-  from: string;
-  abort: AbortController;
-}
-
 export class ReplicaRelay implements UpstreamSessionClient {
   private readonly outgoing = new Map<string, Outgoing>();
-  private readonly incoming = new Map<string, Incoming>();
-  /** Operations served here, by id: their outcome once sent, so a repeat is answered and not run again. */
-  private readonly served = new Map<string, Wire | undefined>();
+  /** The operations other replicas send to this replica's sessions. */
+  private readonly owner: RelayOwner;
   private readonly ackTimeoutMs: number;
   private readonly heartbeatMs: number;
   private readonly deadAfterMs: number;
-  private readonly inFlight: { count: number };
   private unsubscribe: (() => Promise<void>) | undefined;
   private starting: Promise<void> | undefined;
   private ticker: NodeJS.Timeout | undefined;
-  private closing = false;
 
   constructor(
     private readonly name: string,
@@ -119,7 +83,7 @@ export class ReplicaRelay implements UpstreamSessionClient {
     this.ackTimeoutMs = opts.ackTimeoutMs ?? 1_000;
     this.heartbeatMs = opts.heartbeatMs ?? 1_000;
     this.deadAfterMs = opts.deadAfterMs ?? this.heartbeatMs * 5;
-    this.inFlight = opts.inFlight ?? { count: 0 };
+    this.owner = new RelayOwner(local, replicaId, (replica, msg) => this.publish(replica, msg), () => this.tick(), opts.inFlight ?? { count: 0 });
   }
 
   /** Starts taking operations on this replica's sessions from the others, and their answers. */
@@ -204,13 +168,13 @@ export class ReplicaRelay implements UpstreamSessionClient {
 
   /** Lets the operations in flight here finish (the local client waits for them), then stops. */
   async close(): Promise<void> {
-    this.closing = true;
+    this.owner.closing = true;
     await this.local.close();
     await this.stop();
   }
 
   async destroy(): Promise<void> {
-    this.closing = true;
+    this.owner.closing = true;
     await this.local.destroy();
     await this.stop();
   }
@@ -220,8 +184,7 @@ export class ReplicaRelay implements UpstreamSessionClient {
     this.unsubscribe = undefined;
     await unsubscribe?.().catch(() => undefined);
     for (const [id, w] of this.outgoing) this.fail(id, w, causewayError('upstream_unavailable', `Upstream ${this.name}: this replica is stopping`));
-    for (const c of this.incoming.values()) c.abort.abort();
-    this.incoming.clear();
+    this.owner.abortAll();
     this.tick();
   }
 
@@ -306,17 +269,10 @@ export class ReplicaRelay implements UpstreamSessionClient {
     if (msg === undefined) return;
     switch (msg.t) {
       case 'op':
-        if (this.served.has(msg.id)) {
-          // A repeat (sent again across a failover): answered with what was sent for it, never run again.
-          void this.publish(msg.from, this.served.get(msg.id) ?? { t: 'ack', id: msg.id });
-          return;
-        }
-        this.served.set(msg.id, undefined);
-        if (this.served.size > REMEMBERED) this.served.delete(this.served.keys().next().value!);
-        void this.serve(msg);
+        this.owner.take(msg);
         return;
       case 'cancel':
-        this.incoming.get(msg.id)?.abort.abort();
+        this.owner.cancel(msg.id);
         return;
       case 'alive': {
         const now = Date.now();
@@ -346,93 +302,14 @@ export class ReplicaRelay implements UpstreamSessionClient {
       case 'done':
         w.done = true;
         this.outgoing.delete(msg.id);
-        if (msg.error) w.reject(this.decode(msg.error));
+        if (msg.error) w.reject(decode(this.name, msg.error));
         else w.resolve(msg.value);
         return;
       case 'end':
         this.outgoing.delete(msg.id);
-        w.ended?.(msg.error ? this.decode(msg.error) : undefined);
+        w.ended?.(msg.error ? decode(this.name, msg.error) : undefined);
         return;
     }
-  }
-
-  /** Runs another replica's operation on this replica's client. */
-  private async serve(msg: Extract<Wire, { t: 'op' }>): Promise<void> {
-    const { id, from } = msg;
-    if (this.closing) {
-      await this.publish(from, { t: 'ack', id });
-      await this.publish(from, { t: 'done', id, error: { kind: 'unreachable' } });
-      return;
-    }
-    // Registered before the acknowledgment, so a cancel right behind it finds the operation.
-    const abort = new AbortController();
-    this.incoming.set(id, { from, abort });
-    this.tick();
-    const counted = msg.op !== 'stream';
-    if (counted) this.inFlight.count++;
-    await this.publish(from, { t: 'ack', id });
-    const relayed = (names: Handler[]): StreamHandlers =>
-      Object.fromEntries(names.filter((h) => HANDLERS.includes(h)).map((h) => [h, (arg: unknown) => void this.publish(from, { t: 'event', id, h, arg })]));
-    const ref: SessionRef = { ...msg.ref, target: this.replicaId };
-    let stream: Promise<void> | undefined;
-    try {
-      let value: unknown;
-      switch (msg.op) {
-        case 'request':
-          value = await this.local.request(ref, msg.msg, relayed(msg.handlers), abort.signal, msg.headers, msg.timeoutMs);
-          break;
-        case 'resume':
-          value = await this.local.resumeCall(ref, msg.callId, msg.lastEventId, relayed(msg.handlers), abort.signal, msg.timeoutMs);
-          break;
-        case 'notify':
-          await this.local.notify(ref, msg.msg);
-          break;
-        case 'respond':
-          await this.local.respond(ref, msg.msg);
-          break;
-        case 'terminate':
-          await this.local.terminate(ref);
-          break;
-        case 'stream': {
-          const opened = await this.local.openStream(ref, relayed(msg.handlers), abort.signal, msg.lastEventId);
-          if (opened !== 'unsupported') stream = opened.done;
-          value = opened === 'unsupported' ? 'unsupported' : 'open';
-          break;
-        }
-      }
-      await this.answer(from, { t: 'done', id, value });
-      if (stream) {
-        const error = await stream.then(
-          () => undefined,
-          (err: unknown) => encode(err),
-        );
-        await this.publish(from, { t: 'end', id, error });
-      }
-    } catch (err) {
-      await this.answer(from, { t: 'done', id, error: encode(err) });
-    } finally {
-      this.incoming.delete(id);
-      if (counted) this.inFlight.count--;
-    }
-  }
-
-  private decode(e: WireError): Error {
-    switch (e.kind) {
-      case 'expired':
-        return new SessionExpiredError(this.name);
-      case 'unreachable':
-        return new TargetUnreachableError(this.name, new Error('the replica holding the session is stopping'));
-      case 'resume-refused':
-        return new ResumeRefusedError(this.name, e.httpStatus);
-      case 'causeway':
-        return causewayError(e.reason, e.message, e.data as JsonValue | undefined);
-    }
-  }
-
-  /** An operation's outcome, remembered for a repeat of it. */
-  private async answer(replica: string, msg: Extract<Wire, { t: 'done' }>): Promise<void> {
-    if (this.served.has(msg.id)) this.served.set(msg.id, msg);
-    await this.publish(replica, msg);
   }
 
   private async publish(replica: string, msg: Wire): Promise<void> {
@@ -441,7 +318,7 @@ export class ReplicaRelay implements UpstreamSessionClient {
 
   /** One timer while anything is in flight either way: heartbeats out, owners that went quiet failed. */
   private tick(): void {
-    const busy = this.outgoing.size > 0 || this.incoming.size > 0;
+    const busy = this.outgoing.size > 0 || this.owner.size > 0;
     if (busy && this.ticker === undefined) {
       // Kept referenced: an operation waiting on another replica is work in flight.
       this.ticker = setInterval(() => this.beat(), Math.min(this.heartbeatMs, this.ackTimeoutMs));
@@ -452,9 +329,7 @@ export class ReplicaRelay implements UpstreamSessionClient {
   }
 
   private beat(): void {
-    const byPeer = new Map<string, string[]>();
-    for (const [id, c] of this.incoming) byPeer.set(c.from, [...(byPeer.get(c.from) ?? []), id]);
-    for (const [peer, ids] of byPeer) void this.publish(peer, { t: 'alive', ids });
+    for (const [peer, ids] of this.owner.byPeer()) void this.publish(peer, { t: 'alive', ids });
     const now = Date.now();
     for (const [id, w] of this.outgoing) {
       if (!w.acked && now - w.sentAt >= this.ackTimeoutMs) {
@@ -466,16 +341,4 @@ export class ReplicaRelay implements UpstreamSessionClient {
     }
     this.tick();
   }
-}
-
-function handlerNames(handlers: StreamHandlers): Handler[] {
-  return HANDLERS.filter((h) => handlers[h] !== undefined);
-}
-
-function encode(err: unknown): WireError {
-  if (err instanceof TargetUnreachableError) return { kind: 'unreachable' };
-  if (err instanceof SessionExpiredError) return { kind: 'expired' };
-  if (err instanceof ResumeRefusedError) return { kind: 'resume-refused', httpStatus: err.httpStatus };
-  const e = err instanceof CausewayError ? err : causewayError('internal_error');
-  return { kind: 'causeway', reason: e.reason, message: e.message, data: e.data };
 }
