@@ -1,26 +1,25 @@
 // Composition root: builds each stage once from the Config and wires them together. No logic.
 
 import type { AddressInfo } from 'node:net';
-import { ConfigError, resolveTopology, type CachePolicy, type Config } from './config/index.js';
-import type { CacheHint } from './dialect/index.js';
+import { ConfigError, resolveTopology, type Config } from './config/index.js';
 import { originPolicy } from './envelope/index.js';
-import { createAdmin, createIngress, drain, frontDoor, RateLimiter, type Mount } from './ingress/index.js';
+import { createAdmin, createIngress, drain, frontDoor, RateLimiter } from './ingress/index.js';
 import type { Logger } from './log.js';
-import { AuthMetrics, CacheMetrics, createMetrics, RequestMetrics, StoreMetrics, UpstreamMetrics } from './metrics/index.js';
+import { AuthMetrics, CacheMetrics, createMetrics, RequestMetrics, StoreMetrics } from './metrics/index.js';
 import { GatewayCache, NameCatalog, RedisTier } from './cache/index.js';
 import { replayCacheFor, ResourceServer, SubjectTokens } from './auth/index.js';
 import { IdMinter, MemoryEraMemo, MemoryGrants, RedisEraMemo, ReplicaAsks, ReplicaRelay, SignInCallback, TransportMemo, type UpstreamSessionClient } from './upstream/index.js';
 import { AskRounds, MemoryFacts, RedisFacts } from './translate/index.js';
 import { upstreamParts, type UpstreamParts } from './upstream-parts.js';
+import { cacheHintOf, mountParts } from './mount-parts.js';
 import { createRedisClient, createStore, redisConnection, SessionPool, upstreamOf, type SessionStore } from './pool/index.js';
 import { RedisBus } from './bus/index.js';
 import { globToRegExp } from './glob.js';
 import { MemoryTaskStore, RedisTaskStore, TaskBridge } from './tasks/index.js';
 import { Handoff, HeldCalls, serveHandedRounds, StateSealer, type BridgeDeps, type ReplicaBridge } from './mrtr/index.js';
 import { randomUUID } from 'node:crypto';
-import { compileRules, Federation, type ModernDeps } from './routing/index.js';
+import type { Federation, ModernDeps } from './routing/index.js';
 import { crossReplicaListen, InProcessSessionEventBus, Subscriptions, tapped } from './subscriptions/index.js';
-import { SkillFolder, SkillsFront, SkillsLegacyFace } from './skills/index.js';
 import { VERSION } from './version.js';
 
 const FEDERATION_CHECK_WAIT_MS = 10_000;
@@ -273,44 +272,8 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   // A round handed over from another replica finds its held call by id, whatever its upstream.
   const handedRounds = { ...replicaBridge, upstreamTimeoutMs: Math.max(...topology.upstreams.map((u) => u.requestTimeoutMs)) };
 
-  const mounts = new Map<string, Mount>();
-  // Each mount's skills folder, served in front of its upstream or federation.
-  const folders: SkillFolder[] = [];
-  for (const m of topology.mounts) {
-    const folder = m.skills.length === 0 ? undefined : new SkillFolder(m.skills, log.child({ stage: 'skills', mount: m.path }));
-    if (folder) folders.push(folder);
-    const single = m.upstreams.length === 1 ? modern.get(m.upstreams[0]!)! : undefined;
-    // A federation's merged answers are counted by its mount path.
-    const mountMetrics = single ? single.metrics : new UpstreamMetrics(metrics, m.path);
-    const skills = folder && { folder, prefixes: m.skills.map((r) => r.prefix), pageSize: m.pageSize };
-    const front =
-      skills &&
-      new SkillsFront({
-        ...skills,
-        cacheHint: single ? single.cacheHint : cacheHintOf(config.cache),
-        serverInfo: { name: 'causeway', version: VERSION },
-        upstreamModern: () => single?.modern?.era.current === 'modern',
-        metrics: mountMetrics,
-        log: log.child({ stage: 'skills', mount: m.path }),
-      });
-    if (single) {
-      const face = partsOf(single.upstreamName).passthrough;
-      mounts.set(m.path, { path: m.path, passthrough: skills ? new SkillsLegacyFace(face, skills) : face, upstream: single, ...(front ? { front } : {}) });
-      continue;
-    }
-    const federation = new Federation({
-      path: m.path,
-      members: m.upstreams.map((name) => ({ name, prefix: m.prefix.replaceAll('{upstream}', name), deps: modern.get(name)! })),
-      rules: compileRules(m.routes),
-      pageSize: m.pageSize,
-      serverInfo: { name: 'causeway', version: VERSION },
-      metrics: mountMetrics,
-      subscriptions,
-      log: log.child({ stage: 'federation', mount: m.path }),
-    });
-    federations.push(federation);
-    mounts.set(m.path, { path: m.path, passthrough: undefined, federation, ...(front ? { front } : {}) });
-  }
+  // Each mount: its upstream, or the federation of its upstreams, and its skills folder in front.
+  const { mounts, folders } = mountParts(topology.mounts, { modern, partsOf, metrics, subscriptions, cache: config.cache, federations, log });
   const authMetrics = new AuthMetrics(metrics);
   const auth =
     config.auth.mode === 'none'
@@ -494,13 +457,6 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
         config.drain,
       );
     },
-  };
-}
-
-function cacheHintOf(cache: CachePolicy): (method: string) => CacheHint {
-  return (method) => {
-    const o = cache.methods[method];
-    return { ttlMs: o?.ttlMs ?? cache.ttlMs, cacheScope: o?.scope ?? cache.scope };
   };
 }
 

@@ -11,7 +11,7 @@ import { dirname, join, normalize, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
-const ROOTS = new Set(['app.ts', 'upstream-parts.ts', 'pipeline.ts', 'main.ts']);
+const ROOTS = new Set(['app.ts', 'upstream-parts.ts', 'mount-parts.ts', 'pipeline.ts', 'main.ts']);
 /** The one stage that calls the pipeline: it hands it each modern request. */
 const FRONT_DOOR = 'ingress/front-door.ts';
 /**

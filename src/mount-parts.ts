@@ -1,0 +1,77 @@
+// Each mount's parts, built from its spec: the upstream it serves (its pipeline view and legacy
+// face), or the federation of its upstreams, with the skills folder in front when it has one.
+// Part of the composition root: app.ts calls it once.
+
+import type { CachePolicy, MountSpec } from './config/index.js';
+import type { CacheHint } from './dialect/index.js';
+import type { Mount } from './ingress/index.js';
+import type { Logger } from './log.js';
+import { UpstreamMetrics, type Metrics } from './metrics/index.js';
+import { compileRules, Federation, type ModernDeps } from './routing/index.js';
+import { SkillFolder, SkillsFront, SkillsLegacyFace } from './skills/index.js';
+import type { Subscriptions } from './subscriptions/index.js';
+import type { UpstreamParts } from './upstream-parts.js';
+import { VERSION } from './version.js';
+
+export interface MountContext {
+  /** The pipeline's view of each upstream. */
+  modern: ReadonlyMap<string, ModernDeps>;
+  partsOf(name: string): UpstreamParts;
+  metrics: Metrics;
+  subscriptions: Subscriptions;
+  /** cache.*: the hints a federation's skills carry. */
+  cache: CachePolicy;
+  /** Filled with the federations made, for the app's probes and start-up checks. */
+  federations: Federation[];
+  log: Logger;
+}
+
+export function mountParts(specs: readonly MountSpec[], ctx: MountContext): { mounts: Map<string, Mount>; folders: SkillFolder[] } {
+  const mounts = new Map<string, Mount>();
+  const folders: SkillFolder[] = [];
+  const { modern, partsOf, metrics, subscriptions, federations, log } = ctx;
+  for (const m of specs) {
+    const folder = m.skills.length === 0 ? undefined : new SkillFolder(m.skills, log.child({ stage: 'skills', mount: m.path }));
+    if (folder) folders.push(folder);
+    const single = m.upstreams.length === 1 ? modern.get(m.upstreams[0]!)! : undefined;
+    // A federation's merged answers are counted by its mount path.
+    const mountMetrics = single ? single.metrics : new UpstreamMetrics(metrics, m.path);
+    const skills = folder && { folder, prefixes: m.skills.map((r) => r.prefix), pageSize: m.pageSize };
+    const front =
+      skills &&
+      new SkillsFront({
+        ...skills,
+        cacheHint: single ? single.cacheHint : cacheHintOf(ctx.cache),
+        serverInfo: { name: 'causeway', version: VERSION },
+        upstreamModern: () => single?.modern?.era.current === 'modern',
+        metrics: mountMetrics,
+        log: log.child({ stage: 'skills', mount: m.path }),
+      });
+    if (single) {
+      const face = partsOf(single.upstreamName).passthrough;
+      mounts.set(m.path, { path: m.path, passthrough: skills ? new SkillsLegacyFace(face, skills) : face, upstream: single, ...(front ? { front } : {}) });
+      continue;
+    }
+    const federation = new Federation({
+      path: m.path,
+      members: m.upstreams.map((name) => ({ name, prefix: m.prefix.replaceAll('{upstream}', name), deps: modern.get(name)! })),
+      rules: compileRules(m.routes),
+      pageSize: m.pageSize,
+      serverInfo: { name: 'causeway', version: VERSION },
+      metrics: mountMetrics,
+      subscriptions,
+      log: log.child({ stage: 'federation', mount: m.path }),
+    });
+    federations.push(federation);
+    mounts.set(m.path, { path: m.path, passthrough: undefined, federation, ...(front ? { front } : {}) });
+  }
+  return { mounts, folders };
+}
+
+export function cacheHintOf(cache: CachePolicy): (method: string) => CacheHint {
+  return (method) => {
+    const o = cache.methods[method];
+    return { ttlMs: o?.ttlMs ?? cache.ttlMs, cacheScope: o?.scope ?? cache.scope };
+  };
+}
+
