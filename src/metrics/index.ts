@@ -10,3 +10,4 @@ export {
   type UpstreamResult,
 } from './recorders.js';
 export { KnownNames, compileTemplate, NO_NAME, OTHER_NAME } from './names.js';
+export { boundCounter, boundHistogram } from './bound.js';

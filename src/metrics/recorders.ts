@@ -12,6 +12,7 @@ import type { JsonObject } from '../jsonrpc.js';
 import type { RetryVia } from '../mrtr/index.js';
 import type { OutsideAskOutcome } from '../upstream/index.js';
 import { operationDone } from '../tracing/index.js';
+import { boundCounter, boundHistogram, type CounterChild as Bound, type HistogramChild as BoundHistogram } from './bound.js';
 import { Children } from './children.js';
 import { KnownNames } from './names.js';
 import type { Metrics } from './registry.js';
@@ -26,14 +27,14 @@ type HistogramChild = Histogram.Internal<string>;
 
 /** Front-door metrics: every MCP request, whatever its era. */
 export class RequestMetrics {
-  private readonly requests: Children<CounterChild>;
-  private readonly durations: Children<HistogramChild>;
-  private readonly revisions: Children<CounterChild>;
+  private readonly requests: Children<Bound>;
+  private readonly durations: Children<BoundHistogram>;
+  private readonly revisions: Children<Bound>;
 
   constructor(m: Metrics) {
-    this.requests = new Children((v) => m.requests.labels(...v));
-    this.durations = new Children((v) => m.requestDuration.labels(...v));
-    this.revisions = new Children((v) => m.clientRevisions.labels(...v));
+    this.requests = new Children((v) => boundCounter(m.requests, v));
+    this.durations = new Children((v) => boundHistogram(m.requestDuration, v));
+    this.revisions = new Children((v) => boundCounter(m.clientRevisions, v));
   }
 
   /** `method` and `revision` are already bounded by the front door. */
@@ -49,15 +50,15 @@ export class RequestMetrics {
 export class UpstreamMetrics {
   /** The `name` label's bounded vocabulary, learned from this upstream's list results. */
   readonly names = new KnownNames();
-  private readonly answers: Children<CounterChild>;
-  private readonly answerDurations: Children<HistogramChild>;
-  private readonly calls: Children<HistogramChild>;
+  private readonly answers: Children<Bound>;
+  private readonly answerDurations: Children<BoundHistogram>;
+  private readonly calls: Children<BoundHistogram>;
   private readonly rounds: Children<CounterChild>;
   private readonly retries: Children<CounterChild>;
   private readonly outside: Children<CounterChild>;
   private readonly initializations: Children<CounterChild>;
   private readonly initializeDuration: HistogramChild;
-  private readonly lookups: Children<CounterChild>;
+  private readonly lookups: Children<Bound>;
   private readonly ejections: Children<CounterChild>;
   private readonly localSessions: CounterChild;
   private readonly eras: { legacy: { set(n: number): void }; modern: { set(n: number): void } };
@@ -70,15 +71,15 @@ export class UpstreamMetrics {
     m: Metrics,
     private readonly upstream: string,
   ) {
-    this.answers = new Children((v) => m.modernRequests.labels(upstream, ...v));
-    this.answerDurations = new Children((v) => m.modernDuration.labels(upstream, ...v));
-    this.calls = new Children((v) => m.upstreamDuration.labels(upstream, ...v));
+    this.answers = new Children((v) => boundCounter(m.modernRequests, [upstream, ...v]));
+    this.answerDurations = new Children((v) => boundHistogram(m.modernDuration, [upstream, ...v]));
+    this.calls = new Children((v) => boundHistogram(m.upstreamDuration, [upstream, ...v]));
     this.rounds = new Children((v) => m.mrtrRounds.labels(upstream, ...v));
     this.retries = new Children((v) => m.mrtrRetries.labels(upstream, ...v));
     this.outside = new Children((v) => m.outsideAsks.labels(upstream, ...v));
     this.initializations = new Children((v) => m.sessionInitializations.labels(upstream, ...v));
     this.initializeDuration = m.initializeDuration.labels(upstream);
-    this.lookups = new Children((v) => m.poolLookups.labels(upstream, ...v));
+    this.lookups = new Children((v) => boundCounter(m.poolLookups, [upstream, ...v]));
     this.ejections = new Children((v) => m.ejections.labels(upstream, ...v));
     this.localSessions = m.localSessions.labels(upstream);
     this.eras = { legacy: m.upstreamEra.labels(upstream, 'legacy'), modern: m.upstreamEra.labels(upstream, 'modern') };
