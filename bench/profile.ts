@@ -135,7 +135,7 @@ export function summariseProfile(file: string, top = 15, window?: { fromUs: numb
   return {
     busySamples: busy,
     busyMs: busy * avgIntervalMs,
-    components: rows(comp, 20),
+    components: rows(comp, Number(process.env.PROFILE_COMPONENTS ?? 20)),
     topSelf: rows(self, top),
     topInclusive: rows(
       new Map([...incl].filter(([k]) => k.includes('dist/src/') || k.includes('node_modules/'))),

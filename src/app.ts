@@ -318,7 +318,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       log,
       ready: () => !draining,
       closing: () => closing,
-      observe: (s) => requestMetrics.request(s.era, s.method, s.status, s.revision, s.seconds),
+      observe: (tag, status, seconds) => requestMetrics.request(tag.era, tag.method, status, tag.revision, seconds),
       accessSample: config.log.accessSample,
       inFlight,
     }),

@@ -12,6 +12,7 @@ import { SkillFolder, SkillsFront, SkillsLegacyFace } from './skills/index.js';
 import type { Subscriptions } from './subscriptions/index.js';
 import type { UpstreamParts } from './upstream-parts.js';
 import { VERSION } from './version.js';
+import { WarmLane } from './warm/index.js';
 
 export interface MountContext {
   /** The pipeline's view of each upstream. */
@@ -48,8 +49,10 @@ export function mountParts(specs: readonly MountSpec[], ctx: MountContext): { mo
         log: log.child({ stage: 'skills', mount: m.path }),
       });
     if (single) {
-      const face = partsOf(single.upstreamName).passthrough;
-      mounts.set(m.path, { path: m.path, passthrough: skills ? new SkillsLegacyFace(face, skills) : face, upstream: single, ...(front ? { front } : {}) });
+      const parts = partsOf(single.upstreamName);
+      const face = parts.passthrough;
+      const warm = parts.direct && new WarmLane(single, parts.direct, front);
+      mounts.set(m.path, { path: m.path, passthrough: skills ? new SkillsLegacyFace(face, skills) : face, upstream: single, ...(front ? { front } : {}), ...(warm ? { warm } : {}) });
       continue;
     }
     const federation = new Federation({

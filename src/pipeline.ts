@@ -1,15 +1,15 @@
 // handleModern(): a validated 2026-07-28 request, from principal to reply, readable top to
 // bottom. Each stage either hands a value to the next or ends the request with a typed error.
 
-import { discoverResult, serverInfoOf, statusForUpstreamError, translateError, toolFacts, translateResult } from './dialect/index.js';
-import { SseStream, sendCausewayError, sendJson, sendText } from './egress/index.js';
+import { discoverResult, toolFacts } from './dialect/index.js';
+import { SseStream, sendJson, sendText } from './egress/index.js';
 import { isCacheable } from './cache/index.js';
 import { checkParamHeaders, levelAtLeast, mayNeedParamHeaders, type HeaderBag, type ModernRequest } from './envelope/index.js';
-import { causewayError, toCausewayError, CausewayError } from './errors.js';
+import { causewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { sessionRef, type PooledSession, type SessionKey } from './pool/index.js';
-import { learnTools, sessionKeyFor, type Answered, type Federation, type ModernDeps, type ModernExchange, type ModernMount, type Routed } from './routing/index.js';
+import { answerFailure, learnTools, modernAnswer, sessionKeyFor, type Answered, type Federation, type Keep, type ModernDeps, type ModernExchange, type ModernMount, type Routed } from './routing/index.js';
 import {
   callHeaders,
   enableLogging,
@@ -21,7 +21,7 @@ import {
 import { runRound, signInRound, type HeldAsTask, type RoundResult } from './mrtr/index.js';
 import { answerTask, holdsTasks, refuseRequiredTask, taskPlan, upstreamTaskCreated } from './tasks/index.js';
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
-import { inRequestSpan, markFailed } from './tracing/index.js';
+import { inRequestSpan } from './tracing/index.js';
 import { refusedAnswer, relayModern } from './passthrough/index.js';
 
 /** A modern request on a mount, as the front door hands it over. */
@@ -156,9 +156,6 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
     },
   );
 }
-
-/** Told a cacheable request's complete result, and the session it was read on, for the gateway cache. */
-type Keep = (session: PooledSession, result: JsonObject) => void;
 
 async function answerOn(ex: ModernExchange, deps: ModernDeps, key: SessionKey, keep: Keep | undefined): Promise<Answered> {
   const { request, principal } = ex;
@@ -355,24 +352,7 @@ function reply(
   stream: SseStream | undefined,
   keep: Keep | undefined,
 ): Answered {
-  const { request } = ex;
-  let status = 200;
-  let body: JsonObject;
-  if (isErrorResponse(upstream)) {
-    const error = translateError(request.method, upstream.error, request.params);
-    markFailed(ex.span, 'upstream_error', error.code);
-    if (ex.notes) ex.notes.code = error.code;
-    status = statusForUpstreamError(error.code);
-    body = { jsonrpc: '2.0', id: request.id, error: error as unknown as JsonObject };
-  } else {
-    const cache = request.spec.cacheable ? deps.cacheHint(request.method) : undefined;
-    const result = translateResult(request.method, upstream.result, {
-      serverInfo: serverInfoOf(session.record.initializeResult),
-      cache,
-    });
-    keep?.(session, result);
-    body = { jsonrpc: '2.0', id: request.id, result: ex.access ? ex.access.filterList(request.method, result) : result };
-  }
+  const { status, body } = modernAnswer(ex, deps, session, upstream, keep);
   replyBody(ex, status, body, stream);
   return isErrorResponse(upstream) ? 'upstream_error' : 'complete';
 }
@@ -384,20 +364,6 @@ function replyBody(ex: ModernExchange, status: number, body: JsonObject, stream:
 
 /** Answers with the error and returns its reason, or 'cancelled' when the client is gone. */
 function fail(ex: ModernExchange, err: unknown): AnswerOutcome {
-  if (ex.signal.aborted) {
-    markFailed(ex.span, 'cancelled');
-    return 'cancelled';
-  }
-  const e = toCausewayError(err);
-  markFailed(ex.span, e.reason, e.code);
-  if (ex.notes) ex.notes.code = e.code;
-  if (!(err instanceof CausewayError)) ex.log.error({ err }, 'request failed');
-  else if (e.status >= 500) ex.log.warn({ reason: e.reason, err: e.cause }, 'request failed');
-  if (ex.res.headersSent) {
-    const s = new SseStream(ex.res);
-    s.end({ jsonrpc: '2.0', id: ex.request.id, error: { code: e.code, message: e.message } });
-    return e.reason;
-  }
-  sendCausewayError(ex.res, e, ex.request.id);
-  return e.reason;
+  return answerFailure(ex, ex.signal.aborted, err);
 }
+

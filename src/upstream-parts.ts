@@ -56,6 +56,8 @@ export interface UpstreamParts {
   modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number; listens: RelayedListens; cache?: UpstreamCache };
   /** The gateway cache of this upstream's discover, lists and reads (cache.maxBytes > 0). */
   cache?: UpstreamCache;
+  /** A Streamable HTTP upstream's own session client, for the calls the warm lane sends through it. */
+  direct?: UpstreamClient;
 }
 
 /** What the app shares among its upstreams. */
@@ -167,7 +169,7 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
         probeTimeoutMs: spec.requestTimeoutMs,
         log: ctx.log,
         dispatcher: hc.http.dispatcher,
-        build: (found) => (found.transport === 'sse' ? sseClient(ctx, hc.http, found.url) : streamableClient(hc)),
+        build: (found) => (found.transport === 'sse' ? sseClient(ctx, hc.http, found.url) : streamableClient(hc).client),
       });
       const passthrough = new AutoLegacyFace(
         { use: (signal) => client.use(signal), passthrough: legacyPassthrough(hc), channelFace: () => channelFace(ctx, client) },
@@ -179,7 +181,8 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
     case 'streamable-http': {
       const hc = httpContext(ctx);
       const eras = bothEras(hc, legacyPassthrough(hc));
-      return assemble(streamableClient(hc), eras.passthrough, hc.http, eras.modern);
+      const { client, direct } = streamableClient(hc);
+      return { ...assemble(client, eras.passthrough, hc.http, eras.modern), direct };
     }
   }
 }
@@ -258,7 +261,8 @@ function targetSet({ spec, metrics, log }: UpstreamContext): TargetSet {
   );
 }
 
-function streamableClient({ spec, config, metrics, log, credentials, replicaAsks, targets, http }: HttpContext): UpstreamSessionClient {
+/** The session client of a Streamable HTTP upstream (`direct`), and what the pool calls through: it, or the standing streams around it. */
+function streamableClient({ spec, config, metrics, log, credentials, replicaAsks, targets, http }: HttpContext): { client: UpstreamSessionClient; direct: UpstreamClient } {
   const client = new UpstreamClient(
     {
       name: spec.name,
@@ -277,8 +281,8 @@ function streamableClient({ spec, config, metrics, log, credentials, replicaAsks
     },
   );
   // Across replicas the session's one GET stream is held by one of them (subscriptions/standing.ts).
-  if (config.store.kind !== 'memory' || config.store.maxSessions <= 0) return client;
-  return new StandingStreams(client, { upstream: spec.name, max: config.store.maxSessions, policy: spec.standingStream, waitMs: spec.connectTimeoutMs, log });
+  if (config.store.kind !== 'memory' || config.store.maxSessions <= 0) return { client, direct: client };
+  return { client: new StandingStreams(client, { upstream: spec.name, max: config.store.maxSessions, policy: spec.standingStream, waitMs: spec.connectTimeoutMs, log }), direct: client };
 }
 
 function legacyPassthrough({ spec, rootLog, forward, binding, targets, http }: HttpContext): LegacyFace {

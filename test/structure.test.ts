@@ -16,7 +16,8 @@ const ROOTS = new Set(['app.ts', 'upstream-parts.ts', 'mount-parts.ts', 'pipelin
 const FRONT_DOOR = 'ingress/front-door.ts';
 /**
  * The folders of src/, top floor first: a folder imports only folders below it, type imports
- * counted. The request path runs down it (the front door, a mount's skills folder in front of
+ * counted. The request path runs down it (the front door, the warm lane that serves a warm call
+ * straight through the stages below it, a mount's skills folder in front of
  * the legacy passthrough beside it and of the routing of modern requests, the side stages
  * routing calls, the pool, the upstream clients, the dialect they translate with); below are the
  * ground floors every stage writes with: the reply writers, the parsed request, tracing, the bus
@@ -24,6 +25,7 @@ const FRONT_DOOR = 'ingress/front-door.ts';
  */
 const FLOORS = [
   'ingress',
+  'warm',
   'translate',
   'skills',
   'passthrough',

@@ -56,8 +56,8 @@ export function capabilitiesProblem(caps: JsonObject): string | undefined {
   const objectOf = (key: string, v: JsonValue | undefined, members?: readonly string[]): string | undefined => {
     if (v === undefined) return undefined;
     if (!isObject(v)) return `${key} must be an object`;
-    for (const [k, x] of Object.entries(v)) {
-      if ((members === undefined || members.includes(k)) && !isObject(x)) return `${key}.${k} must be an object`;
+    for (const k in v) {
+      if ((members === undefined || members.includes(k)) && !isObject(v[k])) return `${key}.${k} must be an object`;
     }
     return undefined;
   };

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { sendCausewayError } from '../egress/index.js';
 import { toCausewayError } from '../errors.js';
-import { inRequestLog, requestLogger } from '../log.js';
+import { inRequestLog } from '../log.js';
 import { routingHeaders } from '../passthrough/index.js';
 import { serveModern } from '../pipeline.js';
 import {
@@ -88,26 +88,44 @@ const STEPS: readonly Step[] = [
 export function frontDoor(deps: FrontDoorDeps): IngressHandler {
   return (req, res) => {
     const reqId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : randomUUID();
-    const log = requestLogger(deps.log, { reqId });
     res.setHeader('x-request-id', reqId);
-    const v = new Visit(req, res, deps, log);
-    inRequestLog(deps.log, reqId, () => walk(v)).catch((err: unknown) => {
-      log.error({ err }, 'unhandled error at the front door');
-      sendCausewayError(res, toCausewayError(err), null);
-    });
+    const v = new Visit(req, res, deps, reqId);
+    const walked = inRequestLog(deps.log, reqId, () => walk(v));
+    if (walked !== ANSWERED) walked.catch((err: unknown) => unhandled(v, err));
   };
 }
 
-/** Steps in turn until one answers; awaited only where a step returned a promise. */
-async function walk(v: Visit): Promise<void> {
-  try {
-    for (let i = 0; i < STEPS.length; i++) {
-      const said = STEPS[i]!(v);
-      if (said === NEXT) continue;
-      if (said === ANSWERED || (await said) !== NEXT) return;
+function unhandled(v: Visit, err: unknown): void {
+  v.log.error({ err }, 'unhandled error at the front door');
+  sendCausewayError(v.res, toCausewayError(err), null);
+}
+
+/**
+ * Steps in turn until one answers: plain calls while each answers at once (the whole walk, for a
+ * request the warm lane takes), awaited from the first step that returns a promise.
+ */
+function walk(v: Visit): typeof ANSWERED | Promise<void> {
+  for (let i = 0; i < STEPS.length; i++) {
+    let said: ReturnType<Step>;
+    try {
+      said = STEPS[i]!(v);
+    } catch (err) {
+      unhandled(v, err);
+      return ANSWERED;
     }
-  } finally {
-    if (v.admitted) v.deps.inFlight.count--;
+    if (said === NEXT) continue;
+    if (said === ANSWERED) return ANSWERED;
+    return walkOn(v, said, i + 1);
+  }
+  return ANSWERED;
+}
+
+async function walkOn(v: Visit, said: Promise<boolean | void>, from: number): Promise<void> {
+  if ((await said) !== NEXT) return;
+  for (let i = from; i < STEPS.length; i++) {
+    const next = STEPS[i]!(v);
+    if (next === NEXT) continue;
+    if (next === ANSWERED || (await next) !== NEXT) return;
   }
 }
 
@@ -116,15 +134,21 @@ function forwardLegacy(v: Visit): boolean | Promise<void> {
   const { req, json } = v;
   // legacyServed saw that there is one.
   const passthrough = v.mount.passthrough!;
-  return passthrough.forward('POST', req.headers, { bytes: v.body, json }, v.res, v.abort.signal, routingHeaders(req.headers, json), v.access, v.principal);
+  return passthrough.forward('POST', req.headers, { bytes: v.body, json }, v.res, v.signal, routingHeaders(req.headers, json), v.access, v.principal);
 }
 
 function serve(v: Visit): boolean | Promise<void> {
   const { verdict } = v;
   if (verdict.era !== 'modern') return NEXT;
-  const { request } = verdict;
+  if (v.mount.warm?.take(v, verdict.request, serveFully)) return ANSWERED;
+  return serveFully(v);
+}
+
+/** The pipeline, for a request the warm lane did not take (or handed back before anything was sent). */
+function serveFully(v: Visit): Promise<void> {
+  const request = (v.verdict as Extract<Visit['verdict'], { era: 'modern' }>).request;
   return serveModern(
-    { request, headers: v.headers, res: v.res, signal: v.abort.signal, log: v.log.child({ method: request.method }), access: v.access, principal: v.principal, notes: v.tag.notes, body: v.body },
+    { request, headers: v.headers, res: v.res, signal: v.signal, log: v.log.child({ method: request.method }), access: v.access, principal: v.principal, notes: v.tag.notes, body: v.body },
     v.mount,
   );
 }

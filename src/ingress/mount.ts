@@ -7,7 +7,16 @@
 
 import type { LegacyFace } from '../passthrough/index.js';
 import type { Federation, ModernDeps, MountFront } from '../routing/index.js';
+import type { WarmLane } from '../warm/index.js';
 
 export type Mount =
-  | { readonly path: string; readonly passthrough: LegacyFace; readonly upstream: ModernDeps; readonly federation?: undefined; readonly front?: MountFront }
-  | { readonly path: string; readonly passthrough: undefined; readonly federation: Federation; readonly upstream?: undefined; readonly front?: MountFront };
+  | {
+      readonly path: string;
+      readonly passthrough: LegacyFace;
+      readonly upstream: ModernDeps;
+      readonly federation?: undefined;
+      readonly front?: MountFront;
+      /** The straight path of a warm call, on a Streamable HTTP upstream (tracing off). */
+      readonly warm?: WarmLane;
+    }
+  | { readonly path: string; readonly passthrough: undefined; readonly federation: Federation; readonly upstream?: undefined; readonly front?: MountFront; readonly warm?: undefined };

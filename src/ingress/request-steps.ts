@@ -140,8 +140,9 @@ export function origin(v: Visit): boolean {
 
 function headerBag(headers: IncomingHttpHeaders): HeaderBag {
   const bag: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) {
-    if (v !== undefined && !k.startsWith(':')) bag[k] = Array.isArray(v) ? v.join(', ') : v;
+  for (const k in headers) {
+    const v = headers[k];
+    if (v !== undefined && k.charCodeAt(0) !== 0x3a) bag[k] = Array.isArray(v) ? v.join(', ') : v;
   }
   return bag;
 }
@@ -151,19 +152,19 @@ export function admit(v: Visit): boolean {
   if (deps.inFlight.count >= deps.maxInFlight) return refuseUnread(v, causewayError('overloaded'));
   deps.inFlight.count++;
   v.admitted = true;
-  v.abort = new AbortController();
   v.started = performance.now();
   v.tag = { era: 'rejected', method: 'none', revision: revisionLabel(v.headers['mcp-protocol-version']?.trim()), notes: {} };
   res.on('close', () => closed(v));
   return NEXT;
 }
 
-/** The response is done or the client gone: the request is observed, and its work aborted if unanswered. */
+/** The response is done or the client gone: the request is observed, no longer in flight, and its work stopped if unanswered. */
 function closed(v: Visit): void {
   const { res, deps, tag } = v;
-  if (!res.writableFinished) v.abort.abort();
+  deps.inFlight.count--;
+  if (!res.writableFinished) v.leave();
   const seconds = (performance.now() - v.started) / 1000;
-  deps.observe({ ...tag, status: res.statusCode, seconds });
+  deps.observe(tag, res.statusCode, seconds);
   if (deps.accessSample > 0 && (deps.accessSample >= 1 || Math.random() < deps.accessSample)) {
     v.log.info(
       {
@@ -238,7 +239,7 @@ export function legacyStream(v: Visit): boolean | Promise<void> {
   tag.method = method === 'GET' ? 'stream' : 'terminate';
   const { passthrough } = v.mount;
   if (!passthrough) return refuse(v, legacyNotServed(), null);
-  return passthrough.forward(method, v.req.headers, undefined, v.res, v.abort.signal, undefined, v.access, v.principal);
+  return passthrough.forward(method, v.req.headers, undefined, v.res, v.signal, undefined, v.access, v.principal);
 }
 
 export function postOnly(v: Visit): boolean {
@@ -258,7 +259,7 @@ export async function readJson(v: Visit): Promise<boolean> {
     v.body = await readBody(v.req, bodyLimits);
   } catch (err) {
     // The client is gone: there is no one to answer.
-    if (v.abort.signal.aborted) return ANSWERED;
+    if (v.gone) return ANSWERED;
     return refuseUnread(v, toCausewayError(err));
   }
   const parsed = parseJson(v.body, jsonLimits);

@@ -8,7 +8,7 @@ import type { Classified, HeaderBag, OriginPolicy } from '../envelope/index.js';
 import type { CausewayError } from '../errors.js';
 import type { Access, PrincipalPolicy, ResourceServer } from '../auth/index.js';
 import type { RequestId } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
+import { requestLogger, type Logger } from '../log.js';
 import type { AccessNotes } from '../routing/index.js';
 import type { Mount } from './mount.js';
 import type { JsonLimits } from './json-limits.js';
@@ -38,7 +38,7 @@ export interface FrontDoorDeps {
   /** True once the listener is closed: every HTTP/1.1 answer then closes its connection. */
   closing(): boolean;
   /** Called once per MCP request when its response ends. */
-  observe(sample: RequestSample): void;
+  observe(tag: Tag, status: number, seconds: number): void;
   /** Share of MCP requests given an access log line (log.accessSample). */
   accessSample: number;
   inFlight: { count: number };
@@ -84,8 +84,13 @@ export class Visit {
   /** admit: from then on in flight, and observed when the response closes. */
   admitted = false;
   started = 0;
-  abort!: AbortController;
   tag!: Tag;
+  /** The client went before the answer was sent (admit's close listener). */
+  gone = false;
+  /** Told once, when the client goes before the answer: set by a stage that runs the request without a signal. */
+  goneTo: { clientGone(): void } | undefined = undefined;
+  private aborter: AbortController | undefined = undefined;
+  private logger: Logger | undefined = undefined;
   /** accessToken: the verified token's, when a resource server checked the request. */
   access: Access | undefined = undefined;
   /** Who asks (auth/principal.ts), hashed once: by the resource server with the token, else by `principal`. */
@@ -103,10 +108,33 @@ export class Visit {
     readonly req: IngressRequest,
     readonly res: HttpResponse,
     readonly deps: FrontDoorDeps,
-    readonly log: Logger,
+    readonly reqId: string,
   ) {
     this.path = pathOf(req);
     this.method = req.method ?? 'GET';
+  }
+
+  /** The request's logger (its reqId bound), made when first written to. */
+  get log(): Logger {
+    return (this.logger ??= requestLogger(this.deps.log, { reqId: this.reqId }));
+  }
+
+  /** Aborted when the client goes before the answer; made when a stage first asks for it. */
+  get signal(): AbortSignal {
+    if (this.aborter === undefined) {
+      this.aborter = new AbortController();
+      if (this.gone) this.aborter.abort();
+    }
+    return this.aborter.signal;
+  }
+
+  /** The client went before the answer: whatever runs the request is stopped. */
+  leave(): void {
+    this.gone = true;
+    this.aborter?.abort();
+    const told = this.goneTo;
+    this.goneTo = undefined;
+    told?.clientGone();
   }
 }
 

@@ -92,88 +92,16 @@ interface Resuming {
 /** Sends the call upstream, or follows it on its upstream stream when `resuming`; a PendingCall gathers what comes. */
 export function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestOf: () => string, resuming?: Resuming): PendingCall {
   const { request } = ex;
-  const pending = new PendingCall(ex.principal, request.method, digestOf, (upstreamId, result) => {
-    deps.client
-      .respond(session, { jsonrpc: '2.0', id: upstreamId, result })
-      .catch((err: unknown) => ex.log.warn({ err }, 'answering an upstream ask failed'));
-  });
   const abort = new AbortController();
   // The call's one signal: its CallScope aborts it on a deadline instead of making another.
   const signal = lendSignal(abort);
-  pending.cancel = () => abort.abort();
-  pending.detach = () => abort.abort(new CallDetached());
-  pending.asTask = ex.asTask;
+  const { pending, observer } = watch(ex, session, deps, digestOf, { cancel: () => abort.abort(), detach: () => abort.abort(new CallDetached()) }, resuming);
   const progressToken = request.meta.progressToken ?? (ex.asTask ? WORK_TOKEN : undefined);
-  const sessionId = session.sessionId;
-  // The session's digest goes into a sealed state only: worked out when a round is sealed.
-  let digest: string | undefined;
-  const upstreamOf = (id: RequestId, token: string | undefined): NonNullable<PendingCall['upstream']> => ({
-    id,
-    token,
-    get session() {
-      return sessionId === undefined ? undefined : (digest ??= sessionDigest(sessionId));
-    },
-  });
-  const declared = request.meta.clientCapabilities;
-  // A resumed stream first replays what the holder had read (up to event `t`): only the asks
-  // outstanding at the seal count then; the rest was answered or relayed by the holder.
+  const timeoutMs = heldCallTimeoutMs(deps, ex.asTask);
   const at = resuming?.at;
-  const outstanding = new Set(at?.q ?? []);
-  let replayed = at !== undefined;
-  let atSeal = false;
-  const observer: CallObserver = {
-    onEvent: (id) => {
-      if (replayed && atSeal) replayed = false;
-      else if (replayed && id === at?.t) atSeal = true;
-      pending.event(id);
-    },
-    onIds: (id, token) => {
-      pending.upstream = upstreamOf(id, token);
-    },
-    onProgress: (n) => {
-      if (replayed) return;
-      pending.working();
-      pending.listener?.onProgress(n);
-    },
-    onLog: (n) => {
-      if (!replayed) pending.listener?.onLog(n);
-    },
-    onOtherNotification: (n) => {
-      if (!replayed) ex.onChange?.(n);
-    },
-    onServerRequest: (r) => {
-      if (replayed) {
-        if (!outstanding.has(r.id)) return;
-        resuming?.attached();
-      }
-      const required = requiredCapability(r.method, r.params);
-      if (required === undefined || !declares(declared, required)) {
-        refuseAsk(deps.client, session, r, `${r.method} was not declared by the client`).catch(() => undefined);
-        if (required !== undefined && !pending.refusal) {
-          pending.refusal = causewayError('missing_client_capability', `The upstream needs ${r.method}, which this request did not declare`, {
-            requiredCapabilities: required,
-          });
-          abort.abort();
-        }
-        return;
-      }
-      if (sessionId === undefined) {
-        // Session-less (no Mcp-Session-Id at initialize): the answer would reach a fresh server
-        // that never sent the request, so waiting for it only ends in upstream.requestTimeoutMs.
-        refuseAsk(deps.client, session, r, `${r.method} cannot be answered without a session`).catch(() => undefined);
-        pending.refusal ??= causewayError('upstream_sessionless', `The upstream keeps no sessions, so its ${r.method} cannot be answered`);
-        abort.abort();
-        return;
-      }
-      pending.ask(r);
-    },
-  };
-  // Held between rounds, the call waits on a person: it may live as long as its state.
-  // Held as a task, it may live as long as the task.
-  const timeoutMs = Math.max(deps.stateTtlMs + deps.upstreamTimeoutMs, ex.asTask?.ttlMs ?? 0);
   let run: Promise<JsonRpcResponse>;
   if (at !== undefined) {
-    pending.upstream = upstreamOf(at.i, at.k);
+    pending.upstream = upstreamOf(session, at.i, at.k);
     // The stream is taken up after event l: that is where the call's cursor stands.
     pending.event(at.l);
     run = resumeRelayedCall(
@@ -201,6 +129,124 @@ export function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, 
     (err: unknown) => pending.fail(err),
   );
   return pending;
+}
+
+/**
+ * Held between rounds, a call waits on a person: it may live as long as its state. Held as a
+ * task, as long as the task.
+ */
+export function heldCallTimeoutMs(deps: Pick<BridgeDeps, 'stateTtlMs' | 'upstreamTimeoutMs'>, asTask?: HeldAsTask): number {
+  return Math.max(deps.stateTtlMs + deps.upstreamTimeoutMs, asTask?.ttlMs ?? 0);
+}
+
+/** How the owner of a call's upstream request stops it: cancelled upstream, or only let go (another replica may resume it). */
+export interface CallStop {
+  cancel(): void;
+  detach(): void;
+}
+
+/**
+ * A call sent and read by its owner (the warm lane) until the upstream asked the client
+ * something: held from here on as a call start() sent. `events` are the ids of the events read
+ * so far (the last two, and whether one had none); the owner passes what the stream carries on to
+ * the observer, and the call's end to the PendingCall (settle, fail).
+ */
+export function adopt(
+  ex: RoundExchange,
+  session: SessionRef,
+  deps: BridgeDeps,
+  sent: { id: RequestId; stop: CallStop; events: { previous: string | undefined; last: string | undefined; unnamed: boolean; count: number } },
+): { pending: PendingCall; observer: CallObserver } {
+  let digest: string | undefined;
+  const watched = watch(ex, session, deps, () => (digest ??= paramsDigest(ex.request.params)), sent.stop);
+  const { events } = sent;
+  if (events.unnamed) watched.pending.event(undefined);
+  if (events.count > 1) watched.pending.event(events.previous);
+  if (events.count > 0) watched.pending.event(events.last);
+  watched.observer.onIds?.(sent.id, undefined);
+  return watched;
+}
+
+/** The call's upstream id and token, and its session's digest, worked out only when a round is sealed. */
+function upstreamOf(session: SessionRef, id: RequestId, token: string | undefined): NonNullable<PendingCall['upstream']> {
+  const sessionId = session.sessionId;
+  let digest: string | undefined;
+  return {
+    id,
+    token,
+    get session() {
+      return sessionId === undefined ? undefined : (digest ??= sessionDigest(sessionId));
+    },
+  };
+}
+
+/** The PendingCall of a call, and the observer of its stream that feeds it. */
+function watch(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestOf: () => string, stop: CallStop, resuming?: Resuming): { pending: PendingCall; observer: CallObserver } {
+  const { request } = ex;
+  const pending = new PendingCall(ex.principal, request.method, digestOf, (upstreamId, result) => {
+    deps.client
+      .respond(session, { jsonrpc: '2.0', id: upstreamId, result })
+      .catch((err: unknown) => ex.log.warn({ err }, 'answering an upstream ask failed'));
+  });
+  pending.cancel = stop.cancel;
+  pending.detach = stop.detach;
+  pending.asTask = ex.asTask;
+  const sessionId = session.sessionId;
+  const declared = request.meta.clientCapabilities;
+  // A resumed stream first replays what the holder had read (up to event `t`): only the asks
+  // outstanding at the seal count then; the rest was answered or relayed by the holder.
+  const at = resuming?.at;
+  const outstanding = new Set(at?.q ?? []);
+  let replayed = at !== undefined;
+  let atSeal = false;
+  const observer: CallObserver = {
+    onEvent: (id) => {
+      if (replayed && atSeal) replayed = false;
+      else if (replayed && id === at?.t) atSeal = true;
+      pending.event(id);
+    },
+    onIds: (id, token) => {
+      pending.upstream = upstreamOf(session, id, token);
+    },
+    onProgress: (n) => {
+      if (replayed) return;
+      pending.working();
+      pending.listener?.onProgress(n);
+    },
+    onLog: (n) => {
+      if (!replayed) pending.listener?.onLog(n);
+    },
+    onOtherNotification: (n) => {
+      if (!replayed) ex.onChange?.(n);
+    },
+    onServerRequest: (r) => {
+      if (replayed) {
+        if (!outstanding.has(r.id)) return;
+        resuming?.attached();
+      }
+      const required = requiredCapability(r.method, r.params);
+      if (required === undefined || !declares(declared, required)) {
+        refuseAsk(deps.client, session, r, `${r.method} was not declared by the client`).catch(() => undefined);
+        if (required !== undefined && !pending.refusal) {
+          pending.refusal = causewayError('missing_client_capability', `The upstream needs ${r.method}, which this request did not declare`, {
+            requiredCapabilities: required,
+          });
+          pending.cancel();
+        }
+        return;
+      }
+      if (sessionId === undefined) {
+        // Session-less (no Mcp-Session-Id at initialize): the answer would reach a fresh server
+        // that never sent the request, so waiting for it only ends in upstream.requestTimeoutMs.
+        refuseAsk(deps.client, session, r, `${r.method} cannot be answered without a session`).catch(() => undefined);
+        pending.refusal ??= causewayError('upstream_sessionless', `The upstream keeps no sessions, so its ${r.method} cannot be answered`);
+        pending.cancel();
+        return;
+      }
+      pending.ask(r);
+    },
+  };
+  return { pending, observer };
 }
 
 /** Where a round's progress and logs go: re-tokened, and only at the level the request asked for. */

@@ -136,10 +136,8 @@ export class SessionPool {
       return await use(session);
     } catch (err) {
       if (!(err instanceof SessionExpiredError)) throw err;
-      const reason = err instanceof TargetUnreachableError ? 'unreachable' : 'expired';
-      this.log.info({ upstream: key.upstream, reason }, 'upstream session lost; replacing it');
       try {
-        return await use(await this.replace(session, reason));
+        return await use(await this.replaceLost(session, err));
       } catch (again) {
         if (again instanceof SessionExpiredError) throw causewayError('upstream_unavailable', 'The upstream lost the session again', undefined, again);
         throw again;
@@ -147,12 +145,30 @@ export class SessionPool {
     }
   }
 
+  /** The session for `key` when this replica holds it open on an admitted URL (acquire's warm case, with no await); else undefined. */
+  warm(key: SessionKey): PooledSession | undefined {
+    const warm = this.local.get(key.id);
+    return warm === undefined || !this.opener.admits(warm.record) ? undefined : warm;
+  }
+
+  /** A session warm() gave is used: as acquire() counts a warm one. */
+  touch(session: PooledSession): void {
+    this.markUsed(session);
+    this.events.onHit?.(session.key.upstream);
+  }
+
+  /** The upstream forgot `session` (404), or its URL could not be reached: its replacement, made once. */
+  replaceLost(session: PooledSession, err: SessionExpiredError): Promise<PooledSession> {
+    const reason = err instanceof TargetUnreachableError ? 'unreachable' : 'expired';
+    this.log.info({ upstream: session.key.upstream, reason }, 'upstream session lost; replacing it');
+    return this.replace(session, reason);
+  }
+
   async acquire(key: SessionKey): Promise<PooledSession> {
     const warm = this.local.get(key.id);
     if (warm) {
       if (!this.opener.admits(warm.record)) return this.replace(warm, 'ejected');
-      this.markUsed(warm);
-      this.events.onHit?.(key.upstream);
+      this.touch(warm);
       return warm;
     }
     this.events.onMiss?.(key.upstream);

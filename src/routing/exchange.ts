@@ -59,6 +59,8 @@ export interface AccessNotes {
   traceId?: string;
   /** The gateway cache answered (hit), or was asked and could not (miss); absent for what it never keeps. */
   cache?: 'hit' | 'miss';
+  /** The warm lane served it: a call on a warm session, sent and answered on one straight path. */
+  warm?: boolean;
 }
 
 export interface ModernExchange {

@@ -4,3 +4,4 @@ export { compileRules } from './rules.js';
 export type { AccessNotes, Answered, ModernDeps, ModernExchange } from './exchange.js';
 export { sessionKeyFor } from './session-keys.js';
 export { learnTools } from './tool-facts.js';
+export { answerFailure, modernAnswer, type Keep } from './answer.js';

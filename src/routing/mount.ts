@@ -11,6 +11,8 @@ import type { Federation } from './federation.js';
  */
 export interface MountFront {
   serve(ex: ModernExchange, next: (ex: ModernExchange) => Promise<void>): Promise<void>;
+  /** Whether serve() does anything with `method`, or only hands it on. */
+  serves(method: string): boolean;
 }
 
 export type ModernMount =

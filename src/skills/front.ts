@@ -45,6 +45,10 @@ export class SkillsFront implements MountFront {
 
   constructor(private readonly opts: SkillsFrontOptions) {}
 
+  serves(method: string): boolean {
+    return this.served(method) !== undefined;
+  }
+
   async serve(ex: ModernExchange, next: Next): Promise<void> {
     const { method } = ex.request;
     const serve = this.served(method);

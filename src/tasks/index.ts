@@ -1,3 +1,3 @@
 export { TaskBridge, type TaskBridgeOptions, type TaskOrigin } from './bridge.js';
 export { MemoryTaskStore, RedisTaskStore, type TaskStore } from './store.js';
-export { answerTask, holdsTasks, refuseRequiredTask, taskPlan, upstreamTaskCreated, type LearnTools, type TaskDeps, type TaskPlan } from './policy.js';
+export { answerTask, holdsTasks, plainCall, refuseRequiredTask, taskPlan, upstreamTaskCreated, type LearnTools, type TaskDeps, type TaskPlan } from './policy.js';

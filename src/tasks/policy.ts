@@ -97,6 +97,25 @@ export async function taskPlan<X extends { request: ModernRequest }, D extends T
 }
 
 /**
+ * True when taskPlan would send the call as it is, from what is known now (no tools/list to
+ * read), and refuseRequiredTask could refuse nothing: no upstream.taskTools pattern holds it for a
+ * client that declared the extension, and where the upstream runs tasks or upstream.taskSupport
+ * applies, the tool's taskSupport is known and makes it no task (forbidden, or optional for a
+ * client that did not declare the extension). The warm lane serves only such calls.
+ */
+export function plainCall(deps: TaskDeps, session: PooledSession, request: ModernRequest): boolean {
+  if (request.params.task !== undefined) return false;
+  const caps = session.record.initializeResult.capabilities;
+  const name = request.name!;
+  const declared = declaresTasks(request.meta.clientCapabilities);
+  if (declared && deps.taskTools.some((pattern) => pattern.test(name))) return false;
+  const upstreamTasks = upstreamRunsTasks(caps);
+  if (!upstreamTasks && !(deps.taskSupport && isObject(caps) && isObject(caps.tools))) return true;
+  const support = session.facts.taskSupport(name);
+  return support === 'forbidden' || (!declared && support === 'optional');
+}
+
+/**
  * `server/discover` advertises the extension where Causeway holds some of the upstream's tools as
  * tasks: upstream.taskTools is set, or (upstream.taskSupport, an upstream that runs no tasks and
  * lists tools) a listed tool's taskSupport is optional or required. The upstream's own tasks are

@@ -4,6 +4,7 @@
 
 import { diag, DiagLogLevel, metrics } from '@opentelemetry/api';
 import { recordOperations } from './operations.js';
+import { markTracingOn } from './spans.js';
 import type { Logger } from '../log.js';
 import { VERSION } from '../version.js';
 
@@ -90,6 +91,7 @@ export async function startTelemetry(env: TracingEnv, log: Logger): Promise<Tele
     ]);
     const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
     provider.register();
+    markTracingOn();
     stops.push(() => provider.shutdown());
     log.info({ serviceName: resource.attributes['service.name'] }, 'tracing on: spans exported over OTLP/HTTP');
   }

@@ -21,6 +21,17 @@ import { VERSION } from '../version.js';
 
 const tracer = trace.getTracer('causeway', VERSION);
 
+/** Set once a tracer provider is registered (sdk.ts): until then no request has a span or passes a trace on. */
+let tracing = false;
+
+export function tracingOn(): boolean {
+  return tracing;
+}
+
+export function markTracingOn(): void {
+  tracing = true;
+}
+
 /** Names and URIs are the client's: bounded here as in the access log. */
 const MAX_NAME = 256;
 

@@ -49,7 +49,8 @@ export class ForwardPolicy {
   pick(headers: IncomingHttpHeaders | Readonly<Record<string, string>>): Record<string, string> {
     const out: Record<string, string> = {};
     let named: Set<string> | undefined;
-    for (const [name, value] of Object.entries(headers)) {
+    for (const name in headers) {
+      const value = headers[name];
       if (value === undefined || !this.allows(name)) continue;
       named ??= connectionNamed(headers.connection);
       if (named.has(name)) continue;

@@ -1,12 +1,13 @@
 // The upstream wing's public entry: what the rest of src/ uses of it, from the folder that does
 // each job (README.md draws them). Nothing inside upstream/ imports this file.
 
-export { IdMinter, callHeaders, sessionDigest, tracedRequest, TargetSet, neverDelivered } from './core/index.js';
+export { IdMinter, callHeaders, sessionDigest, tracedRequest, TargetSet, neverDelivered, isConnectionDrop } from './core/index.js';
 export { ResumeRefusedError, SessionExpiredError, TargetUnreachableError, toUpstreamError } from './core/index.js';
-export type { SessionRef, UpstreamSessionClient } from './core/index.js';
+export type { SessionRef, StreamHandlers, UpstreamSessionClient } from './core/index.js';
 export { ForwardPolicy, DEFAULT_CREDENTIAL_HEADERS, HOP_BY_HOP } from './forward-headers.js';
 export { enableLogging, refuseAsk, walkList } from './own-calls.js';
 export { UpstreamClient, lendSignal, CallDetached, relayCall, resumeRelayedCall, type CallObserver, type ResumePoint } from './http/index.js';
+export { badResponse, cancelUpstream, httpRefusal, legacyParams, tooLarge, UPSTREAM_CLIENT_DEFAULTS, type DirectCall, type RequestResult, type UpstreamMessage } from './http/index.js';
 export { UpstreamHttp, type Response, type UpstreamRequest } from './http/index.js';
 export { abandon, checkContentLength, decodeMessages, discard, mediaType, readText, type ResponseBody, SseParser, type SseEvent } from './http/index.js';
 export { ChannelClient, StdioOpener, SseChannelOpener, type SseChannelOptions } from './channel/index.js';

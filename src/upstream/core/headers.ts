@@ -31,9 +31,10 @@ export function upstreamHeaders(
   lastEventId?: string,
 ): Record<string, string> {
   const out: Record<string, string> = {};
-  // The operator's configured headers win over per-request ones (forwarded client headers).
-  for (const [k, v] of Object.entries(extra ?? {})) out[k.toLowerCase()] = v;
-  for (const [k, v] of Object.entries(configured ?? {})) out[k.toLowerCase()] = v;
+  // The operator's configured headers win over per-request ones (forwarded client headers); the
+  // protocol's own are never taken from either.
+  if (extra !== undefined) copyHeaders(out, extra);
+  if (configured !== undefined) copyHeaders(out, configured);
 
   if (kind === 'post' || kind === 'initialize') {
     out['accept'] = 'application/json, text/event-stream';
@@ -41,15 +42,23 @@ export function upstreamHeaders(
   } else if (kind === 'get') {
     out['accept'] = 'text/event-stream';
   }
-  delete out['mcp-session-id'];
-  delete out['mcp-protocol-version'];
-  delete out['last-event-id'];
   if (kind === 'initialize' || session === undefined) return out;
 
   if (session.sessionId !== undefined) out['mcp-session-id'] = session.sessionId;
   if (sendsVersionHeader(session.protocolVersion)) out['mcp-protocol-version'] = session.protocolVersion;
   if (lastEventId !== undefined && kind === 'get') out['last-event-id'] = lastEventId;
   return out;
+}
+
+/** Headers only Causeway sets, per session and stream. */
+const PROTOCOL_HEADERS: ReadonlySet<string> = new Set(['mcp-session-id', 'mcp-protocol-version', 'last-event-id']);
+
+/** Lower-cased, the protocol's own left out (not deleted after: an object that loses keys gets slow). */
+function copyHeaders(out: Record<string, string>, from: Record<string, string>): void {
+  for (const k in from) {
+    const name = k.toLowerCase();
+    if (!PROTOCOL_HEADERS.has(name)) out[name] = from[k]!;
+  }
 }
 
 /**

@@ -54,22 +54,23 @@ export interface LegacyCall {
   timeoutMs?: number;
 }
 
-const MODERN_ONLY_PARAMS = ['inputResponses', 'requestState'];
 const MODERN_META_PREFIX = 'io.modelcontextprotocol/';
 
 export function legacyParams(params: JsonObject, upstreamToken: string | undefined): JsonObject {
   const out: JsonObject = {};
-  for (const [k, v] of Object.entries(params)) {
-    if (!MODERN_ONLY_PARAMS.includes(k) && k !== '_meta') out[k] = v;
+  for (const k in params) {
+    if (k !== '_meta' && k !== 'inputResponses' && k !== 'requestState') out[k] = params[k]!;
   }
-  const meta: JsonObject = {};
-  if (isObject(params._meta)) {
-    for (const [k, v] of Object.entries(params._meta)) {
-      if (!k.startsWith(MODERN_META_PREFIX) && k !== 'progressToken') meta[k] = v;
+  let meta: JsonObject | undefined;
+  const given = params._meta;
+  if (isObject(given)) {
+    for (const k in given) {
+      if (k.startsWith(MODERN_META_PREFIX) || k === 'progressToken') continue;
+      (meta ??= {})[k] = given[k]!;
     }
   }
-  if (upstreamToken !== undefined) meta.progressToken = upstreamToken;
-  if (Object.keys(meta).length > 0) out._meta = meta;
+  if (upstreamToken !== undefined) (meta ??= {}).progressToken = upstreamToken;
+  if (meta !== undefined) out._meta = meta;
   return out;
 }
 
@@ -143,6 +144,11 @@ function callHandlers(observer: CallObserver, upstreamToken: string | undefined,
  */
 function cancelOnAbort(client: UpstreamSessionClient, session: SessionRef, id: RequestId, log: Logger, signal: AbortSignal | undefined): void {
   if (!signal?.aborted || signal.reason instanceof CallDetached || signal.reason instanceof CausewayError) return;
+  cancelUpstream(client, session, id, log);
+}
+
+/** The client gave up on call `id`: notifications/cancelled, so the upstream stops the work. Never throws. */
+export function cancelUpstream(client: UpstreamSessionClient, session: SessionRef, id: RequestId, log: Logger): void {
   const cancel: JsonRpcNotification = {
     jsonrpc: '2.0',
     method: 'notifications/cancelled',

@@ -8,7 +8,7 @@ import type { JsonRpcErrorResponse } from '../../jsonrpc.js';
 import { readText } from './body.js';
 import { upstreamHeaders, type SessionRef, type TargetSet, type UpstreamRequestKind } from '../core/index.js';
 import { decodeMessages } from './messages.js';
-import type { Response, UpstreamHttp } from './compose/index.js';
+import type { Handler, Response, UpstreamHttp } from './compose/index.js';
 
 export type { Response } from './compose/index.js';
 
@@ -75,5 +75,21 @@ export class UpstreamDispatcher {
       bodyTimeout: how & LONG_LIVED ? 0 : undefined,
       movable: (how & MOVABLE) !== 0,
     });
+  }
+
+  /** A POST read by `handler` as it comes (UpstreamHttp.dispatch); `how` as for send(). */
+  post(session: Pick<SessionRef, 'target' | 'principal'>, headers: Record<string, string>, body: string, handler: Handler, how = 0): void {
+    this.http.dispatch(
+      {
+        method: 'POST',
+        target: session.target ?? this.first,
+        principal: session.principal,
+        headers,
+        body,
+        bodyTimeout: how & LONG_LIVED ? 0 : undefined,
+        movable: (how & MOVABLE) !== 0,
+      },
+      handler,
+    );
   }
 }

@@ -5,10 +5,11 @@
 
 export { abandon, checkContentLength, discard, finish, mediaType, readText, type ResponseBody } from './body.js';
 export { CallScope, lendSignal, ScopeSet } from './call-scope.js';
-export { CallDetached, type CallObserver, relayCall, type ResumePoint, resumeRelayedCall } from './call.js';
+export { CallDetached, type CallObserver, cancelUpstream, legacyParams, relayCall, type ResumePoint, resumeRelayedCall } from './call.js';
 export { type Dispatcher, type Response, UpstreamHttp, type UpstreamHttpOptions, type UpstreamRequest } from './compose/index.js';
 export { httpRefusal, LONG_LIVED, MOVABLE, readErrorBody, refusalOf, UpstreamDispatcher } from './dispatcher.js';
 export { type Exchange, refusal } from './inbound.js';
-export { UpstreamClient } from './legacy-client.js';
-export { badResponse, classify, decodeMessages } from './messages.js';
+export { tooLarge } from './body.js';
+export { type DirectCall, type RequestResult, UPSTREAM_CLIENT_DEFAULTS, UpstreamClient } from './legacy-client.js';
+export { badResponse, classify, decodeMessages, type UpstreamMessage } from './messages.js';
 export { DEFAULT_MAX_EVENT_BYTES, parseSse, type SseEvent, SseParser } from './sse.js';

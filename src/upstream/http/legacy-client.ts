@@ -13,8 +13,9 @@ import type { Logger } from '../../log.js';
 import { discard } from './body.js';
 import { CallScope, ScopeSet } from './call-scope.js';
 import { UpstreamHttp } from './compose/index.js';
-import { UpstreamDispatcher, type Response } from './dispatcher.js';
-import type { SessionRef, TargetSet, UpstreamSessionClient } from '../core/index.js';
+import { LONG_LIVED, MOVABLE, UpstreamDispatcher, type Response } from './dispatcher.js';
+import type { AskingCall, SessionRef, TargetSet, UpstreamSessionClient } from '../core/index.js';
+import type { Handler } from './compose/index.js';
 import { exchange, postOneWay } from './exchange.js';
 import { initializeOn, type HandshakeHost, type HandshakeResult, type InitializeParams } from './handshake.js';
 import { NO_CALL, refusal, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
@@ -54,10 +55,22 @@ export interface UpstreamClientOptions {
    * Called once per request() with its outcome and duration; not for calls on which the upstream
    * asked the client something (their duration is the client's).
    */
-  onRequest?(method: string, result: 'ok' | 'error' | 'failed' | 'cancelled', seconds: number): void;
+  onRequest?(method: string, result: RequestResult, seconds: number): void;
   /** Where asks from a GET stream go (replicas/outside-asks.ts, across replicas too); this replica's own calls only without. */
   asks?: OutsideAsks;
 }
+
+/**
+ * A call whose one POST its owner reads itself, as the answer comes (warm/): the handler of that
+ * POST, and a call that takes the asks of its session's GET stream meanwhile.
+ */
+export interface DirectCall extends Handler, AskingCall {
+  /** The client is destroyed: the call ends (upstream_unavailable). */
+  endLifetime(): void;
+}
+
+/** How a request upstream ended, for its metric. */
+export type RequestResult = 'ok' | 'error' | 'failed' | 'cancelled';
 
 export const UPSTREAM_CLIENT_DEFAULTS = Object.freeze({
   maxEventBytes: DEFAULT_MAX_EVENT_BYTES,
@@ -80,6 +93,9 @@ export class UpstreamClient implements UpstreamSessionClient {
   /** Standalone streams only: ended when the client starts closing. */
   private readonly quiesce = new ScopeSet();
   private readonly inflight = new Set<Promise<unknown>>();
+  /** Direct calls not settled yet; `directIdle` wakes close() when the last one is. */
+  private readonly direct = new Set<DirectCall>();
+  private directIdle: (() => void) | undefined;
   private readonly io: Inbound;
   /** Multi-round calls in flight, by session: who takes an ask from the GET stream. */
   private readonly asking: OutsideAsks;
@@ -128,6 +144,16 @@ export class UpstreamClient implements UpstreamSessionClient {
     return true;
   }
 
+  /** The most one answer to a request may hold. */
+  get maxResponseBytes(): number {
+    return this.endpoint.maxResponseBytes;
+  }
+
+  /** The largest SSE event of a request's stream (never more than maxResponseBytes there). */
+  get maxEventBytes(): number {
+    return this.opts.maxEventBytes;
+  }
+
   /** False while the URL a session lives on is ejected, or is not one of this upstream's. */
   admits(target: string | undefined): boolean {
     return this.endpoint.targets.admits(target ?? this.endpoint.targets.at(0));
@@ -163,7 +189,7 @@ export class UpstreamClient implements UpstreamSessionClient {
       const ctx: Exchange = { session, handlers, id: msg.id, scope, lenient: false, patient: timeoutMs !== undefined };
       const leave = this.asking.enter(ctx, msg.method);
       const started = performance.now();
-      let result: 'ok' | 'error' | 'failed' | 'cancelled' = 'failed';
+      let result: RequestResult = 'failed';
       try {
         this.log.debug({ method: msg.method }, 'upstream request');
         const response = await exchange(this.streams, ctx, 'post', JSON.stringify(msg), extraHeaders);
@@ -178,6 +204,34 @@ export class UpstreamClient implements UpstreamSessionClient {
         if (this.onRequest && !ctx.asked) this.onRequest(msg.method, result, (performance.now() - started) / 1000);
       }
     });
+  }
+
+  /**
+   * Sends `call`'s request on its session with the POST read by `call` itself: no scope, stream or
+   * promise of the client's. Counted until settled() as the client's work (close waits for it,
+   * destroy ends it) and as a call that takes the session's outside asks. False when the client
+   * is closing: nothing was sent. Throws, having sent nothing, when the session's URL is not the
+   * upstream's. `body` is the JSON-RPC request; the call enforces its own deadline.
+   */
+  post(call: DirectCall, method: string, body: string, extraHeaders: Record<string, string>): boolean {
+    if (this.state !== 'open') return false;
+    this.direct.add(call);
+    this.asking.add(call, method);
+    try {
+      this.dispatcher.post(call.session, this.dispatcher.headers('post', call.session, extraHeaders), body, call, LONG_LIVED | MOVABLE);
+    } catch (err) {
+      this.settled(call, method, 'failed', undefined);
+      throw err;
+    }
+    return true;
+  }
+
+  /** A direct call is over; `seconds` (its request's) is recorded unless it asked the client something. */
+  settled(call: DirectCall, method: string, result: RequestResult, seconds: number | undefined): void {
+    if (!this.direct.delete(call)) return;
+    this.asking.remove(call);
+    if (this.onRequest && seconds !== undefined && !call.asked) this.onRequest(method, result, seconds);
+    if (this.direct.size === 0) this.directIdle?.();
   }
 
   /**
@@ -260,6 +314,7 @@ export class UpstreamClient implements UpstreamSessionClient {
       if (this.state === 'open') this.state = 'closing';
       this.quiesce.end();
       while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+      while (this.direct.size > 0) await new Promise<void>((resolve) => (this.directIdle = resolve));
       this.state = 'closed';
       await this.ownHttp?.close();
     })();
@@ -271,6 +326,7 @@ export class UpstreamClient implements UpstreamSessionClient {
     this.state = 'closed';
     this.quiesce.end();
     this.lifetime.end();
+    for (const call of [...this.direct]) call.endLifetime();
     await this.ownHttp?.destroy();
   }
 

@@ -34,15 +34,24 @@ export class OutsideAsks implements LocalAsks {
 
   /** Counts `call` as in flight on its session until the function returned is called; undefined when it cannot take asks. */
   enter(call: AskingCall, method: string | undefined): (() => void) | undefined {
+    return this.add(call, method) ? () => this.remove(call) : undefined;
+  }
+
+  /** enter() without the closure: counts `call` until remove(call); false when it cannot take asks. */
+  add(call: AskingCall, method: string | undefined): boolean {
     const id = call.session.sessionId;
-    if (id === undefined || call.handlers.onServerRequest === undefined || (method !== undefined && !ASKING_METHODS.has(method))) return undefined;
+    if (id === undefined || call.handlers.onServerRequest === undefined || (method !== undefined && !ASKING_METHODS.has(method))) return false;
     let set = this.calls.get(id);
     if (!set) this.calls.set(id, (set = new Set()));
     set.add(call);
-    return () => {
-      set.delete(call);
-      if (set.size === 0 && this.calls.get(id) === set) this.calls.delete(id);
-    };
+    return true;
+  }
+
+  remove(call: AskingCall): void {
+    const id = call.session.sessionId;
+    const set = id === undefined ? undefined : this.calls.get(id);
+    if (set === undefined || !set.delete(call)) return;
+    if (set.size === 0) this.calls.delete(id!);
   }
 
   /** Hands `r` to the only call on the session that can take an ask; false when there is none or more than one. */

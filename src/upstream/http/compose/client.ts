@@ -10,7 +10,7 @@
 import type { UpstreamAuthorization } from '../../credentials/index.js';
 import type { TargetSet } from '../../core/index.js';
 import { credentialsInterceptor } from './credentials.js';
-import { Agent, type Dispatcher, type Response, type UpstreamRequest } from './dispatch.js';
+import { Agent, type Dispatcher, type Handler, type Response, type UpstreamRequest } from './dispatch.js';
 import { RequestEntry } from './entry.js';
 import { targetsInterceptor } from './targets.js';
 import { traceInterceptor } from './trace.js';
@@ -26,6 +26,8 @@ export interface UpstreamHttpOptions {
 export class UpstreamHttp {
   /** The composed client, for callers that take an undici Dispatcher. */
   readonly dispatcher: Dispatcher;
+  /** The interceptors and the socket, without request()'s entry: what dispatch() sends on. */
+  private readonly chain: Dispatcher;
   private readonly agent: Agent;
 
   constructor(options: UpstreamHttpOptions) {
@@ -36,9 +38,16 @@ export class UpstreamHttp {
     });
     const u = options.upstream;
     // compose() wraps in the order given: the last interceptor runs first.
-    this.dispatcher = u
-      ? new RequestEntry(this.agent.compose([targetsInterceptor(u.name, u.targets), ...(u.credentials ? [credentialsInterceptor(u.credentials)] : []), traceInterceptor()]))
-      : this.agent;
+    this.chain = u ? this.agent.compose([targetsInterceptor(u.name, u.targets), ...(u.credentials ? [credentialsInterceptor(u.credentials)] : []), traceInterceptor()]) : this.agent;
+    this.dispatcher = u ? new RequestEntry(this.chain) : this.agent;
+  }
+
+  /**
+   * Sends `req` through the interceptors to `handler`, which reads the answer as it comes: no body
+   * stream, no promise, and the headers parsed once. May throw at once (a URL not the upstream's).
+   */
+  dispatch(req: UpstreamRequest, handler: Handler): void {
+    this.chain.dispatch(req as Dispatcher.DispatchOptions, handler);
   }
 
   /** Sends `req`; its promise is undici's own (no wrapper per request). */

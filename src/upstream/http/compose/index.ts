@@ -2,4 +2,4 @@
 // the only way upstream/ sends HTTP to an upstream, and where undici enters it (dispatch.ts).
 
 export { UpstreamHttp, type UpstreamHttpOptions } from './client.js';
-export type { Dispatcher, Response, UpstreamRequest } from './dispatch.js';
+export type { Controller, Dispatcher, Handler, Response, UpstreamRequest } from './dispatch.js';

@@ -1,0 +1,2 @@
+export type { Fallback, WarmExchange, WarmUpstream } from './exchange.js';
+export { WarmLane } from './lane.js';

@@ -1,0 +1,145 @@
+// The warm lane: a modern call on a session Causeway holds open is sent and answered on one
+// straight path (src/warm/), and must answer exactly as the pipeline does, whatever the upstream
+// does meanwhile: JSON or SSE answers, asks that become input_required rounds, a stream closed
+// mid-call, a client that goes away, an upstream past its timeout, a session the upstream lost,
+// and its in-band errors. Every upstream is the SDK 1.32.2 fixture. Which path served a request is
+// read from the access log (`warm`).
+
+import t, { type Test } from 'tap';
+import { startLegacyServer, type LegacyServerOptions } from '../fixtures/legacy-server.js';
+import { startCauseway } from '../helpers/causeway.js';
+import { sseMessages } from '../helpers/sse.js';
+import { until } from '../helpers/until.js';
+import { send, toolCall, type JsonObject, type WireResponse } from './wire.js';
+
+const CAPS = { elicitation: { form: {} } };
+
+async function stack(t: Test, upstreamOpts: LegacyServerOptions = {}, settings: Record<string, string | number> = {}) {
+  const upstream = await startLegacyServer(upstreamOpts);
+  const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.accessSample': 1, ...settings });
+  t.teardown(async () => {
+    await causeway.close();
+    await upstream.close();
+  });
+  /** The access log lines of tools/call, in order. */
+  const served = () =>
+    causeway.logs
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === 'request' && l.method === 'tools/call');
+  return { upstream, causeway, served };
+}
+
+let nextId = 1;
+function call(url: string, name: string, args: JsonObject = {}, meta: JsonObject = { 'io.modelcontextprotocol/clientCapabilities': CAPS }, extra: JsonObject = {}) {
+  const { body, headers } = toolCall(name, args, nextId++, meta);
+  Object.assign(body.params as JsonObject, extra);
+  return send(url, { body, headers });
+}
+
+/** The one JSON-RPC message of a reply (JSON, or the last SSE event). */
+function message(r: WireResponse): Record<string, any> {
+  if (r.json !== undefined) return r.json as Record<string, any>;
+  const all = sseMessages(r.text) as Array<Record<string, any>>;
+  return all[all.length - 1]!;
+}
+
+/** The answer without its id: what the pipeline and the lane must agree on. */
+function answerOf(r: WireResponse): { status: number } & Record<string, unknown> {
+  const { id: _id, ...rest } = message(r);
+  return { status: r.status, ...rest };
+}
+
+for (const jsonResponse of [false, true]) {
+  t.test(`a warm call takes the straight path and answers as the pipeline does (${jsonResponse ? 'JSON' : 'SSE'} answers)`, async (t) => {
+    const { upstream, causeway, served } = await stack(t, { jsonResponse });
+    const first = await call(causeway.url, 'echo', { text: 'hello' });
+    const second = await call(causeway.url, 'echo', { text: 'hello' });
+    t.same(answerOf(second), answerOf(first), 'the same answer on either path');
+    t.equal(message(second).result.content[0].text, 'hello');
+    t.equal(message(second).result.resultType, 'complete');
+    // An in-band error of the upstream's: an unknown tool, on either path.
+    const unknownFirst = await call(causeway.url, 'no_such_tool', {});
+    const lines = served();
+    t.equal(lines[0]?.warm, undefined, 'the first call reads the tools: the pipeline');
+    t.equal(lines[1]?.warm, true, 'the second call: the warm lane');
+    t.equal(lines[2]?.warm, true, 'an unknown tool of a session whose tools are read: the warm lane');
+    t.same(answerOf(unknownFirst).status, 200);
+    t.ok(message(unknownFirst).error ?? message(unknownFirst).result?.isError, 'the upstream refused the unknown tool');
+    t.equal(upstream.stats().initializeCount, 1, 'one upstream session');
+    const metrics = await (await fetch(`${causeway.adminUrl}/metrics`)).text();
+    t.match(metrics, /causeway_modern_requests_total\{[^}]*method="tools\/call"[^}]*name="echo"[^}]*result_type="complete"[^}]*\} 2/, 'both calls counted as answered');
+    t.match(metrics, /causeway_upstream_request_duration_seconds_count\{[^}]*method="tools\/call"[^}]*result="ok"[^}]*\} [2-9]/, 'the lane\'s upstream request is timed as the pipeline\'s');
+  });
+}
+
+t.test('a warm call that asks the client: an input_required round, and its retry completes it', async (t) => {
+  const { upstream, causeway, served } = await stack(t);
+  await call(causeway.url, 'echo', { text: 'warm up' });
+  const round = message(await call(causeway.url, 'test_input_required_result_elicitation'));
+  t.equal(served()[1]?.warm, true, 'the call went the warm lane');
+  t.equal(round.result?.resultType, 'input_required');
+  const [key] = Object.keys(round.result.inputRequests as object);
+  t.ok(key, 'one question');
+  const done = message(
+    await call(causeway.url, 'test_input_required_result_elicitation', {}, { 'io.modelcontextprotocol/clientCapabilities': CAPS }, {
+      inputResponses: { [key!]: { action: 'accept', content: { name: 'Ada' } } },
+      requestState: round.result.requestState,
+    }),
+  );
+  t.equal(done.result?.content?.[0]?.text, 'Hello, Ada!', 'the held call answered the retry');
+  t.equal(upstream.stats().toolCalls['test_input_required_result_elicitation'], 1, 'the upstream ran the tool once');
+  // A client that declared no elicitation: the upstream's ask is refused, the call fails as on the pipeline.
+  const refused = message(await call(causeway.url, 'test_input_required_result_elicitation', {}, { 'io.modelcontextprotocol/clientCapabilities': {} }));
+  t.equal(refused.error?.code, -32021, 'missing_client_capability');
+});
+
+t.test('a stream the upstream closes mid-call is followed after its last event id', async (t) => {
+  const { causeway, served } = await stack(t, { retryMs: 50 });
+  await call(causeway.url, 'echo', { text: 'warm up' });
+  const r = message(await call(causeway.url, 'test_reconnection'));
+  t.equal(served()[1]?.warm, true, 'the warm lane');
+  t.match(r.result?.content?.[0]?.text, /properly reconnected/);
+});
+
+t.test('a client that goes away has its warm call cancelled upstream', async (t) => {
+  const { upstream, causeway, served } = await stack(t);
+  await call(causeway.url, 'echo', { text: 'warm up' });
+  const { body, headers } = toolCall('slow', { ms: 60_000 }, nextId++, { 'io.modelcontextprotocol/clientCapabilities': CAPS });
+  const abort = new AbortController();
+  const going = fetch(causeway.url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal }).catch(() => 'aborted');
+  await until(() => upstream.stats().toolCalls['slow'] === 1, { what: 'the slow call running upstream' });
+  abort.abort();
+  t.equal(await going, 'aborted');
+  await until(() => upstream.stats().cancelled >= 1, { what: 'notifications/cancelled at the upstream' });
+  await until(() => upstream.stats().toolCallsEnded['slow'] === 1, { what: 'the slow tool stopped' });
+  const line = await until(() => served().find((l) => l.name === 'slow'), { what: 'the access log line' });
+  t.equal(line.warm, true, 'the warm lane');
+  t.equal(line.resultType, 'error');
+});
+
+t.test("a warm call past the upstream's timeout: upstream_timeout, and the call cancelled upstream", async (t) => {
+  const { upstream, causeway, served } = await stack(t, {}, { 'upstream.requestTimeoutMs': 500 });
+  await call(causeway.url, 'echo', { text: 'warm up' });
+  const r = await call(causeway.url, 'slow', { ms: 60_000 });
+  t.equal(r.status, 504);
+  t.equal(message(r).error?.code, -32603);
+  t.equal(served()[1]?.warm, true, 'the warm lane');
+  await until(() => upstream.stats().cancelled >= 1, { what: 'notifications/cancelled at the upstream' });
+});
+
+t.test('a session the upstream lost: the request goes back to the pipeline, which opens a new one', async (t) => {
+  const { upstream, causeway, served } = await stack(t);
+  await call(causeway.url, 'echo', { text: 'warm up' });
+  t.equal(message(await call(causeway.url, 'counter')).result?.content?.[0]?.text, '1');
+  t.equal(message(await call(causeway.url, 'counter')).result?.content?.[0]?.text, '2', 'warm: the same session');
+  t.same(
+    served().map((l) => l.warm),
+    [undefined, true, true],
+  );
+  t.ok((await upstream.expireSessions()) >= 1);
+  const r = message(await call(causeway.url, 'counter'));
+  t.equal(r.result?.content?.[0]?.text, '1', 'answered on a new session');
+  t.equal(upstream.stats().initializeCount, 2);
+  t.equal(served()[3]?.warm, undefined, 'served by the pipeline, which replaced the session');
+  t.equal(upstream.stats().toolCalls['counter'], 3, 'the lost request never ran upstream; the tool ran once per answer');
+});
