@@ -67,7 +67,9 @@ function copyHeaders(out: Record<string, string>, from: Record<string, string>):
  * headers that upstream may get.
  */
 export function callHeaders(method: string, name: string | undefined, forwarded: Record<string, string> = {}): Record<string, string> {
-  const h: Record<string, string> = { ...forwarded, 'mcp-method': method };
+  const h: Record<string, string> = {};
+  for (const k in forwarded) h[k] = forwarded[k]!;
+  h['mcp-method'] = method;
   if (name !== undefined) h['mcp-name'] = encodeHeaderValue(name);
   return h;
 }

@@ -59,7 +59,9 @@ const MODERN_META_PREFIX = 'io.modelcontextprotocol/';
 export function legacyParams(params: JsonObject, upstreamToken: string | undefined): JsonObject {
   const out: JsonObject = {};
   for (const k in params) {
-    if (k !== '_meta' && k !== 'inputResponses' && k !== 'requestState') out[k] = params[k]!;
+    if (k === '_meta' || k === 'inputResponses' || k === 'requestState') continue;
+    if (k === '__proto__') Object.defineProperty(out, k, { value: params[k], enumerable: true, writable: true, configurable: true });
+    else out[k] = params[k]!;
   }
   let meta: JsonObject | undefined;
   const given = params._meta;
