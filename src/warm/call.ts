@@ -227,6 +227,8 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
     this.closed = true;
     if (this.over) return;
     if (err instanceof TargetUnreachableError) return this.lost(err);
+    // The upstream wants the user's own token (refused before it did anything): the pipeline asks the user to sign in.
+    if (err instanceof CausewayError && err.reason === 'upstream_authorization_required') return this.handBack();
     if (this.reading === Reading.Sse && isConnectionDrop(err)) return this.streamEnded(err);
     this.fail(toUpstreamError(err), 'failed');
   }
