@@ -151,7 +151,6 @@ export function admit(v: Visit): boolean {
   const { deps, res } = v;
   if (deps.inFlight.count >= deps.maxInFlight) return refuseUnread(v, causewayError('overloaded'));
   deps.inFlight.count++;
-  v.admitted = true;
   v.started = performance.now();
   v.tag = { era: 'rejected', method: 'none', revision: revisionLabel(v.headers['mcp-protocol-version']?.trim()), notes: {} };
   res.on('close', () => closed(v));

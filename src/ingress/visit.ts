@@ -81,8 +81,7 @@ export class Visit {
   host!: string;
   /** origin */
   headers!: HeaderBag;
-  /** admit: from then on in flight, and observed when the response closes. */
-  admitted = false;
+  /** admit: from then on in flight until the response closes, when it is observed. */
   started = 0;
   tag!: Tag;
   /** The client went before the answer was sent (admit's close listener). */

@@ -100,7 +100,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
   ) {
     this.session = sessionRef(pooled);
     this.id = lane.deps.ids.requestId();
-    this.timer = setTimeout(() => this.deadline(), lane.deps.bridge.upstreamTimeoutMs);
+    this.timer = setTimeout(expire, lane.deps.bridge.upstreamTimeoutMs, this);
   }
 
   get access() {
@@ -235,7 +235,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
 
   /** The client is destroyed. */
   endLifetime(): void {
-    this.stop(new CausewayError('upstream_unavailable', 'Upstream client was shut down'), false);
+    this.stop(new CausewayError('upstream_unavailable', 'Upstream client was shut down'), false, 'failed');
   }
 
   // What the stream carries (also a followed stream's, and the session's outside asks).
@@ -367,9 +367,9 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
    * Stops the upstream request: `cancel` tells the upstream (notifications/cancelled), else it is
    * only let go. The client hears `err` unless the call is held (the bridge answers then).
    */
-  private stop(err: Error, cancel: boolean): void {
+  private stop(err: Error, cancel: boolean, result: RequestResult = 'cancelled'): void {
     if (this.over) return;
-    this.end('cancelled');
+    this.end(result);
     this.stopped = err;
     if (!this.closed) this.controller?.abort(err);
     this.resumed?.abort();
@@ -386,7 +386,8 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
     this.lane.client.settled(this, this.request.method, result, (performance.now() - this.started) / 1000);
   }
 
-  private deadline(): void {
+  /** Past the call's deadline (expire, below). */
+  deadline(): void {
     if (this.held) {
       // The held call's own deadline: let go, as the session client's deadline lets a call go.
       return this.stop(causewayError('upstream_timeout'), false);
@@ -444,7 +445,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
     this.held = held;
     // From here the bridge's rounds rule: the call lives as long as a held call may.
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.deadline(), heldCallTimeoutMs(deps.bridge));
+    this.timer = setTimeout(expire, heldCallTimeoutMs(deps.bridge), this);
     if (this.ex.goneTo === this) this.ex.goneTo = undefined;
     nextRound(held.pending, deps.bridge, listenerFor(ex), ex.signal)
       .then((r) => urlElicitationRound(ex, deps.bridge, r))
@@ -496,3 +497,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
   }
 }
 
+/** A call's deadline, as a timer calls it (no closure per call). */
+function expire(call: { deadline(): void }): void {
+  call.deadline();
+}
