@@ -10,6 +10,7 @@ import { startLegacyServer, type LegacyServerOptions } from '../fixtures/legacy-
 import { startCauseway } from '../helpers/causeway.js';
 import { sseMessages } from '../helpers/sse.js';
 import { until } from '../helpers/until.js';
+import { event, json, rawServer, startSse } from '../upstream/raw-server.js';
 import { send, toolCall, type JsonObject, type WireResponse } from './wire.js';
 
 const CAPS = { elicitation: { form: {} } };
@@ -142,4 +143,67 @@ t.test('a session the upstream lost: the request goes back to the pipeline, whic
   t.equal(upstream.stats().initializeCount, 2);
   t.equal(served()[3]?.warm, undefined, 'served by the pipeline, which replaced the session');
   t.equal(upstream.stats().toolCalls['counter'], 3, 'the lost request never ran upstream; the tool ran once per answer');
+});
+
+/**
+ * An upstream that misbehaves on purpose (raw node:http, for what the SDK will not do): each tool
+ * answers its call one wrong way. The same call is served once by the pipeline (a progress token
+ * with a JSON-only Accept keeps it off the lane) and once by the warm lane: the client must get
+ * the same status and error either way.
+ */
+t.test('what a misbehaving upstream answers reaches the client the same on either path', async (t) => {
+  const tools = ['fail_500', 'refuse_400', 'too_large', 'plain_text', 'accepted_202', 'sse_unanswered', 'sse_batch'];
+  const upstream = await rawServer(t, (req, res, body) => {
+    const msg = body as { id?: number | string; method?: string; params?: { name?: string } } | undefined;
+    if (msg?.method === 'initialize') {
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'raw-session-1' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'raw', version: '1' } } }));
+      return;
+    }
+    if (msg?.id === undefined || req.method !== 'POST') return void res.writeHead(req.method === 'GET' ? 405 : 202).end();
+    // As the SDK's server answers a request outside a session (Causeway's era probe among them).
+    if (req.headers['mcp-session-id'] === undefined) return json(res, 400, { jsonrpc: '2.0', id: msg.id, error: { code: -32000, message: 'Bad Request: No valid session ID provided' } });
+    if (msg.method === 'tools/list') return json(res, 200, { jsonrpc: '2.0', id: msg.id, result: { tools: tools.map((name) => ({ name, inputSchema: { type: 'object' } })) } });
+    if (msg.method !== 'tools/call') return json(res, 200, { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
+    switch (msg.params?.name) {
+      case 'fail_500':
+        return json(res, 500, { jsonrpc: '2.0', id: msg.id, error: { code: -32603, message: 'the server broke' } });
+      case 'refuse_400':
+        return json(res, 400, { jsonrpc: '2.0', id: msg.id, error: { code: -32602, message: 'bad arguments' } });
+      case 'too_large':
+        return json(res, 200, { jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'x'.repeat(5000) }] } });
+      case 'plain_text':
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        return void res.end('hello');
+      case 'accepted_202':
+        return void res.writeHead(202).end();
+      case 'sse_unanswered':
+        startSse(res);
+        res.write(event({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'working' } }));
+        return void res.end();
+      case 'sse_batch':
+        startSse(res);
+        res.write(event([{ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x' } }, { jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'batched' }] } }]));
+        return void res.end();
+      default:
+        return json(res, 200, { jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'ok' }] } });
+    }
+  });
+  const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.accessSample': 1, 'upstream.maxResponseBytes': 2048 });
+  t.teardown(() => causeway.close());
+  const lines = () => causeway.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request' && l.method === 'tools/call');
+  // The session's tools are read once (an argument value): from then on a call may take the lane.
+  await call(causeway.url, 'warm_up', { value: 'x' });
+  for (const name of tools) {
+    const { body, headers } = toolCall(name, {}, nextId++, { 'io.modelcontextprotocol/clientCapabilities': CAPS, progressToken: `p-${name}` });
+    const viaPipeline = await send(causeway.url, { body, headers: { ...headers, accept: 'application/json' } });
+    const viaLane = await call(causeway.url, name);
+    // Access lines are written as each response closes, just after the client has it.
+    const both = await until(() => { const l = lines().filter((x) => x.name === name); return l.length === 2 && l; }, { what: `the access lines of ${name}` });
+    t.same(both.map((l) => l.warm).sort(), [true, undefined], `${name}: once by the pipeline, once by the warm lane`);
+    const { id: _a, ...pipelineAnswer } = viaPipeline.json as Record<string, unknown>;
+    const { id: _b, ...laneAnswer } = message(viaLane);
+    t.same({ status: viaLane.status, ...laneAnswer }, { status: viaPipeline.status, ...pipelineAnswer }, `${name}: the same answer (${viaLane.status})`);
+  }
+  t.equal(upstream.seen.filter((s) => (s.body as { method?: string } | undefined)?.method === 'initialize').length, 1, 'one upstream session throughout');
 });
