@@ -81,6 +81,8 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
   private parser: SseParser | undefined;
   /** The stream's cursor, and the ids of the events read (the last two, and whether one had none). */
   private readonly events = { previous: undefined as string | undefined, last: undefined as string | undefined, unnamed: false, count: 0 };
+  /** Where the stream stands, for a GET with Last-Event-ID: the last event id it carried. */
+  private lastEventId: string | undefined;
   private retryMs: number | undefined;
   /** The upstream call is over (answered, failed, stopped): nothing read later counts. */
   private over = false;
@@ -241,6 +243,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
   // What the stream carries (also a followed stream's, and the session's outside asks).
 
   beforeEvent(id: string | undefined): void {
+    if (id !== undefined) this.lastEventId = id;
     if (this.held) return this.held.observer.onEvent?.(id);
     const e = this.events;
     if (id === undefined) e.unnamed = true;
@@ -333,7 +336,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
 
   /** The stream ended or dropped before the answer: followed after its event id, else the call failed. */
   private streamEnded(dropped: unknown): void {
-    const lastEventId = this.events.last;
+    const lastEventId = this.lastEventId;
     if (lastEventId === undefined || lastEventId === '') return this.fail(dropped ?? badResponse('SSE stream ended without a response'), 'failed');
     const wait = Math.min(this.retryMs ?? UPSTREAM_CLIENT_DEFAULTS.defaultRetryMs, UPSTREAM_CLIENT_DEFAULTS.maxRetryMs);
     const follow = (this.resumed = new AbortController());

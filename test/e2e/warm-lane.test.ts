@@ -207,3 +207,59 @@ t.test('what a misbehaving upstream answers reaches the client the same on eithe
   }
   t.equal(upstream.seen.filter((s) => (s.body as { method?: string } | undefined)?.method === 'initialize').length, 1, 'one upstream session throughout');
 });
+
+t.test('a held warm call whose stream the upstream closes is followed after its last event id, and its retry completes it', async (t) => {
+  let asked: { id: number | string; res: import('node:http').ServerResponse | undefined; answer: unknown } | undefined;
+  let resumedFrom: string | undefined;
+  const upstream = await rawServer(t, (req, res, body) => {
+    const msg = body as { id?: number | string; method?: string; result?: unknown; params?: { name?: string } } | undefined;
+    if (req.method === 'GET') {
+      // The call's stream taken up again: its result follows once the client's answer came.
+      resumedFrom = req.headers['last-event-id'] as string | undefined;
+      if (resumedFrom !== 'e1' || asked === undefined) return void res.writeHead(405).end();
+      startSse(res);
+      asked.res = res;
+      if (asked.answer !== undefined) res.end(event({ jsonrpc: '2.0', id: asked.id, result: { content: [{ type: 'text', text: `resumed: ${JSON.stringify(asked.answer)}` }] } }, { id: 'e2' }));
+      return;
+    }
+    if (msg?.method === 'initialize') {
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'raw-session-2' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'raw', version: '1' } } }));
+      return;
+    }
+    if (msg?.method === undefined && msg?.result !== undefined && asked) {
+      // The client's answer to the ask, relayed by Causeway.
+      asked.answer = msg.result;
+      res.writeHead(202).end();
+      if (asked.res) asked.res.end(event({ jsonrpc: '2.0', id: asked.id, result: { content: [{ type: 'text', text: `resumed: ${JSON.stringify(asked.answer)}` }] } }, { id: 'e2' }));
+      return;
+    }
+    if (msg?.id === undefined) return void res.writeHead(202).end();
+    if (req.headers['mcp-session-id'] === undefined) return json(res, 400, { jsonrpc: '2.0', id: msg.id, error: { code: -32000, message: 'Bad Request: No valid session ID provided' } });
+    if (msg.method === 'tools/list') return json(res, 200, { jsonrpc: '2.0', id: msg.id, result: { tools: [{ name: 'ask_then_drop', inputSchema: { type: 'object' } }] } });
+    if (msg.method !== 'tools/call') return json(res, 200, { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
+    if (msg.params?.name !== 'ask_then_drop') return json(res, 200, { jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'ok' }] } });
+    // Asks, then closes the stream after the ask's event (SEP-1699): the answer is to come on a GET.
+    asked = { id: msg.id, res: undefined, answer: undefined };
+    startSse(res);
+    const ask = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] };
+    res.end(event({ jsonrpc: '2.0', id: 'ask-1', method: 'elicitation/create', params: { message: 'Your name?', requestedSchema: ask } }, { id: 'e1', retry: 20 }));
+  });
+  const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.accessSample': 1 });
+  t.teardown(() => causeway.close());
+  await call(causeway.url, 'warm_up', { value: 'x' });
+  const round = message(await call(causeway.url, 'ask_then_drop'));
+  t.equal(round.result?.resultType, 'input_required', 'the ask became a round');
+  await until(() => resumedFrom === 'e1', { what: 'the stream taken up after event e1' });
+  const line = await until(() => causeway.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.name === 'ask_then_drop'), { what: 'the access line' });
+  t.equal(line.warm, true, 'the warm lane sent it');
+  const [key] = Object.keys(round.result.inputRequests as object);
+  const done = message(
+    await call(causeway.url, 'ask_then_drop', {}, { 'io.modelcontextprotocol/clientCapabilities': CAPS }, {
+      inputResponses: { [key!]: { action: 'accept', content: { name: 'Ada' } } },
+      requestState: round.result.requestState,
+    }),
+  );
+  t.equal(done.result?.content?.[0]?.text, 'resumed: {"action":"accept","content":{"name":"Ada"}}', 'the answer went upstream and the result came on the followed stream');
+  t.equal(upstream.seen.filter((s) => (s.body as { params?: { name?: string } } | undefined)?.params?.name === 'ask_then_drop').length, 1, 'the call was sent once');
+});
