@@ -47,11 +47,13 @@ export function isObject(v: unknown): v is JsonObject {
 
 /**
  * A shallow copy of a JSON object, member by member (V8's spread with members after it takes a
- * slow path). A `__proto__` member, which JSON.parse makes an own member, stays one.
+ * slow path), without the members `leaveOut` names. A `__proto__` member, which JSON.parse makes
+ * an own member, stays one.
  */
-export function copyObject(from: JsonObject): JsonObject {
+export function copyObject(from: JsonObject, leaveOut?: (key: string) => boolean): JsonObject {
   const out: JsonObject = {};
   for (const k in from) {
+    if (leaveOut?.(k)) continue;
     if (k === '__proto__') Object.defineProperty(out, k, { value: from[k], enumerable: true, writable: true, configurable: true });
     else out[k] = from[k]!;
   }

@@ -2,7 +2,7 @@
 // progress token, 2026-only fields stripped, this call's notifications handed back with the
 // client's token, and on abort a notifications/cancelled so the upstream stops the work.
 
-import { isObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../../jsonrpc.js';
+import { copyObject, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../../jsonrpc.js';
 import { CausewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { type IdMinter, type UpstreamSessionClient, tracedRequest } from '../core/index.js';
@@ -57,23 +57,24 @@ export interface LegacyCall {
 const MODERN_META_PREFIX = 'io.modelcontextprotocol/';
 
 export function legacyParams(params: JsonObject, upstreamToken: string | undefined): JsonObject {
-  const out: JsonObject = {};
-  for (const k in params) {
-    if (k === '_meta' || k === 'inputResponses' || k === 'requestState') continue;
-    if (k === '__proto__') Object.defineProperty(out, k, { value: params[k], enumerable: true, writable: true, configurable: true });
-    else out[k] = params[k]!;
+  const out = copyObject(params, modernParam);
+  const meta = isObject(params._meta) ? copyObject(params._meta, modernMeta) : {};
+  if (upstreamToken !== undefined) meta.progressToken = upstreamToken;
+  for (const _ in meta) {
+    out._meta = meta;
+    break;
   }
-  let meta: JsonObject | undefined;
-  const given = params._meta;
-  if (isObject(given)) {
-    for (const k in given) {
-      if (k.startsWith(MODERN_META_PREFIX) || k === 'progressToken') continue;
-      (meta ??= {})[k] = given[k]!;
-    }
-  }
-  if (upstreamToken !== undefined) (meta ??= {}).progressToken = upstreamToken;
-  if (meta !== undefined) out._meta = meta;
   return out;
+}
+
+/** Params only 2026-07-28 has, and `_meta` (rebuilt for the legacy call). */
+function modernParam(key: string): boolean {
+  return key === '_meta' || key === 'inputResponses' || key === 'requestState';
+}
+
+/** `_meta` keys of 2026-07-28, and the client's progress token (the call gets its own). */
+function modernMeta(key: string): boolean {
+  return key.startsWith(MODERN_META_PREFIX) || key === 'progressToken';
 }
 
 export async function relayCall(
