@@ -376,9 +376,19 @@ function generated(res: BenchResults, jsonPath: string): string {
   out.push('');
   out.push(
     `Each timed run lasts ${res.settings.runMs} ms (multi-round ${res.settings.multiRoundRunMs} ms) after a ${res.settings.warmupMs} ms warm-up at the same concurrency` +
-      `${res.settings.processWarmupMs ? `, and each proxy process first serves ${res.settings.processWarmupMs} ms of small calls at c=16, untimed (a process just started runs unoptimised code)` : ''}; ` +
+      `${res.settings.processWarmupMs ? `, and each proxy process first serves ${res.settings.processWarmupMs} ms of small calls at c=16, untimed (a process just started runs unoptimised code)` : ''}` +
+      `${res.settled?.length ? ', then 1 s windows of small calls at c=1 until two in a row cost within 5% of each other (code a quieter load runs often is still unoptimised after the c=16 warm-up, and its compilation would land in the first timed windows)' : ''}; ` +
       'the load generator, the proxy, the upstream (and redis-server) all share the same cores, so requests per second are what this machine does with all of them busy, not a proxy in isolation.',
   );
+  if (res.settled?.length) {
+    out.push('');
+    out.push(
+      table(
+        ['upstream', 'path', 'c=1 windows before the timed runs, CPU per call (us)', 'settled'],
+        res.settled.map((r) => [r.upstream, r.path, r.cpuUsPerOp.map((v) => v.toFixed(0)).join(' -> '), r.settled ? 'yes' : '**no**']),
+      ),
+    );
+  }
   out.push('');
   out.push('### Targets');
   out.push('');

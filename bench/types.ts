@@ -172,6 +172,16 @@ export interface ScaleRun {
   wallSeconds: number;
 }
 
+/** The c=1 windows a proxy served before its timed runs, until its CPU per call held still. */
+export interface SettleRecord {
+  upstream: UpstreamKind;
+  path: PathName;
+  /** CPU per call of each window, us. */
+  cpuUsPerOp: number[];
+  /** Whether the last two windows agreed; false: the window limit came first. */
+  settled: boolean;
+}
+
 export interface BenchResults {
   date: string;
   wallSeconds: number;
@@ -183,6 +193,7 @@ export interface BenchResults {
   upstreams: Array<{ kind: UpstreamKind; description: string; toolCount: number }>;
   cpuSource: Record<string, string>;
   runs: RunRecord[];
+  settled?: SettleRecord[];
   memory?: MemoryResult | { error: string };
   cold?: ColdCall[] | { error: string };
   /** A repeated tools/list of 1,000 tools through the gateway cache, against the cache off (c=16). */
