@@ -295,17 +295,18 @@ async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logD
     await ng.stop();
   }
 
-  // 5. References: the least a Node proxy and a Node translator do (raw upstream only).
+  // 5. References: the least a Node proxy and a Node translator do. On the SDK upstream the
+  // translator only: what the user's load test (c=10) can reach through any Node translator here.
   if (kind === 'raw') {
     const floor = await startNodeReference('node-floor', upstream, logDir);
     results.commands.push({ what: 'minimal Node proxy (reference), raw upstream', command: floor.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
     await runPath(ctx, 'node-floor', { era: 'legacy', url: floor.url, ...(await openLegacySession(floor.url)) }, floor, FLOOR_PLAN);
     await floor.stop();
-    const tr = await startNodeReference('node-translator', upstream, logDir);
-    results.commands.push({ what: 'minimal Node translator (reference), raw upstream', command: tr.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
-    await runPath(ctx, 'node-translator', { era: 'modern', url: tr.url }, tr, FLOOR_PLAN);
-    await tr.stop();
   }
+  const tr = await startNodeReference('node-translator', upstream, logDir);
+  results.commands.push({ what: `minimal Node translator (reference), ${kind} upstream`, command: tr.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+  await runPath(ctx, 'node-translator', { era: 'modern', url: tr.url }, tr, kind === 'raw' ? FLOOR_PLAN : [...FLOOR_PLAN, ['call', 10]]);
+  await tr.stop();
   return upstream;
 }
 
