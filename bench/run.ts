@@ -6,6 +6,7 @@
 // Environment knobs: BENCH_RUN_MS (timed window per run, default 800), BENCH_WARMUP_MS (200;
 // before each run), BENCH_PROCESS_WARMUP_MS (3000; once per proxy process, small calls at c=16,
 // then 1 s windows at c=1 until the JIT has settled, BENCH_SETTLE_WINDOWS (8) at most),
+// BENCH_PAIR_ROUNDS (5; alternating Causeway / translator windows per concurrency, raw phase),
 // BENCH_FULL=1 (every workload x concurrency on the SDK upstream too, ~1 minute more),
 // BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,cold,memory,profile,cache,sdk,scale,scale-cluster
 // (some phases; no doc; scale-cluster runs only when named), BENCH_PROFILE_CONCURRENCY (16) and
@@ -39,7 +40,7 @@ import {
   type Upstream,
   type UpstreamKind,
 } from './services.js';
-import type { BenchResults, ColdCall, MemoryResult, PathName, RunRecord, SettleRecord } from './types.js';
+import type { BenchResults, ColdCall, MemoryResult, PairedRow, PathName, RunRecord, SettleRecord } from './types.js';
 
 const RUN_MS = Number(process.env.BENCH_RUN_MS ?? 800);
 const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 200);
@@ -47,6 +48,8 @@ const PROCESS_WARMUP_MS = Number(process.env.BENCH_PROCESS_WARMUP_MS ?? 3000);
 const MULTI_ROUND_RUN_MS = Math.max(RUN_MS, 1000);
 const SETTLE_WINDOW_MS = 1000;
 const SETTLE_WINDOWS = Number(process.env.BENCH_SETTLE_WINDOWS ?? 8);
+/** Alternating windows per side and concurrency in the paired run. */
+const PAIR_ROUNDS = Number(process.env.BENCH_PAIR_ROUNDS ?? 5);
 /** Two windows in a row within this share of each other: the JIT has settled. */
 const SETTLE_SPREAD = 0.05;
 const PROFILE_CONCURRENCY = Number(process.env.BENCH_PROFILE_CONCURRENCY ?? 16);
@@ -138,7 +141,7 @@ function loadJob(target: Target, workload: Workload, connections: number, durati
   return { kind: 'cannon', url: target.url, spec: requestFor(target, workload), connections, durationMs };
 }
 
-async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | undefined, workload: Workload, c: number): Promise<RunRecord> {
+async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | undefined, workload: Workload, c: number, keep = true): Promise<RunRecord> {
   // Warm: connections open, JIT warm, the pooled session (and its tool catalog) in place.
   await ctx.worker.run(loadJob(target, workload, c, WARMUP_MS));
   const useRedis = path === 'causeway-redis' && ctx.redis !== undefined;
@@ -196,7 +199,7 @@ async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | 
     rec.redisCommandsByName = byName;
     rec.redisCommandsPerOp = rec.redisCommands / ops;
   }
-  ctx.runs.push(rec);
+  if (keep) ctx.runs.push(rec);
   const cpu =
     (rec.proxyCpuUsPerOp === undefined ? '' : ` cpu ${rec.proxyCpuUsPerOp.toFixed(0)}us/op`) +
     (rec.allocBytesPerOp === undefined ? '' : ` alloc ${(rec.allocBytesPerOp / 1024).toFixed(1)}KB/op, ${rec.scavengesPer10k!.toFixed(0)} scavenges/10k`);
@@ -230,13 +233,51 @@ async function settle(ctx: Ctx, path: PathName, target: Target, proxy: Proxy): P
 }
 
 async function runPath(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | undefined, only?: Array<[Workload, number]>): Promise<void> {
+  const runs = only ?? plan(ctx.upstream.kind);
+  await warmUp(ctx, path, target, proxy, runs.length > 0);
+  for (const [w, c] of runs) await measure(ctx, path, target, proxy, w, c);
+}
+
+async function warmUp(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | undefined, settled: boolean): Promise<void> {
   for (const w of ['call', 'list', 'progress'] as const) await probe(target, w);
   // A process just started runs its code unoptimised for its first few thousand requests: warm
   // calls are what is measured, so every path gets the same untimed run first.
   await ctx.worker.run(loadJob(target, 'call', 16, PROCESS_WARMUP_MS));
-  const runs = only ?? plan(ctx.upstream.kind);
-  if (proxy && runs.length > 0) await settle(ctx, path, target, proxy);
-  for (const [w, c] of runs) await measure(ctx, path, target, proxy, w, c);
+  if (proxy && settled) await settle(ctx, path, target, proxy);
+}
+
+/**
+ * The warm-call ratio, measured in pairs: a Causeway and a minimal translator of their own, their
+ * windows alternating at each concurrency, the median of each side. Measured one path after the
+ * other, a minute apart, the ratio moved by as much as the target's margin on this machine
+ * (the translator's c=16 window read 83 us in one run and 127 in the next).
+ */
+async function pairedRun(ctx: Ctx, logDir: string, results: BenchResults): Promise<void> {
+  say(`paired: Causeway and the minimal translator, ${PAIR_ROUNDS} alternating windows at each concurrency`);
+  const cw = await startCauseway('causeway-paired', ctx.upstream.url, {}, logDir);
+  let tr: Proxy | undefined;
+  try {
+    tr = await startNodeReference('node-translator', ctx.upstream, logDir);
+    const sides = [
+      { path: 'causeway-memory' as const, proxy: cw, target: { era: 'modern' as const, url: cw.url } },
+      { path: 'node-translator' as const, proxy: tr, target: { era: 'modern' as const, url: tr.url } },
+    ];
+    for (const side of sides) await warmUp(ctx, side.path, side.target, side.proxy, true);
+    results.paired = [];
+    for (const c of CONCURRENCY) {
+      const row: PairedRow = { concurrency: c, causeway: [], translator: [] };
+      for (let round = 0; round < PAIR_ROUNDS; round++) {
+        for (const side of sides) {
+          const rec = await measure(ctx, side.path, side.target, side.proxy, 'call', c, false);
+          (side.path === 'causeway-memory' ? row.causeway : row.translator).push({ cpuUs: rec.proxyCpuUsPerOp ?? NaN, allocBytes: rec.allocBytesPerOp ?? NaN });
+        }
+      }
+      results.paired.push(row);
+    }
+  } finally {
+    await tr?.stop();
+    await cw.stop();
+  }
 }
 
 async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logDir: string, results: BenchResults, nginx: string | undefined) {
@@ -307,6 +348,7 @@ async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logD
   results.commands.push({ what: `minimal Node translator (reference), ${kind} upstream`, command: tr.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
   await runPath(ctx, 'node-translator', { era: 'modern', url: tr.url }, tr, kind === 'raw' ? FLOOR_PLAN : [...FLOOR_PLAN, ['call', 10]]);
   await tr.stop();
+  if (kind === 'raw') await pairedRun(ctx, logDir, results);
   return upstream;
 }
 

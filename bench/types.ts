@@ -182,6 +182,13 @@ export interface SettleRecord {
   settled: boolean;
 }
 
+/** One concurrency of the paired run: each side's alternating windows, in order. */
+export interface PairedRow {
+  concurrency: number;
+  causeway: Array<{ cpuUs: number; allocBytes: number }>;
+  translator: Array<{ cpuUs: number; allocBytes: number }>;
+}
+
 export interface BenchResults {
   date: string;
   wallSeconds: number;
@@ -194,6 +201,8 @@ export interface BenchResults {
   cpuSource: Record<string, string>;
   runs: RunRecord[];
   settled?: SettleRecord[];
+  /** The warm-call ratio measured in pairs (raw upstream): what the CPU and allocation targets read. */
+  paired?: PairedRow[];
   memory?: MemoryResult | { error: string };
   cold?: ColdCall[] | { error: string };
   /** A repeated tools/list of 1,000 tools through the gateway cache, against the cache off (c=16). */
