@@ -12,14 +12,13 @@ function writable(res: HttpResponse): boolean {
   return !res.headersSent && !res.writableEnded && !res.destroyed;
 }
 
-export function sendJson(res: HttpResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(res: HttpResponse, status: number, body: unknown, headers?: Readonly<Record<string, string>>): void {
   if (!writable(res)) return;
   const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(text)),
-    ...headers,
-  });
+  const all: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) };
+  // Member by member: V8 builds `{ ...literal, ...headers }` on a slow path, even for no headers.
+  if (headers !== undefined) for (const name in headers) all[name] = headers[name]!;
+  res.writeHead(status, all);
   res.end(text);
 }
 

@@ -26,19 +26,22 @@ export type MetaOutcome = { ok: true; meta: RequestMeta } | { ok: false; reason:
 const missing = (message: string): MetaOutcome => ({ ok: false, reason: 'missing_meta', message });
 const invalid = (message: string): MetaOutcome => ({ ok: false, reason: 'invalid_params', message });
 
-const texts = new WeakMap<JsonObject, string>();
+/** The last capabilities object made into text, and its text: a request asks twice, at once. */
+let lastCaps: JsonObject | undefined;
+let lastText = '';
 
 /**
  * A request's clientCapabilities as JSON text, made once per request: the envelope bounds its
  * size and the pool keys sessions by it. Safe to stringify: the front door bounded its depth.
+ * Remembered for the one object last asked about (a WeakMap entry per request cost more than the
+ * text it saved).
  */
 export function capabilitiesText(caps: JsonObject): string {
-  let text = texts.get(caps);
-  if (text === undefined) {
-    text = JSON.stringify(caps);
-    texts.set(caps, text);
+  if (caps !== lastCaps) {
+    lastText = JSON.stringify(caps);
+    lastCaps = caps;
   }
-  return text;
+  return lastText;
 }
 
 /**

@@ -6,8 +6,6 @@
 // client as a stack trace.
 
 import { randomUUID } from 'node:crypto';
-import { sendCausewayError } from '../egress/index.js';
-import { toCausewayError } from '../errors.js';
 import { inRequestLog } from '../log.js';
 import { routingHeaders } from '../passthrough/index.js';
 import { serveModern } from '../pipeline.js';
@@ -43,7 +41,7 @@ import {
   signInPages,
 } from './request-steps.js';
 import type { IngressHandler } from './server.js';
-import { ANSWERED, NEXT, Visit, type FrontDoorDeps, type Step } from './visit.js';
+import { ANSWERED, NEXT, PAUSED, Visit, type FrontDoorDeps, type Step } from './visit.js';
 
 export type { FrontDoorDeps, RequestSample, SignInEndpoint } from './visit.js';
 
@@ -91,33 +89,39 @@ export function frontDoor(deps: FrontDoorDeps): IngressHandler {
     res.setHeader('x-request-id', reqId);
     const v = new Visit(req, res, deps, reqId);
     const walked = inRequestLog(deps.log, reqId, () => walk(v));
-    if (walked !== ANSWERED) walked.catch((err: unknown) => unhandled(v, err));
+    if (typeof walked === 'object') walked.catch((err: unknown) => v.unhandled(err));
   };
 }
 
-function unhandled(v: Visit, err: unknown): void {
-  v.log.error({ err }, 'unhandled error at the front door');
-  sendCausewayError(v.res, toCausewayError(err), null);
-}
-
 /**
- * Steps in turn until one answers: plain calls while each answers at once (the whole walk, for a
- * request the warm lane takes), awaited from the first step that returns a promise.
+ * Steps in turn from `from` until one answers: plain calls while each answers at once (the whole
+ * walk, for a request the warm lane takes), awaited from the first step that returns a promise. A
+ * step that pauses (the body read) goes on by itself, with `v.carryOn()`: no promise.
  */
-function walk(v: Visit): typeof ANSWERED | Promise<void> {
-  for (let i = 0; i < STEPS.length; i++) {
+function walk(v: Visit, from = 0): typeof ANSWERED | typeof PAUSED | Promise<void> {
+  for (let i = from; i < STEPS.length; i++) {
     let said: ReturnType<Step>;
     try {
       said = STEPS[i]!(v);
     } catch (err) {
-      unhandled(v, err);
+      v.unhandled(err);
       return ANSWERED;
     }
     if (said === NEXT) continue;
     if (said === ANSWERED) return ANSWERED;
+    if (said === PAUSED) {
+      v.pause(i + 1, resume);
+      return PAUSED;
+    }
     return walkOn(v, said, i + 1);
   }
   return ANSWERED;
+}
+
+/** A paused walk goes on, as part of its request at debug as the walk began. */
+function resume(v: Visit, from: number): void {
+  const walked = inRequestLog(v.deps.log, v.reqId, () => walk(v, from));
+  if (typeof walked === 'object') walked.catch((err: unknown) => v.unhandled(err));
 }
 
 async function walkOn(v: Visit, said: Promise<boolean | void>, from: number): Promise<void> {
@@ -125,7 +129,12 @@ async function walkOn(v: Visit, said: Promise<boolean | void>, from: number): Pr
   for (let i = from; i < STEPS.length; i++) {
     const next = STEPS[i]!(v);
     if (next === NEXT) continue;
-    if (next === ANSWERED || (await next) !== NEXT) return;
+    if (next === ANSWERED) return;
+    if (next === PAUSED) {
+      v.pause(i + 1, resume);
+      return;
+    }
+    if ((await next) !== NEXT) return;
   }
 }
 

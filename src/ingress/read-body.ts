@@ -13,44 +13,50 @@ export interface BodyLimits {
   timeoutMs: number;
 }
 
-export function readBody(req: IngressRequest, limits: BodyLimits): Promise<Buffer> {
+/** Where a body read ends: `read` with the whole body, or `failed` (413, 408, the client gone). */
+export interface BodyReader {
+  read(body: Buffer): void;
+  failed(err: Error): void;
+}
+
+/** Reads the body, then tells `to` once. No promise: the front door's walk goes on from `read`. */
+export function readBody(req: IngressRequest, limits: BodyLimits, to: BodyReader): void {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limits.maxBytes) {
     req.resume();
-    return Promise.reject(causewayError('body_too_large'));
+    to.failed(causewayError('body_too_large'));
+    return;
   }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = (err?: Error) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('aborted', onAborted);
-      if (err) {
-        // Keep draining quietly so the connection can still carry the error reply.
-        req.resume();
-        reject(err);
-      } else resolve(Buffer.concat(chunks, size));
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limits.maxBytes) finish(causewayError('body_too_large'));
-      else chunks.push(chunk);
-    };
-    const onEnd = () => finish();
-    const onError = (err: Error) => finish(err);
-    const onAborted = () => finish(new Error('client aborted the request'));
-    const timer = setTimeout(() => finish(causewayError('request_timeout')), limits.timeoutMs);
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('aborted', onAborted);
-  });
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let done = false;
+  const finish = (err?: Error) => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    req.off('data', onData);
+    req.off('end', onEnd);
+    req.off('error', onError);
+    req.off('aborted', onAborted);
+    if (err) {
+      // Keep draining quietly so the connection can still carry the error reply.
+      req.resume();
+      to.failed(err);
+    } else to.read(Buffer.concat(chunks, size));
+  };
+  const onData = (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > limits.maxBytes) finish(causewayError('body_too_large'));
+    else chunks.push(chunk);
+  };
+  const onEnd = () => finish();
+  const onError = (err: Error) => finish(err);
+  const onAborted = () => finish(new Error('client aborted the request'));
+  const timer = setTimeout(() => finish(causewayError('request_timeout')), limits.timeoutMs);
+  req.on('data', onData);
+  req.on('end', onEnd);
+  req.on('error', onError);
+  req.on('aborted', onAborted);
 }
 
 export type ParsedBody =

@@ -9,9 +9,9 @@ import { checkOrigin, isValidAuthority, revisionLabel, type HeaderBag } from '..
 import { causewayError, toCausewayError } from '../errors.js';
 import { principalHash, WELL_KNOWN_PRM, type ResourceServer } from '../auth/index.js';
 import type { RateLimiter } from './rate-limit.js';
-import { parseJson, readBody } from './read-body.js';
+import { parseJson, readBody, type BodyReader } from './read-body.js';
 import type { IngressRequest } from './server.js';
-import { ANSWERED, closeAfterReply, NEXT, refuse, refuseUnread, type SignInEndpoint, type Visit } from './visit.js';
+import { ANSWERED, closeAfterReply, NEXT, PAUSED, refuse, refuseUnread, type SignInEndpoint, type Visit } from './visit.js';
 
 /** The HTTP methods of MCP, each of which carries the token and counts against the rate. */
 function mcpMethod(method: string): boolean {
@@ -252,22 +252,46 @@ export function contentType(v: Visit): boolean {
   return refuseUnread(v, causewayError('unsupported_media_type'));
 }
 
-export async function readJson(v: Visit): Promise<boolean> {
-  const { body: bodyLimits, json: jsonLimits } = v.deps;
-  try {
-    v.body = await readBody(v.req, bodyLimits);
-  } catch (err) {
+export function readJson(v: Visit): typeof PAUSED {
+  readBody(v.req, v.deps.body, new JsonBody(v));
+  return PAUSED;
+}
+
+/** The body read's end: the walk goes on with the parsed body, or the request is refused. */
+class JsonBody implements BodyReader {
+  constructor(private readonly v: Visit) {}
+
+  read(body: Buffer): void {
+    try {
+      this.parsed(body);
+    } catch (err) {
+      this.v.unhandled(err);
+    }
+  }
+
+  failed(err: Error): void {
     // The client is gone: there is no one to answer.
-    if (v.gone) return ANSWERED;
-    return refuseUnread(v, toCausewayError(err));
+    if (this.v.gone) return;
+    try {
+      refuseUnread(this.v, toCausewayError(err));
+    } catch (e) {
+      this.v.unhandled(e);
+    }
   }
-  const parsed = parseJson(v.body, jsonLimits);
-  if ('exceeded' in parsed) {
-    v.log.debug({ exceeded: parsed.exceeded }, 'request body over the JSON limits');
-    const message = parsed.exceeded === 'depth' ? `JSON nested deeper than ${jsonLimits.maxDepth}` : `JSON holds more than ${jsonLimits.maxItems} items`;
-    return refuse(v, parsed.json ? causewayError('invalid_request', message) : causewayError('parse_error'), parsed.id);
+
+  private parsed(body: Buffer): void {
+    const { v } = this;
+    v.body = body;
+    const jsonLimits = v.deps.json;
+    const parsed = parseJson(body, jsonLimits);
+    if ('exceeded' in parsed) {
+      v.log.debug({ exceeded: parsed.exceeded }, 'request body over the JSON limits');
+      const message = parsed.exceeded === 'depth' ? `JSON nested deeper than ${jsonLimits.maxDepth}` : `JSON holds more than ${jsonLimits.maxItems} items`;
+      refuse(v, parsed.json ? causewayError('invalid_request', message) : causewayError('parse_error'), parsed.id);
+      return;
+    }
+    if (parsed.ok) v.json = parsed.value;
+    else v.parseError = true;
+    v.carryOn();
   }
-  if (parsed.ok) v.json = parsed.value;
-  else v.parseError = true;
-  return NEXT;
 }

@@ -5,7 +5,7 @@
 import { constants as h2constants, type Http2ServerRequest } from 'node:http2';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
 import type { Classified, HeaderBag, OriginPolicy } from '../envelope/index.js';
-import type { CausewayError } from '../errors.js';
+import { toCausewayError, type CausewayError } from '../errors.js';
 import type { Access, PrincipalPolicy, ResourceServer } from '../auth/index.js';
 import type { RequestId } from '../jsonrpc.js';
 import { requestLogger, type Logger } from '../log.js';
@@ -102,6 +102,9 @@ export class Visit {
   parseError = false;
   /** classify */
   verdict!: Classified;
+  /** A paused walk (PAUSED): the step it goes on from, and the walk that goes on. */
+  private resumeAt = 0;
+  private walkOn: ((v: Visit, from: number) => void) | undefined = undefined;
 
   constructor(
     readonly req: IngressRequest,
@@ -127,6 +130,25 @@ export class Visit {
     return this.aborter.signal;
   }
 
+  /** The walk pauses at the step before `at`; `walkOn` goes on from `at` when carryOn is called. */
+  pause(at: number, walkOn: (v: Visit, from: number) => void): void {
+    this.resumeAt = at;
+    this.walkOn = walkOn;
+  }
+
+  /** A paused step is done and says NEXT: the walk goes on. */
+  carryOn(): void {
+    const walkOn = this.walkOn!;
+    this.walkOn = undefined;
+    walkOn(this, this.resumeAt);
+  }
+
+  /** An error no step handled: logged, and answered with the spec's error (never a stack trace). */
+  unhandled(err: unknown): void {
+    this.log.error({ err }, 'unhandled error at the front door');
+    sendCausewayError(this.res, toCausewayError(err), null);
+  }
+
   /** The client went before the answer: whatever runs the request is stopped. */
   leave(): void {
     this.gone = true;
@@ -140,13 +162,15 @@ export class Visit {
 /** What a step says: go on to the next one, or the request is answered (or given up). */
 export const NEXT = false;
 export const ANSWERED = true;
+/** The step goes on by itself: it answers the request, or calls `v.carryOn()` (the body read). */
+export const PAUSED = 2;
 
 /**
  * One check or stage of the walk: a plain synchronous function where its check is, a promise
- * only where it waits (the token, the rate, the body, the answer). A promise settling to anything
- * but NEXT ends the walk.
+ * only where it waits (the token, the rate, the answer). A promise settling to anything but NEXT
+ * ends the walk.
  */
-export type Step = (v: Visit) => boolean | Promise<boolean | void>;
+export type Step = (v: Visit) => boolean | typeof PAUSED | Promise<boolean | void>;
 
 /** The spec's error for the request, with the id of the request it answers. */
 export function refuse(v: Visit, error: CausewayError, id: RequestId | null): boolean {
