@@ -109,10 +109,19 @@ export function evaluateTargets(res: BenchResults): TargetRow[] {
     });
   }
   {
+    const load = res.userLoad;
     const d = find(runs, 'sdk', 'direct', 'call', 10);
     const cw = find(runs, 'sdk', 'causeway-memory', 'call', 10);
     const tr = find(runs, 'sdk', 'node-translator', 'call', 10);
-    if (d && cw) {
+    if (load) {
+      const [dm, cm, tm] = [median(load.direct), median(load.causeway), median(load.translator)];
+      rows.push({
+        name: 'Throughput through Causeway / direct, small tools/call, c=10, SDK 1.32.2 upstream',
+        target: '>= 0.9x',
+        value: `${(cm / dm).toFixed(2)}x (${cm.toFixed(0)}/s vs ${dm.toFixed(0)}/s, medians of ${load.direct.length} rounds); the minimal translator ${(tm / dm).toFixed(2)}x (${tm.toFixed(0)}/s)`,
+        met: cm >= 0.9 * dm,
+      });
+    } else if (d && cw) {
       rows.push({
         name: 'Throughput through Causeway / direct, small tools/call, c=10, SDK 1.32.2 upstream',
         target: '>= 0.9x',
@@ -445,6 +454,26 @@ function generated(res: BenchResults, jsonPath: string): string {
             pair.alloc ? `${(pair.alloc[0] / pair.alloc[1]).toFixed(2)}x (${kb(pair.alloc[0])} / ${kb(pair.alloc[1])} KB)` : 'n/a',
           ];
         }),
+      ),
+    );
+  }
+  if (res.userLoad) {
+    const l = res.userLoad;
+    out.push('');
+    out.push(
+      `The user's load test (SDK upstream, c=${l.concurrency}) is measured in rounds too: a direct legacy client, a Causeway and a minimal translator of their own, one window each per round, requests per second:`,
+    );
+    out.push('');
+    out.push(
+      table(
+        ['path', 'windows in order (requests/s)', 'median', 'ratio to direct'],
+        (
+          [
+            ['direct legacy client', l.direct],
+            ['Causeway modern', l.causeway],
+            ['minimal Node translator', l.translator],
+          ] as Array<[string, number[]]>
+        ).map(([name, v]) => [name, v.map(int).join(', '), int(median(v)), `${(median(v) / median(l.direct)).toFixed(2)}x`]),
       ),
     );
   }

@@ -280,6 +280,38 @@ async function pairedRun(ctx: Ctx, logDir: string, results: BenchResults): Promi
   }
 }
 
+/**
+ * The user's load test (the MCP Inspector CLI's: c=10) on the SDK upstream, in rounds: a direct
+ * legacy client, a Causeway and a minimal translator of their own, one window each per round, and
+ * each side's median throughput. One window each a minute apart moved the ratio by 0.2 on this
+ * machine (nginx read 0.67x, 0.81x and 0.98x direct in three runs).
+ */
+async function userLoadRun(ctx: Ctx, logDir: string, results: BenchResults): Promise<void> {
+  say(`user load: direct, Causeway and the minimal translator at c=10, SDK upstream, ${PAIR_ROUNDS} rounds`);
+  const cw = await startCauseway('causeway-user-load', ctx.upstream.url, {}, logDir);
+  let tr: Proxy | undefined;
+  try {
+    tr = await startNodeReference('node-translator', ctx.upstream, logDir);
+    const sides = [
+      { path: 'direct' as const, proxy: undefined, target: { era: 'legacy' as const, url: ctx.upstream.url, ...(await openLegacySession(ctx.upstream.url)) } },
+      { path: 'causeway-memory' as const, proxy: cw, target: { era: 'modern' as const, url: cw.url } },
+      { path: 'node-translator' as const, proxy: tr, target: { era: 'modern' as const, url: tr.url } },
+    ];
+    for (const side of sides) await warmUp(ctx, side.path, side.target, side.proxy, side.proxy !== undefined);
+    const load: NonNullable<BenchResults['userLoad']> = { concurrency: 10, direct: [], causeway: [], translator: [] };
+    for (let round = 0; round < PAIR_ROUNDS; round++) {
+      for (const side of sides) {
+        const rec = await measure(ctx, side.path, side.target, side.proxy, 'call', 10, false);
+        (side.path === 'direct' ? load.direct : side.path === 'causeway-memory' ? load.causeway : load.translator).push(rec.opsPerSecond);
+      }
+    }
+    results.userLoad = load;
+  } finally {
+    await tr?.stop();
+    await cw.stop();
+  }
+}
+
 async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logDir: string, results: BenchResults, nginx: string | undefined) {
   say(`${kind} upstream: starting`);
   const upstream = await startUpstream(kind, logDir);
@@ -349,6 +381,7 @@ async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logD
   await runPath(ctx, 'node-translator', { era: 'modern', url: tr.url }, tr, kind === 'raw' ? FLOOR_PLAN : [...FLOOR_PLAN, ['call', 10]]);
   await tr.stop();
   if (kind === 'raw') await pairedRun(ctx, logDir, results);
+  else await userLoadRun(ctx, logDir, results);
   return upstream;
 }
 

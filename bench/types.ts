@@ -203,6 +203,8 @@ export interface BenchResults {
   settled?: SettleRecord[];
   /** The warm-call ratio measured in pairs (raw upstream): what the CPU and allocation targets read. */
   paired?: PairedRow[];
+  /** The user's load test in rounds (SDK upstream, c=10): requests per second of each window, in order. */
+  userLoad?: { concurrency: number; direct: number[]; causeway: number[]; translator: number[] };
   memory?: MemoryResult | { error: string };
   cold?: ColdCall[] | { error: string };
   /** A repeated tools/list of 1,000 tools through the gateway cache, against the cache off (c=16). */
