@@ -430,8 +430,8 @@ function generated(res: BenchResults, jsonPath: string): string {
     out.push('');
     out.push(
       table(
-        ['upstream', 'path', 'c=1 windows before the timed runs, CPU per call (us)', 'settled'],
-        res.settled.map((r) => [r.upstream, r.path, r.cpuUsPerOp.map((v) => v.toFixed(0)).join(' -> '), r.settled ? 'yes' : '**no**']),
+        ['upstream', 'process', 'c=1 windows before the timed runs, CPU per call (us)', 'settled'],
+        res.settled.map((r) => [r.upstream, r.process ?? r.path, r.cpuUsPerOp.map((v) => v.toFixed(0)).join(' -> '), r.settled ? 'yes' : '**no**']),
       ),
     );
   }

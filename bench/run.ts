@@ -228,8 +228,8 @@ async function settle(ctx: Ctx, path: PathName, target: Target, proxy: Proxy): P
     const [a, b] = perOp.slice(-2);
     settled = b !== undefined && Math.abs(b - a!) <= SETTLE_SPREAD * a!;
   }
-  ctx.settled.push({ upstream: ctx.upstream.kind, path, cpuUsPerOp: perOp, settled });
-  say(`  ${path}: ${settled ? 'settled' : 'not settled'} after ${perOp.length} x ${SETTLE_WINDOW_MS} ms at c=1: ${perOp.map((v) => v.toFixed(0)).join(' -> ')} us/call`);
+  ctx.settled.push({ upstream: ctx.upstream.kind, path, process: proxy.name, cpuUsPerOp: perOp, settled });
+  say(`  ${proxy.name}: ${settled ? 'settled' : 'not settled'} after ${perOp.length} x ${SETTLE_WINDOW_MS} ms at c=1: ${perOp.map((v) => v.toFixed(0)).join(' -> ')} us/call`);
 }
 
 async function runPath(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | undefined, only?: Array<[Workload, number]>): Promise<void> {

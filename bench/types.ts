@@ -176,6 +176,8 @@ export interface ScaleRun {
 export interface SettleRecord {
   upstream: UpstreamKind;
   path: PathName;
+  /** The process (Causeway's name in the run: causeway-paired, causeway-user-load, ...). */
+  process?: string;
   /** CPU per call of each window, us. */
   cpuUsPerOp: number[];
   /** Whether the last two windows agreed; false: the window limit came first. */
