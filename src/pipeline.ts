@@ -366,4 +366,3 @@ function replyBody(ex: ModernExchange, status: number, body: JsonObject, stream:
 function fail(ex: ModernExchange, err: unknown): AnswerOutcome {
   return answerFailure(ex, ex.signal.aborted, err);
 }
-

@@ -87,9 +87,7 @@ export function frontDoor(deps: FrontDoorDeps): IngressHandler {
   return (req, res) => {
     const reqId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : randomUUID();
     res.setHeader('x-request-id', reqId);
-    const v = new Visit(req, res, deps, reqId);
-    const walked = inRequestLog(deps.log, reqId, () => walk(v));
-    if (typeof walked === 'object') walked.catch((err: unknown) => v.unhandled(err));
+    walkFrom(new Visit(req, res, deps, reqId), 0);
   };
 }
 
@@ -98,7 +96,7 @@ export function frontDoor(deps: FrontDoorDeps): IngressHandler {
  * walk, for a request the warm lane takes), awaited from the first step that returns a promise. A
  * step that pauses (the body read) goes on by itself, with `v.carryOn()`: no promise.
  */
-function walk(v: Visit, from = 0): typeof ANSWERED | typeof PAUSED | Promise<void> {
+function walk(v: Visit, from: number): typeof ANSWERED | typeof PAUSED | Promise<void> {
   for (let i = from; i < STEPS.length; i++) {
     let said: ReturnType<Step>;
     try {
@@ -110,7 +108,7 @@ function walk(v: Visit, from = 0): typeof ANSWERED | typeof PAUSED | Promise<voi
     if (said === NEXT) continue;
     if (said === ANSWERED) return ANSWERED;
     if (said === PAUSED) {
-      v.pause(i + 1, resume);
+      v.pause(i + 1, walkFrom);
       return PAUSED;
     }
     return walkOn(v, said, i + 1);
@@ -118,8 +116,8 @@ function walk(v: Visit, from = 0): typeof ANSWERED | typeof PAUSED | Promise<voi
   return ANSWERED;
 }
 
-/** A paused walk goes on, as part of its request at debug as the walk began. */
-function resume(v: Visit, from: number): void {
+/** The walk from step `from`, as part of its request at debug: a request's first, or a paused walk going on. */
+function walkFrom(v: Visit, from: number): void {
   const walked = inRequestLog(v.deps.log, v.reqId, () => walk(v, from));
   if (typeof walked === 'object') walked.catch((err: unknown) => v.unhandled(err));
 }
@@ -131,7 +129,7 @@ async function walkOn(v: Visit, said: Promise<boolean | void>, from: number): Pr
     if (next === NEXT) continue;
     if (next === ANSWERED) return;
     if (next === PAUSED) {
-      v.pause(i + 1, resume);
+      v.pause(i + 1, walkFrom);
       return;
     }
     if ((await next) !== NEXT) return;

@@ -134,7 +134,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
     try {
       sent = lane.client.post(this, request.method, body, callHeaders(request.method, request.name, deps.forward.pick(this.ex.headers)));
     } catch (err) {
-      if (!(err instanceof TargetUnreachableError)) return this.fail(toUpstreamError(err), 'failed');
+      if (!(err instanceof TargetUnreachableError)) return this.fail(toUpstreamError(err));
       return this.lost(err);
     }
     if (!sent) this.handBack();
@@ -208,7 +208,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
       switch (this.reading) {
         case Reading.Json:
           this.messages(decodeMessages(Buffer.concat(this.chunks!).toString('utf8')));
-          if (!this.over) this.fail(badResponse('no response carries the request id'), 'failed');
+          if (!this.over) this.fail(badResponse('no response carries the request id'));
           return;
         case Reading.Sse:
           for (const ev of this.parser!.end()) if (this.event(ev)) return;
@@ -221,7 +221,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
           return;
       }
     } catch (err) {
-      this.fail(err, 'failed');
+      this.fail(err);
     }
   }
 
@@ -232,7 +232,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
     // The upstream wants the user's own token (refused before it did anything): the pipeline asks the user to sign in.
     if (err instanceof CausewayError && err.reason === 'upstream_authorization_required') return this.handBack();
     if (this.reading === Reading.Sse && isConnectionDrop(err)) return this.streamEnded(err);
-    this.fail(toUpstreamError(err), 'failed');
+    this.fail(toUpstreamError(err));
   }
 
   /** The client is destroyed. */
@@ -321,7 +321,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
     const err = httpRefusal(this.status, rpc?.message.slice(0, 200), rpc);
     // An upstream that refuses the era (upgraded in place) did nothing: the pipeline finds its era again.
     if (this.lane.deps.modern !== undefined && isEraRefusal(err)) return this.handBack();
-    this.fail(err, 'failed');
+    this.fail(err);
   }
 
   private errorBody(): JsonRpcErrorObject | undefined {
@@ -337,7 +337,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
   /** The stream ended or dropped before the answer: followed after its event id, else the call failed. */
   private streamEnded(dropped: unknown): void {
     const lastEventId = this.lastEventId;
-    if (lastEventId === undefined || lastEventId === '') return this.fail(dropped ?? badResponse('SSE stream ended without a response'), 'failed');
+    if (lastEventId === undefined || lastEventId === '') return this.fail(dropped ?? badResponse('SSE stream ended without a response'));
     const wait = Math.min(this.retryMs ?? UPSTREAM_CLIENT_DEFAULTS.defaultRetryMs, UPSTREAM_CLIENT_DEFAULTS.maxRetryMs);
     const follow = (this.resumed = new AbortController());
     setTimeout(() => {
@@ -345,58 +345,52 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
       this.lane.client.resumeCall(this.session, this.id, lastEventId, this, follow.signal, this.held ? heldCallTimeoutMs(this.lane.deps.bridge) : undefined).then(
         (response) => this.answered(response),
         (err: unknown) => {
-          if (!this.over) this.fail(err, 'failed');
+          if (!this.over) this.fail(err);
         },
       );
     }, wait).unref();
   }
 
   /** Failed, upstream: the client gets the error (the bridge's round, once the call is held). */
-  private fail(err: unknown, result: RequestResult): void {
-    if (this.over) return;
-    this.end(result);
-    if (!this.closed) this.controller?.abort(err as Error);
-    this.resumed?.abort();
-    if (this.held) return this.held.pending.fail(err);
-    this.failed(err);
+  private fail(err: unknown): void {
+    this.stop(err, false, 'failed');
   }
 
   private failRead(controller: Controller, err: unknown): void {
     this.controller ??= controller;
-    this.fail(err, 'failed');
+    this.fail(err);
   }
 
   /**
    * Stops the upstream request: `cancel` tells the upstream (notifications/cancelled), else it is
    * only let go. The client hears `err` unless the call is held (the bridge answers then).
    */
-  private stop(err: Error, cancel: boolean, result: RequestResult = 'cancelled'): void {
+  private stop(err: unknown, cancel: boolean, result: RequestResult = 'cancelled'): void {
     if (this.over) return;
     this.end(result);
-    this.stopped = err;
-    if (!this.closed) this.controller?.abort(err);
+    this.stopped = err as Error;
+    if (!this.closed) this.controller?.abort(err as Error);
     this.resumed?.abort();
     if (cancel) cancelUpstream(this.lane.client, this.session, this.id, this.log);
     if (this.held) return this.held.pending.fail(err);
     this.failed(err);
   }
 
-  /** The upstream request is over: its deadline, its count and its metric. */
-  private end(result: RequestResult): void {
+  /** The upstream request is over: its deadline, its count and its metric (none when it was never run: `ran` false). */
+  private end(result: RequestResult, ran = true): void {
     this.over = true;
     clearTimeout(this.timer);
     if (this.ex.goneTo === this) this.ex.goneTo = undefined;
-    this.lane.client.settled(this, this.request.method, result, (performance.now() - this.started) / 1000);
+    this.lane.client.settled(this, this.request.method, result, ran ? (performance.now() - this.started) / 1000 : undefined);
   }
 
-  /** Past the call's deadline (expire, below). */
+  /**
+   * Past the call's deadline (expire, below): working past the upstream's timeout, as the bridge's
+   * round sees it, is cancelled; a held call's own deadline only lets it go, as the session
+   * client's deadline lets a call go.
+   */
   deadline(): void {
-    if (this.held) {
-      // The held call's own deadline: let go, as the session client's deadline lets a call go.
-      return this.stop(causewayError('upstream_timeout'), false);
-    }
-    // Working past the upstream's timeout, as the bridge's round sees it: cancelled.
-    this.stop(causewayError('upstream_timeout'), true);
+    this.stop(causewayError('upstream_timeout'), this.held === undefined);
   }
 
   /** The client went before the answer: the call is cancelled upstream. (Once held, the bridge hears it on the signal.) */
@@ -420,19 +414,13 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
   private handBack(): void {
     this.settleUnsent();
     this.notes.warm = undefined;
-    this.fallback(this.ex).catch((err: unknown) => {
-      this.log.error({ err }, 'unhandled error at the front door');
-      this.failed(err);
-    });
+    // answerFailure logs what is not a CausewayError.
+    this.fallback(this.ex).catch((err: unknown) => this.failed(err));
   }
 
   /** The call ends having sent nothing the upstream ran: no metric of an upstream request. */
   private settleUnsent(): void {
-    if (this.over) return;
-    this.over = true;
-    clearTimeout(this.timer);
-    if (this.ex.goneTo === this) this.ex.goneTo = undefined;
-    this.lane.client.settled(this, this.request.method, 'failed', undefined);
+    if (!this.over) this.end('failed', false);
   }
 
   // The call held by the multi-round bridge, from its first ask.
