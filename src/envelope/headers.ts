@@ -10,7 +10,9 @@ export type HeaderCheck = { ok: true } | { ok: false; message: string };
 
 const OK: HeaderCheck = { ok: true };
 
+/** What a value may be sent as when it needs no encoding: visible ASCII, inner spaces only. */
 const VISIBLE_ASCII = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+const SENTINEL_OPEN = '=?base64?';
 const SENTINEL = /^=\?base64\?(.*)\?=$/s;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -18,27 +20,40 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Decodes one header value; undefined when it is malformed (bad base64, bad UTF-8, control chars). */
 export function decodeHeaderValue(raw: string): string | undefined {
   const value = raw.trim();
-  const m = SENTINEL.exec(value);
-  if (m) {
-    const b64 = m[1]!;
-    if (!BASE64.test(b64)) return undefined;
-    try {
-      return utf8.decode(Buffer.from(b64, 'base64'));
-    } catch {
-      return undefined;
+  if (value.startsWith(SENTINEL_OPEN)) {
+    const m = SENTINEL.exec(value);
+    if (m) {
+      const b64 = m[1]!;
+      if (!BASE64.test(b64)) return undefined;
+      try {
+        return utf8.decode(Buffer.from(b64, 'base64'));
+      } catch {
+        return undefined;
+      }
     }
   }
-  if (value === '') return '';
-  return VISIBLE_ASCII.test(value) ? value : undefined;
+  return isVisibleAscii(value) ? value : undefined;
+}
+
+/**
+ * Visible ASCII with inner spaces (0x20..0x7E), or empty. Trimmed already, so neither end is a
+ * space. A loop, not a regular expression: three of these per request, most a few characters.
+ */
+function isVisibleAscii(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
 }
 
 function mismatch(header: string, got: string, want: string): HeaderCheck {
   return { ok: false, message: `Header mismatch: ${header} header value '${got}' does not match body value '${want}'` };
 }
 
-/** One mirrored header: required when the body has a value, must equal it after decoding. */
-function checkMirrored(headers: HeaderBag, header: string, bodyValue: string | undefined): HeaderCheck {
-  const raw = headers[header.toLowerCase()];
+/** One mirrored header (`name`: as node:http keys it, lower case): required when the body has a value, must equal it after decoding. */
+function checkMirrored(headers: HeaderBag, header: string, name: string, bodyValue: string | undefined): HeaderCheck {
+  const raw = headers[name];
   if (raw === undefined) {
     return bodyValue === undefined ? OK : { ok: false, message: `Missing required header ${header}` };
   }
@@ -49,15 +64,15 @@ function checkMirrored(headers: HeaderBag, header: string, bodyValue: string | u
 }
 
 export function checkVersionHeader(headers: HeaderBag, metaVersion: string): HeaderCheck {
-  return checkMirrored(headers, 'MCP-Protocol-Version', metaVersion);
+  return checkMirrored(headers, 'MCP-Protocol-Version', 'mcp-protocol-version', metaVersion);
 }
 
 export function checkMethodHeader(headers: HeaderBag, method: string): HeaderCheck {
-  return checkMirrored(headers, 'Mcp-Method', method);
+  return checkMirrored(headers, 'Mcp-Method', 'mcp-method', method);
 }
 
 export function checkNameHeader(headers: HeaderBag, name: string | undefined): HeaderCheck {
-  return checkMirrored(headers, 'Mcp-Name', name);
+  return checkMirrored(headers, 'Mcp-Name', 'mcp-name', name);
 }
 
 /** The x-mcp-header annotations reachable from a tool's inputSchema through `properties` only. */

@@ -1,4 +1,4 @@
-// Nesting depth and item count of a JSON text, measured in one iterative pass over its bytes
+// Nesting depth and item count of a JSON text, measured in one iterative pass over its text
 // before anything parses or walks it: every later recursive walk (canonical JSON, stringify,
 // capability translation) is then bounded by maxDepth, and a body of 100k tiny members is
 // refused before it costs anything.
@@ -19,36 +19,48 @@ const CLOSE_OBJECT = 0x7d;
 const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 
-function isSpace(b: number): boolean {
-  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+/**
+ * Where the string opened at `from` ends: its closing quote, the first one not escaped (an odd run
+ * of backslashes before it); -1 if it never closes. Found with indexOf, not a character at a time:
+ * most of a JSON text is inside strings.
+ */
+function stringEnd(text: string, from: number): number {
+  let quote = from;
+  for (;;) {
+    quote = text.indexOf('"', quote + 1);
+    if (quote < 0) return -1;
+    let slashes = 0;
+    while (text.charCodeAt(quote - 1 - slashes) === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return quote;
+  }
 }
 
 /**
  * The first limit the text exceeds, or undefined. Malformed text is not diagnosed here (the
- * parser does that); it is only measured. UTF-8 continuation bytes are >= 0x80, so a quote or
- * backslash byte is always the ASCII character.
+ * parser does that); it is only measured. Read as the parser reads it, decoded: a character
+ * outside ASCII is never a quote, a bracket or a comma, so nothing the decoding made of bytes
+ * that are not UTF-8 changes the count.
  */
-export function exceededLimit(text: Uint8Array, limits: JsonLimits): JsonLimitExceeded | undefined {
+export function exceededLimit(text: string, limits: JsonLimits): JsonLimitExceeded | undefined {
   let depth = 0;
   let items = 0;
-  let inString = false;
   // Just after an opening bracket: the next value, if any, is the container's first item.
   let opened = false;
   for (let i = 0; i < text.length; i++) {
-    const b = text[i]!;
-    if (inString) {
-      if (b === BACKSLASH) i++;
-      else if (b === QUOTE) inString = false;
-      continue;
-    }
-    if (isSpace(b)) continue;
+    const c = text.charCodeAt(i);
+    if (isSpace(c)) continue;
     if (opened) {
       opened = false;
-      if (b !== CLOSE_OBJECT && b !== CLOSE_ARRAY && ++items > limits.maxItems) return 'items';
+      if (c !== CLOSE_OBJECT && c !== CLOSE_ARRAY && ++items > limits.maxItems) return 'items';
     }
-    switch (b) {
+    switch (c) {
       case QUOTE:
-        inString = true;
+        i = stringEnd(text, i);
+        if (i < 0) return undefined;
         break;
       case OPEN_OBJECT:
       case OPEN_ARRAY:

@@ -67,10 +67,11 @@ export type ParsedBody =
 
 /** Measured first, then parsed: JSON.parse is iterative, so even a refused body yields its id. */
 export function parseJson(body: Buffer, limits: JsonLimits): ParsedBody {
-  const exceeded = exceededLimit(body, limits);
+  const text = body.toString('utf8');
+  const exceeded = exceededLimit(text, limits);
   let value: unknown;
   try {
-    value = JSON.parse(body.toString('utf8'));
+    value = JSON.parse(text);
   } catch {
     return exceeded ? { ok: false, exceeded, json: false, id: null } : { ok: false };
   }

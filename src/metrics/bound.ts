@@ -33,7 +33,7 @@ interface CounterValue {
 
 interface HistogramValue {
   labels: Labels;
-  bucketValues: Record<number, number>;
+  bucketValues: Record<string, number>;
   sum: number;
   count: number;
 }
@@ -114,6 +114,9 @@ export function boundHistogram(metric: Histogram<string>, values: readonly strin
   const bounds = inner.upperBounds;
   if (labels === undefined || !Array.isArray(bounds) || inner.enableExemplars === true) return child;
   const series = new Series(inner, labels);
+  // The bucket counts are keyed by the bounds as property names: made once, not converted from a
+  // number (and looked up through the runtime) at every observation.
+  const keys = bounds.map(String);
   return {
     observe(value: number) {
       const v = series.current();
@@ -122,9 +125,10 @@ export function boundHistogram(metric: Histogram<string>, values: readonly strin
       v.count += 1;
       // The first bucket the value fits: prom-client keeps counts per bucket and sums them when scraped.
       for (let i = 0; i < bounds.length; i++) {
-        const bound = bounds[i]!;
-        if (value <= bound) {
-          if (Object.prototype.hasOwnProperty.call(v.bucketValues, bound)) v.bucketValues[bound] = v.bucketValues[bound]! + 1;
+        if (value <= bounds[i]!) {
+          const counts = v.bucketValues;
+          const n = counts[keys[i]!];
+          if (n !== undefined) counts[keys[i]!] = n + 1;
           return;
         }
       }
