@@ -457,6 +457,26 @@ function generated(res: BenchResults, jsonPath: string): string {
       ),
     );
   }
+  if (res.instructions && !('error' in res.instructions)) {
+    const i = res.instructions;
+    out.push('');
+    out.push(
+      `Instructions per warm call, counted by valgrind's callgrind (bench/instructions.ts): each process under the tool serves at least ${i.warmCalls} small calls at c=${i.concurrency} uncounted, then ${i.countMs / 1000} s counted; its main thread's instructions over the calls counted. ` +
+        'Unlike CPU time, the count hardly moves between runs or processes (within 1-2%), so it is the figure to compare a change by; it is not a time, and the targets read the paired run above.',
+    );
+    out.push('');
+    out.push(
+      table(
+        ['process', 'calls counted (after warm ones)', 'instructions per call', 'ratio'],
+        [i.causeway, i.translator].map((r) => [
+          r.path === 'causeway-memory' ? 'Causeway' : 'minimal translator',
+          `${r.calls} (${r.warmCalls})`,
+          `${(r.perCall / 1000).toFixed(1)}k`,
+          r === i.causeway ? `${(i.causeway.perCall / i.translator.perCall).toFixed(2)}x` : '1',
+        ]),
+      ),
+    );
+  }
   if (res.userLoad) {
     const l = res.userLoad;
     out.push('');
@@ -609,6 +629,14 @@ function kb(bytes: number): string {
   return (bytes / 1024).toFixed(1);
 }
 
+/** The callgrind count in one line, if it was taken. */
+function instructionLine(res: BenchResults): string | undefined {
+  const i = res.instructions;
+  if (i === undefined || 'error' in i) return undefined;
+  const k = (v: number) => `${(v / 1000).toFixed(1)}k`;
+  return `warm call instructions / minimal translator (callgrind, main thread, c=${i.concurrency}): ${(i.causeway.perCall / i.translator.perCall).toFixed(2)}x (${k(i.causeway.perCall)}/${k(i.translator.perCall)})`;
+}
+
 /**
  * The figures every change to the request path compares before and after, printed first: the warm
  * call's CPU and allocation next to the minimal translator's, at each concurrency.
@@ -625,5 +653,7 @@ export function headline(res: BenchResults): string[] {
   const how = res.paired?.length ? ` (medians of ${res.paired[0]!.causeway.length} paired windows)` : '';
   if (cpu.length > 0) out.push(`warm call CPU / minimal translator${how}: ${cpu.join(', ')}`);
   if (alloc.length > 0) out.push(`warm call allocation / minimal translator: ${alloc.join(', ')}`);
+  const ins = instructionLine(res);
+  if (ins) out.push(ins);
   return out;
 }

@@ -8,9 +8,10 @@
 // then 1 s windows at c=1 until the JIT has settled, BENCH_SETTLE_WINDOWS (8) at most),
 // BENCH_PAIR_ROUNDS (5; alternating Causeway / translator windows per concurrency, raw phase),
 // BENCH_FULL=1 (every workload x concurrency on the SDK upstream too, ~1 minute more),
-// BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,cold,memory,profile,cache,sdk,scale,scale-cluster
+// BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,cold,memory,profile,cache,instructions,sdk,scale,scale-cluster
 // (some phases; no doc; scale-cluster runs only when named), BENCH_PROFILE_CONCURRENCY (16) and
-// BENCH_PROFILE_MS (3000) for the profiled run; the scale phases' own knobs are in bench/scale.ts.
+// BENCH_PROFILE_MS (3000) for the profiled run, BENCH_INSTR_WARM_CALLS (12000) and BENCH_INSTR_MS
+// (20000) for the callgrind count (bench/instructions.ts); the scale phases' own knobs are in bench/scale.ts.
 // OTEL_* variables are passed on to Causeway (tracing on when they ask for it; see README, Traces).
 
 import { fork, type ChildProcess } from 'node:child_process';
@@ -22,6 +23,7 @@ import { modernHeaders, modernMeta, openLegacySession, probe, requestFor, WORKLO
 import { summariseProfile } from './profile.js';
 import { gcMark, gcSince } from './gc.js';
 import { scaleRun } from './scale.js';
+import { instructionsRun } from './instructions.js';
 import { findBinary, peakRssMb, procCpuUs, resetPeakRss, rssMb, sleep } from './procs.js';
 import { CONCURRENCY, headline, renderDoc, evaluateTargets } from './report.js';
 import {
@@ -580,7 +582,7 @@ async function main(): Promise<void> {
     command: `node dist/bench/load-worker.js (forked): autocannon 9, pipelining 1, keep-alive, connections = concurrency, ${RUN_MS} ms timed after ${WARMUP_MS} ms warm-up; multi-round: undici driver, concurrency loops, ${MULTI_ROUND_RUN_MS} ms`,
   });
 
-  const phases = new Set((process.env.BENCH_ONLY ?? 'raw,cold,memory,profile,cache,sdk,scale,scale-cluster').split(','));
+  const phases = new Set((process.env.BENCH_ONLY ?? 'raw,cold,memory,profile,cache,instructions,sdk,scale,scale-cluster').split(','));
   // The shared redis-server and nginx serve the upstream sweeps only (the scale phases start their own Redis).
   const sweeps = phases.has('raw') || phases.has('sdk');
   let redis: RedisServer | undefined;
@@ -602,11 +604,15 @@ async function main(): Promise<void> {
   const ctx = { worker, redis, runs: results.runs, settled };
   let raw: Upstream | undefined;
   if (phases.has('raw')) raw = await runUpstream('raw', ctx, logDir, results, nginx);
-  else if (phases.has('cold') || phases.has('memory') || phases.has('profile') || phases.has('cache')) raw = await startUpstream('raw', logDir);
+  else if (phases.has('cold') || phases.has('memory') || phases.has('profile') || phases.has('cache') || phases.has('instructions')) raw = await startUpstream('raw', logDir);
   if (raw && phases.has('cold')) await coldRun(raw, logDir, results);
   if (raw && phases.has('memory')) await memoryRun(worker, raw, logDir, results);
   if (raw && phases.has('profile')) await profileRun(worker, raw, logDir, results);
   if (raw && phases.has('cache')) await cacheRun({ worker, redis, runs: results.runs, settled, upstream: raw }, logDir, results);
+  if (raw && phases.has('instructions')) {
+    results.instructions = await instructionsRun({ upstream: raw, logDir, run: (job) => worker.run<CannonResult>(job), say });
+    if ('error' in results.instructions) results.unavailable.push(`instructions: not measured: ${results.instructions.error}`);
+  }
   await raw?.svc.stop();
   if (phases.has('sdk')) {
     const sdk = await runUpstream('sdk', ctx, logDir, results, nginx);

@@ -129,6 +129,7 @@ export async function startCauseway(
   settings: Record<string, string | number>,
   logDir: string,
   nodeArgs: string[] = [],
+  launch: Launch = {},
 ): Promise<Proxy> {
   const all: Record<string, string | number> = { 'upstream.url': upstreamUrl, ...(await benchSettings()), ...settings };
   const flags = Object.entries(all).flatMap(([k, v]) => [`--${k}`, String(v)]);
@@ -136,13 +137,13 @@ export async function startCauseway(
   const otel = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('OTEL_')));
   // As the image runs it (Dockerfile ENV): MALLOC_ARENA_MAX=2.
   const log = join(logDir, `${name}.log`);
-  const svc = startProcess(process.execPath, [GC_TRACE, ...nodeArgs, CAUSEWAY_MAIN, ...flags], log, {
+  const svc = launched(launch, [GC_TRACE, ...nodeArgs, CAUSEWAY_MAIN, ...flags], log, {
     env: { PATH: process.env.PATH, MALLOC_ARENA_MAX: '2', ...otel },
   });
   const origin = `http://127.0.0.1:${all['listen.port']}`;
   // /metrics, /healthz and /readyz live on the admin port where there is one, else on the data port.
   const adminOrigin = all['admin.port'] !== undefined ? `http://127.0.0.1:${all['admin.port']}` : origin;
-  await waitFor(name, svc, () => okStatus(`${adminOrigin}/readyz`));
+  await waitFor(name, svc, () => okStatus(`${adminOrigin}/readyz`), launch.startTimeoutMs);
   // Causeway's own accounting: process.cpuUsage() as prom-client exports it on /metrics.
   const fromMetrics = parseMetric(await metricsOf(adminOrigin), 'process_cpu_seconds_total') !== undefined;
   return {
@@ -166,17 +167,22 @@ export async function startCauseway(
  * A reference Node process in front of the upstream: the byte proxy (bench/node-floor.ts) or the
  * minimal 2026 translator (bench/node-translator.ts).
  */
-export async function startNodeReference(kind: 'node-floor' | 'node-translator', upstream: Upstream, logDir: string): Promise<Proxy> {
+export async function startNodeReference(kind: 'node-floor' | 'node-translator', upstream: Upstream, logDir: string, launch: Launch = {}): Promise<Proxy> {
   const port = await freePort();
   const script = join(DIST, `bench/${kind}.js`);
   const log = join(logDir, `${kind}.log`);
-  const svc = startProcess(process.execPath, [GC_TRACE, script, '--port', String(port), '--upstream', upstream.url], log);
+  const svc = launched(launch, [GC_TRACE, script, '--port', String(port), '--upstream', upstream.url], log);
   const origin = `http://127.0.0.1:${port}`;
-  await waitFor(kind, svc, async () => {
-    const res = await fetch(origin);
-    await res.arrayBuffer();
-    return true;
-  });
+  await waitFor(
+    kind,
+    svc,
+    async () => {
+      const res = await fetch(origin);
+      await res.arrayBuffer();
+      return true;
+    },
+    launch.startTimeoutMs,
+  );
   return {
     name: kind,
     origin,
@@ -189,6 +195,21 @@ export async function startNodeReference(kind: 'node-floor' | 'node-translator',
     gcLog: log,
     stop: () => svc.stop('SIGTERM', 2000),
   };
+}
+
+/** How a Node process of the bench is started: by node itself, or under a tool that runs node (valgrind). */
+export interface Launch {
+  /** The tool's command line, node's own following it. */
+  via?: string[];
+  /** How long it may take to answer (a process under valgrind starts far slower). */
+  startTimeoutMs?: number;
+}
+
+function launched(launch: Launch, nodeArgs: string[], log: string, opts?: Parameters<typeof startProcess>[3]): Service {
+  const [tool, ...toolArgs] = launch.via ?? [];
+  return tool === undefined
+    ? startProcess(process.execPath, nodeArgs, log, opts)
+    : startProcess(tool, [...toolArgs, process.execPath, ...nodeArgs], log, opts);
 }
 
 /** V8 writes one line per collection, with the bytes allocated since the one before: the allocation budget is read from them. */

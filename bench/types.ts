@@ -205,6 +205,8 @@ export interface BenchResults {
   settled?: SettleRecord[];
   /** The warm-call ratio measured in pairs (raw upstream): what the CPU and allocation targets read. */
   paired?: PairedRow[];
+  /** Instructions per warm call under callgrind (raw upstream): the noise-free figure to compare a change by. */
+  instructions?: InstructionsResult | { error: string };
   /** The user's load test in rounds (SDK upstream, c=10): requests per second of each window, in order. */
   userLoad?: { concurrency: number; direct: number[]; causeway: number[]; translator: number[] };
   memory?: MemoryResult | { error: string };
@@ -214,4 +216,23 @@ export interface BenchResults {
   profile?: ProfileSummary & { what: string; cpuUsPerOp: number; file: string };
   scale?: Array<ScaleRun | { phase: ScaleRun['phase']; sessions: number; error: string }>;
   targets: TargetRow[];
+}
+
+/** One process's count: its main thread over the counted window. */
+export interface InstructionCount {
+  path: 'causeway-memory' | 'node-translator';
+  /** Calls served under the tool before counting began. */
+  warmCalls: number;
+  calls: number;
+  mainThread: number;
+  perCall: number;
+}
+
+export interface InstructionsResult {
+  concurrency: number;
+  /** Calls each process served under the tool before counting, at least. */
+  warmCalls: number;
+  countMs: number;
+  causeway: InstructionCount;
+  translator: InstructionCount;
 }
