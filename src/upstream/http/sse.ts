@@ -20,14 +20,12 @@ export interface SseParserOptions {
 export const DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024;
 
 const LF = 10;
-const CR = 13;
 
 export class SseParser {
   private readonly maxEventBytes: number;
   // Not TextDecoder: each one makes an ICU converter, which cost a parser per SSE answer ~3 us.
   // Neither strips a BOM (feed does); both replace bad sequences with U+FFFD.
   private readonly decoder = new StringDecoder('utf8');
-  private readonly lineEnd = /[\r\n]/g;
   private buf = '';
   private scanFrom = 0;
   private skipLF = false;
@@ -70,18 +68,26 @@ export class SseParser {
     if (text.length === 0) return out;
 
     this.buf += text;
+    const buf = this.buf;
     let start = 0;
-    this.lineEnd.lastIndex = this.scanFrom;
-    for (let m = this.lineEnd.exec(this.buf); m !== null; m = this.lineEnd.exec(this.buf)) {
-      const end = m.index;
-      if (this.buf.charCodeAt(end) === CR) {
-        if (end + 1 === this.buf.length) this.skipLF = true;
-        else if (this.buf.charCodeAt(end + 1) === LF) this.lineEnd.lastIndex = end + 2;
+    let from = this.scanFrom;
+    // The next CR and LF at or after `from`, each searched again only once passed (-1: none left).
+    let cr = -2;
+    let lf = -2;
+    for (;;) {
+      if (cr !== -1 && cr < from) cr = buf.indexOf('\r', from);
+      if (lf !== -1 && lf < from) lf = buf.indexOf('\n', from);
+      const end = cr === -1 ? lf : lf === -1 ? cr : Math.min(cr, lf);
+      if (end === -1) break;
+      let next = end + 1;
+      if (end === cr) {
+        if (next === buf.length) this.skipLF = true;
+        else if (buf.charCodeAt(next) === LF) next++;
       }
-      this.line(this.buf.slice(start, end), out);
-      start = this.lineEnd.lastIndex;
+      this.line(buf.slice(start, end), out);
+      start = from = next;
     }
-    this.buf = this.buf.slice(start);
+    this.buf = buf.slice(start);
     this.scanFrom = this.buf.length;
     if (this.eventSize + this.buf.length > this.maxEventBytes) this.tooLarge();
     return out;
@@ -131,7 +137,7 @@ export class SseParser {
   private dispatch(out: SseEvent[]): void {
     if (this.hasField) {
       const { id, event, data, retry } = this.fields;
-      const ev: SseEvent = { data: data === undefined ? '' : data.join('\n') };
+      const ev: SseEvent = { data: data === undefined ? '' : data.length === 1 ? data[0]! : data.join('\n') };
       if (id !== undefined) ev.id = id;
       if (event !== undefined && event !== '') ev.event = event;
       if (retry !== undefined) ev.retry = retry;
