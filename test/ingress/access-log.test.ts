@@ -80,6 +80,42 @@ t.test('with log.accessSample 1: one line per request, success and failure alike
   t.notOk(cw.logs.some((l) => l.includes(TOKEN)), 'the bearer token is in no log line');
 });
 
+t.test('every answer carries its request id: the client\'s x-request-id, else a new UUID', async (t) => {
+  const cw = await startCauseway({ 'upstream.url': upstream.url });
+  t.teardown(() => cw.close());
+  const echoed = async (what: string, path: string, init: RequestInit, reqId?: string) => {
+    const headers = { ...(init.headers as Record<string, string>), ...(reqId === undefined ? {} : { 'x-request-id': reqId }) };
+    const res = await fetch(new URL(path, cw.url), { ...init, headers });
+    await res.arrayBuffer();
+    return { what, status: res.status, id: res.headers.get('x-request-id') };
+  };
+  const call = JSON.stringify(modernBody('tools/call', { name: 'echo', arguments: { text: 'hi' } }));
+  const callHeaders = modernHeaders('tools/call', 'echo');
+  const initialize = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+  const legacyHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const seen = [
+    // The pipeline (the first call reads the tools), then the warm lane (the same call again).
+    await echoed('pipeline', cw.url, { method: 'POST', headers: callHeaders, body: call }, 'id-pipeline'),
+    await echoed('warm lane', cw.url, { method: 'POST', headers: callHeaders, body: call }, 'id-warm'),
+    await echoed('parse error', cw.url, { method: 'POST', headers: callHeaders, body: '{not json' }, 'id-parse'),
+    await echoed('unknown path', '/nowhere', { method: 'POST', headers: callHeaders, body: call }, 'id-404'),
+    await echoed('legacy face', cw.url, { method: 'POST', headers: legacyHeaders, body: initialize }, 'id-legacy'),
+  ];
+  t.same(
+    seen.map((s) => [s.what, s.status >= 200, s.id]),
+    [
+      ['pipeline', true, 'id-pipeline'],
+      ['warm lane', true, 'id-warm'],
+      ['parse error', true, 'id-parse'],
+      ['unknown path', true, 'id-404'],
+      ['legacy face', true, 'id-legacy'],
+    ],
+  );
+  t.same(seen.map((s) => s.status), [200, 200, 400, 404, 200], 'each answered as it should be');
+  const fresh = await echoed('warm lane, no id sent', cw.url, { method: 'POST', headers: callHeaders, body: call });
+  t.match(fresh.id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'a new UUID when the client sent none');
+});
+
 t.test('by default (log.accessSample 0) no access line is written', async (t) => {
   const cw = await startCauseway({ 'upstream.url': upstream.url });
   t.teardown(() => cw.close());
