@@ -45,7 +45,7 @@ function warmPair(res: BenchResults, c: number): WarmPair {
     return {
       cpu: [m(row.causeway, 'cpuUs'), m(row.translator, 'cpuUs')],
       alloc: [m(row.causeway, 'allocBytes'), m(row.translator, 'allocBytes')],
-      how: `medians of ${row.causeway.length} paired windows`,
+      how: `medians of ${row.causeway.length} paired windows${row.pairs && row.pairs > 1 ? ` over ${row.pairs} process pairs` : ''}`,
     };
   }
   const cw = find(res.runs, 'raw', 'causeway-memory', 'call', c);
@@ -438,7 +438,7 @@ function generated(res: BenchResults, jsonPath: string): string {
   if (res.paired?.length) {
     out.push('');
     out.push(
-      'The warm-call ratio the targets read is measured in pairs: a Causeway and a minimal translator of their own, warmed and settled as above, their windows alternating at each concurrency; each side\'s median is taken.',
+      `The warm-call ratio the targets read is measured in pairs: a Causeway and a minimal translator of their own, warmed and settled as above, their windows alternating at each concurrency; ${res.paired[0]!.pairs ?? 1} such pair${(res.paired[0]!.pairs ?? 1) > 1 ? 's, one after the other, each of fresh processes' : ''}; each side's median over all its windows is taken.`,
     );
     out.push('');
     out.push(
@@ -650,7 +650,7 @@ export function headline(res: BenchResults): string[] {
     if (pair.cpu) cpu.push(`c=${c} ${(pair.cpu[0] / pair.cpu[1]).toFixed(2)}x (${us(pair.cpu[0])}/${us(pair.cpu[1])} us)`);
     if (pair.alloc) alloc.push(`c=${c} ${(pair.alloc[0] / pair.alloc[1]).toFixed(2)}x (${kb(pair.alloc[0])}/${kb(pair.alloc[1])} KB)`);
   }
-  const how = res.paired?.length ? ` (medians of ${res.paired[0]!.causeway.length} paired windows)` : '';
+  const how = res.paired?.length ? ` (${warmPair(res, res.paired[0]!.concurrency).how})` : '';
   if (cpu.length > 0) out.push(`warm call CPU / minimal translator${how}: ${cpu.join(', ')}`);
   if (alloc.length > 0) out.push(`warm call allocation / minimal translator: ${alloc.join(', ')}`);
   const ins = instructionLine(res);

@@ -7,6 +7,7 @@
 // before each run), BENCH_PROCESS_WARMUP_MS (3000; once per proxy process, small calls at c=16,
 // then 1 s windows at c=1 until the JIT has settled, BENCH_SETTLE_WINDOWS (8) at most),
 // BENCH_PAIR_ROUNDS (5; alternating Causeway / translator windows per concurrency, raw phase),
+// BENCH_PAIR_PROCESSES (3; fresh Causeway / translator pairs the paired run draws its windows from),
 // BENCH_FULL=1 (every workload x concurrency on the SDK upstream too, ~1 minute more),
 // BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,cold,memory,profile,cache,instructions,sdk,scale,scale-cluster
 // (some phases; no doc; scale-cluster runs only when named), BENCH_PROFILE_CONCURRENCY (16) and
@@ -52,6 +53,12 @@ const SETTLE_WINDOW_MS = 1000;
 const SETTLE_WINDOWS = Number(process.env.BENCH_SETTLE_WINDOWS ?? 8);
 /** Alternating windows per side and concurrency in the paired run. */
 const PAIR_ROUNDS = Number(process.env.BENCH_PAIR_ROUNDS ?? 5);
+/**
+ * Fresh process pairs in the paired run. One process runs 20-60% slower than the next started
+ * from the same build (on 2026-12-05 a paired Causeway read 171 us a call at c=16 where the same
+ * run's first Causeway read 109): one pair's ratio is partly which processes it drew.
+ */
+const PAIR_PROCESSES = Number(process.env.BENCH_PAIR_PROCESSES ?? 3);
 /** Two windows in a row within this share of each other: the JIT has settled. */
 const SETTLE_SPREAD = 0.05;
 const PROFILE_CONCURRENCY = Number(process.env.BENCH_PROFILE_CONCURRENCY ?? 16);
@@ -255,31 +262,32 @@ async function warmUp(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | u
  * (the translator's c=16 window read 83 us in one run and 127 in the next).
  */
 async function pairedRun(ctx: Ctx, logDir: string, results: BenchResults): Promise<void> {
-  say(`paired: Causeway and the minimal translator, ${PAIR_ROUNDS} alternating windows at each concurrency`);
-  const cw = await startCauseway('causeway-paired', ctx.upstream.url, {}, logDir);
-  let tr: Proxy | undefined;
-  try {
-    tr = await startNodeReference('node-translator', ctx.upstream, logDir);
-    const sides = [
-      { path: 'causeway-memory' as const, proxy: cw, target: { era: 'modern' as const, url: cw.url } },
-      { path: 'node-translator' as const, proxy: tr, target: { era: 'modern' as const, url: tr.url } },
-    ];
-    for (const side of sides) await warmUp(ctx, side.path, side.target, side.proxy, true);
-    results.paired = [];
-    for (const c of CONCURRENCY) {
-      const row: PairedRow = { concurrency: c, causeway: [], translator: [] };
-      for (let round = 0; round < PAIR_ROUNDS; round++) {
-        for (const side of sides) {
-          const rec = await measure(ctx, side.path, side.target, side.proxy, 'call', c, false);
-          (side.path === 'causeway-memory' ? row.causeway : row.translator).push({ cpuUs: rec.proxyCpuUsPerOp ?? NaN, allocBytes: rec.allocBytesPerOp ?? NaN });
+  say(`paired: Causeway and the minimal translator, ${PAIR_PROCESSES} process pairs, ${PAIR_ROUNDS} alternating windows each at each concurrency`);
+  const rows: PairedRow[] = CONCURRENCY.map((c) => ({ concurrency: c, causeway: [], translator: [], pairs: PAIR_PROCESSES }));
+  for (let pair = 0; pair < PAIR_PROCESSES; pair++) {
+    const cw = await startCauseway(`causeway-paired-${pair + 1}`, ctx.upstream.url, {}, logDir);
+    let tr: Proxy | undefined;
+    try {
+      tr = await startNodeReference('node-translator', ctx.upstream, logDir);
+      const sides = [
+        { path: 'causeway-memory' as const, proxy: cw, target: { era: 'modern' as const, url: cw.url } },
+        { path: 'node-translator' as const, proxy: tr, target: { era: 'modern' as const, url: tr.url } },
+      ];
+      for (const side of sides) await warmUp(ctx, side.path, side.target, side.proxy, true);
+      for (const row of rows) {
+        for (let round = 0; round < PAIR_ROUNDS; round++) {
+          for (const side of sides) {
+            const rec = await measure(ctx, side.path, side.target, side.proxy, 'call', row.concurrency, false);
+            (side.path === 'causeway-memory' ? row.causeway : row.translator).push({ cpuUs: rec.proxyCpuUsPerOp ?? NaN, allocBytes: rec.allocBytesPerOp ?? NaN });
+          }
         }
       }
-      results.paired.push(row);
+    } finally {
+      await tr?.stop();
+      await cw.stop();
     }
-  } finally {
-    await tr?.stop();
-    await cw.stop();
   }
+  results.paired = rows;
 }
 
 /**

@@ -187,8 +187,11 @@ export interface SettleRecord {
 /** One concurrency of the paired run: each side's alternating windows, in order. */
 export interface PairedRow {
   concurrency: number;
+  /** Windows of every process pair, pair after pair (each pair's `rounds` together). */
   causeway: Array<{ cpuUs: number; allocBytes: number }>;
   translator: Array<{ cpuUs: number; allocBytes: number }>;
+  /** Process pairs the windows came from (one before this was recorded). */
+  pairs?: number;
 }
 
 export interface BenchResults {
