@@ -10,8 +10,6 @@ export type HeaderCheck = { ok: true } | { ok: false; message: string };
 
 const OK: HeaderCheck = { ok: true };
 
-/** What a value may be sent as when it needs no encoding: visible ASCII, inner spaces only. */
-const VISIBLE_ASCII = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
 const SENTINEL_OPEN = '=?base64?';
 const SENTINEL = /^=\?base64\?(.*)\?=$/s;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -168,5 +166,7 @@ export function mirroredParamHeaders(params: readonly ParamHeader[], args: JsonO
 
 /** Plain visible ASCII as is; anything else, or a value that looks like the sentinel, as =?base64?...?= [SHTTP]. */
 export function encodeHeaderValue(v: string): string {
-  return VISIBLE_ASCII.test(v) && !SENTINEL.test(v) ? v : `=?base64?${Buffer.from(v, 'utf8').toString('base64')}?=`;
+  // As is when decoding gives it back: not empty, no space to trim at either end, visible ASCII, not the sentinel's shape.
+  const asIs = v !== '' && v.trim() === v && isVisibleAscii(v) && !SENTINEL.test(v);
+  return asIs ? v : `=?base64?${Buffer.from(v, 'utf8').toString('base64')}?=`;
 }

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { checkParamHeaders, decodeHeaderValue, mayNeedParamHeaders, paramHeaders } from '../../src/envelope/headers.js';
+import { checkParamHeaders, decodeHeaderValue, encodeHeaderValue, mayNeedParamHeaders, paramHeaders } from '../../src/envelope/headers.js';
 import { checkOrigin, originPolicy } from '../../src/envelope/origin.js';
 
 t.test('header value decoding', async (t) => {
@@ -11,6 +11,22 @@ t.test('header value decoding', async (t) => {
   t.equal(decodeHeaderValue('=?base64?a?=' ), undefined, 'bad padding');
   t.equal(decodeHeaderValue('caf\u00e9'), undefined, 'raw non-ASCII refused');
   t.equal(decodeHeaderValue('a\tb'), undefined, 'control characters refused');
+  t.equal(decodeHeaderValue(''), '', 'empty is empty');
+  t.equal(decodeHeaderValue('a b'), 'a b', 'inner spaces kept');
+  t.equal(decodeHeaderValue('=?base64?aGk='), '=?base64?aGk=', 'no closing marker: a plain value');
+  t.equal(decodeHeaderValue('a\u007fb'), undefined, 'DEL refused');
+});
+
+t.test('header value encoding: as is only when decoding gives it back', async (t) => {
+  const b64 = (v: string) => `=?base64?${Buffer.from(v, 'utf8').toString('base64')}?=`;
+  t.equal(encodeHeaderValue('tools/call'), 'tools/call');
+  t.equal(encodeHeaderValue('a b'), 'a b', 'inner spaces as is');
+  for (const v of ['', ' lead', 'trail ', 'caf\u00e9', 'a\tb', 'a\u007fb', '=?base64?aGk=?=']) {
+    t.equal(encodeHeaderValue(v), b64(v), `encoded: ${JSON.stringify(v)}`);
+  }
+  for (const v of ['tools/call', 'a b', '', ' lead', 'trail ', 'caf\u00e9', '日本', '=?base64?aGk=?=', '=?base64?x']) {
+    t.equal(decodeHeaderValue(encodeHeaderValue(v)), v, `round trip: ${JSON.stringify(v)}`);
+  }
 });
 
 const schema = {

@@ -80,8 +80,9 @@ export function abandon(body: ResponseBody): void {
 
 export function mediaType(header: string | string[] | undefined): string {
   const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined) return '';
   // What upstreams send nearly always, as it is: nothing to cut or fold.
   if (value === 'application/json' || value === 'text/event-stream') return value;
-  const semi = value === undefined ? -1 : value.indexOf(';');
-  return (semi < 0 ? (value ?? '') : value!.slice(0, semi)).trim().toLowerCase();
+  const semi = value.indexOf(';');
+  return (semi < 0 ? value : value.slice(0, semi)).trim().toLowerCase();
 }
