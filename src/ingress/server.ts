@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import net, { type AddressInfo, type Socket } from 'node:net';
+import { InFlight } from '../in-flight.js';
 
 export type IngressRequest = IncomingMessage | Http2ServerRequest;
 export type IngressResponse = ServerResponse | Http2ServerResponse;
@@ -59,8 +60,8 @@ export function createIngress(
   handler: IngressHandler,
   onClosed: (reason: ConnectionCloseReason) => void = () => {},
 ): Ingress {
-  const sessions = new Set<Http2Session>();
-  const sockets = new Set<Socket>();
+  const sessions = new InFlight<Http2Session>();
+  const sockets = new InFlight<Socket>();
   const h2settings = {
     maxConcurrentStreams: opts.maxConcurrentStreams,
     maxHeaderListSize: opts.maxHeaderBytes,
@@ -69,8 +70,8 @@ export function createIngress(
     server.maxConnections = opts.maxConnections;
     server.on('drop', () => onClosed('max_connections'));
     server.on('connection', (s: Socket) => {
-      sockets.add(s);
-      s.once('close', () => sockets.delete(s));
+      const entry = sockets.add(s);
+      s.once('close', () => sockets.delete(entry));
       countHeadTimeout(s);
     });
   };
@@ -93,8 +94,8 @@ export function createIngress(
   };
   const trackSessions = (s: http2.Http2Server | http2.Http2SecureServer) =>
     s.on('session', (session: Http2Session) => {
-      sessions.add(session);
-      session.on('close', () => sessions.delete(session));
+      const entry = sessions.add(session);
+      session.on('close', () => sessions.delete(entry));
       boundSession(session, opts, onClosed);
     });
 
@@ -124,8 +125,8 @@ export function createIngress(
       s.destroy();
     });
     return wrap(secure, 'https', opts, sockets, (which) => {
-      for (const s of sessions) which === 'all' ? s.destroy() : s.close();
-      if (which === 'all') for (const s of sockets) s.destroy();
+      for (const s of sessions.values()) which === 'all' ? s.destroy() : s.close();
+      if (which === 'all') for (const s of sockets.values()) s.destroy();
       else if (which === 'idle') secureH1.closeIdleConnections();
     });
   }
@@ -142,8 +143,8 @@ export function createIngress(
   return wrap(front, 'http', opts, sockets, (which) => {
     if (which === 'all') h1.closeAllConnections();
     else if (which === 'idle') h1.closeIdleConnections();
-    for (const s of sessions) which === 'all' ? s.destroy() : s.close();
-    if (which === 'all') for (const s of sockets) s.destroy();
+    for (const s of sessions.values()) which === 'all' ? s.destroy() : s.close();
+    if (which === 'all') for (const s of sockets.values()) s.destroy();
   });
 }
 
@@ -212,7 +213,7 @@ function wrap(
   server: net.Server,
   protocol: 'http' | 'https',
   opts: IngressOptions,
-  sockets: ReadonlySet<Socket>,
+  sockets: { readonly size: number },
   close: (which: ConnectionsToClose) => void,
 ): Ingress {
   return {

@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { errorBody, sendCausewayError, sendJson, sendStatus, SseStream, type HttpResponse } from '../egress/index.js';
 import type { HeaderBag } from '../envelope/index.js';
 import { CausewayError, causewayError, toCausewayError } from '../errors.js';
+import { InFlightByKey } from '../in-flight.js';
 import { isNotification, isObject, isRequest, isResponse, type JsonObject, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
@@ -97,7 +98,7 @@ class CallStream {
 
 export class TranslatedFace implements LegacyFace {
   /** Calls in flight here, by session and client request id: a notifications/cancelled ends one. */
-  private readonly calls = new Map<string, AbortController>();
+  private readonly calls = new InFlightByKey<AbortController>();
   /** GET streams open here, by session id: a change of its subscriptions restarts its listen. */
   private readonly streams = new Map<string, { restart(): void; end(): void }>();
   private seq = 0;

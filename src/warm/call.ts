@@ -36,6 +36,7 @@ import {
   UPSTREAM_CLIENT_DEFAULTS,
   type CallObserver,
   type DirectCall,
+  type DirectTally,
   type RequestResult,
   type SessionRef,
   type SseEvent,
@@ -66,6 +67,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
   readonly handlers: StreamHandlers = this;
   asked = false;
   readonly span = undefined;
+  tally: DirectTally | undefined = undefined;
   private readonly id: RequestId;
   private readonly started = performance.now();
   private timer: NodeJS.Timeout;

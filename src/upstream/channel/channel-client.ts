@@ -14,6 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { CausewayError } from '../../errors.js';
+import { InFlight } from '../../in-flight.js';
 import { isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { CallScope, ScopeSet, badResponse } from '../http/index.js';
@@ -58,7 +59,7 @@ export class ChannelClient implements UpstreamSessionClient {
   private readonly sessions = new Map<string, ChannelSession>();
   private readonly lifetime = new ScopeSet();
   private readonly quiesce = new AbortController();
-  private readonly inflight = new Set<Promise<unknown>>();
+  private readonly inflight = new InFlight<Promise<unknown>>();
   private state: 'open' | 'closing' | 'closed' = 'open';
   private closing: Promise<void> | undefined;
   private opening = 0;
@@ -223,7 +224,7 @@ export class ChannelClient implements UpstreamSessionClient {
       clearInterval(this.sweeper);
       if (this.state === 'open') this.state = 'closing';
       this.quiesce.abort();
-      while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+      while (this.inflight.size > 0) await Promise.allSettled(this.inflight.values());
       this.state = 'closed';
       await Promise.allSettled([...this.sessions.values()].map((s) => this.end(s)));
       await this.opener.close?.();
@@ -266,7 +267,7 @@ export class ChannelClient implements UpstreamSessionClient {
       this.log.warn({ err: reason, callsInFlight: s.pending.size }, 'upstream channel lost');
     }
     const error = reason ?? new CausewayError('upstream_unavailable', `Upstream ${this.name}: the session's channel was closed`);
-    for (const p of [...s.pending.values()]) p.settle({ error });
+    for (const p of s.pending.values()) p.settle({ error });
     for (const stream of [...s.streams]) stream.end(new SessionExpiredError(this.name, { cause: error }));
   }
 
@@ -360,9 +361,9 @@ export class ChannelClient implements UpstreamSessionClient {
   }
 
   private register<T>(p: Promise<T>): Promise<T> {
-    this.inflight.add(p);
+    const entry = this.inflight.add(p);
     const forget = (): void => {
-      this.inflight.delete(p);
+      this.inflight.delete(entry);
     };
     p.then(forget, forget);
     return p;

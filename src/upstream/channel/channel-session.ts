@@ -14,6 +14,7 @@
 
 import { isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
+import { InFlightByKey } from '../../in-flight.js';
 import { refusal, classify } from '../http/index.js';
 import type { StreamHandlers } from '../core/index.js';
 import type { MessageChannel } from './message-channel.js';
@@ -38,7 +39,8 @@ export interface OpenStream {
 }
 
 export class ChannelSession {
-  readonly pending = new Map<string, Pending>();
+  /** Calls in flight, by idKey of their JSON-RPC id, oldest first. */
+  readonly pending = new InFlightByKey<Pending>();
   readonly streams = new Set<OpenStream>();
   /** Unanswered server->client requests, by id, and the call each was routed to. */
   readonly asks = new Map<string, Pending>();
@@ -69,7 +71,7 @@ export class ChannelSession {
       const id = m.message.id;
       if (id === null || id === undefined) {
         // An id-less error answers the one call in flight, if there is just one.
-        const only = this.pending.size === 1 ? [...this.pending.values()][0] : undefined;
+        const only = this.pending.size === 1 ? this.pending.values()[0] : undefined;
         if (only && 'error' in m.message) {
           only.settle({ response: m.message });
           return;
@@ -87,7 +89,7 @@ export class ChannelSession {
   }
 
   private notification(n: JsonRpcNotification): void {
-    const calls = [...this.pending.values()];
+    const calls = this.pending.values();
     if (n.method === 'notifications/progress') {
       const token = isObject(n.params) ? n.params.progressToken : undefined;
       const owner = calls.find((p) => p.progressToken !== undefined && p.progressToken === token);
@@ -112,7 +114,7 @@ export class ChannelSession {
       return;
     }
     // A call already waiting on an answer is less likely to ask again than one that has not asked.
-    const askers = [...this.pending.values()].filter((p) => p.handlers.onServerRequest !== undefined);
+    const askers = this.pending.values().filter((p) => p.handlers.onServerRequest !== undefined);
     const task = relatedTaskOf(r);
     const rank = (p: Pending): number => (ASKING_METHODS.has(p.method) ? 0 : 2) + (p.outstanding.size > 0 ? 1 : 0);
     const target =

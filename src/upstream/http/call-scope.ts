@@ -7,6 +7,7 @@
 // ScopeSet that aborts the scopes it holds, rather than a signal each call listens to.
 
 import { CausewayError } from '../../errors.js';
+import { InFlight, type InFlightEntry } from '../../in-flight.js';
 import { toUpstreamError } from '../core/index.js';
 
 type Why = 'caller' | 'deadline' | 'lifetime';
@@ -21,24 +22,21 @@ export function lendSignal(controller: AbortController): AbortSignal {
 
 /** The scopes alive under one lifetime (a client, or its streams), aborted together when it ends. */
 export class ScopeSet {
-  private readonly live = new Set<CallScope>();
+  private readonly live = new InFlight<CallScope>();
   private ended = false;
 
-  /** False when the lifetime has already ended. */
-  add(scope: CallScope): boolean {
-    if (this.ended) return false;
-    this.live.add(scope);
-    return true;
+  /** Undefined when the lifetime has already ended. */
+  add(scope: CallScope): InFlightEntry<CallScope> | undefined {
+    return this.ended ? undefined : this.live.add(scope);
   }
 
-  delete(scope: CallScope): void {
-    this.live.delete(scope);
+  delete(entry: InFlightEntry<CallScope>): void {
+    this.live.delete(entry);
   }
 
   end(): void {
     this.ended = true;
-    for (const s of this.live) s.endLifetime();
-    this.live.clear();
+    for (const s of this.live.values()) s.endLifetime();
   }
 }
 
@@ -48,6 +46,8 @@ export class CallScope {
   private why: Why | undefined;
   private timer: NodeJS.Timeout | undefined;
   private unlink: (() => void) | undefined;
+  /** Where each lifetime holds this scope (undefined: it had ended), by the lifetime's index. */
+  private readonly places: Array<InFlightEntry<CallScope> | undefined>;
 
   constructor(
     caller: AbortSignal | undefined,
@@ -58,7 +58,8 @@ export class CallScope {
     this.controller = borrowed ?? new AbortController();
     this.signal = this.controller.signal;
     if (caller !== undefined && borrowed === undefined) this.link(caller);
-    for (const l of lifetimes) if (!l.add(this)) this.abort('lifetime', undefined);
+    this.places = lifetimes.map((l) => l.add(this));
+    if (this.places.includes(undefined)) this.abort('lifetime', undefined);
     if (timeoutMs !== undefined && !this.aborted) this.timer = setTimeout(() => this.abort('deadline', undefined), timeoutMs);
   }
 
@@ -106,7 +107,10 @@ export class CallScope {
     clearTimeout(this.timer);
     this.unlink?.();
     this.unlink = undefined;
-    for (const l of this.lifetimes) l.delete(this);
+    for (let i = 0; i < this.lifetimes.length; i++) {
+      const place = this.places[i];
+      if (place !== undefined) this.lifetimes[i]!.delete(place);
+    }
   }
 
   /** Called by the ScopeSet whose lifetime ended. */

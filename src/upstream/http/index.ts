@@ -10,6 +10,6 @@ export { type Dispatcher, type Response, UpstreamHttp, type UpstreamHttpOptions,
 export { httpRefusal, LONG_LIVED, MOVABLE, readErrorBody, refusalOf, UpstreamDispatcher } from './dispatcher.js';
 export { type Exchange, refusal } from './inbound.js';
 export { tooLarge } from './body.js';
-export { type DirectCall, type RequestResult, UPSTREAM_CLIENT_DEFAULTS, UpstreamClient } from './legacy-client.js';
+export { type DirectCall, type DirectTally, type RequestResult, UPSTREAM_CLIENT_DEFAULTS, UpstreamClient } from './legacy-client.js';
 export { badResponse, classify, decodeMessages, type UpstreamMessage } from './messages.js';
 export { DEFAULT_MAX_EVENT_BYTES, parseSse, type SseEvent, SseParser } from './sse.js';

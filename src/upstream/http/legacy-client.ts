@@ -8,6 +8,7 @@
 // header values are never logged.
 
 import { CausewayError } from '../../errors.js';
+import { InFlight, type InFlightEntry } from '../../in-flight.js';
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { discard } from './body.js';
@@ -20,7 +21,7 @@ import { exchange, postOneWay } from './exchange.js';
 import { initializeOn, type HandshakeHost, type HandshakeResult, type InitializeParams } from './handshake.js';
 import { NO_CALL, refusal, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
-import { OutsideAsks } from '../replicas/index.js';
+import { OutsideAsks, type AskEntry } from '../replicas/index.js';
 import { connectStream, pumpStream, resumeRequestStream, type StreamContext } from './streams.js';
 import type { UpstreamAuthorization } from '../credentials/index.js';
 
@@ -67,6 +68,14 @@ export interface UpstreamClientOptions {
 export interface DirectCall extends Handler, AskingCall {
   /** The client is destroyed: the call ends (upstream_unavailable). */
   endLifetime(): void;
+  /** Where the client counts the call from post() to settled(): the client's to set and clear. */
+  tally: DirectTally | undefined;
+}
+
+/** A direct call's places in its client: among the calls in flight, and among its session's asking calls. */
+export interface DirectTally {
+  readonly direct: InFlightEntry<DirectCall>;
+  readonly ask: AskEntry | undefined;
 }
 
 /** How a request upstream ended, for its metric. */
@@ -92,9 +101,9 @@ export class UpstreamClient implements UpstreamSessionClient {
   private readonly lifetime = new ScopeSet();
   /** Standalone streams only: ended when the client starts closing. */
   private readonly quiesce = new ScopeSet();
-  private readonly inflight = new Set<Promise<unknown>>();
+  private readonly inflight = new InFlight<Promise<unknown>>();
   /** Direct calls not settled yet; `directIdle` wakes close() when the last one is. */
-  private readonly direct = new Set<DirectCall>();
+  private readonly direct = new InFlight<DirectCall>();
   private directIdle: (() => void) | undefined;
   private readonly io: Inbound;
   /** Multi-round calls in flight, by session: who takes an ask from the GET stream. */
@@ -215,8 +224,7 @@ export class UpstreamClient implements UpstreamSessionClient {
    */
   post(call: DirectCall, method: string, body: string, extraHeaders: Record<string, string>): boolean {
     if (this.state !== 'open') return false;
-    this.direct.add(call);
-    this.asking.add(call, method);
+    call.tally = { direct: this.direct.add(call), ask: this.asking.add(call, method) };
     try {
       this.dispatcher.post(call.session, this.dispatcher.headers('post', call.session, extraHeaders), body, call, LONG_LIVED | MOVABLE);
     } catch (err) {
@@ -228,8 +236,10 @@ export class UpstreamClient implements UpstreamSessionClient {
 
   /** A direct call is over; `seconds` (its request's) is recorded unless it asked the client something. */
   settled(call: DirectCall, method: string, result: RequestResult, seconds: number | undefined): void {
-    if (!this.direct.delete(call)) return;
-    this.asking.remove(call);
+    const tally = call.tally;
+    if (tally === undefined || !this.direct.delete(tally.direct)) return;
+    call.tally = undefined;
+    if (tally.ask !== undefined) this.asking.remove(tally.ask);
     if (this.onRequest && seconds !== undefined && !call.asked) this.onRequest(method, result, seconds);
     if (this.direct.size === 0) this.directIdle?.();
   }
@@ -313,7 +323,7 @@ export class UpstreamClient implements UpstreamSessionClient {
     this.closing ??= (async () => {
       if (this.state === 'open') this.state = 'closing';
       this.quiesce.end();
-      while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+      while (this.inflight.size > 0) await Promise.allSettled(this.inflight.values());
       while (this.direct.size > 0) await new Promise<void>((resolve) => (this.directIdle = resolve));
       this.state = 'closed';
       await this.ownHttp?.close();
@@ -326,7 +336,7 @@ export class UpstreamClient implements UpstreamSessionClient {
     this.state = 'closed';
     this.quiesce.end();
     this.lifetime.end();
-    for (const call of [...this.direct]) call.endLifetime();
+    for (const call of this.direct.values()) call.endLifetime();
     await this.ownHttp?.destroy();
   }
 
@@ -356,9 +366,9 @@ export class UpstreamClient implements UpstreamSessionClient {
   }
 
   private register<T>(p: Promise<T>): Promise<T> {
-    this.inflight.add(p);
+    const entry = this.inflight.add(p);
     const forget = (): void => {
-      this.inflight.delete(p);
+      this.inflight.delete(entry);
     };
     p.then(forget, forget);
     return p;

@@ -2,7 +2,7 @@
 // a call and find their call on any replica (outside-asks.ts, replica-asks.ts), and the standing
 // streams that carry them (standing-streams.ts).
 
-export { ASKING_METHODS, OutsideAsks } from './outside-asks.js';
+export { ASKING_METHODS, type AskEntry, OutsideAsks } from './outside-asks.js';
 export { type OutsideAskOutcome, ReplicaAsks } from './replica-asks.js';
 export { type RelayOptions, ReplicaRelay } from './replica-relay.js';
 export { StandingStreams, wantsStandingStream } from './standing-streams.js';

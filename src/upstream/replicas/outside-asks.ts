@@ -6,6 +6,7 @@
 // replicas (replica-asks.ts) the call may be on another replica, which names the session by its
 // digest; the composition root says so when it builds this.
 
+import { InFlight, type InFlightEntry } from '../../in-flight.js';
 import type { JsonRpcRequest } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { sessionDigest, type AskingCall } from '../core/index.js';
@@ -22,8 +23,11 @@ export interface AskRouting {
   onOutcome?(outcome: OutsideAskOutcome): void;
 }
 
+/** Where a call is counted on its session, from add() to remove(). */
+export type AskEntry = InFlightEntry<AskingCall>;
+
 export class OutsideAsks implements LocalAsks {
-  private readonly calls = new Map<string, Set<AskingCall>>();
+  private readonly calls = new Map<string, InFlight<AskingCall>>();
 
   constructor(
     private readonly log: Logger,
@@ -34,24 +38,24 @@ export class OutsideAsks implements LocalAsks {
 
   /** Counts `call` as in flight on its session until the function returned is called; undefined when it cannot take asks. */
   enter(call: AskingCall, method: string | undefined): (() => void) | undefined {
-    return this.add(call, method) ? () => this.remove(call) : undefined;
+    const entry = this.add(call, method);
+    return entry && (() => this.remove(entry));
   }
 
-  /** enter() without the closure: counts `call` until remove(call); false when it cannot take asks. */
-  add(call: AskingCall, method: string | undefined): boolean {
+  /** enter() without the closure: counts `call` until remove() of what this returns; undefined when it cannot take asks. */
+  add(call: AskingCall, method: string | undefined): AskEntry | undefined {
     const id = call.session.sessionId;
-    if (id === undefined || call.handlers.onServerRequest === undefined || (method !== undefined && !ASKING_METHODS.has(method))) return false;
-    let set = this.calls.get(id);
-    if (!set) this.calls.set(id, (set = new Set()));
-    set.add(call);
-    return true;
+    if (id === undefined || call.handlers.onServerRequest === undefined || (method !== undefined && !ASKING_METHODS.has(method))) return undefined;
+    let calls = this.calls.get(id);
+    if (!calls) this.calls.set(id, (calls = new InFlight()));
+    return calls.add(call);
   }
 
-  remove(call: AskingCall): void {
-    const id = call.session.sessionId;
-    const set = id === undefined ? undefined : this.calls.get(id);
-    if (set === undefined || !set.delete(call)) return;
-    if (set.size === 0) this.calls.delete(id!);
+  remove(entry: AskEntry): void {
+    const id = entry.value?.session.sessionId;
+    const calls = id === undefined ? undefined : this.calls.get(id);
+    if (calls === undefined || !calls.delete(entry)) return;
+    if (calls.size === 0) this.calls.delete(id!);
   }
 
   /** Hands `r` to the only call on the session that can take an ask; false when there is none or more than one. */
@@ -79,14 +83,14 @@ export class OutsideAsks implements LocalAsks {
   }
 
   /** Few sessions have calls in flight at once: hashing their ids when asked costs less than hashing every call's. */
-  private withDigest(digest: string): Set<AskingCall> | undefined {
-    for (const [id, set] of this.calls) if (sessionDigest(id) === digest) return set;
+  private withDigest(digest: string): InFlight<AskingCall> | undefined {
+    for (const [id, calls] of this.calls) if (sessionDigest(id) === digest) return calls;
     return undefined;
   }
 
-  private deliver(set: Set<AskingCall> | undefined, r: JsonRpcRequest): boolean {
-    if (set === undefined || set.size !== 1) return false;
-    const call = set.values().next().value!;
+  private deliver(calls: InFlight<AskingCall> | undefined, r: JsonRpcRequest): boolean {
+    if (calls === undefined || calls.size !== 1) return false;
+    const call = calls.first()!;
     call.asked = true;
     try {
       call.handlers.onServerRequest?.(r);
