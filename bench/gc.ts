@@ -1,5 +1,6 @@
 // What a process allocated over a timed window, from the lines V8 writes per collection when it
-// runs with --trace-gc-nvp (`gc=s` for a scavenge, `allocated=<bytes since the previous one>`).
+// runs with --trace-gc-nvp (`gc=s` for a scavenge, `allocated=<bytes since the previous one>`,
+// `promoted=<bytes a scavenge moved to the old generation>`).
 // The window is the part of its log written between two marks; allocation before the window's
 // first collection is counted in it, which over the tens of collections of a run is noise.
 
@@ -10,6 +11,8 @@ export interface GcWindow {
   allocated: number;
   scavenges: number;
   collections: number;
+  /** Bytes the scavenges promoted: what lived through two of them, or was kept by old garbage. */
+  promoted: number;
 }
 
 /** The log's size now: the start of a window. */
@@ -20,7 +23,7 @@ export async function gcMark(file: string): Promise<number> {
 /** What the collections logged since `from` say. */
 export async function gcSince(file: string, from: number): Promise<GcWindow> {
   const end = (await stat(file)).size;
-  const out: GcWindow = { allocated: 0, scavenges: 0, collections: 0 };
+  const out: GcWindow = { allocated: 0, scavenges: 0, collections: 0, promoted: 0 };
   if (end <= from) return out;
   const fh = await open(file, 'r');
   try {
@@ -33,6 +36,8 @@ export async function gcSince(file: string, from: number): Promise<GcWindow> {
       out.collections += 1;
       if (kind[1] === 's') out.scavenges += 1;
       out.allocated += Number(allocated[1]);
+      const promoted = / promoted=(\d+)/.exec(line);
+      if (promoted) out.promoted += Number(promoted[1]);
     }
   } finally {
     await fh.close();

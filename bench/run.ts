@@ -196,6 +196,7 @@ async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | 
     const gc = await gcSince(proxy.gcLog, gcFrom);
     rec.allocBytesPerOp = gc.allocated / ops;
     rec.scavengesPer10k = (gc.scavenges / ops) * 10_000;
+    rec.promotedBytesPerOp = gc.promoted / ops;
   }
   if (proxy) {
     rec.proxyCpuUsPerOp = (after.cpu - before.cpu) / ops;
@@ -211,7 +212,7 @@ async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | 
   if (keep) ctx.runs.push(rec);
   const cpu =
     (rec.proxyCpuUsPerOp === undefined ? '' : ` cpu ${rec.proxyCpuUsPerOp.toFixed(0)}us/op`) +
-    (rec.allocBytesPerOp === undefined ? '' : ` alloc ${(rec.allocBytesPerOp / 1024).toFixed(1)}KB/op, ${rec.scavengesPer10k!.toFixed(0)} scavenges/10k`);
+    (rec.allocBytesPerOp === undefined ? '' : ` alloc ${(rec.allocBytesPerOp / 1024).toFixed(1)}KB/op, ${rec.scavengesPer10k!.toFixed(0)} scavenges/10k, promoted ${(rec.promotedBytesPerOp! / 1024).toFixed(2)}KB/op`);
   const err = rec.errors + rec.non2xx > 0 ? ` ERRORS ${rec.errors}+${rec.non2xx}${rec.firstError ? ` (${rec.firstError})` : ''}` : '';
   // No answer inside the timed window: the worker's NaN arrives as null over IPC.
   const f = (v: number | null) => (v === null || !Number.isFinite(v) ? 'n/a' : v.toFixed(3));
@@ -278,7 +279,7 @@ async function pairedRun(ctx: Ctx, logDir: string, results: BenchResults): Promi
         for (let round = 0; round < PAIR_ROUNDS; round++) {
           for (const side of sides) {
             const rec = await measure(ctx, side.path, side.target, side.proxy, 'call', row.concurrency, false);
-            (side.path === 'causeway-memory' ? row.causeway : row.translator).push({ cpuUs: rec.proxyCpuUsPerOp ?? NaN, allocBytes: rec.allocBytesPerOp ?? NaN });
+            (side.path === 'causeway-memory' ? row.causeway : row.translator).push({ cpuUs: rec.proxyCpuUsPerOp ?? NaN, allocBytes: rec.allocBytesPerOp ?? NaN, promotedBytes: rec.promotedBytesPerOp ?? NaN });
           }
         }
       }

@@ -42,6 +42,8 @@ export interface RunRecord {
   /** Bytes the proxy allocated per operation over the timed window, and its scavenges per 10,000 (V8's --trace-gc-nvp). */
   allocBytesPerOp?: number;
   scavengesPer10k?: number;
+  /** Bytes its scavenges promoted to the old generation per operation. */
+  promotedBytesPerOp?: number;
   redisCommands?: number;
   redisCommandsByName?: Record<string, number>;
   redisCommandsPerOp?: number;
@@ -184,12 +186,19 @@ export interface SettleRecord {
   settled: boolean;
 }
 
+/** One window of the paired run: CPU, allocation and promotion per call (promotion missing before 2026-12-05). */
+export interface PairedWindow {
+  cpuUs: number;
+  allocBytes: number;
+  promotedBytes?: number;
+}
+
 /** One concurrency of the paired run: each side's alternating windows, in order. */
 export interface PairedRow {
   concurrency: number;
   /** Windows of every process pair, pair after pair (each pair's `rounds` together). */
-  causeway: Array<{ cpuUs: number; allocBytes: number }>;
-  translator: Array<{ cpuUs: number; allocBytes: number }>;
+  causeway: PairedWindow[];
+  translator: PairedWindow[];
   /** Process pairs the windows came from (one before this was recorded). */
   pairs?: number;
 }
