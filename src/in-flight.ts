@@ -10,8 +10,8 @@
 // began with the first full collection, about 30 s into a run: the scavenger promoted 60-120 MB
 // every 5 s instead of 3-5, and CPU per call went from about 120 to 250-300 us. An entry here is
 // unlinked when it is removed and then holds nothing. (Measured alike: a Map keyed by numbers
-// keeps what it held as a Set does; a plain object used as a dictionary, a WeakMap and a WeakSet
-// do not.)
+// keeps what it held as a Set does; a plain object used as a dictionary keeps far less, its old
+// tables not being chained (InFlightByKey, below); a WeakMap or a WeakSet keeps nothing.)
 
 /** One value's place in an InFlight: what add() gives and delete() takes; its value is gone once removed. */
 export interface InFlightEntry<T> {
