@@ -121,7 +121,10 @@ export function evaluateTargets(res: BenchResults): TargetRow[] {
       rows.push({
         name: 'Throughput through Causeway / direct, small tools/call, c=10, SDK 1.32.2 upstream',
         target: '>= 0.9x',
-        value: `${(cm / dm).toFixed(2)}x (${cm.toFixed(0)}/s vs ${dm.toFixed(0)}/s, medians of ${load.direct.length} rounds); the minimal translator ${(tm / dm).toFixed(2)}x (${tm.toFixed(0)}/s)`,
+        value:
+          `${(cm / dm).toFixed(2)}x (${cm.toFixed(0)}/s vs ${dm.toFixed(0)}/s, medians of ${load.direct.length} rounds); the minimal translator ${(tm / dm).toFixed(2)}x (${tm.toFixed(0)}/s)` +
+          (load.pipe ? `, a Node TCP pipe ${(median(load.pipe) / dm).toFixed(2)}x` : '') +
+          (load.nginx ? `, nginx ${(median(load.nginx) / dm).toFixed(2)}x` : ''),
         met: cm >= 0.9 * dm,
       });
     } else if (d && cw) {
@@ -484,7 +487,7 @@ function generated(res: BenchResults, jsonPath: string): string {
     const l = res.userLoad;
     out.push('');
     out.push(
-      `The user's load test (SDK upstream, c=${l.concurrency}) is measured in rounds too: a direct legacy client, a Causeway and a minimal translator of their own, one window each per round, requests per second:`,
+      `The user's load test (SDK upstream, c=${l.concurrency}) is measured in rounds too: a direct legacy client, a Causeway and a minimal translator of their own, and what any process in the path leaves on this machine (a Node process splicing bytes between sockets, no HTTP parsed${l.nginx ? '; nginx' : ''}), one window each per round, requests per second:`,
     );
     out.push('');
     out.push(
@@ -495,8 +498,11 @@ function generated(res: BenchResults, jsonPath: string): string {
             ['direct legacy client', l.direct],
             ['Causeway modern', l.causeway],
             ['minimal Node translator', l.translator],
-          ] as Array<[string, number[]]>
-        ).map(([name, v]) => [name, v.map(int).join(', '), int(median(v)), `${(median(v) / median(l.direct)).toFixed(2)}x`]),
+            ['Node TCP pipe (no HTTP)', l.pipe],
+            ['nginx', l.nginx],
+          ] as Array<[string, number[] | undefined]>
+        )
+          .filter((row): row is [string, number[]] => row[1] !== undefined).map(([name, v]) => [name, v.map(int).join(', '), int(median(v)), `${(median(v) / median(l.direct)).toFixed(2)}x`]),
       ),
     );
   }

@@ -293,33 +293,39 @@ async function pairedRun(ctx: Ctx, logDir: string, results: BenchResults): Promi
 
 /**
  * The user's load test (the MCP Inspector CLI's: c=10) on the SDK upstream, in rounds: a direct
- * legacy client, a Causeway and a minimal translator of their own, one window each per round, and
- * each side's median throughput. One window each a minute apart moved the ratio by 0.2 on this
- * machine (nginx read 0.67x, 0.81x and 0.98x direct in three runs).
+ * legacy client, a Causeway and a minimal translator of their own, and beside them what any
+ * process in the path leaves on this machine (a Node TCP pipe, and nginx where there is one), one
+ * window each per round, and each side's median throughput. One window each a minute apart moved
+ * the ratio by 0.2 on this machine (nginx read 0.67x, 0.81x and 0.98x direct in three runs).
  */
-async function userLoadRun(ctx: Ctx, logDir: string, results: BenchResults): Promise<void> {
-  say(`user load: direct, Causeway and the minimal translator at c=10, SDK upstream, ${PAIR_ROUNDS} rounds`);
-  const cw = await startCauseway('causeway-user-load', ctx.upstream.url, {}, logDir);
-  let tr: Proxy | undefined;
+async function userLoadRun(ctx: Ctx, logDir: string, results: BenchResults, nginx: string | undefined): Promise<void> {
+  say(`user load: direct, Causeway, the minimal translator, a Node TCP pipe${nginx ? ' and nginx' : ''} at c=10, SDK upstream, ${PAIR_ROUNDS} rounds`);
+  const started: Proxy[] = [];
   try {
-    tr = await startNodeReference('node-translator', ctx.upstream, logDir);
-    const sides = [
-      { path: 'direct' as const, proxy: undefined, target: { era: 'legacy' as const, url: ctx.upstream.url, ...(await openLegacySession(ctx.upstream.url)) } },
-      { path: 'causeway-memory' as const, proxy: cw, target: { era: 'modern' as const, url: cw.url } },
-      { path: 'node-translator' as const, proxy: tr, target: { era: 'modern' as const, url: tr.url } },
+    const cw = await startCauseway('causeway-user-load', ctx.upstream.url, {}, logDir);
+    started.push(cw);
+    const tr = await startNodeReference('node-translator', ctx.upstream, logDir);
+    started.push(tr);
+    const pipe = await startNodeReference('node-pipe', ctx.upstream, logDir);
+    started.push(pipe);
+    const ng = nginx ? await startNginx(nginx, ctx.upstream, mkdtempSync(join(logDir, 'nginx-user-load-'))) : undefined;
+    if (ng) started.push(ng);
+    const load: NonNullable<BenchResults['userLoad']> = { concurrency: 10, direct: [], causeway: [], translator: [], pipe: [], ...(ng ? { nginx: [] } : {}) };
+    const legacyVia = async (url: string): Promise<Target> => ({ era: 'legacy', url, ...(await openLegacySession(url)) });
+    const sides: Array<{ path: PathName; proxy: Proxy | undefined; target: Target; windows: number[] }> = [
+      { path: 'direct', proxy: undefined, target: await legacyVia(ctx.upstream.url), windows: load.direct },
+      { path: 'causeway-memory', proxy: cw, target: { era: 'modern', url: cw.url }, windows: load.causeway },
+      { path: 'node-translator', proxy: tr, target: { era: 'modern', url: tr.url }, windows: load.translator },
+      { path: 'node-pipe', proxy: pipe, target: await legacyVia(pipe.url), windows: load.pipe! },
     ];
+    if (ng) sides.push({ path: 'nginx', proxy: ng, target: await legacyVia(ng.url), windows: load.nginx! });
     for (const side of sides) await warmUp(ctx, side.path, side.target, side.proxy, side.proxy !== undefined);
-    const load: NonNullable<BenchResults['userLoad']> = { concurrency: 10, direct: [], causeway: [], translator: [] };
     for (let round = 0; round < PAIR_ROUNDS; round++) {
-      for (const side of sides) {
-        const rec = await measure(ctx, side.path, side.target, side.proxy, 'call', 10, false);
-        (side.path === 'direct' ? load.direct : side.path === 'causeway-memory' ? load.causeway : load.translator).push(rec.opsPerSecond);
-      }
+      for (const side of sides) side.windows.push((await measure(ctx, side.path, side.target, side.proxy, 'call', 10, false)).opsPerSecond);
     }
     results.userLoad = load;
   } finally {
-    await tr?.stop();
-    await cw.stop();
+    for (const p of started.reverse()) await p.stop();
   }
 }
 
@@ -392,7 +398,7 @@ async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logD
   await runPath(ctx, 'node-translator', { era: 'modern', url: tr.url }, tr, kind === 'raw' ? FLOOR_PLAN : [...FLOOR_PLAN, ['call', 10]]);
   await tr.stop();
   if (kind === 'raw') await pairedRun(ctx, logDir, results);
-  else await userLoadRun(ctx, logDir, results);
+  else await userLoadRun(ctx, logDir, results, nginx);
   return upstream;
 }
 

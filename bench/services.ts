@@ -164,10 +164,10 @@ export async function startCauseway(
 }
 
 /**
- * A reference Node process in front of the upstream: the byte proxy (bench/node-floor.ts) or the
- * minimal 2026 translator (bench/node-translator.ts).
+ * A reference Node process in front of the upstream: the byte proxy (bench/node-floor.ts), the
+ * TCP pipe (bench/node-pipe.ts) or the minimal 2026 translator (bench/node-translator.ts).
  */
-export async function startNodeReference(kind: 'node-floor' | 'node-translator', upstream: Upstream, logDir: string, launch: Launch = {}): Promise<Proxy> {
+export async function startNodeReference(kind: 'node-floor' | 'node-pipe' | 'node-translator', upstream: Upstream, logDir: string, launch: Launch = {}): Promise<Proxy> {
   const port = await freePort();
   const script = join(DIST, `bench/${kind}.js`);
   const log = join(logDir, `${kind}.log`);

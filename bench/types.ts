@@ -4,7 +4,7 @@ import type { Workload } from './mcp.js';
 import type { ProfileSummary } from './profile.js';
 import type { UpstreamKind } from './services.js';
 
-export type PathName = 'direct' | 'causeway-memory' | 'causeway-redis' | 'passthrough' | 'nginx' | 'node-floor' | 'node-translator' | 'causeway-cached' | 'causeway-uncached';
+export type PathName = 'direct' | 'causeway-memory' | 'causeway-redis' | 'passthrough' | 'nginx' | 'node-floor' | 'node-pipe' | 'node-translator' | 'causeway-cached' | 'causeway-uncached';
 
 export const PATH_LABEL: Record<PathName, string> = {
   direct: 'direct legacy client (baseline)',
@@ -13,6 +13,7 @@ export const PATH_LABEL: Record<PathName, string> = {
   passthrough: 'Causeway legacy passthrough',
   nginx: 'nginx reverse proxy',
   'node-floor': 'minimal Node proxy (reference)',
+  'node-pipe': 'Node TCP pipe (reference)',
   'node-translator': 'minimal Node translator (reference)',
   'causeway-cached': 'Causeway modern, tools/list kept in the gateway cache',
   'causeway-uncached': 'Causeway modern, gateway cache off',
@@ -219,8 +220,12 @@ export interface BenchResults {
   paired?: PairedRow[];
   /** Instructions per warm call under callgrind (raw upstream): the noise-free figure to compare a change by. */
   instructions?: InstructionsResult | { error: string };
-  /** The user's load test in rounds (SDK upstream, c=10): requests per second of each window, in order. */
-  userLoad?: { concurrency: number; direct: number[]; causeway: number[]; translator: number[] };
+  /**
+   * The user's load test in rounds (SDK upstream, c=10): requests per second of each window, in
+   * order. `pipe` (bytes spliced by a Node process, no HTTP) and `nginx` (absent where nginx is not
+   * available) show what any process in the path leaves on this machine.
+   */
+  userLoad?: { concurrency: number; direct: number[]; causeway: number[]; translator: number[]; pipe?: number[]; nginx?: number[] };
   memory?: MemoryResult | { error: string };
   cold?: ColdCall[] | { error: string };
   /** A repeated tools/list of 1,000 tools through the gateway cache, against the cache off (c=16). */
