@@ -41,6 +41,7 @@ import {
   signInPages,
 } from './request-steps.js';
 import type { IngressHandler } from './server.js';
+import { tagResponse } from './tagged-response.js';
 import { ANSWERED, NEXT, PAUSED, Visit, type FrontDoorDeps, type Step } from './visit.js';
 
 export type { FrontDoorDeps, RequestSample, SignInEndpoint } from './visit.js';
@@ -86,7 +87,7 @@ const STEPS: readonly Step[] = [
 export function frontDoor(deps: FrontDoorDeps): IngressHandler {
   return (req, res) => {
     const reqId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : randomUUID();
-    res.setHeader('x-request-id', reqId);
+    tagResponse(res, reqId);
     walkFrom(new Visit(req, res, deps, reqId), 0);
   };
 }

@@ -8,6 +8,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import { InFlight } from '../in-flight.js';
+import { H1Response, H2Response } from './tagged-response.js';
 
 export type IngressRequest = IncomingMessage | Http2ServerRequest;
 export type IngressResponse = ServerResponse | Http2ServerResponse;
@@ -109,6 +110,8 @@ export function createIngress(
         settings: h2settings,
         handshakeTimeout: opts.headersTimeoutMs,
         maxHeaderSize: opts.maxHeaderBytes,
+        Http1ServerResponse: H1Response,
+        Http2ServerResponse: H2Response,
       } as http2.SecureServerOptions,
       handler,
     );
@@ -131,12 +134,12 @@ export function createIngress(
     });
   }
 
-  const h1 = http.createServer({ maxHeaderSize: opts.maxHeaderBytes }, handler);
+  const h1 = http.createServer({ maxHeaderSize: opts.maxHeaderBytes, ServerResponse: H1Response as typeof http.ServerResponse }, handler);
   h1Limits(h1 as unknown as Http1Timeouts);
   // h1 never listens itself (the front server hands it sockets), and Node only starts tracking
   // connections (header deadlines, closeIdleConnections, closeAllConnections) on 'listening'.
   h1.emit('listening');
-  const h2 = http2.createServer({ settings: h2settings }, handler);
+  const h2 = http2.createServer({ settings: h2settings, Http2ServerResponse: H2Response as typeof http2.Http2ServerResponse }, handler);
   trackSessions(h2);
   const front = net.createServer({ noDelay: true }, (socket) => routeConnection(socket, h1, h2, opts.headersTimeoutMs, onClosed));
   bound(front);

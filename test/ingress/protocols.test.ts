@@ -42,7 +42,10 @@ function assertEcho(t: Test, res: WireResponse | H2Response, id: string, text: s
   t.equal(res.json?.id, id, 'id echoed');
   t.equal(res.json?.result?.resultType, 'complete');
   t.same(res.json?.result?.content, [{ type: 'text', text }]);
+  t.match(String(res.headers['x-request-id']), UUID, 'the request id Causeway made, on this protocol too');
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 t.test('cleartext: HTTP/1.1 and h2c on one port', async (t) => {
   const causeway = await startCauseway({
@@ -80,6 +83,9 @@ t.test('cleartext: HTTP/1.1 and h2c on one port', async (t) => {
     t.equal(rejected.status, 400, 'envelope errors over h2 too');
     t.equal(rejected.json?.error?.code, -32020);
     t.equal(rejected.json?.id, 'h2c');
+    t.match(String(rejected.headers['x-request-id']), UUID, 'an error answer carries a request id too');
+    const named = await h2Post(session, path, { ...headers, 'x-request-id': 'h2c-request' }, body);
+    t.equal(named.headers['x-request-id'], 'h2c-request', "the client's x-request-id echoed over h2c");
   });
 
   t.test('ops endpoints over h1 and h2c', async (t) => {

@@ -1,0 +1,58 @@
+// The response classes the front door's servers make: each carries its request's x-request-id
+// into the head it writes. Set progressively (setHeader) on every request, the id made Node keep
+// a header table per response and merge each writer's headers into it one setHeader at a time; a
+// writer's one header object is now sent as it is, with the id added. A head written with no
+// headers (an implicit one, a bare status) or with an array of them gets the id through setHeader,
+// as before.
+
+import http, { type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
+import http2 from 'node:http2';
+
+const NAME = 'x-request-id';
+
+type Head = OutgoingHttpHeaders | OutgoingHttpHeader[] | undefined;
+
+interface Tagged {
+  requestId: string | undefined;
+  setHeader(name: string, value: string): unknown;
+}
+
+/** `head` with the request id in it: a copy, since a writer's headers may be a shared constant. */
+function withId(res: Tagged, head: Head): Head {
+  const id = res.requestId;
+  if (id === undefined) return head;
+  if (head === undefined || Array.isArray(head)) {
+    res.setHeader(NAME, id);
+    return head;
+  }
+  const all: OutgoingHttpHeaders = {};
+  for (const name in head) all[name] = head[name];
+  all[NAME] = id;
+  return all;
+}
+
+/** HTTP/1.1 (cleartext, and over TLS through the secure server's allowHTTP1). */
+export class H1Response extends http.ServerResponse {
+  requestId: string | undefined = undefined;
+
+  override writeHead(status: number, reason?: string | Head, head?: Head): this {
+    if (typeof reason === 'string') return super.writeHead(status, reason, withId(this, head));
+    return super.writeHead(status, withId(this, reason));
+  }
+}
+
+/** HTTP/2 (h2c by prior knowledge, and h2 over TLS). */
+export class H2Response extends http2.Http2ServerResponse {
+  requestId: string | undefined = undefined;
+
+  override writeHead(status: number, reason?: string | Head, head?: Head): this {
+    if (typeof reason === 'string') return super.writeHead(status, reason, withId(this, head) as OutgoingHttpHeaders);
+    return super.writeHead(status, withId(this, reason) as OutgoingHttpHeaders);
+  }
+}
+
+/** Gives `res` its request id: in the head it will write, or at once for a response of another class. */
+export function tagResponse(res: object & { setHeader(name: string, value: string): unknown }, requestId: string): void {
+  if (res instanceof H1Response || res instanceof H2Response) res.requestId = requestId;
+  else res.setHeader(NAME, requestId);
+}
