@@ -1,2 +1,3 @@
 export { sendJson, sendResult, sendRpcError, sendCausewayError, sendStatus, sendText, errorBody, type HttpResponse } from './reply.js';
 export { SseStream } from './stream.js';
+export { H1Response, H2Response, tagResponse } from './request-id.js';

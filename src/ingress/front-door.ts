@@ -6,6 +6,7 @@
 // client as a stack trace.
 
 import { randomUUID } from 'node:crypto';
+import { tagResponse } from '../egress/index.js';
 import { inRequestLog } from '../log.js';
 import { routingHeaders } from '../passthrough/index.js';
 import { serveModern } from '../pipeline.js';
@@ -41,7 +42,6 @@ import {
   signInPages,
 } from './request-steps.js';
 import type { IngressHandler } from './server.js';
-import { tagResponse } from './tagged-response.js';
 import { ANSWERED, NEXT, PAUSED, Visit, type FrontDoorDeps, type Step } from './visit.js';
 
 export type { FrontDoorDeps, RequestSample, SignInEndpoint } from './visit.js';

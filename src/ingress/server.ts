@@ -8,7 +8,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import { InFlight } from '../in-flight.js';
-import { H1Response, H2Response } from './tagged-response.js';
+import { H1Response, H2Response } from '../egress/index.js';
 
 export type IngressRequest = IncomingMessage | Http2ServerRequest;
 export type IngressResponse = ServerResponse | Http2ServerResponse;

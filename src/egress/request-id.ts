@@ -1,9 +1,9 @@
-// The response classes the front door's servers make: each carries its request's x-request-id
-// into the head it writes. Set progressively (setHeader) on every request, the id made Node keep
-// a header table per response and merge each writer's headers into it one setHeader at a time; a
-// writer's one header object is now sent as it is, with the id added. A head written with no
-// headers (an implicit one, a bare status) or with an array of them gets the id through setHeader,
-// as before.
+// Every answer's head carries its request's x-request-id: the front door's servers make these
+// responses, and each adds the id to the one header object its writer passes, so Node sends that
+// object as it is. Set progressively (setHeader) on every request, the id made Node keep a header
+// table per response and merge each writer's headers into it one setHeader at a time. A head
+// written with no headers (an implicit one, a bare status) or with an array of them gets the id
+// through setHeader, as before.
 
 import http, { type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
 import http2 from 'node:http2';
