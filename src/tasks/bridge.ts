@@ -5,9 +5,7 @@
 //   CreateTaskResult. The replica that created it follows it (legacy tasks/result, which carries
 //   the upstream's asks and then the outcome) and records both; any replica that finds it over
 //   upstream, or waiting on an ask nobody recorded, takes it up itself; or
-// - a call Causeway holds itself (upstream.taskTools): the replica that took it keeps the legacy
-//   tools/call open in the background, records its asks and its answer, and beats a heartbeat into
-//   the record; a task whose heartbeat stopped failed with its replica.
+// - a call Causeway holds itself (upstream.taskTools): held.ts.
 // Either way any replica answers an ask (tasks/update) by sending the JSON-RPC response on the
 // task's session, under the upstream's id of the ask.
 
@@ -21,7 +19,7 @@ import {
   taskStatusOf,
   timesOf,
 } from '../dialect/index.js';
-import { causewayError, toCausewayError, type CausewayError } from '../errors.js';
+import { causewayError, type CausewayError } from '../errors.js';
 import {
   isErrorResponse,
   isObject,
@@ -29,12 +27,12 @@ import {
   type JsonRpcNotification,
   type JsonRpcRequest,
   type JsonRpcResponse,
-  type RequestId,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { ASK_METHODS, toAsk, validAnswer, type RunningCall } from '../mrtr/index.js';
-import { sessionRef, type PooledSession, type SessionKey, type SessionPool } from '../pool/index.js';
-import { CallDetached, refuseAsk, relayCall, tracedRequest, type IdMinter, type SessionRef, type UpstreamSessionClient } from '../upstream/index.js';
+import { sessionRef, type SessionPool } from '../pool/index.js';
+import { CallDetached, refuseAsk, tracedRequest, type IdMinter, type SessionRef, type UpstreamSessionClient } from '../upstream/index.js';
+import { HeldTasks, HolderDraining, type FollowedTask, type HeldCall } from './held.js';
 import type { TaskStore } from './store.js';
 import {
   ASK_PREFIX,
@@ -42,10 +40,12 @@ import {
   envelope,
   fromFields,
   outcomeOf,
+  RECORD_MARGIN_MS,
   toFields,
   type Outcome,
   type PendingAsk,
   type TaskNow,
+  type TaskOrigin,
   type TaskRecord,
   type UpstreamView,
 } from './record.js';
@@ -72,32 +72,28 @@ export interface TaskBridgeDeps {
   log: Logger;
 }
 
-/** Where a task came from, as the request that created it knows it. */
-export interface TaskOrigin {
-  upstream: string;
-  key: SessionKey;
-  principal: string;
-  session: PooledSession;
-}
-
-/** The legacy tools/call Causeway holds as a task. */
-export interface HeldCall {
-  params: JsonObject;
-  headers: Record<string, string>;
-}
-
-/** How long a record outlives its task's ttl, so a task is never forgotten before its ttlMs. */
-const RECORD_MARGIN_MS = 60_000;
 const TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export class TaskBridge {
   /** Tasks this replica follows (upstream tasks) or holds (calls), by task id. */
-  private readonly followed = new Map<string, { principal: string; stop: AbortController; held: boolean }>();
+  private readonly followed = new Map<string, FollowedTask>();
+  private readonly held: HeldTasks;
 
   constructor(
     private readonly deps: TaskBridgeDeps,
     private readonly opts: TaskBridgeOptions,
-  ) {}
+  ) {
+    this.held = new HeldTasks(
+      {
+        ...deps,
+        followed: this.followed,
+        recordAsk: (task, ref, r, taken) => this.recordAsk(task, ref, r, taken),
+        conclude: (task, view, response, lostWhy, code) => this.conclude(task, view, response, lostWhy, code),
+        announce: (task, now) => this.announce(task, now),
+      },
+      opts,
+    );
+  }
 
   /** The ttl Causeway asks of the upstream for a task. */
   get ttlMs(): number {
@@ -149,41 +145,14 @@ export class TaskBridge {
     };
   }
 
-  /**
-   * A tools/call Causeway runs as a task itself: recorded, then sent upstream and held here in the
-   * background for up to the task's ttl; its CreateTaskResult at once.
-   */
-  async runHere(origin: TaskOrigin, call: HeldCall, log: Logger): Promise<JsonObject> {
-    const record = this.heldRecord(origin);
-    await this.deps.store.createTask(record.id, { ...toFields(record), b: String(Date.now() + 4 * this.opts.heartbeatMs) }, this.opts.ttlMs + RECORD_MARGIN_MS);
-    const ref = sessionRef(origin.session);
-    const running = this.send(record, ref, call, log);
-    this.hold(record, ref, running, log);
-    return { resultType: 'task', ...envelope(record, { status: 'working', lastUpdatedAt: record.createdAt }) };
+  /** A tools/call Causeway runs as a task itself (held.ts); its CreateTaskResult at once. */
+  runHere(origin: TaskOrigin, call: HeldCall, log: Logger): Promise<JsonObject> {
+    return this.held.runHere(origin, call, log);
   }
 
-  /**
-   * A call already running upstream (it asked its first questions as rounds) taken over as a task
-   * held here: recorded with the call's upstream id, then held like runHere's; its CreateTaskResult.
-   */
-  async adopt(origin: TaskOrigin, call: RunningCall, log: Logger): Promise<JsonObject> {
-    const record = this.heldRecord(origin);
-    if (call.upstreamId !== undefined) record.call = call.upstreamId;
-    await this.deps.store.createTask(record.id, { ...toFields(record), b: String(Date.now() + 4 * this.opts.heartbeatMs) }, this.opts.ttlMs + RECORD_MARGIN_MS);
-    this.hold(record, sessionRef(origin.session), call, log);
-    return { resultType: 'task', ...envelope(record, { status: 'working', lastUpdatedAt: record.createdAt }) };
-  }
-
-  private heldRecord(origin: TaskOrigin): TaskRecord {
-    return {
-      id: randomUUID(),
-      upstream: origin.upstream,
-      key: origin.key,
-      principal: origin.principal,
-      createdAt: new Date().toISOString(),
-      times: { ttlMs: this.opts.ttlMs },
-      asks: new Map(),
-    };
+  /** A call already running upstream, taken over as a task held here (held.ts); its CreateTaskResult. */
+  adopt(origin: TaskOrigin, call: RunningCall, log: Logger): Promise<JsonObject> {
+    return this.held.adopt(origin, call, log);
   }
 
   /** The upstream a task of `principal` lives on, for a federated mount's routing. */
@@ -195,7 +164,7 @@ export class TaskBridge {
   async get(upstream: string, principal: string, taskId: string): Promise<JsonObject> {
     const task = await this.load(upstream, principal, taskId);
     if (task.outcome) return detailed(task, task.outcome);
-    if (task.upstreamTaskId === undefined) return detailed(task, await this.heldNow(task));
+    if (task.upstreamTaskId === undefined) return detailed(task, await this.held.now(task));
     const view = await this.deps.pool.withSession(task.key, (s) => this.upstreamView(task, sessionRef(s)));
     if (view === 'lost' || isTerminal(view.status)) return detailed(task, await this.conclude(task, view));
     if (task.asks.size > 0) {
@@ -206,18 +175,6 @@ export class TaskBridge {
     // Waiting on an ask nobody recorded: whoever followed the task is gone, so follow it here.
     if (view.status === 'input_required' && !this.followed.has(task.id)) this.follow(task);
     return detailed(task, { status: 'working', statusMessage: view.statusMessage, lastUpdatedAt: view.lastUpdatedAt });
-  }
-
-  /** Where a held call stands: its asks, else working; failed once its holder stopped beating. */
-  private async heldNow(task: TaskRecord): Promise<TaskNow> {
-    if ((task.aliveUntil ?? 0) < Date.now()) {
-      return this.conclude(task, 'lost', undefined, 'The replica running this task is gone; the call was cut off with it');
-    }
-    const lastUpdatedAt = task.updatedAt ?? task.createdAt;
-    if (task.asks.size === 0) return { status: 'working', lastUpdatedAt };
-    const inputRequests: JsonObject = {};
-    for (const [key, ask] of task.asks) inputRequests[key] = ask.input;
-    return { status: 'input_required', lastUpdatedAt, inputRequests };
   }
 
   /**
@@ -254,26 +211,11 @@ export class TaskBridge {
   async cancel(upstream: string, principal: string, taskId: string): Promise<void> {
     const task = await this.load(upstream, principal, taskId);
     if (task.outcome) return;
-    if (task.upstreamTaskId === undefined) return this.cancelHeld(task);
+    if (task.upstreamTaskId === undefined) return this.held.cancel(task);
     const request: JsonRpcRequest = { jsonrpc: '2.0', id: this.deps.ids.requestId(), method: 'tasks/cancel', params: { taskId: task.upstreamTaskId } };
     const r = await this.deps.pool.withSession(task.key, (s) => tracedRequest(this.deps.clientOf(task.upstream), sessionRef(s), request, {}));
     // -32602: over already, or unknown upstream; the next tasks/get says which.
     if (isErrorResponse(r) && r.error.code !== -32602) this.deps.log.debug({ code: r.error.code }, 'upstream refused tasks/cancel');
-  }
-
-  /**
-   * A held call is cancelled here, whichever replica holds it: the task ends cancelled, and the
-   * upstream is told to stop the call (notifications/cancelled under its id); the holder sees
-   * the end at its next heartbeat and lets go.
-   */
-  private async cancelHeld(task: TaskRecord): Promise<void> {
-    const outcome: Outcome = { status: 'cancelled', statusMessage: 'Cancelled by the client', lastUpdatedAt: new Date().toISOString() };
-    if (!(await this.deps.store.setTaskFieldOnce(task.id, 'f', JSON.stringify(outcome)))) return;
-    this.announce(task, outcome);
-    this.followed.get(task.id)?.stop.abort(new CallDetached());
-    if (task.call === undefined) return;
-    const cancel: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: task.call, reason: 'task cancelled' } };
-    await this.deps.pool.withSession(task.key, (s) => this.deps.clientOf(task.upstream).notify(sessionRef(s), cancel));
   }
 
   /**
@@ -283,66 +225,6 @@ export class TaskBridge {
   detachAll(): void {
     for (const f of this.followed.values()) f.stop.abort(f.held ? new HolderDraining() : new CallDetached());
     this.followed.clear();
-  }
-
-  /** Sends the legacy tools/call of a task held here; its upstream id goes into the record. */
-  private send(task: TaskRecord, ref: SessionRef, call: HeldCall, log: Logger): RunningCall {
-    const abort = new AbortController();
-    let upstreamId: RequestId | undefined;
-    let asks: (r: JsonRpcRequest) => void = () => undefined;
-    const observer = {
-      onIds: (id: RequestId) => {
-        upstreamId = id;
-        void this.deps.store.setTaskFields(task.id, { q: JSON.stringify(id) }).catch(() => undefined);
-      },
-      onServerRequest: (r: JsonRpcRequest) => asks(r),
-    };
-    const client = this.deps.clientOf(task.upstream);
-    const timeoutMs = task.times.ttlMs ?? this.opts.ttlMs;
-    const response = relayCall(client, ref, this.deps.ids, { method: 'tools/call', params: call.params, progressToken: undefined, headers: call.headers, timeoutMs }, observer, log, abort.signal);
-    return {
-      get upstreamId() {
-        return upstreamId;
-      },
-      response,
-      divertAsks: (to) => (asks = to),
-      stop: (reason) => abort.abort(reason),
-    };
-  }
-
-  /** Holds a running call as the task: asks recorded, the answer kept as the outcome, a heartbeat meanwhile. */
-  private hold(task: TaskRecord, ref: SessionRef, call: RunningCall, log: Logger): void {
-    const stop = new AbortController();
-    this.followed.set(task.id, { principal: task.principal, stop, held: true });
-    stop.signal.addEventListener('abort', () => call.stop(stop.signal.reason), { once: true });
-    const taken = new Set<string>();
-    const beat = setInterval(() => void this.beat(task.id, stop), this.opts.heartbeatMs);
-    beat.unref();
-    call.divertAsks((r) => void this.recordAsk(task, ref, r, taken));
-    void call.response
-      .then(async (response) => this.conclude(task, { status: 'completed', lastUpdatedAt: new Date().toISOString() }, response))
-      .catch(async (err: unknown) => {
-        if (stop.signal.reason instanceof CallDetached) return;
-        if (stop.signal.reason instanceof HolderDraining) return void (await this.conclude(task, 'lost', undefined, stop.signal.reason.message));
-        const e = toCausewayError(err);
-        await this.conclude(task, 'lost', undefined, e.message, e.code);
-      })
-      .catch((err: unknown) => log.warn({ err }, 'the outcome of a held task could not be recorded'))
-      .finally(() => {
-        clearInterval(beat);
-        if (this.followed.get(task.id)?.stop === stop) this.followed.delete(task.id);
-      });
-  }
-
-  /** The holder is alive; a task that ended meanwhile (cancelled, expired) is let go. */
-  private async beat(taskId: string, stop: AbortController): Promise<void> {
-    try {
-      const fields = await this.deps.store.readTask(taskId);
-      if (!fields || fields.f !== undefined) stop.abort(new CallDetached());
-      else await this.deps.store.setTaskFields(taskId, { b: String(Date.now() + 4 * this.opts.heartbeatMs) });
-    } catch (err) {
-      this.deps.log.debug({ err }, 'a held task could not beat its heartbeat');
-    }
   }
 
   /** Follows the task on its upstream's tasks/result stream: records each ask, then the outcome. */
@@ -463,14 +345,6 @@ export class TaskBridge {
     const task = await this.read(principal, taskId);
     if (!task || task.upstream !== upstream) throw unknownTask(taskId);
     return task;
-  }
-}
-
-/** Why a held call is aborted on drain: unlike CallDetached, the upstream is told to stop it. */
-class HolderDraining extends Error {
-  constructor() {
-    super('The replica running this task shut down; the call was cancelled');
-    this.name = 'HolderDraining';
   }
 }
 

@@ -4,7 +4,18 @@
 
 import { translateError, translateResult, RELATED_TASK_META, type TaskStatus, type TaskTimes } from '../dialect/index.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcErrorObject, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
-import type { SessionKey } from '../pool/index.js';
+import type { PooledSession, SessionKey } from '../pool/index.js';
+
+/** How long a record outlives its task's ttl, so a task is never forgotten before its ttlMs. */
+export const RECORD_MARGIN_MS = 60_000;
+
+/** Where a task came from, as the request that created it knows it. */
+export interface TaskOrigin {
+  upstream: string;
+  key: SessionKey;
+  principal: string;
+  session: PooledSession;
+}
 
 /** How a task ended: kept once known, so tasks/get stops asking the upstream. */
 export interface Outcome {
