@@ -272,9 +272,17 @@ export class SessionPool {
     const now = Date.now();
     s.lastUsedAt = now;
     this.housekeeping.used(s.key.id, now);
-    // Map order doubles as LRU order.
-    this.local.delete(s.key.id);
-    this.local.set(s.key.id, s);
+  }
+
+  /**
+   * The session this replica used least recently, found by a scan when a session is opened at
+   * maxSessions. Kept in order instead (the Map's, by a delete and a set on every use), it cost
+   * every warm call a new entry in the Map's table and, every few calls, the table rebuilt.
+   */
+  private leastRecentlyUsed(): PooledSession | undefined {
+    let oldest: PooledSession | undefined;
+    for (const s of this.local.values()) if (oldest === undefined || s.lastUsedAt < oldest.lastUsedAt) oldest = s;
+    return oldest;
   }
 
   /**
@@ -284,7 +292,7 @@ export class SessionPool {
    */
   private async makeRoom(): Promise<void> {
     while (this.local.size >= this.opts.maxSessions) {
-      const oldest = this.local.values().next().value as PooledSession | undefined;
+      const oldest = this.leastRecentlyUsed();
       if (!oldest) break;
       this.local.delete(oldest.key.id);
       if (!this.shared || oldest.localOnly) {

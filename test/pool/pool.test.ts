@@ -287,6 +287,25 @@ t.test('maxSessions bounds the shared store: the least recently used session is 
   t.equal(await store.get(sessionKeyFor('up', 'p1', {}).id), undefined);
 });
 
+t.test('maxSessions bounds a replica: the session used least recently is ended, not the one opened first', async (t) => {
+  const up = new StubUpstream();
+  const { pool } = replica(new MemorySessionStore(), up, { maxSessions: 2 });
+  const [p1, p2, p3] = ['p1', 'p2', 'p3'].map((p) => sessionKeyFor('up', p, {}));
+  await pool.acquire(p1!);
+  await sleep(5); // lower bound: each use on a later millisecond
+  await pool.acquire(p2!);
+  await sleep(5); // lower bound
+  const again = await pool.acquire(p1!);
+  t.equal(again.record.sessionId, 's1', 'p1 warm again, so now used after p2');
+  await sleep(5); // lower bound
+  await pool.acquire(p3!);
+  t.ok(await until(() => up.terminated.length > 0, { what: 'a session to be ended for room' }));
+  t.same(up.terminated, ['s2'], 'p2, used least recently, is ended');
+  t.equal(pool.warm(p1!)?.record.sessionId, 's1', 'p1 is still held');
+  t.equal(pool.warm(p2!), undefined);
+  t.equal(pool.size, 2);
+});
+
 t.test('a session whose URL is ejected moves before use, once across replicas, and is ended on its old URL later', async (t) => {
   const store = new SharedStore();
   const up = new StubUpstream();
