@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { readMessage, type MessageBus } from '../bus/index.js';
 import { CausewayError, causewayError, type ErrorReason } from '../errors.js';
+import { InFlight, InFlightByKey } from '../in-flight.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 
@@ -48,9 +49,9 @@ interface Waiting {
 }
 
 export class Handoff {
-  private readonly waiting = new Map<string, Waiting>();
+  private readonly waiting = new InFlightByKey<Waiting>();
   /** Rounds this replica is serving: close() lets them send their reply before the bus goes. */
-  private readonly serving = new Set<Promise<void>>();
+  private readonly serving = new InFlight<Promise<void>>();
   /** Rounds served or being served here, by id: their reply once sent. */
   private readonly served = new Map<string, Wire | undefined>();
   private unsubscribe: (() => Promise<void>) | undefined;
@@ -77,8 +78,8 @@ export class Handoff {
       this.channel(this.replicaId),
       (text) => {
         const handled = this.onMessage(text, server);
-        this.serving.add(handled);
-        void handled.finally(() => this.serving.delete(handled));
+        const entry = this.serving.add(handled);
+        void handled.finally(() => this.serving.delete(entry));
       },
       () => this.sendAgain(),
     );
@@ -215,13 +216,13 @@ export class Handoff {
     this.unsubscribe = undefined;
     const stopped = (async () => {
       await unsubscribe?.().catch(() => undefined);
-      await Promise.allSettled([...this.serving]);
+      await Promise.allSettled(this.serving.values());
     })();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([stopped, new Promise((r) => (timer = setTimeout(r, CLOSE_WAIT_MS)))]);
     clearTimeout(timer);
+    // Each takes itself out of waiting as it settles.
     for (const w of this.waiting.values()) w.resolve('unreachable');
-    this.waiting.clear();
     await this.bus.close();
   }
 }

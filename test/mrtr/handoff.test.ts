@@ -1,6 +1,7 @@
 // The handoff of a retry to the replica holding its call, over a bus: an answer comes back; a
 // holder that never acknowledges is 'unreachable' (the caller replays); a holder that
-// acknowledged and then went quiet costs an upstream_timeout, never a wait without end.
+// acknowledged and then went quiet costs an upstream_timeout, never a wait without end. Closing
+// a replica ends its own waits as 'unreachable' and lets the rounds it serves reply first.
 
 import t from 'tap';
 import { LocalBus } from '../../src/bus/message-bus.js';
@@ -48,4 +49,48 @@ t.test('the client going away ends the wait', async (t) => {
   const waiting = caller.forward('holder', round, ac.signal, 60_000);
   setTimeout(() => ac.abort(new Error('client left')), 50);
   await t.rejects(waiting, /client left/);
+});
+
+t.test('closing the caller ends its waits at once: unreachable, so the round may be replayed', async (t) => {
+  const bus = new LocalBus();
+  const caller = new Handoff(bus, 'caller', 'p:', 60_000, log);
+  const holder = new Handoff(bus, 'holder', 'p:', 60_000, log);
+  await caller.serve(async () => 'missing');
+  let taken!: () => void;
+  const serving = new Promise<void>((r) => (taken = r));
+  await holder.serve(() => {
+    taken();
+    return new Promise(() => undefined);
+  });
+  t.teardown(() => holder.close());
+  const waits = [1, 2].map((n) => caller.forward('holder', { ...round, round: n }, new AbortController().signal, 60_000));
+  await serving;
+  await caller.close();
+  t.same(await Promise.all(waits), ['unreachable', 'unreachable'], 'both waits ended by the close, long before their reply timeout');
+});
+
+t.test('closing the holder lets a round it is serving send its reply first', async (t) => {
+  let taken!: () => void;
+  const serving = new Promise<void>((r) => (taken = r));
+  let answer!: () => void;
+  const answered = new Promise<void>((r) => (answer = r));
+  const bus = new LocalBus();
+  const caller = new Handoff(bus, 'caller', 'p:', 60_000, log);
+  const holder = new Handoff(bus, 'holder', 'p:', 60_000, log);
+  await caller.serve(async () => 'missing');
+  await holder.serve(async () => {
+    taken();
+    await answered;
+    return { kind: 'input', result: { resultType: 'input_required' } };
+  });
+  t.teardown(() => caller.close());
+  const reply = caller.forward('holder', round, new AbortController().signal, 60_000);
+  await serving;
+  const closed = holder.close();
+  // A turn of the event loop: a close that did not wait for the round would be over by now, the
+  // bus let go, and the reply lost.
+  await new Promise((r) => setImmediate(r));
+  answer();
+  t.same(await reply, { kind: 'input', result: { resultType: 'input_required' } }, 'the reply went out before the bus was let go');
+  await closed;
 });
