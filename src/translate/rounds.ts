@@ -7,6 +7,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { readMessage, type MessageBus } from '../bus/index.js';
+import { InFlightByKey } from '../in-flight.js';
 import type { JsonRpcResponse, RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 
@@ -26,10 +27,12 @@ type Wire =
 const PREFIX = 'cw~';
 
 export class AskRounds {
-  private readonly rounds = new Map<string, Round>();
+  // By ids that are never array indices (PREFIX, a UUID): dictionaries rather than Maps that
+  // gain and lose an entry each round (src/in-flight.ts).
+  private readonly rounds = new InFlightByKey<Round>();
   /** Ask id -> its round's id. */
-  private readonly asks = new Map<string, string>();
-  private readonly acks = new Map<string, (ok: boolean) => void>();
+  private readonly asks = new InFlightByKey<string>();
+  private readonly acks = new InFlightByKey<(ok: boolean) => void>();
   /** Session id -> what to call when its subscriptions change (its GET stream, held here). */
   private readonly watchers = new Map<string, Set<() => void>>();
   private unsubscribe: Array<() => Promise<void>> | undefined;

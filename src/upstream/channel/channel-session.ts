@@ -42,8 +42,8 @@ export class ChannelSession {
   /** Calls in flight, by idKey of their JSON-RPC id, oldest first. */
   readonly pending = new InFlightByKey<Pending>();
   readonly streams = new Set<OpenStream>();
-  /** Unanswered server->client requests, by id, and the call each was routed to. */
-  readonly asks = new Map<string, Pending>();
+  /** Unanswered server->client requests, by idKey of their id, and the call each was routed to. */
+  readonly asks = new InFlightByKey<Pending>();
   lastUsedAt = Date.now();
   readonly openedAt = Date.now();
   lost = false;
