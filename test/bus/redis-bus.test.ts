@@ -154,9 +154,13 @@ t.test('sentinel: the primary SIGKILLed; messages published until the promotion 
   const heard = await listen(b, 'c2');
   await until(async () => (await a.publish('c2', 'before')) === 1 && heard.got.includes('before'), { what: 'the bus working before the kill' });
 
-  // Handed-over rounds too: the holder is on one bus, the caller on another.
-  const holder = new Handoff(bus(t, conn), 'holder', 'p:', 1_000, log);
-  const caller = new Handoff(bus(t, conn), 'caller', 'p:', 1_000, log);
+  // Handed-over rounds too: the holder is on one bus, the caller on another. The caller resends
+  // a round nobody heard until its ack time runs out, counted from when its own bus is back; the
+  // holder's bus makes its subscription again in its own time after the promotion. With the 1 s
+  // Causeway uses, a holder back more than 1 s after the caller makes the rounds 'unreachable'
+  // (replayed, by design); 10 s keeps this test about the failover, not about which bus was first.
+  const holder = new Handoff(bus(t, conn), 'holder', 'p:', 10_000, log);
+  const caller = new Handoff(bus(t, conn), 'caller', 'p:', 10_000, log);
   t.teardown(() => Promise.all([holder.close(), caller.close()]));
   const served: string[] = [];
   await holder.serve(async (r) => {
