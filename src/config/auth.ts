@@ -85,9 +85,6 @@ export function authProblems(c: Config, topology: Topology): string[] {
   if (badDpop.length > 0) problems.push(`auth.dpopAlgorithms: not accepted (only ${AUTH_ALGORITHMS.join(', ')}): ${badDpop.join(', ')}`);
   problems.push(...parseRules(a.rules).problems);
   if (signIns.length > 0) {
-    if (c.store.kind === 'redis' && c.mrtr.stateKeys.length === 0) {
-      problems.push('mrtr.stateKeys: required with the Redis store when users sign in at an upstream: every replica opens the sign-in states and tokens the others sealed');
-    }
     if (a.callbackUrl === '') problems.push(`auth.callbackUrl: required: upstream ${signIns[0]!.name} has users sign in`);
     else {
       const p = urlProblem('callbackUrl', a.callbackUrl);

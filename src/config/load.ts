@@ -2,11 +2,12 @@
 // then CAUSEWAY_* environment variables, then --flags. Every problem found is reported at
 // once; nothing reads process.env after start-up.
 
-import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { authProblems } from './auth.js';
 import { deepFreeze } from './freeze.js';
+import { placeholderProblems } from './secrets.js';
 import { SETTINGS, type Config } from './schema.js';
-import { holds, type Setting } from './setting.js';
+import { holds, type NamedSetting, type Setting } from './setting.js';
 import { isHeaderName, resolveTopology } from './topology.js';
 
 export class ConfigError extends Error {
@@ -44,45 +45,82 @@ function setPath(obj: Record<string, unknown>, path: string, value: unknown): vo
   cur[parts[parts.length - 1]!] = value;
 }
 
-/** Parses a string from env or a flag into the setting's kind. */
-function fromText(s: Setting, text: string): unknown {
+const NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/i;
+
+/** How a map entry without a usable name is shown: a secret map's only up to its first `:` or space. */
+function entryShown(s: Setting, entry: string, n: number): string {
+  if (!s.secret) return `"${entry}"`;
+  const name = entry.split(/[:\s]/)[0]!;
+  return name !== entry && name !== '' ? `"${name}: …"` : `${n} (not shown: it may hold a secret)`;
+}
+
+/**
+ * Parses a string from env or a flag (`from` names which) into the setting's kind; undefined,
+ * with the reason in `problems`, when the text is not a value of that kind.
+ */
+function fromText(s: NamedSetting, text: string, from: string, problems: string[]): { value: unknown } | undefined {
+  const refuse = (what: string, shown = `"${text}"`) => {
+    problems.push(`${s.path}: expected ${what}, not ${shown} (from ${from})`);
+    return undefined;
+  };
   switch (s.kind) {
     case 'string':
-      return text;
+      return { value: text };
     case 'number':
-      return text.trim() === '' ? NaN : Number(text);
-    case 'boolean':
-      return text === 'true' || text === '1';
+      return NUMBER.test(text.trim()) ? { value: Number(text) } : refuse('a number');
+    case 'boolean': {
+      const word = text.trim().toLowerCase();
+      if (word === 'true' || word === '1') return { value: true };
+      if (word === 'false' || word === '0') return { value: false };
+      return refuse('true or false (or 1 or 0)');
+    }
     case 'list':
-      return text
-        .split(',')
-        .map((x) => x.trim())
-        .filter((x) => x !== '');
+      return {
+        value: text
+          .split(',')
+          .map((x) => x.trim())
+          .filter((x) => x !== ''),
+      };
     case 'map': {
       const out: Record<string, string> = {};
-      for (const pair of text.split(',')) {
+      let ok = true;
+      // A blank entry (a trailing comma) is nothing; any other entry is name=value, or refused.
+      const entries = text.split(',').filter((pair) => pair.trim() !== '');
+      entries.forEach((pair, i) => {
         const eq = pair.indexOf('=');
-        if (eq > 0) out[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim();
-      }
-      return out;
+        const name = eq < 0 ? '' : pair.slice(0, eq).trim();
+        if (eq < 0 || name === '') {
+          ok = false;
+          const why = eq < 0 ? 'has no "=": expected name=value' : 'has an empty name: expected name=value';
+          problems.push(`${s.path}: entry ${entryShown(s, pair.trim(), i + 1)} ${why} (from ${from})`);
+        } else out[name] = pair.slice(eq + 1).trim();
+      });
+      return ok ? { value: out } : undefined;
     }
     case 'json':
       try {
-        return JSON.parse(text) as unknown;
+        return { value: JSON.parse(text) as unknown };
       } catch {
-        return Symbol('invalid json');
+        // Not the parser's message: it quotes the text, which may hold a secret.
+        problems.push(`${s.path}: expected a JSON object, but it is not valid JSON (from ${from})`);
+        return undefined;
       }
   }
 }
 
 /**
- * Whether every setting in `cfg` holds a value of its type, so that `cfg` is a Config; what is
- * wrong with each that does not goes to `problems`.
+ * Checks every setting in `cfg` holds a value of its type, what is wrong with each that does not
+ * going to `problems`; those get their default back, so that the cross-checks can still run, and
+ * their paths are returned.
  */
-function settingsHold(cfg: Record<string, unknown>, problems: string[]): cfg is Config {
-  let ok = true;
-  for (const s of SETTINGS) if (!holds(s, s.path, getPath(cfg, s.path), problems)) ok = false;
-  return ok;
+function settleSettings(cfg: Record<string, unknown>, problems: string[]): Set<string> {
+  const bad = new Set<string>();
+  for (const s of SETTINGS) {
+    if (holds(s, s.path, getPath(cfg, s.path), problems)) continue;
+    bad.add(s.path);
+    setPath(cfg, s.path, structuredClone(s.default));
+  }
+  return bad;
 }
 
 function parseFlags(argv: readonly string[]): { flags: Map<string, string>; problems: string[] } {
@@ -102,6 +140,44 @@ function parseFlags(argv: readonly string[]): { flags: Map<string, string>; prob
   return { flags, problems };
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The settings a config file gives, by path. A top-level key with dots is the setting it names
+ * (`{"upstream.url": …}` is `{"upstream": {"url": …}}`); one given both ways, or any key that is no
+ * setting, is a problem.
+ */
+function readFile(file: string, problems: string[]): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  let fromFile: unknown;
+  try {
+    fromFile = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    problems.push(`cannot read config file ${file}: ${(err as Error).message}`);
+    return out;
+  }
+  if (!isObject(fromFile)) {
+    problems.push(`${file}: expected a JSON object of settings`);
+    return out;
+  }
+  const known = new Set(SETTINGS.map((s) => s.path));
+  const give = (path: string, value: unknown, as: string) => {
+    if (!known.has(path)) problems.push(`${file}: unknown setting ${as}`);
+    else if (out.has(path)) problems.push(`${file}: ${path} is given twice, as "${path}" and nested in "${path.split('.')[0]}"`);
+    else out.set(path, value);
+  };
+  // Nested keys first, so that the message for a setting given twice reads the same either way.
+  const entries = Object.entries(fromFile).sort(([a], [b]) => Number(a.includes('.')) - Number(b.includes('.')));
+  for (const [key, body] of entries) {
+    if (known.has(key) || key.includes('.')) give(key, body, key);
+    else if (!isObject(body)) {
+      const section = SETTINGS.some((s) => s.path.startsWith(`${key}.`));
+      problems.push(section ? `${file}: ${key}: expected an object of its settings` : `${file}: unknown setting ${key}`);
+    } else for (const [name, value] of Object.entries(body)) give(`${key}.${name}`, value, `${key}.${name}`);
+  }
+  return out;
+}
+
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Config {
   const { flags, problems } = parseFlags(argv);
   const cfg: Record<string, unknown> = {};
@@ -109,41 +185,34 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Con
 
   const file = flags.get('config') ?? env.CAUSEWAY_CONFIG;
   flags.delete('config');
-  if (file) {
-    try {
-      const fromFile = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-      for (const s of SETTINGS) {
-        const v = getPath(fromFile, s.path);
-        if (v !== undefined) setPath(cfg, s.path, v);
-      }
-      const known = new Set(SETTINGS.map((s) => s.path));
-      for (const [section, body] of Object.entries(fromFile)) {
-        if (known.has(section)) continue;
-        if (typeof body !== 'object' || body === null) {
-          if (!known.has(section)) problems.push(`${file}: unknown setting ${section}`);
-          continue;
-        }
-        for (const key of Object.keys(body)) {
-          if (!known.has(`${section}.${key}`)) problems.push(`${file}: unknown setting ${section}.${key}`);
-        }
-      }
-    } catch (err) {
-      problems.push(`cannot read config file ${file}: ${(err as Error).message}`);
-    }
-  }
+  if (file) for (const [path, value] of readFile(file, problems)) setPath(cfg, path, value);
+  // A value that is not text of its kind keeps the one before it, and is not checked again.
+  const unreadable = new Set<string>();
   for (const s of SETTINGS) {
-    const text = env[envName(s.path)];
-    if (text !== undefined) setPath(cfg, s.path, fromText(s, text));
+    const name = envName(s.path);
+    const text = env[name];
+    if (text === undefined) continue;
+    const read = fromText(s, text, name, problems);
+    if (read) setPath(cfg, s.path, read.value);
+    else unreadable.add(s.path);
   }
   for (const [name, text] of flags) {
     const s = SETTINGS.find((x) => x.path === name);
     if (!s) problems.push(`unknown flag --${name}`);
-    else setPath(cfg, s.path, fromText(s, text));
+    else {
+      const read = fromText(s, text, `--${name}`, problems);
+      if (read) setPath(cfg, s.path, read.value);
+      else unreadable.add(s.path);
+    }
   }
-  if (!settingsHold(cfg, problems) || problems.length > 0) throw new ConfigError(problems);
-  problems.push(...crossChecks(cfg));
+  const bad = new Set([...unreadable, ...settleSettings(cfg, problems)]);
+  // Every setting now holds a value of its type (a bad one its default): the cross-checks run
+  // too, so that start-up lists every problem at once. Those naming a bad setting are left out:
+  // they would be about its default, not about what was given.
+  const typed = cfg as Config;
+  problems.push(...crossChecks(typed).filter((p) => ![...bad].some((path) => p.includes(path))));
   if (problems.length > 0) throw new ConfigError(problems);
-  return deepFreeze(cfg);
+  return deepFreeze(typed);
 }
 
 function crossChecks(c: Config): string[] {
@@ -158,9 +227,8 @@ function crossChecks(c: Config): string[] {
     problems.push('listen.tlsCertFile and listen.tlsKeyFile go together');
   }
   if (!c.listen.path.startsWith('/')) problems.push('listen.path: must start with /');
-  if (!Number.isInteger(c.admin.port) || c.admin.port > 65_535) problems.push('admin.port: expected -1 (off), 0 (any free port) or a port number');
-  else if (c.admin.port > 0 && c.admin.port === c.listen.port) problems.push('admin.port: must differ from listen.port');
-  problems.push(...storeProblems(c.store), ...stateKeyProblems(c.mrtr.stateKeys));
+  if (c.admin.port > 0 && c.admin.port === c.listen.port) problems.push('admin.port: must differ from listen.port');
+  problems.push(...storeProblems(c.store), ...stateKeyProblems(c), ...placeholderProblems(c));
   const badNames = c.security.credentialHeaders.filter((n) => !isHeaderName(n));
   if (badNames.length > 0) problems.push(`security.credentialHeaders: not header names: ${badNames.join(', ')}`);
   for (const [method, o] of Object.entries(c.limits.rateMethods)) {
@@ -171,6 +239,10 @@ function crossChecks(c: Config): string[] {
   }
   if (c.cache.store === 'redis' && c.store.kind !== 'redis') problems.push('cache.store: redis needs store.kind=redis');
   for (const [method, o] of Object.entries(c.cache.methods)) {
+    if (!isObject(o)) {
+      problems.push(`cache.methods.${method}: expected an object`);
+      continue;
+    }
     if (o.scope !== undefined && o.scope !== 'public' && o.scope !== 'private') {
       problems.push(`cache.methods.${method}.scope: expected public or private`);
     }
@@ -195,6 +267,11 @@ function storeProblems(s: Config['store']): string[] {
   }
   if (url) {
     if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') problems.push('store.redisUrl: must be redis:// or rediss://');
+    try {
+      for (const part of [url.username, url.password]) decodeURIComponent(part);
+    } catch {
+      problems.push('store.redisUrl: its user or password has a % not followed by two hex digits (write % as %25)');
+    }
     const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
     if (!Number.isInteger(db) || db < 0) problems.push('store.redisUrl: the path must be a database number');
     else if (db !== 0 && s.redisCluster.length > 0) problems.push('store.redisUrl: Redis Cluster has only database 0');
@@ -203,11 +280,15 @@ function storeProblems(s: Config['store']): string[] {
   for (const key of ['redisSentinels', 'redisCluster'] as const) {
     const bad = s[key].filter((n) => !HOST_PORT.test(n.trim()));
     if (bad.length > 0) problems.push(`store.${key}: not host:port: ${bad.join(', ')}`);
+    const ports = s[key].map((n) => /:(\d+)$/.exec(n.trim())?.[1]).filter((p) => p !== undefined);
+    const outside = ports.map(Number).filter((p) => p < 1 || p > 65_535);
+    if (outside.length > 0) problems.push(`store.${key}: a port is 1 to 65535, not ${outside.join(', ')}`);
   }
   if (/[{}]/.test(s.keyPrefix)) problems.push('store.keyPrefix: must not contain { or }');
   if (s.redisTlsCaFile) {
     try {
-      accessSync(s.redisTlsCaFile, fsConstants.R_OK);
+      // Read as the store will read it (a folder is readable, but not a file of PEM).
+      readFileSync(s.redisTlsCaFile);
     } catch {
       problems.push(`store.redisTlsCaFile: cannot read ${s.redisTlsCaFile}`);
     }
@@ -215,7 +296,17 @@ function storeProblems(s: Config['store']): string[] {
   return problems;
 }
 
-function stateKeyProblems(keys: readonly string[]): string[] {
+function stateKeyProblems(c: Config): string[] {
+  const keys = c.mrtr.stateKeys;
+  if (keys.length === 0 && c.store.kind === 'redis') {
+    // Without them each replica seals requestState under a random key of its own, and a retry
+    // that lands on another replica is refused (-32602) instead of being handed to its call.
+    return [
+      'mrtr.stateKeys: required with store.kind redis: every replica must open the requestState the others sealed, ' +
+        'or a multi-round retry that lands on another replica fails; make a key with `openssl rand -base64 32` ' +
+        'and give every replica the same list',
+    ];
+  }
   const bad = keys.filter((k) => Buffer.from(k, 'base64').length !== 32).length;
   return bad === 0 ? [] : [`mrtr.stateKeys: every key must be 32 bytes, base64 (${bad} is not)`];
 }

@@ -2,7 +2,7 @@
 // type it parses to. The Config type is read off the table; the file, env and flag loaders and
 // --help all go through it, and the README's table is checked against it by a test.
 
-import { flag, isSetting, json, list, map, num, oneOf, text, type NamedSetting, type ValuesOf } from './setting.js';
+import { flag, isSetting, json, list, map, num, oneOf, port, text, type NamedSetting, type ValuesOf } from './setting.js';
 
 /** Asymmetric JWS algorithms only: never `none`, never an HMAC keyed by what a public key would be. */
 export const AUTH_ALGORITHMS: readonly string[] = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
@@ -12,14 +12,14 @@ export type CacheScope = (typeof CACHE_SCOPES)[number];
 const TABLE = {
   listen: {
     host: text('127.0.0.1', 'Address the data port binds to.'),
-    port: num(8080, 'Data port: HTTP/1.1 and h2c (or TLS with ALPN h2, http/1.1).'),
+    port: port(8080, 'Data port: HTTP/1.1 and h2c (or TLS with ALPN h2, http/1.1).'),
     path: text('/mcp', 'Path of the MCP endpoint when no mounts are configured.'),
     tlsCertFile: text('', 'PEM certificate; with tlsKeyFile, serve TLS instead of cleartext.'),
     tlsKeyFile: text('', 'PEM private key for listen.tlsCertFile.'),
   },
   admin: {
     host: text('127.0.0.1', 'Address the admin port (/metrics, /healthz, /readyz) binds to.'),
-    port: num(9464, 'Admin port, plain HTTP/1.1: /metrics, /healthz, /readyz. 0 picks a free port; -1 disables it.', { min: -1 }),
+    port: port(9464, 'Admin port, plain HTTP/1.1: /metrics, /healthz, /readyz. 0 picks a free port; -1 disables it.', { min: -1 }),
   },
   limits: {
     maxBodyBytes: num(1_048_576, 'Largest request body accepted (413 above).'),
@@ -27,7 +27,7 @@ const TABLE = {
     bodyTimeoutMs: num(10_000, 'Time allowed to receive a request body (408 after).'),
     maxConcurrentStreams: num(256, 'HTTP/2 streams per connection.'),
     maxInFlight: num(4096, 'Requests handled at once; more get 503.'),
-    ratePerSecond: num(0, 'Requests per second each principal may make (a token bucket, shared through Redis with the Redis store); over it, 429 with Retry-After. 0: no limit.'),
+    ratePerSecond: num(0, 'Requests per second each principal may make (a token bucket, shared through Redis with the Redis store); over it, 429 with Retry-After. 0: no limit.', { fraction: true }),
     rateBurst: num(0, "Most requests a principal may make at once, its bucket's size; 0: limits.ratePerSecond rounded up (at least 1)."),
     rateMethods: json<{ ratePerSecond: number; burst?: number }>(
       'Per-method buckets besides the principal\'s own, e.g. {"tools/call":{"ratePerSecond":2,"burst":5}} (burst: ratePerSecond rounded up when absent); a request spends both. Legacy requests count by their JSON-RPC method.',
@@ -49,7 +49,7 @@ const TABLE = {
   principal: {
     mode: oneOf(['none', 'header', 'bearer'], 'none', 'What tells principals apart, for session pooling and legacy session ownership: nobody, a header, or the bearer token.'),
     header: text('x-causeway-principal', 'Header naming the principal when mode is header.'),
-    hashSecret: text('', 'Key of the HMAC that turns a principal into its stored hash. Required unless both principal.mode and auth.mode are none.'),
+    hashSecret: text('', 'Key of the HMAC that turns a principal into its stored hash. Required unless both principal.mode and auth.mode are none.', { secret: true }),
   },
   auth: {
     mode: oneOf(
@@ -96,7 +96,7 @@ const TABLE = {
     clockSkewMs: num(30_000, 'Clock difference tolerated on exp, nbf and iat.'),
     introspectionUrl: text('', 'RFC 7662 introspection endpoint (introspection mode).'),
     introspectionClientId: text('', "Causeway's client id at the introspection endpoint (HTTP Basic)."),
-    introspectionClientSecret: text('', 'Its client secret (prefer the env var); never logged.'),
+    introspectionClientSecret: text('', 'Its client secret (prefer the env var); never logged.', { secret: true }),
     introspectionCacheMs: num(60_000, 'Longest time an active introspection answer is reused (never past the token exp); inactive ones are reused 5 s at most.'),
     introspectionCacheSize: num(10_000, 'Most introspection answers kept, by a hash of the token; the oldest goes first.', { min: 1 }),
     /** `method` or `method name-pattern` -> the scopes it requires (see scope-rules.ts). */
@@ -107,9 +107,10 @@ const TABLE = {
   upstream: {
     name: text('default', 'Name of the upstream in logs and metrics.'),
     url: text('', 'Endpoint of the legacy server (required unless transport is stdio): Streamable HTTP, or the SSE endpoint for sse.'),
-    headers: map('Extra headers sent upstream (e.g. its own credential).'),
+    headers: map('Extra headers sent upstream (e.g. its own credential).', { secret: true }),
     credentials: map(
       'The upstream’s OAuth token (streamable-http), never the client’s: grant (client_credentials: Causeway’s own; token_exchange: an RFC 8693 exchange of the client’s; authorization_code: each user’s own, after signing in), tokenUrl (issuer for authorization_code), clientId, clientSecret, and optional scope, resource, audience. See Authorization.',
+      { secret: true },
     ),
     forwardHeaders: list(
       ['traceparent', 'tracestate', 'baggage', 'x-request-id'],
@@ -149,7 +150,7 @@ const TABLE = {
     ),
     command: text('', 'Program run for each upstream session when transport is stdio (required then).'),
     args: list([], 'Arguments of upstream.command (comma-separated in env and flags; use a config file for arguments containing commas).'),
-    env: map('Environment of the stdio child, besides PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG, TMPDIR and TZ taken from Causeway’s (nothing else is inherited).'),
+    env: map('Environment of the stdio child, besides PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG, TMPDIR and TZ taken from Causeway’s (nothing else is inherited).', { secret: true }),
     cwd: text('', 'Working directory of the stdio child; empty: Causeway’s.'),
     maxProcesses: num(
       100,
@@ -188,18 +189,23 @@ const TABLE = {
     redisUrl: text(
       'redis://127.0.0.1:6379',
       'Redis when store.kind is redis: redis://[user:password@]host:port[/db], rediss:// for TLS. With Sentinel or Cluster only its scheme, credentials and db are used.',
+      { secret: true },
     ),
     redisUsername: text('', 'Redis ACL user; overrides the one in store.redisUrl.'),
-    redisPassword: text('', 'Redis password; overrides the one in store.redisUrl (prefer the env var).'),
+    redisPassword: text('', 'Redis password; overrides the one in store.redisUrl (prefer the env var).', { secret: true }),
     redisTlsCaFile: text('', 'PEM CA bundle trusted for rediss:// (default: the system CAs).'),
     redisSentinels: list([], 'Sentinel host:port list; when set, the Redis master is found through Sentinel.'),
     redisSentinelName: text('mymaster', 'Master name the Sentinels watch.'),
-    redisSentinelPassword: text('', 'Password of the Sentinels themselves, if they require one.'),
+    redisSentinelPassword: text('', 'Password of the Sentinels themselves, if they require one.', { secret: true }),
     redisCluster: list([], 'Redis Cluster seed nodes as host:port; when set, Causeway talks Cluster protocol.'),
     redisCommandTimeoutMs: num(500, 'Longest wait for one Redis command; past it the request carries on with a replica-local session.'),
   },
   mrtr: {
-    stateKeys: list([], 'AES-256-GCM keys (base64, 32 bytes) sealing requestState, newest first; every replica needs the same list. Empty: a random key per process.'),
+    stateKeys: list(
+      [],
+      'AES-256-GCM keys (base64, 32 bytes, e.g. from `openssl rand -base64 32`) sealing requestState, newest first; every replica needs the same list, so it is required with store.kind=redis. Empty (memory store only): a random key per process.',
+      { secret: true },
+    ),
     stateTtlMs: num(300_000, 'How long an input_required round may wait for its retry before the upstream call is cancelled.'),
     collectWindowMs: num(20, 'Asks arriving this close together go into one input_required round.'),
     maxPending: num(10_000, 'Most upstream calls held open between rounds on one replica.'),
@@ -235,6 +241,7 @@ const TABLE = {
     accessSample: num(
       0,
       'Share of MCP requests logged at info when they end, one line each (era, method, name, status, duration, request id): 0 logs none, 1 every one, 0.01 one in a hundred.',
+      { max: 1, fraction: true },
     ),
   },
   drain: {

@@ -11,6 +11,12 @@ export interface Setting<T = unknown> {
   readonly choices?: readonly string[];
   /** Smallest number accepted (numbers only; 0 unless given). */
   readonly min?: number;
+  /** Largest number accepted (numbers only; none unless given). */
+  readonly max?: number;
+  /** Numbers only: a fraction is accepted (a rate, a share); otherwise the number must be whole. */
+  readonly fraction?: boolean;
+  /** The value is, or holds, a secret: never shown, and never a shipped placeholder (checks.ts). */
+  readonly secret?: boolean;
 }
 
 /** A setting with its dotted path (`listen.port`), as the loaders, --help and the README name it. */
@@ -29,7 +35,12 @@ export type ValuesOf<T extends Readonly<Record<string, Setting | Section>>> = {
   [K in keyof T]: T[K] extends Setting ? T[K]['default'] : T[K] extends Section ? SectionValues<T[K]> : never;
 };
 
-export const text = (value: string, doc: string): Setting<string> => ({ kind: 'string', default: value, doc });
+/** Options of a string, list or map setting. */
+interface Opts {
+  secret?: boolean;
+}
+
+export const text = (value: string, doc: string, { secret }: Opts = {}): Setting<string> => ({ kind: 'string', default: value, doc, secret });
 
 export const oneOf = <const C extends readonly string[]>(choices: C, value: C[number], doc: string): Setting<C[number]> => ({
   kind: 'string',
@@ -38,14 +49,25 @@ export const oneOf = <const C extends readonly string[]>(choices: C, value: C[nu
   choices,
 });
 
-export const num = (value: number, doc: string, { min = 0 } = {}): Setting<number> => ({ kind: 'number', default: value, doc, min });
+/** A number: whole unless `fraction`, at least `min` (0), at most `max` when given. */
+export const num = (value: number, doc: string, { min = 0, max, fraction }: { min?: number; max?: number; fraction?: boolean } = {}): Setting<number> => ({
+  kind: 'number',
+  default: value,
+  doc,
+  min,
+  max,
+  fraction,
+});
+
+/** A TCP port: a whole number up to 65535, at least `min` (0: any free port; -1 where it means off). */
+export const port = (value: number, doc: string, { min = 0 } = {}): Setting<number> => num(value, doc, { min, max: 65_535 });
 
 export const flag = (value: boolean, doc: string): Setting<boolean> => ({ kind: 'boolean', default: value, doc });
 
-export const list = (value: string[], doc: string): Setting<string[]> => ({ kind: 'list', default: value, doc });
+export const list = (value: string[], doc: string, { secret }: Opts = {}): Setting<string[]> => ({ kind: 'list', default: value, doc, secret });
 
 /** Names to strings (`key=value,...` in env and flags); empty by default. */
-export const map = (doc: string): Setting<Record<string, string>> => ({ kind: 'map', default: {}, doc });
+export const map = (doc: string, { secret }: Opts = {}): Setting<Record<string, string>> => ({ kind: 'map', default: {}, doc, secret });
 
 /** Names to JSON values of type V, checked further where they are used; empty by default. */
 export const json = <V>(doc: string): Setting<Record<string, V>> => ({ kind: 'json', default: {}, doc });
@@ -67,18 +89,19 @@ function valueProblem(s: Setting, where: string, v: unknown, whole = false): str
       return undefined;
     case 'number': {
       const min = s.min ?? 0;
-      if (whole) return typeof v === 'number' && Number.isInteger(v) && v >= min ? undefined : bad(`an integer >= ${min}`);
-      if (typeof v === 'number' && Number.isFinite(v) && v >= min) return undefined;
-      return bad(min === 0 ? 'a non-negative number' : `a number >= ${min}`);
+      const integer = whole || s.fraction !== true;
+      const inRange = (n: number) => n >= min && (s.max === undefined || n <= s.max);
+      if (typeof v === 'number' && Number.isFinite(v) && inRange(v) && (!integer || Number.isInteger(v))) return undefined;
+      const range = s.max === undefined ? `>= ${min}` : `from ${min} to ${s.max}`;
+      return bad(`${integer ? 'an integer' : 'a number'} ${range}`) + (typeof v === 'number' ? `, not ${v}` : '');
     }
     case 'boolean':
       return typeof v === 'boolean' ? undefined : bad('true or false');
     case 'list':
       return Array.isArray(v) && v.every((x) => typeof x === 'string') ? undefined : bad('a list of strings');
     case 'map':
-      return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string')
-        ? undefined
-        : bad('an object of strings');
+      if (!(typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string'))) return bad('an object of strings');
+      return Object.keys(v).some((k) => k.trim() === '') ? `${where}: a name is empty` : undefined;
     case 'json':
       return typeof v === 'object' && v !== null && !Array.isArray(v) ? undefined : bad('a JSON object');
   }

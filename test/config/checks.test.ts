@@ -43,9 +43,10 @@ t.test('Redis, stateKeys, credential headers and the principal secret: all repor
 });
 
 t.test('good Redis settings pass; Redis settings are not checked for the memory store', async (t) => {
-  t.same(problems(['--store.kind', 'redis', '--store.redisUrl', 'rediss://u:p@[::1]:6380/2', '--store.redisSentinels', 'a:26379,[::1]:26380']), []);
-  t.same(problems(['--store.kind', 'redis', '--store.redisCluster', 'a:7000,b:7001']), []);
-  t.same(problems(['--store.kind', 'redis', '--store.redisCluster', 'a:7000', '--store.redisUrl', 'redis://x/1']), ['store.redisUrl: Redis Cluster has only database 0']);
+  const keys = ['--mrtr.stateKeys', randomBytes(32).toString('base64')];
+  t.same(problems([...keys, '--store.kind', 'redis', '--store.redisUrl', 'rediss://u:p@[::1]:6380/2', '--store.redisSentinels', 'a:26379,[::1]:26380']), []);
+  t.same(problems([...keys, '--store.kind', 'redis', '--store.redisCluster', 'a:7000,b:7001']), []);
+  t.same(problems([...keys, '--store.kind', 'redis', '--store.redisCluster', 'a:7000', '--store.redisUrl', 'redis://x/1']), ['store.redisUrl: Redis Cluster has only database 0']);
   t.same(problems(['--store.redisUrl', 'not a url']), [], 'the memory store does not use it');
 });
 
@@ -87,7 +88,7 @@ t.test('stdio upstreams: a command instead of a URL, per entry too; auto takes o
     'upstreams.broken.args: expected a list of strings',
     'upstreams.broken.command: required when transport is stdio',
     'upstreams.broken.env: expected an object of strings',
-    'upstreams.broken.maxProcesses: expected an integer >= 1',
+    'upstreams.broken.maxProcesses: expected an integer >= 1, not 0',
   ]);
   const good = JSON.stringify({ local: { transport: 'stdio', command: 'node', args: ['a.js'], cwd: '/tmp', maxProcesses: 3 }, remote: { url: 'http://127.0.0.1:1/mcp' } });
   const multi = loadConfig(['--upstreams', good, '--mounts', JSON.stringify({ '/a': { upstreams: ['local'] }, '/b': { upstreams: ['remote'] } }), '--upstream.env', 'BASE=1'], {});
