@@ -107,6 +107,35 @@ export function challengeError(
   return new CausewayError(reason, message, undefined, { headers: { 'www-authenticate': challenge, ...headers } });
 }
 
+/**
+ * Causeway cannot start as configured, though each setting was valid alone (a port another
+ * process holds): the message names the setting to change, and the bin exits 2, as for bad
+ * configuration.
+ */
+export class StartupError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StartupError';
+  }
+}
+
+/**
+ * A bind of `setting` (listen.port, admin.port) that failed, in words naming the setting; any
+ * other failure is returned as it is.
+ */
+export function bindError(setting: 'listen.port' | 'admin.port', host: string, port: number, err: unknown): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const hostSetting = setting === 'admin.port' ? 'admin.host' : 'listen.host';
+  if (code === 'EADDRINUSE') {
+    const hint = setting === 'admin.port' ? ' (another replica on this host? set admin.port)' : '';
+    return new StartupError(`${setting}: ${where} is already in use${hint}`, { cause: err });
+  }
+  if (code === 'EACCES') return new StartupError(`${setting}: ${where} needs privileges this process lacks`, { cause: err });
+  if (code === 'EADDRNOTAVAIL') return new StartupError(`${hostSetting}: ${host} is not an address of this host`, { cause: err });
+  return err;
+}
+
 /** Anything thrown that is not a CausewayError becomes internal_error, its text never shown. */
 export function toCausewayError(err: unknown): CausewayError {
   if (err instanceof CausewayError) return err;

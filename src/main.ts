@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // bin `causeway`: load the config, start serving, drain gracefully on SIGTERM / SIGINT.
 
+import { constants } from 'node:os';
 import { createApp } from './app.js';
 import { ConfigError, helpText, loadConfig } from './config/index.js';
+import { StartupError } from './errors.js';
 import { createLogger } from './log.js';
 import { createStore, storeReady } from './pool/index.js';
 import { startTelemetry, type Telemetry } from './tracing/index.js';
@@ -48,8 +50,12 @@ async function main(): Promise<void> {
   const addr = await app.listen();
   log.info({ url: app.url, mounts: app.mounts, port: addr.port, adminUrl: app.adminUrl }, 'causeway listening');
   let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
+  const stop = (signal: NodeJS.Signals) => {
+    // A second signal is someone who will not wait for the drain: exit now, as that signal would.
+    if (stopping) {
+      log.warn({ signal }, 'second signal during the drain: exiting at once, requests in flight are cut');
+      process.exit(128 + (constants.signals[signal] ?? 0));
+    }
     stopping = true;
     log.info({ signal }, 'draining');
     // Spans of the requests the drain waited for are exported before the exit.
@@ -69,6 +75,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  // A port another process holds: the message names the setting to change.
+  if (err instanceof StartupError) {
+    process.stderr.write(`causeway cannot start: ${err.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`causeway failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 });

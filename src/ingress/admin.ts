@@ -54,7 +54,7 @@ export function createAdmin(opts: AdminOptions, deps: AdminDeps): AdminServer {
     }
   });
   return {
-    listen: () => listenOn(server, opts.port, opts.host),
+    listen: () => listenOn(server, opts.port, opts.host, 'admin.port'),
     close: () =>
       new Promise((resolve) => {
         if (!server.listening) return resolve();

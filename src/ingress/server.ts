@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import net, { type AddressInfo, type Socket } from 'node:net';
+import { bindError } from '../errors.js';
 import { InFlight } from '../in-flight.js';
 import { H1Response, H2Response } from '../egress/index.js';
 
@@ -224,7 +225,7 @@ function wrap(
     get openConnections() {
       return sockets.size;
     },
-    listen: () => listenOn(server, opts.port, opts.host),
+    listen: () => listenOn(server, opts.port, opts.host, 'listen.port'),
     stopAccepting: () => {
       server.close();
     },
@@ -232,12 +233,13 @@ function wrap(
   };
 }
 
-/** Binds a server and resolves with its address, or rejects with the bind error. */
-export function listenOn(server: net.Server, port: number, host: string): Promise<AddressInfo> {
+/** Binds a server and resolves with its address, or rejects with the bind error, which names `setting`. */
+export function listenOn(server: net.Server, port: number, host: string, setting: 'listen.port' | 'admin.port'): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (err: unknown) => reject(bindError(setting, host, port, err));
+    server.once('error', failed);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolve(server.address() as AddressInfo);
     });
   });
