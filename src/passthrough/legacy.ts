@@ -8,7 +8,10 @@
 // An upstream with several equivalent URLs: a new session goes to the next admitted one, and
 // its Mcp-Session-Id is handed to the client as `<url index>.<id>` so later requests find it
 // again. A session whose URL is ejected or unreachable is answered 404, which tells a legacy
-// client to initialize again [L-TR] — and that lands on a live URL.
+// client to initialize again [L-TR] — and that lands on a live URL. So is a session the upstream
+// refuses with a 400 that says it no longer knows it (upstream/core/lost-session.ts), as servers
+// built on the legacy SDK's session-map example do after a restart: a client takes only a 404 as
+// the sign to start again.
 //
 // Requests go through the upstream's composed client (upstream/http/compose/), shared with its
 // session client: it picks the URL and fails over, keeps the URLs' health, and sends the
@@ -22,7 +25,7 @@ import { encodeHeaderValue } from '../envelope/index.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
-import { HOP_BY_HOP, TargetUnreachableError, toUpstreamError, type ForwardPolicy, type Response, type TargetSet, type UpstreamHttp, type UpstreamRequest } from '../upstream/index.js';
+import { HOP_BY_HOP, losesSession, readText, REFUSAL_BODY_LIMIT, TargetUnreachableError, toUpstreamError, type ForwardPolicy, type Response, type TargetSet, type UpstreamHttp, type UpstreamRequest } from '../upstream/index.js';
 import { sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
 import { listRequests, relayFiltered } from './list-answers.js';
 import type { SessionBinding } from './session-binding.js';
@@ -161,6 +164,7 @@ export class LegacyPassthrough implements LegacyFace {
       upstream.body.destroy();
       return;
     }
+    if (upstream.statusCode === 400 && sessionId !== undefined) return this.refusedOnSession(upstream, body, res);
     const out = responseHeaders(upstream.headers as Record<string, string | string[] | undefined>);
     if (spread && out['mcp-session-id'] !== undefined) out['mcp-session-id'] = `${targets.indexOf(req.target)}.${out['mcp-session-id']}`;
     if (binding && out['mcp-session-id'] !== undefined) out['mcp-session-id'] = binding.bind(out['mcp-session-id'], principal!);
@@ -174,6 +178,31 @@ export class LegacyPassthrough implements LegacyFace {
       upstream.body.destroy();
       if (!res.writableEnded) res.destroy();
     }
+  }
+
+  /**
+   * A 400 on the client's session: when it says the upstream lost the session, the client is
+   * answered 404 and starts again; else the refusal, read to tell, is relayed as it came.
+   */
+  private async refusedOnSession(upstream: Response, body: LegacyBody | undefined, res: HttpResponse): Promise<void> {
+    const message = body?.json;
+    const rawId = isObject(message) ? message.id : undefined;
+    const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : undefined;
+    let text: string | undefined;
+    try {
+      text = await readText(upstream.body, REFUSAL_BODY_LIMIT);
+    } catch {
+      text = undefined;
+    }
+    if (res.headersSent || res.destroyed) return;
+    if (losesSession(400, text, id)) {
+      this.log.info({ status: 400 }, 'upstream no longer knows a legacy client session; answering 404 so it starts again');
+      return sessionGone(res, id ?? null);
+    }
+    const out = responseHeaders(upstream.headers as Record<string, string | string[] | undefined>);
+    delete out['content-length'];
+    res.writeHead(400, out);
+    res.end(text ?? '');
   }
 
   /** The upstream's client is its owner's to close: nothing of the passthrough's own to let go of. */

@@ -159,9 +159,7 @@ export class SessionPool {
 
   /** The upstream forgot `session` (404), or its URL could not be reached: its replacement, made once. */
   replaceLost(session: PooledSession, err: SessionExpiredError): Promise<PooledSession> {
-    const reason = err instanceof TargetUnreachableError ? 'unreachable' : 'expired';
-    this.log.info({ upstream: session.key.upstream, reason }, 'upstream session lost; replacing it');
-    return this.replace(session, reason);
+    return this.replace(session, err instanceof TargetUnreachableError ? 'unreachable' : 'expired');
   }
 
   async acquire(key: SessionKey): Promise<PooledSession> {
@@ -198,6 +196,8 @@ export class SessionPool {
     return this.singleFlight(stale.key.id, async () => {
       const current = this.local.get(stale.key.id);
       if (current && current !== stale && !sameRecord(current.record, stale.record) && this.opener.admits(current.record)) return current;
+      // Once per lost session: the calls that found it lost with this one wait on this flight.
+      if (reason !== 'ejected') this.log.info({ upstream: stale.key.upstream, reason }, 'upstream session lost; replacing it');
       // Records known dead: the stale one, and the one a replica-local stale session itself replaced.
       const replaced = this.replacing.get(stale);
       const dead = (r: SessionRecord) => sameRecord(r, stale.record) || (replaced !== undefined && sameRecord(r, replaced));

@@ -2,6 +2,7 @@
 // each job (README.md draws them). Nothing inside upstream/ imports this file.
 
 export { IdMinter, callHeaders, sessionDigest, tracedRequest, TargetSet, neverDelivered, isConnectionDrop } from './core/index.js';
+export { losesSession, REFUSAL_BODY_LIMIT } from './core/index.js';
 export { ResumeRefusedError, SessionExpiredError, TargetUnreachableError, toUpstreamError } from './core/index.js';
 export type { SessionRef, StreamHandlers, UpstreamSessionClient } from './core/index.js';
 export { ForwardPolicy, DEFAULT_CREDENTIAL_HEADERS, HOP_BY_HOP } from './forward-headers.js';

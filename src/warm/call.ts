@@ -27,7 +27,9 @@ import {
   isConnectionDrop,
   isEraRefusal,
   legacyParams,
+  losesSession,
   mediaType,
+  REFUSAL_BODY_LIMIT,
   SseParser,
   SessionExpiredError,
   TargetUnreachableError,
@@ -54,13 +56,14 @@ const enum Reading {
   Waiting,
   Json,
   Sse,
-  /** A 4xx or 5xx: its JSON-RPC error, if it has one, up to ERROR_BODY_LIMIT. */
+  /**
+   * A 4xx or 5xx: its JSON-RPC error, if it has one, up to ERROR_BODY_LIMIT; or a lost session
+   * (a 400 or 404 that says so), and the request is handed back.
+   */
   Refusal,
-  /** A 404 on the session: the request is handed back once the body is read away. */
-  Expired,
 }
 
-const ERROR_BODY_LIMIT = 64 * 1024;
+const ERROR_BODY_LIMIT = REFUSAL_BODY_LIMIT;
 
 export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandlers {
   readonly session: SessionRef;
@@ -153,10 +156,6 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
     if (this.over) return;
     this.status = status;
     const max = this.lane.client.maxResponseBytes;
-    if (status === 404 && this.session.sessionId !== undefined) {
-      this.reading = Reading.Expired;
-      return;
-    }
     if (status >= 400) {
       this.reading = Reading.Refusal;
       this.chunks = [];
@@ -176,7 +175,7 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
   }
 
   onResponseData(controller: Controller, chunk: Buffer): void {
-    if (this.over && this.reading !== Reading.Refusal && this.reading !== Reading.Expired) {
+    if (this.over && this.reading !== Reading.Refusal) {
       // Normally just the stream's end follows the answer; a stream left running is dropped.
       if ((this.after += chunk.length) > ERROR_BODY_LIMIT) controller.abort(badResponse('the stream went on after the response'));
       return;
@@ -217,8 +216,6 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
           return this.streamEnded(undefined);
         case Reading.Refusal:
           return this.refused();
-        case Reading.Expired:
-          return this.lost(new SessionExpiredError(this.lane.deps.upstreamName));
         default:
           return;
       }
@@ -318,7 +315,12 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
 
   /** A 4xx with a JSON-RPC error body is the upstream's in-band answer; anything else is a refusal. */
   private refused(): void {
-    const rpc = this.errorBody();
+    const text = this.bytes > ERROR_BODY_LIMIT ? undefined : Buffer.concat(this.chunks!).toString('utf8');
+    // The session is gone (core/lost-session.ts): nothing ran, so the request goes on a new one.
+    if (this.session.sessionId !== undefined && losesSession(this.status, text, this.id)) {
+      return this.lost(new SessionExpiredError(this.lane.deps.upstreamName));
+    }
+    const rpc = this.errorBody(text);
     if (this.status < 500 && rpc !== undefined && rpc.code !== -32022) return this.answered({ jsonrpc: '2.0', id: this.id, error: rpc });
     const err = httpRefusal(this.status, rpc?.message.slice(0, 200), rpc);
     // An upstream that refuses the era (upgraded in place) did nothing: the pipeline finds its era again.
@@ -326,10 +328,10 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
     this.fail(err);
   }
 
-  private errorBody(): JsonRpcErrorObject | undefined {
-    if (this.bytes > ERROR_BODY_LIMIT) return undefined;
+  private errorBody(text: string | undefined): JsonRpcErrorObject | undefined {
+    if (text === undefined) return undefined;
     try {
-      const [m] = decodeMessages(Buffer.concat(this.chunks!).toString('utf8'));
+      const [m] = decodeMessages(text);
       return m?.kind === 'response' && 'error' in m.message ? m.message.error : undefined;
     } catch {
       return undefined;

@@ -42,22 +42,25 @@ t.test('legacy_client-to-raw_upstream-garbage: upstream_bad_response', async (t)
   }
 });
 
-t.test('legacy_client-to-raw_upstream-http_status: in-band 4xx, 404 session, 5xx', async (t) => {
+t.test('legacy_client-to-raw_upstream-http_status: in-band 4xx, lost session (400 or 404), 5xx', async (t) => {
   let status = 400;
+  let answerId: number | null = 5;
   const { url } = await rawServer(t, (_req, res) => {
     if (status === 401) {
       res.writeHead(401, { 'content-type': 'text/plain' }).end('no');
       return;
     }
-    json(res, status, { jsonrpc: '2.0', id: null, error: { code: -32000, message: `status ${status}` } });
+    json(res, status, { jsonrpc: '2.0', id: answerId, error: { code: -32000, message: `status ${status}` } });
   });
   const { client } = rawClient(t, url);
 
-  t.same(await client.request(SESSION, LIST, {}), {
-    jsonrpc: '2.0',
-    id: 5,
-    error: { code: -32000, message: 'status 400' },
-  });
+  t.same(
+    await client.request(SESSION, LIST, {}),
+    { jsonrpc: '2.0', id: 5, error: { code: -32000, message: 'status 400' } },
+    "a 400 answering the request is the upstream's in-band answer",
+  );
+  answerId = null;
+  await t.rejects(client.request(SESSION, LIST, {}), SessionExpiredError, 'a 400 on a session with no answer to the request: lost');
   status = 404;
   await t.rejects(client.request(SESSION, LIST, {}), SessionExpiredError);
   t.match(

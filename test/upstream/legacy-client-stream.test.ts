@@ -12,6 +12,7 @@ import {
   startSse,
 } from './raw-server.js';
 import { until } from '../helpers/until.js';
+import { SessionExpiredError } from '../../src/upstream/core/errors.js';
 
 const progress = (n: number): JsonRpcNotification => ({
   jsonrpc: '2.0',
@@ -216,6 +217,31 @@ t.test('legacy_client-to-raw_upstream-get_stream: 405 unsupported, re-open failu
   if (stream === 'unsupported') throw new Error('expected a stream');
   const err = await stream.done.catch((e: unknown) => e);
   t.equal(reasonOf(err), 'upstream_unavailable');
+});
+
+t.test('legacy_client-to-raw_upstream-get_stream: a 400 that rejects the session ends the stream as lost', async (t) => {
+  // server-everything, restarted: a GET on a session it does not know is 400 -32000 with no id.
+  const unknown = { jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: No valid session ID provided' } };
+  let gets = 0;
+  const { url } = await rawServer(t, (req, res) => {
+    if (req.method !== 'GET') {
+      res.writeHead(202).end();
+      return;
+    }
+    gets += 1;
+    if (gets === 1) {
+      startSse(res);
+      res.end(event('', { id: 'g1', retry: 5 }));
+      return;
+    }
+    json(res, 400, unknown);
+  });
+  const { client } = rawClient(t, url);
+  const stream = await client.openStream(SESSION, {}, new AbortController().signal);
+  if (stream === 'unsupported') throw new Error('expected a stream');
+  t.type(await stream.done.catch((e: unknown) => e), SessionExpiredError, 're-opened on a session the server forgot: lost');
+  t.equal(gets, 2, 'not retried on the lost session');
+  await t.rejects(client.openStream(SESSION, {}, new AbortController().signal), SessionExpiredError, 'a first GET too');
 });
 
 t.test('legacy_client-to-raw_upstream-resume: retry: is capped by maxRetryMs', async (t) => {

@@ -6,6 +6,7 @@
 export { errorCode, isConnectionDrop, ResumeRefusedError, SessionExpiredError, TargetUnreachableError, toUpstreamError } from './errors.js';
 export { callHeaders, isValidSessionId, sessionDigest, type SessionRef, upstreamHeaders, type UpstreamRequestKind } from './headers.js';
 export { IdMinter } from './ids.js';
+export { losesSession, REFUSAL_BODY_LIMIT } from './lost-session.js';
 export type { AskingCall, HandshakeResult, InitializeParams, StreamHandlers, UpstreamSessionClient } from './session-client.js';
 export { neverDelivered, TargetSet } from './targets.js';
 export { tracedRequest } from './traced-request.js';

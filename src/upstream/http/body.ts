@@ -44,6 +44,16 @@ export async function readText(body: ResponseBody, max: number): Promise<string>
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** A refusal's body as text, or undefined when it holds more than `max` bytes or breaks off (then destroyed). */
+export async function readRefusal(body: ResponseBody, max: number): Promise<string | undefined> {
+  try {
+    return await readText(body, max);
+  } catch {
+    body.destroy();
+    return undefined;
+  }
+}
+
 /** Frees the connection after a response we do not read; settles within a second, never rejects. */
 export function discard(body: ResponseBody): Promise<void> {
   const timer = setTimeout(() => body.destroy(), DISCARD_WAIT_MS);

@@ -1,15 +1,23 @@
 // One POST on a legacy session and its answer [L-TR]: a request is answered as JSON or as an SSE
 // stream (streams.ts reads that to the response), a notification or response 202 (200 and 204
-// are tolerated). A 404 on a session is SessionExpiredError; a 4xx with a JSON-RPC error body is
-// the upstream's in-band answer; anything else is a refusal. An initialize that a URL cannot take
+// are tolerated). A 400 or 404 on a session that says the session is gone (core/lost-session.ts)
+// is SessionExpiredError; a 4xx with a JSON-RPC error body is the upstream's in-band answer;
+// anything else is a refusal. An initialize that a URL cannot take
 // now (502, 503, 504: overloaded, starting, behind a dead gateway) opened no session there: a
 // TargetUnreachableError, so the handshake tries another URL.
 
 import type { JsonRpcErrorResponse, JsonRpcNotification, JsonRpcResponse } from '../../jsonrpc.js';
-import { checkContentLength, discard, mediaType, readText } from './body.js';
+import { checkContentLength, discard, mediaType, readRefusal, readText } from './body.js';
 import type { CallScope } from './call-scope.js';
-import { isValidSessionId, SessionExpiredError, TargetUnreachableError, type SessionRef } from '../core/index.js';
-import { httpRefusal, LONG_LIVED, MOVABLE, readErrorBody, refusalOf, type Response } from './dispatcher.js';
+import {
+  isValidSessionId,
+  losesSession,
+  REFUSAL_BODY_LIMIT,
+  SessionExpiredError,
+  TargetUnreachableError,
+  type SessionRef,
+} from '../core/index.js';
+import { httpRefusal, LONG_LIVED, MOVABLE, type Response } from './dispatcher.js';
 import { route, type Exchange } from './inbound.js';
 import { badResponse, decodeMessages } from './messages.js';
 import { readRequestStream, type StreamContext } from './streams.js';
@@ -47,11 +55,11 @@ export async function exchange(
 
 async function answer(c: StreamContext, ctx: Exchange, res: Response): Promise<JsonRpcResponse> {
   const status = res.statusCode;
-  if (status === 404 && ctx.session.sessionId !== undefined) {
-    void discard(res.body);
-    throw new SessionExpiredError(c.upstream);
+  if (status >= 400) {
+    const text = await readRefusal(res.body, REFUSAL_BODY_LIMIT);
+    if (ctx.session.sessionId !== undefined && losesSession(status, text, ctx.id)) throw new SessionExpiredError(c.upstream);
+    return httpError(ctx, status, text);
   }
-  if (status >= 400) return httpError(ctx, res);
   if (status < 200 || status >= 300 || status === 202 || status === 204) {
     void discard(res.body);
     throw badResponse(`HTTP ${status} to a request`);
@@ -69,14 +77,24 @@ async function answer(c: StreamContext, ctx: Exchange, res: Response): Promise<J
 }
 
 /** A 4xx with a JSON-RPC error body is the upstream's in-band answer; anything else is a refusal. */
-async function httpError(ctx: Exchange, res: Response): Promise<JsonRpcErrorResponse> {
-  const status = res.statusCode;
-  const rpc = await readErrorBody(res);
+function httpError(ctx: Exchange, status: number, text: string | undefined): JsonRpcErrorResponse {
+  const rpc = errorBody(text);
   // -32022 is 2026-07-28's: a legacy session's request refused with it is an upstream now modern (era.ts).
   if (status < 500 && rpc !== undefined && ctx.id !== undefined && rpc.error.code !== -32022) {
     return { jsonrpc: '2.0', id: ctx.id, error: rpc.error };
   }
   throw httpRefusal(status, rpc?.error.message.slice(0, 200), rpc?.error);
+}
+
+/** The JSON-RPC error a refusal's body holds, if it is one. */
+function errorBody(text: string | undefined): JsonRpcErrorResponse | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const [m] = decodeMessages(text);
+    return m?.kind === 'response' && 'error' in m.message ? m.message : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** POSTs a notification or a response. */
@@ -87,9 +105,8 @@ export async function postOneWay(c: StreamContext, scope: CallScope, session: Se
     await discard(res.body);
     return;
   }
-  if (status === 404 && session.sessionId !== undefined) {
-    void discard(res.body);
-    throw new SessionExpiredError(c.upstream);
-  }
-  throw await refusalOf(res);
+  const text = await readRefusal(res.body, REFUSAL_BODY_LIMIT);
+  if (session.sessionId !== undefined && losesSession(status, text, undefined)) throw new SessionExpiredError(c.upstream);
+  const rpc = errorBody(text);
+  throw httpRefusal(status, rpc?.error.message.slice(0, 200), rpc?.error);
 }

@@ -5,10 +5,12 @@
 import { CausewayError } from '../../errors.js';
 import type { JsonRpcResponse } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import { discard, mediaType } from './body.js';
+import { discard, mediaType, readRefusal } from './body.js';
 import type { CallScope } from './call-scope.js';
 import {
   isConnectionDrop,
+  losesSession,
+  REFUSAL_BODY_LIMIT,
   ResumeRefusedError,
   SessionExpiredError,
   type SessionRef,
@@ -61,9 +63,10 @@ export async function readRequestStream(c: StreamContext, ctx: Exchange, res: Re
 /**
  * [L-TR] Takes up a call's stream from `lastEventId` (GET + Last-Event-ID), e.g. on a replica
  * that did not send the call, and reads it to the call's response like readRequestStream. The
- * first GET: 404 is a SessionExpiredError; 409 (the stream is attached elsewhere, perhaps to a
- * connection the upstream has not yet seen close) is tried again after the retry delay; any other
- * refusal is a ResumeRefusedError. Nothing of the stream was read in those cases.
+ * first GET: a lost session (404, or a 400 that names it) is a SessionExpiredError; 409 (the
+ * stream is attached elsewhere, perhaps to a connection the upstream has not yet seen close) is
+ * tried again after the retry delay; any other refusal is a ResumeRefusedError. Nothing of the
+ * stream was read in those cases.
  */
 export async function resumeRequestStream(c: StreamContext, ctx: Exchange, lastEventId: string): Promise<JsonRpcResponse> {
   const cursor: Cursor = { lastEventId, retryMs: undefined };
@@ -74,8 +77,8 @@ export async function resumeRequestStream(c: StreamContext, ctx: Exchange, lastE
     if (status === 200 && mediaType(res.headers['content-type']) === 'text/event-stream') {
       return follow(c, ctx, cursor, await read(c, ctx, res, cursor));
     }
+    if (await lostSession(ctx.session, res)) throw new SessionExpiredError(c.upstream);
     void discard(res.body);
-    if (status === 404 && ctx.session.sessionId !== undefined) throw new SessionExpiredError(c.upstream);
     if (status !== 409 || attempt >= c.tuning.maxResumeAttempts) throw new ResumeRefusedError(c.upstream, status);
     await ctx.scope.sleep(retryDelay(c, cursor));
   }
@@ -116,8 +119,7 @@ async function resume(c: StreamContext, ctx: Exchange, cursor: Cursor): Promise<
     return { dropped: err, events: 0 };
   }
   const status = res.statusCode;
-  if (status === 404 && ctx.session.sessionId !== undefined) {
-    void discard(res.body);
+  if (await lostSession(ctx.session, res)) {
     // The call may have run before the session went away: never let the pool replay it.
     throw new CausewayError('upstream_unavailable', 'Upstream session ended while the call was running; its outcome is unknown');
   }
@@ -143,16 +145,28 @@ export async function connectStream(c: StreamContext, session: SessionRef, curso
     void discard(res.body);
     return 'unsupported';
   }
-  if (status === 404 && session.sessionId !== undefined) {
-    void discard(res.body);
-    throw new SessionExpiredError(c.upstream);
-  }
+  if (await lostSession(session, res)) throw new SessionExpiredError(c.upstream);
   if (status !== 200) throw await refusalOf(res);
   if (mediaType(res.headers['content-type']) !== 'text/event-stream') {
     void discard(res.body);
     throw badResponse('GET stream is not text/event-stream');
   }
   return res;
+}
+
+/**
+ * Whether a GET's 400 or 404 says the session is gone (core/lost-session.ts). A 400's body is read
+ * to tell; any other answer's is left to be read.
+ */
+async function lostSession(session: SessionRef, res: Response): Promise<boolean> {
+  const status = res.statusCode;
+  if (session.sessionId === undefined || (status !== 400 && status !== 404)) return false;
+  if (status === 404) {
+    void discard(res.body);
+    return true;
+  }
+  // Read either way: another refusal is then made from its status alone.
+  return losesSession(status, await readRefusal(res.body, REFUSAL_BODY_LIMIT), undefined);
 }
 
 /** Keeps the standalone stream up until its signal aborts; rejects only when it cannot. */
