@@ -41,6 +41,7 @@ import {
   resourceMetadata,
   signInPages,
 } from './request-steps.js';
+import { OnceEach } from './once.js';
 import type { IngressHandler } from './server.js';
 import { ANSWERED, NEXT, PAUSED, Visit, type FrontDoorDeps, type Step } from './visit.js';
 
@@ -84,7 +85,11 @@ const STEPS: readonly Step[] = [
   serve, // the pipeline answers
 ];
 
-export function frontDoor(deps: FrontDoorDeps): IngressHandler {
+/** How many refused Hosts and Origins a replica remembers having logged. */
+const REFUSALS_REMEMBERED = 256;
+
+export function frontDoor(given: Omit<FrontDoorDeps, 'refusedOnce'>): IngressHandler {
+  const deps: FrontDoorDeps = { ...given, refusedOnce: new OnceEach(REFUSALS_REMEMBERED) };
   return (req, res) => {
     const reqId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : randomUUID();
     tagResponse(res, reqId);

@@ -5,8 +5,8 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { sendJson, sendStatus } from '../egress/index.js';
-import { checkOrigin, isValidAuthority, revisionLabel, type HeaderBag } from '../envelope/index.js';
-import { causewayError, toCausewayError } from '../errors.js';
+import { checkOrigin, hostName, isValidAuthority, revisionLabel, type HeaderBag } from '../envelope/index.js';
+import { causewayError, toCausewayError, type CausewayError, type ErrorReason } from '../errors.js';
 import { principalHash, WELL_KNOWN_PRM, type ResourceServer } from '../auth/index.js';
 import type { RateLimiter } from './rate-limit.js';
 import { parseJson, readBody, type BodyReader } from './read-body.js';
@@ -135,7 +135,21 @@ function authorityOf(req: IngressRequest): string | undefined {
 export function origin(v: Visit): boolean {
   v.headers = headerBag(v.req.headers);
   const checked = checkOrigin(v.deps.origin, v.host, v.headers.origin);
-  return checked.ok ? NEXT : refuseUnread(v, causewayError(checked.reason));
+  return checked.ok ? NEXT : refuseUnread(v, notAllowed(v, checked.reason));
+}
+
+/**
+ * A Host or Origin refused, in words naming it and the setting that would let it in; logged at
+ * info the first time each is seen (a client sent to a name the settings forgot, most often).
+ */
+function notAllowed(v: Visit, reason: ErrorReason): CausewayError {
+  const [what, value, setting] =
+    reason === 'forbidden_host' ? ['Host', hostName(v.host), 'security.allowedHosts'] : ['Origin', v.headers.origin ?? '', 'security.allowedOrigins'];
+  const shown = JSON.stringify(value.slice(0, 256));
+  if (v.deps.refusedOnce.first(`${what} ${value}`)) {
+    v.log.info({ reason, [what.toLowerCase()]: value.slice(0, 256), setting }, `${what} ${shown} refused: not in ${setting}`);
+  }
+  return causewayError(reason, `${what} ${shown} not allowed: add it to ${setting}`);
 }
 
 function headerBag(headers: IncomingHttpHeaders): HeaderBag {
