@@ -1,5 +1,5 @@
-// The Kubernetes manifests cannot drift from the schemas or from Causeway's config: both
-// overlays are rendered with `kubectl kustomize`, every object is validated against the
+// The Kubernetes manifests cannot drift from the schemas or from Causeway's config: every
+// overlay is rendered with `kubectl kustomize`, every object is validated against the
 // Kubernetes OpenAPI schemas offline, our own policies are checked, and each Causeway
 // container's config file plus environment goes through loadConfig. Every check is also run on
 // a deliberately broken copy of the render, to show that it can fail.
@@ -22,6 +22,7 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/Horizo
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import { loadConfig, type Config } from '../../src/config/index.js';
+import { resolveTopology } from '../../src/config/topology.js';
 import { readFrontmatter } from '../../src/skills/load.js';
 
 const OVERLAYS = fileURLToPath(new URL('../../../deploy/overlays/', import.meta.url));
@@ -232,7 +233,7 @@ function loadContainerConfig(objs: K8s[], spec: K8s, c: K8s): Config {
 }
 
 const configProblems =
-  (expected: { storeKind: string; upstreamUrl: string }): Check =>
+  (expected: { storeKind: string; upstreamUrls: string[] }): Check =>
   (objs) => {
     const found = causeways(objs);
     if (found.length === 0) return ['no Causeway container in the render'];
@@ -245,7 +246,8 @@ const configProblems =
       }
       const problems: string[] = [];
       if (cfg.store.kind !== expected.storeKind) problems.push(`${where}: store.kind is ${cfg.store.kind}`);
-      if (cfg.upstream.url !== expected.upstreamUrl) problems.push(`${where}: upstream.url is ${cfg.upstream.url}`);
+      const urls = upstreamUrls(cfg).join(' ');
+      if (urls !== expected.upstreamUrls.join(' ')) problems.push(`${where}: the upstream URLs are ${urls}`);
       if (cfg.listen.host !== '0.0.0.0' || cfg.admin.host !== '0.0.0.0') problems.push(`${where}: listen.host and admin.host must be 0.0.0.0 in a pod`);
       if (containerPort(c, 'mcp') !== cfg.listen.port) problems.push(`${where}: containerPort mcp is not listen.port ${cfg.listen.port}`);
       if (containerPort(c, 'admin') !== cfg.admin.port) problems.push(`${where}: containerPort admin is not admin.port ${cfg.admin.port}`);
@@ -261,6 +263,67 @@ const configProblems =
       return problems;
     });
   };
+
+/** Every URL of every upstream the config names. */
+const upstreamUrls = (cfg: Config): string[] => resolveTopology(cfg).topology.upstreams.flatMap((u) => u.urls);
+
+/** `<pod>.<service>`, and `.<namespace>.svc.cluster.local` from another namespace. */
+const POD_NAME = /^([a-z0-9-]+)-(\d+)\.([a-z0-9-]+)(\.[a-z0-9-]+\.svc\.cluster\.local)?$/;
+
+/**
+ * Each upstream URL names one pod (deploy/README.md: a session lives on the pod that opened it):
+ * a pod of a StatefulSet in the render, by its name under the headless Service that governs it,
+ * on a port that Service serves; together the URLs name every pod of the StatefulSet. A
+ * ClusterIP Service's name would spread one session's requests over pods that do not know it.
+ */
+const perPodProblems: Check = (objs) =>
+  causeways(objs).flatMap(({ where, spec, c }) => {
+    let urls: string[];
+    try {
+      urls = upstreamUrls(loadContainerConfig(objs, spec, c));
+    } catch (err) {
+      return [`${where} ${c.name}: ${(err as Error).message}`];
+    }
+    const problems: string[] = [];
+    const pods = new Map<K8s, Set<number>>();
+    for (const url of urls) {
+      const { hostname, port } = new URL(url);
+      const m = POD_NAME.exec(hostname);
+      const svc = m && named(objs, 'Service', m[3]!);
+      const sts = m && named(objs, 'StatefulSet', m[1]!);
+      const n = Number(m?.[2]);
+      const at = `${where}: ${url}`;
+      if (!m || !svc || !sts) problems.push(`${at} is not a pod of a StatefulSet under a Service of the render`);
+      else if (svc.spec.clusterIP !== 'None') problems.push(`${at}: Service ${svc.metadata.name} is not headless`);
+      else if (sts.spec.serviceName !== svc.metadata.name) problems.push(`${at}: ${svc.metadata.name} does not govern ${m[1]}`);
+      else if (!(n < sts.spec.replicas)) problems.push(`${at}: StatefulSet ${m[1]} has no pod ${n}`);
+      else if (!svc.spec.ports.some((p: K8s) => String(p.port) === port)) problems.push(`${at}: no port ${port} on ${m[3]}`);
+      else pods.set(sts, (pods.get(sts) ?? new Set<number>()).add(n));
+    }
+    for (const [sts, seen] of pods) {
+      const all = sts.spec.replicas;
+      if (seen.size !== all) problems.push(`${where}: the URLs name ${seen.size} of the ${all} pods of ${sts.metadata.name}`);
+    }
+    return problems;
+  });
+
+/** The base ships no skills: no skills.dir, no skills volume, no ConfigMap holding a SKILL.md. */
+const noSkillsProblems: Check = (objs) => [
+  ...causeways(objs).flatMap(({ where, spec, c }) => {
+    try {
+      const dir = loadContainerConfig(objs, spec, c).skills.dir;
+      return dir === '' ? [] : [`${where}: skills.dir is ${dir}`];
+    } catch (err) {
+      return [`${where} ${c.name}: ${(err as Error).message}`];
+    }
+  }),
+  ...podSpecs(objs).flatMap(({ where, spec }) =>
+    (spec.volumes ?? []).filter((v: K8s) => v.name === 'skills').map(() => `${where}: a skills volume`),
+  ),
+  ...ofKind(objs, 'ConfigMap')
+    .filter((cm) => Object.keys(cm.data ?? {}).some((key) => /SKILL\.md$/.test(key)))
+    .map((cm) => `ConfigMap ${cm.metadata.name} holds a SKILL.md`),
+];
 
 /**
  * skills.dir is a mounted ConfigMap whose items lay out one folder per skill, each with a
@@ -353,11 +416,19 @@ const gatewayShapeProblems: Check = (objs) => {
 
 // --- the tests ------------------------------------------------------------------------------
 
-const rendered = { sidecar: await render('sidecar'), gateway: await render('gateway') };
+const rendered = {
+  sidecar: await render('sidecar'),
+  gateway: await render('gateway'),
+  'example-skills': await render('example-skills'),
+};
+type Overlay = keyof typeof rendered;
+/** example-skills is the sidecar with a skills folder: it has the sidecar's shape. */
+const shapeOf = (overlay: Overlay): 'sidecar' | 'gateway' => (overlay === 'gateway' ? 'gateway' : 'sidecar');
 
 const EXPECTED = {
-  sidecar: { storeKind: 'memory', upstreamUrl: 'http://127.0.0.1:3000/mcp' },
-  gateway: { storeKind: 'redis', upstreamUrl: 'http://tickets-mcp.tickets.svc.cluster.local:3000/mcp' },
+  sidecar: { storeKind: 'memory', upstreamUrls: ['http://127.0.0.1:3000/mcp'] },
+  'example-skills': { storeKind: 'memory', upstreamUrls: ['http://127.0.0.1:3000/mcp'] },
+  gateway: { storeKind: 'redis', upstreamUrls: [0, 1, 2].map((n) => `http://tickets-mcp-${n}.tickets-mcp:3000/mcp`) },
 };
 
 /** A copy of the render with one thing broken. */
@@ -372,9 +443,9 @@ const causewaySecret = (objs: K8s[]): K8s => ofKind(objs, 'Secret').find((s) => 
 
 interface Case {
   name: string;
-  check: (overlay: keyof typeof rendered) => Check;
+  check: (overlay: Overlay) => Check;
   /** One mutation per overlay that the check must report. */
-  breaks: (objs: K8s[], overlay: keyof typeof rendered) => void;
+  breaks: (objs: K8s[], overlay: Overlay) => void;
 }
 
 const CASES: Case[] = [
@@ -419,7 +490,8 @@ const CASES: Case[] = [
     name: 'every image has a pinned tag',
     check: () => imageProblems,
     breaks: (objs, overlay) => {
-      containersOf(firstPod(objs)).at(-1).image = overlay === 'sidecar' ? 'registry.example/tickets-mcp:latest' : 'registry.example/causeway';
+      const sidecar = shapeOf(overlay) === 'sidecar';
+      containersOf(firstPod(objs)).at(-1).image = sidecar ? 'registry.example/tickets-mcp:latest' : 'registry.example/causeway';
     },
   },
   {
@@ -464,18 +536,21 @@ const CASES: Case[] = [
     },
   },
   {
-    name: 'skills.dir is a mounted ConfigMap laid out as skill folders whose SKILL.md names its folder',
-    check: () => skillsProblems,
-    breaks: (objs) => {
-      const skills = firstPod(objs).volumes.find((v: K8s) => v.name === 'skills');
-      skills.configMap.items.find((i: K8s) => i.path.endsWith('/SKILL.md')).path = 'renamed/SKILL.md';
+    name: 'skills: none from the base; example-skills mounts a ConfigMap laid out as skill folders, each SKILL.md naming its folder',
+    check: (overlay) => (overlay === 'example-skills' ? skillsProblems : noSkillsProblems),
+    breaks: (objs, overlay) => {
+      if (overlay !== 'example-skills') causewayOf(objs).env.push({ name: 'CAUSEWAY_SKILLS_DIR', value: '/etc/causeway-skills' });
+      else {
+        const skills = firstPod(objs).volumes.find((v: K8s) => v.name === 'skills');
+        skills.configMap.items.find((i: K8s) => i.path.endsWith('/SKILL.md')).path = 'renamed/SKILL.md';
+      }
     },
   },
   {
     name: 'the overlay has its shape (sidecar: native sidecar, hidden server; gateway: 3 replicas, PDB, HPA, ServiceMonitor, spread, NetworkPolicy)',
-    check: (overlay) => (overlay === 'sidecar' ? sidecarShapeProblems : gatewayShapeProblems),
+    check: (overlay) => (shapeOf(overlay) === 'sidecar' ? sidecarShapeProblems : gatewayShapeProblems),
     breaks: (objs, overlay) => {
-      if (overlay === 'sidecar') delete firstPod(objs).initContainers[0].restartPolicy;
+      if (shapeOf(overlay) === 'sidecar') delete firstPod(objs).initContainers[0].restartPolicy;
       else {
         const i = objs.findIndex((o) => o.kind === 'ServiceMonitor');
         objs[i].spec.endpoints[0].port = 'mcp';
@@ -484,7 +559,7 @@ const CASES: Case[] = [
   },
 ];
 
-for (const overlay of ['sidecar', 'gateway'] as const) {
+for (const overlay of ['sidecar', 'gateway', 'example-skills'] as const) {
   t.test(`deploy/overlays/${overlay}`, async (t) => {
     const objs = rendered[overlay];
     t.ok(objs.length > 0, 'renders');
@@ -496,6 +571,21 @@ for (const overlay of ['sidecar', 'gateway'] as const) {
     }
   });
 }
+
+t.test('the gateway reaches each pod of the legacy server by its name under a headless Service', async (t) => {
+  const { gateway } = rendered;
+  t.same(perPodProblems(gateway), [], 'one URL per pod of the StatefulSet tickets-mcp, under its headless Service');
+  const mutations: [string, (objs: K8s[]) => void][] = [
+    ['the Service is a ClusterIP one', (o) => delete named(o, 'Service', 'tickets-mcp').spec.clusterIP],
+    ['a URL names the Service, not a pod', (o) => {
+      const cm = ofKind(o, 'ConfigMap').find((x) => x.data?.['causeway.json']);
+      cm.data['causeway.json'] = cm.data['causeway.json'].replace('tickets-mcp-1.tickets-mcp', 'tickets-mcp');
+    }],
+    ['the server scaled beyond the URLs', (o) => (named(o, 'StatefulSet', 'tickets-mcp').spec.replicas = 4)],
+    ['the StatefulSet governed by another Service', (o) => (named(o, 'StatefulSet', 'tickets-mcp').spec.serviceName = 'other')],
+  ];
+  for (const [name, mutate] of mutations) t.not(perPodProblems(broken(gateway, mutate)).length, 0, name);
+});
 
 t.test('further shape mutations are caught', async (t) => {
   const { sidecar, gateway } = rendered;
