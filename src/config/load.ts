@@ -161,19 +161,20 @@ function readFile(file: string, problems: string[]): Map<string, unknown> {
     return out;
   }
   const known = new Set(SETTINGS.map((s) => s.path));
-  const give = (path: string, value: unknown, as: string) => {
-    if (!known.has(path)) problems.push(`${file}: unknown setting ${as}`);
-    else if (out.has(path)) problems.push(`${file}: ${path} is given twice, as "${path}" and nested in "${path.split('.')[0]}"`);
-    else out.set(path, value);
+  const give = (path: string, value: unknown) => {
+    if (!known.has(path)) problems.push(`${file}: unknown setting ${path}`);
+    else if (out.has(path)) {
+      problems.push(`${file}: ${path} is given twice, as "${path}" and nested in "${path.split('.')[0]}"`);
+    } else out.set(path, value);
   };
   // Nested keys first, so that the message for a setting given twice reads the same either way.
   const entries = Object.entries(fromFile).sort(([a], [b]) => Number(a.includes('.')) - Number(b.includes('.')));
   for (const [key, body] of entries) {
-    if (known.has(key) || key.includes('.')) give(key, body, key);
+    if (known.has(key) || key.includes('.')) give(key, body);
     else if (!isObject(body)) {
       const section = SETTINGS.some((s) => s.path.startsWith(`${key}.`));
-      problems.push(section ? `${file}: ${key}: expected an object of its settings` : `${file}: unknown setting ${key}`);
-    } else for (const [name, value] of Object.entries(body)) give(`${key}.${name}`, value, `${key}.${name}`);
+      problems.push(`${file}: ${section ? `${key}: expected an object of its settings` : `unknown setting ${key}`}`);
+    } else for (const [name, value] of Object.entries(body)) give(`${key}.${name}`, value);
   }
   return out;
 }

@@ -13,7 +13,13 @@ function isPlaceholder(value: string): boolean {
 }
 
 /** Secrets Causeway's operator makes; the others are credentials an upstream or issuer gave. */
-const MADE = new Set(['principal.hashSecret', 'mrtr.stateKeys', 'store.redisUrl', 'store.redisPassword', 'store.redisSentinelPassword']);
+const MADE = new Set([
+  'principal.hashSecret',
+  'mrtr.stateKeys',
+  'store.redisUrl',
+  'store.redisPassword',
+  'store.redisSentinelPassword',
+]);
 const MAKE = 'make a real one with `openssl rand -base64 32` (every replica needs the same)';
 const GIVEN = 'set the real credential its issuer gave';
 
@@ -25,12 +31,14 @@ function safeDecode(s: string): string {
   }
 }
 
-const refused = (where: string, how: string) => `${where}: still the shipped placeholder (REPLACE…), not a secret; ${how}`;
+const refused = (where: string, how: string) =>
+  `${where}: still the shipped placeholder (REPLACE…), not a secret; ${how}`;
 
 /** Each placeholder among the values of a map of strings (headers, env, credentials), by name. */
 function inMap(where: string, v: unknown, how: string): string[] {
   if (typeof v !== 'object' || v === null) return [];
-  return Object.entries(v).flatMap(([k, x]) => (typeof x === 'string' && isPlaceholder(x) ? [refused(`${where}.${k}`, how)] : []));
+  const named = Object.entries(v).filter(([, x]) => typeof x === 'string' && isPlaceholder(x));
+  return named.map(([k]) => refused(`${where}.${k}`, how));
 }
 
 /** Every secret setting (the schema marks them), and each upstreams entry's, that is a placeholder. */
@@ -43,7 +51,9 @@ export function placeholderProblems(c: Config): string[] {
     if (s.path === 'store.redisUrl') {
       // Percent-encoded or not (load.ts refuses one that does not decode).
       const password = URL.canParse(v as string) ? new URL(v as string).password : '';
-      if (isPlaceholder(password) || isPlaceholder(safeDecode(password))) problems.push(refused('store.redisUrl (its password)', how));
+      if (isPlaceholder(password) || isPlaceholder(safeDecode(password))) {
+        problems.push(refused('store.redisUrl (its password)', how));
+      }
     } else if (typeof v === 'string') {
       if (isPlaceholder(v)) problems.push(refused(s.path, how));
     } else if (Array.isArray(v)) {
@@ -55,7 +65,9 @@ export function placeholderProblems(c: Config): string[] {
   for (const [name, entry] of Object.entries(c.upstreams)) {
     if (typeof entry !== 'object' || entry === null) continue;
     const raw = entry as Record<string, unknown>;
-    for (const key of ['headers', 'env', 'credentials']) problems.push(...inMap(`upstreams.${name}.${key}`, raw[key], GIVEN));
+    for (const key of ['headers', 'env', 'credentials']) {
+      problems.push(...inMap(`upstreams.${name}.${key}`, raw[key], GIVEN));
+    }
   }
   return problems;
 }

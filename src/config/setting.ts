@@ -49,8 +49,15 @@ export const oneOf = <const C extends readonly string[]>(choices: C, value: C[nu
   choices,
 });
 
+/** Options of a number setting. */
+interface NumberOpts {
+  min?: number;
+  max?: number;
+  fraction?: boolean;
+}
+
 /** A number: whole unless `fraction`, at least `min` (0), at most `max` when given. */
-export const num = (value: number, doc: string, { min = 0, max, fraction }: { min?: number; max?: number; fraction?: boolean } = {}): Setting<number> => ({
+export const num = (value: number, doc: string, { min = 0, max, fraction }: NumberOpts = {}): Setting<number> => ({
   kind: 'number',
   default: value,
   doc,
@@ -60,14 +67,25 @@ export const num = (value: number, doc: string, { min = 0, max, fraction }: { mi
 });
 
 /** A TCP port: a whole number up to 65535, at least `min` (0: any free port; -1 where it means off). */
-export const port = (value: number, doc: string, { min = 0 } = {}): Setting<number> => num(value, doc, { min, max: 65_535 });
+export const port = (value: number, doc: string, { min = 0 } = {}): Setting<number> =>
+  num(value, doc, { min, max: 65_535 });
 
 export const flag = (value: boolean, doc: string): Setting<boolean> => ({ kind: 'boolean', default: value, doc });
 
-export const list = (value: string[], doc: string, { secret }: Opts = {}): Setting<string[]> => ({ kind: 'list', default: value, doc, secret });
+export const list = (value: string[], doc: string, { secret }: Opts = {}): Setting<string[]> => ({
+  kind: 'list',
+  default: value,
+  doc,
+  secret,
+});
 
 /** Names to strings (`key=value,...` in env and flags); empty by default. */
-export const map = (doc: string, { secret }: Opts = {}): Setting<Record<string, string>> => ({ kind: 'map', default: {}, doc, secret });
+export const map = (doc: string, { secret }: Opts = {}): Setting<Record<string, string>> => ({
+  kind: 'map',
+  default: {},
+  doc,
+  secret,
+});
 
 /** Names to JSON values of type V, checked further where they are used; empty by default. */
 export const json = <V>(doc: string): Setting<Record<string, V>> => ({ kind: 'json', default: {}, doc });
@@ -91,7 +109,9 @@ function valueProblem(s: Setting, where: string, v: unknown, whole = false): str
       const min = s.min ?? 0;
       const integer = whole || s.fraction !== true;
       const inRange = (n: number) => n >= min && (s.max === undefined || n <= s.max);
-      if (typeof v === 'number' && Number.isFinite(v) && inRange(v) && (!integer || Number.isInteger(v))) return undefined;
+      if (typeof v === 'number' && Number.isFinite(v) && inRange(v) && (!integer || Number.isInteger(v))) {
+        return undefined;
+      }
       const range = s.max === undefined ? `>= ${min}` : `from ${min} to ${s.max}`;
       return bad(`${integer ? 'an integer' : 'a number'} ${range}`) + (typeof v === 'number' ? `, not ${v}` : '');
     }
@@ -100,7 +120,8 @@ function valueProblem(s: Setting, where: string, v: unknown, whole = false): str
     case 'list':
       return Array.isArray(v) && v.every((x) => typeof x === 'string') ? undefined : bad('a list of strings');
     case 'map':
-      if (!(typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string'))) return bad('an object of strings');
+      const isObject = typeof v === 'object' && v !== null && !Array.isArray(v);
+      if (!isObject || !Object.values(v).every((x) => typeof x === 'string')) return bad('an object of strings');
       return Object.keys(v).some((k) => k.trim() === '') ? `${where}: a name is empty` : undefined;
     case 'json':
       return typeof v === 'object' && v !== null && !Array.isArray(v) ? undefined : bad('a JSON object');
