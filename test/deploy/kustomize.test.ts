@@ -6,6 +6,7 @@
 
 import t from 'tap';
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -416,10 +417,30 @@ const gatewayShapeProblems: Check = (objs) => {
 
 // --- the tests ------------------------------------------------------------------------------
 
-const rendered = {
+/**
+ * The render as deployed: each secret still holding its shipped placeholder (`REPLACE…`; see
+ * deploy/README.md, Secrets) given a real value, as a deployer must before applying it.
+ */
+function withRealSecrets(objs: K8s[]): K8s[] {
+  const copy = structuredClone(objs);
+  for (const secret of ofKind(copy, 'Secret')) {
+    for (const [key, b64] of Object.entries<string>(secret.data ?? {})) {
+      if (!Buffer.from(b64, 'base64').toString('utf8').startsWith('REPLACE')) continue;
+      secret.data[key] = Buffer.from(randomBytes(32).toString('base64')).toString('base64');
+    }
+  }
+  return copy;
+}
+
+const shipped = {
   sidecar: await render('sidecar'),
   gateway: await render('gateway'),
   'example-skills': await render('example-skills'),
+};
+const rendered = {
+  sidecar: withRealSecrets(shipped.sidecar),
+  gateway: withRealSecrets(shipped.gateway),
+  'example-skills': withRealSecrets(shipped['example-skills']),
 };
 type Overlay = keyof typeof rendered;
 /** example-skills is the sidecar with a skills folder: it has the sidecar's shape. */
@@ -571,6 +592,17 @@ for (const overlay of ['sidecar', 'gateway', 'example-skills'] as const) {
     }
   });
 }
+
+t.test('as shipped, the placeholder secrets are refused at start-up', async (t) => {
+  for (const overlay of ['sidecar', 'gateway'] as const) {
+    const problems = configProblems(EXPECTED[overlay])(shipped[overlay]);
+    const text = problems.join('\n');
+    t.match(text, /principal\.hashSecret: still the shipped placeholder/, `${overlay}: principal-hash-secret`);
+    t.match(text, /mrtr\.stateKeys\[0\]: still the shipped placeholder/, `${overlay}: mrtr-state-keys`);
+  }
+  const gateway = configProblems(EXPECTED.gateway)(shipped.gateway).join('\n');
+  t.match(gateway, /store\.redisPassword: still the shipped placeholder/, 'gateway: redis-password');
+});
 
 t.test('the gateway reaches each pod of the legacy server by its name under a headless Service', async (t) => {
   const { gateway } = rendered;

@@ -6,6 +6,7 @@
 // upstream is up, the next request probes again and is served.
 
 import t, { type Test } from 'tap';
+import { randomBytes } from 'node:crypto';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway, type RunningCauseway } from '../helpers/causeway.js';
@@ -99,7 +100,14 @@ t.test('modern_client-to-two_replicas-to-auto_sse_upstream: a session found to b
   const upstream = await startLegacyServer({ transport: 'sse' });
   t.teardown(() => upstream.close());
   const redis = await startRedis(t);
-  const settings = { 'upstream.transport': 'auto', 'upstream.url': upstream.url, 'upstream.name': 'found', 'store.kind': 'redis', 'store.redisUrl': redis.url };
+  const settings = {
+    'upstream.transport': 'auto',
+    'upstream.url': upstream.url,
+    'upstream.name': 'found',
+    'store.kind': 'redis',
+    'store.redisUrl': redis.url,
+    'mrtr.stateKeys': randomBytes(32).toString('base64'),
+  };
   const replicas = await Promise.all([startCauseway(settings), startCauseway(settings)]);
   t.teardown(() => Promise.all(replicas.map((r) => r.close())));
   const counts: Array<string | undefined> = [];

@@ -7,6 +7,7 @@
 // server/discover and nothing else. With auth.dpopNonces, a proof must carry a nonce Causeway issued.
 
 import t from 'tap';
+import { randomBytes } from 'node:crypto';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { dpopKey, protectedResource, startAuthorizationServer, type DpopKey } from '../helpers/authorization-server.js';
@@ -28,6 +29,8 @@ const as = await startAuthorizationServer(t, {
 });
 const common = {
   'upstream.url': upstream.url,
+  // The replicas share the keys that seal requestState (required with the Redis store).
+  'mrtr.stateKeys': randomBytes(32).toString('base64'),
   'principal.hashSecret': 'a-test-secret-of-32-characters!!',
   'store.kind': 'redis',
   'store.redisUrl': redis.url,

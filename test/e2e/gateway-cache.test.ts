@@ -8,6 +8,7 @@
 // hints decide, for modern clients and for the legacy clients Causeway answers itself.
 
 import t from 'tap';
+import { randomBytes } from 'node:crypto';
 import { Client, StreamableHTTPClientTransport, type ResponseCacheStore } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -29,6 +30,7 @@ const settings = {
   'upstream.url': fixture.url,
   'store.kind': 'redis',
   'store.redisUrl': redis.url,
+  'mrtr.stateKeys': randomBytes(32).toString('base64'),
   'principal.mode': 'header',
   'principal.hashSecret': 'gateway-cache-test-secret-0123456789',
   'cache.store': 'redis',

@@ -6,6 +6,7 @@
 // as with sessions that do not, and the same with twice as many of them.
 
 import t from 'tap';
+import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway } from '../helpers/causeway.js';
@@ -56,6 +57,8 @@ const isBeat = (c: { name: string; args: string[] }) => c.name === 'evalsha' && 
 const monitor = await Monitor.start(redis.url);
 t.teardown(() => monitor.stop());
 
+// One list of requestState keys for the three replicas (required with the Redis store).
+const stateKeys = randomBytes(32).toString('base64');
 const replicas = await Promise.all(
   [0, 1, 2].map(() =>
     spawnCauseway(
@@ -64,6 +67,7 @@ const replicas = await Promise.all(
         'store.kind': 'redis',
         'store.redisUrl': redis.url,
         'store.keyPrefix': PREFIX,
+        'mrtr.stateKeys': stateKeys,
         'principal.mode': 'header',
         'principal.hashSecret': 'idle-cost-secret',
         'subscriptions.takeoverMs': TAKEOVER_MS,

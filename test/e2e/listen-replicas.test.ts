@@ -8,6 +8,7 @@
 // drops its stale tool catalog too. All replicas are child processes.
 
 import t, { type Test } from 'tap';
+import { randomBytes } from 'node:crypto';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
@@ -25,6 +26,7 @@ const settings = {
   'upstream.url': upstream.url,
   'store.kind': 'redis',
   'store.redisUrl': redis.url,
+  'mrtr.stateKeys': randomBytes(32).toString('base64'),
   'subscriptions.keepAliveMs': 200,
   'upstream.standingStream': 'always',
   'admin.port': -1,
@@ -171,6 +173,7 @@ t.test('modern_client-to-legacy_upstream-listen-call-stream-changes-and-stale-ca
     'store.kind': 'redis',
     'store.redisUrl': redis.url,
     'store.keyPrefix': 'calls:',
+    'mrtr.stateKeys': randomBytes(32).toString('base64'),
     'subscriptions.keepAliveMs': 200,
     'admin.port': -1,
   };

@@ -4,6 +4,7 @@
 // modern on the same port behind running replicas: both client eras keep being served.
 
 import t, { type Test } from 'tap';
+import { randomBytes } from 'node:crypto';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -17,7 +18,14 @@ import { until } from '../helpers/until.js';
 const redis = await startRedis();
 
 async function twoReplicas(t: Test, upstreamUrl: string) {
-  const settings = { 'upstream.url': upstreamUrl, 'store.kind': 'redis', 'store.redisUrl': redis.url, 'store.keyPrefix': `mu${Math.random().toString(36).slice(2, 8)}:`, 'log.level': 'warn' };
+  const settings = {
+    'upstream.url': upstreamUrl,
+    'store.kind': 'redis',
+    'store.redisUrl': redis.url,
+    'store.keyPrefix': `mu${Math.random().toString(36).slice(2, 8)}:`,
+    'mrtr.stateKeys': randomBytes(32).toString('base64'),
+    'log.level': 'warn',
+  };
   const a = await startCauseway(settings);
   const b = await startCauseway(settings);
   t.teardown(async () => {

@@ -131,7 +131,12 @@ async function redisAndUpstream(t: Test) {
   t.teardown(() => redis.stop());
   const upstream = await startLegacyServer();
   t.teardown(() => upstream.close());
-  const shared: Settings = { 'upstream.url': upstream.url, 'store.kind': 'redis', 'store.redisUrl': redis.url };
+  const shared: Settings = {
+    'upstream.url': upstream.url,
+    'store.kind': 'redis',
+    'store.redisUrl': redis.url,
+    'mrtr.stateKeys': randomBytes(32).toString('base64'),
+  };
   return { upstream, shared };
 }
 
@@ -140,7 +145,6 @@ t.test('outside_asks-across_replicas', async (t) => {
   const settings: Settings = {
     ...shared,
     'upstream.requestTimeoutMs': 3_600_000,
-    'mrtr.stateKeys': randomBytes(32).toString('base64'),
     'subscriptions.takeoverMs': 1000,
     // Where nobody listens, a replica takes a dead holder's stream over on this tick.
     'subscriptions.keepAliveMs': 500,

@@ -3,6 +3,7 @@
 // refill rate is so low (one token in ~17 min) that no outcome depends on the machine's speed.
 
 import t from 'tap';
+import { randomBytes } from 'node:crypto';
 import { spawnCauseway, startCauseway, type RunningCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
 import { spawnFixture } from './upstreams.js';
@@ -107,7 +108,8 @@ t.test('off by default: no bucket, no 429', async (t) => {
 t.test('with the Redis store, two replicas spend one bucket per principal', async (t) => {
   const redis = await startRedis();
   t.teardown(() => redis.stop());
-  const shared = { ...limited, 'store.kind': 'redis', 'store.redisUrl': redis.url };
+  const stateKeys = randomBytes(32).toString('base64');
+  const shared = { ...limited, 'store.kind': 'redis', 'store.redisUrl': redis.url, 'mrtr.stateKeys': stateKeys };
   const [a, b] = await Promise.all([spawnCauseway(shared), spawnCauseway(shared)]);
   t.teardown(() => Promise.all([a.close(), b.close()]));
   t.equal((await discover(a, 'dave')).status, 200);

@@ -4,6 +4,7 @@
 // once (not once per replica), a dead Redis fails no request, and a warm request costs Redis nothing.
 
 import t from 'tap';
+import { randomBytes } from 'node:crypto';
 import type { JsonObject } from '../../src/jsonrpc.js';
 import { principalHash } from '../../src/auth/principal.js';
 import { spawnCauseway, type RunningCauseway } from '../helpers/causeway.js';
@@ -41,6 +42,7 @@ const settings = {
   'upstream.url': upstreamUrl,
   'store.kind': 'redis',
   'store.redisUrl': redis.url,
+  'mrtr.stateKeys': randomBytes(32).toString('base64'),
   'principal.mode': 'header',
   'principal.hashSecret': SECRET,
   // Each replica checks the GET-stream lease of each pooled session on a heartbeat and a tick, per

@@ -11,6 +11,7 @@
 // session's GET stream still gets its roots/list answered.
 
 import t, { type Test } from 'tap';
+import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -161,6 +162,7 @@ t.test('server-everything in its streamableHttp mode, behind two replicas sharin
     'upstream.requestTimeoutMs': 3_600_000,
     'store.kind': 'redis',
     'store.redisUrl': redis.url,
+    'mrtr.stateKeys': randomBytes(32).toString('base64'),
   };
   const a = await startCauseway(settings);
   t.teardown(() => a.close());

@@ -165,7 +165,13 @@ t.test('with the Redis store, the commands a request needs are client spans unde
   const receiver = await startOtlpReceiver();
   t.teardown(() => receiver.close());
   const c = await spawnCauseway(
-    { 'upstream.url': upstream.url, 'upstream.name': 'redis-traced', 'store.kind': 'redis', 'store.redisUrl': redis.url },
+    {
+      'upstream.url': upstream.url,
+      'upstream.name': 'redis-traced',
+      'store.kind': 'redis',
+      'store.redisUrl': redis.url,
+      'mrtr.stateKeys': randomBytes(32).toString('base64'),
+    },
     { t, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '600000' } },
   );
   const ids = { traceId: '8af92f3577b34da6a3ce929d0e0e4740', spanId: '44f067aa0ba902bb' };

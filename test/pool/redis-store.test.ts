@@ -3,6 +3,7 @@
 // timeouts, fail-fast when Redis is away, and the config-driven construction.
 
 import t, { type Test } from 'tap';
+import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
@@ -288,10 +289,11 @@ t.test('redis: fails fast when unreachable, times out when stalled', async (t) =
 
 t.test('createStore follows the config', async (t) => {
   const base = ['--upstream.url', 'http://127.0.0.1:1/mcp'];
+  const stateKey = randomBytes(32).toString('base64');
   const mem = createStore(loadConfig(base, {}), log);
   t.equal(mem.kind, 'memory', 'memory by default');
   const cfg = loadConfig(
-    [...base, '--store.kind', 'redis', '--store.keyPrefix', 'cfg:', '--store.idleTtlMs', '60000'],
+    [...base, '--store.kind', 'redis', '--store.keyPrefix', 'cfg:', '--store.idleTtlMs', '60000', '--mrtr.stateKeys', stateKey],
     { CAUSEWAY_STORE_REDIS_URL: redis.url },
   );
   t.equal(cfg.store.redisUrl, redis.url, 'CAUSEWAY_STORE_REDIS_URL is store.redisUrl');

@@ -2,10 +2,11 @@
 // hints; the real 2026 client and the legacy SDK client on each mount.
 
 import t from 'tap';
+import { randomBytes } from 'node:crypto';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { loadConfig } from '../../src/config/load.js';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { modernBody, modernHeaders, post } from '../e2e/wire.js';
@@ -109,9 +110,20 @@ t.test('topology mistakes are reported at start-up, all at once', async (t) => {
   t.same(bad({}), ['upstream.url: required, an absolute http(s) URL']);
 });
 
-t.test('the example configurations load', async (t) => {
+t.test('the example configurations load, once their placeholder secrets are replaced', async (t) => {
+  // As deployed: the secrets from the environment, over the file's placeholders.
+  const secrets = {
+    CAUSEWAY_PRINCIPAL_HASH_SECRET: randomBytes(32).toString('base64'),
+    CAUSEWAY_MRTR_STATE_KEYS: randomBytes(32).toString('base64'),
+  };
   for (const file of ['causeway.example.json', 'routing.example.json']) {
     const path = new URL(`../../../config/${file}`, import.meta.url).pathname;
-    t.doesNotThrow(() => loadConfig(['--config', path], {}), file);
+    t.doesNotThrow(() => loadConfig(['--config', path], secrets), file);
+    try {
+      loadConfig(['--config', path], {});
+    } catch (err) {
+      const { problems } = err as ConfigError;
+      t.match(problems, Array(problems.length).fill(/still the shipped placeholder/), `${file}: as shipped, only placeholders are refused`);
+    }
   }
 });

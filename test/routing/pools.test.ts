@@ -6,6 +6,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
+import { randomBytes } from 'node:crypto';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startCauseway } from '../helpers/causeway.js';
@@ -132,6 +133,7 @@ t.test('pool across Causeway replicas sharing Redis: a session moved by one repl
     upstreams: JSON.stringify({ replicas: { urls: [a.url, b.url], ejectMs: 60_000 } }),
     'store.kind': 'redis',
     'store.redisUrl': redis.url,
+    'mrtr.stateKeys': randomBytes(32).toString('base64'),
     'principal.mode': 'header',
     'principal.hashSecret': 'pool-test-secret-0123456789',
   };
