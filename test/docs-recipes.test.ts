@@ -107,7 +107,8 @@ function killGroup(pid: number): void {
  * children are all in it, and all are killed when the test ends.
  */
 function serve(t: Test, text: string, env: NodeJS.ProcessEnv): Served {
-  const child = spawnOwned('bash', ['-c', text], { t, detached: true, cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stdio = ['ignore', 'pipe', 'pipe'] as const;
+  const child = spawnOwned('bash', ['-c', text], { t, detached: true, cwd: ROOT, env, stdio: [...stdio] });
   const pid = child.pid!;
   groups.add(pid);
   t.teardown(() => {
@@ -155,7 +156,15 @@ async function curlEcho(t: Test, ports: Ports, env: NodeJS.ProcessEnv): Promise<
 t.test('every recipe is in the README', async (t) => {
   t.same(
     [...RECIPES.keys()].sort(),
-    ['client output', 'client run', 'config-file serve', 'demo serve', 'one-upstream run', 'one-upstream serve', 'redis-pair serve'],
+    [
+      'client output',
+      'client run',
+      'config-file serve',
+      'demo serve',
+      'one-upstream run',
+      'one-upstream serve',
+      'redis-pair serve',
+    ],
   );
 });
 
@@ -163,14 +172,18 @@ t.test('Quick start: npm run demo prints a curl line that answers', async (t) =>
   const ports = await freePorts();
   const text = recipe('demo', 'serve');
   t.match(text, /^npm ci && npm run demo\b/, 'the README says npm ci && npm run demo');
-  const script = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.demo!;
-  const command = script.split('&&').at(-1)!.trim();
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const command = pkg.scripts.demo!.split('&&').at(-1)!.trim();
   t.match(command, /^node dist\/demo\//, 'the demo script ends by running the built demo');
-  const served = serve(t, withPorts(text.replace(/^npm ci && /, '').replace('npm run demo', command), ports), recipeEnv(ports));
-  const out = String(await whileServing(served, 'the demo to print its curl line', () => served.output().includes('Ctrl-C') && served.output()));
+  const asRun = text.replace(/^npm ci && /, '').replace('npm run demo', command);
+  const served = serve(t, withPorts(asRun, ports), recipeEnv(ports));
+  const printed = () => served.output().includes('Ctrl-C') && served.output();
+  const out = String(await whileServing(served, 'the demo to print its curl line', printed));
   const curl = out.slice(out.indexOf('curl -s'), out.indexOf('\n\nCtrl-C'));
   t.match(curl, `curl -s http://127.0.0.1:${ports[8080]}/mcp`, 'the curl line names the port Causeway listens on');
-  const answer = JSON.parse(await run(curl, recipeEnv(ports))) as { result?: { content?: Array<{ text?: string }>; resultType?: string } };
+  const answer = JSON.parse(await run(curl, recipeEnv(ports))) as {
+    result?: { content?: Array<{ text?: string }>; resultType?: string };
+  };
   t.equal(answer.result?.resultType, 'complete');
   t.equal(answer.result?.content?.[0]?.text, 'hello from a legacy server');
 });
@@ -190,8 +203,9 @@ t.test('One upstream: the legacy server and Causeway in front of it, then the cu
     writeFileSync(file, withPorts(recipe('client', 'run'), ports));
     const { stdout } = await exec(process.execPath, [file], { cwd: dir, env, timeout: 60_000 });
     t.equal(stdout, recipe('client', 'output'), 'it prints what the README says: the 2026 face, pinned and in auto');
-    const version = JSON.parse(readFileSync(join(ROOT, 'node_modules/@modelcontextprotocol/client/package.json'), 'utf8')).version;
-    t.match(recipe('client', 'run'), `@modelcontextprotocol/client@${version}`, 'the version it names is the one tested');
+    const pkg = join(ROOT, 'node_modules/@modelcontextprotocol/client/package.json');
+    const { version } = JSON.parse(readFileSync(pkg, 'utf8')) as { version: string };
+    t.match(recipe('client', 'run'), `@modelcontextprotocol/client@${version}`, 'the version it names is the one run');
   });
 });
 
@@ -214,7 +228,8 @@ t.test('Two replicas sharing Redis: a multi-round retry sent to the other replic
   t.teardown(() => upstream.close());
   const env = recipeEnv(ports);
   const served = serve(t, withPorts(recipe('redis-pair', 'serve'), ports), env);
-  await whileServing(served, 'both replicas of the Redis recipe to be ready', async () => (await ready(ports[9464])()) && ready(ports[9465])());
+  const both = async () => (await ready(ports[9464])()) && ready(ports[9465])();
+  await whileServing(served, 'both replicas of the Redis recipe to be ready', both);
   const a = `http://127.0.0.1:${ports[8080]}/mcp`;
   const b = `http://127.0.0.1:${ports[8081]}/mcp`;
   const caps = { elicitation: { form: {} } };
@@ -224,10 +239,12 @@ t.test('Two replicas sharing Redis: a multi-round retry sent to the other replic
   t.equal(first.body?.result?.resultType, 'input_required', 'the first replica asks for input');
   const state = first.body?.result?.requestState as string | undefined;
   t.ok(state, 'with a requestState');
-  const retry = await callTool(b, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }, { caps });
+  const answers = { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state };
+  const retry = await callTool(b, ELICIT, answers, { caps });
   t.equal(retry.status, 200, `the other replica takes the retry: ${JSON.stringify(retry.body)}`);
   t.equal(textOf(retry), 'Hello, Ada!', 'and the call completes with the answer given');
   t.equal(upstream.stats().toolCalls[ELICIT], 1, 'the tool ran once: the retry went on with the held call');
-  t.ok((await redis.admin.keys('causeway:session:*')).length > 0, 'the pooled session is recorded in the Redis of the recipe');
+  const sessions = await redis.admin.keys('causeway:session:*');
+  t.ok(sessions.length > 0, 'the pooled session is recorded in the Redis of the recipe');
   await curlEcho(t, { ...ports, 8080: ports[8081] }, env);
 });

@@ -40,7 +40,11 @@ const EXAMPLES = [
 
 function describe(s: NamedSetting): string[] {
   const choices = s.choices ? ` (${s.choices.join(' | ')})` : '';
-  return [`  ${flagName(s.path)} <${s.kind}>${choices}`, `      env ${envName(s.path)}, default ${JSON.stringify(s.default)}`, `      ${s.doc}`];
+  return [
+    `  ${flagName(s.path)} <${s.kind}>${choices}`,
+    `      env ${envName(s.path)}, default ${JSON.stringify(s.default)}`,
+    `      ${s.doc}`,
+  ];
 }
 
 export function helpText(version: string): string {

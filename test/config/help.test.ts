@@ -24,10 +24,11 @@ function section(heading: string): string[] {
 /** The flags a section describes, in order (a setting's first line is `  --flag <kind>`). */
 const flagsOf = (part: string[]): string[] => part.flatMap((l) => /^ {2}(--\S+) </.exec(l)?.[1] ?? []);
 
-t.test('--help opens with the ten common settings, in order, before the examples and the full table', async (t) => {
+t.test('--help opens with the ten common settings, in order, then the examples and the full table', async (t) => {
   t.equal(COMMON_SETTINGS.length, 10);
   t.same(flagsOf(section('Common settings')), COMMON_SETTINGS.map(flagName), 'the common settings, in order');
-  t.same(COMMON_SETTINGS.slice(0, 3), ['upstream.url', 'listen.host', 'listen.port'], 'the upstream and the listener first');
+  const first = COMMON_SETTINGS.slice(0, 3);
+  t.same(first, ['upstream.url', 'listen.host', 'listen.port'], 'the upstream and the listener first');
   const common = lines.findIndex((l) => l.startsWith('Common settings'));
   const examples = lines.findIndex((l) => l.startsWith('Examples:'));
   const all = lines.findIndex((l) => l.startsWith('All settings:'));
