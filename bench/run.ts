@@ -16,6 +16,7 @@
 // OTEL_* variables are passed on to Causeway (tracing on when they ask for it; see README, Traces).
 
 import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -358,7 +359,14 @@ async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logD
   if (ctx.redis) {
     let cw: Proxy | undefined;
     try {
-      cw = await startCauseway(`causeway-${kind}-redis`, upstream.url, { 'store.kind': 'redis', 'store.redisUrl': ctx.redis.url, 'store.keyPrefix': `bench-${kind}:` }, logDir);
+      const redisStore = {
+        'store.kind': 'redis',
+        'store.redisUrl': ctx.redis.url,
+        'store.keyPrefix': `bench-${kind}:`,
+        // Required with the Redis store (the requestState keys every replica shares).
+        'mrtr.stateKeys': randomBytes(32).toString('base64'),
+      };
+      cw = await startCauseway(`causeway-${kind}-redis`, upstream.url, redisStore, logDir);
       const total = async () => Object.values(await ctx.redis!.commands()).reduce((a, b) => a + b, 0);
       const before = await total();
       await probe({ era: 'modern', url: cw.url }, 'call');

@@ -15,6 +15,7 @@
 // client capabilities, default {}), BENCH_SCALE_SETTINGS (JSON object of extra Causeway
 // settings; those this build lacks are reported and left out).
 
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Job, SpreadJob, SpreadResult } from './load-worker.js';
@@ -231,6 +232,8 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
     const settings: Record<string, string | number> = {
       'store.kind': 'redis',
       ...redis.settings,
+      // Every replica of the phase seals requestState under the same key (required with Redis).
+      'mrtr.stateKeys': randomBytes(32).toString('base64'),
       'principal.mode': 'header',
       'principal.hashSecret': 'causeway-bench-principal-secret',
       // Room for every principal in the shared idle index, first touches included.
