@@ -30,11 +30,27 @@ export function inRequestLog<T>(log: Logger, reqId: string, fn: () => T): T {
   return log.isLevelEnabled('debug') ? debugRequest.run(reqId, fn) : fn();
 }
 
+/**
+ * Errors as pino writes them, without their stack below debug: an upstream that cannot be reached,
+ * a refusal or a timeout is the operator's news, and its stack trace only buries it. With
+ * log.level debug (or trace) the stack is written too.
+ */
+export function errorSerializer(level: string): (err: Error) => unknown {
+  const withStack = pino.stdSerializers.err;
+  if ((pino.levels.values[level] ?? Infinity) <= pino.levels.values.debug!) return withStack;
+  return (err) => {
+    const out: unknown = withStack(err);
+    if (typeof out === 'object' && out !== null && 'stack' in out) delete (out as { stack?: string }).stack;
+    return out;
+  };
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {
       level,
       base: { service: 'causeway' },
+      serializers: { err: errorSerializer(level) },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
       // A logger that has the reqId bound already says it; a key twice would break strict JSON parsers.
