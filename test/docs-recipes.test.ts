@@ -22,6 +22,7 @@
 import t, { type Test } from 'tap';
 import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -137,6 +138,17 @@ async function whileServing<T>(served: Served, what: string, check: () => T | Pr
 
 const ready = (port: number) => async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
 
+/** Whether something accepts connections on the port (the recipe's own legacy server). */
+const listening = (port: number) => () =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('error', () => resolve(false));
+    socket.once('connect', () => {
+      socket.end();
+      resolve(true);
+    });
+  });
+
 /** A `run` shell block, run to its end; its stdout. */
 async function run(text: string, env: NodeJS.ProcessEnv): Promise<string> {
   return (await exec('bash', ['-c', text], { cwd: ROOT, env, timeout: 60_000 })).stdout;
@@ -191,6 +203,7 @@ t.test('One upstream: the legacy server and Causeway in front of it, then the cu
   const ports = await freePorts();
   const env = recipeEnv(ports);
   const served = serve(t, withPorts(recipe('one-upstream', 'serve'), ports), env);
+  await whileServing(served, 'the legacy server of the one-upstream recipe to listen', listening(ports[3000]));
   await whileServing(served, 'Causeway of the one-upstream recipe to be ready', ready(ports[9464]));
   await curlEcho(t, ports, env);
 
