@@ -11,6 +11,8 @@ const DEMO = fileURLToPath(new URL('../demo/demo.js', import.meta.url));
 t.test('npm run demo prints a curl line that answers through Causeway', async (t) => {
   const child = spawnOwned(process.execPath, [DEMO, '--listen.port', '0', '--admin.port', '0'], { t, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`demo did not start: ${out}`)), 15_000);
     child.stdout!.on('data', (d: Buffer) => {
@@ -20,7 +22,7 @@ t.test('npm run demo prints a curl line that answers through Causeway', async (t
         resolve();
       }
     });
-    child.once('exit', (code) => reject(new Error(`demo exited with ${code}: ${out}`)));
+    child.once('exit', (code) => reject(new Error(`demo exited with ${code}: ${out}${err}`)));
   });
   const curl = out.slice(out.indexOf('curl -s'), out.indexOf('\n\nCtrl-C'));
   t.match(curl, /^curl -s http:\/\/127\.0\.0\.1:\d+\/mcp/);
