@@ -281,6 +281,8 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       : new ResourceServer(config.auth, topology.mounts.map((m) => m.path), (reason) => authMetrics.failure(reason), replayCacheFor(store), { subjects, principal: config.principal });
   let draining = false;
   let closing = false;
+  // A replica that never reached its shared store shares nothing: not ready, so a Redis URL typo shows.
+  const notReady = () => (draining ? 'draining' : store.notReady?.());
   const ingress = createIngress(
     {
       host: config.listen.host,
@@ -316,7 +318,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
             )
           : undefined,
       log,
-      ready: () => !draining,
+      notReady,
       closing: () => closing,
       observe: (tag, status, seconds) => requestMetrics.request(tag.era, tag.method, status, tag.revision, seconds),
       accessSample: config.log.accessSample,
@@ -331,7 +333,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       : createAdmin(
           { host: config.admin.host, port: config.admin.port },
           {
-            ready: () => !draining,
+            notReady,
             metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
             log: log.child({ stage: 'admin' }),
           },

@@ -5,7 +5,7 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sendJson, sendStatus, sendText } from '../egress/index.js';
+import { sendJson, sendStatus, sendText, type HttpResponse } from '../egress/index.js';
 import type { Logger } from '../log.js';
 import { listenOn } from './server.js';
 
@@ -16,7 +16,8 @@ export interface AdminOptions {
 }
 
 export interface AdminDeps {
-  ready(): boolean;
+  /** Why not ready (draining, the store unreachable), or undefined when ready. */
+  notReady(): string | undefined;
   metrics(): Promise<{ contentType: string; body: string }>;
   log: Logger;
 }
@@ -24,6 +25,11 @@ export interface AdminDeps {
 export interface AdminServer {
   listen(): Promise<AddressInfo>;
   close(): Promise<void>;
+}
+
+/** /readyz, on either port: 200, or 503 saying why not. */
+export function sendReadiness(res: HttpResponse, why: string | undefined): void {
+  sendJson(res, why === undefined ? 200 : 503, why === undefined ? { status: 'ready' } : { status: 'not ready', reason: why });
 }
 
 export function createAdmin(opts: AdminOptions, deps: AdminDeps): AdminServer {
@@ -36,10 +42,8 @@ export function createAdmin(opts: AdminOptions, deps: AdminDeps): AdminServer {
     switch (path) {
       case '/healthz':
         return sendJson(res, 200, { status: 'ok' });
-      case '/readyz': {
-        const ready = deps.ready();
-        return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' });
-      }
+      case '/readyz':
+        return sendReadiness(res, deps.notReady());
       case '/metrics':
         deps.metrics().then(
           (m) => sendText(res, 200, m.contentType, m.body),

@@ -5,6 +5,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { sendJson, sendStatus } from '../egress/index.js';
+import { sendReadiness } from './admin.js';
 import { checkOrigin, hostName, isValidAuthority, revisionLabel, type HeaderBag } from '../envelope/index.js';
 import { causewayError, toCausewayError, type CausewayError, type ErrorReason } from '../errors.js';
 import { principalHash, WELL_KNOWN_PRM, type ResourceServer } from '../auth/index.js';
@@ -30,8 +31,7 @@ export function probes(v: Visit): boolean {
     return ANSWERED;
   }
   if (v.path !== '/readyz') return NEXT;
-  const ready = v.deps.ready();
-  sendJson(v.res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' });
+  sendReadiness(v.res, v.deps.notReady());
   return ANSWERED;
 }
 

@@ -34,8 +34,8 @@ export interface FrontDoorDeps {
   /** Per-principal request rate; undefined when limits.ratePerSecond is 0. */
   rate: RateLimiter | undefined;
   log: Logger;
-  /** Answers /readyz: false while draining or before the store is usable. */
-  ready(): boolean;
+  /** Answers /readyz: why not ready (draining, the store unreachable), or undefined when ready. */
+  notReady(): string | undefined;
   /** True once the listener is closed: every HTTP/1.1 answer then closes its connection. */
   closing(): boolean;
   /** Called once per MCP request when its response ends. */

@@ -190,7 +190,7 @@ export class RedisSessionStore implements SessionStore {
     readonly client: RedisClient,
     private readonly opts: RedisStoreOptions,
     private readonly log: Logger,
-    where = 'redis',
+    private readonly where = 'redis',
   ) {
     if (/[{}]/.test(opts.keyPrefix)) {
       client.disconnect();
@@ -228,6 +228,15 @@ export class RedisSessionStore implements SessionStore {
   /** `listener` runs each time the connection comes back after being lost. */
   onReconnect(listener: () => void): void {
     this.reconnectListeners.push(listener);
+  }
+
+  /**
+   * Until Redis has been reached once (a typo in store.redisUrl never is), a replica shares
+   * nothing: it must not report ready. Lost later, it is ready still: every replica would lose it
+   * at once, and replica-local sessions serve better than none.
+   */
+  notReady(): string | undefined {
+    return this.state === 'connecting' ? `session store not reached yet: ${this.where}` : undefined;
   }
 
   /** Resolves true once connected, false if not within `timeoutMs`. */

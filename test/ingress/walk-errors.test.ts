@@ -38,7 +38,7 @@ async function frontDoorWith(forward: Forward) {
     principal: config.principal,
     rate: undefined,
     log: createLogger('info', sink),
-    ready: () => true,
+    notReady: () => undefined,
     closing: () => false,
     observe: () => undefined,
     accessSample: 0,
