@@ -306,7 +306,7 @@ function bothEras(ctx: HttpContext, legacyFace: LegacyFace): Pick<UpstreamParts,
     return { passthrough: legacyFace };
   }
   // The modern side sends through the upstream's one composed client, as the legacy side does.
-  const dispatcher = new UpstreamDispatcher(ctx.http, ctx.targets, spec.headers);
+  const dispatcher = new UpstreamDispatcher(ctx.http, ctx.targets, spec.headers, spec.name);
   const client = new ModernClient(dispatcher, spec.maxResponseBytes);
   const era = new UpstreamEra({
     upstream: spec.name,

@@ -48,7 +48,7 @@ export function answerFailure(ex: Pick<ModernExchange, 'request' | 'res' | 'span
   markFailed(ex.span, e.reason, e.code);
   if (ex.notes) ex.notes.code = e.code;
   if (!(err instanceof CausewayError)) ex.log.error({ err }, 'request failed');
-  else if (e.status >= 500) ex.log.warn({ reason: e.reason, err: e.cause }, 'request failed');
+  else if (e.status >= 500) ex.log.warn({ reason: e.reason, message: e.message, err: e.cause }, 'request failed');
   if (ex.res.headersSent) {
     const s = new SseStream(ex.res);
     s.end({ jsonrpc: '2.0', id: ex.request.id, error: { code: e.code, message: e.message } });

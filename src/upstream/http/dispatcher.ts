@@ -19,9 +19,60 @@ export const MOVABLE = 2;
 
 const ERROR_BODY_LIMIT = 64 * 1024;
 
-/** `rpc`: the JSON-RPC error the upstream gave, kept as the cause (a -32022 is an era refusal). */
-export function httpRefusal(status: number, detail?: string, rpc?: unknown): CausewayError {
-  return new CausewayError('upstream_unavailable', `Upstream answered HTTP ${status}${detail ? `: ${detail}` : ''}`, undefined, rpc === undefined ? undefined : { cause: rpc });
+/** Where a request to an upstream went, for the words of its refusal: the URL's path only (never its query or credentials). */
+export interface SentTo {
+  upstream: string;
+  method: string;
+  path: string;
+}
+
+/**
+ * An upstream's non-2xx answer, in words that say where it came from and what to check:
+ * `Upstream "default" answered HTTP 404 to POST /wrong-path: check upstream.url`. `rpc`: the
+ * JSON-RPC error the upstream gave, kept as the cause (a -32022 is an era refusal); `detail`, its
+ * message. Without `to` (a request sent outside a dispatcher), only the status is known.
+ */
+export function httpRefusal(status: number, detail?: string, rpc?: unknown, to?: SentTo): CausewayError {
+  const said = detail ? ` (${detail})` : '';
+  const hint = to === undefined ? undefined : refusalHint(status);
+  const message =
+    to === undefined
+      ? `Upstream answered HTTP ${status}${detail ? `: ${detail}` : ''}`
+      : `Upstream ${JSON.stringify(to.upstream)} answered HTTP ${status} to ${to.method} ${to.path}${said}${hint ? `: ${hint}` : ''}`;
+  return new CausewayError('upstream_unavailable', message, undefined, rpc === undefined ? undefined : { cause: rpc });
+}
+
+/** What to check when an upstream refuses: its URL for a path it does not serve, its credential when it wants another. */
+function refusalHint(status: number): string | undefined {
+  if (status === 404 || status === 405 || status === 410) return 'check upstream.url';
+  if (status === 401 || status === 403) return 'check upstream.headers and upstream.credentials';
+  return undefined;
+}
+
+/** Where `res` was sent, when it came through an UpstreamDispatcher. */
+export function sentTo(res: Response): SentTo | undefined {
+  return res.opaque instanceof Sent ? res.opaque.to : undefined;
+}
+
+/** A dispatcher's request, as undici hands it back with the response (its `opaque`). */
+class Sent {
+  constructor(
+    readonly upstream: string,
+    readonly method: string,
+    readonly url: string,
+  ) {}
+
+  get to(): SentTo {
+    return { upstream: this.upstream, method: this.method, path: pathOf(this.url) };
+  }
+}
+
+function pathOf(url: string): string {
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return '/';
+  }
 }
 
 /** The JSON-RPC error in an upstream's error body, if it has one. */
@@ -38,7 +89,7 @@ export async function readErrorBody(res: Response): Promise<JsonRpcErrorResponse
 /** A non-2xx answer as a refusal, with the upstream's own error message when it sent one. */
 export async function refusalOf(res: Response): Promise<CausewayError> {
   const rpc = await readErrorBody(res);
-  return httpRefusal(res.statusCode, rpc?.error.message.slice(0, 200), rpc?.error);
+  return httpRefusal(res.statusCode, rpc?.error.message.slice(0, 200), rpc?.error, sentTo(res));
 }
 
 export class UpstreamDispatcher {
@@ -48,6 +99,8 @@ export class UpstreamDispatcher {
     private readonly http: UpstreamHttp,
     targets: TargetSet,
     private readonly configured: Record<string, string> | undefined,
+    /** The upstream's name, in the words of its refusals. */
+    private readonly name = 'upstream',
   ) {
     this.first = targets.at(0)!;
   }
@@ -65,9 +118,12 @@ export class UpstreamDispatcher {
     signal: AbortSignal,
     how = 0,
   ): Promise<Response> {
+    const target = session.target ?? this.first;
     return this.http.request({
       method,
-      target: session.target ?? this.first,
+      target,
+      // Handed back with the response: where it went, should the upstream refuse it (sentTo).
+      opaque: new Sent(this.name, method, target),
       principal: session.principal,
       headers,
       body,

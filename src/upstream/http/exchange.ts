@@ -17,7 +17,7 @@ import {
   TargetUnreachableError,
   type SessionRef,
 } from '../core/index.js';
-import { httpRefusal, LONG_LIVED, MOVABLE, type Response } from './dispatcher.js';
+import { httpRefusal, LONG_LIVED, MOVABLE, sentTo, type Response, type SentTo } from './dispatcher.js';
 import { route, type Exchange } from './inbound.js';
 import { badResponse, decodeMessages } from './messages.js';
 import { readRequestStream, type StreamContext } from './streams.js';
@@ -41,7 +41,7 @@ export async function exchange(
     if (res.statusCode === 502 || res.statusCode === 503 || res.statusCode === 504) {
       void discard(res.body);
       if (ctx.session.target !== undefined) c.targets.failed(ctx.session.target);
-      throw new TargetUnreachableError(c.upstream, httpRefusal(res.statusCode));
+      throw new TargetUnreachableError(c.upstream, httpRefusal(res.statusCode, undefined, undefined, sentTo(res)));
     }
     const sessionId = firstHeader(res.headers['mcp-session-id']);
     if (sessionId !== undefined && !isValidSessionId(sessionId)) {
@@ -58,7 +58,7 @@ async function answer(c: StreamContext, ctx: Exchange, res: Response): Promise<J
   if (status >= 400) {
     const text = await readRefusal(res.body, REFUSAL_BODY_LIMIT);
     if (ctx.session.sessionId !== undefined && losesSession(status, text, ctx.id)) throw new SessionExpiredError(c.upstream);
-    return httpError(ctx, status, text);
+    return httpError(ctx, status, text, sentTo(res));
   }
   if (status < 200 || status >= 300 || status === 202 || status === 204) {
     void discard(res.body);
@@ -77,13 +77,13 @@ async function answer(c: StreamContext, ctx: Exchange, res: Response): Promise<J
 }
 
 /** A 4xx with a JSON-RPC error body is the upstream's in-band answer; anything else is a refusal. */
-function httpError(ctx: Exchange, status: number, text: string | undefined): JsonRpcErrorResponse {
+function httpError(ctx: Exchange, status: number, text: string | undefined, to: SentTo | undefined): JsonRpcErrorResponse {
   const rpc = errorBody(text);
   // -32022 is 2026-07-28's: a legacy session's request refused with it is an upstream now modern (era.ts).
   if (status < 500 && rpc !== undefined && ctx.id !== undefined && rpc.error.code !== -32022) {
     return { jsonrpc: '2.0', id: ctx.id, error: rpc.error };
   }
-  throw httpRefusal(status, rpc?.error.message.slice(0, 200), rpc?.error);
+  throw httpRefusal(status, rpc?.error.message.slice(0, 200), rpc?.error, to);
 }
 
 /** The JSON-RPC error a refusal's body holds, if it is one. */
@@ -108,5 +108,5 @@ export async function postOneWay(c: StreamContext, scope: CallScope, session: Se
   const text = await readRefusal(res.body, REFUSAL_BODY_LIMIT);
   if (session.sessionId !== undefined && losesSession(status, text, undefined)) throw new SessionExpiredError(c.upstream);
   const rpc = errorBody(text);
-  throw httpRefusal(status, rpc?.error.message.slice(0, 200), rpc?.error);
+  throw httpRefusal(status, rpc?.error.message.slice(0, 200), rpc?.error, sentTo(res));
 }

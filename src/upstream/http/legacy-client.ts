@@ -130,7 +130,7 @@ export class UpstreamClient implements UpstreamSessionClient {
     this.onRequest = onRequest;
     const { name, targets, credentials, connectTimeoutMs, requestTimeoutMs } = endpoint;
     this.ownHttp = endpoint.http ? undefined : new UpstreamHttp({ connectTimeoutMs, requestTimeoutMs, upstream: { name, targets, credentials } });
-    this.dispatcher = new UpstreamDispatcher((endpoint.http ?? this.ownHttp)!, targets, endpoint.headers);
+    this.dispatcher = new UpstreamDispatcher((endpoint.http ?? this.ownHttp)!, targets, endpoint.headers, name);
     this.streams = {
       upstream: name,
       targets,

@@ -154,12 +154,15 @@ export class UpstreamEra {
     }
     this.forgetInStore = false;
     await this.opts.memo.set(this.opts.upstream, era).catch((err: unknown) => this.opts.log.warn({ err }, 'the era found could not be stored'));
-    return this.learn(era, true);
+    return this.learn(era, true, answer);
   }
 
-  private learn(era: Era, probed: boolean): Era {
+  private learn(era: Era, probed: boolean, answer?: ProbeAnswer): Era {
     if (this.known !== era) {
-      this.opts.log.info({ era, probed }, `the upstream speaks the ${era} protocol`);
+      // A bare 404 is what a legacy server answers, and also what a wrong path does: say which it was.
+      const bare = answer !== undefined && answer.message === undefined;
+      const why = bare ? ` (server/discover answered HTTP ${answer.status}, no JSON-RPC: if its requests fail too, check upstream.url)` : '';
+      this.opts.log.info({ era, probed, ...(bare ? { status: answer.status } : {}) }, `the upstream speaks the ${era} protocol${why}`);
       this.opts.onEra?.(era);
     }
     this.known = era;

@@ -52,7 +52,7 @@ export class UpstreamHttp {
 
   /** Sends `req`; its promise is undici's own (no wrapper per request). */
   request(req: UpstreamRequest): Promise<Response> {
-    return this.dispatcher.request(req as Dispatcher.RequestOptions);
+    return this.dispatcher.request(req as Dispatcher.RequestOptions<unknown>);
   }
 
   /** Lets requests in flight finish, then closes the sockets. */

@@ -7,7 +7,8 @@ import type { Dispatcher } from 'undici';
 
 export { Agent, Dispatcher } from 'undici';
 
-export type Response = Dispatcher.ResponseData;
+/** `opaque`: what the sender gave with the request (UpstreamDispatcher: where it went). */
+export type Response = Dispatcher.ResponseData<unknown>;
 export type Handler = Dispatcher.DispatchHandler;
 export type Controller = Dispatcher.DispatchController;
 export type Dispatch = Dispatcher.Dispatch;
@@ -18,7 +19,7 @@ export type Interceptor = Dispatcher.DispatcherComposeInterceptor;
  * such a request gets the upstream's credential, the trace context and the URL's health kept;
  * any other (an HTTP+SSE stream, a transport probe) passes the interceptors as it is.
  */
-export interface UpstreamRequest extends Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'headers'> {
+export interface UpstreamRequest extends Omit<Dispatcher.RequestOptions<unknown>, 'origin' | 'path' | 'headers'> {
   origin?: string;
   path?: string;
   headers: Record<string, string>;

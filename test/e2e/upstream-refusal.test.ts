@@ -1,0 +1,32 @@
+// An upstream that refuses Causeway's requests, as a wrong upstream.url makes it: a real legacy
+// server answering 404 on a path it does not serve. The client's 502 and the warning logged say
+// which upstream answered which status to which method and path, and what to check; never the
+// URL's query (it may hold a credential).
+
+import t from 'tap';
+import { startLegacyServer } from '../fixtures/legacy-server.js';
+import { startCauseway } from '../helpers/causeway.js';
+import { modernBody, modernHeaders, post } from './wire.js';
+
+const upstream = await startLegacyServer();
+t.teardown(() => upstream.close());
+
+const WANT = 'Upstream "tickets" answered HTTP 404 to POST /wrong-path: check upstream.url';
+
+t.test('a wrong upstream path: the 502 and the log name the status, upstream, path and the setting', async (t) => {
+  const wrong = new URL('/wrong-path?token=s3cret-in-query', upstream.url).href;
+  const causeway = await startCauseway({ 'upstream.url': wrong, 'upstream.name': 'tickets', 'log.level': 'info' });
+  t.teardown(() => causeway.close());
+  const res = await post(causeway.url, modernBody('tools/list'), modernHeaders('tools/list'));
+  t.equal(res.status, 502);
+  t.match(res.json, { error: { code: -32603, message: WANT } }, 'the client is told where and what to check');
+
+  const lines = causeway.logs.map((l) => JSON.parse(l) as Record<string, unknown>);
+  const failed = lines.filter((l) => l.msg === 'request failed');
+  t.equal(failed.length, 1, 'one line for the failed request');
+  t.match(failed[0], { level: 40, reason: 'upstream_unavailable', message: WANT }, 'at warn, in the same words');
+  const probe = lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('the upstream speaks'));
+  t.match(probe, { status: 404, msg: /answered HTTP 404.*check upstream\.url/ }, 'the era probe says what it saw');
+  t.notOk(causeway.logs.some((l) => l.includes('s3cret-in-query')), 'the query is never logged');
+  t.notOk(res.text.includes('s3cret-in-query'), 'nor sent to the client');
+});
