@@ -131,8 +131,12 @@ export function bindError(setting: 'listen.port' | 'admin.port', host: string, p
     const hint = setting === 'admin.port' ? ' (another replica on this host? set admin.port)' : '';
     return new StartupError(`${setting}: ${where} is already in use${hint}`, { cause: err });
   }
-  if (code === 'EACCES') return new StartupError(`${setting}: ${where} needs privileges this process lacks`, { cause: err });
-  if (code === 'EADDRNOTAVAIL') return new StartupError(`${hostSetting}: ${host} is not an address of this host`, { cause: err });
+  if (code === 'EACCES') {
+    return new StartupError(`${setting}: ${where} needs privileges this process lacks`, { cause: err });
+  }
+  if (code === 'EADDRNOTAVAIL') {
+    return new StartupError(`${hostSetting}: ${host} is not an address of this host`, { cause: err });
+  }
   return err;
 }
 

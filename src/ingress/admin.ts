@@ -29,7 +29,8 @@ export interface AdminServer {
 
 /** /readyz, on either port: 200, or 503 saying why not. */
 export function sendReadiness(res: HttpResponse, why: string | undefined): void {
-  sendJson(res, why === undefined ? 200 : 503, why === undefined ? { status: 'ready' } : { status: 'not ready', reason: why });
+  if (why === undefined) sendJson(res, 200, { status: 'ready' });
+  else sendJson(res, 503, { status: 'not ready', reason: why });
 }
 
 export function createAdmin(opts: AdminOptions, deps: AdminDeps): AdminServer {

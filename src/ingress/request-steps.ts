@@ -144,10 +144,13 @@ export function origin(v: Visit): boolean {
  */
 function notAllowed(v: Visit, reason: ErrorReason): CausewayError {
   const [what, value, setting] =
-    reason === 'forbidden_host' ? ['Host', hostName(v.host), 'security.allowedHosts'] : ['Origin', v.headers.origin ?? '', 'security.allowedOrigins'];
+    reason === 'forbidden_host'
+      ? ['Host', hostName(v.host), 'security.allowedHosts']
+      : ['Origin', v.headers.origin ?? '', 'security.allowedOrigins'];
   const shown = JSON.stringify(value.slice(0, 256));
   if (v.deps.refusedOnce.first(`${what} ${value}`)) {
-    v.log.info({ reason, [what.toLowerCase()]: value.slice(0, 256), setting }, `${what} ${shown} refused: not in ${setting}`);
+    const fields = { reason, [what.toLowerCase()]: value.slice(0, 256), setting };
+    v.log.info(fields, `${what} ${shown} refused: not in ${setting}`);
   }
   return causewayError(reason, `${what} ${shown} not allowed: add it to ${setting}`);
 }

@@ -234,7 +234,12 @@ function wrap(
 }
 
 /** Binds a server and resolves with its address, or rejects with the bind error, which names `setting`. */
-export function listenOn(server: net.Server, port: number, host: string, setting: 'listen.port' | 'admin.port'): Promise<AddressInfo> {
+export function listenOn(
+  server: net.Server,
+  port: number,
+  host: string,
+  setting: 'listen.port' | 'admin.port',
+): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     const failed = (err: unknown) => reject(bindError(setting, host, port, err));
     server.once('error', failed);

@@ -198,7 +198,9 @@ export class ChannelLegacyFace implements LegacyFace {
   private refuse(res: HttpResponse, err: unknown, id: RequestId | null): void {
     const e = err instanceof SessionExpiredError ? causewayError('not_found', 'Session not found') : toCausewayError(err);
     if (!(err instanceof CausewayError || err instanceof SessionExpiredError)) this.log.error({ err }, 'legacy request failed');
-    else if (e.status >= 500) this.log.warn({ reason: e.reason, message: e.message, err: e.cause }, 'legacy request failed');
+    else if (e.status >= 500) {
+      this.log.warn({ reason: e.reason, message: e.message, err: e.cause }, 'legacy request failed');
+    }
     if (res.headersSent) new SseStream(res).end(errorBody(id, { code: e.code, message: e.message }));
     else sendCausewayError(res, e, id);
   }

@@ -42,7 +42,10 @@ export interface SessionStore {
   readonly shared?: SharedParts;
   /** Resolves true once connected, false if not within `timeoutMs`; absent: ready at once. */
   ready?(timeoutMs: number): Promise<boolean>;
-  /** Why the replica must not report ready (its Redis never reached), for /readyz; undefined when it may. Absent: never. */
+  /**
+   * Why the replica must not report ready (its Redis never reached), for /readyz; undefined when
+   * it may. Absent: never.
+   */
   notReady?(): string | undefined;
   /** `listener` runs each time the connection comes back after being lost (a restarted Redis may have lost records). */
   onReconnect?(listener: () => void): void;

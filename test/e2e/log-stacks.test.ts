@@ -17,7 +17,8 @@ const parsed = (logs: string[]): Line[] => logs.map((l) => JSON.parse(l) as Line
 /** The lines with an `err`, after one modern request to an upstream nobody listens on. */
 async function unreachable(t: Test, level: string): Promise<Line[]> {
   const port = await freePort();
-  const causeway = await startCauseway({ 'upstream.url': `http://127.0.0.1:${port}/mcp`, 'upstream.era': 'legacy', 'log.level': level });
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const causeway = await startCauseway({ 'upstream.url': url, 'upstream.era': 'legacy', 'log.level': level });
   try {
     const res = await post(causeway.url, modernBody('tools/list'), modernHeaders('tools/list'));
     t.equal(res.status, 502, 'the client gets 502');
@@ -47,7 +48,8 @@ t.test('the same at debug: the stack is there', async (t) => {
 
 t.test('Redis lost, then a normal shutdown: no stack trace', async (t) => {
   const redis = await startRedis(t);
-  const settings = { 'store.kind': 'redis', 'store.redisUrl': redis.url, 'mrtr.stateKeys': randomBytes(32).toString('base64') };
+  const key = randomBytes(32).toString('base64');
+  const settings = { 'store.kind': 'redis', 'store.redisUrl': redis.url, 'mrtr.stateKeys': key };
   const upstream = await startLegacyServer();
   t.teardown(() => upstream.close());
   const causeway = await spawnCauseway({ 'upstream.url': upstream.url, ...settings }, { t });

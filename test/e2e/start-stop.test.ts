@@ -27,7 +27,8 @@ async function heldPort(t: Test): Promise<number> {
 /** Runs the bin with `settings` to its exit: its exit and what it wrote on stderr. */
 async function runToExit(t: Test, settings: Record<string, string | number>): Promise<Exit & { stderr: string }> {
   const argv = [MAIN, ...Object.entries(settings).flatMap(([k, v]) => [`--${k}`, String(v)])];
-  const child = spawnOwned(process.execPath, argv, { t, env: { PATH: process.env.PATH }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const env = { PATH: process.env.PATH };
+  const child = spawnOwned(process.execPath, argv, { t, env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exit = await exitOf(child);
@@ -59,11 +60,13 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     causeway.child.kill(signal);
     await until(() => causeway.logs.some((l) => l.includes('"msg":"draining"')), { what: 'the drain to begin' });
     causeway.child.kill(signal);
-    const exit = await Promise.race([exited, new Promise<'still running'>((r) => setTimeout(() => r('still running'), delayMs / 2).unref())]);
+    const bound = new Promise<'still running'>((r) => setTimeout(() => r('still running'), delayMs / 2).unref());
+    const exit = await Promise.race([exited, bound]);
     t.not(exit, 'still running', 'exited long before drain.delayMs');
     if (exit === 'still running') return;
     t.not(exit.code, 0, `a non-zero exit (${exit.code})`);
-    const line = await until(() => causeway.logs.find((l) => l.includes('second signal during the drain')), { what: 'the log line' });
+    const said = () => causeway.logs.find((l) => l.includes('second signal during the drain'));
+    const line = await until(said, { what: 'the log line' });
     t.match(JSON.parse(line), { level: 40, signal }, 'logged at warn, naming the signal');
   });
 }

@@ -11,8 +11,10 @@ import { modernBody, modernHeaders, post } from '../e2e/wire.js';
 const causeway = await startCauseway({ 'upstream.url': 'http://127.0.0.1:9/mcp', 'log.level': 'info' });
 t.teardown(() => causeway.close());
 
-const list = (extra: Record<string, string>) => post(causeway.url, modernBody('tools/list'), { ...modernHeaders('tools/list'), ...extra });
-const linesWith = (text: string) => causeway.logs.filter((l) => l.includes(text)).map((l) => JSON.parse(l) as Record<string, unknown>);
+const list = (extra: Record<string, string>) =>
+  post(causeway.url, modernBody('tools/list'), { ...modernHeaders('tools/list'), ...extra });
+const linesWith = (text: string) =>
+  causeway.logs.filter((l) => l.includes(text)).map((l) => JSON.parse(l) as Record<string, unknown>);
 
 t.test('a Host not allowed: named with security.allowedHosts, logged once per host', async (t) => {
   for (let i = 0; i < 3; i++) {
@@ -23,7 +25,8 @@ t.test('a Host not allowed: named with security.allowedHosts, logged once per ho
   t.equal((await list({ host: 'other.example' })).status, 403, 'a second host');
   const about = (host: string) => linesWith('refused: not in security.allowedHosts').filter((l) => l.host === host);
   t.equal(about('mcp.example.com').length, 1, 'one line for three requests');
-  t.match(about('mcp.example.com')[0], { level: 30, reason: 'forbidden_host', setting: 'security.allowedHosts' }, 'at info');
+  const first = about('mcp.example.com')[0];
+  t.match(first, { level: 30, reason: 'forbidden_host', setting: 'security.allowedHosts' }, 'at info');
   t.equal(about('other.example').length, 1, 'and one for the other host');
 });
 

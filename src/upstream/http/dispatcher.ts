@@ -19,7 +19,7 @@ export const MOVABLE = 2;
 
 const ERROR_BODY_LIMIT = 64 * 1024;
 
-/** Where a request to an upstream went, for the words of its refusal: the URL's path only (never its query or credentials). */
+/** Where a request to an upstream went, for the words of its refusal: the URL's path only (no query, no credentials). */
 export interface SentTo {
   upstream: string;
   method: string;
@@ -38,11 +38,12 @@ export function httpRefusal(status: number, detail?: string, rpc?: unknown, to?:
   const message =
     to === undefined
       ? `Upstream answered HTTP ${status}${detail ? `: ${detail}` : ''}`
-      : `Upstream ${JSON.stringify(to.upstream)} answered HTTP ${status} to ${to.method} ${to.path}${said}${hint ? `: ${hint}` : ''}`;
+      : `Upstream ${JSON.stringify(to.upstream)} answered HTTP ${status} to ${to.method} ${to.path}${said}` +
+        (hint ? `: ${hint}` : '');
   return new CausewayError('upstream_unavailable', message, undefined, rpc === undefined ? undefined : { cause: rpc });
 }
 
-/** What to check when an upstream refuses: its URL for a path it does not serve, its credential when it wants another. */
+/** What to check when an upstream refuses: its URL for a path it does not serve, its credential for a 401 or 403. */
 function refusalHint(status: number): string | undefined {
   if (status === 404 || status === 405 || status === 410) return 'check upstream.url';
   if (status === 401 || status === 403) return 'check upstream.headers and upstream.credentials';

@@ -77,7 +77,12 @@ async function answer(c: StreamContext, ctx: Exchange, res: Response): Promise<J
 }
 
 /** A 4xx with a JSON-RPC error body is the upstream's in-band answer; anything else is a refusal. */
-function httpError(ctx: Exchange, status: number, text: string | undefined, to: SentTo | undefined): JsonRpcErrorResponse {
+function httpError(
+  ctx: Exchange,
+  status: number,
+  text: string | undefined,
+  to: SentTo | undefined,
+): JsonRpcErrorResponse {
   const rpc = errorBody(text);
   // -32022 is 2026-07-28's: a legacy session's request refused with it is an upstream now modern (era.ts).
   if (status < 500 && rpc !== undefined && ctx.id !== undefined && rpc.error.code !== -32022) {

@@ -161,8 +161,11 @@ export class UpstreamEra {
     if (this.known !== era) {
       // A bare 404 is what a legacy server answers, and also what a wrong path does: say which it was.
       const bare = answer !== undefined && answer.message === undefined;
-      const why = bare ? ` (server/discover answered HTTP ${answer.status}, no JSON-RPC: if its requests fail too, check upstream.url)` : '';
-      this.opts.log.info({ era, probed, ...(bare ? { status: answer.status } : {}) }, `the upstream speaks the ${era} protocol${why}`);
+      const why = bare
+        ? ` (server/discover answered HTTP ${answer.status}, no JSON-RPC: if its requests fail too, check upstream.url)`
+        : '';
+      const fields = { era, probed, ...(bare ? { status: answer.status } : {}) };
+      this.opts.log.info(fields, `the upstream speaks the ${era} protocol${why}`);
       this.opts.onEra?.(era);
     }
     this.known = era;
