@@ -24,6 +24,7 @@ import {
   cancelUpstream,
   decodeMessages,
   httpRefusal,
+  postedTo,
   isConnectionDrop,
   isEraRefusal,
   legacyParams,
@@ -322,7 +323,8 @@ export class WarmCall<X extends WarmExchange> implements DirectCall, StreamHandl
     }
     const rpc = this.errorBody(text);
     if (this.status < 500 && rpc !== undefined && rpc.code !== -32022) return this.answered({ jsonrpc: '2.0', id: this.id, error: rpc });
-    const err = httpRefusal(this.status, rpc?.message.slice(0, 200), rpc);
+    const to = postedTo(this.lane.deps.upstreamName, this.session.target);
+    const err = httpRefusal(this.status, rpc?.message.slice(0, 200), rpc, to);
     // An upstream that refuses the era (upgraded in place) did nothing: the pipeline finds its era again.
     if (this.lane.deps.modern !== undefined && isEraRefusal(err)) return this.handBack();
     this.fail(err);

@@ -55,6 +55,11 @@ export function sentTo(res: Response): SentTo | undefined {
   return res.opaque instanceof Sent ? res.opaque.to : undefined;
 }
 
+/** Where a POST to a session's `url` went, for a refusal read outside send() (the warm lane's own dispatch). */
+export function postedTo(upstream: string, url: string | undefined): SentTo | undefined {
+  return url === undefined ? undefined : { upstream, method: 'POST', path: pathOf(url) };
+}
+
 /** A dispatcher's request, as undici hands it back with the response (its `opaque`). */
 class Sent {
   constructor(
