@@ -64,6 +64,8 @@ export class SessionPool {
   private readonly opener: SessionOpener;
   /** A replica-local session opened to replace a dead one: the record it replaces, for the CAS when it is published. */
   private readonly replacing = new WeakMap<PooledSession, SessionRecord>();
+  /** Lost sessions already logged: one line per session, however many tries its replacement takes. */
+  private readonly lossLogged = new WeakSet<PooledSession>();
   /** Sessions onAdopted was told of. */
   private readonly announced = new WeakSet<PooledSession>();
   /** Superseded sessions waiting for their DELETE. */
@@ -196,8 +198,12 @@ export class SessionPool {
     return this.singleFlight(stale.key.id, async () => {
       const current = this.local.get(stale.key.id);
       if (current && current !== stale && !sameRecord(current.record, stale.record) && this.opener.admits(current.record)) return current;
-      // Once per lost session: the calls that found it lost with this one wait on this flight.
-      if (reason !== 'ejected') this.log.info({ upstream: stale.key.upstream, reason }, 'upstream session lost; replacing it');
+      // Once per lost session: the calls that found it lost with this one wait on this flight, and
+      // later tries (the upstream still down) log nothing more.
+      if (reason !== 'ejected' && !this.lossLogged.has(stale)) {
+        this.lossLogged.add(stale);
+        this.log.info({ upstream: stale.key.upstream, reason }, 'upstream session lost; replacing it');
+      }
       // Records known dead: the stale one, and the one a replica-local stale session itself replaced.
       const replaced = this.replacing.get(stale);
       const dead = (r: SessionRecord) => sameRecord(r, stale.record) || (replaced !== undefined && sameRecord(r, replaced));
