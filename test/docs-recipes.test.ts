@@ -13,9 +13,10 @@
 //   command leaves at its default (8080, 9464, or the port in the config file) is given through
 //   CAUSEWAY_LISTEN_PORT / CAUSEWAY_ADMIN_PORT, and the config file's upstream URL through
 //   CAUSEWAY_UPSTREAM_URL, since the file itself is run as shipped.
-// - The demo: `npm ci && ` is dropped (the checkout is installed), and `npm run demo` runs the
-//   demo script's last command from package.json without its build step (building again would
-//   rewrite dist/ under the test files running from it).
+// - The demo: only the quick start's first line is run (its second is `npm test`); `npm ci && `
+//   is dropped (the checkout is installed), and `npm run demo` runs the demo script's last
+//   command from package.json without its build step (building again would rewrite dist/ under
+//   the test files running from it).
 // Redis is a redis-server of the test's own (test/helpers/redis.ts); the Redis pair's legacy
 // server is started by the test, so it can count the tool's calls.
 
@@ -181,8 +182,10 @@ t.test('every recipe is in the README', async (t) => {
 
 t.test('Quick start: npm run demo prints a curl line that answers', async (t) => {
   const ports = await freePorts();
-  const text = recipe('demo', 'serve');
+  // The quick start's two commands: the demo, then the tests (run by CI, not here).
+  const [text = '', tests = ''] = recipe('demo', 'serve').split('\n');
   t.match(text, /^npm ci && npm run demo\b/, 'the README says npm ci && npm run demo');
+  t.match(tests, /^npm test\b/, 'and then npm test');
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
   const command = pkg.scripts.demo!.split('&&').at(-1)!.trim();
   t.match(command, /^node dist\/demo\//, 'the demo script ends by running the built demo');
