@@ -25,7 +25,19 @@ import { encodeHeaderValue } from '../envelope/index.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
-import { HOP_BY_HOP, losesSession, readText, REFUSAL_BODY_LIMIT, TargetUnreachableError, toUpstreamError, type ForwardPolicy, type Response, type TargetSet, type UpstreamHttp, type UpstreamRequest } from '../upstream/index.js';
+import {
+  HOP_BY_HOP,
+  losesSession,
+  readText,
+  REFUSAL_BODY_LIMIT,
+  TargetUnreachableError,
+  toUpstreamError,
+  type ForwardPolicy,
+  type Response,
+  type TargetSet,
+  type UpstreamHttp,
+  type UpstreamRequest,
+} from '../upstream/index.js';
 import { sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
 import { listRequests, relayFiltered } from './list-answers.js';
 import type { SessionBinding } from './session-binding.js';
@@ -196,7 +208,7 @@ export class LegacyPassthrough implements LegacyFace {
     }
     if (res.headersSent || res.destroyed) return;
     if (losesSession(400, text, id)) {
-      this.log.info({ status: 400 }, 'upstream no longer knows a legacy client session; answering 404 so it starts again');
+      this.log.info({ status: 400 }, 'upstream no longer knows a legacy client session; answered 404 to start again');
       return sessionGone(res, id ?? null);
     }
     const out = responseHeaders(upstream.headers as Record<string, string | string[] | undefined>);

@@ -199,7 +199,7 @@ t.test('upstream restart under load: one new initialize per key, not per replica
     t.ok(o.ok, `alice+caps served on replica ${r} after the restart`);
   }
   const stats = await fixtureStats();
-  t.equal(stats.initializeCount, 3, 'the restarted fixture saw exactly one initialize per key (alice, bob, alice+caps)');
+  t.equal(stats.initializeCount, 3, 'the restarted fixture saw one initialize per key (alice, bob, alice+caps)');
   t.same(
     outs.filter((o) => o.sentAt >= restartedAt && !o.ok),
     [],

@@ -34,7 +34,9 @@ interface Outcome {
 }
 
 /** The one JSON-RPC message of an answer, JSON or SSE. */
-async function messageOf(res: Response): Promise<{ result?: { content?: Array<{ text?: string }> }; error?: { message?: string } }> {
+async function messageOf(
+  res: Response,
+): Promise<{ result?: { content?: Array<{ text?: string }> }; error?: { message?: string } }> {
   const text = await res.text();
   if (text.trimStart().startsWith('{')) return JSON.parse(text) as never;
   return (sseMessages(text).find((m: { id?: unknown }) => m.id !== undefined) ?? {}) as never;
@@ -66,13 +68,19 @@ class LegacyClient {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
       'x-causeway-principal': this.who,
-      ...(this.sessionId === undefined ? {} : { 'mcp-session-id': this.sessionId, 'mcp-protocol-version': LEGACY_VERSION }),
+      ...(this.sessionId === undefined
+        ? {}
+        : { 'mcp-session-id': this.sessionId, 'mcp-protocol-version': LEGACY_VERSION }),
     };
   }
 
   private async open(url: string): Promise<void> {
     this.sessionId = undefined;
-    const params = { protocolVersion: LEGACY_VERSION, capabilities: {}, clientInfo: { name: 'restart-test', version: '1' } };
+    const params = {
+      protocolVersion: LEGACY_VERSION,
+      capabilities: {},
+      clientInfo: { name: 'restart-test', version: '1' },
+    };
     const res = await fetch(url, {
       method: 'POST',
       headers: this.headers(),
@@ -82,7 +90,11 @@ class LegacyClient {
     const sid = res.headers.get('mcp-session-id');
     if (res.status !== 200 || m.result === undefined || sid === null) throw new Error(`initialize: HTTP ${res.status}`);
     this.sessionId = sid;
-    const note = await fetch(url, { method: 'POST', headers: this.headers(), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    const note = await fetch(url, {
+      method: 'POST',
+      headers: this.headers(),
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    });
     await note.arrayBuffer();
   }
 
@@ -93,7 +105,12 @@ class LegacyClient {
       const res = await fetch(url, {
         method: 'POST',
         headers: this.headers(),
-        body: JSON.stringify({ jsonrpc: '2.0', id: ++this.id, method: 'tools/call', params: { name: 'counter', arguments: {} } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: ++this.id,
+          method: 'tools/call',
+          params: { name: 'counter', arguments: {} },
+        }),
       });
       if (res.status === 404 && attempt === 0) {
         await res.arrayBuffer();
@@ -142,11 +159,21 @@ async function restartUnderLoad(t: Test, unknownSession: 400 | 404): Promise<voi
       const sentAt = Date.now();
       let detail: string | undefined;
       try {
-        detail = era === 'modern' ? await modernCall(replicas[replica]!, who, ++id) : await legacy.get(who as 'alice')!.call(replicas[replica]!.url);
+        detail =
+          era === 'modern'
+            ? await modernCall(replicas[replica]!, who, ++id)
+            : await legacy.get(who as 'alice')!.call(replicas[replica]!.url);
       } catch (err) {
         detail = (err as Error).message;
       }
-      outcomes.push({ era, who, replica, sentAt, ok: detail === undefined, ...(detail === undefined ? {} : { detail }) });
+      outcomes.push({
+        era,
+        who,
+        replica,
+        sentAt,
+        ok: detail === undefined,
+        ...(detail === undefined ? {} : { detail }),
+      });
       // Calls that fail at once while the server is down would otherwise spin.
       if (detail !== undefined) await pause(5);
     }
@@ -154,13 +181,21 @@ async function restartUnderLoad(t: Test, unknownSession: 400 | 404): Promise<voi
   const load = Promise.all(PRINCIPALS.flatMap((who) => [worker('modern', who), worker('legacy', who)]));
   try {
     const served = (since: number) => (o: Outcome) => o.ok && o.sentAt >= since;
-    await until(() => outcomes.filter(served(0)).length >= 40, { what: 'calls of both eras served before the restart' });
-    t.same(outcomes.filter((o) => !o.ok), [], 'every call before the restart was served');
+    await until(() => outcomes.filter(served(0)).length >= 40, {
+      what: 'calls of both eras served before the restart',
+    });
+    t.same(
+      outcomes.filter((o) => !o.ok),
+      [],
+      'every call before the restart was served',
+    );
     const before = await Promise.all(replicas.map(initializations));
 
     await fixture.kill();
     const killedAt = Date.now();
-    await until(() => outcomes.some((o) => o.sentAt >= killedAt && !o.ok), { what: 'a call failing while the server is down' });
+    await until(() => outcomes.some((o) => o.sentAt >= killedAt && !o.ok), {
+      what: 'a call failing while the server is down',
+    });
     fixture = await spawnFixture(port, { t, args });
     const restartedAt = Date.now();
 
@@ -172,7 +207,11 @@ async function restartUnderLoad(t: Test, unknownSession: 400 | 404): Promise<voi
         failedSince() >= 20 ||
         PRINCIPALS.every((who) =>
           (['modern', 'legacy'] as const).every((era) =>
-            replicas.every((_, r) => outcomes.filter((o) => served(restartedAt)(o) && o.era === era && o.who === who && o.replica === r).length >= 5),
+            replicas.every(
+              (_, r) =>
+                outcomes.filter((o) => served(restartedAt)(o) && o.era === era && o.who === who && o.replica === r)
+                  .length >= 5,
+            ),
           ),
         ),
       { what: 'calls of both eras served on both replicas after the restart' },
@@ -189,20 +228,30 @@ async function restartUnderLoad(t: Test, unknownSession: 400 | 404): Promise<voi
     const stats = await fixture.stats();
     const legacyOpened = [...legacy.values()].reduce((n, c) => n + c.reinitialized, 0);
     t.equal(legacyOpened, PRINCIPALS.length, 'each legacy client was told once to initialize again');
-    t.equal(stats.initializeCount, PRINCIPALS.length + legacyOpened, 'the new server saw one initialize per principal and era');
+    t.equal(
+      stats.initializeCount,
+      PRINCIPALS.length + legacyOpened,
+      'the new server saw one initialize per principal and era',
+    );
     const opened = (await Promise.all(replicas.map(initializations))).map((now, r) =>
       Object.entries(now).reduce((n, [reason, v]) => (reason === 'new' ? n : n + v - (before[r]![reason] ?? 0)), 0),
     );
-    for (const [r, n] of opened.entries()) t.ok(n <= PRINCIPALS.length, `replica ${r} opened ${n} new sessions for ${PRINCIPALS.length} principals`);
+    for (const [r, n] of opened.entries())
+      t.ok(n <= PRINCIPALS.length, `replica ${r} opened ${n} new sessions for ${PRINCIPALS.length} principals`);
     t.equal(opened[0]! + opened[1]!, PRINCIPALS.length, 'one new modern session per principal across the replicas');
     // Down, then forgotten: one line per lost session, not one per call or per try while it was down.
     const lost = replicas.map((r) => r.logs.filter((l) => l.includes('upstream session lost')).length);
-    t.ok(lost.every((n) => n <= PRINCIPALS.length), `the lost session was logged once per session on each replica (${lost.join(', ')})`);
+    t.ok(
+      lost.every((n) => n <= PRINCIPALS.length),
+      `the lost session was logged once per session on each replica (${lost.join(', ')})`,
+    );
   } finally {
     stopped = true;
     await load;
   }
 }
 
-t.test('restarted upstream answering an unknown session with 400 -32000, as server-everything does', (t) => restartUnderLoad(t, 400));
+t.test('restarted upstream answering an unknown session with 400 -32000, as server-everything does', (t) =>
+  restartUnderLoad(t, 400),
+);
 t.test('restarted upstream answering an unknown session with 404, as the spec asks', (t) => restartUnderLoad(t, 404));

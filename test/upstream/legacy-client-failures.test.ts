@@ -60,7 +60,8 @@ t.test('legacy_client-to-raw_upstream-http_status: in-band 4xx, lost session (40
     "a 400 answering the request is the upstream's in-band answer",
   );
   answerId = null;
-  await t.rejects(client.request(SESSION, LIST, {}), SessionExpiredError, 'a 400 on a session with no answer to the request: lost');
+  const noAnswer = 'a 400 on a session with no answer to the request: lost';
+  await t.rejects(client.request(SESSION, LIST, {}), SessionExpiredError, noAnswer);
   status = 404;
   await t.rejects(client.request(SESSION, LIST, {}), SessionExpiredError);
   t.match(

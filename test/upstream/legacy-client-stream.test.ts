@@ -219,7 +219,7 @@ t.test('legacy_client-to-raw_upstream-get_stream: 405 unsupported, re-open failu
   t.equal(reasonOf(err), 'upstream_unavailable');
 });
 
-t.test('legacy_client-to-raw_upstream-get_stream: a 400 that rejects the session ends the stream as lost', async (t) => {
+t.test('legacy_client-to-raw_upstream-get_stream: a 400 rejecting the session ends the stream, lost', async (t) => {
   // server-everything, restarted: a GET on a session it does not know is 400 -32000 with no id.
   const unknown = { jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: No valid session ID provided' } };
   let gets = 0;
@@ -239,7 +239,8 @@ t.test('legacy_client-to-raw_upstream-get_stream: a 400 that rejects the session
   const { client } = rawClient(t, url);
   const stream = await client.openStream(SESSION, {}, new AbortController().signal);
   if (stream === 'unsupported') throw new Error('expected a stream');
-  t.type(await stream.done.catch((e: unknown) => e), SessionExpiredError, 're-opened on a session the server forgot: lost');
+  const ended = await stream.done.catch((e: unknown) => e);
+  t.type(ended, SessionExpiredError, 're-opened on a session the server forgot: lost');
   t.equal(gets, 2, 'not retried on the lost session');
   await t.rejects(client.openStream(SESSION, {}, new AbortController().signal), SessionExpiredError, 'a first GET too');
 });

@@ -11,7 +11,10 @@ const rpc = (code: number, message: string, id?: unknown) =>
 
 t.test('a 400 or 404 that rejects the session, whatever its id, is a lost session', async (t) => {
   t.ok(losesSession(400, rpc(-32000, 'Bad Request: No valid session ID provided', 7), 7), "server-everything's POST");
-  t.ok(losesSession(400, rpc(-32000, 'Bad Request: No valid session ID provided'), undefined), "server-everything's GET");
+  t.ok(
+    losesSession(400, rpc(-32000, 'Bad Request: No valid session ID provided'), undefined),
+    "server-everything's GET",
+  );
   t.ok(losesSession(400, 'Invalid or missing session ID', undefined), 'plain text naming the session');
   t.ok(losesSession(404, rpc(-32001, 'Session not found', null), 3), "the SDK transport's 404");
   t.ok(losesSession(404, '', undefined), 'a bare 404 to a GET or a notification');
@@ -28,7 +31,10 @@ t.test("the upstream's own answers and other refusals are not", async (t) => {
   t.notOk(losesSession(400, rpc(-32602, 'Invalid params', 5), 5), 'an in-band error answering the request');
   t.notOk(losesSession(404, rpc(-32601, 'Method not found', 5), 5), 'a 404 answering the request');
   t.notOk(losesSession(400, rpc(-32022, 'Unsupported protocol version', null), 5), 'an era refusal (-32022)');
-  t.notOk(losesSession(400, rpc(-32600, 'Invalid request', null), undefined), 'a 400 to a notification that names no session');
+  t.notOk(
+    losesSession(400, rpc(-32600, 'Invalid request', null), undefined),
+    'a 400 to a notification that names no session',
+  );
   t.notOk(losesSession(400, 'bad Last-Event-ID', undefined), 'a plain 400 to a GET that names no session');
   t.notOk(losesSession(403, rpc(-32000, 'No valid session ID provided', 5), 5), 'another status');
   t.notOk(losesSession(500, rpc(-32603, 'session store down', null), 5), 'a server error');

@@ -57,7 +57,8 @@ async function answer(c: StreamContext, ctx: Exchange, res: Response): Promise<J
   const status = res.statusCode;
   if (status >= 400) {
     const text = await readRefusal(res.body, REFUSAL_BODY_LIMIT);
-    if (ctx.session.sessionId !== undefined && losesSession(status, text, ctx.id)) throw new SessionExpiredError(c.upstream);
+    const lost = ctx.session.sessionId !== undefined && losesSession(status, text, ctx.id);
+    if (lost) throw new SessionExpiredError(c.upstream);
     return httpError(ctx, status, text, sentTo(res));
   }
   if (status < 200 || status >= 300 || status === 202 || status === 204) {
@@ -111,7 +112,8 @@ export async function postOneWay(c: StreamContext, scope: CallScope, session: Se
     return;
   }
   const text = await readRefusal(res.body, REFUSAL_BODY_LIMIT);
-  if (session.sessionId !== undefined && losesSession(status, text, undefined)) throw new SessionExpiredError(c.upstream);
+  const lost = session.sessionId !== undefined && losesSession(status, text, undefined);
+  if (lost) throw new SessionExpiredError(c.upstream);
   const rpc = errorBody(text);
   throw httpRefusal(status, rpc?.error.message.slice(0, 200), rpc?.error, sentTo(res));
 }
