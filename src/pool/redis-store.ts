@@ -176,6 +176,9 @@ function parse(key: string, h: Record<string, string>, score: number | undefined
   };
 }
 
+/** Why a replica that never reached its Redis is not ready: the settings to check. */
+const NOT_REACHED = 'session store not reached yet: check store.redisUrl (or store.redisSentinels, store.redisCluster)';
+
 export class RedisSessionStore implements SessionStore {
   readonly kind = 'redis';
   readonly shared: SharedParts;
@@ -190,7 +193,7 @@ export class RedisSessionStore implements SessionStore {
     readonly client: RedisClient,
     private readonly opts: RedisStoreOptions,
     private readonly log: Logger,
-    private readonly where = 'redis',
+    where = 'redis',
   ) {
     if (/[{}]/.test(opts.keyPrefix)) {
       client.disconnect();
@@ -236,7 +239,8 @@ export class RedisSessionStore implements SessionStore {
    * at once, and replica-local sessions serve better than none.
    */
   notReady(): string | undefined {
-    return this.state === 'connecting' ? `session store not reached yet: ${this.where}` : undefined;
+    // Not the address: /readyz answers on the data port too; the log names it.
+    return this.state === 'connecting' ? NOT_REACHED : undefined;
   }
 
   /** Resolves true once connected, false if not within `timeoutMs`. */
