@@ -78,8 +78,13 @@ export class RedisEraMemo implements EraMemo {
 export interface EraOptions {
   upstream: string;
   setting: EraSetting;
-  /** Sends server/discover; rejects on a network error. */
-  probe(signal: AbortSignal): Promise<ProbeAnswer>;
+  /** Sends server/discover (to `target`, one of `targets`, when given); rejects on a network error. */
+  probe(signal: AbortSignal, target?: string): Promise<ProbeAnswer>;
+  /**
+   * The upstream's URLs, each asked in turn until one shows an era: one down, or answering 503 while
+   * it restarts, says nothing of the others. Without them the probe goes where the client sends.
+   */
+  targets?: readonly string[];
   memo: EraMemo;
   log: Logger;
   /** Called once per era found or changed: the metric of upstreams by era. */
@@ -141,12 +146,19 @@ export class UpstreamEra {
       if (stored !== undefined) return this.learn(stored, false);
     }
     let answer: ProbeAnswer | undefined;
-    try {
-      answer = await this.opts.probe(signal ?? AbortSignal.timeout(30_000));
-    } catch (err) {
-      this.opts.log.debug({ err: (err as Error).message }, 'the era probe failed');
+    let era: Era | undefined;
+    const limit = signal ?? AbortSignal.timeout(30_000);
+    for (const target of this.opts.targets ?? [undefined]) {
+      if (limit.aborted) break;
+      try {
+        answer = await this.opts.probe(limit, target);
+      } catch (err) {
+        answer = undefined;
+        this.opts.log.debug({ err: (err as Error).message }, 'the era probe failed');
+      }
+      era = answer && eraOf(answer);
+      if (era !== undefined) break;
     }
-    const era = answer && eraOf(answer);
     if (era === undefined) {
       this.retryAt = Date.now() + (this.opts.retryMs ?? 1_000);
       if (answer) this.opts.log.debug({ status: answer.status }, 'the era probe showed no era');

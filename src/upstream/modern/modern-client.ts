@@ -19,6 +19,8 @@ export interface ModernCallOptions {
   signal: AbortSignal;
   /** A subscriptions/listen: no body timeout. */
   longLived?: boolean;
+  /** One of the upstream's URLs (the era probe asks each); the first when not given. */
+  target?: string;
 }
 
 export interface ModernRequestOptions extends ModernCallOptions {
@@ -38,7 +40,7 @@ export class ModernClient {
     headers['content-type'] = 'application/json';
     headers['accept'] = 'application/json, text/event-stream';
     headers['mcp-protocol-version'] = MODERN_VERSION;
-    return this.dispatcher.send('POST', { target: undefined, principal: opts.principal }, headers, body, opts.signal, opts.longLived ? LONG_LIVED : 0);
+    return this.dispatcher.send('POST', { target: opts.target, principal: opts.principal }, headers, body, opts.signal, opts.longLived ? LONG_LIVED : 0);
   }
 
   /** Sends one request and reads its answer: the JSON-RPC response, an error response included. */
@@ -58,14 +60,14 @@ export class ModernClient {
   }
 
   /** server/discover with nothing declared, read for its era (era.ts). */
-  async probe(signal: AbortSignal, clientInfo: { name: string; version: string }): Promise<ProbeAnswer> {
+  async probe(signal: AbortSignal, clientInfo: { name: string; version: string }, target?: string): Promise<ProbeAnswer> {
     const msg: JsonRpcRequest = {
       jsonrpc: '2.0',
       id: 'causeway-discover',
       method: 'server/discover',
       params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientInfo': clientInfo, 'io.modelcontextprotocol/clientCapabilities': {} } },
     };
-    const res = await this.post(JSON.stringify(msg), msg.method, undefined, { signal });
+    const res = await this.post(JSON.stringify(msg), msg.method, undefined, { signal, ...(target ? { target } : {}) });
     let message: unknown;
     try {
       const type = mediaType(res.headers['content-type']);
