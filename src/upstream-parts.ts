@@ -25,12 +25,17 @@ import {
   UpstreamClient,
   UpstreamCredentials,
   ModernClient,
+  ModernStdioPool,
+  httpWire,
+  type ModernWire,
   RelayedListens,
   UpstreamDispatcher,
   UpstreamEra,
   UpstreamHttp,
+  type Era,
   type EraMemo,
   type EraSetting,
+  type ProbeAnswer,
   UpstreamSignIn,
   type GrantStore,
   type Sealer,
@@ -148,9 +153,19 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
   });
   switch (spec.transport) {
     case 'stdio': {
-      upstreamMetrics.era('legacy');
-      const client = stdioClient(ctx);
-      return assemble(client, channelFace(ctx, client));
+      const children = new Children(upstreamMetrics);
+      const client = stdioClient(ctx, children);
+      const legacyFace = channelFace(ctx, client);
+      if (spec.era === 'legacy') {
+        upstreamMetrics.era('legacy');
+        return assemble(client, legacyFace);
+      }
+      // The era probe goes to a child of the pool; a legacy child is stopped once found out.
+      const pool = modernStdioPool(ctx, children);
+      const probe = (signal: AbortSignal): Promise<ProbeAnswer> => pool.probe(signal, { name: 'causeway', version: VERSION });
+      const eras = bothEras(ctx, legacyFace, pool, { probe, onEra: (era) => era === 'legacy' && void pool.release() });
+      const parts = assemble(client, eras.passthrough, undefined, eras.modern);
+      return { ...parts, close: () => Promise.allSettled([parts.close(), pool.close()]).then(() => undefined) };
     }
     case 'sse': {
       upstreamMetrics.era('legacy');
@@ -175,12 +190,12 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
         { use: (signal) => client.use(signal), passthrough: legacyPassthrough(hc), channelFace: () => channelFace(ctx, client) },
         log.child({ stage: 'passthrough', upstream: spec.name }),
       );
-      const eras = bothEras(hc, passthrough);
+      const eras = httpEras(hc, passthrough);
       return assemble(client, eras.passthrough, hc.http, eras.modern);
     }
     case 'streamable-http': {
       const hc = httpContext(ctx);
-      const eras = bothEras(hc, legacyPassthrough(hc));
+      const eras = httpEras(hc, legacyPassthrough(hc));
       const { client, direct } = streamableClient(hc);
       return { ...assemble(client, eras.passthrough, hc.http, eras.modern), direct };
     }
@@ -199,19 +214,45 @@ function httpContext(ctx: UpstreamContext): HttpContext {
   return { ...ctx, targets, http };
 }
 
+/** The child processes of a stdio upstream on this replica, the legacy sessions' and the modern pool's: one gauge. */
+class Children {
+  private legacy = 0;
+  private modern = 0;
+  constructor(private readonly metrics: UpstreamMetrics) {}
+  set(kind: 'legacy' | 'modern', n: number): void {
+    if (kind === 'legacy') this.legacy = n;
+    else this.modern = n;
+    this.metrics.processes(this.legacy + this.modern);
+  }
+}
+
+function stdioOpener({ spec, log }: UpstreamContext): StdioOpener {
+  const cwd = spec.cwd === '' ? undefined : spec.cwd;
+  return new StdioOpener(spec.name, { command: spec.command, args: spec.args, env: spec.env, cwd, maxLineBytes: spec.maxResponseBytes }, log);
+}
+
+/** A 2026 child serves every principal: a small pool of them per replica (upstream.stdioPool). */
+function modernStdioPool(ctx: UpstreamContext, children: Children): ModernStdioPool {
+  const { spec, metrics, log } = ctx;
+  return new ModernStdioPool(spec.name, stdioOpener(ctx), log, {
+    size: spec.stdioPool,
+    requestTimeoutMs: spec.requestTimeoutMs,
+    probeTimeoutMs: spec.connectTimeoutMs,
+    onChildren: (n) => children.set('modern', n),
+    onRestart: () => metrics.processRestarted(),
+  });
+}
+
 /** One child process per pooled session, in the replica that opened it. */
-function stdioClient({ spec, config, metrics, log, reachable }: UpstreamContext): UpstreamSessionClient {
-  const opener = new StdioOpener(
-    spec.name,
-    { command: spec.command, args: spec.args, env: spec.env, cwd: spec.cwd === '' ? undefined : spec.cwd, maxLineBytes: spec.maxResponseBytes },
-    log,
-  );
+function stdioClient(ctx: UpstreamContext, children: Children): UpstreamSessionClient {
+  const { spec, config, metrics, log, reachable } = ctx;
+  const opener = stdioOpener(ctx);
   const client = new ChannelClient(spec.name, opener, log, {
     requestTimeoutMs: spec.requestTimeoutMs,
     maxChannels: spec.maxProcesses,
     idleTtlMs: config.store.idleTtlMs,
     onRequest: (method, result, seconds) => metrics.upstreamCall(method, result, seconds),
-    onChannels: (n) => metrics.processes(n),
+    onChannels: (n) => children.set('legacy', n),
     onRestart: () => metrics.processRestarted(),
   });
   return reachable(spec.name, client);
@@ -292,30 +333,45 @@ function legacyPassthrough({ spec, rootLog, forward, binding, targets, http }: H
   );
 }
 
-/**
- * An upstream reached over HTTP may speak either era (upstream.era): a modern client's requests
- * are relayed to it when it speaks 2026-07-28, and legacy clients get Causeway's own legacy face
- * over it; otherwise both go the legacy way.
- */
-function bothEras(ctx: HttpContext, legacyFace: LegacyFace): Pick<UpstreamParts, 'passthrough' | 'modern'> {
-  const { spec, config, log, shared } = ctx;
-  const setting: EraSetting = spec.era;
-  const cache = ctx.cache;
-  if (setting === 'legacy') {
+/** An upstream reached over HTTP, in either era: its modern side sends through the upstream's one composed client. */
+function httpEras(ctx: HttpContext, legacyFace: LegacyFace): Pick<UpstreamParts, 'passthrough' | 'modern'> {
+  const { spec } = ctx;
+  if (spec.era === 'legacy') {
     ctx.metrics.era('legacy');
     return { passthrough: legacyFace };
   }
-  // The modern side sends through the upstream's one composed client, as the legacy side does.
-  const dispatcher = new UpstreamDispatcher(ctx.http, ctx.targets, spec.headers, spec.name);
-  const client = new ModernClient(dispatcher, spec.maxResponseBytes);
+  const wire = httpWire(new UpstreamDispatcher(ctx.http, ctx.targets, spec.headers, spec.name));
+  return bothEras(ctx, legacyFace, wire, { targets: ctx.targets.urls });
+}
+
+/** How a wire's era is found: its own probe (a stdio child's), the URLs to ask, who hears the era found. */
+interface EraProbe {
+  probe?(signal: AbortSignal): Promise<ProbeAnswer>;
+  targets?: readonly string[];
+  onEra?(era: Era): void;
+}
+
+/**
+ * An upstream may speak either era (upstream.era): a modern client's requests are relayed to it
+ * when it speaks 2026-07-28, and legacy clients get Causeway's own legacy face over it; otherwise
+ * both go the legacy way. Its modern requests go over `wire`: HTTP, or a stdio child's channel.
+ */
+function bothEras(ctx: UpstreamContext, legacyFace: LegacyFace, wire: ModernWire, how: EraProbe): Pick<UpstreamParts, 'passthrough' | 'modern'> {
+  const { spec, config, log, shared } = ctx;
+  const setting: EraSetting = spec.era;
+  const cache = ctx.cache;
+  const client = new ModernClient(wire, spec.maxResponseBytes);
   const era = new UpstreamEra({
     upstream: spec.name,
     setting,
-    probe: (signal, target) => client.probe(signal, { name: 'causeway', version: VERSION }, target),
-    targets: ctx.targets.urls,
+    probe: how.probe ?? ((signal, target) => client.probe(signal, { name: 'causeway', version: VERSION }, target)),
+    ...(how.targets ? { targets: how.targets } : {}),
     memo: shared.eras,
     log,
-    onEra: (found) => ctx.metrics.era(found),
+    onEra: (found) => {
+      ctx.metrics.era(found);
+      how.onEra?.(found);
+    },
   });
   const translated = new TranslatedFace(
     {

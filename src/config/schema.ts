@@ -132,7 +132,7 @@ const TABLE = {
     era: oneOf(
       ['auto', 'legacy', 'modern'],
       'auto',
-      'Which protocol the server speaks (streamable-http and auto transports): legacy (initialize and sessions, 2025-11-25 and older), modern (2026-07-28, stateless), or auto: found by one server/discover probe, kept in the store for every replica, and found again when the server refuses the era in use. A modern client is relayed to a modern server as it is; a legacy client gets Causeway’s own legacy face over it. See Both directions.',
+      'Which protocol the server speaks (streamable-http, auto and stdio transports): legacy (initialize and sessions, 2025-11-25 and older), modern (2026-07-28, stateless), or auto: found by one server/discover probe, kept in the store for every replica, and found again when the server refuses the era in use. A modern client is relayed to a modern server as it is; a legacy client gets Causeway’s own legacy face over it. See Both directions.',
     ),
     protocolVersion: text('2025-11-25', 'Version offered in the upstream initialize; the upstream may negotiate an older one.'),
     connectTimeoutMs: num(5_000, 'Upstream TCP connect timeout.'),
@@ -157,6 +157,7 @@ const TABLE = {
       'Most stdio child processes (one per pooled session) per upstream on one replica; the least recently used idle one is stopped for a new one, 503 when none is idle.',
       { min: 1 },
     ),
+    stdioPool: num(1, 'Most stdio child processes per upstream on one replica serving a 2026-07-28 child (stateless: shared by every principal); a lost one is restarted with backoff.', { min: 1 }),
   },
   /** Named upstreams (see topology.ts); empty: the one described by upstream.*. */
   upstreams: json<Record<string, unknown>>(

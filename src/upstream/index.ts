@@ -20,4 +20,6 @@ export { StandingStreams, wantsStandingStream } from './replicas/index.js';
 export { UpstreamCredentials, type SubjectSource, type UpstreamAuthorization } from './credentials/index.js';
 export { SignInCallback, UpstreamSignIn, type Sealer, MemoryGrants, type GrantStore } from './credentials/index.js';
 export { ERAS, eraOf, MemoryEraMemo, MODERN_VERSION, RedisEraMemo, ModernClient, RelayedListens, UpstreamEra, isEraRefusal, type Era, type EraMemo, type EraSetting, type ProbeAnswer } from './modern/index.js';
+export { httpWire, type ModernAnswer, type ModernWire } from './modern/index.js';
 export { UpstreamDispatcher } from './http/index.js';
+export { ModernStdioPool, type ModernStdioOptions } from './modern-stdio/index.js';

@@ -5,7 +5,7 @@
 
 import { CausewayError } from '../../errors.js';
 import type { JsonRpcErrorResponse } from '../../jsonrpc.js';
-import { readText } from './body.js';
+import { readText, type ResponseBody } from './body.js';
 import { upstreamHeaders, type SessionRef, type TargetSet, type UpstreamRequestKind } from '../core/index.js';
 import { decodeMessages } from './messages.js';
 import type { Handler, Response, UpstreamHttp } from './compose/index.js';
@@ -51,7 +51,7 @@ function refusalHint(status: number): string | undefined {
 }
 
 /** Where `res` was sent, when it came through an UpstreamDispatcher. */
-export function sentTo(res: Response): SentTo | undefined {
+export function sentTo(res: { opaque?: unknown }): SentTo | undefined {
   return res.opaque instanceof Sent ? res.opaque.to : undefined;
 }
 
@@ -82,7 +82,7 @@ function pathOf(url: string): string {
 }
 
 /** The JSON-RPC error in an upstream's error body, if it has one. */
-export async function readErrorBody(res: Response): Promise<JsonRpcErrorResponse | undefined> {
+export async function readErrorBody(res: { body: ResponseBody }): Promise<JsonRpcErrorResponse | undefined> {
   try {
     const [m] = decodeMessages(await readText(res.body, ERROR_BODY_LIMIT));
     return m?.kind === 'response' && 'error' in m.message ? m.message : undefined;
@@ -92,8 +92,8 @@ export async function readErrorBody(res: Response): Promise<JsonRpcErrorResponse
   }
 }
 
-/** A non-2xx answer as a refusal, with the upstream's own error message when it sent one. */
-export async function refusalOf(res: Response): Promise<CausewayError> {
+/** A non-2xx answer as a refusal, with the upstream's own error message when it sent one (a stdio child's too). */
+export async function refusalOf(res: { statusCode: number; body: ResponseBody; opaque?: unknown }): Promise<CausewayError> {
   const rpc = await readErrorBody(res);
   return httpRefusal(res.statusCode, rpc?.error.message.slice(0, 200), rpc?.error, sentTo(res));
 }

@@ -1,6 +1,7 @@
 // The client of a 2026-07-28 upstream: stateless, one HTTP request per JSON-RPC request, sent
-// through the upstream's dispatcher (its URLs, credentials and timeouts). `post` hands back the
-// upstream's HTTP answer as it is, for a modern client's request passed through byte for byte;
+// through the upstream's dispatcher (its URLs, credentials and timeouts), or one exchange on a
+// stdio child's channel (modern-stdio/), answered as HTTP would answer it. `post` hands back the
+// upstream's answer as it is, for a modern client's request passed through byte for byte;
 // `request` reads the answer (JSON, or an SSE stream of the request's notifications ending in
 // its response) for a request Causeway makes itself, as the legacy face over this upstream
 // does. Closing the stream is the cancellation [SHTTP]: an aborted signal ends the request.
@@ -8,7 +9,19 @@
 import { causewayError } from '../../errors.js';
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
 import { callHeaders } from '../core/index.js';
-import { checkContentLength, decodeMessages, discard, finish, LONG_LIVED, mediaType, readText, refusalOf, SseParser, type Response, type UpstreamDispatcher } from '../http/index.js';
+import {
+  checkContentLength,
+  decodeMessages,
+  discard,
+  finish,
+  LONG_LIVED,
+  mediaType,
+  readText,
+  refusalOf,
+  SseParser,
+  type ResponseBody,
+  type UpstreamDispatcher,
+} from '../http/index.js';
 import { MODERN_VERSION, type ProbeAnswer } from './era.js';
 
 export interface ModernCallOptions {
@@ -28,19 +41,43 @@ export interface ModernRequestOptions extends ModernCallOptions {
   onNotification?(n: JsonRpcNotification): void;
 }
 
+/** An upstream's answer as HTTP gives it: status, headers (content-type: JSON or SSE) and body. */
+export interface ModernAnswer {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: ResponseBody;
+  /** An HTTP answer's request, as undici hands it back: where it went, for a refusal's words. */
+  opaque?: unknown;
+}
+
+/** How a request's bytes reach a modern upstream: over HTTP (httpWire), or a stdio child's channel. */
+export interface ModernWire {
+  post(body: string | Uint8Array, method: string, name: string | undefined, opts: ModernCallOptions): Promise<ModernAnswer>;
+}
+
+/** The wire of an upstream reached over HTTP: one POST through its dispatcher per request. */
+export function httpWire(dispatcher: UpstreamDispatcher): ModernWire {
+  return {
+    post(body, method, name, opts) {
+      const headers = callHeaders(method, name, opts.headers);
+      headers['content-type'] = 'application/json';
+      headers['accept'] = 'application/json, text/event-stream';
+      headers['mcp-protocol-version'] = MODERN_VERSION;
+      const to = { target: opts.target, principal: opts.principal };
+      return dispatcher.send('POST', to, headers, body, opts.signal, opts.longLived ? LONG_LIVED : 0);
+    },
+  };
+}
+
 export class ModernClient {
   constructor(
-    private readonly dispatcher: UpstreamDispatcher,
+    private readonly wire: ModernWire,
     private readonly maxResponseBytes: number,
   ) {}
 
   /** Sends a request's bytes; the answer is the caller's to read or relay. */
-  post(body: string | Uint8Array, method: string, name: string | undefined, opts: ModernCallOptions): Promise<Response> {
-    const headers = callHeaders(method, name, opts.headers);
-    headers['content-type'] = 'application/json';
-    headers['accept'] = 'application/json, text/event-stream';
-    headers['mcp-protocol-version'] = MODERN_VERSION;
-    return this.dispatcher.send('POST', { target: opts.target, principal: opts.principal }, headers, body, opts.signal, opts.longLived ? LONG_LIVED : 0);
+  post(body: string | Uint8Array, method: string, name: string | undefined, opts: ModernCallOptions): Promise<ModernAnswer> {
+    return this.wire.post(body, method, name, opts);
   }
 
   /** Sends one request and reads its answer: the JSON-RPC response, an error response included. */
@@ -80,7 +117,7 @@ export class ModernClient {
     return { status: res.statusCode, message };
   }
 
-  private async readStream(res: Response, id: RequestId, opts: ModernRequestOptions): Promise<JsonRpcResponse> {
+  private async readStream(res: ModernAnswer, id: RequestId, opts: ModernRequestOptions): Promise<JsonRpcResponse> {
     const parser = new SseParser({ maxEventBytes: this.maxResponseBytes });
     for await (const chunk of res.body) {
       for (const event of parser.push(chunk)) {
