@@ -49,6 +49,9 @@ export const ERROR_TABLE = {
   upstream_authorization_required: { code: -32600, status: 403, message: 'The upstream needs the user’s own authorization: sign in first' },
   // No Mcp-Session-Id at initialize: an answer to the upstream's own request can never reach the call.
   upstream_sessionless: { code: -32603, status: 502, message: 'The upstream keeps no sessions: its request to the client cannot be answered' },
+  // The upstream's last attempt to open (connect, handshake) failed and it is backing off: answered at
+  // once, with Retry-After, rather than each call trying again (a stampede on a recovering server).
+  upstream_backing_off: { code: -32603, status: 503, message: 'Upstream unavailable: retry later' },
   draining: { code: -32603, status: 503, message: 'Server is shutting down' },
   overloaded: { code: -32603, status: 503, message: 'Too many requests in flight' },
   auth_unavailable: { code: -32603, status: 503, message: 'Cannot check the access token now' },
@@ -138,6 +141,17 @@ export function bindError(setting: 'listen.port' | 'admin.port', host: string, p
     return new StartupError(`${hostSetting}: ${host} is not an address of this host`, { cause: err });
   }
   return err;
+}
+
+/**
+ * A call refused while `upstream` backs off after a failed open: says why the last open failed
+ * (`why`, the upstream's own words) and when to come back (Retry-After, whole seconds, at least 1).
+ */
+export function backingOff(upstream: string, why: string, retryInMs: number, cause?: unknown): CausewayError {
+  const seconds = Math.max(1, Math.ceil(retryInMs / 1000));
+  const message = `Upstream ${JSON.stringify(upstream)} is backing off after a failed start (${why}); retry after ${seconds} s`;
+  const options = { headers: { 'retry-after': String(seconds) }, ...(cause === undefined ? {} : { cause }) };
+  return new CausewayError('upstream_backing_off', message, { retryAfterSeconds: seconds }, options);
 }
 
 /** Anything thrown that is not a CausewayError becomes internal_error, its text never shown. */

@@ -9,11 +9,13 @@
 // pooled session, a legacy client's, another replica's through the relay).
 // A channel lost with calls in flight fails them (upstream_unavailable); the next request on its
 // session gets SessionExpiredError, so the pool opens a new one, after a backoff when channels
-// keep being lost. A call cannot be resumed: resumeCall is refused, and the bridge replays.
+// keep being lost. A channel that fails its handshake counts as lost too; until one succeeds, opens
+// take turns and, within the backoff, are refused at once (initialize() says how).
+// A call cannot be resumed: resumeCall is refused, and the bridge replays.
 
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { CausewayError } from '../../errors.js';
+import { backingOff, CausewayError } from '../../errors.js';
 import { InFlight } from '../../in-flight.js';
 import { isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
@@ -66,6 +68,12 @@ export class ChannelClient implements UpstreamSessionClient {
   private losses = 0;
   private lastLossAt = 0;
   private restartOwed = false;
+  /** A child has answered its handshake since the last one failed: opens run side by side. */
+  private proven = false;
+  /** The open every other waits on while none is proven. */
+  private trial: Promise<void> | undefined;
+  /** The last failed start: opens until `until` are refused with it. */
+  private failedStart: { why: string; error: unknown; until: number } | undefined;
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
@@ -104,38 +112,92 @@ export class ChannelClient implements UpstreamSessionClient {
     return 0;
   }
 
+  /**
+   * Until a child has answered its handshake (at start, and after one failed) one open runs at a
+   * time and the others wait for it: a server that refuses initialize starts one process, not one
+   * per waiting request. After a failed handshake, opens within its backoff are refused at once
+   * (backingOff, 503 with Retry-After, naming the refusal); the first one after it tries again.
+   */
   initialize(params: InitializeParams, signal?: AbortSignal): Promise<HandshakeResult> {
     return this.track(true, async () => {
-      const scope = this.scope(signal, this.opts.requestTimeoutMs);
-      let session: ChannelSession | undefined;
-      this.opening += 1;
-      try {
-        await this.makeRoom();
-        await this.backoff(scope);
-        const channel = await this.opener.open(scope.signal);
-        session = this.adopt(channel);
-        this.opening -= 1;
-        this.changed();
-        if (this.restartOwed) {
-          this.restartOwed = false;
-          this.opts.onRestart?.();
+      for (;;) {
+        if (this.proven) return this.open(params, signal);
+        const failed = this.failedStart;
+        if (failed !== undefined && Date.now() < failed.until) {
+          throw backingOff(this.name, failed.why, failed.until - Date.now(), failed.error);
         }
-        const msg: JsonRpcRequest = { jsonrpc: '2.0', id: INITIALIZE_ID, method: 'initialize', params: { ...params } };
-        const response = await this.exchange(session, msg, {}, scope);
-        if ('error' in response) throw new CausewayError('upstream_unavailable', response.error.message, undefined, { cause: response.error });
-        const version = response.result.protocolVersion;
-        if (typeof version !== 'string' || version === '') throw badResponse('initialize result has no protocolVersion');
-        await session.channel.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-        this.log.debug({ protocolVersion: version }, 'upstream channel initialized');
-        return { sessionId: session.id, protocolVersion: version, target: undefined, initializeResult: response.result };
-      } catch (err) {
-        if (session === undefined) this.opening -= 1;
-        else void this.end(session);
-        throw scope.settle(err);
-      } finally {
-        scope.dispose();
+        if (this.trial === undefined) {
+          const trial = this.open(params, signal);
+          this.trial = trial.then(
+            () => undefined,
+            () => undefined,
+          );
+          void this.trial.then(() => (this.trial = undefined));
+          return trial;
+        }
+        await this.trial;
+        if (signal?.aborted) throw signal.reason;
       }
     });
+  }
+
+  private async open(params: InitializeParams, signal: AbortSignal | undefined): Promise<HandshakeResult> {
+    const scope = this.scope(signal, this.opts.requestTimeoutMs);
+    let session: ChannelSession | undefined;
+    this.opening += 1;
+    try {
+      await this.makeRoom();
+      await this.backoff(scope);
+      const channel = await this.opener.open(scope.signal);
+      session = this.adopt(channel);
+      this.opening -= 1;
+      this.changed();
+      if (this.restartOwed) {
+        this.restartOwed = false;
+        this.opts.onRestart?.();
+      }
+      const msg: JsonRpcRequest = { jsonrpc: '2.0', id: INITIALIZE_ID, method: 'initialize', params: { ...params } };
+      const response = await this.exchange(session, msg, {}, scope);
+      if ('error' in response) {
+        const message = `Upstream ${JSON.stringify(this.name)} refused initialize: ${response.error.message}`;
+        throw new CausewayError('upstream_unavailable', message, undefined, { cause: response.error });
+      }
+      const version = response.result.protocolVersion;
+      if (typeof version !== 'string' || version === '') throw badResponse('initialize result has no protocolVersion');
+      await session.channel.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      this.log.debug({ protocolVersion: version }, 'upstream channel initialized');
+      this.proven = true;
+      this.failedStart = undefined;
+      return { sessionId: session.id, protocolVersion: version, target: undefined, initializeResult: response.result };
+    } catch (err) {
+      if (session === undefined) this.opening -= 1;
+      const settled = scope.settle(err);
+      // Room refused, or the caller gone: nothing is known of the server.
+      const started = !(err instanceof CausewayError && err.reason === 'overloaded') && !signal?.aborted;
+      if (started && this.state === 'open') this.startFailed(session, settled);
+      if (session !== undefined) void this.end(session);
+      throw settled;
+    } finally {
+      scope.dispose();
+    }
+  }
+
+  /**
+   * A child that could not be started or failed its handshake (refused initialize, exited, said
+   * nothing in time) counts as a loss, as one that crashed: later opens back off, and until one
+   * succeeds they are refused at once with why this one failed.
+   */
+  private startFailed(session: ChannelSession | undefined, err: unknown): void {
+    // A child that exited during the handshake was counted by lose().
+    if (session === undefined || !session.lost) {
+      this.losses += 1;
+      this.lastLossAt = Date.now();
+      this.restartOwed = true;
+    }
+    this.proven = false;
+    const why = err instanceof Error ? err.message : String(err);
+    this.failedStart = { why, error: err, until: this.lastLossAt + this.backoffMs() };
+    this.log.warn({ err, backoffMs: this.failedStart.until - Date.now() }, 'upstream process failed to start');
   }
 
   request(
@@ -289,9 +351,15 @@ export class ChannelClient implements UpstreamSessionClient {
 
   private async backoff(scope: CallScope): Promise<void> {
     if (this.losses === 0) return;
-    const first = this.opts.restartBackoffMs ?? 100;
-    const wait = Math.min(first * 2 ** (this.losses - 1), this.opts.maxRestartBackoffMs ?? 5_000) - (Date.now() - this.lastLossAt);
+    const wait = this.backoffMs() - (Date.now() - this.lastLossAt);
     if (wait > 0) await scope.sleep(wait);
+  }
+
+  /** The wait after the last loss: restartBackoffMs doubled per loss in a row, capped. */
+  private backoffMs(): number {
+    if (this.losses === 0) return 0;
+    const first = this.opts.restartBackoffMs ?? 100;
+    return Math.min(first * 2 ** (this.losses - 1), this.opts.maxRestartBackoffMs ?? 5_000);
   }
 
   private live(session: SessionRef): ChannelSession {
