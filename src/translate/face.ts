@@ -6,7 +6,8 @@
 // replica (rounds.ts), become the retry's inputResponses beside the server's requestState, until
 // the call completes, fails or is cancelled. Progress and log lines travel on the POST stream;
 // the GET stream is fed by a subscriptions/listen (list changes, and resources/updated for the
-// session's resources/subscribe); DELETE ends the session.
+// session's resources/subscribe); DELETE ends the session. Everything sent is first made what a
+// legacy server would send (clean.ts): no 2026-only key reaches a legacy client.
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -14,12 +15,13 @@ import { errorBody, sendCausewayError, sendJson, sendStatus, SseStream, type Htt
 import type { HeaderBag } from '../envelope/index.js';
 import { CausewayError, causewayError, toCausewayError } from '../errors.js';
 import { InFlightByKey } from '../in-flight.js';
-import { isNotification, isObject, isRequest, isResponse, type JsonObject, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
+import { isNotification, isObject, isRequest, isResponse, type JsonObject, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
 import { isCacheable, type UpstreamCache } from '../cache/index.js';
 import type { ForwardPolicy, ModernClient } from '../upstream/index.js';
 import { acceptsSse, keepAlive, readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from '../passthrough/index.js';
+import { legacyMessage } from './clean.js';
 import type { AskRounds } from './rounds.js';
 import { clientInfoOf, newSessionId, type FactsStore, type SessionRecord } from './sessions.js';
 import { ToolHeaders } from './tools.js';
@@ -85,10 +87,17 @@ class CallStream {
     return this.stream;
   }
 
-  /** The call's response: the end of its stream, or a JSON answer when none was started. */
+  /** A notification or ask on the call's stream, as a legacy server would send it (clean.ts); started by the first. */
+  send(message: JsonRpcMessage): void {
+    const legacy = legacyMessage(message);
+    if (legacy !== undefined) this.open().send(legacy);
+  }
+
+  /** The call's response as a legacy server would send it: its stream's end, or a JSON answer if none started. */
   finish(answer: JsonRpcResponse): void {
-    if (this.stream) this.stream.end(answer);
-    else sendJson(this.res, 200, answer);
+    const legacy = legacyMessage(answer);
+    if (this.stream) this.stream.end(legacy);
+    else sendJson(this.res, 200, legacy);
   }
 
   close(): void {
@@ -190,7 +199,9 @@ export class TranslatedFace implements LegacyFace {
     }
     const clientId = newSessionId();
     await this.opts.facts.put(clientId, { upstream: this.opts.upstream, principal, version, clientInfo: clientInfoOf(clientInfo), capabilities: facts.capabilities, uris: [] });
-    sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: initializeResult(response.result, version, this.opts.upstream) }, { 'mcp-session-id': clientId });
+    const result = initializeResult(response.result, version, this.opts.upstream);
+    const answer = legacyMessage({ jsonrpc: '2.0', id: msg.id, result });
+    sendJson(res, 200, answer, { 'mcp-session-id': clientId });
   }
 
   /** A request the legacy era has and 2026 answers differently, or the call itself. */
@@ -284,7 +295,7 @@ export class TranslatedFace implements LegacyFace {
         headers: upstreamHeaders,
         principal,
         signal,
-        onNotification: (n) => (sse ? out.open().send(n) : undefined),
+        onNotification: (n) => (sse ? out.send(n) : undefined),
       });
       if ('error' in response && status === 400 && response.error.code === -32000) {
         this.opts.onRefused?.();
@@ -309,10 +320,9 @@ export class TranslatedFace implements LegacyFace {
           if (!isObject(session.record.capabilities[capability])) throw causewayError('invalid_request', `The server asked for ${capability}, which this client did not declare`);
         }
         const { ids, answered } = this.opts.rounds.open(session.id, keys, signal);
-        const s = out.open();
         for (const key of keys) {
           const ask = asks[key] as JsonObject;
-          s.send({ jsonrpc: '2.0', id: ids.get(key)!, method: ask.method as string, ...(isObject(ask.params) ? { params: ask.params } : {}) });
+          out.send({ jsonrpc: '2.0', id: ids.get(key)!, method: ask.method as string, ...(isObject(ask.params) ? { params: ask.params } : {}) });
         }
         for (const [key, answer] of await answered) {
           if ('error' in answer) throw new CausewayError('invalid_request', `The client refused the server's ${String((asks[key] as JsonObject).method)}: ${answer.error.message}`);
@@ -365,13 +375,9 @@ export class TranslatedFace implements LegacyFace {
             onNotification: (n) => {
               if (n.method === 'notifications/subscriptions/acknowledged') return;
               this.opts.cache?.changed(n);
-              const p = isObject(n.params) ? { ...n.params } : undefined;
-              if (p && isObject(p._meta)) {
-                const { ['io.modelcontextprotocol/subscriptionId']: _, ...meta } = p._meta;
-                if (Object.keys(meta).length > 0) p._meta = meta;
-                else delete p._meta;
-              }
-              stream.send(p ? { ...n, params: p } : n);
+              // Without the listen's subscriptionId and any other 2026 key (clean.ts).
+              const legacy = legacyMessage(n);
+              if (legacy !== undefined) stream.send(legacy);
             },
           });
           // The upstream ended the listen: the legacy client's stream ends too; it may GET again.

@@ -1,7 +1,7 @@
 // The two eras' wire shapes, one into the other, for a legacy client of a modern upstream:
 // initialize answered from server/discover, a legacy request as a 2026 request carrying the
-// session's `_meta`, a 2026 answer as the legacy answer (its 2026-only fields left out, errors
-// recoded into the legacy era).
+// session's `_meta`, a 2026 answer as the legacy answer (errors recoded into the legacy era; its
+// 2026-only fields and `_meta` keys are left out by clean.ts, on everything the face sends).
 
 import { isObject, type JsonObject, type JsonRpcErrorObject, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import { MODERN_VERSION } from '../upstream/index.js';
@@ -57,15 +57,13 @@ export function modernRequest(msg: JsonRpcRequest, id: RequestId, facts: ClientF
   return { jsonrpc: '2.0', id, method: msg.method, params };
 }
 
-/** Fields a 2026 result carries that no legacy result has [S26][CACHE]. */
-const MODERN_ONLY = ['resultType', 'ttlMs', 'cacheScope'];
-
-/** A 2026 response as the legacy client's: its id, its result without the 2026-only fields, its error recoded. */
+/**
+ * A 2026 response as the legacy client's: its id, its error recoded. Its 2026-only fields and
+ * `_meta` keys are left out where the face sends it (clean.ts).
+ */
 export function legacyResponse(response: JsonRpcResponse, id: RequestId, method: string, params: JsonObject): JsonRpcResponse {
   if ('error' in response) return { jsonrpc: '2.0', id, error: legacyError(response.error, method, params) };
-  const result: JsonObject = { ...(response.result as JsonObject) };
-  for (const k of MODERN_ONLY) delete result[k];
-  return { jsonrpc: '2.0', id, result };
+  return { jsonrpc: '2.0', id, result: response.result };
 }
 
 /** 2026 names a missing resource -32602; the legacy era named it -32002 with data.uri [RES]. */
