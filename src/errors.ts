@@ -144,6 +144,30 @@ export function bindError(setting: 'listen.port' | 'admin.port', host: string, p
 }
 
 /**
+ * The upstream's own refusal of Causeway's `initialize`, reported as the upstream's: a -32022 says
+ * the version refused was Causeway's offer upstream (not the client's) and what the upstream
+ * supports, kept in data.supported; any other refusal is quoted. The upstream's error is the cause.
+ */
+export function refusedInitialize(
+  upstream: string,
+  offered: string,
+  refusal: { code: number; message: string; data?: unknown },
+): CausewayError {
+  const said = refusal.data;
+  const listed = typeof said === 'object' && said !== null ? (said as { supported?: unknown }).supported : undefined;
+  const supported = Array.isArray(listed) ? listed.filter((v): v is string => typeof v === 'string') : undefined;
+  const who = `Upstream ${JSON.stringify(upstream)}`;
+  const message =
+    refusal.code === -32022
+      ? `${who} does not support protocol version ${offered}, which Causeway offered it in initialize` +
+        (supported?.length ? `; it supports ${supported.join(', ')}` : '') +
+        (supported?.includes('2026-07-28') ? ' (set upstream.era auto or modern)' : ' (set upstream.protocolVersion)')
+      : `${who} refused initialize: ${refusal.message.slice(0, 200)}`;
+  const data = { upstreamCode: refusal.code, offered, ...(supported ? { supported } : {}) };
+  return new CausewayError('upstream_unavailable', message, data, { cause: refusal });
+}
+
+/**
  * A call refused while `upstream` backs off after a failed open: says why the last open failed
  * (`why`, the upstream's own words) and when to come back (Retry-After, whole seconds, at least 1).
  */

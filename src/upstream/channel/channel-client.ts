@@ -15,7 +15,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { backingOff, CausewayError } from '../../errors.js';
+import { backingOff, CausewayError, refusedInitialize } from '../../errors.js';
 import { InFlight } from '../../in-flight.js';
 import { isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
@@ -158,10 +158,7 @@ export class ChannelClient implements UpstreamSessionClient {
       }
       const msg: JsonRpcRequest = { jsonrpc: '2.0', id: INITIALIZE_ID, method: 'initialize', params: { ...params } };
       const response = await this.exchange(session, msg, {}, scope);
-      if ('error' in response) {
-        const message = `Upstream ${JSON.stringify(this.name)} refused initialize: ${response.error.message}`;
-        throw new CausewayError('upstream_unavailable', message, undefined, { cause: response.error });
-      }
+      if ('error' in response) throw refusedInitialize(this.name, params.protocolVersion, response.error);
       const version = response.result.protocolVersion;
       if (typeof version !== 'string' || version === '') throw badResponse('initialize result has no protocolVersion');
       await session.channel.send({ jsonrpc: '2.0', method: 'notifications/initialized' });

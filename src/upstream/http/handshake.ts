@@ -3,8 +3,8 @@
 // notifications/initialized. A session the upstream opened that the handshake could not finish
 // is ended, so none is left behind.
 
-import { CausewayError } from '../../errors.js';
-import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../../jsonrpc.js';
+import { CausewayError, refusedInitialize } from '../../errors.js';
+import { isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { CallScope } from './call-scope.js';
 import {
@@ -21,6 +21,8 @@ export type { HandshakeResult, InitializeParams } from '../core/index.js';
 
 /** What the handshake needs of the upstream client. */
 export interface HandshakeHost {
+  /** The upstream's name, in the words of its refusals. */
+  upstream?: string;
   targets: TargetSet;
   log: Logger;
   /** POSTs the initialize and reads its answer; sets ctx.session.sessionId from Mcp-Session-Id. */
@@ -59,11 +61,18 @@ async function handshake(host: HandshakeHost, params: InitializeParams, at: Pick
   let opened = false;
   try {
     const msg: JsonRpcRequest = { jsonrpc: '2.0', id: INITIALIZE_ID, method: 'initialize', params: { ...params } };
-    const response = await host.exchangeInitialize(ctx, JSON.stringify(msg));
-    opened = true;
-    if ('error' in response) {
-      throw new CausewayError('upstream_unavailable', response.error.message, undefined, { cause: response.error });
+    let response: JsonRpcResponse;
+    try {
+      response = await host.exchangeInitialize(ctx, JSON.stringify(msg));
+    } catch (err) {
+      // An HTTP refusal carrying a -32022: the version refused was Causeway's offer, not the client's.
+      if (err instanceof CausewayError && isRpcError(err.cause) && err.cause.code === -32022) {
+        throw refusedInitialize(host.upstream ?? 'upstream', params.protocolVersion, err.cause);
+      }
+      throw err;
     }
+    opened = true;
+    if ('error' in response) throw refusedInitialize(host.upstream ?? 'upstream', params.protocolVersion, response.error);
     const version = response.result.protocolVersion;
     if (typeof version !== 'string' || version === '') throw badResponse('initialize result has no protocolVersion');
     const session: SessionRef = { sessionId: ctx.session.sessionId, protocolVersion: version, ...at };
@@ -75,4 +84,9 @@ async function handshake(host: HandshakeHost, params: InitializeParams, at: Pick
     if (opened && ctx.session.sessionId !== undefined) void host.terminate(ctx.session);
     throw err;
   }
+}
+
+/** A JSON-RPC error object, as an upstream's refusal carries it. */
+function isRpcError(v: unknown): v is { code: number; message: string; data?: unknown } {
+  return isObject(v) && typeof v.code === 'number' && typeof v.message === 'string';
 }

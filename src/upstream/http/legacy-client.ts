@@ -141,6 +141,7 @@ export class UpstreamClient implements UpstreamSessionClient {
       tuning: this.opts,
     };
     this.handshakes = {
+      upstream: name,
       targets: endpoint.targets,
       log,
       exchangeInitialize: (ctx, body) => exchange(this.streams, ctx, 'initialize', body),
