@@ -49,6 +49,16 @@ export function cacheQuery(upstream: string, method: string, params: JsonObject,
   return { upstream, method, base: `${upstream}\u0000${method}\u0000${paramsKey(params)}`, context, uri };
 }
 
+/**
+ * A list as a federated mount merges it: every page of one member's list, read for `who`. Its
+ * base ends in `*`, which no request's parameters can write (paramsKey starts each with a quote),
+ * so no client's request finds or fills it; a change to the list drops it with the method's others.
+ */
+export function wholeListQuery(upstream: string, method: string, who: string, authorization: string | undefined): CacheQuery {
+  const q = cacheQuery(upstream, method, {}, who, authorization);
+  return { ...q, base: `${q.base}*` };
+}
+
 export function publicKey(q: CacheQuery): string {
   return q.base;
 }

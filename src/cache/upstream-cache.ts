@@ -9,7 +9,7 @@
 
 import { isObject, type JsonObject, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Fill, GatewayCache } from './gateway-cache.js';
-import { cacheQuery, type CacheQuery, type CacheScope } from './keys.js';
+import { cacheQuery, wholeListQuery, type CacheQuery, type CacheScope } from './keys.js';
 import type { Entry } from './memory-tier.js';
 
 /** The legacy session an answer was read on, as far as keeping it goes. */
@@ -54,6 +54,11 @@ export class UpstreamCache {
 
   query(method: string, params: JsonObject, who: string, authorization: string | undefined): CacheQuery {
     return cacheQuery(this.upstream, method, params, who, authorization);
+  }
+
+  /** Every page of this upstream's list `method`, as a federated mount merges it (keys.ts wholeListQuery). */
+  wholeList(method: string, who: string, authorization: string | undefined): CacheQuery {
+    return wholeListQuery(this.upstream, method, who, authorization);
   }
 
   through<T>(q: CacheQuery, scope: CacheScope | undefined, hit: (e: Entry) => T, miss: (fill: Fill) => Promise<T>): Promise<T> {

@@ -183,7 +183,8 @@ export class Merger {
   async mergedItems(ex: Asked, shape: ListShape, method: string): Promise<JsonObject[]> {
     const { principal } = ex;
     const caps = ex.request.meta.clientCapabilities;
-    const lists = await Promise.all(this.opts.members.map((m) => this.fetchAll(m, method, shape, principal, caps, ex.signal)));
+    const authorization = ex.headers.authorization;
+    const lists = await Promise.all(this.opts.members.map((m) => this.fetchAll(m, method, shape, principal, caps, ex.signal, authorization)));
     if (lists.every((l) => l === undefined)) throw causewayError('method_not_found', `Method not found: ${method}`);
     const { items, owners } = this.merge(shape, lists);
     const index = this.index(ex.scope);
@@ -198,8 +199,48 @@ export class Merger {
     return items;
   }
 
-  /** A member's whole list for `method`, or undefined when it does not advertise the capability. */
-  private fetchAll(m: Member, method: string, shape: ListShape, principal: string, caps: JsonObject, signal: AbortSignal): Promise<JsonObject[] | undefined> {
+  /**
+   * A member's whole list for `method`, or undefined when it does not advertise the capability.
+   * Kept by the member's gateway cache as its own answers are (its cache.* policy, dropped by its
+   * list_changed or a replaced session), so merges of a list that did not change ask no member.
+   */
+  private fetchAll(
+    m: Member,
+    method: string,
+    shape: ListShape,
+    principal: string,
+    caps: JsonObject,
+    signal: AbortSignal,
+    authorization?: string,
+  ): Promise<JsonObject[] | undefined> {
+    const { cache } = m.deps;
+    if (cache === undefined) return this.walkAll(m, method, shape, principal, caps, signal);
+    const hint = m.deps.cacheHint(method);
+    const who = hint.cacheScope === 'public' ? '' : sessionKeyFor(m.name, principal, caps).id;
+    const q = cache.wholeList(method, who, authorization);
+    return cache.through(
+      q,
+      hint.cacheScope,
+      (e) => itemsOf(cache.result(e), shape),
+      (fill) =>
+        this.walkAll(m, method, shape, principal, caps, signal, (session, items) => {
+          const legacy = { capabilities: session.record.initializeResult.capabilities, id: session.key.id };
+          const streamHeld = m.deps.subscriptions.holdsStream(session);
+          cache.keepLegacy(q, fill, { [shape.kind]: items }, hint, { ...legacy, streamHeld });
+        }),
+    );
+  }
+
+  /** Every page of a member's list, read on its pooled session; `keep` is given what was read. */
+  private walkAll(
+    m: Member,
+    method: string,
+    shape: ListShape,
+    principal: string,
+    caps: JsonObject,
+    signal: AbortSignal,
+    keep?: (session: PooledSession, items: JsonObject[]) => void,
+  ): Promise<JsonObject[] | undefined> {
     const { deps } = m;
     return deps.pool.withSession(sessionKeyFor(m.name, principal, caps), async (session: PooledSession) => {
       const advertised = session.record.initializeResult.capabilities;
@@ -218,6 +259,7 @@ export class Merger {
         { maxPages: MAX_UPSTREAM_PAGES, signal, headers: callHeaders(method, undefined) },
       );
       if (walk.error) throw causewayError('upstream_unavailable', `Upstream ${m.name} refused ${method}: ${walk.error.message}`);
+      keep?.(session, items);
       return items;
     });
   }
@@ -312,3 +354,8 @@ export function templatePattern(template: string): RegExp {
   return new RegExp(`^${out}$`, 's');
 }
 
+/** The items a kept whole list holds. */
+function itemsOf(result: JsonObject, shape: ListShape): JsonObject[] {
+  const list = result[shape.kind];
+  return Array.isArray(list) ? list.filter(isObject) : [];
+}
