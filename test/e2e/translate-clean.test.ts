@@ -226,7 +226,7 @@ t.test('every legacy method and notification through the translated face carries
   }
   const results = seen.filter((m) => 'result' in m).length;
   const errors = seen.filter((m) => 'error' in m).length;
-  t.ok(results >= 35 && errors >= 3, `${results} results and ${errors} errors, ${seen.length} messages in all`);
+  t.ok(results >= 35 && errors >= 1, `${results} results and ${errors} errors, ${seen.length} messages in all`);
   const found = seen.flatMap((m, i) => modernKeys(m, `message ${i} (${'method' in m ? m.method : 'response'})`, []));
   t.strictSame(found.slice(0, 20), [], `no 2026-only key in ${seen.length} messages (${found.length} found)`);
 });
