@@ -166,7 +166,29 @@ function take<S extends Record<keyof S, Setting>, K extends keyof S & string>(
   return true;
 }
 
-function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): UpstreamSpec {
+/** Settings only a stdio upstream uses: given to another transport, they would do nothing. */
+const STDIO_ONLY = ['command', 'args', 'env', 'cwd', 'maxProcesses', 'stdioPool'] as const;
+
+/**
+ * Settings given where they cannot apply, each a start-up problem rather than silently nothing:
+ * `given` tells the settings the entry (or upstream.*, for the one upstream) set itself.
+ */
+function inapplicable(own: UpstreamSettings, given: (key: keyof UpstreamSettings) => boolean, where: string): string[] {
+  const problems: string[] = [];
+  // HTTP+SSE is the 2024-11-05 transport: no 2026-07-28 server speaks it.
+  if (own.transport === 'sse' && own.era === 'modern') {
+    const why = 'a 2024-11-05 HTTP+SSE server is legacy';
+    problems.push(`${where}.era: modern cannot apply to transport sse (${why}); use legacy or auto`);
+  }
+  if (own.transport !== 'stdio') {
+    for (const key of STDIO_ONLY) {
+      if (given(key)) problems.push(`${where}.${key}: only for transport stdio, not ${own.transport}`);
+    }
+  }
+  return problems;
+}
+
+function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[], alone = false): UpstreamSpec {
   const where = `upstreams.${name}`;
   for (const k of Object.keys(raw)) if (!UPSTREAM_KEYS.has(k)) problems.push(`${where}: unknown setting ${k}`);
   const own: UpstreamSettings = { ...c.upstream };
@@ -205,6 +227,10 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[]): Up
       if (raw.cache.methods !== undefined) cache.methods = { ...cache.methods, ...cacheMethods(`${where}.cache.methods`, raw.cache.methods, problems) };
     }
   }
+  // What differs from its default, and for an entry what it holds itself (not upstream.*'s defaults).
+  const given = (key: keyof UpstreamSettings) =>
+    (alone || taken.has(key)) && JSON.stringify(own[key]) !== JSON.stringify(UPSTREAM_SETTINGS[key].default);
+  problems.push(...inapplicable(own, given, where));
   const credentials = credentialSpec(`${where}.credentials`, raw.credentials ?? c.upstream.credentials, problems);
   if (credentials && own.transport !== 'streamable-http') problems.push(`${where}.credentials: only for transport streamable-http`);
   if (credentials && Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) {
@@ -349,7 +375,7 @@ function workOutTopology(c: Config): { topology: Topology; problems: string[] } 
   if (entries.length === 0) {
     const own: string[] = [];
     const ownRaw = c.upstream.transport === 'stdio' && c.upstream.url === '' ? {} : { url: c.upstream.url };
-    upstreams.push(upstreamSpec(c.upstream.name, ownRaw, c, own));
+    upstreams.push(upstreamSpec(c.upstream.name, ownRaw, c, own, true));
     const entry = `upstreams.${c.upstream.name}`;
     problems.push(...own.map((p) => (p.startsWith(`${entry}.`) ? `upstream.${p.slice(entry.length + 1)}` : p.startsWith(`${entry}:`) ? `upstream${p.slice(entry.length)}` : p)));
     if (!NAME.test(c.upstream.name)) problems.push('upstream.name: letters, digits, _ . - (64 at most), starting with a letter or digit');
