@@ -72,7 +72,9 @@ async function handshake(host: HandshakeHost, params: InitializeParams, at: Pick
       throw err;
     }
     opened = true;
-    if ('error' in response) throw refusedInitialize(host.upstream ?? 'upstream', params.protocolVersion, response.error);
+    if ('error' in response) {
+      throw refusedInitialize(host.upstream ?? 'upstream', params.protocolVersion, response.error);
+    }
     const version = response.result.protocolVersion;
     if (typeof version !== 'string' || version === '') throw badResponse('initialize result has no protocolVersion');
     const session: SessionRef = { sessionId: ctx.session.sessionId, protocolVersion: version, ...at };
