@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import type { JsonRpcMessage, JsonRpcResponse } from '../../jsonrpc.js';
 import type { ModernAnswer } from '../modern/index.js';
 
-/** The HTTP status a 2026 server gives an error answer [SHTTP]: 400 for the envelope's errors, 404 for an unknown method. */
+/** The status a 2026 server gives an error over HTTP [SHTTP]: 400 for the envelope's, 404 for an unknown method. */
 export function statusOf(response: JsonRpcResponse): number {
   if (!('error' in response)) return 200;
   const code = response.error.code;

@@ -13,7 +13,8 @@
 // A request whose caller goes away is cancelled with notifications/cancelled, as stdio wants.
 
 import { CausewayError } from '../../errors.js';
-import { isObject, type JsonObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type RequestId } from '../../jsonrpc.js';
+import { isObject, type JsonObject, type JsonRpcMessage, type JsonRpcNotification } from '../../jsonrpc.js';
+import type { JsonRpcRequest, RequestId } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { MessageChannel } from '../channel/index.js';
 import { CallScope, classify, refusal, ScopeSet } from '../http/index.js';
@@ -117,7 +118,8 @@ export class ModernChild {
     if (this.exchanges.get(ex.minted) !== ex) return;
     this.forget(ex);
     if (this.lost) return;
-    const n: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: ex.minted, reason } };
+    const params = { requestId: ex.minted, reason };
+    const n: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/cancelled', params };
     this.channel.send(n).catch((err: unknown) => this.log.debug({ err }, 'could not cancel a request on the child'));
   }
 
@@ -149,8 +151,10 @@ export class ModernChild {
       return;
     }
     if (m.kind === 'request') {
-      const answer = m.message.method === 'ping' ? { jsonrpc: '2.0' as const, id: m.message.id, result: {} } : refusal(m.message.id, 'Causeway asks nothing of a 2026 server');
-      this.channel.send(answer).catch((err: unknown) => this.log.debug({ err }, 'could not answer a request of the child'));
+      const { id } = m.message;
+      const pong = { jsonrpc: '2.0' as const, id, result: {} };
+      const answer = m.message.method === 'ping' ? pong : refusal(id, 'Not served');
+      this.channel.send(answer).catch((err: unknown) => this.log.debug({ err }, 'could not answer the child'));
       return;
     }
     this.notification(m.message);
@@ -167,7 +171,8 @@ export class ModernChild {
     const sub = meta?.[SUBSCRIPTION];
     if (typeof sub === 'string') {
       const ex = this.exchanges.get(sub);
-      if (ex !== undefined) ex.writer.notify({ ...n, params: { ...params, _meta: { ...meta, [SUBSCRIPTION]: ex.id } } });
+      const own = { ...meta, [SUBSCRIPTION]: ex?.id ?? null };
+      if (ex !== undefined) ex.writer.notify({ ...n, params: { ...params, _meta: own } });
       return;
     }
     if (n.method === 'notifications/cancelled') {
@@ -175,13 +180,13 @@ export class ModernChild {
       if (ex === undefined) return;
       this.forget(ex);
       if (ex.writer.started) ex.writer.end();
-      else ex.fail(new CausewayError('upstream_bad_response', 'The upstream cancelled the request before answering it'));
+      else ex.fail(new CausewayError('upstream_bad_response', 'The upstream cancelled the request before answering'));
       return;
     }
     if (n.method === 'notifications/message') {
       const asking = [...this.exchanges.values()].filter((ex) => ex.wantsLogs);
       if (asking.length === 1) asking[0]!.writer.notify(n);
-      else if (asking.length > 1) this.log.debug({ requests: asking.length }, 'a log line of the child for no one request: dropped');
+      else if (asking.length > 1) this.log.debug({ requests: asking.length }, 'a log line for no one request: dropped');
     }
   }
 }

@@ -11,7 +11,8 @@ import { isObject, type JsonRpcRequest } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { ChannelOpener } from '../channel/index.js';
 import { CallScope, ScopeSet } from '../http/index.js';
-import { MODERN_VERSION, type ModernAnswer, type ModernCallOptions, type ModernWire, type ProbeAnswer } from '../modern/index.js';
+import { MODERN_VERSION, type ModernAnswer, type ModernCallOptions } from '../modern/index.js';
+import type { ModernWire, ProbeAnswer } from '../modern/index.js';
 import { ModernChild } from './child.js';
 
 export interface ModernStdioOptions {
@@ -53,7 +54,7 @@ export class ModernStdioPool implements ModernWire {
     return this.children.size;
   }
 
-  post(body: string | Uint8Array, method: string, _name: string | undefined, opts: ModernCallOptions): Promise<ModernAnswer> {
+  post(body: string | Uint8Array, method: string, _name: unknown, opts: ModernCallOptions): Promise<ModernAnswer> {
     let msg: unknown;
     try {
       msg = JSON.parse(typeof body === 'string' ? body : Buffer.from(body).toString('utf8'));
@@ -63,7 +64,8 @@ export class ModernStdioPool implements ModernWire {
     if (!isObject(msg) || (typeof msg.id !== 'string' && typeof msg.id !== 'number')) {
       return Promise.reject(causewayError('internal_error', `a ${method} request to send has no id`));
     }
-    return this.send(msg as unknown as JsonRpcRequest, opts.signal, opts.longLived ? undefined : this.opts.requestTimeoutMs);
+    const timeoutMs = opts.longLived ? undefined : this.opts.requestTimeoutMs;
+    return this.send(msg as unknown as JsonRpcRequest, opts.signal, timeoutMs);
   }
 
   /**
@@ -76,7 +78,13 @@ export class ModernStdioPool implements ModernWire {
       jsonrpc: '2.0',
       id: 'causeway-discover',
       method: 'server/discover',
-      params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientInfo': clientInfo, 'io.modelcontextprotocol/clientCapabilities': {} } },
+      params: {
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+          'io.modelcontextprotocol/clientInfo': clientInfo,
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
     };
     const child = await this.pick(signal);
     let res: ModernAnswer;
@@ -89,9 +97,11 @@ export class ModernStdioPool implements ModernWire {
     const chunks: Buffer[] = [];
     for await (const chunk of res.body) chunks.push(Buffer.from(chunk));
     const text = Buffer.concat(chunks).toString('utf8');
-    const message: unknown = JSON.parse(res.headers['content-type'] === 'application/json' ? text : (lastData(text) ?? 'null'));
-    const modernError = isObject(message) && isObject(message.error) && [-32020, -32021, -32022].includes(message.error.code as number);
-    const refused = isObject(message) && isObject(message.error) && !modernError;
+    const json = res.headers['content-type'] === 'application/json';
+    const message: unknown = JSON.parse(json ? text : (lastData(text) ?? 'null'));
+    const code = isObject(message) && isObject(message.error) ? message.error.code : undefined;
+    const modernError = code === -32020 || code === -32021 || code === -32022;
+    const refused = code !== undefined && !modernError;
     return { status: refused ? 404 : res.statusCode, message };
   }
 
@@ -118,7 +128,8 @@ export class ModernStdioPool implements ModernWire {
     if (this.closed) throw new CausewayError('upstream_unavailable', `Upstream ${this.upstream}: the client is closed`);
     let best: ModernChild | undefined;
     for (const c of this.children) if (best === undefined || c.load < best.load) best = c;
-    if (best !== undefined && (best.load === 0 || this.starting !== undefined || this.children.size >= this.opts.size)) return best;
+    const full = this.starting !== undefined || this.children.size >= this.opts.size;
+    if (best !== undefined && (best.load === 0 || full)) return best;
     this.starting ??= this.start().finally(() => (this.starting = undefined));
     if (best !== undefined) return best;
     return waitFor(this.starting, signal);
@@ -130,7 +141,7 @@ export class ModernStdioPool implements ModernWire {
       await this.backoff(scope);
       const channel = await this.opener.open(scope.signal);
       const child = new ModernChild(channel, this.log, (c, reason) => this.lose(c, reason));
-      if (child.lost) throw new CausewayError('upstream_unavailable', `Upstream ${this.upstream}: its process exited at once`);
+      if (child.lost) throw new CausewayError('upstream_unavailable', `Upstream ${this.upstream}: its process exited`);
       this.children.add(child);
       this.opts.onChildren?.(this.children.size);
       if (this.restartOwed) {
@@ -159,7 +170,8 @@ export class ModernStdioPool implements ModernWire {
   private async backoff(scope: CallScope): Promise<void> {
     if (this.losses === 0) return;
     const first = this.opts.restartBackoffMs ?? 100;
-    const wait = Math.min(first * 2 ** (this.losses - 1), this.opts.maxRestartBackoffMs ?? 5_000) - (Date.now() - this.lastLossAt);
+    const max = this.opts.maxRestartBackoffMs ?? 5_000;
+    const wait = Math.min(first * 2 ** (this.losses - 1), max) - (Date.now() - this.lastLossAt);
     if (wait > 0) await scope.sleep(wait);
   }
 }
