@@ -252,16 +252,18 @@ async function forward(
   if (request.method === 'tools/call') {
     await checkToolHeaders(ex, deps, session);
     let runHere: false | 'now' | 'after-asks';
-    ({ request, asTask, runHere } = await taskPlan(ex, deps, session, principal, learnTools));
+    let asksInTask: boolean;
+    ({ request, asTask, runHere, asksInTask } = await taskPlan(ex, deps, session, principal, learnTools));
     const origin = { upstream: deps.upstreamName, key: session.key, principal, session };
     if (runHere === 'now') {
       const call = { params: request.params, headers: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)) };
       return { session, result: { kind: 'task', created: await deps.tasks.runHere(origin, call, ex.log) }, asTask };
     }
-    // Its first questions come as rounds; once it works, the tasks bridge holds it.
+    // Its first questions come as rounds (an optional tool's first one makes the task); once it
+    // works, the tasks bridge holds it.
     if (runHere === 'after-asks') {
       const { tasks } = deps;
-      heldAsTask = { firstAskMs: tasks.firstAskMs, ttlMs: tasks.ttlMs, handover: (call) => tasks.adopt(origin, call, ex.log) };
+      heldAsTask = { firstAskMs: tasks.firstAskMs, asksInTask, ttlMs: tasks.ttlMs, handover: (call) => tasks.adopt(origin, call, ex.log) };
     }
   }
   if (request.meta.logLevel !== undefined) await enableUpstreamLogging(deps, session, ex.log);

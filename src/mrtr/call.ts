@@ -274,10 +274,13 @@ export async function nextRound(pending: PendingCall, deps: ReplicaBridge & { up
     const asTask = pending.asTask;
     const waited = await pending.next(deps.collectWindowMs, asTask ? asTask.firstAskMs : deps.upstreamTimeoutMs, signal);
     const stateExpiry = Date.now() + deps.stateTtlMs;
-    // Held as a task: once it works, asks nothing for a while, or is over, the task takes it.
+    // Held as a task: once it works, asks nothing for a while, or is over, the task takes it; an
+    // optional tool's first question too (only a required one asks rounds before its task).
     // (A -32042 stays a url-mode round: its retry re-issues the call.)
     const urlRound = waited.kind === 'done' && isErrorResponse(waited.response) && waited.response.error.code === -32042;
-    if (asTask && (waited.kind === 'working' || waited.kind === 'timeout' || (waited.kind === 'done' && !urlRound))) {
+    const askedFirst = waited.kind === 'input' && asTask?.asksInTask === true && pending.round === 0;
+    const works = waited.kind === 'working' || waited.kind === 'timeout' || (waited.kind === 'done' && !urlRound);
+    if (asTask && (askedFirst || works)) {
       return { kind: 'task', created: await handOver(pending, asTask, deps, stateExpiry) };
     }
     const outcome: Outcome = waited.kind === 'timeout' || waited.kind === 'working' ? { kind: 'failed', error: causewayError('upstream_timeout') } : waited;

@@ -33,10 +33,16 @@ export interface RunningCall {
 /**
  * A call held as a task for its tool's taskSupport: its first questions come as input_required
  * rounds, and once it works (reports progress, or asks nothing for firstAskMs, or is over) the
- * tasks bridge takes it over and answers the task's CreateTaskResult.
+ * tasks bridge takes it over and answers the task's CreateTaskResult. With `asksInTask` a first
+ * question is no round: the task is made on it, and it is the task's.
  */
 export interface HeldAsTask {
   firstAskMs: number;
+  /**
+   * The tool may run as a plain call (taskSupport optional): a question that comes before it
+   * works is the task's own inputRequests, not a round before the task.
+   */
+  asksInTask: boolean;
   /** The life of the task, and so of the call. */
   ttlMs: number;
   handover(call: RunningCall): Promise<JsonObject>;

@@ -34,6 +34,11 @@ export interface TaskPlan {
    * tool's own taskSupport) answers the questions the call asks before it works as rounds first.
    */
   runHere: false | 'now' | 'after-asks';
+  /**
+   * Held `after-asks` for a tool whose taskSupport is optional: its questions are the task's from
+   * the first, so one asked before it works makes the task. A required tool's stay rounds first.
+   */
+  asksInTask: boolean;
 }
 
 /** tasks/get, tasks/update and tasks/cancel, for clients that declare the extension: the result to answer with. */
@@ -57,7 +62,9 @@ export async function answerTask(request: ModernRequest, deps: TaskDeps, princip
  * dropped). For a request that declared the extension: as the upstream's own task when it runs the
  * tool as one (execution.taskSupport optional or required); else held here, at once when
  * upstream.taskTools names the tool, or after its first questions when the tool's own taskSupport
- * says so (upstream.taskSupport) on an upstream that runs no tasks. On such an upstream a
+ * says so (upstream.taskSupport) on an upstream that runs no tasks: a `required` tool's questions
+ * before it works are rounds, as they are inside a task-augmented call; an `optional` one's first
+ * question makes the task, since such a tool asks as a plain call would. On such an upstream a
  * `required` tool called without the extension is refused here, -32021 naming it, before anything
  * is sent. A tool's taskSupport costs a tools/list once per session, and only where it decides.
  */
@@ -85,15 +92,18 @@ export async function taskPlan<X extends { request: ModernRequest }, D extends T
   };
   if (!declaresTasks(request.meta.clientCapabilities)) {
     if (byWord && (await support()) === 'required') throw requiredTask(name);
-    return { request, asTask: false, runHere: false };
+    return { request, asTask: false, runHere: false, asksInTask: false };
   }
   const listed = deps.taskTools.some((pattern) => pattern.test(name));
-  const supported = (upstreamTasks || (byWord && !listed)) && ['optional', 'required'].includes((await support()) ?? 'forbidden');
+  const said = upstreamTasks || (byWord && !listed) ? await support() : undefined;
+  const supported = said === 'optional' || said === 'required';
   const asTask = upstreamTasks && supported;
   const runHere = asTask ? false : listed ? 'now' : supported ? 'after-asks' : false;
-  if (!asTask && !runHere) return { request, asTask, runHere };
+  const asksInTask = runHere === 'after-asks' && said === 'optional';
+  if (!asTask && !runHere) return { request, asTask, runHere, asksInTask };
   if (!deps.tasks.hasRoom(principal)) throw causewayError('overloaded', 'Too many tasks in flight');
-  return asTask ? { request: { ...request, params: { ...request.params, task: { ttl: deps.tasks.ttlMs } } }, asTask, runHere } : { request, asTask, runHere };
+  if (asTask) request = { ...request, params: { ...request.params, task: { ttl: deps.tasks.ttlMs } } };
+  return { request, asTask, runHere, asksInTask };
 }
 
 /**

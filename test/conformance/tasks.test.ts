@@ -4,7 +4,10 @@
 // round-robin nginx, so that a task created on one replica is read, answered and cancelled on the
 // other. Then, with Causeway's default settings, in front of the fixture whose task tools are plain
 // tools (listed with execution.taskSupport, no tasks capability): Causeway holds them as tasks
-// itself. tasks-status-notifications is skipped by the suite itself (its harness is pending).
+// itself; and in front of that fixture with askFirst, whose optional task tools that ask do so at
+// once, before any progress, so that their first question is what makes the task. The two plain
+// fixtures run side by side. tasks-status-notifications is skipped by the suite itself (its
+// harness is pending).
 
 import t, { type Test } from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
@@ -33,6 +36,8 @@ const upstream = await startLegacyServer();
 t.teardown(() => upstream.close());
 const plainUpstream = await startLegacyServer({ plainTasks: true });
 t.teardown(() => plainUpstream.close());
+const askFirstUpstream = await startLegacyServer({ plainTasks: true, askFirst: true });
+t.teardown(() => askFirstUpstream.close());
 
 /** Scenarios run a few at a time: most of each is the suite waiting on a task. */
 const AT_ONCE = 4;
@@ -106,17 +111,36 @@ t.test('tools that are tasks by their own taskSupport only, default settings, tw
   t.equal(plainUpstream.stats().tasksCreated, 0, 'the upstream ran no task of its own');
 });
 
-t.test('tools that are tasks by their own taskSupport only, default settings', async (t) => {
-  const url = await oneReplica(t, plainUpstream.url);
-  const before = plainUpstream.stats();
-  await passesEveryScenario(t, url);
-  const after = plainUpstream.stats();
-  t.equal(after.tasksCreated, 0, 'the upstream ran no task of its own');
-  t.ok((after.toolCalls['slow_compute'] ?? 0) > (before.toolCalls['slow_compute'] ?? 0), 'the task tools ran as plain calls');
-  // The refusal is Causeway's own: a required tool called without the extension reaches nobody.
-  const calls = after.toolCalls['failing_job'] ?? 0;
-  const refused = await post(url, modernBody('tools/call', { name: 'failing_job', arguments: {} }, 'no-extension', { [META_CAPABILITIES]: {} }), modernHeaders('tools/call', 'failing_job'));
-  t.equal(refused.json?.error?.code, -32021, 'without the extension: -32021');
-  t.ok(refused.json?.error?.data?.requiredCapabilities?.extensions?.['io.modelcontextprotocol/tasks'], 'naming the extension');
-  t.equal(plainUpstream.stats().toolCalls['failing_job'] ?? 0, calls, 'and the upstream never saw the call');
+// The fixture as it is and the one whose asking tools ask at once, side by side: most of each run is
+// the suite waiting on tasks.
+t.test('plain task tools, default settings, one replica each', { jobs: 2 }, async (t) => {
+  t.test('tools that are tasks by their own taskSupport only, default settings', async (t) => {
+    const url = await oneReplica(t, plainUpstream.url);
+    const before = plainUpstream.stats();
+    await passesEveryScenario(t, url);
+    const after = plainUpstream.stats();
+    t.equal(after.tasksCreated, 0, 'the upstream ran no task of its own');
+    const slow = (stats: typeof before) => stats.toolCalls['slow_compute'] ?? 0;
+    t.ok(slow(after) > slow(before), 'the task tools ran as plain calls');
+    // The refusal is Causeway's own: a required tool called without the extension reaches nobody.
+    const calls = after.toolCalls['failing_job'] ?? 0;
+    const params = { name: 'failing_job', arguments: {} };
+    const body = modernBody('tools/call', params, 'no-extension', { [META_CAPABILITIES]: {} });
+    const refused = await post(url, body, modernHeaders('tools/call', 'failing_job'));
+    t.equal(refused.json?.error?.code, -32021, 'without the extension: -32021');
+    const extensions = refused.json?.error?.data?.requiredCapabilities?.extensions;
+    t.ok(extensions?.['io.modelcontextprotocol/tasks'], 'naming the extension');
+    t.equal(plainUpstream.stats().toolCalls['failing_job'] ?? 0, calls, 'and the upstream never saw the call');
+  });
+
+  t.test('tools that are tasks by their own taskSupport only and ask at once, with no progress first', async (t) => {
+    // confirm_delete and multi_input (optional) ask before anything else: their question makes the
+    // task and is its inputRequests; test_tool_with_task (required) still asks its round first.
+    const url = await oneReplica(t, askFirstUpstream.url);
+    await passesEveryScenario(t, url);
+    const stats = askFirstUpstream.stats();
+    t.equal(stats.tasksCreated, 0, 'the upstream ran no task of its own');
+    const asked = ['confirm_delete', 'multi_input'].every((name) => (stats.toolCalls[name] ?? 0) > 0);
+    t.ok(asked, 'the asking tools ran as plain calls');
+  });
 });

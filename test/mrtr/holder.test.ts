@@ -252,7 +252,7 @@ t.test('detachAll lets held calls go without cancelling them; cancelAll cancels'
 
 t.test('a call held as a task: progress ends the wait, and its questions go to the task from then on', async (t) => {
   const { call, sent } = newCall();
-  call.asTask = { firstAskMs: LONG, ttlMs: LONG, handover: async () => ({}) };
+  call.asTask = { firstAskMs: LONG, asksInTask: false, ttlMs: LONG, handover: async () => ({}) };
   const next = call.next(0, LONG, never);
   call.ask(elicit(1, 'early'));
   call.working();
