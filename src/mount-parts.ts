@@ -3,14 +3,13 @@
 // Part of the composition root: app.ts calls it once.
 
 import type { CachePolicy, MountSpec } from './config/index.js';
-import type { CacheHint } from './dialect/index.js';
 import type { Mount } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { UpstreamMetrics, type Metrics } from './metrics/index.js';
 import { compileRules, Federation, type ModernDeps } from './routing/index.js';
 import { SkillFolder, SkillsFront, SkillsLegacyFace } from './skills/index.js';
 import type { Subscriptions } from './subscriptions/index.js';
-import type { UpstreamParts } from './upstream-parts.js';
+import { cacheHintOf, type UpstreamParts } from './upstream-parts.js';
 import { VERSION } from './version.js';
 import { WarmLane } from './warm/index.js';
 
@@ -71,10 +70,4 @@ export function mountParts(specs: readonly MountSpec[], ctx: MountContext): { mo
   return { mounts, folders };
 }
 
-export function cacheHintOf(cache: CachePolicy): (method: string) => CacheHint {
-  return (method) => {
-    const o = cache.methods[method];
-    return { ttlMs: o?.ttlMs ?? cache.ttlMs, cacheScope: o?.scope ?? cache.scope };
-  };
-}
 

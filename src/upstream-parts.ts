@@ -5,7 +5,8 @@
 // parts close it once both are done with it. Part of the composition root: app.ts calls it once
 // per upstream.
 
-import type { Config, UpstreamSpec } from './config/index.js';
+import type { CachePolicy, Config, UpstreamSpec } from './config/index.js';
+import type { CacheHint } from './dialect/index.js';
 import type { Logger } from './log.js';
 import { UpstreamCache, type GatewayCache } from './cache/index.js';
 import { UpstreamMetrics, type Metrics } from './metrics/index.js';
@@ -280,9 +281,17 @@ function sseClient({ spec, config, metrics, log, reachable }: UpstreamContext, h
 }
 
 /** Each legacy client session is an upstream session (a child, a connection) of its own. */
-function channelFace({ spec, config, rootLog, binding }: UpstreamContext, client: UpstreamSessionClient): LegacyFace {
+function channelFace(ctx: UpstreamContext, client: UpstreamSessionClient): LegacyFace {
+  const { spec, config, rootLog, binding } = ctx;
+  const cache = ctx.cache ? { cache: ctx.cache, hint: cacheHintOf(spec.cache) } : undefined;
   return new ChannelLegacyFace(
-    { client, binding, idleTtlMs: config.store.idleTtlMs, keepAliveMs: config.subscriptions.keepAliveMs },
+    {
+      client,
+      binding,
+      idleTtlMs: config.store.idleTtlMs,
+      keepAliveMs: config.subscriptions.keepAliveMs,
+      ...(cache ? { cache } : {}),
+    },
     rootLog.child({ stage: 'legacy-face', upstream: spec.name }),
   );
 }
@@ -395,3 +404,11 @@ function bothEras(ctx: UpstreamContext, legacyFace: LegacyFace, wire: ModernWire
 
 /** input_required rounds one legacy client's call may take through the translated face. */
 const MAX_ROUNDS = 32;
+
+/** The cache hints of an upstream's cache.* policy, by method (a legacy upstream gives none itself). */
+export function cacheHintOf(cache: CachePolicy): (method: string) => CacheHint {
+  return (method) => {
+    const o = cache.methods[method];
+    return { ttlMs: o?.ttlMs ?? cache.ttlMs, cacheScope: o?.scope ?? cache.scope };
+  };
+}

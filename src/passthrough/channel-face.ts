@@ -5,7 +5,10 @@
 // server's asks routed to it, then its response) or else as JSON; notifications and answers to
 // asks get 202; GET is the session's stream of messages that belong to no call; DELETE ends the
 // session [L-TR]. Client ids go upstream unchanged: nobody else uses the session. A list's
-// response is filtered to what the request's token may call.
+// response is filtered to what the request's token may call. With the gateway cache on, the
+// lists and reads are kept as a Streamable HTTP upstream's are (the upstream's cache.* policy; a
+// private answer for the legacy session it was read on): answered again as JSON without asking
+// the child, and dropped by a change notification the session's streams carry.
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { errorBody, sendCausewayError, sendJson, sendStatus, SseStream, type HttpResponse } from '../egress/index.js';
@@ -22,6 +25,8 @@ import {
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
+import { isCacheable, type CacheScope, type UpstreamCache } from '../cache/index.js';
+import type { JsonRpcNotification } from '../jsonrpc.js';
 import { SessionExpiredError, type UpstreamSessionClient } from '../upstream/index.js';
 import { LegacySessions, type LegacySession } from './channel-sessions.js';
 import { acceptsSse, keepAlive, readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
@@ -35,6 +40,8 @@ export interface ChannelFaceOptions {
   idleTtlMs: number;
   /** Interval of `:` keep-alive comments on SSE answers and GET streams; 0 sends none. */
   keepAliveMs: number;
+  /** The upstream's gateway cache and its cache.* policy, when the cache is on. */
+  cache?: { cache: UpstreamCache; hint(method: string): { ttlMs: number; cacheScope: CacheScope } };
 }
 
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -143,7 +150,14 @@ export class ChannelLegacyFace implements LegacyFace {
     const { client } = this.opts;
     const seen = (response: JsonRpcResponse): JsonRpcResponse =>
       access?.mayHide(msg.method) && 'result' in response ? { ...response, result: access.filterList(msg.method, response.result) } : response;
+    const heard = (n: JsonRpcNotification): void => this.opts.cache?.cache.changed(n);
     try {
+      const kept = this.opts.cache && session.ref.sessionId !== undefined && isCacheable(msg.method, isObject(msg.params) ? msg.params : {});
+      if (kept) {
+        const ask = () => client.request(session.ref, msg, { onNotification: heard }, signal);
+        sendJson(res, 200, seen(await this.throughCache(session, msg, headers, ask)));
+        return;
+      }
       if (!acceptsSse(headers)) {
         sendJson(res, 200, seen(await client.request(session.ref, msg, {}, signal)));
         return;
@@ -151,7 +165,11 @@ export class ChannelLegacyFace implements LegacyFace {
       const stream = new SseStream(res);
       const stopKeepAlive = keepAlive(stream, this.opts.keepAliveMs);
       try {
-        const response = await client.request(session.ref, msg, { onNotification: (n) => stream.send(n), onServerRequest: (r) => stream.send(r) }, signal);
+        const onNotification = (n: JsonRpcNotification) => {
+          heard(n);
+          stream.send(n);
+        };
+        const response = await client.request(session.ref, msg, { onNotification, onServerRequest: (r) => stream.send(r) }, signal);
         stream.end(seen(response));
       } finally {
         stopKeepAlive();
@@ -175,7 +193,11 @@ export class ChannelLegacyFace implements LegacyFace {
     const stream = new SseStream(res);
     try {
       await this.sessions.use(session, async () => {
-        const opened = await this.opts.client.openStream(session.ref, { onNotification: (n) => stream.send(n) }, AbortSignal.any([signal, ended.signal]));
+        const onNotification = (n: JsonRpcNotification) => {
+          this.opts.cache?.cache.changed(n);
+          stream.send(n);
+        };
+        const opened = await this.opts.client.openStream(session.ref, { onNotification }, AbortSignal.any([signal, ended.signal]));
         if (opened === 'unsupported') throw causewayError('method_not_allowed', 'This upstream offers no GET stream');
         stream.start();
         const stopKeepAlive = keepAlive(stream, this.opts.keepAliveMs);
@@ -192,6 +214,43 @@ export class ChannelLegacyFace implements LegacyFace {
       if (session.endStream === end) session.endStream = undefined;
       if (res.headersSent) stream.end();
     }
+  }
+
+  /**
+   * A cacheable request's answer: kept, or asked of the session and kept as the policy says. A
+   * private answer is the legacy session's alone (and the token's); the session's stream is not
+   * taken as held, so the policy's ttlMs is all an answer is kept for.
+   */
+  private async throughCache(
+    session: LegacySession,
+    msg: JsonRpcRequest,
+    headers: IncomingHttpHeaders,
+    ask: () => Promise<JsonRpcResponse>,
+  ): Promise<JsonRpcResponse> {
+    const { cache, hint } = this.opts.cache!;
+    const policy = hint(msg.method);
+    // The upstream session's own id: the legacy session a private answer was read on.
+    const sessionId = session.ref.sessionId!;
+    const who = policy.cacheScope === 'public' ? '' : sessionId;
+    const q = cache.query(msg.method, isObject(msg.params) ? msg.params : {}, who, header(headers, 'authorization'));
+    return cache.through(
+      q,
+      policy.cacheScope,
+      (e): JsonRpcResponse => {
+        // A legacy answer carries no ttlMs.
+        const { ttlMs: _ttl, ...result } = cache.result(e);
+        void _ttl;
+        return { jsonrpc: '2.0', id: msg.id, result };
+      },
+      async (fill) => {
+        const response = await ask();
+        if ('result' in response) {
+          const kept = { capabilities: undefined, streamHeld: false, id: sessionId };
+          cache.keepLegacy(q, fill, response.result, policy, kept);
+        }
+        return response;
+      },
+    );
   }
 
   /** Answers with the error: on the SSE stream when one was started, else as JSON with its status. */
