@@ -152,7 +152,8 @@ export class ChannelLegacyFace implements LegacyFace {
       access?.mayHide(msg.method) && 'result' in response ? { ...response, result: access.filterList(msg.method, response.result) } : response;
     const heard = (n: JsonRpcNotification): void => this.opts.cache?.cache.changed(n);
     try {
-      const kept = this.opts.cache && session.ref.sessionId !== undefined && isCacheable(msg.method, isObject(msg.params) ? msg.params : {});
+      const params = isObject(msg.params) ? msg.params : {};
+      const kept = this.opts.cache && session.ref.sessionId !== undefined && isCacheable(msg.method, params);
       if (kept) {
         const ask = () => client.request(session.ref, msg, { onNotification: heard }, signal);
         sendJson(res, 200, seen(await this.throughCache(session, msg, headers, ask)));
@@ -169,7 +170,8 @@ export class ChannelLegacyFace implements LegacyFace {
           heard(n);
           stream.send(n);
         };
-        const response = await client.request(session.ref, msg, { onNotification, onServerRequest: (r) => stream.send(r) }, signal);
+        const onServerRequest = (r: JsonRpcRequest) => stream.send(r);
+        const response = await client.request(session.ref, msg, { onNotification, onServerRequest }, signal);
         stream.end(seen(response));
       } finally {
         stopKeepAlive();
@@ -197,7 +199,8 @@ export class ChannelLegacyFace implements LegacyFace {
           this.opts.cache?.cache.changed(n);
           stream.send(n);
         };
-        const opened = await this.opts.client.openStream(session.ref, { onNotification }, AbortSignal.any([signal, ended.signal]));
+        const until = AbortSignal.any([signal, ended.signal]);
+        const opened = await this.opts.client.openStream(session.ref, { onNotification }, until);
         if (opened === 'unsupported') throw causewayError('method_not_allowed', 'This upstream offers no GET stream');
         stream.start();
         const stopKeepAlive = keepAlive(stream, this.opts.keepAliveMs);
