@@ -3,7 +3,8 @@
 // processes: two replicas sharing Redis with the default settings hold them as tasks, a tool's
 // first question comes as a round whose retry, answered on the other replica, answers the task;
 // `required` without the extension is refused before the upstream sees it; upstream.taskSupport
-// off leaves the tools plain calls, and tasks.firstAskMs 0 answers the task at once.
+// off leaves the tools plain calls, and tasks.firstAskMs 0 answers the task at once. In front of
+// the fixture whose optional tools ask at once (askFirst), the first question makes the task.
 
 import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
@@ -19,21 +20,25 @@ const PATIENCE_MS = 60_000;
 
 const redis = await startRedis();
 const upstream = await startLegacyServer({ plainTasks: true });
+const askFirst = await startLegacyServer({ plainTasks: true, askFirst: true });
 const shared = {
   'upstream.url': upstream.url,
   'store.kind': 'redis',
   'store.redisUrl': redis.url,
   'mrtr.stateKeys': Buffer.alloc(32, 9).toString('base64'),
 };
-const [a, b, off, atOnce] = await Promise.all([
+const asking = { ...shared, 'upstream.url': askFirst.url, 'store.keyPrefix': 'askfirst:' };
+const [a, b, off, atOnce, askA, askB] = await Promise.all([
   spawnCauseway(shared),
   spawnCauseway(shared),
   spawnCauseway({ 'upstream.url': upstream.url, 'upstream.taskSupport': 'false' }),
   spawnCauseway({ 'upstream.url': upstream.url, 'tasks.firstAskMs': 0 }),
+  spawnCauseway(asking),
+  spawnCauseway(asking),
 ]);
 t.teardown(async () => {
-  await Promise.all([a, b, off, atOnce].map((r) => r.close()));
-  await upstream.close();
+  await Promise.all([a, b, off, atOnce, askA, askB].map((r) => r.close()));
+  await Promise.all([upstream.close(), askFirst.close()]);
   await redis.stop();
 });
 
@@ -111,6 +116,47 @@ t.test('a question after the work started is the task’s inputRequest', async (
   await rpc(b, 'tasks/update', { taskId, inputResponses: { confirm: { action: 'accept', content: { confirm: true } } } }, taskId);
   const done = await taskOn(a, taskId, (x) => x?.status !== 'working' && x?.status !== 'input_required');
   t.equal(done.result.content[0].text, 'Deleted x.txt');
+});
+
+t.test('an optional tool that asks first: its question makes the task, answered on the other replica', async (t) => {
+  const created = await call(askA, 'confirm_delete', { filename: 'y.txt' });
+  t.equal(created.json?.result?.resultType, 'task', `a task, not a round: ${created.text.slice(0, 200)}`);
+  t.notOk('requestState' in created.json.result, 'with no requestState');
+  const taskId = created.json.result.taskId as string;
+  const waiting = await taskOn(askB, taskId, (x) => x?.status === 'input_required');
+  t.same(Object.keys(waiting.inputRequests), ['confirm'], 'the question is the task’s inputRequest');
+  t.equal(waiting.inputRequests.confirm.method, 'elicitation/create');
+  const confirm = { action: 'accept', content: { confirm: true } };
+  const ack = await rpc(askB, 'tasks/update', { taskId, inputResponses: { confirm } }, taskId);
+  t.same(ack.json?.result, { resultType: 'complete' }, 'tasks/update is acked');
+  const done = await taskOn(askA, taskId, (x) => x?.status !== 'working' && x?.status !== 'input_required');
+  t.equal(done.status, 'completed');
+  t.equal(done.result.content[0].text, 'Deleted y.txt', 'the answer reached the tool');
+  t.equal(askFirst.stats().tasksCreated, 0, 'the upstream itself ran no task');
+});
+
+t.test('the same tool for a client without the extension: its question is a round, as for any call', async (t) => {
+  const round = await call(askA, 'confirm_delete', { filename: 'z.txt' }, PLAIN_CAPS);
+  t.equal(round.json?.result?.resultType, 'input_required', `a round: ${round.text.slice(0, 200)}`);
+  t.same(Object.keys(round.json.result.inputRequests), ['confirm']);
+  const done = await call(askB, 'confirm_delete', { filename: 'z.txt' }, PLAIN_CAPS, {
+    inputResponses: { confirm: { action: 'accept', content: { confirm: false } } },
+    requestState: round.json.result.requestState,
+  });
+  t.equal(done.json?.result?.content?.[0]?.text, 'Kept z.txt', 'answered on the other replica');
+});
+
+t.test('a required tool that asks before any progress still asks a round before its task', async (t) => {
+  const first = await call(askA, 'test_tool_with_task', {});
+  t.equal(first.json?.result?.resultType, 'input_required', `a round first: ${first.text.slice(0, 200)}`);
+  t.notOk('taskId' in (first.json?.result ?? {}), 'no task yet');
+  const second = await call(askA, 'test_tool_with_task', {}, CAPS, {
+    inputResponses: { user_name: { action: 'accept', content: { name: 'Cy' } } },
+    requestState: first.json.result.requestState,
+  });
+  t.equal(second.json?.result?.resultType, 'task', `then the task: ${second.text.slice(0, 200)}`);
+  const done = await taskOn(askA, second.json.result.taskId, (x) => x?.status === 'completed');
+  t.equal(done.result.content[0].text, 'Hello, Cy!');
 });
 
 t.test('tasks.firstAskMs 0: the task at once, its first question an inputRequest', async (t) => {
