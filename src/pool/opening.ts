@@ -13,6 +13,8 @@ import { upstreamOf, type SessionKey } from './session-key.js';
 import { sameRecord, SharedResults, type SessionRecord, type SessionStore } from './session-store.js';
 import { StoreUnavailable, type StoreHealth } from './store-health.js';
 import { inStepSpan } from '../tracing/index.js';
+import { backingOff, CausewayError } from '../errors.js';
+import { isConnectionDrop, neverDelivered } from '../upstream/index.js';
 
 /** What the pool needs of each upstream it opens sessions on. */
 export interface PoolUpstream {
@@ -47,11 +49,39 @@ export interface OpenerHost {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The wait between two attempts at an upstream that cannot be reached: doubled per failure, capped low. */
+const DOWN_FIRST_MS = 100;
+const DOWN_CAP_MS = 1_000;
+
+/** An upstream the last open could not reach: its opens take turns, one attempt at a time (see gated). */
+interface Down {
+  failures: number;
+  /** When the next attempt may start. */
+  retryAt: number;
+  /** What the last attempt failed with, in words. */
+  why: string;
+  error: unknown;
+  /** The attempt in flight: when it started, and whether it reached the upstream. */
+  attempt?: { startedAt: number; reached: Promise<boolean> };
+}
+
+/**
+ * The upstream was not reached, or did not answer in time: it is down or restarting. An answer of
+ * any kind (a refusal, a JSON-RPC error) says it is up.
+ */
+function unreachable(err: unknown): boolean {
+  if (err instanceof CausewayError && err.reason === 'upstream_timeout') return true;
+  const cause = err instanceof CausewayError ? err.cause : err;
+  return neverDelivered(err) || isConnectionDrop(cause);
+}
+
 export class SessionOpener {
   /** This pool's token on the creation locks it takes. */
   private readonly owner = randomUUID();
   /** One object for each distinct initialize result: an upstream answers every session alike. */
   private readonly results = new SharedResults();
+  /** Upstreams the last open could not reach, by name. */
+  private readonly down = new Map<string, Down>();
 
   constructor(
     private readonly host: OpenerHost,
@@ -143,12 +173,11 @@ export class SessionOpener {
   private async initialize(key: SessionKey, reason: OpenReason, generation: number): Promise<SessionRecord> {
     const upstream = this.upstream(key.upstream);
     const started = performance.now();
-    const hs = await inStepSpan('initialize', 'client', { 'mcp.method.name': 'initialize', 'causeway.upstream': key.upstream, 'causeway.pool.reason': reason }, () =>
-      upstream.client.initialize(
-        { protocolVersion: upstream.protocolVersion, capabilities: key.legacyCapabilities, clientInfo: this.opts.clientInfo },
-        undefined,
-        key.principalHash,
-      ),
+    const { protocolVersion } = upstream;
+    const params = { protocolVersion, capabilities: key.legacyCapabilities, clientInfo: this.opts.clientInfo };
+    const span = { 'mcp.method.name': 'initialize', 'causeway.upstream': key.upstream, 'causeway.pool.reason': reason };
+    const hs = await inStepSpan('initialize', 'client', span, () =>
+      this.gated(key.upstream, () => upstream.client.initialize(params, undefined, key.principalHash)),
     );
     this.host.events.onInitialize?.(key.upstream, performance.now() - started, reason);
     this.host.log.info(
@@ -166,6 +195,70 @@ export class SessionOpener {
       lastUsedAt: now,
       generation,
     };
+  }
+
+  /**
+   * Opens of an upstream that is up run side by side. Once one could not reach it, they share one
+   * attempt at a time, DOWN_FIRST_MS apart doubling to DOWN_CAP_MS: a restarting server sees a
+   * handful of handshakes from this replica, not one per call. An open waits for the next attempt
+   * (at most DOWN_CAP_MS away) and, when that fails, is refused with backingOff (503, Retry-After):
+   * it never fails on an attempt older than itself, so the first call after the server is back
+   * waits less than DOWN_CAP_MS and is served.
+   */
+  private async gated<T>(upstream: string, open: () => Promise<T>): Promise<T> {
+    const arrived = Date.now();
+    for (;;) {
+      const down = this.down.get(upstream);
+      if (down === undefined) return this.attempt(upstream, open);
+      if (down.attempt !== undefined) {
+        const { startedAt, reached } = down.attempt;
+        if (!(await reached) && startedAt >= arrived) {
+          const last = this.down.get(upstream) ?? down;
+          throw backingOff(upstream, last.why, Math.max(0, last.retryAt - Date.now()), last.error);
+        }
+        continue;
+      }
+      const wait = down.retryAt - Date.now();
+      if (wait > 0) await sleep(wait);
+      else return this.attempt(upstream, open, down);
+    }
+  }
+
+  /** One open, and what it tells of the upstream: reached (up again), or not (down, the next attempt later). */
+  private async attempt<T>(upstream: string, open: () => Promise<T>, down?: Down): Promise<T> {
+    let reached!: (yes: boolean) => void;
+    if (down !== undefined) down.attempt = { startedAt: Date.now(), reached: new Promise((r) => (reached = r)) };
+    try {
+      const opened = await open();
+      this.up(upstream);
+      return opened;
+    } catch (err) {
+      if (!unreachable(err)) this.up(upstream);
+      else this.failed(upstream, err, down);
+      throw err;
+    } finally {
+      if (down !== undefined) {
+        down.attempt = undefined;
+        reached(!this.down.has(upstream));
+      }
+    }
+  }
+
+  private up(upstream: string): void {
+    if (this.down.delete(upstream)) this.host.log.info({ upstream }, 'upstream reachable again');
+  }
+
+  private failed(upstream: string, err: unknown, attempt: Down | undefined): void {
+    const known = this.down.get(upstream);
+    // Opens that ran side by side when it went down count once.
+    if (known !== undefined && attempt === undefined) return;
+    const failures = (known?.failures ?? 0) + 1;
+    const cause: unknown = err instanceof CausewayError ? err.cause : err;
+    const code = typeof cause === 'object' && cause !== null ? (cause as { code?: unknown }).code : undefined;
+    const why = `${(err as Error).message}${typeof code === 'string' ? ` (${code})` : ''}`;
+    const waitMs = Math.min(DOWN_FIRST_MS * 2 ** (failures - 1), DOWN_CAP_MS);
+    this.down.set(upstream, { failures, retryAt: Date.now() + waitMs, why, error: err });
+    if (failures === 1) this.host.log.warn({ upstream, err }, 'upstream unreachable: its opens take turns');
   }
 
   /** Into this replica's pool: the session it has for this record already, or a new one. */
