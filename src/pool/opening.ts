@@ -66,11 +66,12 @@ interface Down {
 }
 
 /**
- * The upstream was not reached, or did not answer in time: it is down or restarting. An answer of
- * any kind (a refusal, a JSON-RPC error) says it is up.
+ * The upstream could not be reached: the connection was refused, dropped or not made in time. It
+ * is down or restarting. An answer of any kind (a refusal, a JSON-RPC error) says it is up; a
+ * server that takes a connection and then does not answer is left to each call's own timeout
+ * (a shared attempt would make calls that came during one wait for the next as well).
  */
 function unreachable(err: unknown): boolean {
-  if (err instanceof CausewayError && err.reason === 'upstream_timeout') return true;
   const cause = err instanceof CausewayError ? err.cause : err;
   return neverDelivered(err) || isConnectionDrop(cause);
 }
