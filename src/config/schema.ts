@@ -223,7 +223,10 @@ const TABLE = {
     ),
     firstAskMs: num(
       1_000,
-      'How long a call held as a task for its taskSupport (upstream.taskSupport) waits for a first question before answering the task: questions it asks before this passes, or before it reports progress, come as input_required rounds first, and the task after; later ones are the task’s inputRequests. 0: the task at once.',
+      'How long a call held as a task for its taskSupport (upstream.taskSupport) waits for a first question ' +
+        'before answering the task: questions a `required` tool asks before this passes, or before it reports ' +
+        'progress, come as input_required rounds first, and the task after (an `optional` tool’s first question ' +
+        'makes the task); later ones are the task’s inputRequests. 0: the task at once.',
     ),
   },
   subscriptions: {
