@@ -59,3 +59,29 @@ t.test('a configured era is never probed or refused', async (t) => {
   t.notOk(era.refused());
   t.equal(probes, 0);
 });
+
+t.test('each URL is asked in turn until one shows an era; none showing one is tried again later', async (t) => {
+  const asked: Array<string | undefined> = [];
+  const answers: Record<string, ProbeAnswer | Error> = {
+    a: new Error('connect ECONNREFUSED'),
+    b: { status: 503, message: undefined },
+    c: { status: 200, message: discover },
+  };
+  const probe = async (_signal: AbortSignal, target?: string): Promise<ProbeAnswer> => {
+    asked.push(target);
+    const a = answers[target!]!;
+    if (a instanceof Error) throw a;
+    return a;
+  };
+  const targets = ['a', 'b', 'c'];
+  const era = new UpstreamEra({ upstream: 'u', setting: 'auto', probe, targets, memo: new MemoryEraMemo(), log });
+  t.equal(await era.era(), 'modern', 'the third URL showed it');
+  t.same(asked, ['a', 'b', 'c'], 'after the two that said nothing');
+
+  asked.length = 0;
+  answers.c = { status: 502, message: undefined };
+  const none = new UpstreamEra({ upstream: 'v', setting: 'auto', probe, targets, memo: new MemoryEraMemo(), log });
+  t.equal(await none.era(), 'legacy', 'no URL showed one: served as legacy');
+  t.same(asked, ['a', 'b', 'c'], 'every URL was asked once');
+  t.equal(none.current, undefined, 'and nothing remembered');
+});
