@@ -22,7 +22,7 @@ import { pipeline } from 'node:stream/promises';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
 import { CausewayError, toCausewayError } from '../errors.js';
 import { encodeHeaderValue } from '../envelope/index.js';
-import { isObject, type JsonObject } from '../jsonrpc.js';
+import { isObject, isRequestId, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
 import {
@@ -199,7 +199,7 @@ export class LegacyPassthrough implements LegacyFace {
   private async refusedOnSession(upstream: Response, body: LegacyBody | undefined, res: HttpResponse): Promise<void> {
     const message = body?.json;
     const rawId = isObject(message) ? message.id : undefined;
-    const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : undefined;
+    const id = isRequestId(rawId) ? rawId : undefined;
     let text: string | undefined;
     try {
       text = await readText(upstream.body, REFUSAL_BODY_LIMIT);
