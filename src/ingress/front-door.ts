@@ -41,7 +41,7 @@ import {
   resourceMetadata,
   signInPages,
 } from './request-steps.js';
-import { OnceEach } from './once.js';
+import { OnceEach } from '../once.js';
 import type { IngressHandler } from './server.js';
 import { ANSWERED, NEXT, PAUSED, Visit, type FrontDoorDeps, type Step } from './visit.js';
 
