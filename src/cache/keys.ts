@@ -54,8 +54,8 @@ export function cacheQuery(upstream: string, method: string, params: JsonObject,
  * base ends in `*`, which no request's parameters can write (paramsKey starts each with a quote),
  * so no client's request finds or fills it; a change to the list drops it with the method's others.
  */
-export function wholeListQuery(upstream: string, method: string, who: string, authorization: string | undefined): CacheQuery {
-  const q = cacheQuery(upstream, method, {}, who, authorization);
+export function wholeListQuery(upstream: string, method: string, who: string, auth: string | undefined): CacheQuery {
+  const q = cacheQuery(upstream, method, {}, who, auth);
   return { ...q, base: `${q.base}*` };
 }
 

@@ -121,7 +121,8 @@ export class Merger {
       const lists = await Promise.all(
         this.opts.members.map((m) => {
           if (unreachable.has(m.name)) return undefined;
-          return this.fetchAll(m, method, shape, principal, {}, AbortSignal.timeout(m.deps.bridge.upstreamTimeoutMs)).catch((err: unknown) => {
+          const signal = AbortSignal.timeout(m.deps.bridge.upstreamTimeoutMs);
+          return this.fetchAll({ m, method, shape, principal, caps: {}, signal }).catch((err: unknown) => {
             unreachable.add(m.name);
             this.opts.log.warn({ upstream: m.name, method, err: (err as Error).message }, 'federation check could not list an upstream; its names are checked when first merged');
             return undefined;
@@ -183,8 +184,9 @@ export class Merger {
   async mergedItems(ex: Asked, shape: ListShape, method: string): Promise<JsonObject[]> {
     const { principal } = ex;
     const caps = ex.request.meta.clientCapabilities;
-    const authorization = ex.headers.authorization;
-    const lists = await Promise.all(this.opts.members.map((m) => this.fetchAll(m, method, shape, principal, caps, ex.signal, authorization)));
+    const { signal, headers } = ex;
+    const read = (m: Member) => this.fetchAll({ m, method, shape, principal, caps, signal }, headers.authorization);
+    const lists = await Promise.all(this.opts.members.map(read));
     if (lists.every((l) => l === undefined)) throw causewayError('method_not_found', `Method not found: ${method}`);
     const { items, owners } = this.merge(shape, lists);
     const index = this.index(ex.scope);
@@ -204,17 +206,10 @@ export class Merger {
    * Kept by the member's gateway cache as its own answers are (its cache.* policy, dropped by its
    * list_changed or a replaced session), so merges of a list that did not change ask no member.
    */
-  private fetchAll(
-    m: Member,
-    method: string,
-    shape: ListShape,
-    principal: string,
-    caps: JsonObject,
-    signal: AbortSignal,
-    authorization?: string,
-  ): Promise<JsonObject[] | undefined> {
+  private fetchAll(read: ListRead, authorization?: string): Promise<Listed> {
+    const { m, method, shape, principal, caps } = read;
     const { cache } = m.deps;
-    if (cache === undefined) return this.walkAll(m, method, shape, principal, caps, signal);
+    if (cache === undefined) return this.walkAll(read);
     const hint = m.deps.cacheHint(method);
     const who = hint.cacheScope === 'public' ? '' : sessionKeyFor(m.name, principal, caps).id;
     const q = cache.wholeList(method, who, authorization);
@@ -223,7 +218,7 @@ export class Merger {
       hint.cacheScope,
       (e) => itemsOf(cache.result(e), shape),
       (fill) =>
-        this.walkAll(m, method, shape, principal, caps, signal, (session, items) => {
+        this.walkAll(read, (session, items) => {
           const legacy = { capabilities: session.record.initializeResult.capabilities, id: session.key.id };
           const streamHeld = m.deps.subscriptions.holdsStream(session);
           cache.keepLegacy(q, fill, { [shape.kind]: items }, hint, { ...legacy, streamHeld });
@@ -232,15 +227,8 @@ export class Merger {
   }
 
   /** Every page of a member's list, read on its pooled session; `keep` is given what was read. */
-  private walkAll(
-    m: Member,
-    method: string,
-    shape: ListShape,
-    principal: string,
-    caps: JsonObject,
-    signal: AbortSignal,
-    keep?: (session: PooledSession, items: JsonObject[]) => void,
-  ): Promise<JsonObject[] | undefined> {
+  private walkAll(read: ListRead, keep?: (session: PooledSession, items: JsonObject[]) => void): Promise<Listed> {
+    const { m, method, shape, principal, caps, signal } = read;
     const { deps } = m;
     return deps.pool.withSession(sessionKeyFor(m.name, principal, caps), async (session: PooledSession) => {
       const advertised = session.record.initializeResult.capabilities;
@@ -352,6 +340,19 @@ export function templatePattern(template: string): RegExp {
     } else out += part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   }
   return new RegExp(`^${out}$`, 's');
+}
+
+/** A member's whole list, or undefined when it does not advertise the capability. */
+type Listed = JsonObject[] | undefined;
+
+/** One member's list, as a merge reads it. */
+interface ListRead {
+  m: Member;
+  method: string;
+  shape: ListShape;
+  principal: string;
+  caps: JsonObject;
+  signal: AbortSignal;
 }
 
 /** The items a kept whole list holds. */
