@@ -103,6 +103,19 @@ t.test('merged tools/list: prefixed, sorted, paged with Causeway cursors', async
   t.equal((a.stats().requestsByMethod['tools/list'] ?? 0) - before, 1, 'which listed the members again');
 });
 
+t.test('serverInfo names who made the result: the mount for merged answers, the member for routed ones', async (t) => {
+  const info = (r: { json: { result: { _meta: Record<string, { name: string }> } } }) =>
+    r.json.result._meta['io.modelcontextprotocol/serverInfo']!.name;
+  const discover = await post(url('/all'), modernBody('server/discover'), modernHeaders('server/discover'));
+  t.equal(info(discover), 'causeway', 'discover: the mount');
+  const list = await post(url('/all'), modernBody('tools/list'), modernHeaders('tools/list'));
+  t.equal(info(list), 'causeway', 'a merged list: the mount');
+  const toA = toolCall('a__echo', { text: 'x' });
+  t.equal(info(await post(url('/all'), toA.body, toA.headers)), 'causeway-legacy-fixture-a', 'a call routed to a: a');
+  const toB = toolCall('b__echo', { text: 'x' });
+  t.equal(info(await post(url('/all'), toB.body, toB.headers)), 'causeway-legacy-fixture-b', 'a call routed to b: b');
+});
+
 t.test('calls reach the owner by Mcp-Name, with the prefix taken off', async (t) => {
   const client = await modernClient('/all');
   const before = { a: a.stats().toolCalls['echo'] ?? 0, b: b.stats().toolCalls['echo'] ?? 0 };
