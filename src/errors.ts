@@ -173,7 +173,8 @@ export function refusedInitialize(
  */
 export function backingOff(upstream: string, why: string, retryInMs: number, cause?: unknown): CausewayError {
   const seconds = Math.max(1, Math.ceil(retryInMs / 1000));
-  const message = `Upstream ${JSON.stringify(upstream)} is backing off after a failed start (${why}); retry after ${seconds} s`;
+  const message =
+    `Upstream ${JSON.stringify(upstream)} is backing off after a failed start (${why}); ` + `retry after ${seconds} s`;
   const options = { headers: { 'retry-after': String(seconds) }, ...(cause === undefined ? {} : { cause }) };
   return new CausewayError('upstream_backing_off', message, { retryAfterSeconds: seconds }, options);
 }

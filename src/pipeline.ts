@@ -263,7 +263,8 @@ async function forward(
     // works, the tasks bridge holds it.
     if (runHere === 'after-asks') {
       const { tasks } = deps;
-      heldAsTask = { firstAskMs: tasks.firstAskMs, asksInTask, ttlMs: tasks.ttlMs, handover: (call) => tasks.adopt(origin, call, ex.log) };
+      const handover = (call: Parameters<typeof tasks.adopt>[1]) => tasks.adopt(origin, call, ex.log);
+      heldAsTask = { firstAskMs: tasks.firstAskMs, asksInTask, ttlMs: tasks.ttlMs, handover };
     }
   }
   if (request.meta.logLevel !== undefined) await enableUpstreamLogging(deps, session, ex.log);

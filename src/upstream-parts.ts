@@ -163,7 +163,8 @@ export function upstreamParts(spec: UpstreamSpec, config: Config, metrics: Metri
       }
       // The era probe goes to a child of the pool; a legacy child is stopped once found out.
       const pool = modernStdioPool(ctx, children);
-      const probe = (signal: AbortSignal): Promise<ProbeAnswer> => pool.probe(signal, { name: 'causeway', version: VERSION });
+      const probe = (signal: AbortSignal): Promise<ProbeAnswer> =>
+        pool.probe(signal, { name: 'causeway', version: VERSION });
       const eras = bothEras(ctx, legacyFace, pool, { probe, onEra: (era) => era === 'legacy' && void pool.release() });
       const parts = assemble(client, eras.passthrough, undefined, eras.modern);
       return { ...parts, close: () => Promise.allSettled([parts.close(), pool.close()]).then(() => undefined) };
@@ -229,7 +230,8 @@ class Children {
 
 function stdioOpener({ spec, log }: UpstreamContext): StdioOpener {
   const cwd = spec.cwd === '' ? undefined : spec.cwd;
-  return new StdioOpener(spec.name, { command: spec.command, args: spec.args, env: spec.env, cwd, maxLineBytes: spec.maxResponseBytes }, log);
+  const { command, args, env } = spec;
+  return new StdioOpener(spec.name, { command, args, env, cwd, maxLineBytes: spec.maxResponseBytes }, log);
 }
 
 /** A 2026 child serves every principal: a small pool of them per replica (upstream.stdioPool). */
@@ -365,7 +367,12 @@ interface EraProbe {
  * when it speaks 2026-07-28, and legacy clients get Causeway's own legacy face over it; otherwise
  * both go the legacy way. Its modern requests go over `wire`: HTTP, or a stdio child's channel.
  */
-function bothEras(ctx: UpstreamContext, legacyFace: LegacyFace, wire: ModernWire, how: EraProbe): Pick<UpstreamParts, 'passthrough' | 'modern'> {
+function bothEras(
+  ctx: UpstreamContext,
+  legacyFace: LegacyFace,
+  wire: ModernWire,
+  how: EraProbe,
+): Pick<UpstreamParts, 'passthrough' | 'modern'> {
   const { spec, config, log, shared } = ctx;
   const setting: EraSetting = spec.era;
   const cache = ctx.cache;

@@ -165,19 +165,16 @@ async function curlEcho(t: Test, ports: Ports, env: NodeJS.ProcessEnv): Promise<
 }
 
 t.test('every recipe is in the README', async (t) => {
-  t.same(
-    [...RECIPES.keys()].sort(),
-    [
-      'client output',
-      'client run',
-      'config-file serve',
-      'demo serve',
-      'one-upstream output',
-      'one-upstream run',
-      'one-upstream serve',
-      'redis-pair serve',
-    ],
-  );
+  t.same([...RECIPES.keys()].sort(), [
+    'client output',
+    'client run',
+    'config-file serve',
+    'demo serve',
+    'one-upstream output',
+    'one-upstream run',
+    'one-upstream serve',
+    'redis-pair serve',
+  ]);
 });
 
 t.test('Quick start: npm run demo prints a curl line that answers', async (t) => {

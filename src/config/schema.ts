@@ -2,7 +2,19 @@
 // type it parses to. The Config type is read off the table; the file, env and flag loaders and
 // --help all go through it, and the README's table is checked against it by a test.
 
-import { flag, isSetting, json, list, map, num, oneOf, port, text, type NamedSetting, type ValuesOf } from './setting.js';
+import {
+  flag,
+  isSetting,
+  json,
+  list,
+  map,
+  num,
+  oneOf,
+  port,
+  text,
+  type NamedSetting,
+  type ValuesOf,
+} from './setting.js';
 
 /** Asymmetric JWS algorithms only: never `none`, never an HMAC keyed by what a public key would be. */
 export const AUTH_ALGORITHMS: readonly string[] = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
@@ -19,7 +31,9 @@ const TABLE = {
   },
   admin: {
     host: text('127.0.0.1', 'Address the admin port (/metrics, /healthz, /readyz) binds to.'),
-    port: port(9464, 'Admin port, plain HTTP/1.1: /metrics, /healthz, /readyz. 0 picks a free port; -1 disables it.', { min: -1 }),
+    port: port(9464, 'Admin port, plain HTTP/1.1: /metrics, /healthz, /readyz. 0 picks a free port; -1 disables it.', {
+      min: -1,
+    }),
   },
   limits: {
     maxBodyBytes: num(1_048_576, 'Largest request body accepted (413 above).'),
@@ -27,7 +41,8 @@ const TABLE = {
     bodyTimeoutMs: num(10_000, 'Time allowed to receive a request body (408 after).'),
     maxConcurrentStreams: num(256, 'HTTP/2 streams per connection.'),
     maxInFlight: num(4096, 'Requests handled at once; more get 503.'),
-    ratePerSecond: num(0, 'Requests per second each principal may make (a token bucket, shared through Redis with the Redis store); over it, 429 with Retry-After. 0: no limit.', { fraction: true }),
+    ratePerSecond: num(0, 'Requests per second each principal may make (a token bucket, shared through Redis with ' +
+        'the Redis store); over it, 429 with Retry-After. 0: no limit.', { fraction: true }),
     rateBurst: num(0, "Most requests a principal may make at once, its bucket's size; 0: limits.ratePerSecond rounded up (at least 1)."),
     rateMethods: json<{ ratePerSecond: number; burst?: number }>(
       'Per-method buckets besides the principal\'s own, e.g. {"tools/call":{"ratePerSecond":2,"burst":5}} (burst: ratePerSecond rounded up when absent); a request spends both. Legacy requests count by their JSON-RPC method.',
@@ -49,7 +64,8 @@ const TABLE = {
   principal: {
     mode: oneOf(['none', 'header', 'bearer'], 'none', 'What tells principals apart, for session pooling and legacy session ownership: nobody, a header, or the bearer token.'),
     header: text('x-causeway-principal', 'Header naming the principal when mode is header.'),
-    hashSecret: text('', 'Key of the HMAC that turns a principal into its stored hash. Required unless both principal.mode and auth.mode are none.', { secret: true }),
+    hashSecret: text('', 'Key of the HMAC that turns a principal into its stored hash. Required unless both ' +
+        'principal.mode and auth.mode are none.', { secret: true }),
   },
   auth: {
     mode: oneOf(
@@ -132,7 +148,11 @@ const TABLE = {
     era: oneOf(
       ['auto', 'legacy', 'modern'],
       'auto',
-      'Which protocol the server speaks (streamable-http, auto and stdio transports): legacy (initialize and sessions, 2025-11-25 and older), modern (2026-07-28, stateless), or auto: found by one server/discover probe, kept in the store for every replica, and found again when the server refuses the era in use. A modern client is relayed to a modern server as it is; a legacy client gets Causeway’s own legacy face over it. See Both directions.',
+      'Which protocol the server speaks (streamable-http, auto and stdio transports): legacy (initialize and ' +
+          'sessions, 2025-11-25 and older), modern (2026-07-28, stateless), or auto: found by one server/discover ' +
+          'probe, kept in the store for every replica, and found again when the server refuses the era in use. A ' +
+          'modern client is relayed to a modern server as it is; a legacy client gets Causeway’s own legacy face ' +
+          'over it. See Both directions.',
     ),
     protocolVersion: text('2025-11-25', 'Version offered in the upstream initialize; the upstream may negotiate an older one.'),
     connectTimeoutMs: num(5_000, 'Upstream TCP connect timeout.'),
@@ -150,14 +170,16 @@ const TABLE = {
     ),
     command: text('', 'Program run for each upstream session when transport is stdio (required then).'),
     args: list([], 'Arguments of upstream.command (comma-separated in env and flags; use a config file for arguments containing commas).'),
-    env: map('Environment of the stdio child, besides PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG, TMPDIR and TZ taken from Causeway’s (nothing else is inherited).', { secret: true }),
+    env: map('Environment of the stdio child, besides PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG, TMPDIR and TZ ' +
+        'taken from Causeway’s (nothing else is inherited).', { secret: true }),
     cwd: text('', 'Working directory of the stdio child; empty: Causeway’s.'),
     maxProcesses: num(
       100,
       'Most stdio child processes (one per pooled session) per upstream on one replica; the least recently used idle one is stopped for a new one, 503 when none is idle.',
       { min: 1 },
     ),
-    stdioPool: num(1, 'Most stdio child processes per upstream on one replica serving a 2026-07-28 child (stateless: shared by every principal); a lost one is restarted with backoff.', { min: 1 }),
+    stdioPool: num(1, 'Most stdio child processes per upstream on one replica serving a 2026-07-28 child ' +
+        '(stateless: shared by every principal); a lost one is restarted with backoff.', { min: 1 }),
   },
   /** Named upstreams (see topology.ts); empty: the one described by upstream.*. */
   upstreams: json<Record<string, unknown>>(
@@ -193,7 +215,9 @@ const TABLE = {
       { secret: true },
     ),
     redisUsername: text('', 'Redis ACL user; overrides the one in store.redisUrl.'),
-    redisPassword: text('', 'Redis password; overrides the one in store.redisUrl (prefer the env var).', { secret: true }),
+    redisPassword: text('', 'Redis password; overrides the one in store.redisUrl (prefer the env var).', {
+      secret: true,
+    }),
     redisTlsCaFile: text('', 'PEM CA bundle trusted for rediss:// (default: the system CAs).'),
     redisSentinels: list([], 'Sentinel host:port list; when set, the Redis master is found through Sentinel.'),
     redisSentinelName: text('mymaster', 'Master name the Sentinels watch.'),
@@ -204,7 +228,9 @@ const TABLE = {
   mrtr: {
     stateKeys: list(
       [],
-      'AES-256-GCM keys (base64, 32 bytes, e.g. from `openssl rand -base64 32`) sealing requestState, newest first; every replica needs the same list, so it is required with store.kind=redis. Empty (memory store only): a random key per process.',
+      'AES-256-GCM keys (base64, 32 bytes, e.g. from `openssl rand -base64 32`) sealing requestState, newest first; ' +
+          'every replica needs the same list, so it is required with store.kind=redis. Empty (memory store only): ' +
+          'a random key per process.',
       { secret: true },
     ),
     stateTtlMs: num(300_000, 'How long an input_required round may wait for its retry before the upstream call is cancelled.'),

@@ -40,7 +40,12 @@ interface Opts {
   secret?: boolean;
 }
 
-export const text = (value: string, doc: string, { secret }: Opts = {}): Setting<string> => ({ kind: 'string', default: value, doc, secret });
+export const text = (value: string, doc: string, { secret }: Opts = {}): Setting<string> => ({
+  kind: 'string',
+  default: value,
+  doc,
+  secret,
+});
 
 export const oneOf = <const C extends readonly string[]>(choices: C, value: C[number], doc: string): Setting<C[number]> => ({
   kind: 'string',

@@ -1,5 +1,12 @@
 export { classifyPost, type Classified, type ModernRequest, type Rejection, type InboundPost } from './classify.js';
-export { checkOrigin, hostName, isValidAuthority, originPolicy, isLoopbackAddress, type OriginPolicy } from './origin.js';
+export {
+  checkOrigin,
+  hostName,
+  isValidAuthority,
+  originPolicy,
+  isLoopbackAddress,
+  type OriginPolicy,
+} from './origin.js';
 export { paramHeaders, checkParamHeaders, mayNeedParamHeaders, mirroredParamHeaders, decodeHeaderValue, encodeHeaderValue, type HeaderBag, type ParamHeader } from './headers.js';
 export { methodSpec, MODERN_METHODS, LEGACY_METHODS, type MethodSpec } from './methods.js';
 export { capabilitiesText, levelAtLeast, LOG_LEVELS, META_VERSION, META_SERVER_INFO, META_SUBSCRIPTION_ID, type LogLevel, type RequestMeta } from './meta.js';

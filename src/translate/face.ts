@@ -15,7 +15,17 @@ import { errorBody, sendCausewayError, sendJson, sendStatus, SseStream, type Htt
 import type { HeaderBag } from '../envelope/index.js';
 import { CausewayError, causewayError, toCausewayError } from '../errors.js';
 import { InFlightByKey } from '../in-flight.js';
-import { isNotification, isObject, isRequest, isResponse, type JsonObject, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
+import {
+  isNotification,
+  isObject,
+  isRequest,
+  isResponse,
+  type JsonObject,
+  type JsonRpcMessage,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+  type RequestId,
+} from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
 import { isCacheable, type UpstreamCache } from '../cache/index.js';
@@ -322,7 +332,8 @@ export class TranslatedFace implements LegacyFace {
         const { ids, answered } = this.opts.rounds.open(session.id, keys, signal);
         for (const key of keys) {
           const ask = asks[key] as JsonObject;
-          out.send({ jsonrpc: '2.0', id: ids.get(key)!, method: ask.method as string, ...(isObject(ask.params) ? { params: ask.params } : {}) });
+          const params = isObject(ask.params) ? { params: ask.params } : {};
+          out.send({ jsonrpc: '2.0', id: ids.get(key)!, method: ask.method as string, ...params });
         }
         for (const [key, answer] of await answered) {
           if ('error' in answer) throw new CausewayError('invalid_request', `The client refused the server's ${String((asks[key] as JsonObject).method)}: ${answer.error.message}`);

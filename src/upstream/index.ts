@@ -8,7 +8,19 @@ export type { SessionRef, StreamHandlers, UpstreamSessionClient } from './core/i
 export { ForwardPolicy, DEFAULT_CREDENTIAL_HEADERS, HOP_BY_HOP } from './forward-headers.js';
 export { enableLogging, refuseAsk, walkList } from './own-calls.js';
 export { UpstreamClient, lendSignal, CallDetached, relayCall, resumeRelayedCall, type CallObserver, type ResumePoint } from './http/index.js';
-export { badResponse, cancelUpstream, httpRefusal, legacyParams, postedTo, tooLarge, UPSTREAM_CLIENT_DEFAULTS, type DirectCall, type DirectTally, type RequestResult, type UpstreamMessage } from './http/index.js';
+export {
+  badResponse,
+  cancelUpstream,
+  httpRefusal,
+  legacyParams,
+  postedTo,
+  tooLarge,
+  UPSTREAM_CLIENT_DEFAULTS,
+  type DirectCall,
+  type DirectTally,
+  type RequestResult,
+  type UpstreamMessage,
+} from './http/index.js';
 export { UpstreamHttp, type Response, type UpstreamRequest } from './http/index.js';
 export { abandon, checkContentLength, decodeMessages, discard, mediaType, readText, type ResponseBody, SseParser, type SseEvent } from './http/index.js';
 export { ChannelClient, StdioOpener, SseChannelOpener, type SseChannelOptions } from './channel/index.js';

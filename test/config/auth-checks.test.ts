@@ -111,8 +111,10 @@ t.test('users signing in at an upstream: the issuer instead of a token URL, and 
   const upstreams = (credentials: Record<string, string>) => ['--upstreams', JSON.stringify({ crm: { url: 'http://127.0.0.1:1/mcp', credentials } })];
   t.same(problems([...JWT, ...upstreams(signIn), '--auth.callbackUrl', 'https://mcp.example/oauth/callback']), []);
   t.same(problems([...JWT, ...upstreams(signIn)]), ['auth.callbackUrl: required: upstream crm has users sign in']);
-  const redis = problems([...JWT, ...upstreams(signIn), '--auth.callbackUrl', 'https://mcp.example/oauth/callback', '--store.kind', 'redis']);
-  t.match(redis, [/^mrtr\.stateKeys: required with store\.kind redis: /], 'the keys of every Redis-store config (checks.test.ts)');
+  const callback = ['--auth.callbackUrl', 'https://mcp.example/oauth/callback'];
+  const redis = problems([...JWT, ...upstreams(signIn), ...callback, '--store.kind', 'redis']);
+  t.match(redis, [/^mrtr\.stateKeys: required with store\.kind redis: /], 'the keys of every Redis-store config ' +
+      '(checks.test.ts)');
   t.equal(redis.length, 1);
   t.same(problems([...JWT, ...upstreams(signIn), '--auth.callbackUrl', 'https://mcp.example/mcp']), ['auth.callbackUrl: its path /mcp is already served (a mount, or the callback)']);
   t.same(problems(upstreams(signIn)), ["upstream crm: credentials grant authorization_code needs auth.mode jwt or introspection: a user's token is kept for their verified identity"]);

@@ -44,9 +44,13 @@ t.test('Redis, stateKeys, credential headers and the principal secret: all repor
 
 t.test('good Redis settings pass; Redis settings are not checked for the memory store', async (t) => {
   const keys = ['--mrtr.stateKeys', randomBytes(32).toString('base64')];
-  t.same(problems([...keys, '--store.kind', 'redis', '--store.redisUrl', 'rediss://u:p@[::1]:6380/2', '--store.redisSentinels', 'a:26379,[::1]:26380']), []);
+  const sentinels = ['--store.redisSentinels', 'a:26379,[::1]:26380'];
+  const url = ['--store.redisUrl', 'rediss://u:p@[::1]:6380/2'];
+  t.same(problems([...keys, '--store.kind', 'redis', ...url, ...sentinels]), []);
   t.same(problems([...keys, '--store.kind', 'redis', '--store.redisCluster', 'a:7000,b:7001']), []);
-  t.same(problems([...keys, '--store.kind', 'redis', '--store.redisCluster', 'a:7000', '--store.redisUrl', 'redis://x/1']), ['store.redisUrl: Redis Cluster has only database 0']);
+  const cluster = ['--store.redisCluster', 'a:7000', '--store.redisUrl', 'redis://x/1'];
+  t.same(problems([...keys, '--store.kind', 'redis', ...cluster]), [
+      'store.redisUrl: Redis Cluster has only database 0']);
   t.same(problems(['--store.redisUrl', 'not a url']), [], 'the memory store does not use it');
 });
 

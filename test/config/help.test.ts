@@ -33,12 +33,22 @@ t.test('--help opens with the ten common settings, in order, then the examples a
   const examples = lines.findIndex((l) => l.startsWith('Examples:'));
   const all = lines.findIndex((l) => l.startsWith('All settings:'));
   t.ok(common > 0 && common < examples && examples < all, 'common settings, then examples, then all settings');
-  t.ok(lines.slice(0, common).every((l) => !/^ {2}--/.test(l)), 'no setting before the common ones');
+  t.ok(
+    lines.slice(0, common).every((l) => !/^ {2}--/.test(l)),
+    'no setting before the common ones',
+  );
 });
 
 t.test('the full table still lists every setting, in the schema order', async (t) => {
-  t.same(flagsOf(section('All settings:')), SETTINGS.map((s) => flagName(s.path)));
-  for (const path of COMMON_SETTINGS) t.ok(SETTINGS.some((s) => s.path === path), `${path} is a setting`);
+  t.same(
+    flagsOf(section('All settings:')),
+    SETTINGS.map((s) => flagName(s.path)),
+  );
+  for (const path of COMMON_SETTINGS)
+    t.ok(
+      SETTINGS.some((s) => s.path === path),
+      `${path} is a setting`,
+    );
 });
 
 /** The example commands, backslash-continued lines joined, environment assignments apart. */
@@ -52,7 +62,10 @@ function exampleCommands(): { env: Record<string, string>; command: string; argv
     .split('\n')
     .filter((l) => /(^|\s)causeway\s/.test(l))
     .map((l) => {
-      const words = l.replace(/"\$\(openssl rand -base64 32\)"|"\$KEY"/g, key).split(/\s+/).filter(Boolean);
+      const words = l
+        .replace(/"\$\(openssl rand -base64 32\)"|"\$KEY"/g, key)
+        .split(/\s+/)
+        .filter(Boolean);
       const env: Record<string, string> = {};
       while (/^[A-Z_]+=/.test(words[0]!)) {
         const [name, value] = words.shift()!.split(/=(.*)/s);

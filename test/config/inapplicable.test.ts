@@ -16,7 +16,8 @@ function problemsOf(argv: string[]): string[] {
 }
 
 const SSE = ['--upstream.transport', 'sse', '--upstream.url', 'http://127.0.0.1:1/sse'];
-const NOT_SSE = '.era: modern cannot apply to transport sse (a 2024-11-05 HTTP+SSE server is legacy); use legacy or auto';
+const NOT_SSE =
+  '.era: modern cannot apply to transport sse (a 2024-11-05 HTTP+SSE server is legacy); use legacy or auto';
 const HTTP = ['--upstream.url', 'http://127.0.0.1:1/mcp'];
 const STDIO = ['--upstream.transport', 'stdio', '--upstream.command', 'node'];
 

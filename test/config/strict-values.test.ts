@@ -90,9 +90,11 @@ t.test('map entries: one without "=" or with an empty name is refused, a secret 
     'upstream.env: entry 1 (not shown: it may hold a secret) has no "=": expected name=value ' +
       '(from CAUSEWAY_UPSTREAM_ENV)',
   ]);
-  t.same(withFlags(['--auth.moreIssuers', 'https://as.example']).filter((p) => p.includes('moreIssuers')), [
-    'auth.moreIssuers: entry "https://as.example" has no "=": expected name=value (from --auth.moreIssuers)',
-  ], 'what is no secret is shown');
+  t.same(
+    withFlags(['--auth.moreIssuers', 'https://as.example']).filter((p) => p.includes('moreIssuers')),
+    ['auth.moreIssuers: entry "https://as.example" has no "=": expected name=value (from --auth.moreIssuers)'],
+    'what is no secret is shown',
+  );
   const file = configFile(t, { upstream: { url: 'http://127.0.0.1:1/mcp', headers: { '': 'x' } } });
   t.same(problems(['--config', file]), ['upstream.headers: a name is empty']);
   const cfg = loadConfig([...URL_FLAG, '--upstream.headers', 'x-a=1, x-b = two=2 ,'], {});
@@ -108,12 +110,18 @@ t.test('a placeholder secret is refused by name, with how to make a real one, ne
   };
   const found = withFlags(
     [
-      '--principal.mode', 'bearer',
-      '--store.kind', 'redis',
-      '--mrtr.stateKeys', `${key()},${shipped.key}`,
-      '--store.redisUrl', `redis://:${shipped.redis}@127.0.0.1:6379`,
-      '--store.redisSentinelPassword', shipped.redis,
-      '--upstream.headers', `authorization=Bearer ${shipped.redis}`,
+      '--principal.mode',
+      'bearer',
+      '--store.kind',
+      'redis',
+      '--mrtr.stateKeys',
+      `${key()},${shipped.key}`,
+      '--store.redisUrl',
+      `redis://:${shipped.redis}@127.0.0.1:6379`,
+      '--store.redisSentinelPassword',
+      shipped.redis,
+      '--upstream.headers',
+      `authorization=Bearer ${shipped.redis}`,
     ],
     { CAUSEWAY_PRINCIPAL_HASH_SECRET: shipped.hash, CAUSEWAY_STORE_REDIS_PASSWORD: shipped.redis },
   );

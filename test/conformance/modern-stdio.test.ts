@@ -11,7 +11,12 @@ import { startCauseway } from '../helpers/causeway.js';
 import { formatFailures, runConformance, type ConformanceReport } from '../helpers/conformance.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/modern-server.js', import.meta.url));
-const stdio = { 'upstream.transport': 'stdio', 'upstream.command': process.execPath, 'upstream.args': `${FIXTURE},--stdio`, 'log.level': 'warn' };
+const stdio = {
+  'upstream.transport': 'stdio',
+  'upstream.command': process.execPath,
+  'upstream.args': `${FIXTURE},--stdio`,
+  'log.level': 'warn',
+};
 
 const direct = await startModernServer();
 const [causeway, causeway25] = await Promise.all([startCauseway(stdio), startCauseway(stdio)]);
@@ -27,13 +32,15 @@ const runs = {
 };
 
 const scored = (r: ConformanceReport) => r.scenarios.filter((s) => s.scored === true);
-const passing = (r: ConformanceReport) => scored(r).filter((s) => s.checks.every((c) => c.status !== 'FAILURE' && c.status !== 'WARNING'));
+const passing = (r: ConformanceReport) =>
+  scored(r).filter((s) => s.checks.every((c) => c.status !== 'FAILURE' && c.status !== 'WARNING'));
 
 t.test('2026-07-28 through Causeway to the stdio child scores what the server scores directly over HTTP', async (t) => {
   const [straight, proxied] = await Promise.all([runs.direct, runs.proxied]);
   t.notOk(proxied.timedOut, 'suite finished');
   t.ok(scored(straight).length >= 37, `the 2026-07-28 set ran (${scored(straight).length})`);
-  const summary = `${passing(proxied).length}/${scored(proxied).length} through Causeway over stdio, ${passing(straight).length} directly`;
+  const through = `${passing(proxied).length}/${scored(proxied).length}`;
+  const summary = `${through} through Causeway over stdio, ${passing(straight).length} directly`;
   t.equal(passing(proxied).length, passing(straight).length, summary);
   if (passing(proxied).length !== scored(proxied).length) t.comment(formatFailures(proxied));
 });
@@ -42,5 +49,9 @@ t.test('2025-11-25 through Causeway in front of the 2026-only stdio child: every
   const proxied = await runs.proxied25;
   t.notOk(proxied.timedOut, 'suite finished');
   t.ok(scored(proxied).length >= 30, `the 2025-11-25 set ran (${scored(proxied).length})`);
-  t.equal(passing(proxied).length, scored(proxied).length, `${passing(proxied).length}/${scored(proxied).length}\n${formatFailures(proxied)}`);
+  t.equal(
+    passing(proxied).length,
+    scored(proxied).length,
+    `${passing(proxied).length}/${scored(proxied).length}\n${formatFailures(proxied)}`,
+  );
 });

@@ -296,14 +296,20 @@ const perPodProblems: Check = (objs) =>
       const at = `${where}: ${url}`;
       if (!m || !svc || !sts) problems.push(`${at} is not a pod of a StatefulSet under a Service of the render`);
       else if (svc.spec.clusterIP !== 'None') problems.push(`${at}: Service ${svc.metadata.name} is not headless`);
-      else if (sts.spec.serviceName !== svc.metadata.name) problems.push(`${at}: ${svc.metadata.name} does not govern ${m[1]}`);
+      else if (sts.spec.serviceName !== svc.metadata.name) {
+        problems.push(`${at}: ${svc.metadata.name} does not govern ${m[1]}`);
+      }
       else if (!(n < sts.spec.replicas)) problems.push(`${at}: StatefulSet ${m[1]} has no pod ${n}`);
-      else if (!svc.spec.ports.some((p: K8s) => String(p.port) === port)) problems.push(`${at}: no port ${port} on ${m[3]}`);
+      else if (!svc.spec.ports.some((p: K8s) => String(p.port) === port)) {
+        problems.push(`${at}: no port ${port} on ${m[3]}`);
+      }
       else pods.set(sts, (pods.get(sts) ?? new Set<number>()).add(n));
     }
     for (const [sts, seen] of pods) {
       const all = sts.spec.replicas;
-      if (seen.size !== all) problems.push(`${where}: the URLs name ${seen.size} of the ${all} pods of ${sts.metadata.name}`);
+      if (seen.size !== all) {
+        problems.push(`${where}: the URLs name ${seen.size} of the ${all} pods of ${sts.metadata.name}`);
+      }
     }
     return problems;
   });
@@ -512,7 +518,8 @@ const CASES: Case[] = [
     check: () => imageProblems,
     breaks: (objs, overlay) => {
       const sidecar = shapeOf(overlay) === 'sidecar';
-      containersOf(firstPod(objs)).at(-1).image = sidecar ? 'registry.example/tickets-mcp:latest' : 'registry.example/causeway';
+      const image = sidecar ? 'registry.example/tickets-mcp:latest' : 'registry.example/causeway';
+      containersOf(firstPod(objs)).at(-1).image = image;
     },
   },
   {
@@ -557,10 +564,13 @@ const CASES: Case[] = [
     },
   },
   {
-    name: 'skills: none from the base; example-skills mounts a ConfigMap laid out as skill folders, each SKILL.md naming its folder',
+    name: 'skills: none from the base; example-skills mounts a ConfigMap laid out as skill folders, each SKILL.md ' +
+        'naming its folder',
     check: (overlay) => (overlay === 'example-skills' ? skillsProblems : noSkillsProblems),
     breaks: (objs, overlay) => {
-      if (overlay !== 'example-skills') causewayOf(objs).env.push({ name: 'CAUSEWAY_SKILLS_DIR', value: '/etc/causeway-skills' });
+      if (overlay !== 'example-skills') {
+        causewayOf(objs).env.push({ name: 'CAUSEWAY_SKILLS_DIR', value: '/etc/causeway-skills' });
+      }
       else {
         const skills = firstPod(objs).volumes.find((v: K8s) => v.name === 'skills');
         skills.configMap.items.find((i: K8s) => i.path.endsWith('/SKILL.md')).path = 'renamed/SKILL.md';
@@ -614,7 +624,10 @@ t.test('the gateway reaches each pod of the legacy server by its name under a he
       cm.data['causeway.json'] = cm.data['causeway.json'].replace('tickets-mcp-1.tickets-mcp', 'tickets-mcp');
     }],
     ['the server scaled beyond the URLs', (o) => (named(o, 'StatefulSet', 'tickets-mcp').spec.replicas = 4)],
-    ['the StatefulSet governed by another Service', (o) => (named(o, 'StatefulSet', 'tickets-mcp').spec.serviceName = 'other')],
+    [
+      'the StatefulSet governed by another Service',
+      (o) => (named(o, 'StatefulSet', 'tickets-mcp').spec.serviceName = 'other'),
+    ],
   ];
   for (const [name, mutate] of mutations) t.not(perPodProblems(broken(gateway, mutate)).length, 0, name);
 });

@@ -61,7 +61,10 @@ t.test('Redis lost, then a normal shutdown: no stack trace', async (t) => {
   await until(() => causeway.logs.some((l) => l.includes('"err":')), { what: 'a line about the lost Redis' });
   const exit = await stopProcess(causeway.child, { graceMs: 30_000 });
   t.equal(exit.code, 0, 'a normal exit');
-  t.ok(causeway.logs.some((l) => l.includes('"msg":"draining"')), 'it drained');
+  t.ok(
+    causeway.logs.some((l) => l.includes('"msg":"draining"')),
+    'it drained',
+  );
   const stacks = causeway.logs.filter((l) => l.includes('"stack"') || l.includes('\\n    at '));
   t.same(stacks, [], 'no line carries a stack');
 });

@@ -57,8 +57,13 @@ async function metricsText(): Promise<string> {
 }
 
 async function modernClient(user: string): Promise<Client> {
-  const client = new Client({ name: 'modern-stdio-e2e', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} });
-  await client.connect(new StreamableHTTPClientTransport(new URL(causeway.url!), { requestInit: { headers: { 'x-user': user } } }));
+  const client = new Client(
+    { name: 'modern-stdio-e2e', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(causeway.url!), { requestInit: { headers: { 'x-user': user } } }),
+  );
   return client;
 }
 
@@ -70,7 +75,10 @@ t.test('one child process on the replica serves 20 principals, their ids and pro
   const calls = await Promise.all(
     clients.map(async (client) => {
       const progress: number[] = [];
-      const result = await client.callTool({ name: 'test_tool_with_progress', arguments: {} }, { onprogress: (p) => progress.push(p.progress) });
+      const result = await client.callTool(
+        { name: 'test_tool_with_progress', arguments: {} },
+        { onprogress: (p) => progress.push(p.progress) },
+      );
       return { progress, result };
     }),
   );
@@ -80,10 +88,18 @@ t.test('one child process on the replica serves 20 principals, their ids and pro
     t.match(result.content, [{ type: 'text' }], `${users[i]}: its own answer`);
   }
   const pids = spawned();
-  t.equal(pids.length, 1, `20 principals' calls (${calls.length} at once, ${ms} ms) started ${pids.length} child process`);
+  t.equal(
+    pids.length,
+    1,
+    `20 principals' calls (${calls.length} at once, ${ms} ms) started ${pids.length} child process`,
+  );
   const metrics = await metricsText();
   t.match(metrics, /causeway_upstream_processes\{upstream="modern-stdio"\} 1/, 'the gauge counts the one child');
-  t.match(metrics, /causeway_upstream_era\{upstream="modern-stdio",era="modern"\} 1/, 'found modern by server/discover on its stdin');
+  t.match(
+    metrics,
+    /causeway_upstream_era\{upstream="modern-stdio",era="modern"\} 1/,
+    'found modern by server/discover on its stdin',
+  );
 });
 
 t.test('the 2.4.0 client pinned to 2026-07-28 discovers, lists and calls tools through it', async (t) => {
@@ -93,16 +109,27 @@ t.test('the 2.4.0 client pinned to 2026-07-28 discovers, lists and calls tools t
   t.ok(d.capabilities.tools, 'tools advertised by the child');
   t.equal(client.getServerVersion()?.name, 'causeway-modern-fixture', "the child's own serverInfo");
   const { tools } = await client.listTools();
-  t.ok(tools.some((tool) => tool.name === 'test_simple_text'), 'tools listed');
+  t.ok(
+    tools.some((tool) => tool.name === 'test_simple_text'),
+    'tools listed',
+  );
   const result = await client.callTool({ name: 'test_simple_text', arguments: {} });
   t.match(result.content, [{ type: 'text' }], 'the tool answered');
-  const asked = await client.callTool({ name: 'test_input_required_result_elicitation', arguments: {} }).catch((err: Error) => err);
-  t.notOk(asked instanceof Error && /unavailable|invalid response/i.test(asked.message), 'an input_required round is relayed, not broken');
+  const asked = await client
+    .callTool({ name: 'test_input_required_result_elicitation', arguments: {} })
+    .catch((err: Error) => err);
+  t.notOk(
+    asked instanceof Error && /unavailable|invalid response/i.test(asked.message),
+    'an input_required round is relayed, not broken',
+  );
   t.equal(spawned().length, 1, 'still the one child');
 });
 
 t.test('the SDK 1.32.2 client gets the translated face and completes an elicitation through it', async (t) => {
-  const client = new LegacyClient({ name: 'legacy-stdio-e2e', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  const client = new LegacyClient(
+    { name: 'legacy-stdio-e2e', version: '1.0.0' },
+    { capabilities: { elicitation: {} } },
+  );
   await client.connect(new LegacyTransport(new URL(causeway.url!), { requestInit: { headers: { 'x-user': 'bob' } } }));
   t.teardown(() => client.close());
   t.equal(client.getServerVersion()?.name, 'causeway-modern-fixture', 'serverInfo from server/discover');
@@ -112,7 +139,10 @@ t.test('the SDK 1.32.2 client gets the translated face and completes an elicitat
     return { action: 'accept', content: { user_name: 'Ada', name: 'Ada' } };
   });
   const { tools } = await client.listTools();
-  t.ok(tools.some((tool) => tool.name === 'test_input_required_result_elicitation'), 'tools listed');
+  t.ok(
+    tools.some((tool) => tool.name === 'test_input_required_result_elicitation'),
+    'tools listed',
+  );
   const elicited = await client.callTool({ name: 'test_input_required_result_elicitation', arguments: {} });
   t.equal(asked, 1, 'the round became one real elicitation request');
   t.match(JSON.stringify(elicited.content), /Ada/, 'the answer reached the child');
@@ -123,11 +153,17 @@ t.test('the SDK 1.32.2 client gets the translated face and completes an elicitat
 t.test('a child killed is restarted at the next request', async (t) => {
   const [pid] = spawned();
   process.kill(pid!, 'SIGKILL');
-  await until(async () => /causeway_upstream_processes\{upstream="modern-stdio"\} 0/.test(await metricsText()), { what: 'the child seen gone' });
+  await until(async () => /causeway_upstream_processes\{upstream="modern-stdio"\} 0/.test(await metricsText()), {
+    what: 'the child seen gone',
+  });
   const client = await modernClient('carol');
   t.teardown(() => client.close());
   const result = await client.callTool({ name: 'test_simple_text', arguments: {} });
   t.match(result.content, [{ type: 'text' }], 'served again');
-  t.match(await metricsText(), /causeway_upstream_process_restarts_total\{upstream="modern-stdio"\} 1/, 'counted as a restart');
+  t.match(
+    await metricsText(),
+    /causeway_upstream_process_restarts_total\{upstream="modern-stdio"\} 1/,
+    'counted as a restart',
+  );
   t.equal(spawned().length, 2, 'one new child');
 });

@@ -78,10 +78,12 @@ async function recordingClient(user: string): Promise<{ client: LegacyClient; se
     configurable: true,
     get: () => handler,
     set: (fn: typeof handler) => {
-      handler = fn && ((m: JSONRPCMessage, extra?: unknown) => {
-        seen.push(structuredClone(m));
-        fn(m, extra);
-      });
+      handler =
+        fn &&
+        ((m: JSONRPCMessage, extra?: unknown) => {
+          seen.push(structuredClone(m));
+          fn(m, extra);
+        });
     },
   });
   const client = new LegacyClient({ name: 'legacy-clean', version: '1.0.0' }, { capabilities: { elicitation: {} } });
@@ -110,7 +112,10 @@ async function rawPost(sessionId: string, user: string, body: JsonObject): Promi
   });
   const text = await res.text();
   if (!res.headers.get('content-type')?.startsWith('text/event-stream')) return [JSON.parse(text) as JSONRPCMessage];
-  return text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)) as JSONRPCMessage);
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('data:'))
+    .map((l) => JSON.parse(l.slice(5)) as JSONRPCMessage);
 }
 
 /** The fixture's own answer to a tools/call, asked directly in the 2026 era. */
@@ -255,15 +260,22 @@ t.test("what is left out, and what is kept: the server's own keys and data, the 
       structuredContent: { _meta: { 'io.modelcontextprotocol/serverInfo': 'the tool said so' } },
     },
   });
-  t.strictSame(answer, {
-    jsonrpc: '2.0',
-    id: 1,
-    result: {
-      _meta: { 'com.example/trace': 'abc', plain: true },
-      tools: [{ name: 'a', inputSchema: schema }, { name: 'b', _meta: { 'com.example.mcp/kept': 2 } }],
-      structuredContent: { _meta: { 'io.modelcontextprotocol/serverInfo': 'the tool said so' } },
+  t.strictSame(
+    answer,
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      result: {
+        _meta: { 'com.example/trace': 'abc', plain: true },
+        tools: [
+          { name: 'a', inputSchema: schema },
+          { name: 'b', _meta: { 'com.example.mcp/kept': 2 } },
+        ],
+        structuredContent: { _meta: { 'io.modelcontextprotocol/serverInfo': 'the tool said so' } },
+      },
     },
-  }, "reserved keys gone at every level, 2026 fields from the result; the server's own keys, schemas and data kept");
+    "reserved keys gone at every level, 2026 fields from the result; the server's own keys, schemas and data kept",
+  );
   const related = { 'io.modelcontextprotocol/related-task': { taskId: 't' } };
   const task = { jsonrpc: '2.0' as const, id: 2, result: { content: [], _meta: related } };
   t.equal(legacyMessage(task), task, "tasks/result's related-task is the 2025-11-25 era's own: kept, not copied");
@@ -272,11 +284,15 @@ t.test("what is left out, and what is kept: the server's own keys and data, the 
   const ack = note('notifications/subscriptions/acknowledged', { _meta: meta });
   t.equal(legacyMessage(ack), undefined, 'no listen acknowledgment');
   t.equal(legacyMessage(note('notifications/tasks', { taskId: 't', status: 'working' })), undefined, 'no 2026 task');
-  t.strictSame(legacyMessage(note('notifications/resources/updated', { uri: 'u', _meta: meta })), {
-    jsonrpc: '2.0',
-    method: 'notifications/resources/updated',
-    params: { uri: 'u' },
-  }, "a listen's subscriptionId gone, and the `_meta` it leaves empty");
+  t.strictSame(
+    legacyMessage(note('notifications/resources/updated', { uri: 'u', _meta: meta })),
+    {
+      jsonrpc: '2.0',
+      method: 'notifications/resources/updated',
+      params: { uri: 'u' },
+    },
+    "a listen's subscriptionId gone, and the `_meta` it leaves empty",
+  );
   const log = note('notifications/message', { level: 'info', data: { _meta: meta } });
   t.equal(legacyMessage(log), log, "a log line's data is the server's: not read");
   const error = { jsonrpc: '2.0' as const, id: 3, error: { code: -32602, message: 'no', data: { resultType: 'x' } } };

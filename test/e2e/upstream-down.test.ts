@@ -114,12 +114,18 @@ t.test('a down upstream: one attempt at a time, 503 with Retry-After meanwhile, 
         `${PRINCIPALS.length} principals in ${heldMs} ms: at most ${bound}, one per principal, then one per backoff`,
     );
     const refused = down.filter((o) => o.status === 503);
-    t.ok(down.every((o) => o.status === 503 || o.status === 502), 'each failed with 502 (the attempt) or 503');
+    t.ok(
+      down.every((o) => o.status === 503 || o.status === 502),
+      'each failed with 502 (the attempt) or 503',
+    );
     t.ok(
       refused.length > 0 && refused.length >= down.length - initializes,
       `${refused.length} of ${down.length} answered 503 without an attempt of their own`,
     );
-    t.ok(refused.every((o) => o.retryAfter === '1'), 'with Retry-After: 1');
+    t.ok(
+      refused.every((o) => o.retryAfter === '1'),
+      'with Retry-After: 1',
+    );
     // The longest backoff is 1 s; 5 s leaves room for a busy machine and none for a call left to time out (10 s).
     const slowest = Math.max(...down.map((o) => o.ms));
     t.ok(slowest < 5_000, `answered quickly: the slowest in ${slowest} ms`);
@@ -133,7 +139,11 @@ t.test('a down upstream: one attempt at a time, 503 with Retry-After meanwhile, 
     stopped = true;
     await load;
     const after = outcomes.filter((o) => o.sentAt >= backAt);
-    t.same(after.filter((o) => !o.ok), [], `0 of ${after.length} calls sent once the server was back failed`);
+    t.same(
+      after.filter((o) => !o.ok),
+      [],
+      `0 of ${after.length} calls sent once the server was back failed`,
+    );
     const firstServed = Math.min(...after.filter((o) => o.ok).map((o) => o.sentAt + o.ms)) - backAt;
     t.ok(firstServed < 5_000, `the first call was served ${firstServed} ms after the server was back`);
     const seen = (await second.stats()).initializeCount;

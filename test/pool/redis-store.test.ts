@@ -293,7 +293,8 @@ t.test('createStore follows the config', async (t) => {
   const mem = createStore(loadConfig(base, {}), log);
   t.equal(mem.kind, 'memory', 'memory by default');
   const cfg = loadConfig(
-    [...base, '--store.kind', 'redis', '--store.keyPrefix', 'cfg:', '--store.idleTtlMs', '60000', '--mrtr.stateKeys', stateKey],
+    [...base, '--store.kind', 'redis', '--store.keyPrefix', 'cfg:', '--store.idleTtlMs', '60000']
+      .concat(['--mrtr.stateKeys', stateKey]),
     { CAUSEWAY_STORE_REDIS_URL: redis.url },
   );
   t.equal(cfg.store.redisUrl, redis.url, 'CAUSEWAY_STORE_REDIS_URL is store.redisUrl');

@@ -32,7 +32,10 @@ t.teardown(async () => {
   await b.close();
 });
 const url = new URL('/all', causeway.app.origin!).href;
-const listed = () => ({ a: a.stats().requestsByMethod['tools/list'] ?? 0, b: b.stats().requestsByMethod['tools/list'] ?? 0 });
+const listed = () => ({
+  a: a.stats().requestsByMethod['tools/list'] ?? 0,
+  b: b.stats().requestsByMethod['tools/list'] ?? 0,
+});
 const names = async (params = {}): Promise<string[]> => {
   const r = await post(url, modernBody('tools/list', params), modernHeaders('tools/list'));
   if (r.status !== 200) throw new Error(`tools/list: HTTP ${r.status}`);
@@ -55,11 +58,17 @@ t.test("a member's list_changed drops its kept list, and only its own", async (t
   const r = await post(url, call.body, call.headers);
   t.equal(r.status, 200, 'the tool that changes a list ran on member a');
   // The notification comes on member a's streams: the next merge that differs shows it was heard.
-  const changed = await until(async () => {
-    const now = await names();
-    return now.join() !== first.join() && now;
-  }, { what: "the merged list to show member a's change" });
-  t.ok(changed.includes('a__test_dynamic_tool') !== first.includes('a__test_dynamic_tool'), "a's dynamic tool came or went");
+  const changed = await until(
+    async () => {
+      const now = await names();
+      return now.join() !== first.join() && now;
+    },
+    { what: "the merged list to show member a's change" },
+  );
+  t.ok(
+    changed.includes('a__test_dynamic_tool') !== first.includes('a__test_dynamic_tool'),
+    "a's dynamic tool came or went",
+  );
   const after = listed();
   t.ok(after.a > before.a, 'member a was listed again');
   t.equal(after.b, before.b, 'member b was not');

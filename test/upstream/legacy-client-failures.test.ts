@@ -92,7 +92,8 @@ t.test('legacy_client-to-raw_upstream-initialize: JSON-RPC error reply is upstre
   const err = await failure(client.initialize(INIT));
   t.type(err, CausewayError);
   t.equal(reasonOf(err), 'upstream_unavailable');
-  t.equal((err as Error).message, 'Upstream "raw" refused initialize: Unsupported protocol version', 'named as the upstream’s');
+  const refused = 'Upstream "raw" refused initialize: Unsupported protocol version';
+  t.equal((err as Error).message, refused, 'named as the upstream’s');
   t.equal(seen.length, 1, 'no initialized notification after a refusal');
 });
 

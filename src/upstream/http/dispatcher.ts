@@ -19,7 +19,10 @@ export const MOVABLE = 2;
 
 const ERROR_BODY_LIMIT = 64 * 1024;
 
-/** Where a request to an upstream went, for the words of its refusal: the URL's path only (no query, no credentials). */
+/**
+ * Where a request to an upstream went, for the words of its refusal:
+ * the URL's path only (no query, no credentials).
+ */
 export interface SentTo {
   upstream: string;
   method: string;
@@ -93,7 +96,11 @@ export async function readErrorBody(res: { body: ResponseBody }): Promise<JsonRp
 }
 
 /** A non-2xx answer as a refusal, with the upstream's own error message when it sent one (a stdio child's too). */
-export async function refusalOf(res: { statusCode: number; body: ResponseBody; opaque?: unknown }): Promise<CausewayError> {
+export async function refusalOf(res: {
+  statusCode: number;
+  body: ResponseBody;
+  opaque?: unknown;
+}): Promise<CausewayError> {
   const rpc = await readErrorBody(res);
   return httpRefusal(res.statusCode, rpc?.error.message.slice(0, 200), rpc?.error, sentTo(res));
 }

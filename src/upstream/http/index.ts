@@ -7,7 +7,15 @@ export { abandon, checkContentLength, discard, finish, mediaType, readText, type
 export { CallScope, lendSignal, ScopeSet } from './call-scope.js';
 export { CallDetached, type CallObserver, cancelUpstream, legacyParams, relayCall, type ResumePoint, resumeRelayedCall } from './call.js';
 export { type Dispatcher, type Response, UpstreamHttp, type UpstreamHttpOptions, type UpstreamRequest } from './compose/index.js';
-export { httpRefusal, LONG_LIVED, MOVABLE, postedTo, readErrorBody, refusalOf, UpstreamDispatcher } from './dispatcher.js';
+export {
+  httpRefusal,
+  LONG_LIVED,
+  MOVABLE,
+  postedTo,
+  readErrorBody,
+  refusalOf,
+  UpstreamDispatcher,
+} from './dispatcher.js';
 export { type Exchange, refusal } from './inbound.js';
 export { tooLarge } from './body.js';
 export { type DirectCall, type DirectTally, type RequestResult, UPSTREAM_CLIENT_DEFAULTS, UpstreamClient } from './legacy-client.js';

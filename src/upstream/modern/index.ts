@@ -2,5 +2,12 @@
 // stateless client of a modern upstream (modern-client.ts).
 
 export { ERAS, eraOf, isEraRefusal, MemoryEraMemo, MODERN_VERSION, RedisEraMemo, UpstreamEra, type Era, type EraMemo, type EraSetting, type ProbeAnswer } from './era.js';
-export { httpWire, ModernClient, type ModernAnswer, type ModernCallOptions, type ModernRequestOptions, type ModernWire } from './modern-client.js';
+export {
+  httpWire,
+  ModernClient,
+  type ModernAnswer,
+  type ModernCallOptions,
+  type ModernRequestOptions,
+  type ModernWire,
+} from './modern-client.js';
 export { RelayedListens } from './listens.js';

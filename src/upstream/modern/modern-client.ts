@@ -52,7 +52,12 @@ export interface ModernAnswer {
 
 /** How a request's bytes reach a modern upstream: over HTTP (httpWire), or a stdio child's channel. */
 export interface ModernWire {
-  post(body: string | Uint8Array, method: string, name: string | undefined, opts: ModernCallOptions): Promise<ModernAnswer>;
+  post(
+    body: string | Uint8Array,
+    method: string,
+    name: string | undefined,
+    opts: ModernCallOptions,
+  ): Promise<ModernAnswer>;
 }
 
 /** The wire of an upstream reached over HTTP: one POST through its dispatcher per request. */
@@ -76,7 +81,12 @@ export class ModernClient {
   ) {}
 
   /** Sends a request's bytes; the answer is the caller's to read or relay. */
-  post(body: string | Uint8Array, method: string, name: string | undefined, opts: ModernCallOptions): Promise<ModernAnswer> {
+  post(
+    body: string | Uint8Array,
+    method: string,
+    name: string | undefined,
+    opts: ModernCallOptions,
+  ): Promise<ModernAnswer> {
     return this.wire.post(body, method, name, opts);
   }
 
@@ -97,7 +107,11 @@ export class ModernClient {
   }
 
   /** server/discover with nothing declared, read for its era (era.ts). */
-  async probe(signal: AbortSignal, clientInfo: { name: string; version: string }, target?: string): Promise<ProbeAnswer> {
+  async probe(
+    signal: AbortSignal,
+    clientInfo: { name: string; version: string },
+    target?: string,
+  ): Promise<ProbeAnswer> {
     const msg: JsonRpcRequest = {
       jsonrpc: '2.0',
       id: 'causeway-discover',
