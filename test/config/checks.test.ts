@@ -4,18 +4,11 @@
 
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { loadConfig } from '../../src/config/load.js';
+import { configProblems } from '../helpers/config.js';
 import { resolveTopology } from '../../src/config/topology.js';
 
-function problems(argv: string[]): string[] {
-  try {
-    loadConfig(['--upstream.url', 'http://127.0.0.1:1/mcp', ...argv], {});
-    return [];
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    return err.problems;
-  }
-}
+const problems = (argv: string[]) => configProblems(['--upstream.url', 'http://127.0.0.1:1/mcp', ...argv]);
 
 t.test('Redis, stateKeys, credential headers and the principal secret: all reported at once', async (t) => {
   const found = problems([
@@ -55,15 +48,7 @@ t.test('good Redis settings pass; Redis settings are not checked for the memory 
 });
 
 /** Problems of a config given only by argv (no upstream.url put in front). */
-function problemsOf(argv: string[]): string[] {
-  try {
-    loadConfig(argv, {});
-    return [];
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    return err.problems;
-  }
-}
+const problemsOf = (argv: string[]) => configProblems(argv);
 
 t.test('stdio upstreams: a command instead of a URL, per entry too; auto takes one URL', async (t) => {
   t.same(problemsOf(['--upstream.transport', 'stdio', '--upstream.command', 'node', '--upstream.args', 'server.js,--stdio']), []);

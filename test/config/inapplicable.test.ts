@@ -3,17 +3,7 @@
 // HTTP+SSE upstream (only 2024-11-05 servers speak it), and stdio's own settings on an HTTP one.
 
 import t from 'tap';
-import { ConfigError, loadConfig } from '../../src/config/load.js';
-
-function problemsOf(argv: string[]): string[] {
-  try {
-    loadConfig(argv, {});
-    return [];
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    return err.problems;
-  }
-}
+import { configProblems as problemsOf } from '../helpers/config.js';
 
 const SSE = ['--upstream.transport', 'sse', '--upstream.url', 'http://127.0.0.1:1/sse'];
 const NOT_SSE =

@@ -7,20 +7,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { loadConfig } from '../../src/config/load.js';
+import { configProblems } from '../helpers/config.js';
 import type { Config } from '../../src/config/schema.js';
 
 const URL_FLAG = ['--upstream.url', 'http://127.0.0.1:1/mcp'];
 
-function problems(argv: string[], env: NodeJS.ProcessEnv = {}): string[] {
-  try {
-    loadConfig(argv, env);
-    return [];
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    return err.problems;
-  }
-}
+const problems = configProblems;
 
 /** A config file in a folder removed when the test ends. */
 function configFile(t: Test, body: unknown): string {

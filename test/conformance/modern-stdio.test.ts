@@ -8,7 +8,7 @@ import t from 'tap';
 import { fileURLToPath } from 'node:url';
 import { startModernServer } from '../fixtures/modern-server.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { formatFailures, runConformance, type ConformanceReport } from '../helpers/conformance.js';
+import { formatFailures, passingScenarios, runConformance, scoredScenarios } from '../helpers/conformance.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/modern-server.js', import.meta.url));
 const stdio = {
@@ -31,9 +31,8 @@ const runs = {
   proxied25: runConformance({ t, url: causeway25.url!, requirements: '2025-11-25' }),
 };
 
-const scored = (r: ConformanceReport) => r.scenarios.filter((s) => s.scored === true);
-const passing = (r: ConformanceReport) =>
-  scored(r).filter((s) => s.checks.every((c) => c.status !== 'FAILURE' && c.status !== 'WARNING'));
+const scored = scoredScenarios;
+const passing = passingScenarios;
 
 t.test('2026-07-28 through Causeway to the stdio child scores what the server scores directly over HTTP', async (t) => {
   const [straight, proxied] = await Promise.all([runs.direct, runs.proxied]);

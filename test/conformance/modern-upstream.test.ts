@@ -7,7 +7,7 @@
 import t from 'tap';
 import { startModernServer } from '../fixtures/modern-server.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { formatFailures, runConformance, type ConformanceReport } from '../helpers/conformance.js';
+import { formatFailures, passingScenarios, runConformance, scoredScenarios } from '../helpers/conformance.js';
 
 // Three servers, so the three runs go side by side without one's list changes reaching another's
 // listen streams: one run straight at a server, one through Causeway at each revision.
@@ -25,8 +25,8 @@ const runs = {
   proxied25: runConformance({ t, url: causeway25.url!, requirements: '2025-11-25' }),
 };
 
-const scored = (r: ConformanceReport) => r.scenarios.filter((s) => s.scored === true);
-const passing = (r: ConformanceReport) => scored(r).filter((s) => s.checks.every((c) => c.status !== 'FAILURE' && c.status !== 'WARNING'));
+const scored = scoredScenarios;
+const passing = passingScenarios;
 
 t.test('2026-07-28 through Causeway scores what the 2026 server scores directly', async (t) => {
   const [straight, proxied] = await Promise.all([runs.direct, runs.proxied]);

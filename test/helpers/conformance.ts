@@ -384,6 +384,16 @@ export async function runConformance(opts: RunConformanceOptions): Promise<Confo
   return report;
 }
 
+/** The scenarios of a run that count for its score. */
+export function scoredScenarios(report: ConformanceReport): ScenarioReport[] {
+  return report.scenarios.filter((s) => s.scored === true);
+}
+
+/** The scored scenarios every check of which passed (no failure, no warning). */
+export function passingScenarios(report: ConformanceReport): ScenarioReport[] {
+  return scoredScenarios(report).filter((s) => s.checks.every((c) => c.status !== 'FAILURE' && c.status !== 'WARNING'));
+}
+
 /** Checks of one scenario, or [] if it did not run. */
 export function scenarioChecks(report: ConformanceReport, scenario: string): ConformanceCheck[] {
   return report.scenarios.find((s) => s.scenario === scenario)?.checks ?? [];
