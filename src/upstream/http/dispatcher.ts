@@ -5,8 +5,8 @@
 
 import { CausewayError } from '../../errors.js';
 import type { JsonRpcErrorResponse } from '../../jsonrpc.js';
-import { readText, type ResponseBody } from './body.js';
-import { upstreamHeaders, type SessionRef, type TargetSet, type UpstreamRequestKind } from '../core/index.js';
+import { readRefusal, type ResponseBody } from './body.js';
+import { REFUSAL_BODY_LIMIT, upstreamHeaders, type SessionRef, type TargetSet, type UpstreamRequestKind } from '../core/index.js';
 import { decodeMessages } from './messages.js';
 import type { Handler, Response, UpstreamHttp } from './compose/index.js';
 
@@ -16,8 +16,6 @@ export type { Response } from './compose/index.js';
 export const LONG_LIVED = 1;
 /** Failing to reach the target is a TargetUnreachableError: nothing was sent, so the pool moves the session. */
 export const MOVABLE = 2;
-
-const ERROR_BODY_LIMIT = 64 * 1024;
 
 /**
  * Where a request to an upstream went, for the words of its refusal:
@@ -86,11 +84,16 @@ function pathOf(url: string): string {
 
 /** The JSON-RPC error in an upstream's error body, if it has one. */
 export async function readErrorBody(res: { body: ResponseBody }): Promise<JsonRpcErrorResponse | undefined> {
+  return errorBodyOf(await readRefusal(res.body, REFUSAL_BODY_LIMIT));
+}
+
+/** The JSON-RPC error a refusal's body (read as text; undefined when it was not) holds, if it is one. */
+export function errorBodyOf(text: string | undefined): JsonRpcErrorResponse | undefined {
+  if (text === undefined) return undefined;
   try {
-    const [m] = decodeMessages(await readText(res.body, ERROR_BODY_LIMIT));
+    const [m] = decodeMessages(text);
     return m?.kind === 'response' && 'error' in m.message ? m.message : undefined;
   } catch {
-    res.body.destroy();
     return undefined;
   }
 }

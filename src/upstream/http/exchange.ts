@@ -17,7 +17,7 @@ import {
   TargetUnreachableError,
   type SessionRef,
 } from '../core/index.js';
-import { httpRefusal, LONG_LIVED, MOVABLE, sentTo, type Response, type SentTo } from './dispatcher.js';
+import { errorBodyOf, httpRefusal, LONG_LIVED, MOVABLE, sentTo, type Response, type SentTo } from './dispatcher.js';
 import { route, type Exchange } from './inbound.js';
 import { badResponse, decodeMessages } from './messages.js';
 import { readRequestStream, type StreamContext } from './streams.js';
@@ -84,23 +84,12 @@ function httpError(
   text: string | undefined,
   to: SentTo | undefined,
 ): JsonRpcErrorResponse {
-  const rpc = errorBody(text);
+  const rpc = errorBodyOf(text);
   // -32022 is 2026-07-28's: a legacy session's request refused with it is an upstream now modern (era.ts).
   if (status < 500 && rpc !== undefined && ctx.id !== undefined && rpc.error.code !== -32022) {
     return { jsonrpc: '2.0', id: ctx.id, error: rpc.error };
   }
   throw httpRefusal(status, rpc?.error.message.slice(0, 200), rpc?.error, to);
-}
-
-/** The JSON-RPC error a refusal's body holds, if it is one. */
-function errorBody(text: string | undefined): JsonRpcErrorResponse | undefined {
-  if (text === undefined) return undefined;
-  try {
-    const [m] = decodeMessages(text);
-    return m?.kind === 'response' && 'error' in m.message ? m.message : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** POSTs a notification or a response. */
@@ -114,6 +103,6 @@ export async function postOneWay(c: StreamContext, scope: CallScope, session: Se
   const text = await readRefusal(res.body, REFUSAL_BODY_LIMIT);
   const lost = session.sessionId !== undefined && losesSession(status, text, undefined);
   if (lost) throw new SessionExpiredError(c.upstream);
-  const rpc = errorBody(text);
+  const rpc = errorBodyOf(text);
   throw httpRefusal(status, rpc?.error.message.slice(0, 200), rpc?.error, sentTo(res));
 }
