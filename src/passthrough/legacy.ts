@@ -28,7 +28,7 @@ import type { Access } from '../auth/index.js';
 import {
   HOP_BY_HOP,
   losesSession,
-  readText,
+  readRefusal,
   REFUSAL_BODY_LIMIT,
   TargetUnreachableError,
   toUpstreamError,
@@ -200,12 +200,7 @@ export class LegacyPassthrough implements LegacyFace {
     const message = body?.json;
     const rawId = isObject(message) ? message.id : undefined;
     const id = isRequestId(rawId) ? rawId : undefined;
-    let text: string | undefined;
-    try {
-      text = await readText(upstream.body, REFUSAL_BODY_LIMIT);
-    } catch {
-      text = undefined;
-    }
+    const text = await readRefusal(upstream.body, REFUSAL_BODY_LIMIT);
     if (res.headersSent || res.destroyed) return;
     if (losesSession(400, text, id)) {
       this.log.info({ status: 400 }, 'upstream no longer knows a legacy client session; answered 404 to start again');
