@@ -1,0 +1,98 @@
+// `npm test` starts with test/setup.sh, which installs what the suite runs besides Node. Run by a
+// user other than root on a machine without redis-server, it must stop before anything slow:
+// no apt-get, no sudo, no build (the build comes after it in the test script), and the last line
+// it prints is the one command that installs what is missing. Run by root, it installs that with
+// apt-get. Both runs use a PATH of their own: this machine's programs but redis-server, and an
+// apt-get and a sudo that only log their arguments, so nothing is installed or removed here.
+
+import t, { type Test } from 'tap';
+import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync }
+  from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** A user other than root: nobody, when the test runs as root; else the user running it. */
+const NOBODY = 65534;
+const asRoot = process.getuid?.() === 0;
+
+/** Where `name` is on this machine's PATH (or /usr/sbin, where Debian puts nginx). */
+function which(name: string): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin'];
+  return dirs.map((d) => join(d, name)).find((p) => existsSync(p));
+}
+
+interface Machine {
+  dir: string;
+  /** Runs the script with only `dir/bin` on PATH, as `uid` when given. */
+  run(uid?: number): { status: number | null; stderr: string; ms: number };
+  /** The lines the fake apt-get and sudo logged, `apt-get update` and so on. */
+  calls(): string[];
+}
+
+/** A folder with a copy of the script and a bin/ of links to this machine's programs but redis-server. */
+function machine(t: Test): Machine {
+  const dir = mkdtempSync(join(tmpdir(), 'causeway-setup-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const bin = join(dir, 'bin');
+  const log = join(dir, 'calls.log');
+  writeFileSync(log, '');
+  // Readable by nobody: the script, the links, and the log the fakes append to.
+  chmodSync(dir, 0o755);
+  chmodSync(log, 0o666);
+  mkdirSync(bin);
+  chmodSync(bin, 0o755);
+  copyFileSync(join(ROOT, 'test', 'setup.sh'), join(dir, 'setup.sh'));
+  chmodSync(join(dir, 'setup.sh'), 0o755);
+  for (const name of ['bash', 'id', 'redis-cli', 'nginx', 'curl', 'openssl', 'kubectl']) {
+    const found = which(name);
+    if (found !== undefined) symlinkSync(found, join(bin, name));
+  }
+  for (const name of ['apt-get', 'sudo']) {
+    writeFileSync(join(bin, name), `#!${which('bash')!}\necho "${name} $*" >> ${log}\n`, { mode: 0o755 });
+  }
+  return {
+    dir,
+    run(uid) {
+      const options: SpawnSyncOptions = { cwd: dir, env: { PATH: bin, HOME: dir }, encoding: 'utf8', timeout: 60_000 };
+      if (uid !== undefined) Object.assign(options, { uid, gid: uid });
+      const started = Date.now();
+      const out = spawnSync(join(bin, 'bash'), [join(dir, 'setup.sh')], options);
+      return { status: out.status, stderr: String(out.stderr), ms: Date.now() - started };
+    },
+    calls: () => readFileSync(log, 'utf8').split('\n').filter((l) => l !== ''),
+  };
+}
+
+t.test('npm test runs test/setup.sh before it builds', async (t) => {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  t.match(pkg.scripts.test, /^bash test\/setup\.sh && npm run build\b/);
+});
+
+t.test('not root and redis-server missing: it stops at once, naming the one command', async (t) => {
+  const m = machine(t);
+  const uid = asRoot ? NOBODY : undefined;
+  const who = spawnSync('id', ['-u'], { encoding: 'utf8', ...(uid === undefined ? {} : { uid, gid: uid }) });
+  t.not(who.stdout.trim(), '0', 'the run is not root');
+  const { status, stderr, ms } = m.run(uid);
+  t.comment(`it stopped after ${ms} ms and printed:\n${stderr}`);
+  t.equal(status, 1, 'it fails, so npm test goes no further');
+  t.same(m.calls(), [], 'neither apt-get nor sudo ran');
+  const lines = stderr.trim().split('\n');
+  const command = lines.find((l) => l.startsWith('  '))?.trim();
+  t.match(command, /^sudo apt-get update && sudo apt-get install -y (\S+ )*redis-server\b/, 'the command to run');
+  t.match(lines[0], /needs .*redis-server/, 'and what it installs');
+});
+
+const notRoot = { skip: !asRoot && 'not run as root' };
+t.test('root and redis-server missing: it installs it with apt-get', notRoot, async (t) => {
+  const m = machine(t);
+  const { status, stderr } = m.run();
+  const calls = m.calls();
+  t.equal(calls[0], 'apt-get update', stderr);
+  t.match(calls[1], /^apt-get install -y (\S+ )*redis-server\b/);
+  t.equal(calls.length, 2);
+  t.equal(status, which('kubectl') === undefined ? 1 : 0, 'and goes on unless kubectl is missing');
+});
