@@ -4,7 +4,8 @@
 # installs it. REDIS_SERVER, REDIS_CLI and NGINX, when set, stand for the programs of those names.
 set -euo pipefail
 
-has() { command -v "$1" >/dev/null 2>&1; }
+# bash's command -v also prints a file on PATH that cannot be run, hence the -x.
+has() { local found; found=$(command -v "$1" 2>/dev/null) && [ -x "$found" ]; }
 missing=()
 # redis-server's package brings redis-cli; either one missing means installing it.
 { has "${REDIS_SERVER:-redis-server}" && has "${REDIS_CLI:-redis-cli}"; } || missing+=(redis-server)
@@ -23,7 +24,7 @@ fi
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
-    echo "npm test needs ${missing[*]}, which only root can install. Run:" >&2
+    echo "npm test needs what only root can install here (${missing[*]}). Run:" >&2
     if has apt-get; then
       echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
     else
