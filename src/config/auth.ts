@@ -5,12 +5,10 @@
 
 import { AUTH_ALGORITHMS, SETTINGS, type Config } from './schema.js';
 import { parseRules } from './scope-rules.js';
-import type { Topology } from './topology.js';
+import { safeForSecrets, type Topology } from './topology.js';
 
 /** Headers that carry the client's token for Causeway; an upstream never gets them then. */
 const TOKEN_HEADERS = ['authorization', 'dpop'];
-
-const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
 
 /** An absolute https URL (http only on loopback), without fragment; undefined when it is one. */
 function urlProblem(key: string, value: string): string | undefined {
@@ -20,7 +18,7 @@ function urlProblem(key: string, value: string): string | undefined {
   } catch {
     return `auth.${key}: expected an absolute URL`;
   }
-  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && LOOPBACK.test(u.hostname))) return `auth.${key}: must be https (http only on loopback)`;
+  if (!safeForSecrets(u)) return `auth.${key}: must be https (http only on loopback)`;
   if (u.hash !== '' || value.includes('#')) return `auth.${key}: must not have a fragment`;
   return undefined;
 }

@@ -3,3 +3,4 @@ export { helpText } from './help.js';
 export { type Config, type PrincipalMode, type CacheScope, type StandingStream } from './schema.js';
 export { parseRules, type ScopeRule } from './scope-rules.js';
 export { resolveTopology, type CachePolicy, type CredentialGrant, type CredentialSpec, type UpstreamSpec, type RouteRule, type SkillRoot, type MountSpec } from './topology.js';
+export { safeForSecrets } from './topology.js';

@@ -243,6 +243,11 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[], alo
 const CREDENTIAL_KEYS = new Set(['grant', 'tokenUrl', 'issuer', 'clientId', 'clientSecret', 'scope', 'resource', 'audience']);
 const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
 
+/** Whether secrets may go to a URL: https, or plain http to this machine only. */
+export function safeForSecrets(u: URL): boolean {
+  return u.protocol === 'https:' || (u.protocol === 'http:' && LOOPBACK.test(u.hostname));
+}
+
 /** An upstream's credentials entry (an object of strings); undefined when there is none. */
 function credentialSpec(where: string, v: unknown, problems: string[]): CredentialSpec | undefined {
   if (!isRaw(v) || !Object.values(v).every((x) => typeof x === 'string')) {
@@ -265,7 +270,7 @@ function credentialSpec(where: string, v: unknown, problems: string[]): Credenti
     try {
       const u = new URL(o[k]);
       // The client secret and the users' codes go there: in the clear only on this machine.
-      if (u.protocol !== 'https:' && !(u.protocol === 'http:' && LOOPBACK.test(u.hostname))) problems.push(`${where}.${k}: must be https (http only on loopback)`);
+      if (!safeForSecrets(u)) problems.push(`${where}.${k}: must be https (http only on loopback)`);
     } catch {
       problems.push(`${where}.${k}: expected an absolute URL`);
     }

@@ -6,7 +6,7 @@
 
 import type { CredentialSpec } from '../../config/index.js';
 import type { Logger } from '../../log.js';
-import { credentialError, tokenRequest } from './token-calls.js';
+import { credentialError, tokenEndpoint, tokenRequest } from './token-calls.js';
 
 /** How an upstream's requests are authorized: Causeway's own token, or the user's own (sign-in.ts). */
 export interface UpstreamAuthorization {
@@ -89,13 +89,12 @@ export class UpstreamCredentials implements UpstreamAuthorization {
     const { spec } = this;
     const form = new URLSearchParams();
     let notAfter = Infinity;
-    if (spec.grant === 'client_credentials') form.set('grant_type', 'client_credentials');
-    else {
+    const grant = spec.grant === 'client_credentials' ? spec.grant : TOKEN_EXCHANGE;
+    if (grant === TOKEN_EXCHANGE) {
       const subject = this.subjects?.subject(key);
       if (!subject || subject.expiresAt <= Date.now()) throw credentialError('No live client token to exchange for the upstream’s');
       // The upstream's token speaks for the client no longer than the client's own does.
       notAfter = subject.expiresAt;
-      form.set('grant_type', TOKEN_EXCHANGE);
       form.set('subject_token', subject.token);
       form.set('subject_token_type', ACCESS_TOKEN);
       form.set('requested_token_type', ACCESS_TOKEN);
@@ -104,7 +103,8 @@ export class UpstreamCredentials implements UpstreamAuthorization {
     if (spec.resource !== '') form.set('resource', spec.resource);
     if (spec.scope !== '') form.set('scope', spec.scope);
     const sent = Date.now();
-    const answer = await tokenRequest(spec, form, this.log);
+    const client = { id: spec.clientId, secret: spec.clientSecret };
+    const answer = await tokenRequest(tokenEndpoint(spec.tokenUrl), client, grant, form, this.log);
     const lifetime = answer.expiresInS === undefined ? DEFAULT_LIFETIME_MS : answer.expiresInS * 1000;
     const expiresAt = Math.min(sent + lifetime, notAfter);
     // Fetched again once 80% of its life is spent, and never in its last 10 s without waiting.

@@ -9,24 +9,19 @@
 // refreshed with its refresh token when it expires. It is sent only to that upstream, only for
 // that principal, and never logged.
 
-import { createHash, randomBytes } from 'node:crypto';
+import * as oauth from 'oauth4webapi';
 import { CausewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { CredentialSpec } from '../../config/index.js';
 import type { UpstreamAuthorization } from './credentials.js';
 import type { GrantStore } from './grants.js';
-import { credentialError, getJson, postJson, tokenRequest, type TokenAnswer, type TokenClient } from './token-calls.js';
+import { credentialError, discover, register, tokenRequest } from './token-calls.js';
+import type { AuthorizationServer, OAuthClient, TokenAnswer } from './token-calls.js';
 
 /** Seals what Causeway hands out or keeps; the mrtr StateSealer is one. */
 export interface Sealer {
   sealFor(purpose: string, value: unknown): string;
   openFor(purpose: string, sealed: string): unknown;
-}
-
-/** Who Causeway is at the upstream's authorization server; a public client has no secret (''). */
-interface OAuthClient {
-  id: string;
-  secret: string;
 }
 
 interface Grant {
@@ -51,19 +46,6 @@ interface SignInState {
   v: string;
   /** Expiry, ms since the epoch. */
   e: number;
-}
-
-interface ServerMetadata {
-  issuer: string;
-  authorizationEndpoint: string;
-  tokenEndpoint: string;
-  /** RFC 9207: the server puts `iss` on every authorization response. */
-  issOnResponse: boolean;
-  /** Client ID Metadata Documents accepted as client ids. */
-  metadataDocuments: boolean;
-  registrationEndpoint: string | undefined;
-  /** Whether the server issues refresh tokens (grant_types_supported lists it, or says nothing). */
-  refreshes: boolean;
 }
 
 const STATE_PURPOSE = 'causeway sign-in state';
@@ -94,7 +76,7 @@ export interface SignInOptions {
 }
 
 export class UpstreamSignIn implements UpstreamAuthorization {
-  private metadataFetch: Promise<ServerMetadata> | undefined;
+  private metadataFetch: Promise<AuthorizationServer> | undefined;
   /** Grants this replica read or made lately, by upstream|principal. */
   private readonly cached = new Map<string, Grant>();
   private readonly refreshing = new Map<string, Promise<Grant | undefined>>();
@@ -129,20 +111,26 @@ export class UpstreamSignIn implements UpstreamAuthorization {
   /** Redeems the code of a sign-in this upstream's state started; a message for the user's browser. */
   async redeem(state: SignInState, query: URLSearchParams): Promise<{ status: number; text: string }> {
     const md = await this.metadata();
-    const iss = query.get('iss');
-    // RFC 9207 §2.4: compared as is, before the code is used; a server that promises iss must send it.
-    if (iss !== null ? iss !== md.issuer : md.issOnResponse) return { status: 400, text: 'The sign-in answer does not come from the expected authorization server.' };
-    const error = query.get('error');
-    if (error !== null) return { status: 400, text: `The authorization server did not sign you in (${error.slice(0, 64)}).` };
+    try {
+      // RFC 9207 §2.4: iss compared as is, before the code is used; a server that promises iss must send it.
+      // The state is not compared: it opened, so it is Causeway's own.
+      oauth.validateAuthResponse(md, { client_id: state.c }, query, oauth.skipStateCheck);
+    } catch (err) {
+      const text =
+        err instanceof oauth.AuthorizationResponseError
+          ? `The authorization server did not sign you in (${err.error.slice(0, 64)}).`
+          : 'The sign-in answer does not come from the expected authorization server.';
+      return { status: 400, text };
+    }
     const code = query.get('code');
     if (!code) return { status: 400, text: 'The sign-in answer carries no code.' };
-    const form = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: this.opts.callbackUrl, code_verifier: state.v });
+    const form = new URLSearchParams({ code, redirect_uri: this.opts.callbackUrl, code_verifier: state.v });
     if (this.opts.spec.resource !== '') form.set('resource', this.opts.spec.resource);
     const client = await this.clientById(state.c);
     if (!client) return { status: 400, text: 'The client this sign-in was made as is no longer known: call the tool again for a new link.' };
     let answer: TokenAnswer;
     try {
-      answer = await tokenRequest(tokenClient(md, client), form, this.opts.log);
+      answer = await tokenRequest(md, client, 'authorization_code', form, this.opts.log);
     } catch (err) {
       return { status: 502, text: (err as Error).message };
     }
@@ -169,12 +157,13 @@ export class UpstreamSignIn implements UpstreamAuthorization {
   }
 
   private async refresh(key: string, grant: Grant): Promise<Grant | undefined> {
-    const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: grant.r! });
+    const form = new URLSearchParams({ refresh_token: grant.r! });
     if (this.opts.spec.resource !== '') form.set('resource', this.opts.spec.resource);
     try {
       const client = await this.clientById(grant.c);
       if (!client) throw credentialError('The client the grant was issued to is no longer known');
-      const fresh = grantOf(client.id, await tokenRequest(tokenClient(await this.metadata(), client), form, this.opts.log), grant.r);
+      const answer = await tokenRequest(await this.metadata(), client, 'refresh_token', form, this.opts.log);
+      const fresh = grantOf(client.id, answer, grant.r);
       await this.keep(key, fresh);
       return fresh;
     } catch {
@@ -232,11 +221,12 @@ export class UpstreamSignIn implements UpstreamAuthorization {
   }
 
   /** Who to be at the server for a new sign-in: configured, else a metadata document, else registered. */
-  private async clientFor(md: ServerMetadata): Promise<OAuthClient> {
+  private async clientFor(md: AuthorizationServer): Promise<OAuthClient> {
     const { spec, clientMetadataUrl } = this.opts;
     if (spec.clientId !== '') return { id: spec.clientId, secret: spec.clientSecret };
-    if (md.metadataDocuments && clientMetadataUrl !== '') return { id: clientMetadataUrl, secret: '' };
-    if (md.registrationEndpoint === undefined) {
+    const documents = md.client_id_metadata_document_supported === true;
+    if (documents && clientMetadataUrl !== '') return { id: clientMetadataUrl, secret: '' };
+    if (md.registration_endpoint === undefined) {
       throw credentialError('The upstream’s authorization server takes neither client metadata documents nor registrations, and no clientId is configured');
     }
     this.registration ??= this.register(md).catch((err: unknown) => {
@@ -259,25 +249,16 @@ export class UpstreamSignIn implements UpstreamAuthorization {
   }
 
   /** Dynamic client registration [RFC 7591], the fallback: deprecated in 2026-07-28, still common. */
-  private async register(md: ServerMetadata): Promise<OAuthClient> {
-    let status: number;
-    let body: Record<string, unknown>;
-    try {
-      // A server refuses a registration naming a grant it does not have.
-      const grants = md.refreshes ? undefined : { grant_types: ['authorization_code'] };
-      const answer = await postJson(md.registrationEndpoint!, { ...clientMetadata(this.opts.callbackUrl), ...grants, token_endpoint_auth_method: 'client_secret_basic' });
-      status = answer.status;
-      body = answer.body as Record<string, unknown>;
-    } catch (err) {
-      throw credentialError('The upstream’s authorization server could not be reached to register', err);
-    }
-    if ((status !== 201 && status !== 200) || typeof body.client_id !== 'string') {
-      const error = typeof body.error === 'string' ? body.error.slice(0, 64) : undefined;
-      this.opts.log.warn({ status, error }, 'client registration at the upstream’s authorization server refused');
-      throw credentialError(`The upstream’s authorization server refused Causeway’s registration${error ? ` (${error})` : ''}`);
-    }
+  private async register(md: AuthorizationServer): Promise<OAuthClient> {
+    // A server refuses a registration naming a grant it does not have (it lists grants, refresh_token not among them).
+    const refreshes = md.grant_types_supported?.includes('refresh_token') ?? true;
+    const grants = refreshes ? undefined : { grant_types: ['authorization_code'] };
+    const auth = { token_endpoint_auth_method: 'client_secret_basic' };
+    const metadata = { ...clientMetadata(this.opts.callbackUrl), ...grants, ...auth };
+    const body = await register(md, metadata, this.opts.log);
     const client = { id: body.client_id, secret: typeof body.client_secret === 'string' ? body.client_secret : '' };
-    const expires = typeof body.client_secret_expires_at === 'number' && body.client_secret_expires_at > 0 ? body.client_secret_expires_at * 1000 - Date.now() : REGISTRATION_TTL_MS;
+    const until = body.client_secret_expires_at;
+    const expires = typeof until === 'number' && until > 0 ? until * 1000 - Date.now() : REGISTRATION_TTL_MS;
     const key = this.clientKey(client.id);
     await this.opts.grants.putGrant(key, this.opts.sealer.sealFor(`${CLIENT_PURPOSE} ${key}`, client), expires);
     this.opts.log.info('registered at the upstream’s authorization server');
@@ -292,22 +273,22 @@ export class UpstreamSignIn implements UpstreamAuthorization {
   private async authorizationUrl(principal: string): Promise<string> {
     const md = await this.metadata();
     const client = await this.clientFor(md);
-    const verifier = randomBytes(32).toString('base64url');
+    const verifier = oauth.generateRandomCodeVerifier();
     const state: SignInState = { u: this.opts.upstream, c: client.id, p: principal, v: verifier, e: Date.now() + STATE_TTL_MS };
-    const url = new URL(md.authorizationEndpoint);
+    const url = new URL(md.authorization_endpoint!);
     const q = url.searchParams;
     q.set('response_type', 'code');
     q.set('client_id', client.id);
     q.set('redirect_uri', this.opts.callbackUrl);
     q.set('state', this.opts.sealer.sealFor(STATE_PURPOSE, state));
-    q.set('code_challenge', createHash('sha256').update(verifier).digest('base64url'));
+    q.set('code_challenge', await oauth.calculatePKCECodeChallenge(verifier));
     q.set('code_challenge_method', 'S256');
     if (this.opts.spec.scope !== '') q.set('scope', this.opts.spec.scope);
     if (this.opts.spec.resource !== '') q.set('resource', this.opts.spec.resource);
     return url.toString();
   }
 
-  private metadata(): Promise<ServerMetadata> {
+  private metadata(): Promise<AuthorizationServer> {
     this.metadataFetch ??= discover(this.opts.spec.issuer).catch((err: unknown) => {
       this.metadataFetch = undefined;
       this.opts.log.warn({ err: (err as Error).message }, 'upstream authorization server metadata unavailable');
@@ -315,10 +296,6 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     });
     return this.metadataFetch;
   }
-}
-
-function tokenClient(md: ServerMetadata, client: OAuthClient): TokenClient {
-  return { tokenUrl: md.tokenEndpoint, clientId: client.id, clientSecret: client.secret };
 }
 
 /** What Causeway says of itself as a client: its metadata document, and its registration request. */
@@ -336,35 +313,6 @@ function grantOf(client: string, answer: TokenAnswer, previousRefresh: string | 
   const lifetime = answer.expiresInS === undefined ? DEFAULT_LIFETIME_MS : answer.expiresInS * 1000;
   const refresh = answer.refreshToken ?? previousRefresh;
   return { c: client, a: answer.token, e: Date.now() + lifetime, ...(refresh === undefined ? {} : { r: refresh }) };
-}
-
-/** RFC 8414 metadata (path-inserted), else OpenID discovery; its issuer must be the one configured. */
-async function discover(issuer: string): Promise<ServerMetadata> {
-  const u = new URL(issuer);
-  const path = u.pathname === '/' ? '' : u.pathname;
-  const candidates = [`${u.origin}/.well-known/oauth-authorization-server${path}`, `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`];
-  let last: unknown;
-  for (const url of candidates) {
-    try {
-      const md = (await getJson(url)) as Record<string, unknown>;
-      if (md.issuer !== issuer) throw new Error(`${url}: issuer ${String(md.issuer)} is not ${issuer}`);
-      if (typeof md.authorization_endpoint !== 'string' || typeof md.token_endpoint !== 'string') throw new Error(`${url}: no authorization or token endpoint`);
-      const methods = md.code_challenge_methods_supported;
-      if (!Array.isArray(methods) || !methods.includes('S256')) throw new Error(`${url}: PKCE S256 not supported`);
-      return {
-        issuer,
-        authorizationEndpoint: md.authorization_endpoint,
-        tokenEndpoint: md.token_endpoint,
-        issOnResponse: md.authorization_response_iss_parameter_supported === true,
-        metadataDocuments: md.client_id_metadata_document_supported === true,
-        registrationEndpoint: typeof md.registration_endpoint === 'string' ? md.registration_endpoint : undefined,
-        refreshes: !Array.isArray(md.grant_types_supported) || md.grant_types_supported.includes('refresh_token'),
-      };
-    } catch (err) {
-      last = err;
-    }
-  }
-  throw last;
 }
 
 /** Causeway's callback endpoint: finds the upstream a sign-in was for by its sealed state. */

@@ -1,24 +1,28 @@
 // Causeway's HTTP calls to an upstream's authorization server, for credentials.ts and sign-in.ts:
-// token requests [RFC 6749 §4], a client registration [RFC 7591] and the server's metadata
-// [RFC 8414]. The one place credentials/ speaks HTTP; each call is bounded by CALL_TIMEOUT_MS.
-// Refused and failed token requests are upstream_credentials errors. No token reaches a log.
+// token requests [RFC 6749 §4, RFC 8693], a client registration [RFC 7591] and the server's
+// metadata [RFC 8414], made and checked by oauth4webapi. The one place credentials/ speaks HTTP:
+// every call goes through undici's fetch (its global dispatcher, which Node's own fetch shares) and
+// is bounded by CALL_TIMEOUT_MS. Unreachable servers and refusals are upstream_credentials errors.
+// No token reaches a log.
 
-import { request } from 'undici';
+import * as oauth from 'oauth4webapi';
+import { fetch } from 'undici';
+import { safeForSecrets } from '../../config/index.js';
 import { CausewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 
 const CALL_TIMEOUT_MS = 10_000;
-const MAX_ANSWER_BYTES = 64 * 1024;
+
+export type AuthorizationServer = oauth.AuthorizationServer;
 
 export function credentialError(message: string, cause?: unknown): CausewayError {
   return new CausewayError('upstream_credentials', message, undefined, cause === undefined ? undefined : { cause });
 }
 
-/** Who Causeway is at a token endpoint; a public client has no secret (''). */
-export interface TokenClient {
-  tokenUrl: string;
-  clientId: string;
-  clientSecret: string;
+/** Who Causeway is at the upstream's authorization server; a public client has no secret (''). */
+export interface OAuthClient {
+  id: string;
+  secret: string;
 }
 
 /** A token endpoint's answer [RFC 6749 §5.1]. */
@@ -28,69 +32,111 @@ export interface TokenAnswer {
   refreshToken: string | undefined;
 }
 
-/** RFC 6749 §2.3.1: client id and secret are form-encoded before Basic. */
-function basic(id: string, secret: string): string {
-  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
-  return `Basic ${Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64')}`;
+/**
+ * What every call is given: undici's fetch, the time bound, and plain http only to this machine, as
+ * config allows for tokenUrl and issuer (an endpoint the server's metadata names too: the client
+ * secret and the users' codes go there).
+ */
+function http(url: string) {
+  return {
+    [oauth.customFetch]: fetch as unknown as typeof globalThis.fetch,
+    [oauth.allowInsecureRequests]: safeForSecrets(new URL(url)),
+    signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+  };
 }
 
-/** POSTs a token request with client_secret_basic; refusals and failures are upstream_credentials errors. */
-export async function tokenRequest(client: TokenClient, form: URLSearchParams, log: Logger): Promise<TokenAnswer> {
-  const grant = form.get('grant_type');
-  if (client.clientSecret === '') form.set('client_id', client.clientId);
-  let status: number;
-  let body: unknown;
+/** A server known by its token endpoint alone (client_credentials, token_exchange). */
+export function tokenEndpoint(url: string): AuthorizationServer {
+  return { issuer: new URL(url).origin, token_endpoint: url };
+}
+
+/**
+ * Sends a call and reads its answer; `what` the server was asked for names the errors. A failure
+ * to send is "could not be reached", any answer oauth4webapi does not accept a refusal: with the
+ * server's error code, a registered one [RFC 6749 §5.2], short and safe to log (its description is not logged).
+ */
+async function call<T>(
+  what: string,
+  log: Logger,
+  send: () => Promise<Response>,
+  read: (res: Response) => Promise<T>,
+): Promise<T> {
+  let res: Response;
   try {
-    const res = await request(client.tokenUrl, {
-      method: 'POST',
-      // A public client (no secret: a metadata document's) names itself in the form [RFC 6749 §3.2.1].
-      headers: {
-        ...(client.clientSecret === '' ? {} : { authorization: basic(client.clientId, client.clientSecret) }),
-        'content-type': 'application/x-www-form-urlencoded',
-        accept: 'application/json',
-      },
-      body: form.toString(),
-      signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
-    });
-    status = res.statusCode;
-    const text = await res.body.text();
-    body = text.length <= MAX_ANSWER_BYTES ? JSON.parse(text) : undefined;
+    res = await send();
   } catch (err) {
-    log.warn({ grant, err: (err as Error).message }, 'upstream token request failed');
+    log.warn({ what, err: (err as Error).message }, 'call to the upstream’s authorization server failed');
     throw credentialError('The upstream’s authorization server could not be reached', err);
   }
-  const o = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
-  if (status !== 200 || typeof o.access_token !== 'string' || o.access_token === '') {
-    // error is a registered code [RFC 6749 §5.2]: short and safe to log; the description is not logged.
-    const error = typeof o.error === 'string' ? o.error.slice(0, 64) : undefined;
-    log.warn({ grant, status, error }, 'upstream token refused');
-    throw credentialError(`The upstream’s authorization server refused the token request${error ? ` (${error})` : ''}`);
+  try {
+    return await read(res);
+  } catch (err) {
+    const error = (await errorCode(err))?.slice(0, 64);
+    log.warn({ what, status: res.status, error }, 'the upstream’s authorization server refused a call');
+    throw credentialError(`The upstream’s authorization server refused ${what}${error ? ` (${error})` : ''}`, err);
   }
-  if (typeof o.token_type !== 'string' || o.token_type.toLowerCase() !== 'bearer') {
+}
+
+/** The error code of a refusal, in its body or (a 401 with a challenge, left unread) its WWW-Authenticate. */
+async function errorCode(err: unknown): Promise<string | undefined> {
+  if (err instanceof oauth.ResponseBodyError) return err.error;
+  if (!(err instanceof oauth.WWWAuthenticateChallengeError)) return undefined;
+  const body = (await err.response.json().catch(() => undefined)) as { error?: unknown } | undefined;
+  const error = typeof body?.error === 'string' ? body.error : err.cause[0]?.parameters.error;
+  return typeof error === 'string' ? error : undefined;
+}
+
+/** A token request with client_secret_basic (a public client names itself in the form [RFC 6749 §3.2.1]). */
+export async function tokenRequest(
+  as: AuthorizationServer,
+  client: OAuthClient,
+  grant: string,
+  params: URLSearchParams,
+  log: Logger,
+): Promise<TokenAnswer> {
+  const c = { client_id: client.id };
+  const auth = client.secret === '' ? oauth.None() : oauth.ClientSecretBasic(client.secret);
+  const answer = await call(
+    'the token request',
+    log,
+    () => oauth.genericTokenEndpointRequest(as, c, auth, grant, params, http(as.token_endpoint!)),
+    (res) => oauth.processGenericTokenEndpointResponse(as, c, res),
+  );
+  if (answer.token_type !== 'bearer') {
     throw credentialError('The upstream’s authorization server issued a token that is not a Bearer token');
   }
-  const expiresIn = typeof o.expires_in === 'number' && o.expires_in > 0 ? o.expires_in : undefined;
-  const refresh = typeof o.refresh_token === 'string' && o.refresh_token !== '' ? o.refresh_token : undefined;
-  return { token: o.access_token, expiresInS: expiresIn, refreshToken: refresh };
+  const { access_token: token, expires_in: expiresInS, refresh_token: refreshToken } = answer;
+  return { token, expiresInS: expiresInS || undefined, refreshToken: refreshToken || undefined };
 }
 
-/** POSTs a JSON document (a client registration) and reads the JSON answer; throws when the server cannot be reached or answers garbage. */
-export async function postJson(url: string, document: unknown): Promise<{ status: number; body: unknown }> {
-  const res = await request(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json' },
-    body: JSON.stringify(document),
-    signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
-  });
-  return { status: res.statusCode, body: await res.body.json() };
+/** Registers a client [RFC 7591] at the server's registration endpoint. */
+export async function register(as: AuthorizationServer, metadata: Partial<oauth.Client>, log: Logger) {
+  return call(
+    'Causeway’s registration',
+    log,
+    () => oauth.dynamicClientRegistrationRequest(as, metadata, http(as.registration_endpoint!)),
+    (res) => oauth.processDynamicClientRegistrationResponse(res),
+  );
 }
 
-/** GETs a JSON document (a server's metadata); an answer other than 200 throws. */
-export async function getJson(url: string): Promise<unknown> {
-  const res = await request(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
-  if (res.statusCode !== 200) {
-    await res.body.dump();
-    throw new Error(`${url}: HTTP ${res.statusCode}`);
+/** RFC 8414 metadata (path-inserted), else OpenID discovery; its issuer must be the one configured, exactly. */
+export async function discover(issuer: string): Promise<AuthorizationServer> {
+  const id = new URL(issuer);
+  let last: unknown;
+  for (const algorithm of ['oauth2', 'oidc'] as const) {
+    try {
+      const res = await oauth.discoveryRequest(id, { algorithm, ...http(issuer) });
+      const md = await oauth.processDiscoveryResponse(id, res);
+      // oauth4webapi compares the two as URLs; RFC 8414 §3.3 wants them identical.
+      if (md.issuer !== issuer) throw new Error(`${issuer}: the metadata names issuer ${md.issuer}`);
+      if (!md.authorization_endpoint || !md.token_endpoint) {
+        throw new Error(`${issuer}: no authorization or token endpoint`);
+      }
+      if (!md.code_challenge_methods_supported?.includes('S256')) throw new Error(`${issuer}: PKCE S256 not supported`);
+      return md;
+    } catch (err) {
+      last = err;
+    }
   }
-  return res.body.json();
+  throw last;
 }
