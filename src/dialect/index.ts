@@ -6,6 +6,7 @@ export {
   declaresTasks,
   isoTime,
   isTerminal,
+  legacyTaskFrom,
   legacyTaskOf,
   taskStatusOf,
   taskSupportOf,

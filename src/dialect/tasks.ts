@@ -1,5 +1,6 @@
 // The tasks extension's wire [SEP-2663][XT-SPEC] next to the 2025-11-25 tasks Causeway drives
-// upstream [L-TASKS]: who declares what, and how a legacy Task's fields become a 2026 one's.
+// upstream [L-TASKS]: who declares what, and how a legacy Task's fields become a 2026 one's (and,
+// for a legacy client of a 2026 server, back).
 
 import { isObject, type JsonObject, type JsonValue } from '../jsonrpc.js';
 
@@ -68,4 +69,22 @@ export function timesOf(legacy: JsonObject): TaskTimes {
 export function isoTime(v: JsonValue | undefined): string {
   if (typeof v === 'string' && !Number.isNaN(Date.parse(v))) return v;
   return new Date().toISOString();
+}
+
+/**
+ * A 2026 Task (a CreateTaskResult or a DetailedTask) as the flat legacy Task a 2025-11-25 server
+ * answers: `ttlMs` -> `ttl`, `pollIntervalMs` -> `pollInterval`; no resultType, result, error or
+ * inputRequests. Undefined when it names no task.
+ */
+export function legacyTaskFrom(task: JsonObject): JsonObject | undefined {
+  const status = taskStatusOf(task.status);
+  if (typeof task.taskId !== 'string' || status === undefined) return undefined;
+  const out: JsonObject = { taskId: task.taskId, status };
+  if (typeof task.statusMessage === 'string') out.statusMessage = task.statusMessage;
+  out.createdAt = isoTime(task.createdAt);
+  out.lastUpdatedAt = isoTime(task.lastUpdatedAt);
+  out.ttl = wholeMs(task.ttlMs) ?? null;
+  const poll = wholeMs(task.pollIntervalMs);
+  if (poll !== undefined) out.pollInterval = poll;
+  return out;
 }

@@ -6,17 +6,19 @@
 // server never said. Left out, wherever a protocol object carries `_meta` (the result or the
 // params, and the tools, prompts, resources, contents and content blocks in them): the keys
 // under a reserved prefix (one whose second label is `modelcontextprotocol` or `mcp` [BASE]),
-// but the two the 2025-11-25 era defines itself (its tasks' related-task and
-// model-immediate-response); a `_meta` left empty. Left out of a result: resultType, ttlMs and
-// cacheScope [S26][CACHE]. Dropped whole: a notification no legacy server sends (a listen's
-// acknowledgment, the tasks extension's notifications/tasks). The server's own keys, under its
-// own prefixes or none, are kept, and its data (structured content, schemas, log data) is not
-// read at all.
+// but the 2025-11-25 era's model-immediate-response; a `_meta` left empty. Left out of a result:
+// resultType, ttlMs and cacheScope [S26][CACHE]. Dropped whole: a notification no legacy server
+// sends (a listen's acknowledgment, the tasks extension's notifications/tasks). The server's own
+// keys, under its own prefixes or none, are kept, and its data (structured content, schemas, log
+// data) is not read at all. The era's related-task key is the face's own word: a 2026 server has
+// none to give, so one it sends is left out like any other, and the face names a task only where
+// a 2025-11-25 server would, on a tasks/result's answer and its asks (`relatedTask`, tasks.ts).
 
 import {
   copyObject,
   isNotification,
   isObject,
+  isRequest,
   isResponse,
   type JsonObject,
   type JsonRpcMessage,
@@ -27,11 +29,11 @@ import {
 /** Fields a 2026 result carries that no legacy result has [S26][CACHE]. */
 const MODERN_FIELDS = new Set(['resultType', 'ttlMs', 'cacheScope']);
 
-/** Reserved `_meta` keys the 2025-11-25 era defines itself, for its tasks [L-TASKS]. */
-const LEGACY_KEYS = new Set([
-  'io.modelcontextprotocol/related-task',
-  'io.modelcontextprotocol/model-immediate-response',
-]);
+/** Reserved `_meta` keys the 2025-11-25 era defines itself, for its tasks, and a server may send [L-TASKS]. */
+const LEGACY_KEYS = new Set(['io.modelcontextprotocol/model-immediate-response']);
+
+/** The 2025-11-25 key naming the task a message belongs to [L-TASKS]: set by the face only. */
+const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 
 /** The notifications a 2025-11-25 server sends a client [S25]. */
 const NOTIFICATIONS = new Set([
@@ -109,19 +111,30 @@ function clean(value: JsonValue | undefined, leave?: ReadonlySet<string>): JsonV
   return out;
 }
 
+/** `value` (a result or a request's params) naming `taskId` in its `_meta` [L-TASKS]. */
+function related(value: JsonObject, taskId: string): JsonObject {
+  const meta = isObject(value._meta) ? value._meta : {};
+  return { ...value, _meta: { ...meta, [RELATED_TASK]: { taskId } } };
+}
+
 /**
  * A message of the translated face as a legacy server would send it; undefined for a
  * notification no legacy server sends. Errors pass as they are (legacyResponse recodes them).
+ * `relatedTask`: the task a tasks/result's answer and asks belong to, named in their `_meta`.
  */
-export function legacyMessage(msg: JsonRpcResponse): JsonRpcResponse;
-export function legacyMessage(msg: JsonRpcMessage): JsonRpcMessage | undefined;
-export function legacyMessage(msg: JsonRpcMessage): JsonRpcMessage | undefined {
+export function legacyMessage(msg: JsonRpcResponse, relatedTask?: string): JsonRpcResponse;
+export function legacyMessage(msg: JsonRpcMessage, relatedTask?: string): JsonRpcMessage | undefined;
+export function legacyMessage(msg: JsonRpcMessage, relatedTask?: string): JsonRpcMessage | undefined {
   if (isResponse(msg)) {
     if (!('result' in msg)) return msg;
     const result = clean(msg.result, MODERN_FIELDS) as JsonObject;
+    if (relatedTask !== undefined) return { ...msg, result: related(result, relatedTask) };
     return result === msg.result ? msg : { ...msg, result };
   }
   if (isNotification(msg) && !NOTIFICATIONS.has(msg.method)) return undefined;
+  if (relatedTask !== undefined && isRequest(msg)) {
+    return { ...msg, params: related((clean(msg.params) as JsonObject | undefined) ?? {}, relatedTask) };
+  }
   if (msg.params === undefined) return msg;
   const params = clean(msg.params) as JsonObject;
   return params === msg.params ? msg : { ...msg, params };

@@ -6,7 +6,8 @@
 // replica (rounds.ts), become the retry's inputResponses beside the server's requestState, until
 // the call completes, fails or is cancelled. Progress and log lines travel on the POST stream;
 // the GET stream is fed by a subscriptions/listen (list changes, and resources/updated for the
-// session's resources/subscribe); DELETE ends the session. Everything sent is first made what a
+// session's resources/subscribe); DELETE ends the session. The 2025-11-25 tasks run over the
+// upstream's tasks extension when it has one (tasks.ts). Everything sent is first made what a
 // legacy server would send (clean.ts): no 2026-only key reaches a legacy client.
 
 import type { IncomingHttpHeaders } from 'node:http';
@@ -16,6 +17,7 @@ import type { HeaderBag } from '../envelope/index.js';
 import { CausewayError, causewayError, toCausewayError } from '../errors.js';
 import { InFlightByKey } from '../in-flight.js';
 import {
+  copyObject,
   isNotification,
   isObject,
   isRequest,
@@ -29,13 +31,15 @@ import {
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
 import { isCacheable, type UpstreamCache } from '../cache/index.js';
+import { declaresTasks } from '../dialect/index.js';
 import type { ForwardPolicy, ModernClient } from '../upstream/index.js';
 import { acceptsSse, keepAlive, readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from '../passthrough/index.js';
 import { legacyMessage } from './clean.js';
 import type { AskRounds } from './rounds.js';
-import { clientInfoOf, newSessionId, type FactsStore, type SessionRecord } from './sessions.js';
+import { clientInfoOf, newSessionId, type FactsStore, type Session, type SessionRecord } from './sessions.js';
+import { LegacyTasks, type TaskRequest } from './tasks.js';
 import { ToolHeaders } from './tools.js';
-import { declared, initializeResult, legacyResponse, modernRequest, negotiate } from './wire.js';
+import { declared, initializeResult, legacyResponse, modernRequest, negotiate, withTasks } from './wire.js';
 
 export interface TranslatedFaceOptions {
   upstream: string;
@@ -73,13 +77,10 @@ function nameOf(msg: JsonRpcRequest): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
-/** A session as a request sees it: its id and the record read for this request. */
-interface Session {
-  id: string;
-  record: SessionRecord;
-}
-
-/** A call's SSE answer: started at its first notification or ask, kept alive until the call ends. */
+/**
+ * A call's SSE answer: started at its first notification or ask, kept alive until the call ends.
+ * `relatedTask`: the task a tasks/result waits on, named in its answer and asks (clean.ts).
+ */
 class CallStream {
   private stream: SseStream | undefined;
   private stopKeepAlive = (): void => {};
@@ -87,6 +88,7 @@ class CallStream {
   constructor(
     private readonly res: HttpResponse,
     private readonly keepAliveMs: number,
+    private readonly relatedTask?: string,
   ) {}
 
   open(): SseStream {
@@ -99,13 +101,13 @@ class CallStream {
 
   /** A notification or ask on the call's stream, as a legacy server would send it (clean.ts); started by the first. */
   send(message: JsonRpcMessage): void {
-    const legacy = legacyMessage(message);
+    const legacy = legacyMessage(message, this.relatedTask);
     if (legacy !== undefined) this.open().send(legacy);
   }
 
   /** The call's response as a legacy server would send it: its stream's end, or a JSON answer if none started. */
   finish(answer: JsonRpcResponse): void {
-    const legacy = legacyMessage(answer);
+    const legacy = legacyMessage(answer, this.relatedTask);
     if (this.stream) this.stream.end(legacy);
     else sendJson(this.res, 200, legacy);
   }
@@ -123,11 +125,14 @@ export class TranslatedFace implements LegacyFace {
   private seq = 0;
   private readonly idPrefix = randomUUID().slice(0, 8);
   private readonly tools = new ToolHeaders();
+  private readonly tasks: LegacyTasks;
 
   constructor(
     private readonly opts: TranslatedFaceOptions,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.tasks = new LegacyTasks(opts.facts);
+  }
 
   async forward(
     method: string,
@@ -208,7 +213,16 @@ export class TranslatedFace implements LegacyFace {
       throw causewayError('upstream_bad_response', 'The upstream answered server/discover with no DiscoverResult');
     }
     const clientId = newSessionId();
-    await this.opts.facts.put(clientId, { upstream: this.opts.upstream, principal, version, clientInfo: clientInfoOf(clientInfo), capabilities: facts.capabilities, uris: [] });
+    const runsTasks = isObject(response.result.capabilities) && declaresTasks(response.result.capabilities);
+    const record = {
+      upstream: this.opts.upstream,
+      principal,
+      version,
+      clientInfo: clientInfoOf(clientInfo),
+      capabilities: facts.capabilities,
+      uris: [],
+    };
+    await this.opts.facts.put(clientId, { ...record, ...(runsTasks ? { runsTasks, tasks: [] } : {}) });
     const result = initializeResult(response.result, version, this.opts.upstream);
     const answer = legacyMessage({ jsonrpc: '2.0', id: msg.id, result });
     sendJson(res, 200, answer, { 'mcp-session-id': clientId });
@@ -231,30 +245,41 @@ export class TranslatedFace implements LegacyFace {
         return sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: {} });
       case 'logging/setLevel': {
         if (typeof params.level !== 'string') throw causewayError('invalid_params', 'logging/setLevel needs params.level');
-        await this.opts.facts.put(session.id, { ...session.record, logLevel: params.level });
+        const level = params.level;
+        // Changed from the latest record: a task another request just added stays (sessions.ts).
+        await this.opts.facts.update(session.id, (r) => ({ ...r, logLevel: level }));
         return sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: {} });
       }
       case 'resources/subscribe':
       case 'resources/unsubscribe': {
         if (typeof params.uri !== 'string') throw causewayError('invalid_params', `${msg.method} needs params.uri`);
-        const uris = session.record.uris.filter((u) => u !== params.uri);
-        if (msg.method === 'resources/subscribe') uris.push(params.uri);
-        await this.opts.facts.put(session.id, { ...session.record, uris });
+        const uri = params.uri;
+        const subscribe = msg.method === 'resources/subscribe';
+        const uris = (r: SessionRecord) => [...r.uris.filter((u) => u !== uri), ...(subscribe ? [uri] : [])];
+        await this.opts.facts.update(session.id, (r) => ({ ...r, uris: uris(r) }));
         this.opts.rounds.changed(session.id);
         return sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: {} });
       }
     }
-    if (msg.method.startsWith('tasks/') || isObject(params.task)) {
+    const tasks = msg.method.startsWith('tasks/');
+    if ((tasks || isObject(params.task)) && session.record.runsTasks !== true) {
       throw causewayError('method_not_found', 'This upstream runs no tasks of the 2025-11-25 era: call the tool without params.task');
     }
     const key = `${session.id} ${String(msg.id)}`;
     const call = new AbortController();
     this.calls.set(key, call);
-    const out = new CallStream(res, this.opts.keepAliveMs);
+    const relatedTask = msg.method === 'tasks/result' && typeof params.taskId === 'string' ? params.taskId : undefined;
+    const out = new CallStream(res, this.opts.keepAliveMs, relatedTask);
     try {
-      const run = (keep?: (result: JsonObject) => void) => this.call(session, msg, principal, acceptsSse(headers), hb, out, AbortSignal.any([signal, call.signal]), access, keep);
+      const callSignal = AbortSignal.any([signal, call.signal]);
+      const sse = acceptsSse(headers);
+      const run = (keep?: (result: JsonObject) => void) =>
+        this.call(session, msg, principal, sse, hb, out, callSignal, access, keep);
       const cache = this.opts.cache;
-      if (cache === undefined || !isCacheable(msg.method, params)) await run();
+      if (tasks) {
+        const req = this.taskRequest(session, principal, sse, hb, out, callSignal);
+        out.finish({ jsonrpc: '2.0', id: msg.id, ...(await this.tasks.answer(req, msg.method, params)) });
+      } else if (cache === undefined || !isCacheable(msg.method, params)) await run();
       else {
         // Discover, lists and reads: from the gateway cache, shared with the upstream's modern clients.
         const q = cache.query(msg.method, params, principal, hb.authorization);
@@ -291,6 +316,10 @@ export class TranslatedFace implements LegacyFace {
   ): Promise<void> {
     const params = isObject(msg.params) ? msg.params : {};
     const upstreamHeaders = this.opts.forward.pick(headers);
+    // A task-augmented call [L-TASKS]: the extension declared instead, and no task param [SEP-2663].
+    const asTask = msg.method === 'tools/call' && isObject(params.task);
+    const sent = asTask ? { ...msg, params: copyObject(params, (k) => k === 'task') } : msg;
+    const facts = asTask ? withTasks(session.record) : session.record;
     if (msg.method === 'tools/call' && typeof params.name === 'string') {
       const args = isObject(params.arguments) ? params.arguments : undefined;
       if (!this.tools.has(params.name) && args !== undefined && Object.keys(args).length > 0) await this.learnTools(session, principal, upstreamHeaders, signal);
@@ -300,7 +329,7 @@ export class TranslatedFace implements LegacyFace {
     let extra: JsonObject | undefined;
     for (let round = 0; ; round++) {
       if (round > this.opts.maxRounds) throw causewayError('upstream_bad_response', `The upstream asked more than ${this.opts.maxRounds} rounds of questions`);
-      const request = modernRequest(msg, this.nextId(), session.record, session.record.logLevel, extra);
+      const request = modernRequest(sent, this.nextId(), facts, session.record.logLevel, extra);
       const { status, response } = await this.opts.client.request(request, nameOf(msg), {
         headers: upstreamHeaders,
         principal,
@@ -312,37 +341,93 @@ export class TranslatedFace implements LegacyFace {
         throw causewayError('upstream_bad_response', `The upstream refused a 2026-07-28 request: ${response.error.message.slice(0, 200)}`);
       }
       const result = 'result' in response ? response.result : undefined;
+      if (result?.resultType === 'task') {
+        if (!asTask) throw causewayError('upstream_bad_response', 'The upstream answered a task to an untasked call');
+        out.finish({ jsonrpc: '2.0', id: msg.id, result: await this.tasks.created(session, result) });
+        return;
+      }
       if (result?.resultType !== 'input_required') {
         if (result !== undefined && round === 0) keep?.(result);
         out.finish('error' in response ? legacyResponse(response, msg.id, msg.method, params) : this.answerWith(msg, params, response.result, access));
         return;
       }
       const asks = isObject(result.inputRequests) ? result.inputRequests : {};
-      const inputResponses: JsonObject = {};
       const keys = Object.keys(asks);
       this.log.debug({ round, keys, answered: extra ? Object.keys(extra.inputResponses ?? {}) : [] }, 'input_required round');
-      if (keys.length > 0) {
-        if (!sse) throw causewayError('not_acceptable', 'The server needs to ask the client something: send Accept: text/event-stream');
-        for (const key of keys) {
-          const ask = asks[key];
-          const capability = isObject(ask) && typeof ask.method === 'string' ? ASK_CAPABILITY[ask.method] : undefined;
-          if (capability === undefined) throw causewayError('upstream_bad_response', `The server asked the client ${isObject(ask) ? String(ask.method) : 'something'}, which a client cannot be asked`);
-          if (!isObject(session.record.capabilities[capability])) throw causewayError('invalid_request', `The server asked for ${capability}, which this client did not declare`);
-        }
-        const { ids, answered } = this.opts.rounds.open(session.id, keys, signal);
-        for (const key of keys) {
-          const ask = asks[key] as JsonObject;
-          const params = isObject(ask.params) ? { params: ask.params } : {};
-          out.send({ jsonrpc: '2.0', id: ids.get(key)!, method: ask.method as string, ...params });
-        }
-        for (const [key, answer] of await answered) {
-          if ('error' in answer) throw new CausewayError('invalid_request', `The client refused the server's ${String((asks[key] as JsonObject).method)}: ${answer.error.message}`);
-          inputResponses[key] = answer.result;
-        }
-      }
+      const inputResponses = keys.length > 0 ? await this.ask(session, asks, sse, out, signal) : {};
       extra = { inputResponses, ...(typeof result.requestState === 'string' ? { requestState: result.requestState } : {}) };
       if (keys.length === 0) delete extra.inputResponses;
     }
+  }
+
+  /**
+   * Puts the server's asks to the client as the legacy era's server->client requests on the
+   * call's stream, each answer POSTed to any replica (rounds.ts): the answers, by key.
+   */
+  private async ask(
+    session: Session,
+    asks: JsonObject,
+    sse: boolean,
+    out: CallStream,
+    signal: AbortSignal,
+  ): Promise<JsonObject> {
+    const keys = Object.keys(asks);
+    if (!sse) {
+      const words = 'The server needs to ask the client something: send Accept: text/event-stream';
+      throw causewayError('not_acceptable', words);
+    }
+    for (const key of keys) {
+      const ask = asks[key];
+      const capability = isObject(ask) && typeof ask.method === 'string' ? ASK_CAPABILITY[ask.method] : undefined;
+      if (capability === undefined) {
+        const what = isObject(ask) ? String(ask.method) : 'something';
+        throw causewayError('upstream_bad_response', `The server asked the client ${what}, which no client is asked`);
+      }
+      if (!isObject(session.record.capabilities[capability])) {
+        throw causewayError('invalid_request', `The server asked for ${capability}, which this client did not declare`);
+      }
+    }
+    const { ids, answered } = this.opts.rounds.open(session.id, keys, signal);
+    for (const key of keys) {
+      const ask = asks[key] as JsonObject;
+      const params = isObject(ask.params) ? { params: ask.params } : {};
+      out.send({ jsonrpc: '2.0', id: ids.get(key)!, method: ask.method as string, ...params });
+    }
+    const inputResponses: JsonObject = {};
+    for (const [key, answer] of await answered) {
+      if ('error' in answer) {
+        const method = String((asks[key] as JsonObject).method);
+        const words = `The client refused the server's ${method}: ${answer.error.message}`;
+        throw new CausewayError('invalid_request', words);
+      }
+      inputResponses[key] = answer.result;
+    }
+    return inputResponses;
+  }
+
+  /** A legacy tasks request as tasks.ts sees it: the upstream with the extension declared, the client on `out`. */
+  private taskRequest(
+    session: Session,
+    principal: string,
+    sse: boolean,
+    headers: HeaderBag,
+    out: CallStream,
+    signal: AbortSignal,
+  ): TaskRequest {
+    const upstreamHeaders = this.opts.forward.pick(headers);
+    const facts = withTasks(session.record);
+    return {
+      session,
+      signal,
+      send: async (method, params, name) => {
+        const request = modernRequest({ jsonrpc: '2.0', id: 0, method, params }, this.nextId(), facts, undefined);
+        const options = { headers: upstreamHeaders, principal, signal };
+        const { response } = await this.opts.client.request(request, name, options);
+        return response;
+      },
+      ask: (asks) => this.ask(session, asks, sse, out, signal),
+      waiting: () => (sse ? void out.open() : undefined),
+    };
   }
 
   /** Reads the upstream's tools/list, page by page, to learn the tools' Mcp-Param-* annotations. */

@@ -3,6 +3,7 @@
 // session's `_meta`, a 2026 answer as the legacy answer (errors recoded into the legacy era; its
 // 2026-only fields and `_meta` keys are left out by clean.ts, on everything the face sends).
 
+import { declaresTasks, TASKS_EXTENSION } from '../dialect/index.js';
 import { isObject, type JsonObject, type JsonRpcErrorObject, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
 import { MODERN_VERSION } from '../upstream/index.js';
 
@@ -39,9 +40,16 @@ export function initializeResult(discover: JsonObject, version: string, upstream
   for (const name of ['tools', 'prompts', 'logging', 'completions'] as const) if (isObject(caps[name])) capabilities[name] = caps[name];
   // resources/subscribe is served by Causeway over subscriptions/listen.
   if (isObject(caps.resources)) capabilities.resources = { ...caps.resources, subscribe: true };
+  // The legacy tasks, served over the upstream's tasks extension (tasks.ts).
+  if (declaresTasks(caps)) capabilities.tasks = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
   const result: JsonObject = { protocolVersion: version, capabilities, serverInfo };
   if (typeof discover.instructions === 'string') result.instructions = discover.instructions;
   return result;
+}
+
+/** The session's facts with the tasks extension declared: for a task-augmented call and each tasks/* [SEP-2663]. */
+export function withTasks(facts: ClientFacts): ClientFacts {
+  return { ...facts, capabilities: { ...facts.capabilities, extensions: { [TASKS_EXTENSION]: {} } } };
 }
 
 /** The 2026 request for a legacy one: the same params, with the session's `_meta` beside the client's own keys. */

@@ -277,8 +277,13 @@ t.test("what is left out, and what is kept: the server's own keys and data, the 
     "reserved keys gone at every level, 2026 fields from the result; the server's own keys, schemas and data kept",
   );
   const related = { 'io.modelcontextprotocol/related-task': { taskId: 't' } };
-  const task = { jsonrpc: '2.0' as const, id: 2, result: { content: [], _meta: related } };
-  t.equal(legacyMessage(task), task, "tasks/result's related-task is the 2025-11-25 era's own: kept, not copied");
+  const sent = { jsonrpc: '2.0' as const, id: 2, result: { content: [], _meta: related } };
+  const bare = { jsonrpc: '2.0' as const, id: 2, result: { content: [] } };
+  t.strictSame(legacyMessage(sent), bare, "a server's related-task is left out: 2026 has none to give");
+  const fromTask = { ...bare, result: { content: [], resultType: 'complete' } };
+  t.strictSame(legacyMessage(fromTask, 't'), sent, "tasks/result's answer names its task");
+  const ask = { jsonrpc: '2.0' as const, id: 'cw~r~0', method: 'elicitation/create', params: { message: 'm' } };
+  t.strictSame(legacyMessage(ask, 't'), { ...ask, params: { message: 'm', _meta: related } }, 'and so do its asks');
   const meta = { 'io.modelcontextprotocol/subscriptionId': 1 };
   const note = (method: string, params: JsonObject) => ({ jsonrpc: '2.0' as const, method, params });
   const ack = note('notifications/subscriptions/acknowledged', { _meta: meta });

@@ -1,7 +1,7 @@
-// Upstreams for the e2e tests: the legacy fixture as a child process (so it can be killed and
-// brought back on the same port), a raw node:http upstream that speaks just enough legacy
-// Streamable HTTP to open a session, then misbehaves on tools/call as told, and one that sends
-// its change notifications on call streams only.
+// Upstreams for the e2e tests: the legacy fixture (or the 2026 one) as a child process (so it
+// can be killed and brought back on the same port), a raw node:http upstream that speaks just
+// enough legacy Streamable HTTP to open a session, then misbehaves on tools/call as told, and
+// one that sends its change notifications on call streams only.
 
 import type { ChildProcess } from 'node:child_process';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -11,6 +11,7 @@ import type { LegacyServerStats } from '../fixtures/legacy-server.js';
 import { spawnOwned, stopProcess, type Owner } from '../helpers/processes.js';
 
 const FIXTURE_CLI = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
+export const MODERN_FIXTURE = fileURLToPath(new URL('../fixtures/modern-server.js', import.meta.url));
 
 export interface FixtureProcess {
   url: string;
@@ -27,13 +28,16 @@ export interface FixtureProcess {
 export interface FixtureOptions {
   /** More CLI flags for the fixture. */
   args?: string[];
+  /** The fixture's built script (MODERN_FIXTURE: the 2026 one); the legacy fixture when not given. */
+  script?: string;
   /** The test that owns the process: stopped when it ends. The root tap (end of file) when none is given. */
   t?: Owner;
 }
 
-/** The legacy fixture as a child process on `port` (0: any free one), stopped when its test ends. */
+/** A fixture (the legacy one unless told) as a child process on `port` (0: any free one), stopped with its test. */
 export async function spawnFixture(port = 0, opts: FixtureOptions = {}): Promise<FixtureProcess> {
-  const child = spawnOwned(process.execPath, [FIXTURE_CLI, '--port', String(port), ...(opts.args ?? [])], { t: opts.t, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = [opts.script ?? FIXTURE_CLI, '--port', String(port), ...(opts.args ?? [])];
+  const child = spawnOwned(process.execPath, args, { t: opts.t, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const info = await new Promise<{ url: string; port: number }>((resolve, reject) => {
