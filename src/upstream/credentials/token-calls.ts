@@ -71,9 +71,11 @@ async function call<T>(
   try {
     return await read(res);
   } catch (err) {
+    if (err instanceof CausewayError) throw err;
     const error = (await errorCode(err))?.slice(0, 64);
     log.warn({ what, status: res.status, error }, 'the upstream’s authorization server refused a call');
-    throw credentialError(`The upstream’s authorization server refused ${what}${error ? ` (${error})` : ''}`, err);
+    // Without the cause: oauth4webapi's errors carry the answer's body, and a failed request's cause is logged.
+    throw credentialError(`The upstream’s authorization server refused ${what}${error ? ` (${error})` : ''}`);
   }
 }
 
@@ -96,15 +98,19 @@ export async function tokenRequest(
 ): Promise<TokenAnswer> {
   const c = { client_id: client.id };
   const auth = client.secret === '' ? oauth.None() : oauth.ClientSecretBasic(client.secret);
+  const notBearer = () =>
+    credentialError('The upstream’s authorization server issued a token that is not a Bearer token');
   const answer = await call(
     'the token request',
     log,
     () => oauth.genericTokenEndpointRequest(as, c, auth, grant, params, http(as.token_endpoint!)),
-    (res) => oauth.processGenericTokenEndpointResponse(as, c, res),
+    // oauth4webapi takes bearer and dpop, and refuses any other token_type as unsupported.
+    (res) =>
+      oauth.processGenericTokenEndpointResponse(as, c, res).catch((err: unknown) => {
+        throw err instanceof oauth.UnsupportedOperationError ? notBearer() : err;
+      }),
   );
-  if (answer.token_type !== 'bearer') {
-    throw credentialError('The upstream’s authorization server issued a token that is not a Bearer token');
-  }
+  if (answer.token_type !== 'bearer') throw notBearer();
   const { access_token: token, expires_in: expiresInS, refresh_token: refreshToken } = answer;
   return { token, expiresInS: expiresInS || undefined, refreshToken: refreshToken || undefined };
 }
