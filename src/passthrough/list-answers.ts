@@ -10,7 +10,8 @@ import type { Access } from '../auth/index.js';
 import { errorBody, sendCausewayError, sendJson, type HttpResponse } from '../egress/index.js';
 import { causewayError, toCausewayError } from '../errors.js';
 import { isObject, isRequest, type RequestId } from '../jsonrpc.js';
-import { abandon, checkContentLength, mediaType, readText, SseParser, type ResponseBody, type SseEvent } from '../upstream/index.js';
+import { abandon, checkContentLength, mediaType, parseSse, readText } from '../upstream/index.js';
+import type { ResponseBody, SseEvent } from '../upstream/index.js';
 
 /** The list requests of a legacy POST whose answers lose items for this access: id -> method. */
 export type ListRequests = ReadonlyMap<RequestId, string>;
@@ -88,25 +89,21 @@ async function relaySse(body: ResponseBody, headers: Record<string, string>, res
   delete headers['content-length'];
   res.writeHead(200, headers);
   (res as { flushHeaders?: () => void }).flushHeaders?.();
-  const parser = new SseParser({ maxEventBytes: maxBytes });
   const answered = new Set<RequestId>();
-  const write = (events: SseEvent[]): void => {
-    for (const ev of events) {
-      let data = ev.data;
-      if (data !== '' && (ev.event === undefined || ev.event === 'message')) {
-        try {
-          data = JSON.stringify(filtered(JSON.parse(data), lists, access, answered));
-        } catch {
-          // Not JSON: no list in it, and the client's to make sense of.
-        }
+  const write = (ev: SseEvent): void => {
+    let data = ev.data;
+    if (data !== '' && (ev.event === undefined || ev.event === 'message')) {
+      try {
+        data = JSON.stringify(filtered(JSON.parse(data), lists, access, answered));
+      } catch {
+        // Not JSON: no list in it, and the client's to make sense of.
       }
-      const text = eventText(ev, data);
-      if (text !== '' && !res.destroyed) (res as ServerResponse).write(text);
     }
+    const text = eventText(ev, data);
+    if (text !== '' && !res.destroyed) (res as ServerResponse).write(text);
   };
   try {
-    for await (const chunk of body) write(parser.push(chunk));
-    write(parser.end());
+    for await (const ev of parseSse(body, { maxEventBytes: maxBytes })) write(ev);
   } catch (err) {
     abandon(body);
     if (res.destroyed) return;

@@ -19,7 +19,7 @@ import {
   discard,
   mediaType,
   readText,
-  SseParser,
+  sseMessages,
   type ForwardPolicy,
   type ModernClient,
   type RelayedListens,
@@ -169,23 +169,19 @@ function filtered(req: ModernRelayRequest, response: JsonRpcResponse): JsonRpcRe
 async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: ModernRelayDeps, ending: AbortSignal | undefined, keep: Keep | undefined): Promise<Relayed> {
   const stream = new SseStream(req.res);
   stream.start();
-  const parser = new SseParser({ maxEventBytes: deps.maxResponseBytes });
   let outcome: Relayed | undefined;
   try {
-    for await (const chunk of body) {
-      for (const event of parser.push(chunk)) {
-        if (event.data === '') continue;
-        for (const m of decodeMessages(event.data)) {
-          if (m.kind === 'response') {
-            outcome = outcomeOf(m.message);
-            answered(req, deps, m.message, keep);
-            stream.send(filtered(req, m.message));
-          } else if (m.kind === 'notification') {
-            deps.cache?.changed(m.message);
-            stream.send(m.message);
-          }
-          // A 2026 stream carries no requests [SHTTP]: one is left out.
+    for await (const messages of sseMessages(body, deps.maxResponseBytes)) {
+      for (const m of messages) {
+        if (m.kind === 'response') {
+          outcome = outcomeOf(m.message);
+          answered(req, deps, m.message, keep);
+          stream.send(filtered(req, m.message));
+        } else if (m.kind === 'notification') {
+          deps.cache?.changed(m.message);
+          stream.send(m.message);
         }
+        // A 2026 stream carries no requests [SHTTP]: one is left out.
       }
       if (outcome !== undefined && req.method !== 'subscriptions/listen') break;
     }

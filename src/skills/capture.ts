@@ -7,7 +7,7 @@
 import { Writable } from 'node:stream';
 import type { HttpResponse } from '../egress/index.js';
 import { isObject, type JsonObject, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
-import { decodeMessages, mediaType, SseParser } from '../upstream/index.js';
+import { decodeMessages, mediaType, sseTextMessages } from '../upstream/index.js';
 
 /** Most bytes of an answer caught; past it the answer is given up as unreadable. */
 const MAX_BYTES = 16 * 1024 * 1024;
@@ -76,7 +76,7 @@ export class CapturedResponse extends Writable {
     const found: unknown[] = [];
     try {
       if (mediaType(this.head['content-type']) === 'text/event-stream') {
-        for (const ev of new SseParser({ maxEventBytes: MAX_BYTES }).push(text + '\n\n')) if (ev.data !== '') found.push(...decodeMessages(ev.data).map((m) => m.message));
+        for (const m of sseTextMessages(text + '\n\n', MAX_BYTES)) found.push(m.message);
       } else found.push(...decodeMessages(text).map((m) => m.message));
     } catch {
       return undefined;

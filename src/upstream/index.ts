@@ -23,7 +23,8 @@ export {
 } from './http/index.js';
 export { UpstreamHttp, type Response, type UpstreamRequest } from './http/index.js';
 export { abandon, checkContentLength, decodeMessages, discard, mediaType, readText } from './http/index.js';
-export { readRefusal, type ResponseBody, SseParser, type SseEvent } from './http/index.js';
+export { readRefusal, type ResponseBody, parseSse, type SseEvent, sseTextMessages, sseMessages } from './http/index.js';
+export { AnswerReader, type AnswerLimits } from './http/index.js';
 export { ChannelClient, StdioOpener, SseChannelOpener, type SseChannelOptions } from './channel/index.js';
 export { detectTransport, TransportMemo, type Detected, type DetectOptions, type LegacyTransport } from './channel/index.js';
 export { AutoClient, type AutoClientOptions, type FoundTransport } from './channel/index.js';

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { CausewayError } from '../../src/errors.js';
-import { parseSse, SseParser, type SseEvent } from '../../src/upstream/http/sse.js';
+import { parseSse, SseParser, type SseEvent } from '../../src/upstream/http/reader.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 

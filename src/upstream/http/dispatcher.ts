@@ -7,7 +7,7 @@ import { CausewayError } from '../../errors.js';
 import type { JsonRpcErrorResponse } from '../../jsonrpc.js';
 import { readRefusal, type ResponseBody } from './body.js';
 import { REFUSAL_BODY_LIMIT, upstreamHeaders, type SessionRef, type TargetSet, type UpstreamRequestKind } from '../core/index.js';
-import { decodeMessages } from './messages.js';
+import { decodeMessages } from './inbound.js';
 import type { Handler, Response, UpstreamHttp } from './compose/index.js';
 
 export type { Response } from './compose/index.js';
@@ -123,6 +123,11 @@ export class UpstreamDispatcher {
 
   headers(kind: UpstreamRequestKind, session: SessionRef | undefined, extra?: Record<string, string>, lastEventId?: string): Record<string, string> {
     return upstreamHeaders(kind, session, this.configured, extra, lastEventId);
+  }
+
+  /** Where a request to `session` goes, for the words of a refusal read outside send(). */
+  to(method: string, session: Pick<SessionRef, 'target'>): SentTo {
+    return { upstream: this.name, method, path: pathOf(session.target ?? this.first) };
   }
 
   /** `how`: LONG_LIVED and MOVABLE, or 0. */

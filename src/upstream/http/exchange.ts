@@ -1,13 +1,15 @@
 // One POST on a legacy session and its answer [L-TR]: a request is answered as JSON or as an SSE
-// stream (streams.ts reads that to the response), a notification or response 202 (200 and 204
-// are tolerated). A 400 or 404 on a session that says the session is gone (core/lost-session.ts)
-// is SessionExpiredError; a 4xx with a JSON-RPC error body is the upstream's in-band answer;
-// anything else is a refusal. An initialize that a URL cannot take
+// stream, read as it comes by an AnswerReader (reader.ts) and, should the stream end before the
+// response, followed with GET + Last-Event-ID (streams.ts); a notification or response 202 (200
+// and 204 are tolerated). A 400 or 404 on a session that says the session is gone
+// (core/lost-session.ts) is SessionExpiredError; a 4xx with a JSON-RPC error body is the
+// upstream's in-band answer; anything else is a refusal. An initialize that a URL cannot take
 // now (502, 503, 504: overloaded, starting, behind a dead gateway) opened no session there: a
 // TargetUnreachableError, so the handshake tries another URL.
 
-import type { JsonRpcErrorResponse, JsonRpcNotification, JsonRpcResponse } from '../../jsonrpc.js';
-import { checkContentLength, discard, mediaType, readRefusal, readText } from './body.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { JsonRpcNotification, JsonRpcResponse } from '../../jsonrpc.js';
+import { discard, readRefusal } from './body.js';
 import type { CallScope } from './call-scope.js';
 import {
   isValidSessionId,
@@ -17,17 +19,17 @@ import {
   TargetUnreachableError,
   type SessionRef,
 } from '../core/index.js';
-import { errorBodyOf, httpRefusal, LONG_LIVED, MOVABLE, sentTo, type Response, type SentTo } from './dispatcher.js';
-import { route, type Exchange } from './inbound.js';
-import { badResponse, decodeMessages } from './messages.js';
-import { readRequestStream, type StreamContext } from './streams.js';
+import type { Controller } from './compose/index.js';
+import { errorBodyOf, httpRefusal, LONG_LIVED, MOVABLE, sentTo } from './dispatcher.js';
+import { badResponse, type Exchange } from './inbound.js';
+import { AnswerReader } from './reader.js';
+import { follow, type StreamContext } from './streams.js';
 
-function firstHeader(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
+/** The rest of a stream whose response was read is drained for this long at most, then cut. */
+const DRAIN_MS = 1000;
 
 /** POSTs a request (`initialize` sets ctx.session.sessionId from Mcp-Session-Id) and reads its response. */
-export async function exchange(
+export function exchange(
   c: StreamContext,
   ctx: Exchange,
   kind: 'initialize' | 'post',
@@ -35,61 +37,109 @@ export async function exchange(
   extraHeaders?: Record<string, string>,
 ): Promise<JsonRpcResponse> {
   const { dispatcher } = c;
-  const headers = kind === 'initialize' ? dispatcher.headers('initialize', undefined) : dispatcher.headers('post', ctx.session, extraHeaders);
-  const res = await dispatcher.send('POST', ctx.session, headers, body, ctx.scope.signal, ctx.patient === true ? LONG_LIVED | MOVABLE : MOVABLE);
-  if (kind === 'initialize') {
-    if (res.statusCode === 502 || res.statusCode === 503 || res.statusCode === 504) {
-      void discard(res.body);
-      if (ctx.session.target !== undefined) c.targets.failed(ctx.session.target);
-      throw new TargetUnreachableError(c.upstream, httpRefusal(res.statusCode, undefined, undefined, sentTo(res)));
+  const initialize = kind === 'initialize';
+  const headers = initialize
+    ? dispatcher.headers('initialize', undefined)
+    : dispatcher.headers('post', ctx.session, extraHeaders);
+  return new Promise((resolve, reject) => {
+    const post = new Post(c, ctx, initialize, resolve, reject);
+    try {
+      dispatcher.post(ctx.session, headers, body, post, ctx.patient === true ? LONG_LIVED | MOVABLE : MOVABLE);
+    } catch (err) {
+      post.stop(err);
     }
-    const sessionId = firstHeader(res.headers['mcp-session-id']);
-    if (sessionId !== undefined && !isValidSessionId(sessionId)) {
-      void discard(res.body);
-      throw badResponse('malformed Mcp-Session-Id');
-    }
-    ctx.session = { ...ctx.session, sessionId };
-  }
-  return answer(c, ctx, res);
+  });
 }
 
-async function answer(c: StreamContext, ctx: Exchange, res: Response): Promise<JsonRpcResponse> {
-  const status = res.statusCode;
-  if (status >= 400) {
-    const text = await readRefusal(res.body, REFUSAL_BODY_LIMIT);
-    const lost = ctx.session.sessionId !== undefined && losesSession(status, text, ctx.id);
-    if (lost) throw new SessionExpiredError(c.upstream);
-    return httpError(ctx, status, text, sentTo(res));
+/** The POST's handler: its answer read, and the promise exchange() returns settled once. */
+class Post extends AnswerReader {
+  protected readonly io;
+  protected readonly limits;
+  private readonly abort = (): void => this.stop(this.ctx.scope.signal.reason);
+
+  constructor(
+    private readonly c: StreamContext,
+    protected readonly ctx: Exchange,
+    private readonly initialize: boolean,
+    private readonly resolve: (response: JsonRpcResponse) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {
+    super();
+    this.io = c.io;
+    this.limits = c;
+    const { signal } = ctx.scope;
+    if (signal.aborted) this.abort();
+    else signal.addEventListener('abort', this.abort, { once: true });
   }
-  if (status < 200 || status >= 300 || status === 202 || status === 204) {
-    void discard(res.body);
-    throw badResponse(`HTTP ${status} to a request`);
+
+  override onRequestStart(controller: Controller, context?: unknown): void {
+    super.onRequestStart(controller, context);
+    if (this.over && !this.closed) controller.abort(this.ctx.scope.signal.reason as Error);
   }
-  const type = mediaType(res.headers['content-type']);
-  if (type === 'application/json') {
-    checkContentLength(res.body, res.headers['content-length'], c.maxResponseBytes);
-    const answer = route(c.io, ctx, decodeMessages(await readText(res.body, c.maxResponseBytes)));
-    if (answer === undefined) throw badResponse('no response carries the request id');
-    return answer;
+
+  override onResponseStart(controller: Controller, status: number, headers: IncomingHttpHeaders): void {
+    if (this.initialize && !this.over) {
+      const { c, ctx } = this;
+      if (status === 502 || status === 503 || status === 504) {
+        if (ctx.session.target !== undefined) c.targets.failed(ctx.session.target);
+        const refusal = httpRefusal(status, undefined, undefined, this.refusedBy().to);
+        return this.stop(new TargetUnreachableError(c.upstream, refusal));
+      }
+      const header = headers['mcp-session-id'];
+      const sessionId = Array.isArray(header) ? header[0] : header;
+      if (sessionId !== undefined && !isValidSessionId(sessionId)) {
+        return this.stop(badResponse('malformed Mcp-Session-Id'));
+      }
+      ctx.session = { ...ctx.session, sessionId };
+    }
+    super.onResponseStart(controller, status, headers);
   }
-  if (type === 'text/event-stream') return readRequestStream(c, ctx, res);
-  void discard(res.body);
-  throw badResponse(`unexpected content-type ${JSON.stringify(type.slice(0, 80))}`);
+
+  /** Fails the call; the request is cut unless undici is done with it. */
+  stop(err: unknown): void {
+    if (this.over) return;
+    this.end();
+    if (!this.closed) this.controller?.abort(err as Error);
+    this.reject(err);
+  }
+
+  protected refusedBy() {
+    return { upstream: this.c.upstream, to: this.c.dispatcher.to('POST', this.ctx.session) };
+  }
+
+  protected onAnswer(response: JsonRpcResponse): void {
+    if (this.over) return;
+    this.end();
+    this.resolve(response);
+    if (!this.closed) setTimeout(cut, DRAIN_MS, this).unref();
+  }
+
+  protected onFailure(err: unknown): void {
+    this.stop(err);
+  }
+
+  protected onStreamEnd(dropped: unknown): void {
+    if (this.over) return;
+    if (this.ctx.scope.aborted) return this.stop(dropped);
+    this.end();
+    const { events } = this;
+    const outcome = dropped === undefined ? { ended: true as const, events } : { dropped, events };
+    follow(this.c, this.ctx, this, outcome).then(this.resolve, this.reject);
+  }
+
+  /** Called by the drain timer: a stream still open after its response is cut. */
+  cut(): void {
+    if (!this.closed) this.controller?.abort(badResponse('the stream went on after the response'));
+  }
+
+  private end(): void {
+    this.over = true;
+    this.ctx.scope.signal.removeEventListener('abort', this.abort);
+  }
 }
 
-/** A 4xx with a JSON-RPC error body is the upstream's in-band answer; anything else is a refusal. */
-function httpError(
-  ctx: Exchange,
-  status: number,
-  text: string | undefined,
-  to: SentTo | undefined,
-): JsonRpcErrorResponse {
-  const rpc = errorBodyOf(text);
-  // -32022 is 2026-07-28's: a legacy session's request refused with it is an upstream now modern (era.ts).
-  if (status < 500 && rpc !== undefined && ctx.id !== undefined && rpc.error.code !== -32022) {
-    return { jsonrpc: '2.0', id: ctx.id, error: rpc.error };
-  }
-  throw httpRefusal(status, rpc?.error.message.slice(0, 200), rpc?.error, to);
+function cut(post: Post): void {
+  post.cut();
 }
 
 /** POSTs a notification or a response. */

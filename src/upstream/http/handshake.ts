@@ -15,7 +15,7 @@ import {
   type TargetSet,
 } from '../core/index.js';
 import type { Exchange } from './inbound.js';
-import { badResponse } from './messages.js';
+import { badResponse } from './inbound.js';
 
 export type { HandshakeResult, InitializeParams } from '../core/index.js';
 

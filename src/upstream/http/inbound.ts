@@ -1,29 +1,38 @@
-// What the upstream sends on a call's stream, routed: the response awaited by the call is returned,
+// What a legacy upstream sends, decoded and routed. Decoded: one JSON-RPC message, or a 2025-03-26
+// batch array, into checked messages; text that is not JSON, or a value that is not a well-formed
+// JSON-RPC message, is upstream_bad_response. Routed: the response awaited by the call is returned,
 // notifications and server->client requests go to the caller's handlers, pings are answered at once
 // [L-PING], and a request nobody handles is refused with -32601 so the upstream never waits on it.
-// consume() reads one SSE connection and reports a clean end or a drop, so the caller can resume.
+// Reading the answers that carry them, JSON or SSE, is reader.ts's.
 
-import type { JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
+import { CausewayError } from '../../errors.js';
+import {
+  isNotification,
+  isObject,
+  isRequest,
+  isResponse,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+  type RequestId,
+} from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import { abandon, finish, tooLarge, type ResponseBody } from './body.js';
 import type { CallScope } from './call-scope.js';
-import { isConnectionDrop, type AskingCall, type SessionRef } from '../core/index.js';
-import { badResponse, decodeMessages, type UpstreamMessage } from './messages.js';
-import { SseParser, type SseEvent } from './sse.js';
+import type { AskingCall, SessionRef } from '../core/index.js';
 
 export type { StreamHandlers } from '../core/index.js';
 
-/** Where an SSE stream is, for a resume with Last-Event-ID after `retry:` ms. */
-export interface Cursor {
-  lastEventId: string | undefined;
-  retryMs: number | undefined;
+/** What routing a call's messages needs of it. */
+export interface Routed extends AskingCall {
+  /** The id of the awaited response; undefined on the standalone GET stream. */
+  readonly id: RequestId | undefined;
+  /** Standalone streams skip bad events instead of failing a call. */
+  readonly lenient?: boolean;
 }
 
-export interface Exchange extends AskingCall {
-  /** The id of the awaited response; undefined on the standalone GET stream. */
+export interface Exchange extends Routed {
   id: RequestId | undefined;
   scope: CallScope;
-  /** Standalone streams skip bad events instead of failing a call. */
   lenient: boolean;
   /** A call that may sit silent for long (held for a multi-round answer): no idle body timeout. */
   patient?: boolean;
@@ -37,60 +46,22 @@ export interface Inbound {
   outside?(session: SessionRef, r: JsonRpcRequest): void;
 }
 
-export interface ReadLimits {
-  maxEventBytes: number;
-  /** Cap on one HTTP response body; undefined for long-lived streams. */
-  maxBodyBytes: number | undefined;
+/** One event of a text/event-stream (reader.ts parses them). */
+export interface SseEvent {
+  id?: string;
+  event?: string;
+  data: string;
+  retry?: number;
 }
 
-export type Outcome =
-  | { response: JsonRpcResponse }
-  | { ended: true; events: number }
-  | { dropped: unknown; events: number };
-
-export async function consume(
-  io: Inbound,
-  ctx: Exchange,
-  body: ResponseBody,
-  cursor: Cursor,
-  limits: ReadLimits,
-): Promise<Outcome> {
-  // One loop over the body's chunks, the byte cap and the SSE parser inline (no generator per
-  // layer). Leaving it at the response must not destroy the body (an AbortError, and its stack,
-  // per call): the rest, normally just its end, is drained by finish().
-  const parser = new SseParser({ maxEventBytes: limits.maxEventBytes });
-  const max = limits.maxBodyBytes;
-  let total = 0;
-  let events = 0;
-  try {
-    for await (const chunk of body.iterator({ destroyOnReturn: false })) {
-      total += chunk.byteLength;
-      if (max !== undefined && total > max) throw tooLarge(max);
-      for (const ev of parser.push(chunk)) {
-        events += 1;
-        const answer = onEvent(io, ctx, cursor, ev);
-        if (answer !== undefined) {
-          finish(body);
-          return { response: answer };
-        }
-      }
-    }
-    for (const ev of parser.end()) {
-      events += 1;
-      const answer = onEvent(io, ctx, cursor, ev);
-      if (answer !== undefined) return { response: answer };
-    }
-    return { ended: true, events };
-  } catch (err) {
-    abandon(body);
-    if (ctx.scope.aborted) throw err;
-    if (ctx.lenient || isConnectionDrop(err)) return { dropped: err, events };
-    throw err;
-  }
+/** Where an SSE stream is, for a resume with Last-Event-ID after `retry:` ms. */
+export interface Cursor {
+  lastEventId: string | undefined;
+  retryMs: number | undefined;
 }
 
 /** One SSE event: its cursor kept, its messages routed; the awaited response when it carries it. */
-function onEvent(io: Inbound, ctx: Exchange, cursor: Cursor, ev: SseEvent): JsonRpcResponse | undefined {
+export function routeEvent(io: Inbound, ctx: Routed, cursor: Cursor, ev: SseEvent): JsonRpcResponse | undefined {
   if (ev.id !== undefined) cursor.lastEventId = ev.id;
   if (ev.retry !== undefined) cursor.retryMs = ev.retry;
   ctx.handlers.beforeEvent?.(ev.id);
@@ -104,12 +75,14 @@ function onEvent(io: Inbound, ctx: Exchange, cursor: Cursor, ev: SseEvent): Json
     return undefined;
   }
   const answer = route(io, ctx, messages);
-  if (ev.id !== undefined && ev.id !== '') deliver(io, () => ctx.handlers.afterEvent?.(ev.id!), 'event id');
+  const after = ctx.handlers.afterEvent;
+  const id = ev.id;
+  if (after !== undefined && id !== undefined && id !== '') deliver(io, () => after.call(ctx.handlers, id), 'event id');
   return answer;
 }
 
 /** An id-less error answers the call it arrived on; an id-less result is garbage. */
-export function route(io: Inbound, ctx: Exchange, messages: UpstreamMessage[]): JsonRpcResponse | undefined {
+export function route(io: Inbound, ctx: Routed, messages: UpstreamMessage[]): JsonRpcResponse | undefined {
   let answer: JsonRpcResponse | undefined;
   for (const m of messages) {
     if (m.kind === 'notification') {
@@ -142,19 +115,19 @@ export function refusal(id: RequestId, message: string): JsonRpcResponse {
   return { jsonrpc: '2.0', id, error: { code: METHOD_NOT_FOUND, message } };
 }
 
-function serverRequest(io: Inbound, ctx: Exchange, r: JsonRpcRequest): void {
+function serverRequest(io: Inbound, ctx: Routed, r: JsonRpcRequest): void {
   if (r.method === 'ping') {
     io.reply(ctx.session, { jsonrpc: '2.0', id: r.id, result: {} }, r.method);
     return;
   }
   ctx.asked = true;
-  const onServerRequest = ctx.handlers.onServerRequest;
-  if (onServerRequest === undefined) {
+  const { handlers } = ctx;
+  if (handlers.onServerRequest === undefined) {
     if (ctx.id === undefined && io.outside) io.outside(ctx.session, r);
     else io.reply(ctx.session, refusal(r.id, ctx.id === undefined ? NO_CALL : 'Method not found'), r.method);
     return;
   }
-  deliver(io, () => onServerRequest(r), r.method);
+  deliver(io, () => handlers.onServerRequest!(r), r.method);
 }
 
 function deliver(io: Inbound, fn: () => void, method: string): void {
@@ -163,4 +136,50 @@ function deliver(io: Inbound, fn: () => void, method: string): void {
   } catch (err) {
     io.log.error({ err, method }, 'upstream message handler threw');
   }
+}
+
+export type UpstreamMessage =
+  | { kind: 'response'; message: JsonRpcResponse }
+  | { kind: 'request'; message: JsonRpcRequest }
+  | { kind: 'notification'; message: JsonRpcNotification };
+
+export function badResponse(detail: string, cause?: unknown): CausewayError {
+  return new CausewayError(
+    'upstream_bad_response',
+    `Upstream sent an invalid response: ${detail}`,
+    undefined,
+    cause === undefined ? undefined : { cause },
+  );
+}
+
+function wellFormedResponse(m: JsonRpcResponse): boolean {
+  if ('error' in m) {
+    const e: unknown = m.error;
+    return isObject(e) && typeof e.code === 'number' && Number.isInteger(e.code) && typeof e.message === 'string';
+  }
+  return isObject(m.result);
+}
+
+export function classify(value: unknown): UpstreamMessage {
+  if (isResponse(value)) {
+    if (!wellFormedResponse(value)) throw badResponse('malformed JSON-RPC response');
+    return { kind: 'response', message: value };
+  }
+  if (isRequest(value)) return { kind: 'request', message: value };
+  if (isNotification(value)) return { kind: 'notification', message: value };
+  throw badResponse('not a JSON-RPC message');
+}
+
+export function decodeMessages(text: string): UpstreamMessage[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw badResponse('body is not JSON', err);
+  }
+  if (Array.isArray(parsed)) {
+    if (parsed.length === 0) throw badResponse('empty batch');
+    return parsed.map(classify);
+  }
+  return [classify(parsed)];
 }

@@ -1,11 +1,11 @@
 // Speaks legacy Streamable HTTP (2024-11-05 .. 2025-11-25) as a client to one upstream [spec §10]:
 // the initialize handshake, requests answered as JSON or SSE, upstream pings answered, the
 // standalone GET stream, DELETE, and the client's lifecycle (close lets calls finish, destroy
-// does not). The handshake is handshake.ts's, a POST and its answer exchange.ts's, reading,
-// resuming and keeping up SSE streams streams.ts's, and the HTTP hop the upstream's composed
-// client's (compose/). Every failure is a CausewayError (upstream_*), SessionExpiredError (404 on
-// a session), or the caller's own abort reason. JSON-RPC ids are sent as given; session ids and
-// header values are never logged.
+// does not). The handshake is handshake.ts's, a POST and its answer exchange.ts's, reading an
+// answer reader.ts's, resuming and keeping up SSE streams streams.ts's, and the HTTP hop the
+// upstream's composed client's (compose/). Every failure is a CausewayError (upstream_*),
+// SessionExpiredError (404 on a session), or the caller's own abort reason. JSON-RPC ids are sent
+// as given; session ids and header values are never logged.
 
 import { CausewayError } from '../../errors.js';
 import { InFlight, type InFlightEntry } from '../../in-flight.js';
@@ -20,7 +20,7 @@ import type { Handler } from './compose/index.js';
 import { exchange, postOneWay } from './exchange.js';
 import { initializeOn, type HandshakeHost, type HandshakeResult, type InitializeParams } from './handshake.js';
 import { NO_CALL, refusal, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
-import { DEFAULT_MAX_EVENT_BYTES } from './sse.js';
+import { DEFAULT_MAX_EVENT_BYTES } from './reader.js';
 import { OutsideAsks, type AskEntry } from '../replicas/index.js';
 import { connectStream, pumpStream, resumeRequestStream, type StreamContext } from './streams.js';
 import type { UpstreamAuthorization } from '../credentials/index.js';
@@ -138,6 +138,7 @@ export class UpstreamClient implements UpstreamSessionClient {
       io: this.io,
       log,
       maxResponseBytes: endpoint.maxResponseBytes,
+      maxEventBytes: this.opts.maxEventBytes,
       tuning: this.opts,
     };
     this.handshakes = {

@@ -1,6 +1,7 @@
-// The SSE side of legacy Streamable HTTP: reading a request's stream to its response, resuming a
+// The SSE side of legacy Streamable HTTP: following a request's stream to its response, resuming a
 // dropped one with GET + Last-Event-ID after `retry:` [L-TR][SEP-1699], and keeping the
-// standalone GET stream of a session up until its signal aborts.
+// standalone GET stream of a session up until its signal aborts. Each stream is read by
+// reader.ts.
 
 import { CausewayError } from '../../errors.js';
 import type { JsonRpcResponse } from '../../jsonrpc.js';
@@ -16,8 +17,8 @@ import {
   type SessionRef,
   type TargetSet,
 } from '../core/index.js';
-import { badResponse } from './messages.js';
-import { consume, type Cursor, type Exchange, type Inbound, type Outcome } from './inbound.js';
+import { badResponse, type Cursor, type Exchange, type Inbound } from './inbound.js';
+import { consume, type Outcome } from './reader.js';
 import { httpRefusal, LONG_LIVED, MOVABLE, refusalOf, type Response, type UpstreamDispatcher } from './dispatcher.js';
 
 /** A standalone stream that lived this long counts as healthy even if it carried no event. */
@@ -38,6 +39,8 @@ export interface StreamContext {
   io: Inbound;
   log: Logger;
   maxResponseBytes: number;
+  /** The largest SSE event (tuning's): a request's stream is also held to maxResponseBytes. */
+  maxEventBytes: number;
   tuning: StreamTuning;
 }
 
@@ -54,15 +57,9 @@ function read(c: StreamContext, ctx: Exchange, res: Response, cursor: Cursor): P
   });
 }
 
-/** [L-TR] SEP-1699: the upstream may close after an event id; resume with GET + Last-Event-ID. */
-export async function readRequestStream(c: StreamContext, ctx: Exchange, res: Response): Promise<JsonRpcResponse> {
-  const cursor: Cursor = { lastEventId: undefined, retryMs: undefined };
-  return follow(c, ctx, cursor, await read(c, ctx, res, cursor));
-}
-
 /**
  * [L-TR] Takes up a call's stream from `lastEventId` (GET + Last-Event-ID), e.g. on a replica
- * that did not send the call, and reads it to the call's response like readRequestStream. The
+ * that did not send the call, and reads it to the call's response as exchange() reads a POST's. The
  * first GET: a lost session (404, or a 400 that names it) is a SessionExpiredError; 409 (the
  * stream is attached elsewhere, perhaps to a connection the upstream has not yet seen close) is
  * tried again after the retry delay; any other refusal is a ResumeRefusedError. Nothing of the
@@ -84,7 +81,13 @@ export async function resumeRequestStream(c: StreamContext, ctx: Exchange, lastE
   }
 }
 
-async function follow(c: StreamContext, ctx: Exchange, cursor: Cursor, first: Outcome): Promise<JsonRpcResponse> {
+/** [L-TR] SEP-1699: the upstream may close after an event id; resumed with GET + Last-Event-ID. */
+export async function follow(
+  c: StreamContext,
+  ctx: Exchange,
+  cursor: Cursor,
+  first: Outcome,
+): Promise<JsonRpcResponse> {
   let outcome = first;
   let attempts = 0;
   let lastError: unknown;

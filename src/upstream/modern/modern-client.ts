@@ -18,7 +18,7 @@ import {
   mediaType,
   readText,
   refusalOf,
-  SseParser,
+  sseMessages,
   type ResponseBody,
   type UpstreamDispatcher,
 } from '../http/index.js';
@@ -132,19 +132,15 @@ export class ModernClient {
   }
 
   private async readStream(res: ModernAnswer, id: RequestId, opts: ModernRequestOptions): Promise<JsonRpcResponse> {
-    const parser = new SseParser({ maxEventBytes: this.maxResponseBytes });
-    for await (const chunk of res.body) {
-      for (const event of parser.push(chunk)) {
-        if (event.data === '') continue;
-        for (const m of decodeMessages(event.data)) {
-          if (m.kind === 'notification') opts.onNotification?.(m.message);
-          else if (m.kind === 'response' && m.message.id === id) {
-            // The stream ends with its response; the rest (normally nothing) is read in the background.
-            finish(res.body);
-            return m.message;
-          }
-          // A 2026 stream carries no requests [SHTTP]: one is left out.
+    for await (const messages of sseMessages(res.body, this.maxResponseBytes)) {
+      for (const m of messages) {
+        if (m.kind === 'notification') opts.onNotification?.(m.message);
+        else if (m.kind === 'response' && m.message.id === id) {
+          // The stream ends with its response; the rest (normally nothing) is read in the background.
+          finish(res.body);
+          return m.message;
         }
+        // A 2026 stream carries no requests [SHTTP]: one is left out.
       }
     }
     throw causewayError('upstream_bad_response', 'The upstream ended the stream before its response');
