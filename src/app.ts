@@ -273,7 +273,14 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
   const handedRounds = { ...replicaBridge, upstreamTimeoutMs: Math.max(...topology.upstreams.map((u) => u.requestTimeoutMs)) };
 
   // Each mount: its upstream, or the federation of its upstreams, and its skills folder in front.
-  const { mounts, folders } = mountParts(topology.mounts, { modern, partsOf, metrics, subscriptions, cache: config.cache, federations, log });
+  const face = {
+    facts: faceFacts,
+    rounds,
+    keepAliveMs: config.subscriptions.keepAliveMs,
+    maxResponseBytes: Math.max(...topology.upstreams.map((u) => u.maxResponseBytes)),
+  };
+  const mountCtx = { modern, partsOf, metrics, subscriptions, cache: config.cache, federations, face, log };
+  const { mounts, folders } = mountParts(topology.mounts, mountCtx);
   const authMetrics = new AuthMetrics(metrics);
   const auth =
     config.auth.mode === 'none'
@@ -428,6 +435,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
               u.passthrough.endStreams?.();
               u.modern?.listens.endAll();
             }
+            for (const m of mounts.values()) if (m.federation) m.passthrough.endStreams?.();
             await sessionEvents.close();
           },
           // With a shared store another replica can resume a held call on its upstream stream: let go, do not cancel.

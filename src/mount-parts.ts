@@ -1,15 +1,20 @@
 // Each mount's parts, built from its spec: the upstream it serves (its pipeline view and legacy
-// face), or the federation of its upstreams, with the skills folder in front when it has one.
-// Part of the composition root: app.ts calls it once.
+// face), or the federation of its upstreams, with the skills folder in front when it has one. A
+// federated mount's legacy clients get the translated legacy face over the mount's own modern
+// face (routing/loopback.ts): merged lists, routed calls and rounds from any member, whatever
+// each member's era. Part of the composition root: app.ts calls it once.
 
 import type { CachePolicy, MountSpec } from './config/index.js';
 import type { Mount } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { UpstreamMetrics, type Metrics } from './metrics/index.js';
-import { compileRules, Federation, type ModernDeps } from './routing/index.js';
+import { compileRules, Federation, loopbackWire, type ModernDeps } from './routing/index.js';
+import { serveModern } from './pipeline.js';
+import { TranslatedFace, type AskRounds, type FactsStore } from './translate/index.js';
+import { ForwardPolicy, ModernClient } from './upstream/index.js';
 import { SkillFolder, SkillsFront, SkillsLegacyFace } from './skills/index.js';
 import type { Subscriptions } from './subscriptions/index.js';
-import { cacheHintOf, type UpstreamParts } from './upstream-parts.js';
+import { cacheHintOf, MAX_ROUNDS, type UpstreamParts } from './upstream-parts.js';
 import { VERSION } from './version.js';
 import { WarmLane } from './warm/index.js';
 
@@ -23,6 +28,8 @@ export interface MountContext {
   cache: CachePolicy;
   /** Filled with the federations made, for the app's probes and start-up checks. */
   federations: Federation[];
+  /** What the legacy face of a federated mount keeps: its clients' sessions and their calls' asks. */
+  face: { facts: FactsStore; rounds: AskRounds; keepAliveMs: number; maxResponseBytes: number };
   log: Logger;
 }
 
@@ -65,9 +72,31 @@ export function mountParts(specs: readonly MountSpec[], ctx: MountContext): { mo
       log: log.child({ stage: 'federation', mount: m.path }),
     });
     federations.push(federation);
-    mounts.set(m.path, { path: m.path, passthrough: undefined, federation, ...(front ? { front } : {}) });
+    const passthrough = federatedFace(m.path, () => mount, ctx);
+    const mount: Mount = { path: m.path, passthrough, federation, ...(front ? { front } : {}) };
+    mounts.set(m.path, mount);
   }
   return { mounts, folders };
 }
 
 
+
+/** The translated legacy face over a federated mount's modern face (its skills front included). */
+function federatedFace(path: string, mount: () => Mount, ctx: MountContext): TranslatedFace {
+  const { face, log } = ctx;
+  const faceLog = log.child({ stage: 'legacy-face', mount: path });
+  const client = new ModernClient(loopbackWire((ex) => serveModern(ex, mount()), faceLog), face.maxResponseBytes);
+  return new TranslatedFace(
+    {
+      upstream: path,
+      client,
+      facts: face.facts,
+      rounds: face.rounds,
+      // The inner pipeline gets the client's headers as the front door did; each member's own policy picks from them.
+      forward: new ForwardPolicy(['*'], []),
+      keepAliveMs: face.keepAliveMs,
+      maxRounds: MAX_ROUNDS,
+    },
+    faceLog,
+  );
+}

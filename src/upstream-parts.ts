@@ -410,7 +410,7 @@ function bothEras(
 }
 
 /** input_required rounds one legacy client's call may take through the translated face. */
-const MAX_ROUNDS = 32;
+export const MAX_ROUNDS = 32;
 
 /** The cache hints of an upstream's cache.* policy, by method (a legacy upstream gives none itself). */
 export function cacheHintOf(cache: CachePolicy): (method: string) => CacheHint {

@@ -17,7 +17,6 @@ import {
   eraTags,
   legacyRate,
   legacyScopes,
-  legacyServed,
   modernRate,
   modernScopes,
   rejected,
@@ -75,7 +74,6 @@ const STEPS: readonly Step[] = [
   eraTags, // the era and method, for metrics and the access log
   accepted, // 202 for a notification or a response
   rejected, // the classifier's error
-  legacyServed, // invalid_request on a federated mount
   legacyScopes, // insufficient_scope for a request of the message or batch
   legacyRate, // rate_limited for a request over its method's rate
   forwardLegacy, // the legacy face answers
@@ -145,9 +143,9 @@ async function walkOn(v: Visit, said: Promise<boolean | void>, from: number): Pr
 function forwardLegacy(v: Visit): boolean | Promise<void> {
   if (v.verdict.era !== 'legacy') return NEXT;
   const { req, json } = v;
-  // legacyServed saw that there is one.
-  const passthrough = v.mount.passthrough!;
-  return passthrough.forward('POST', req.headers, { bytes: v.body, json }, v.res, v.signal, routingHeaders(req.headers, json), v.access, v.principal);
+  const extra = routingHeaders(req.headers, json);
+  const body = { bytes: v.body, json };
+  return v.mount.passthrough.forward('POST', req.headers, body, v.res, v.signal, extra, v.access, v.principal);
 }
 
 function serve(v: Visit): boolean | Promise<void> {

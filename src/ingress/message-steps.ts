@@ -10,7 +10,6 @@ import { causewayError, ERROR_TABLE } from '../errors.js';
 import { isObject, type JsonObject, type RequestId } from '../jsonrpc.js';
 import { legacyName } from '../passthrough/index.js';
 import type { RateLimiter } from './rate-limit.js';
-import { legacyNotServed } from './request-steps.js';
 import { ANSWERED, NEXT, refuse, type Visit } from './visit.js';
 
 type ModernVerdict = Extract<Classified, { era: 'modern' }>;
@@ -90,9 +89,6 @@ export function rejected(v: Visit): boolean {
   return refuse(v, causewayError(r.reason, r.message, r.data), r.id);
 }
 
-export function legacyServed(v: Visit): boolean {
-  return v.verdict.era !== 'legacy' || v.mount.passthrough ? NEXT : refuse(v, legacyNotServed(), null);
-}
 
 /** The first request of a legacy POST its token's scopes do not cover. */
 export function legacyScopes(v: Visit): boolean {

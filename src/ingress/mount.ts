@@ -1,7 +1,8 @@
 // A mount: what one path of the data port serves. A single-upstream mount's modern requests go
 // through the pipeline on its upstream and its legacy ones to its legacy face (the byte
 // passthrough, or Causeway's own legacy protocol over a stdio or HTTP+SSE upstream); a federated
-// mount answers modern requests through its Federation and serves no legacy clients. Plain data:
+// mount answers modern requests through its Federation, and legacy ones with the translated
+// legacy face over that. Plain data:
 // the composition root builds it, the front door serves legacy requests from it and hands it to
 // the pipeline (as routing's ModernMount) for modern ones.
 
@@ -19,4 +20,11 @@ export type Mount =
       /** The straight path of a warm call, on a Streamable HTTP upstream (tracing off). */
       readonly warm?: WarmLane;
     }
-  | { readonly path: string; readonly passthrough: undefined; readonly federation: Federation; readonly upstream?: undefined; readonly front?: MountFront; readonly warm?: undefined };
+  | {
+      readonly path: string;
+      readonly passthrough: LegacyFace;
+      readonly federation: Federation;
+      readonly upstream?: undefined;
+      readonly front?: MountFront;
+      readonly warm?: undefined;
+    };

@@ -19,11 +19,6 @@ function mcpMethod(method: string): boolean {
   return method === 'POST' || method === 'GET' || method === 'DELETE';
 }
 
-/** Legacy clients on a federated mount: there is no one upstream session to give them. */
-export function legacyNotServed() {
-  return causewayError('invalid_request', 'Legacy clients are served on single-upstream mounts only');
-}
-
 export function probes(v: Visit): boolean {
   if (v.method !== 'GET') return NEXT;
   if (v.path === '/healthz') {
@@ -254,7 +249,6 @@ export function legacyStream(v: Visit): boolean | Promise<void> {
   tag.era = 'legacy';
   tag.method = method === 'GET' ? 'stream' : 'terminate';
   const { passthrough } = v.mount;
-  if (!passthrough) return refuse(v, legacyNotServed(), null);
   return passthrough.forward(method, v.req.headers, undefined, v.res, v.signal, undefined, v.access, v.principal);
 }
 

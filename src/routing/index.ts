@@ -1,4 +1,5 @@
 export { Federation, type Routed } from './federation.js';
+export { loopbackWire } from './loopback.js';
 export type { ModernMount, MountFront } from './mount.js';
 export { compileRules } from './rules.js';
 export type { AccessNotes, Answered, ModernDeps, ModernExchange } from './exchange.js';

@@ -18,6 +18,7 @@ import { callHeaders, walkList } from '../upstream/index.js';
 import { pinnedUpstream, type CompiledRule } from './rules.js';
 import { holdsTasks } from '../tasks/index.js';
 import { learnTools } from './tool-facts.js';
+import { modernDiscover, modernSide, modernWalk, type MemberAsk } from './modern-member.js';
 
 export interface Member {
   name: string;
@@ -122,7 +123,8 @@ export class Merger {
         this.opts.members.map((m) => {
           if (unreachable.has(m.name)) return undefined;
           const signal = AbortSignal.timeout(m.deps.bridge.upstreamTimeoutMs);
-          return this.fetchAll({ m, method, shape, principal, caps: {}, signal }).catch((err: unknown) => {
+          const read = { m, method, shape, principal, caps: {}, clientInfo: undefined, headers: {}, signal };
+          return this.fetchAll(read).catch((err: unknown) => {
             unreachable.add(m.name);
             this.opts.log.warn({ upstream: m.name, method, err: (err as Error).message }, 'federation check could not list an upstream; its names are checked when first merged');
             return undefined;
@@ -135,14 +137,21 @@ export class Merger {
   }
 
   async discover(ex: Asked): Promise<Answered> {
-    const { principal } = ex;
-    const sessions = await Promise.all(
-      this.opts.members.map((m) => m.deps.pool.acquire(sessionKeyFor(m.name, principal, ex.request.meta.clientCapabilities))),
+    const { principal, signal, headers } = ex;
+    const { clientCapabilities: caps, clientInfo } = ex.request.meta;
+    // A legacy member's session (its initialize result), or a 2026 member's own discover result.
+    const answers = await Promise.all(
+      this.opts.members.map(async (m) => {
+        const modern = await modernSide(m.deps, signal);
+        const ask = { principal, caps, clientInfo, headers, signal };
+        if (modern) return { init: await modernDiscover(m.deps, modern, ask) };
+        const session = await m.deps.pool.acquire(sessionKeyFor(m.name, principal, caps));
+        return { init: session.record.initializeResult, session };
+      }),
     );
     const capabilities: JsonObject = {};
     const instructions: string[] = [];
-    sessions.forEach((s, i) => {
-      const init = s.record.initializeResult;
+    answers.forEach(({ init }, i) => {
       if (isObject(init.capabilities)) {
         for (const [k, v] of Object.entries(init.capabilities)) {
           if (isObject(v)) capabilities[k] = { ...(isObject(capabilities[k]) ? capabilities[k] : {}), ...v };
@@ -152,8 +161,12 @@ export class Merger {
     });
     const merged: JsonObject = { capabilities, serverInfo: this.opts.serverInfo };
     if (instructions.length > 0) merged.instructions = instructions.join('\n\n');
-    // The extension, where Causeway holds some member's tools as tasks (its own tasks come in its capabilities).
-    const holds = await Promise.all(sessions.map((s, i) => holdsTasks(ex, this.opts.members[i]!.deps, s, learnTools)));
+    // The extension, where Causeway holds some legacy member's tools as tasks (its own tasks come in its capabilities).
+    const holds = await Promise.all(
+      answers.map(({ session }, i) => {
+        return session !== undefined && holdsTasks(ex, this.opts.members[i]!.deps, session, learnTools);
+      }),
+    );
     sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: discoverResult(merged, this.cacheHint('server/discover'), holds.some(Boolean)) });
     return 'complete';
   }
@@ -182,10 +195,9 @@ export class Merger {
 
   /** Every member's full list, merged; the principal's owner index is updated from it. */
   async mergedItems(ex: Asked, shape: ListShape, method: string): Promise<JsonObject[]> {
-    const { principal } = ex;
-    const caps = ex.request.meta.clientCapabilities;
-    const { signal, headers } = ex;
-    const read = (m: Member) => this.fetchAll({ m, method, shape, principal, caps, signal }, headers.authorization);
+    const { principal, signal, headers } = ex;
+    const { clientCapabilities: caps, clientInfo } = ex.request.meta;
+    const read = (m: Member) => this.fetchAll({ m, method, shape, principal, caps, clientInfo, headers, signal });
     const lists = await Promise.all(this.opts.members.map(read));
     if (lists.every((l) => l === undefined)) throw causewayError('method_not_found', `Method not found: ${method}`);
     const { items, owners } = this.merge(shape, lists);
@@ -206,13 +218,15 @@ export class Merger {
    * Kept by the member's gateway cache as its own answers are (its cache.* policy, dropped by its
    * list_changed or a replaced session), so merges of a list that did not change ask no member.
    */
-  private fetchAll(read: ListRead, authorization?: string): Promise<Listed> {
+  private async fetchAll(read: ListRead): Promise<Listed> {
+    const modern = await modernSide(read.m.deps, read.signal);
+    if (modern) return this.fetchModern(read, modern);
     const { m, method, shape, principal, caps } = read;
     const { cache } = m.deps;
     if (cache === undefined) return this.walkAll(read);
     const hint = m.deps.cacheHint(method);
     const who = hint.cacheScope === 'public' ? '' : sessionKeyFor(m.name, principal, caps).id;
-    const q = cache.wholeList(method, who, authorization);
+    const q = cache.wholeList(method, who, read.headers.authorization);
     return cache.through(
       q,
       hint.cacheScope,
@@ -223,6 +237,28 @@ export class Merger {
           const streamHeld = m.deps.subscriptions.holdsStream(session);
           cache.keepLegacy(q, fill, { [shape.kind]: items }, hint, { ...legacy, streamHeld });
         }),
+    );
+  }
+
+  /** A 2026 member's whole list, kept by its gateway cache as the first page's own hints say. */
+  private fetchModern(read: ListRead, modern: NonNullable<ModernDeps['modern']>): Promise<Listed> {
+    const { m, method, shape } = read;
+    const list = { method, kind: shape.kind, key: shape.key, maxPages: MAX_UPSTREAM_PAGES };
+    const walk = () => modernWalk(m.deps, modern, list, read);
+    const { cache } = m.deps;
+    if (cache === undefined) return walk().then((w) => w?.items);
+    const q = cache.wholeList(method, read.principal, read.headers.authorization);
+    return cache.through(
+      q,
+      undefined,
+      (e) => itemsOf(cache.result(e), shape),
+      async (fill) => {
+        const w = await walk();
+        if (w === undefined) return undefined;
+        const { resultType, ttlMs, cacheScope } = w.first;
+        cache.keepModern(q, fill, { [shape.kind]: w.items, resultType, ttlMs, cacheScope });
+        return w.items;
+      },
     );
   }
 
@@ -346,13 +382,10 @@ export function templatePattern(template: string): RegExp {
 type Listed = JsonObject[] | undefined;
 
 /** One member's list, as a merge reads it. */
-interface ListRead {
+interface ListRead extends MemberAsk {
   m: Member;
   method: string;
   shape: ListShape;
-  principal: string;
-  caps: JsonObject;
-  signal: AbortSignal;
 }
 
 /** The items a kept whole list holds. */

@@ -37,3 +37,4 @@ export { ERAS, eraOf, MemoryEraMemo, MODERN_VERSION, RedisEraMemo, ModernClient,
 export { httpWire, type ModernAnswer, type ModernWire } from './modern/index.js';
 export { UpstreamDispatcher } from './http/index.js';
 export { ModernStdioPool, type ModernStdioOptions } from './modern-stdio/index.js';
+export { AnswerBody } from './modern/index.js';

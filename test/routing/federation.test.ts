@@ -190,13 +190,22 @@ t.test('route rules pin methods and name patterns to one member', async (t) => {
   t.equal((b.stats().requestsByMethod['resources/read'] ?? 0) - reads, 1, 'a resources/read rule with a URI pattern');
 });
 
-t.test('legacy clients need a single-upstream mount', async (t) => {
-  const legacy = await post(url('/all'), { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }, {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-  });
-  t.equal(legacy.status, 400);
-  t.equal(legacy.json.error.code, -32600);
+t.test('a legacy client opens a session of the translated face over the merged view', async (t) => {
+  const legacy = await post(
+    url('/all'),
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    },
+    { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+  );
+  t.equal(legacy.status, 200);
+  t.match(legacy.headers['mcp-session-id'], /^[A-Za-z0-9_-]{22}$/, 'a session of Causeway’s own');
+  t.equal(legacy.json.result.protocolVersion, '2025-11-25');
+  t.equal(legacy.json.result.serverInfo.name, 'causeway', 'the merged server, as discover names it');
+  t.ok(legacy.json.result.capabilities.tools && legacy.json.result.capabilities.resources);
 });
 
 // Last: it toggles b's dynamic tool.

@@ -4,9 +4,8 @@
 // notification first (progress, a log line, a listen's acknowledgment) makes it an SSE stream
 // of the request's notifications ending in its response, as the SDK's own HTTP handler does.
 
-import { Readable } from 'node:stream';
 import type { JsonRpcMessage, JsonRpcResponse } from '../../jsonrpc.js';
-import type { ModernAnswer } from '../modern/index.js';
+import { AnswerBody, type ModernAnswer } from '../modern/index.js';
 
 /** The status a 2026 server gives an error over HTTP [SHTTP]: 400 for the envelope's, 404 for an unknown method. */
 export function statusOf(response: JsonRpcResponse): number {
@@ -15,31 +14,6 @@ export function statusOf(response: JsonRpcResponse): number {
   if (code === -32020 || code === -32021 || code === -32022) return 400;
   if (code === -32601) return 404;
   return 200;
-}
-
-/** A body as undici's: a byte stream that can be dumped, with the request cancelled when it is destroyed early. */
-export class AnswerBody extends Readable {
-  constructor(private readonly onDestroy: (err: Error | null) => void) {
-    super();
-  }
-
-  override _read(): void {}
-
-  override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
-    this.onDestroy(err);
-    callback(err);
-  }
-
-  /** Reads the rest and drops it (what undici's dump does); `limit` is left to the caller's timer. */
-  dump(_opts?: { limit?: number }): Promise<void> {
-    return new Promise<void>((resolve) => {
-      if (this.readableEnded || this.destroyed) return resolve();
-      this.once('end', () => resolve());
-      this.once('close', () => resolve());
-      this.on('error', () => undefined);
-      this.resume();
-    });
-  }
 }
 
 /** The answer being written: JSON or SSE, decided by what the child sends first. */

@@ -1,5 +1,6 @@
 // The 2026-07-28 side of the upstream wing: which era an upstream speaks (era.ts), and the
-// stateless client of a modern upstream (modern-client.ts).
+// stateless client of a modern upstream (modern-client.ts), the body of an answer written here
+// (answer-body.ts).
 
 export { ERAS, eraOf, isEraRefusal, MemoryEraMemo, MODERN_VERSION, RedisEraMemo, UpstreamEra, type Era, type EraMemo, type EraSetting, type ProbeAnswer } from './era.js';
 export {
@@ -11,3 +12,4 @@ export {
   type ModernWire,
 } from './modern-client.js';
 export { RelayedListens } from './listens.js';
+export { AnswerBody } from './answer-body.js';

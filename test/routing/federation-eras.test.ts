@@ -1,0 +1,117 @@
+// A federated mount of one legacy and one 2026-only member: the team that migrated one server of
+// a federation keeps its mount. The 2.4.0 client lists both members' tools, calls one of each and
+// completes an input_required round from each (the legacy member's elicitation becomes a round,
+// the modern member's round is relayed). The SDK 1.32.2 client on the same mount gets the
+// translated legacy face over the merged view: both members' tools, a call on each, and each
+// member's question put to it as a real elicitation request.
+
+import t from 'tap';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startLegacyServer } from '../fixtures/legacy-server.js';
+import { startModernServer } from '../fixtures/modern-server.js';
+import { startCauseway } from '../helpers/causeway.js';
+import { modernBody, modernHeaders, post } from '../e2e/wire.js';
+
+const old = await startLegacyServer({ label: 'old' });
+const neu = await startModernServer({ label: 'neu' });
+const causeway = await startCauseway({
+  upstreams: JSON.stringify({ old: { url: old.url }, neu: { url: neu.url } }),
+  mounts: JSON.stringify({ '/all': { upstreams: ['old', 'neu'] } }),
+  'principal.mode': 'header',
+  'principal.header': 'x-user',
+  'principal.hashSecret': 'federation-eras-test-secret',
+  'log.level': 'warn',
+});
+t.teardown(async () => {
+  await causeway.close();
+  await old.close();
+  await neu.close();
+});
+const mountUrl = new URL('/all', causeway.app.origin!);
+const USER = { 'x-user': 'ada' };
+
+type Json = Record<string, any>;
+const textOf = (r: Json): string => r.content.map((c: Json) => c.text).join('');
+
+/** Every page of a tools/list, walked with the client's own cursors. */
+async function allToolNames(
+  list: (cursor?: string) => Promise<{ tools: Array<{ name: string }>; nextCursor?: string }>,
+) {
+  const names: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await list(cursor);
+    names.push(...page.tools.map((x) => x.name));
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return names;
+}
+
+t.test('the 2.4.0 client: both members listed, one call and one input_required round on each', async (t) => {
+  const elicited: Json[] = [];
+  const client = new Client(
+    { name: 'federation-eras', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: {} } },
+  );
+  client.setRequestHandler('elicitation/create', async (req) => {
+    elicited.push(req.params);
+    return { action: 'accept', content: { name: 'Ada', username: 'ada', email: 'ada@example.com' } };
+  });
+  await client.connect(new StreamableHTTPClientTransport(mountUrl, { requestInit: { headers: USER } }));
+  t.teardown(() => client.close());
+
+  const names = await allToolNames((cursor) => client.listTools(cursor === undefined ? {} : { cursor }));
+  t.ok(names.includes('old__about_old'), 'the legacy member’s tools, prefixed');
+  t.ok(names.includes('neu__about_neu'), 'the 2026 member’s tools, prefixed');
+  t.ok(names.includes('neu__test_input_required_result_elicitation'));
+
+  t.equal(textOf(await client.callTool({ name: 'old__about_old', arguments: {} })), 'served by old');
+  t.equal(textOf(await client.callTool({ name: 'neu__about_neu', arguments: {} })), 'served by neu');
+
+  const fromOld = await client.callTool({ name: 'old__test_elicitation', arguments: { message: 'who?' } });
+  t.match(textOf(fromOld), /action=accept/, 'the legacy member’s elicitation, as a round');
+  const fromNeu = await client.callTool({ name: 'neu__test_input_required_result_elicitation', arguments: {} });
+  t.equal(textOf(fromNeu), 'Hello, Ada!', 'the 2026 member’s round, relayed');
+  t.equal(elicited.length, 2, 'one question from each member reached the client');
+});
+
+t.test('merged discover names Causeway and holds both members’ capabilities', async (t) => {
+  const r = await post(mountUrl.href, modernBody('server/discover'), { ...modernHeaders('server/discover'), ...USER });
+  t.equal(r.status, 200);
+  const d = r.json.result;
+  t.equal(d._meta['io.modelcontextprotocol/serverInfo'].name, 'causeway');
+  t.ok(d.capabilities.tools && d.capabilities.prompts && d.capabilities.resources);
+  t.match(d.instructions, /\[old\]/);
+  t.match(d.instructions, /\[neu\] Modern fixture neu/);
+});
+
+t.test('the SDK 1.32.2 client: the translated face over the merged view, real elicitation from each', async (t) => {
+  const elicited: string[] = [];
+  const client = new LegacyClient(
+    { name: 'federation-eras-legacy', version: '1.0.0' },
+    { capabilities: { elicitation: {} } },
+  );
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    elicited.push(String(req.params.message));
+    return { action: 'accept', content: { name: 'Grace', username: 'grace', email: 'grace@example.com' } };
+  });
+  await client.connect(new LegacyTransport(mountUrl, { requestInit: { headers: USER } }));
+  t.teardown(() => client.close());
+  t.equal(client.getServerVersion()?.name, 'causeway');
+
+  const names = await allToolNames((cursor) => client.listTools(cursor === undefined ? {} : { cursor }));
+  t.ok(names.includes('old__about_old') && names.includes('neu__about_neu'), 'both members’ tools');
+
+  t.equal(textOf((await client.callTool({ name: 'old__about_old', arguments: {} })) as Json), 'served by old');
+  t.equal(textOf((await client.callTool({ name: 'neu__about_neu', arguments: {} })) as Json), 'served by neu');
+
+  const fromOld = await client.callTool({ name: 'old__test_elicitation', arguments: { message: 'who are you?' } });
+  t.match(textOf(fromOld as Json), /action=accept, content=.*grace/, 'the legacy member’s question, answered');
+  const fromNeu = await client.callTool({ name: 'neu__test_input_required_result_elicitation', arguments: {} });
+  t.equal(textOf(fromNeu as Json), 'Hello, Grace!', 'the 2026 member’s question, answered');
+  t.equal(elicited.length, 2, 'each member’s question reached the legacy client as a real elicitation request');
+  t.equal(elicited[0], 'who are you?');
+});
