@@ -1,15 +1,16 @@
-// One mount in front of several different legacy servers: the routing stage the pipeline asks,
-// for each request, whether it is answered from every member (server/discover and the lists, by
-// the Merger; subscriptions/listen, one stream over every member's session with each resource
-// subscription on the member owning the URI) or routed to one member (by the Router), on which
-// the rest of the pipeline then runs.
+// One mount in front of several different servers, legacy or 2026: the routing stage the pipeline
+// asks, for each request, whether it is answered from every member (server/discover and the
+// lists, by the Merger; subscriptions/listen, one stream over every legacy member's session and
+// every 2026 member's own listen, with each resource subscription on the member owning the URI)
+// or routed to one member (by the Router), on which the rest of the pipeline then runs.
 
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { sessionKeyFor } from './session-keys.js';
 import type { UpstreamMetrics } from '../metrics/index.js';
 import type { Answered, ModernExchange } from './exchange.js';
-import type { Subscriptions } from '../subscriptions/index.js';
+import type { ListenPart, Subscriptions } from '../subscriptions/index.js';
+import { modernListen, modernSide } from './modern-member.js';
 import { LISTS, Merger, type Asked, type Conflict, type Member } from './merge.js';
 import { ANONYMOUS } from '../auth/index.js';
 import { Router, type Routed } from './router.js';
@@ -100,7 +101,16 @@ export class Federation {
     (await this.router.ownersOfUris(ex, uris)).forEach((owner, i) => {
       if (owner) owned[this.opts.members.indexOf(owner)]!.push(uris[i]!);
     });
-    const parts = this.opts.members.map((m, i) => ({ key: sessionKeyFor(m.name, principal, caps), uris: owned[i]! }));
+    const { signal, headers } = ex;
+    const ask = { principal, caps, clientInfo: ex.request.meta.clientInfo, headers, signal };
+    const parts = await Promise.all(
+      this.opts.members.map(async (m, i): Promise<ListenPart> => {
+        const modern = await modernSide(m.deps, signal);
+        const uris = owned[i]!;
+        if (modern) return { remote: modernListen(m.deps, modern, ask), uris };
+        return { key: sessionKeyFor(m.name, principal, caps), uris };
+      }),
+    );
     await this.opts.subscriptions.listen({ request: ex.request, parts, principal, res: ex.res, signal: ex.signal, log: ex.log, span: ex.span });
     return 'complete';
   }

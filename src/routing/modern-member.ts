@@ -4,7 +4,8 @@
 // credentials and forwarded headers. Its era is the member's own (upstream.era, found once).
 
 import { causewayError } from '../errors.js';
-import { isObject, type JsonObject, type JsonRpcRequest } from '../jsonrpc.js';
+import { isObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc.js';
+import type { ListenFilter, RemoteListen } from '../subscriptions/index.js';
 import { MODERN_VERSION } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import type { ModernDeps } from './exchange.js';
@@ -29,6 +30,15 @@ export interface MemberAsk {
 
 const CAUSEWAY = { name: 'causeway', version: VERSION };
 
+/** The 2026 envelope of a request asked on the client's behalf: its capabilities and clientInfo. */
+function envelope(a: MemberAsk): JsonObject {
+  return {
+    'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+    'io.modelcontextprotocol/clientCapabilities': a.caps,
+    'io.modelcontextprotocol/clientInfo': a.clientInfo ?? CAUSEWAY,
+  };
+}
+
 /**
  * One request to a modern member. -32601 (it serves no such method: a list it does not have) is
  * undefined; any other error answer is the member's refusal, reported as such.
@@ -40,12 +50,12 @@ async function ask(
   params: JsonObject,
   a: MemberAsk,
 ): Promise<JsonObject | undefined> {
-  const _meta: JsonObject = {
-    'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
-    'io.modelcontextprotocol/clientCapabilities': a.caps,
-    'io.modelcontextprotocol/clientInfo': a.clientInfo ?? CAUSEWAY,
+  const msg: JsonRpcRequest = {
+    jsonrpc: '2.0',
+    id: `causeway-${method}`,
+    method,
+    params: { ...params, _meta: envelope(a) },
   };
-  const msg: JsonRpcRequest = { jsonrpc: '2.0', id: `causeway-${method}`, method, params: { ...params, _meta } };
   const headers = deps.forward.pick(a.headers as Record<string, string>);
   const { response } = await modern.client.request(msg, undefined, {
     headers,
@@ -100,4 +110,59 @@ export async function modernWalk(
     if (cursor === undefined) break;
   }
   return { items, first: first! };
+}
+
+const ACKNOWLEDGED = 'notifications/subscriptions/acknowledged';
+
+/**
+ * A 2026 member's own subscriptions/listen, for a federated mount's listen (Subscriptions's
+ * `remote` part): opened with the client's envelope, acknowledged within the member's request
+ * timeout, its notifications handed on as they come, lost when the member ends it.
+ */
+export function modernListen(deps: ModernDeps, modern: NonNullable<ModernDeps['modern']>, a: MemberAsk): RemoteListen {
+  return {
+    open: (filter, deliver, lost) =>
+      new Promise((resolve, reject) => {
+        const closing = new AbortController();
+        const timer = setTimeout(
+          () =>
+            closing.abort(
+              causewayError('upstream_timeout', `Upstream ${deps.upstreamName} did not acknowledge listen`),
+            ),
+          deps.bridge.upstreamTimeoutMs,
+        );
+        let acknowledged = false;
+        const close = () => closing.abort(new Error('listen closed'));
+        const onNotification = (n: JsonRpcNotification) => {
+          if (acknowledged) return deliver(n);
+          if (n.method !== ACKNOWLEDGED) return;
+          acknowledged = true;
+          clearTimeout(timer);
+          const p = isObject(n.params) && isObject(n.params.notifications) ? n.params.notifications : {};
+          resolve({ honoured: p as ListenFilter, close });
+        };
+        const msg: JsonRpcRequest = {
+          jsonrpc: '2.0',
+          id: 'causeway-listen',
+          method: 'subscriptions/listen',
+          params: { notifications: filter as JsonObject, _meta: envelope(a) },
+        };
+        const headers = deps.forward.pick(a.headers as Record<string, string>);
+        const signal = AbortSignal.any([a.signal, closing.signal]);
+        const opts = { headers, principal: a.principal, signal, longLived: true, onNotification };
+        modern.client.request(msg, undefined, opts).then(
+          ({ response }) => ended('error' in response ? new Error(response.error.message) : undefined),
+          (err: unknown) => ended(err),
+        );
+        function ended(err: unknown): void {
+          clearTimeout(timer);
+          if (acknowledged) {
+            if (!closing.signal.aborted) lost();
+          } else
+            reject(
+              closing.signal.reason ?? err ?? causewayError('upstream_bad_response', 'listen ended unacknowledged'),
+            );
+        }
+      }),
+  };
 }

@@ -1,4 +1,11 @@
-export { Subscriptions, type ListenExchange, type SubscriptionDeps, type SubscriptionLimits } from './listen.js';
+export {
+  Subscriptions,
+  type ListenExchange,
+  type ListenPart,
+  type RemoteListen,
+  type SubscriptionDeps,
+  type SubscriptionLimits,
+} from './listen.js';
 export { InProcessSessionEventBus, tapped, type SessionEventBus, type SessionEventHandler } from './bus.js';
 export { type ListenFilter } from './filter.js';
 export { LocalCoordinator, listenTickMs, type ListenCoordinator } from './coordination.js';

@@ -51,11 +51,30 @@ export type SubscriptionDeps = Omit<ChannelDeps, 'client'> & {
   standingOf?(upstream: string): StandingStream;
 };
 
-/** One upstream session a listen follows; a federated mount's listen follows one per member. */
-export interface ListenPart {
-  key: SessionKey;
-  /** The requested resourceSubscriptions this part serves; undefined: all of them. */
-  uris?: readonly string[];
+/**
+ * One upstream session a listen follows; a federated mount's listen follows one per member, and
+ * for a 2026 member (no session: it serves listen itself) that member's own listen (`remote`).
+ */
+export type ListenPart =
+  | {
+      key: SessionKey;
+      remote?: undefined;
+      /** The requested resourceSubscriptions this part serves; undefined: all of them. */
+      uris?: readonly string[];
+    }
+  | { key?: undefined; remote: RemoteListen; uris?: readonly string[] };
+
+/** A listen another server serves: opened for a filter, its notifications handed on until it ends. */
+export interface RemoteListen {
+  /**
+   * Opens it for `filter`; resolves once acknowledged, with what it honours and how to close it.
+   * `lost` is called when it ends by itself afterwards.
+   */
+  open(
+    filter: ListenFilter,
+    deliver: (n: JsonRpcNotification) => void,
+    lost: () => void,
+  ): Promise<{ honoured: ListenFilter; close(): void }>;
 }
 
 export interface ListenExchange {
@@ -218,6 +237,7 @@ export class Subscriptions {
     };
 
     const joined: Array<{ channel: SessionChannel; member: ChannelMember }> = [];
+    const remotes: Array<{ close(): void }> = [];
     let hearTasks: (() => Promise<void>) | undefined;
     try {
       const taskIds = requested.taskIds;
@@ -228,9 +248,17 @@ export class Subscriptions {
       }
       const honoured: ListenFilter[] = [];
       for (const part of ex.parts) {
-        const session = await this.deps.pool.acquire(part.key);
         const uris = part.uris;
         const asked = uris === undefined || requested.resourceSubscriptions === undefined ? requested : { ...requested, resourceSubscriptions: requested.resourceSubscriptions.filter((u) => uris.includes(u)) };
+        if (part.remote) {
+          const { taskIds: _tasks, ...own } = asked;
+          if (isEmpty(own)) continue;
+          const opened = await part.remote.open(own, deliver, () => finish('lost'));
+          remotes.push(opened);
+          honoured.push(opened.honoured);
+          continue;
+        }
+        const session = await this.deps.pool.acquire(part.key);
         let filter = honour(asked, session.record.initializeResult.capabilities);
         if (!isEmpty(filter)) {
           const member: ChannelMember = {
@@ -276,6 +304,7 @@ export class Subscriptions {
       ex.log.debug({ why }, 'listen stream ended');
     } finally {
       await hearTasks?.();
+      for (const r of remotes) r.close();
       for (const j of joined) await j.channel.detach(j.member);
       if (this.open.size === 0 && !this.standing?.size) this.stopTicker();
     }

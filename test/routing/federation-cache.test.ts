@@ -1,11 +1,13 @@
 // A federated mount's merged lists are served from what the members' gateway caches kept: each
-// member's whole list is kept under the member's cache.* policy, so merges of lists that did not
+// legacy member's whole list is kept under the member's cache.* policy, a 2026 member's as its
+// own ttlMs and cacheScope say, so merges of lists that did not
 // change ask no member again, and a member's list_changed drops what was kept of it (and of no
 // other member). No request's parameters can name a kept whole list.
 
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
+import { startModernServer } from '../fixtures/modern-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
 import { until } from '../helpers/until.js';
@@ -15,9 +17,13 @@ import { modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
 const redis = await startRedis(t);
 const a = await startLegacyServer({ label: 'a' });
 const b = await startLegacyServer({ label: 'b' });
+const c = await startModernServer({
+  label: 'c',
+  cacheHints: { 'tools/list': { ttlMs: 60_000, cacheScope: 'private' } },
+});
 const causeway = await startCauseway({
-  upstreams: JSON.stringify({ a: { url: a.url }, b: { url: b.url } }),
-  mounts: JSON.stringify({ '/all': { upstreams: ['a', 'b'] } }),
+  upstreams: JSON.stringify({ a: { url: a.url }, b: { url: b.url }, c: { url: c.url } }),
+  mounts: JSON.stringify({ '/all': { upstreams: ['a', 'b', 'c'], pageSize: 200 } }),
   'cache.methods': JSON.stringify({ 'tools/list': { ttlMs: 60_000, scope: 'private' } }),
   // Each member's session holds its GET stream, which carries the list_changed a change sends,
   // and the replica hears what it carries (with Redis, as in a deployment of replicas).
@@ -30,11 +36,13 @@ t.teardown(async () => {
   await causeway.close();
   await a.close();
   await b.close();
+  await c.close();
 });
 const url = new URL('/all', causeway.app.origin!).href;
 const listed = () => ({
   a: a.stats().requestsByMethod['tools/list'] ?? 0,
   b: b.stats().requestsByMethod['tools/list'] ?? 0,
+  c: c.stats().requestsByMethod['tools/list'] ?? 0,
 });
 const names = async (params = {}): Promise<string[]> => {
   const r = await post(url, modernBody('tools/list', params), modernHeaders('tools/list'));
@@ -44,11 +52,11 @@ const names = async (params = {}): Promise<string[]> => {
 
 t.test('20 merged tools/list cost each member one upstream list', async (t) => {
   const first = await names();
-  t.ok(first.some((n) => n.startsWith('a__')) && first.some((n) => n.startsWith('b__')), 'both members listed');
+  t.ok(['a__', 'b__', 'c__'].every((p) => first.some((n) => n.startsWith(p))), 'every member listed, the 2026 one too');
   for (let i = 1; i < 20; i++) t.same(await names(), first, `merge ${i + 1} is the same list`);
   // Since each member started: the mount's start-up check of names lists for the anonymous
   // principal too, and shares what it read with these merges.
-  t.same(listed(), { a: 1, b: 1 }, 'one upstream tools/list per member');
+  t.same(listed(), { a: 1, b: 1, c: 1 }, 'one upstream tools/list per member');
 });
 
 t.test("a member's list_changed drops its kept list, and only its own", async (t) => {
@@ -72,6 +80,7 @@ t.test("a member's list_changed drops its kept list, and only its own", async (t
   const after = listed();
   t.ok(after.a > before.a, 'member a was listed again');
   t.equal(after.b, before.b, 'member b was not');
+  t.equal(after.c, before.c, 'nor the 2026 member c');
 });
 
 t.test("no client's parameters name the kept whole list", async (t) => {

@@ -9,11 +9,12 @@ import t from 'tap';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startModernServer } from '../fixtures/modern-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { modernBody, modernHeaders, post } from '../e2e/wire.js';
+import { until } from '../helpers/until.js';
 
 const old = await startLegacyServer({ label: 'old' });
 const neu = await startModernServer({ label: 'neu' });
@@ -114,4 +115,37 @@ t.test('the SDK 1.32.2 client: the translated face over the merged view, real el
   t.equal(textOf(fromNeu as Json), 'Hello, Grace!', 'the 2026 member’s question, answered');
   t.equal(elicited.length, 2, 'each member’s question reached the legacy client as a real elicitation request');
   t.equal(elicited[0], 'who are you?');
+
+  let changes = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void (changes += 1));
+  // The GET stream opens after initialize; until it is up, a change may pass unseen: trigger until heard.
+  await until(
+    async () => {
+      await client.callTool({ name: 'neu__test_trigger_tool_change', arguments: {} });
+      return changes >= 1;
+    },
+    { what: 'a list change on the legacy client’s GET stream' },
+  );
+  t.ok(changes >= 1, 'the 2026 member’s list change reaches the legacy client’s GET stream');
+});
+
+t.test('one listen stream follows the legacy member’s session and the 2026 member’s own listen', async (t) => {
+  const client = new Client(
+    { name: 'federation-eras-listen', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
+  );
+  await client.connect(new StreamableHTTPClientTransport(mountUrl, { requestInit: { headers: USER } }));
+  t.teardown(() => client.close());
+  let changes = 0;
+  client.setNotificationHandler('notifications/tools/list_changed', () => void (changes += 1));
+  const sub = await client.listen({ toolsListChanged: true });
+  t.same(sub.honoredFilter, { toolsListChanged: true });
+
+  await client.callTool({ name: 'neu__test_trigger_tool_change', arguments: {} });
+  await until(() => changes >= 1, { what: 'the 2026 member’s list change on the federated stream' });
+  t.equal(changes, 1, 'a change on the 2026 member reaches the stream');
+  await client.callTool({ name: 'old__test_trigger_tool_change', arguments: {} });
+  await until(() => changes >= 2, { what: 'the legacy member’s list change on the federated stream' });
+  t.equal(changes, 2, 'and one on the legacy member');
+  await sub.close();
 });
