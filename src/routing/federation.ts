@@ -10,7 +10,7 @@ import { sessionKeyFor } from './session-keys.js';
 import type { UpstreamMetrics } from '../metrics/index.js';
 import type { Answered, ModernExchange } from './exchange.js';
 import type { ListenPart, Subscriptions } from '../subscriptions/index.js';
-import { modernListen, modernSide } from './modern-member.js';
+import { holdsTask, modernListen, modernSide } from './modern-member.js';
 import { LISTS, Merger, type Asked, type Conflict, type Member } from './merge.js';
 import { ANONYMOUS } from '../auth/index.js';
 import { Router, type Routed } from './router.js';
@@ -35,10 +35,14 @@ export interface FederationOptions {
 
 /** URIs of one listen request whose owner is looked up. */
 const MAX_LISTEN_URIS = 1000;
+/** 2026 members' tasks whose owner one replica remembers. */
+const MAX_TASK_OWNERS = 10_000;
 
 export class Federation {
   private readonly merger: Merger;
   private readonly router: Router;
+  /** 2026 members' own tasks found so far, by principal scope and task id; oldest first. */
+  private readonly taskOwners = new Map<string, Member>();
 
   constructor(private readonly opts: FederationOptions) {
     this.merger = new Merger(opts);
@@ -77,11 +81,34 @@ export class Federation {
     return { route: () => this.router.route(ex) };
   }
 
-  /** A task is served by the member it was created on; an unknown one by the first, which says so. */
+  /**
+   * A task is served by the member it was created on: one Causeway holds (its record names the
+   * member), else a 2026 member's own, found by asking each 2026 member once (then remembered
+   * for the client); an unknown one by the first, which says so.
+   */
   private async routeTask(ex: Asked): Promise<Routed> {
     const { members } = this.opts;
-    const upstream = await members[0]!.deps.tasks.upstreamOf(ex.principal, ex.request.name!);
-    return { request: ex.request, member: members.find((m) => m.name === upstream) ?? members[0]! };
+    const taskId = ex.request.name!;
+    const held = await members[0]!.deps.tasks.upstreamOf(ex.principal, taskId);
+    const member = members.find((m) => m.name === held) ?? (await this.modernTaskOwner(ex, taskId)) ?? members[0]!;
+    return { request: ex.request, member };
+  }
+
+  private async modernTaskOwner(ex: Asked, taskId: string): Promise<Member | undefined> {
+    const slot = `${ex.scope}#${taskId}`;
+    const known = this.taskOwners.get(slot);
+    if (known) return known;
+    const { principal, signal, headers } = ex;
+    const { clientCapabilities: caps, clientInfo } = ex.request.meta;
+    const ask = { principal, caps, clientInfo, headers, signal };
+    for (const m of this.opts.members) {
+      const modern = await modernSide(m.deps, signal);
+      if (!modern || !(await holdsTask(m.deps, modern, taskId, ask))) continue;
+      if (this.taskOwners.size >= MAX_TASK_OWNERS) this.taskOwners.delete(this.taskOwners.keys().next().value!);
+      this.taskOwners.set(slot, m);
+      return m;
+    }
+    return undefined;
   }
 
   /** Merges every list for an anonymous principal and reports each name conflict found (see Merger.check). */

@@ -6,7 +6,14 @@
 // records who owns what (OwnerIndex), which the router reads.
 
 import { randomBytes } from 'node:crypto';
-import { discoverResult, normalizeToolsList, toolFacts, withResultMeta, type CacheHint } from '../dialect/index.js';
+import {
+  discoverResult,
+  normalizeToolsList,
+  TASKS_EXTENSION,
+  toolFacts,
+  withResultMeta,
+  type CacheHint,
+} from '../dialect/index.js';
 import { sendJson } from '../egress/index.js';
 import { causewayError } from '../errors.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
@@ -161,10 +168,12 @@ export class Merger {
     });
     const merged: JsonObject = { capabilities, serverInfo: this.opts.serverInfo };
     if (instructions.length > 0) merged.instructions = instructions.join('\n\n');
-    // The extension, where Causeway holds some legacy member's tools as tasks (its own tasks come in its capabilities).
+    // The extension, where Causeway holds some legacy member's tools as tasks (a legacy member's
+    // own tasks come in its capabilities), or a 2026 member runs tasks itself.
     const holds = await Promise.all(
-      answers.map(({ session }, i) => {
-        return session !== undefined && holdsTasks(ex, this.opts.members[i]!.deps, session, learnTools);
+      answers.map(({ init, session }, i) => {
+        if (session === undefined) return isObject(init.capabilities) && declaresTasksExtension(init.capabilities);
+        return holdsTasks(ex, this.opts.members[i]!.deps, session, learnTools);
       }),
     );
     sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: discoverResult(merged, this.cacheHint('server/discover'), holds.some(Boolean)) });
@@ -386,6 +395,11 @@ interface ListRead extends MemberAsk {
   m: Member;
   method: string;
   shape: ListShape;
+}
+
+/** A 2026 server's capabilities declare the tasks extension. */
+function declaresTasksExtension(capabilities: JsonObject): boolean {
+  return isObject(capabilities.extensions) && isObject(capabilities.extensions[TASKS_EXTENSION]);
 }
 
 /** The items a kept whole list holds. */

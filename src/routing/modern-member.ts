@@ -112,6 +112,23 @@ export async function modernWalk(
   return { items, first: first! };
 }
 
+/**
+ * Whether a 2026 member holds the task `taskId` for this client: its own tasks/get answers it.
+ * An unknown task (-32602) or no tasks at all (-32601) is not its own.
+ */
+export async function holdsTask(
+  deps: ModernDeps,
+  modern: NonNullable<ModernDeps['modern']>,
+  taskId: string,
+  a: MemberAsk,
+): Promise<boolean> {
+  try {
+    return (await ask(deps, modern, 'tasks/get', { taskId }, a)) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
 const ACKNOWLEDGED = 'notifications/subscriptions/acknowledged';
 
 /**

@@ -9,15 +9,20 @@ import t from 'tap';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  ElicitRequestSchema,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startModernServer } from '../fixtures/modern-server.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { modernBody, modernHeaders, post } from '../e2e/wire.js';
+import { modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
 import { until } from '../helpers/until.js';
 
 const old = await startLegacyServer({ label: 'old' });
-const neu = await startModernServer({ label: 'neu' });
+const neu = await startModernServer({ label: 'neu', tasks: true });
 const causeway = await startCauseway({
   upstreams: JSON.stringify({ old: { url: old.url }, neu: { url: neu.url } }),
   mounts: JSON.stringify({ '/all': { upstreams: ['old', 'neu'] } }),
@@ -148,4 +153,59 @@ t.test('one listen stream follows the legacy member’s session and the 2026 mem
   await until(() => changes >= 2, { what: 'the legacy member’s list change on the federated stream' });
   t.equal(changes, 2, 'and one on the legacy member');
   await sub.close();
+});
+
+const TASKS = 'io.modelcontextprotocol/tasks';
+
+t.test('a 2026 member’s own task, through the mount: created, polled and got by a 2026 client', async (t) => {
+  const discover = await post(mountUrl.href, modernBody('server/discover'), {
+    ...modernHeaders('server/discover'),
+    ...USER,
+  });
+  t.ok(discover.json.result.capabilities.extensions?.[TASKS], 'the merged discover offers the extension');
+  const declared = { 'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } } };
+  const call = toolCall('neu__slow_task', { ms: 0 }, 1, declared);
+  const created = await post(mountUrl.href, call.body, { ...call.headers, ...USER });
+  t.equal(created.json.result.resultType, 'task', 'the member made a task');
+  const taskId: string = created.json.result.taskId;
+  const get = () =>
+    post(mountUrl.href, modernBody('tasks/get', { taskId }, 2, declared), {
+      ...modernHeaders('tasks/get', taskId),
+      ...USER,
+    });
+  const done = await until(
+    async () => {
+      const r = await get();
+      return r.json.result?.status === 'completed' && r.json.result;
+    },
+    { what: 'the member’s task to complete, asked through the mount' },
+  );
+  t.equal(done.result.content[0].text, 'slow_task finished after 0ms', 'tasks/get reached the member that holds it');
+  // Who holds the task is remembered per principal: ada's next get asks the member once, another
+  // principal's first one finds the owner for itself (the member's own rules then apply).
+  const gets = () => neu.stats().requestsByMethod['tasks/get'] ?? 0;
+  let before = gets();
+  await get();
+  t.equal(gets() - before, 1, 'the owner remembered: one tasks/get upstream');
+  before = gets();
+  const other = await post(mountUrl.href, modernBody('tasks/get', { taskId }, 3, declared), {
+    ...modernHeaders('tasks/get', taskId),
+    'x-user': 'grace',
+  });
+  t.equal(other.status, 200);
+  t.equal(gets() - before, 2, 'another principal’s lookup is its own: the member asked, then the request relayed');
+});
+
+t.test('a legacy client’s task-augmented call on the mount runs as the 2026 member’s task', async (t) => {
+  const client = new LegacyClient({ name: 'federation-eras-tasks', version: '1.0.0' }, { capabilities: {} });
+  await client.connect(new LegacyTransport(mountUrl, { requestInit: { headers: USER } }));
+  t.teardown(() => client.close());
+  t.ok(client.getServerCapabilities()?.tasks, 'the legacy tasks capability, from the merged discover');
+  const params = { name: 'neu__slow_task', arguments: { ms: 0 }, task: { ttl: 60_000 } };
+  const { task } = (await client.request({ method: 'tools/call', params }, CreateTaskResultSchema)) as {
+    task: { taskId: string };
+  };
+  const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+  t.equal(textOf(result as Json), 'slow_task finished after 0ms', 'tasks/result: the member’s result');
+  t.equal((await client.experimental.tasks.getTask(task.taskId)).status, 'completed');
 });
