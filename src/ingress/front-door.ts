@@ -145,7 +145,8 @@ function forwardLegacy(v: Visit): boolean | Promise<void> {
   const { req, json } = v;
   const extra = routingHeaders(req.headers, json);
   const body = { bytes: v.body, json };
-  return v.mount.passthrough.forward('POST', req.headers, body, v.res, v.signal, extra, v.access, v.principal);
+  const { res, signal, access, principal } = v;
+  return v.mount.passthrough.forward({ method: 'POST', headers: req.headers, body, res, signal, extraHeaders: extra, access, principal });
 }
 
 function serve(v: Visit): boolean | Promise<void> {

@@ -249,7 +249,8 @@ export function legacyStream(v: Visit): boolean | Promise<void> {
   tag.era = 'legacy';
   tag.method = method === 'GET' ? 'stream' : 'terminate';
   const { passthrough } = v.mount;
-  return passthrough.forward(method, v.req.headers, undefined, v.res, v.signal, undefined, v.access, v.principal);
+  const { res, signal, access, principal } = v;
+  return passthrough.forward({ method, headers: v.req.headers, res, signal, access, principal });
 }
 
 export function postOnly(v: Visit): boolean {

@@ -6,7 +6,7 @@ import { sendCausewayError } from '../egress/index.js';
 import { toCausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FoundTransport } from '../upstream/index.js';
-import type { LegacyFace } from './legacy-face.js';
+import type { LegacyFace, LegacyRequest } from './legacy-face.js';
 
 export interface AutoFaceOptions {
   /** The transport found, probing first when not known yet. */
@@ -25,8 +25,8 @@ export class AutoLegacyFace implements LegacyFace {
     private readonly log: Logger,
   ) {}
 
-  async forward(...args: Parameters<LegacyFace['forward']>): Promise<void> {
-    const [, , , res, signal] = args;
+  async forward(req: LegacyRequest): Promise<void> {
+    const { res, signal } = req;
     let found: FoundTransport;
     try {
       found = await this.opts.use(signal);
@@ -36,7 +36,7 @@ export class AutoLegacyFace implements LegacyFace {
       return sendCausewayError(res, toCausewayError(err), null);
     }
     const face = found.transport === 'streamable-http' ? this.opts.passthrough : (this.channel ??= this.opts.channelFace(found));
-    return face.forward(...args);
+    return face.forward(req);
   }
 
   endStreams(): void {

@@ -29,7 +29,7 @@ import { isCacheable, type CacheScope, type UpstreamCache } from '../cache/index
 import type { JsonRpcNotification } from '../jsonrpc.js';
 import { SessionExpiredError, type UpstreamSessionClient } from '../upstream/index.js';
 import { LegacySessions, type LegacySession } from './channel-sessions.js';
-import { acceptsSse, keepAlive, readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
+import { acceptsSse, keepAlive, readLegacyMessage, sessionGone, type LegacyFace, type LegacyRequest } from './legacy-face.js';
 import type { SessionBinding } from './session-binding.js';
 
 export interface ChannelFaceOptions {
@@ -60,16 +60,8 @@ export class ChannelLegacyFace implements LegacyFace {
     this.sessions = new LegacySessions(opts.client, opts.binding, opts.idleTtlMs, log);
   }
 
-  async forward(
-    method: string,
-    headers: IncomingHttpHeaders,
-    body: LegacyBody | undefined,
-    res: HttpResponse,
-    signal: AbortSignal,
-    _extraHeaders: Record<string, string> | undefined,
-    access: Access | undefined,
-    principal: string,
-  ): Promise<void> {
+  async forward(req: LegacyRequest): Promise<void> {
+    const { method, headers, body, res, signal, access, principal } = req;
     let id: RequestId | null = null;
     let session: LegacySession | undefined;
     try {

@@ -7,7 +7,7 @@ import { sendCausewayError } from '../egress/index.js';
 import { toCausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { UpstreamEra } from '../upstream/index.js';
-import type { LegacyFace } from './legacy-face.js';
+import type { LegacyFace, LegacyRequest } from './legacy-face.js';
 
 export class EraLegacyFace implements LegacyFace {
   constructor(
@@ -17,8 +17,8 @@ export class EraLegacyFace implements LegacyFace {
     private readonly log: Logger,
   ) {}
 
-  async forward(...args: Parameters<LegacyFace['forward']>): Promise<void> {
-    const [, , , res, signal] = args;
+  async forward(req: LegacyRequest): Promise<void> {
+    const { res, signal } = req;
     let era = this.era.current;
     if (era === undefined) {
       try {
@@ -29,15 +29,15 @@ export class EraLegacyFace implements LegacyFace {
         return sendCausewayError(res, toCausewayError(err), null);
       }
     }
-    if (era === 'modern') return this.modern.forward(...args);
+    if (era === 'modern') return this.modern.forward(req);
     // A legacy server that refuses an initialize may have been upgraded in place: its era is found again.
-    const body = args[2]?.json;
+    const body = req.body?.json;
     if (typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'initialize') {
       res.once('finish', () => {
         if (res.statusCode === 400) this.era.refused();
       });
     }
-    return this.legacy.forward(...args);
+    return this.legacy.forward(req);
   }
 
   endStreams(): void {

@@ -15,20 +15,26 @@ export interface LegacyBody {
   json: unknown;
 }
 
+/** A legacy client's request, as the front door hands it to a face. */
+export interface LegacyRequest {
+  method: 'POST' | 'GET' | 'DELETE';
+  headers: IncomingHttpHeaders;
+  /** A POST's body; undefined for GET and DELETE. */
+  body?: LegacyBody;
+  res: HttpResponse;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+  /** Routing headers (Mcp-Method, Mcp-Name) the byte passthrough adds upstream. */
+  extraHeaders?: Record<string, string>;
+  /** The verified token's, when a resource server checked the request: its scopes filter lists. */
+  access?: Access;
+  /** Who asks: the principal hash the front door worked out (auth/principal.ts); it owns the session. */
+  principal: string;
+}
+
 export interface LegacyFace {
-  /** A legacy POST (with its body), GET stream or DELETE; answers on `res`, never throws. */
-  forward(
-    method: string,
-    headers: IncomingHttpHeaders,
-    body: LegacyBody | undefined,
-    res: HttpResponse,
-    signal: AbortSignal,
-    extraHeaders: Record<string, string> | undefined,
-    /** The verified token's, when a resource server checked the request: its scopes filter lists. */
-    access: Access | undefined,
-    /** Who asks: the principal hash the front door worked out (auth/principal.ts); it owns the session. */
-    principal: string,
-  ): Promise<void>;
+  /** A legacy POST (with its body), GET stream or DELETE; answers on `req.res`, never throws. */
+  forward(req: LegacyRequest): Promise<void>;
   /** Ends the long-lived GET streams it serves itself (a drain's stream phase); the sessions stay. */
   endStreams?(): void;
   /** Lets go of connections or sessions once the requests in flight are done. */

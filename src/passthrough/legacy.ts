@@ -24,7 +24,6 @@ import { CausewayError, toCausewayError } from '../errors.js';
 import { encodeHeaderValue } from '../envelope/index.js';
 import { isObject, isRequestId, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { Access } from '../auth/index.js';
 import {
   HOP_BY_HOP,
   losesSession,
@@ -38,7 +37,7 @@ import {
   type UpstreamHttp,
   type UpstreamRequest,
 } from '../upstream/index.js';
-import { sessionGone, type LegacyBody, type LegacyFace } from './legacy-face.js';
+import { sessionGone, type LegacyBody, type LegacyFace, type LegacyRequest } from './legacy-face.js';
 import { listRequests, relayFiltered } from './list-answers.js';
 import type { SessionBinding } from './session-binding.js';
 
@@ -112,16 +111,9 @@ export class LegacyPassthrough implements LegacyFace {
     private readonly log: Logger,
   ) {}
 
-  async forward(
-    method: string,
-    headers: IncomingHttpHeaders,
-    body: LegacyBody | undefined,
-    res: HttpResponse,
-    signal: AbortSignal,
-    extraHeaders: Record<string, string> = {},
-    access: Access | undefined,
-    asking: string,
-  ): Promise<void> {
+  async forward(asked: LegacyRequest): Promise<void> {
+    const { method, headers, body, res, signal, access, principal: asking } = asked;
+    const extraHeaders = asked.extraHeaders ?? {};
     const { targets, binding } = this.opts;
     const spread = targets.size > 1;
     const sent = requestHeaders(headers, this.opts.forward);

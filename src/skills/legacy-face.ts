@@ -5,12 +5,10 @@
 // after the upstream's own, and resources/read of a skill file is answered from the folder.
 // Everything else, batches included, goes to the face as it is.
 
-import type { IncomingHttpHeaders } from 'node:http';
-import type { Access } from '../auth/index.js';
-import { errorBody, sendJson, type HttpResponse } from '../egress/index.js';
+import { errorBody, sendJson } from '../egress/index.js';
 import { CausewayError } from '../errors.js';
 import { isObject, isRequest, type JsonObject, type JsonRpcRequest } from '../jsonrpc.js';
-import type { LegacyBody, LegacyFace } from '../passthrough/index.js';
+import type { LegacyFace, LegacyRequest } from '../passthrough/index.js';
 import { CapturedResponse, resultOf } from './capture.js';
 import { contentsOf, resourceOf } from './content.js';
 import { pageOf, readCursor, writeCursor } from './cursor.js';
@@ -23,37 +21,26 @@ export interface SkillsLegacyOptions {
   pageSize: number;
 }
 
-type Forward = Parameters<LegacyFace['forward']>;
-
 export class SkillsLegacyFace implements LegacyFace {
   constructor(
     private readonly face: LegacyFace,
     private readonly opts: SkillsLegacyOptions,
   ) {}
 
-  async forward(
-    method: string,
-    headers: IncomingHttpHeaders,
-    body: LegacyBody | undefined,
-    res: HttpResponse,
-    signal: AbortSignal,
-    extraHeaders: Record<string, string> | undefined,
-    access: Access | undefined,
-    principal: string,
-  ): Promise<void> {
-    const args: Forward = [method, headers, body, res, signal, extraHeaders, access, principal];
+  async forward(req: LegacyRequest): Promise<void> {
+    const { method, body, res } = req;
     const message = body?.json;
-    if (method !== 'POST' || !isRequest(message)) return this.face.forward(...args);
+    if (method !== 'POST' || !isRequest(message)) return this.face.forward(req);
     try {
-      if (message.method === 'initialize') return await this.initialize(message, args);
-      if (message.method === 'resources/list') return await this.resources(message, args);
-      if (message.method === 'resources/read') return await this.read(message, args);
+      if (message.method === 'initialize') return await this.initialize(message, req);
+      if (message.method === 'resources/list') return await this.resources(message, req);
+      if (message.method === 'resources/read') return await this.read(message, req);
     } catch (err) {
       if (!(err instanceof CausewayError)) throw err;
       // Legacy clients get errors in-band, on 200.
       return sendJson(res, 200, errorBody(message.id, { code: err.code, message: err.message, ...(err.data === undefined ? {} : { data: err.data }) }));
     }
-    return this.face.forward(...args);
+    return this.face.forward(req);
   }
 
   endStreams(): void {
@@ -64,40 +51,40 @@ export class SkillsLegacyFace implements LegacyFace {
     return this.face.close();
   }
 
-  private async initialize(message: JsonRpcRequest, args: Forward): Promise<void> {
-    const caught = await this.caught(args);
+  private async initialize(message: JsonRpcRequest, req: LegacyRequest): Promise<void> {
+    const caught = await this.caught(req);
     const response = caught.response(message.id);
     const result = resultOf(response);
-    if (!result || (isObject(result.capabilities) && isObject(result.capabilities.resources))) return caught.replay(args[3]);
+    if (!result || (isObject(result.capabilities) && isObject(result.capabilities.resources))) return caught.replay(req.res);
     const capabilities = { ...(isObject(result.capabilities) ? result.capabilities : {}), resources: {} };
-    sendJson(args[3], caught.statusCode, { ...response, result: { ...result, capabilities } }, caught.jsonHeaders());
+    sendJson(req.res, caught.statusCode, { ...response, result: { ...result, capabilities } }, caught.jsonHeaders());
   }
 
-  private async read(message: JsonRpcRequest, args: Forward): Promise<void> {
+  private async read(message: JsonRpcRequest, req: LegacyRequest): Promise<void> {
     const uri = isObject(message.params) ? message.params.uri : undefined;
-    if (typeof uri !== 'string') return this.face.forward(...args);
+    if (typeof uri !== 'string') return this.face.forward(req);
     const look = lookupKey(uri);
-    if (!look.ok && look.foreign) return this.face.forward(...args);
-    if (!look.ok) return sendJson(args[3], 200, errorBody(message.id, { code: -32602, message: `${uri} is refused: ${look.reason}`, data: { uri } }));
+    if (!look.ok && look.foreign) return this.face.forward(req);
+    if (!look.ok) return sendJson(req.res, 200, errorBody(message.id, { code: -32602, message: `${uri} is refused: ${look.reason}`, data: { uri } }));
     const hit = this.opts.folder.current.files.get(look.key);
-    if (hit) return sendJson(args[3], 200, { jsonrpc: '2.0', id: message.id, result: { contents: [contentsOf(hit.file)] } });
-    if (!this.opts.prefixes.some((p) => p === '' || look.key.startsWith(`${SKILL_SCHEME}${p}/`))) return this.face.forward(...args);
+    if (hit) return sendJson(req.res, 200, { jsonrpc: '2.0', id: message.id, result: { contents: [contentsOf(hit.file)] } });
+    if (!this.opts.prefixes.some((p) => p === '' || look.key.startsWith(`${SKILL_SCHEME}${p}/`))) return this.face.forward(req);
     // The legacy era's own code for a missing resource [L-RES].
-    return sendJson(args[3], 200, errorBody(message.id, { code: -32002, message: `Resource not found: ${uri}`, data: { uri } }));
+    return sendJson(req.res, 200, errorBody(message.id, { code: -32002, message: `Resource not found: ${uri}`, data: { uri } }));
   }
 
-  private async resources(message: JsonRpcRequest, args: Forward): Promise<void> {
+  private async resources(message: JsonRpcRequest, req: LegacyRequest): Promise<void> {
     const params: JsonObject = isObject(message.params) ? message.params : {};
     const cursor = readCursor(params.cursor, 'resources/list');
     const files = this.opts.folder.current.fileList;
-    const access = args[6];
+    const { access } = req;
     const folderPage = (offset: number): { items: JsonObject[]; next: string | undefined } => {
       const { page, next } = pageOf(files, offset, this.opts.pageSize, 'resources/list');
       const items = page.map(({ file, skill }) => resourceOf(file, skill));
       // As the token may see them [auth.rules]: the upstream's own part is filtered by the face.
       return { items: access ? ((access.filterList('resources/list', { resources: items }).resources as JsonObject[] | undefined) ?? []) : items, next };
     };
-    const res = args[3];
+    const { res } = req;
     const reply = (result: JsonObject, headers: Record<string, string> = {}, status = 200) => sendJson(res, status, { jsonrpc: '2.0', id: message.id, result }, headers);
     if (cursor?.at === 'folder') {
       const { items, next } = folderPage(cursor.offset);
@@ -107,7 +94,7 @@ export class SkillsLegacyFace implements LegacyFace {
     delete own.cursor;
     if (cursor?.cursor !== undefined) own.cursor = cursor.cursor;
     const bytes = Buffer.from(JSON.stringify({ ...message, params: own }));
-    const caught = await this.caught([args[0], args[1], { bytes, json: { ...message, params: own } }, ...args.slice(3)] as unknown as Forward);
+    const caught = await this.caught({ ...req, body: { bytes, json: { ...message, params: own } } });
     const response = caught.response(message.id);
     const result = resultOf(response);
     if (!result) {
@@ -127,11 +114,11 @@ export class SkillsLegacyFace implements LegacyFace {
   }
 
   /** The face's answer to the request, caught, asked for uncompressed. */
-  private async caught(args: Forward): Promise<CapturedResponse> {
+  private async caught(req: LegacyRequest): Promise<CapturedResponse> {
     const caught = new CapturedResponse();
-    const headers = { ...args[1] };
+    const headers = { ...req.headers };
     delete headers['accept-encoding'];
-    await this.face.forward(args[0], headers, args[2], caught.asResponse, args[4], args[5], args[6], args[7]);
+    await this.face.forward({ ...req, headers, res: caught.asResponse });
     return caught;
   }
 }

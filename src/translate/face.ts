@@ -33,7 +33,7 @@ import type { Access } from '../auth/index.js';
 import { isCacheable, type UpstreamCache } from '../cache/index.js';
 import { declaresTasks } from '../dialect/index.js';
 import type { ForwardPolicy, ModernClient } from '../upstream/index.js';
-import { acceptsSse, keepAlive, readLegacyMessage, sessionGone, type LegacyBody, type LegacyFace } from '../passthrough/index.js';
+import { acceptsSse, keepAlive, readLegacyMessage, sessionGone, type LegacyFace, type LegacyRequest } from '../passthrough/index.js';
 import { legacyMessage } from './clean.js';
 import type { AskRounds } from './rounds.js';
 import { clientInfoOf, newSessionId, type FactsStore, type Session, type SessionRecord } from './sessions.js';
@@ -134,16 +134,8 @@ export class TranslatedFace implements LegacyFace {
     this.tasks = new LegacyTasks(opts.facts);
   }
 
-  async forward(
-    method: string,
-    headers: IncomingHttpHeaders,
-    body: LegacyBody | undefined,
-    res: HttpResponse,
-    signal: AbortSignal,
-    _extraHeaders: Record<string, string> | undefined,
-    access: Access | undefined,
-    principal: string,
-  ): Promise<void> {
+  async forward(req: LegacyRequest): Promise<void> {
+    const { method, headers, body, res, signal, access, principal } = req;
     let id: RequestId | null = null;
     try {
       const hb = bag(headers);
