@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import { isObject } from '../jsonrpc.js';
 import { audiencesOf, bindingOf, scopesOf, type TokenVerifier, type Verified } from './grant.js';
+import { BoundedMap } from '../bounded.js';
 
 export interface IntrospectionOptions {
   url: string;
@@ -30,12 +31,13 @@ interface Cached {
 }
 
 export class IntrospectionVerifier implements TokenVerifier {
-  private readonly cache = new Map<string, Cached>();
+  private readonly cache: BoundedMap<string, Cached>;
   /** One introspection call per token at a time: concurrent requests share its answer. */
   private readonly pending = new Map<string, Promise<Verified>>();
   private readonly authorization: string;
 
   constructor(private readonly opts: IntrospectionOptions) {
+    this.cache = new BoundedMap(opts.cacheSize);
     // RFC 6749 §2.3.1: each part form-encoded before Basic.
     const basic = `${encodeURIComponent(opts.clientId)}:${encodeURIComponent(opts.clientSecret)}`;
     this.authorization = `Basic ${Buffer.from(basic).toString('base64')}`;
@@ -74,7 +76,7 @@ export class IntrospectionVerifier implements TokenVerifier {
     const verdict = this.judge(answer, now);
     const exp = isObject(answer) && typeof answer.exp === 'number' ? answer.exp * 1000 : Infinity;
     const until = verdict.ok ? Math.min(now + this.opts.cacheMs, exp) : now + Math.min(MAX_NEGATIVE_MS, this.opts.cacheMs);
-    if (verdict.ok || verdict.failure !== 'unavailable') this.remember(key, { expiresAt: until, verdict });
+    if (verdict.ok || verdict.failure !== 'unavailable') this.cache.set(key, { expiresAt: until, verdict });
     return verdict;
   }
 
@@ -96,8 +98,4 @@ export class IntrospectionVerifier implements TokenVerifier {
     return { ok: true, identity: { issuer: this.opts.issuer, subject }, scopes: scopesOf(a), audiences, jkt: binding?.jkt, expiresAt };
   }
 
-  private remember(key: string, entry: Cached): void {
-    if (this.cache.size >= this.opts.cacheSize) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(key, entry);
-  }
 }

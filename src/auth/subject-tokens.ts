@@ -4,20 +4,20 @@
 // longer than the token lives, by principal hash, a bounded number; never logged or stored.
 
 import type { SubjectSource } from '../upstream/index.js';
+import { BoundedMap } from '../bounded.js';
 
 const MAX_SUBJECTS = 10_000;
 /** A token whose end is not known (introspection without exp) is kept this long. */
 const UNKNOWN_LIFETIME_MS = 60_000;
 
 export class SubjectTokens implements SubjectSource {
-  private readonly tokens = new Map<string, { token: string; expiresAt: number }>();
+  private readonly tokens = new BoundedMap<string, { token: string; expiresAt: number }>(MAX_SUBJECTS);
 
   /** `principal`: the token's principal hash, the one the pool keys sessions on. */
   remember(principal: string, token: string, expiresAt: number | undefined): void {
     const known = this.tokens.get(principal);
     if (known?.token === token) return;
     this.tokens.delete(principal);
-    if (this.tokens.size >= MAX_SUBJECTS) this.tokens.delete(this.tokens.keys().next().value!);
     this.tokens.set(principal, { token, expiresAt: expiresAt ?? Date.now() + UNKNOWN_LIFETIME_MS });
   }
 

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { capabilitiesText } from '../envelope/index.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import { TASKS_EXTENSION, upstreamRunsTasks } from './tasks.js';
+import { BoundedMap } from '../bounded.js';
 
 /** 2026 ClientCapabilities -> 2025-11-25 ClientCapabilities (no extensions; roots without listChanged). */
 export function toLegacyClientCapabilities(modern: JsonObject): JsonObject {
@@ -94,8 +95,8 @@ export interface Declared {
  * Clients send the same few capability objects again and again: their translation and hash are
  * remembered by the request's own JSON text (small ones only, a bounded number).
  */
-const declared = new Map<string, Declared>();
 const MAX_REMEMBERED = 256;
+const declared = new BoundedMap<string, Declared>(MAX_REMEMBERED);
 const MAX_REMEMBERED_TEXT = 2048;
 
 /** 16 base64url characters of sha256 over the canonical legacy capabilities: requests share a session only when these match. */
@@ -107,7 +108,6 @@ export function declaredCapabilities(clientCapabilities: JsonObject): Declared {
   const fingerprint = createHash('sha256').update(canonicalJson(legacyCapabilities)).digest('base64url').slice(0, 16);
   const d = { legacyCapabilities, fingerprint };
   if (text.length <= MAX_REMEMBERED_TEXT) {
-    if (declared.size >= MAX_REMEMBERED) declared.delete(declared.keys().next().value!);
     declared.set(text, d);
   }
   return d;

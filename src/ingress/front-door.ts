@@ -40,7 +40,7 @@ import {
   resourceMetadata,
   signInPages,
 } from './request-steps.js';
-import { OnceEach } from '../once.js';
+import { OnceEach } from '../bounded.js';
 import type { IngressHandler } from './server.js';
 import { ANSWERED, NEXT, PAUSED, Visit, type FrontDoorDeps, type Step } from './visit.js';
 

@@ -11,7 +11,7 @@ import type { RequestId } from '../jsonrpc.js';
 import { requestLogger, type Logger } from '../log.js';
 import type { AccessNotes } from '../routing/index.js';
 import type { Mount } from './mount.js';
-import type { OnceEach } from '../once.js';
+import type { OnceEach } from '../bounded.js';
 import type { JsonLimits } from './json-limits.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { BodyLimits } from './read-body.js';

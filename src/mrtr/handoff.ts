@@ -13,6 +13,7 @@ import { CausewayError, causewayError, type ErrorReason } from '../errors.js';
 import { InFlight, InFlightByKey } from '../in-flight.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
+import { BoundedMap } from '../bounded.js';
 
 export interface ForwardedRound {
   callId: string;
@@ -53,7 +54,7 @@ export class Handoff {
   /** Rounds this replica is serving: close() lets them send their reply before the bus goes. */
   private readonly serving = new InFlight<Promise<void>>();
   /** Rounds served or being served here, by id: their reply once sent. */
-  private readonly served = new Map<string, Wire | undefined>();
+  private readonly served = new BoundedMap<string, Wire | undefined>(REMEMBERED);
   private unsubscribe: (() => Promise<void>) | undefined;
   private closed = false;
 
@@ -103,7 +104,6 @@ export class Handoff {
         return;
       }
       this.served.set(msg.id, undefined);
-      if (this.served.size > REMEMBERED) this.served.delete(this.served.keys().next().value!);
       await this.send(to, { t: 'ack', id: msg.id });
       let reply: Wire;
       try {

@@ -15,6 +15,7 @@ import { LISTS, Merger, type Asked, type Conflict, type Member } from './merge.j
 import { ANONYMOUS } from '../auth/index.js';
 import { Router, type Routed } from './router.js';
 import type { CompiledRule } from './rules.js';
+import { BoundedMap } from '../bounded.js';
 
 export type { Conflict, Member } from './merge.js';
 export type { Routed } from './router.js';
@@ -42,7 +43,7 @@ export class Federation {
   private readonly merger: Merger;
   private readonly router: Router;
   /** 2026 members' own tasks found so far, by principal scope and task id; oldest first. */
-  private readonly taskOwners = new Map<string, Member>();
+  private readonly taskOwners = new BoundedMap<string, Member>(MAX_TASK_OWNERS);
 
   constructor(private readonly opts: FederationOptions) {
     this.merger = new Merger(opts);
@@ -104,7 +105,6 @@ export class Federation {
     for (const m of this.opts.members) {
       const modern = await modernSide(m.deps, signal);
       if (!modern || !(await holdsTask(m.deps, modern, taskId, ask))) continue;
-      if (this.taskOwners.size >= MAX_TASK_OWNERS) this.taskOwners.delete(this.taskOwners.keys().next().value!);
       this.taskOwners.set(slot, m);
       return m;
     }

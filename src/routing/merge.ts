@@ -26,6 +26,7 @@ import { pinnedUpstream, type CompiledRule } from './rules.js';
 import { holdsTasks } from '../tasks/index.js';
 import { learnTools } from './tool-facts.js';
 import { modernDiscover, modernSide, modernWalk, type MemberAsk } from './modern-member.js';
+import { BoundedMap } from '../bounded.js';
 
 export interface Member {
   name: string;
@@ -101,9 +102,9 @@ export interface MergeOptions {
 }
 
 export class Merger {
-  private readonly indexes = new Map<string, OwnerIndex>();
+  private readonly indexes = new BoundedMap<string, OwnerIndex>(MAX_INDEXES);
   /** By scope, method and id; oldest first. */
-  private readonly snapshots = new Map<string, Snapshot>();
+  private readonly snapshots = new BoundedMap<string, Snapshot>(MAX_SNAPSHOTS);
   private readonly conflicts = new Map<string, Conflict>();
 
   constructor(private readonly opts: MergeOptions) {}
@@ -188,7 +189,6 @@ export class Merger {
     let snapshot = cursor === undefined ? undefined : this.snapshots.get(slot + cursor.snapshot);
     if (snapshot === undefined || snapshot.expiresAt < Date.now()) {
       snapshot = { id: randomBytes(6).toString('base64url'), items: await this.mergedItems(ex, shape, request.method), expiresAt: Date.now() + SNAPSHOT_TTL_MS };
-      if (this.snapshots.size >= MAX_SNAPSHOTS) this.snapshots.delete(this.snapshots.keys().next().value!);
       this.snapshots.set(slot + snapshot.id, snapshot);
     }
     const { items } = snapshot;
@@ -342,14 +342,11 @@ export class Merger {
   }
 
   private index(scope: string): OwnerIndex {
-    let index = this.indexes.get(scope);
-    if (index) {
-      this.indexes.delete(scope);
-    } else {
+    let index = this.indexes.use(scope);
+    if (index === undefined) {
       index = { tools: new Map(), prompts: new Map(), resources: new Map(), templates: [], resourceMembers: [] };
-      if (this.indexes.size >= MAX_INDEXES) this.indexes.delete(this.indexes.keys().next().value!);
+      this.indexes.set(scope, index);
     }
-    this.indexes.set(scope, index);
     return index;
   }
 }

@@ -5,6 +5,7 @@
 // With Redis, P task:{ID} is a hash with PEXPIRE the task's life.
 
 import type { RedisClient } from '../pool/redis-store.js';
+import { BoundedMap } from '../bounded.js';
 
 export interface TaskStore {
   /** Records a new task; it is forgotten after `ttlMs`. */
@@ -23,11 +24,10 @@ export interface TaskStore {
 const MAX_MEMORY_TASKS = 10_000;
 
 export class MemoryTaskStore implements TaskStore {
-  private readonly tasks = new Map<string, { fields: Map<string, string>; until: number }>();
+  private readonly tasks = new BoundedMap<string, { fields: Map<string, string>; until: number }>(MAX_MEMORY_TASKS);
 
   async createTask(id: string, fields: Readonly<Record<string, string>>, ttlMs: number): Promise<void> {
     this.tasks.delete(id);
-    if (this.tasks.size >= MAX_MEMORY_TASKS) this.tasks.delete(this.tasks.keys().next().value!);
     this.tasks.set(id, { fields: new Map(Object.entries(fields)), until: Date.now() + ttlMs });
   }
 

@@ -13,6 +13,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { causewayError } from '../errors.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { ClientFacts } from './wire.js';
+import { BoundedMap } from '../bounded.js';
 
 /** A legacy session of the translated face. */
 export interface SessionRecord extends ClientFacts {
@@ -136,7 +137,7 @@ interface FactsScripts {
  * one command per request and an idle one nothing.
  */
 export class RedisFacts implements FactsStore {
-  private readonly renewed = new Map<string, number>();
+  private readonly renewed = new BoundedMap<string, number>(100_000);
   private readonly scripts: FactsScripts;
 
   constructor(
@@ -161,7 +162,6 @@ export class RedisFacts implements FactsStore {
       return undefined;
     }
     if (renew) {
-      if (this.renewed.size > 100_000) this.renewed.clear();
       this.renewed.set(id, now);
     }
     return parsed(text);

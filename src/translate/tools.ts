@@ -6,13 +6,14 @@
 
 import { mirroredParamHeaders, paramHeaders, type ParamHeader } from '../envelope/index.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
+import { BoundedMap } from '../bounded.js';
 
-/** Bound on tools remembered; past it the catalog starts over (it is relearned from the next lists). */
+/** Bound on tools remembered; past it the oldest are forgotten (relearned from the next lists). */
 const MAX_TOOLS = 10_000;
 
 export class ToolHeaders {
   /** Tool name -> its annotations; null when they are invalid. */
-  private readonly tools = new Map<string, ParamHeader[] | null>();
+  private readonly tools = new BoundedMap<string, ParamHeader[] | null>(MAX_TOOLS);
 
   has(name: string): boolean {
     return this.tools.has(name);
@@ -21,7 +22,6 @@ export class ToolHeaders {
   /** Learns a tools/list result's tools; the result without the tools whose annotations are invalid. */
   learn(result: JsonObject): JsonObject {
     if (!Array.isArray(result.tools)) return result;
-    if (this.tools.size > MAX_TOOLS) this.tools.clear();
     let dropped = false;
     const tools = result.tools.filter((tool) => {
       if (!isObject(tool) || typeof tool.name !== 'string') return true;

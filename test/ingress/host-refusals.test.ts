@@ -3,7 +3,7 @@
 // (src/ingress/request-steps.ts notAllowed).
 
 import t from 'tap';
-import { OnceEach } from '../../src/once.js';
+import { OnceEach } from '../../src/bounded.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { modernBody, modernHeaders, post } from '../e2e/wire.js';
 

@@ -7,6 +7,7 @@
 import type { CredentialSpec } from '../../config/index.js';
 import type { Logger } from '../../log.js';
 import { credentialError, tokenEndpoint, tokenRequest } from './token-calls.js';
+import { BoundedMap } from '../../bounded.js';
 
 /** How an upstream's requests are authorized: Causeway's own token, or the user's own (sign-in.ts). */
 export interface UpstreamAuthorization {
@@ -42,7 +43,7 @@ const MAX_HELD = 10_000;
 const DEFAULT_LIFETIME_MS = 60_000;
 
 export class UpstreamCredentials implements UpstreamAuthorization {
-  private readonly held = new Map<string, Held>();
+  private readonly held = new BoundedMap<string, Held>(MAX_HELD);
   private readonly fetching = new Map<string, Promise<Held>>();
 
   constructor(
@@ -110,7 +111,6 @@ export class UpstreamCredentials implements UpstreamAuthorization {
     // Fetched again once 80% of its life is spent, and never in its last 10 s without waiting.
     const held: Held = { value: answer.token, expiresAt: expiresAt - Math.min(10_000, lifetime / 10), refreshAt: sent + lifetime * 0.8 };
     this.held.delete(key);
-    if (this.held.size >= MAX_HELD) this.held.delete(this.held.keys().next().value!);
     this.held.set(key, held);
     return held;
   }

@@ -1,6 +1,8 @@
 // Where the users' own upstream tokens are kept (sealed by the caller): in this replica's memory,
 // or in Redis with the Redis store, so a sign-in completed at one replica serves at every other.
 
+import { BoundedMap } from '../../bounded.js';
+
 export interface GrantStore {
   getGrant(key: string): Promise<string | undefined>;
   putGrant(key: string, sealed: string, ttlMs: number): Promise<void>;
@@ -11,7 +13,7 @@ export interface GrantStore {
 const MAX_GRANTS = 10_000;
 
 export class MemoryGrants implements GrantStore {
-  private readonly grants = new Map<string, { sealed: string; until: number }>();
+  private readonly grants = new BoundedMap<string, { sealed: string; until: number }>(MAX_GRANTS);
 
   async getGrant(key: string): Promise<string | undefined> {
     const g = this.grants.get(key);
@@ -22,7 +24,6 @@ export class MemoryGrants implements GrantStore {
 
   async putGrant(key: string, sealed: string, ttlMs: number): Promise<void> {
     this.grants.delete(key);
-    if (this.grants.size >= MAX_GRANTS) this.grants.delete(this.grants.keys().next().value!);
     this.grants.set(key, { sealed, until: Date.now() + ttlMs });
   }
 

@@ -17,6 +17,7 @@ import type { UpstreamAuthorization } from './credentials.js';
 import type { GrantStore } from './grants.js';
 import { credentialError, discover, register, tokenRequest } from './token-calls.js';
 import type { AuthorizationServer, OAuthClient, TokenAnswer } from './token-calls.js';
+import { BoundedMap } from '../../bounded.js';
 
 /** Seals what Causeway hands out or keeps; the mrtr StateSealer is one. */
 export interface Sealer {
@@ -78,7 +79,7 @@ export interface SignInOptions {
 export class UpstreamSignIn implements UpstreamAuthorization {
   private metadataFetch: Promise<AuthorizationServer> | undefined;
   /** Grants this replica read or made lately, by upstream|principal. */
-  private readonly cached = new Map<string, Grant>();
+  private readonly cached = new BoundedMap<string, Grant>(MAX_CACHED);
   private readonly refreshing = new Map<string, Promise<Grant | undefined>>();
   /** This replica's registration at the server, when it needed one. */
   private registration: Promise<OAuthClient> | undefined;
@@ -216,7 +217,6 @@ export class UpstreamSignIn implements UpstreamAuthorization {
 
   private remember(key: string, grant: Grant): void {
     this.cached.delete(key);
-    if (this.cached.size >= MAX_CACHED) this.cached.delete(this.cached.keys().next().value!);
     this.cached.set(key, grant);
   }
 

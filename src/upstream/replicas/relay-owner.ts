@@ -5,6 +5,7 @@
 
 import type { SessionRef, StreamHandlers, UpstreamSessionClient } from '../core/index.js';
 import { encode, HANDLERS, REMEMBERED, type Handler, type Wire } from './relay-wire.js';
+import { BoundedMap } from '../../bounded.js';
 
 interface Incoming {
   from: string;
@@ -14,7 +15,7 @@ interface Incoming {
 export class RelayOwner {
   private readonly incoming = new Map<string, Incoming>();
   /** Operations served here, by id: their outcome once sent, so a repeat is answered and not run again. */
-  private readonly served = new Map<string, Wire | undefined>();
+  private readonly served = new BoundedMap<string, Wire | undefined>(REMEMBERED);
   /** Set when the replica stops: operations are then refused as unreachable, so the sender opens its own session. */
   closing = false;
 
@@ -39,7 +40,6 @@ export class RelayOwner {
       return;
     }
     this.served.set(msg.id, undefined);
-    if (this.served.size > REMEMBERED) this.served.delete(this.served.keys().next().value!);
     void this.serve(msg);
   }
 

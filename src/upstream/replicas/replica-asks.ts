@@ -14,6 +14,7 @@ import { readMessage, type MessageBus } from '../../bus/index.js';
 import type { JsonRpcRequest } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { sessionDigest } from '../core/index.js';
+import { BoundedMap } from '../../bounded.js';
 
 /** Where an ask from the GET stream went: to the one asking call here, to it on another replica, or nowhere. */
 export type OutsideAskOutcome = 'given' | 'handed' | 'refused';
@@ -46,7 +47,7 @@ export class ReplicaAsks {
   private readonly tallies = new Map<string, Tally>();
   private readonly takes = new Map<string, (ok: boolean) => void>();
   /** Asks given here, by hand-over id. */
-  private readonly taken = new Set<string>();
+  private readonly taken = new BoundedMap<string, true>(REMEMBERED);
   private bus: MessageBus | undefined;
   private unsubscribe: Array<() => Promise<void>> = [];
   private closed = false;
@@ -177,8 +178,7 @@ export class ReplicaAsks {
       case 'take': {
         // A repeat (sent again across a failover) is not given twice.
         const again = this.taken.has(msg.id);
-        this.taken.add(msg.id);
-        if (this.taken.size > REMEMBERED) this.taken.delete(this.taken.values().next().value!);
+        this.taken.set(msg.id, true);
         const ok = again || (this.locals.get(msg.u)?.giveByDigest(msg.s, msg.r) ?? false);
         await this.reply(msg.from, { t: 'took', id: msg.id, ok });
         return;
