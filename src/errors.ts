@@ -3,6 +3,7 @@
 // upstream returned in-band are not CausewayErrors; they are relayed by the dialect on HTTP 200.
 
 import type { JsonValue } from './jsonrpc.js';
+import { MODERN_VERSION } from './version.js';
 
 export const ERROR_TABLE = {
   // Front door and envelope: the client's request is at fault.
@@ -161,7 +162,7 @@ export function refusedInitialize(
     refusal.code === -32022
       ? `${who} does not support protocol version ${offered}, which Causeway offered it in initialize` +
         (supported?.length ? `; it supports ${supported.join(', ')}` : '') +
-        (supported?.includes('2026-07-28') ? ' (set upstream.era auto or modern)' : ' (set upstream.protocolVersion)')
+        (supported?.includes(MODERN_VERSION) ? ' (set upstream.era auto or modern)' : ' (set upstream.protocolVersion)')
       : `${who} refused initialize: ${refusal.message.slice(0, 200)}`;
   const data = { upstreamCode: refusal.code, offered, ...(supported ? { supported } : {}) };
   return new CausewayError('upstream_unavailable', message, data, { cause: refusal });

@@ -45,6 +45,17 @@ export function methodSpec(method: string): MethodSpec | undefined {
   return Object.prototype.hasOwnProperty.call(MODERN_METHODS, method) ? MODERN_METHODS[method] : undefined;
 }
 
+/**
+ * What a request names, as Mcp-Name says it, in either era: the tool or prompt, the resource
+ * URI, or the task (the method's nameParam); undefined for a method that names nothing.
+ */
+export function callName(method: string, params: unknown): string | undefined {
+  const param = methodSpec(method)?.nameParam;
+  if (param === undefined || typeof params !== 'object' || params === null) return undefined;
+  const v = (params as Record<string, unknown>)[param];
+  return typeof v === 'string' ? v : undefined;
+}
+
 /** Methods a legacy (2024-11-05 .. 2025-11-25) client may send: the bound on legacy method labels. */
 export const LEGACY_METHODS: ReadonlySet<string> = new Set([
   'initialize',

@@ -1,6 +1,8 @@
 // Protocol revisions on each side of Causeway.
 
-export const MODERN_VERSIONS: readonly string[] = ['2026-07-28'];
+import { MODERN_VERSION } from '../version.js';
+
+export const MODERN_VERSIONS: readonly string[] = [MODERN_VERSION];
 
 export const LEGACY_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
 

@@ -21,7 +21,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
 import { CausewayError, toCausewayError } from '../errors.js';
-import { encodeHeaderValue } from '../envelope/index.js';
+import { callName, encodeHeaderValue } from '../envelope/index.js';
 import { isObject, isRequestId, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import {
@@ -98,11 +98,9 @@ export function routingHeaders(headers: IncomingHttpHeaders, body: unknown): Rec
   return out;
 }
 
-/** What a legacy message names, as Mcp-Name would: the tool or prompt, or the resource URI. */
+/** What a legacy message names, as Mcp-Name would: the tool or prompt, the resource URI or the task. */
 export function legacyName(message: JsonObject): string | undefined {
-  const params = isObject(message.params) ? message.params : {};
-  const name = message.method === 'resources/read' ? params.uri : message.method === 'tools/call' || message.method === 'prompts/get' ? params.name : undefined;
-  return typeof name === 'string' ? name : undefined;
+  return typeof message.method === 'string' ? callName(message.method, message.params) : undefined;
 }
 
 export class LegacyPassthrough implements LegacyFace {

@@ -3,7 +3,7 @@
 // registered at start-up (startTelemetry): with OpenTelemetry off, a request builds nothing here.
 
 import { metrics, type Attributes, type Histogram } from '@opentelemetry/api';
-import { VERSION } from '../version.js';
+import { MODERN_VERSION, VERSION } from '../version.js';
 
 /** Seconds, as the conventions advise for MCP operation durations. */
 const BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
@@ -25,7 +25,7 @@ export function recordOperations(): void {
  */
 export function operationDone(upstream: string, method: string, name: string, outcome: string, seconds: number): void {
   if (!histogram) return;
-  const attributes: Attributes = { 'mcp.method.name': method, 'mcp.protocol.version': '2026-07-28', 'causeway.upstream': upstream };
+  const attributes: Attributes = { 'mcp.method.name': method, 'mcp.protocol.version': MODERN_VERSION, 'causeway.upstream': upstream };
   if (method === 'tools/call') attributes['gen_ai.tool.name'] = name;
   else if (method === 'prompts/get') attributes['gen_ai.prompt.name'] = name;
   if (outcome !== 'ok') attributes['error.type'] = outcome;

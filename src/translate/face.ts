@@ -13,7 +13,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { errorBody, sendCausewayError, sendJson, sendStatus, SseStream, type HttpResponse } from '../egress/index.js';
-import type { HeaderBag } from '../envelope/index.js';
+import { callName, type HeaderBag } from '../envelope/index.js';
 import { CausewayError, causewayError, toCausewayError } from '../errors.js';
 import { InFlightByKey } from '../in-flight.js';
 import {
@@ -68,13 +68,6 @@ function bag(headers: IncomingHttpHeaders): HeaderBag {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined && !k.startsWith(':')) out[k] = Array.isArray(v) ? v.join(', ') : v;
   return out;
-}
-
-/** A call's name for Mcp-Name: the tool, the prompt or the resource. */
-function nameOf(msg: JsonRpcRequest): string | undefined {
-  const p = isObject(msg.params) ? msg.params : {};
-  const v = msg.method === 'resources/read' ? p.uri : msg.method === 'tools/call' || msg.method === 'prompts/get' ? p.name : undefined;
-  return typeof v === 'string' ? v : undefined;
 }
 
 /**
@@ -322,7 +315,7 @@ export class TranslatedFace implements LegacyFace {
     for (let round = 0; ; round++) {
       if (round > this.opts.maxRounds) throw causewayError('upstream_bad_response', `The upstream asked more than ${this.opts.maxRounds} rounds of questions`);
       const request = modernRequest(sent, this.nextId(), facts, session.record.logLevel, extra);
-      const { status, response } = await this.opts.client.request(request, nameOf(msg), {
+      const { status, response } = await this.opts.client.request(request, callName(msg.method, msg.params), {
         headers: upstreamHeaders,
         principal,
         signal,

@@ -3,6 +3,7 @@
 // HTTP hop puts it in the traceparent header. Tracing off, the request goes as it is.
 
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc.js';
+import { callName } from '../../envelope/index.js';
 import { inUpstreamSpan } from '../../tracing/index.js';
 import type { SessionRef } from './headers.js';
 import type { StreamHandlers, UpstreamSessionClient } from './session-client.js';
@@ -18,18 +19,12 @@ export function tracedRequest(
 ): Promise<JsonRpcResponse> {
   return inUpstreamSpan(
     request.method,
-    () => ({ method: request.method, name: nameOf(request), id: request.id, protocolVersion: session.protocolVersion }),
+    () => ({ method: request.method, name: callName(request.method, request.params), id: request.id, protocolVersion: session.protocolVersion }),
     (trace) => client.request(session, trace ? withTraceMeta(request, trace) : request, handlers, signal, headers, timeoutMs),
     (response) => (isErrorResponse(response) ? response.error.code : undefined),
   );
 }
 
-function nameOf(request: JsonRpcRequest): string | undefined {
-  const p = request.params;
-  if (!isObject(p)) return undefined;
-  const v = request.method === 'resources/read' ? p.uri : p.name;
-  return typeof v === 'string' ? v : undefined;
-}
 
 /** Replaces any traceparent / tracestate the client put in _meta: the upstream's parent is Causeway's span. */
 function withTraceMeta(request: JsonRpcRequest, trace: Record<string, string>): JsonRpcRequest {

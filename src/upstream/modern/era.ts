@@ -10,12 +10,13 @@
 import type { Logger } from '../../log.js';
 import { CausewayError } from '../../errors.js';
 import { isObject } from '../../jsonrpc.js';
+import { MODERN_VERSION } from '../../version.js';
 
 export const ERAS = ['auto', 'legacy', 'modern'] as const;
 export type EraSetting = (typeof ERAS)[number];
 export type Era = Exclude<EraSetting, 'auto'>;
 
-export const MODERN_VERSION = '2026-07-28';
+export { MODERN_VERSION };
 
 /** What one probe saw: an HTTP status and the parsed JSON-RPC message of the body, if any. */
 export interface ProbeAnswer {
