@@ -20,8 +20,9 @@ const FRONT_DOOR = 'ingress/front-door.ts';
  * straight through the stages below it, a mount's skills folder in front of
  * the legacy passthrough beside it and of the routing of modern requests, the side stages
  * routing calls, the pool, the upstream clients, the dialect they translate with); below are the
- * ground floors every stage writes with: the reply writers, the parsed request, tracing, the bus
- * between replicas, and the settings.
+ * ground floors every stage writes with: the metrics (which declare their own label values, so
+ * that no stage's type reaches up into them), the reply writers, the parsed request, tracing, the
+ * bus between replicas, and the settings.
  */
 const FLOORS = [
   'ingress',
@@ -30,7 +31,6 @@ const FLOORS = [
   'skills',
   'passthrough',
   'routing',
-  'metrics',
   'tasks',
   'subscriptions',
   'mrtr',
@@ -39,6 +39,7 @@ const FLOORS = [
   'pool',
   'upstream',
   'dialect',
+  'metrics',
   'egress',
   'envelope',
   'tracing',

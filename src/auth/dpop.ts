@@ -6,7 +6,7 @@
 
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, jwtVerify, type JWK } from 'jose';
-import type { AuthFailure } from './grant.js';
+import type { AuthFailure } from '../metrics/index.js';
 import type { ReplayCache } from './replay-cache.js';
 
 export interface DpopOptions {

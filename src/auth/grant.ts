@@ -3,6 +3,7 @@
 // reasons form a closed set: they label a metric and a log field, never a token or claim value.
 
 import type { JsonObject } from '../jsonrpc.js';
+import type { AuthFailure } from '../metrics/index.js';
 import type { ScopeRule } from '../config/index.js';
 import { FILTERED_LISTS, filterList, mayHide, missingScopes } from './rules.js';
 
@@ -10,40 +11,6 @@ export interface Identity {
   readonly issuer: string;
   readonly subject: string;
 }
-
-export const AUTH_FAILURES = [
-  'missing_token',
-  'malformed_token',
-  'bad_signature',
-  'unknown_key',
-  'disallowed_algorithm',
-  'expired',
-  'not_yet_valid',
-  'wrong_issuer',
-  'wrong_audience',
-  'missing_subject',
-  // Bound to a key (cnf, RFC 9449 / RFC 8705) yet sent as a plain bearer token, or bound by a means not checked here.
-  'bound_token',
-  // DPoP [RFC 9449]: the proof unreadable or badly signed, for another method or URL, outside the
-  // window, for another token, by another key than cnf.jkt, seen before; an unbound token under the
-  // DPoP scheme; Bearer when auth.dpop is required; the DPoP scheme when it is off.
-  'dpop_invalid_proof',
-  'dpop_wrong_target',
-  'dpop_stale',
-  'dpop_wrong_token',
-  'dpop_key_mismatch',
-  'dpop_replayed',
-  // auth.dpopNonces: the proof carries no nonce Causeway issued lately (the client retries with DPoP-Nonce).
-  'dpop_nonce',
-  'dpop_unbound_token',
-  'dpop_required',
-  'dpop_off',
-  'inactive',
-  'unavailable',
-  'insufficient_scope',
-] as const;
-
-export type AuthFailure = (typeof AUTH_FAILURES)[number];
 
 /** A token checked by a verifier: its identity and scopes, or why it is refused. */
 export type Verified =

@@ -1,5 +1,5 @@
 export { ResourceServer, resourcesOf, type Authenticated, type AuthSettings } from './resource-server.js';
-export { Access, AUTH_FAILURES, type AuthFailure, type Identity } from './grant.js';
+export { Access, type Identity } from './grant.js';
 export { WELL_KNOWN_PRM } from './metadata.js';
 export { replayCacheFor } from './replay-cache.js';
 export { SubjectTokens } from './subject-tokens.js';

@@ -4,7 +4,8 @@
 // (RFC 8707), exp / nbf within the clock skew, and a subject.
 
 import { createRemoteJWKSet, decodeJwt, errors, jwtVerify } from 'jose';
-import { audiencesOf, bindingOf, scopesOf, type AuthFailure, type TokenVerifier, type Verified } from './grant.js';
+import { audiencesOf, bindingOf, scopesOf, type TokenVerifier, type Verified } from './grant.js';
+import type { AuthFailure } from '../metrics/index.js';
 
 export interface JwtOptions {
   issuer: string;

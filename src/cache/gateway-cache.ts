@@ -16,16 +16,11 @@ import type { MessageBus } from '../bus/index.js';
 import { readMessage } from '../bus/index.js';
 import { isObject, type JsonObject, type JsonRpcNotification, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { CACHEABLE_METHODS, groupOf, methodsChangedBy, privateKey, publicKey, type CacheQuery, type CacheScope } from './keys.js';
-import { MemoryTier, sizeOf, type DropReason, type Entry } from './memory-tier.js';
+import { CACHEABLE_METHODS, groupOf, methodsChangedBy, privateKey, publicKey, type CacheQuery } from './keys.js';
+import { MemoryTier, sizeOf, type Entry } from './memory-tier.js';
+import type { CacheRecorder, CacheScope } from '../metrics/index.js';
 import type { RedisTier } from './redis-tier.js';
 
-/** What the cache tells the metrics. */
-export interface CacheRecorder {
-  hit(method: string, scope: CacheScope): void;
-  miss(method: string): void;
-  dropped(method: string, scope: CacheScope, why: DropReason): void;
-}
 
 export interface GatewayCacheOptions {
   maxBytes: number;

@@ -1,6 +1,6 @@
-export { cacheQuery, isCacheable, CACHEABLE_METHODS, type CacheQuery, type CacheScope } from './keys.js';
-export { GatewayCache, type CacheRecorder, type Fill, type GatewayCacheOptions, type Keep } from './gateway-cache.js';
-export type { DropReason, Entry } from './memory-tier.js';
+export { cacheQuery, isCacheable, CACHEABLE_METHODS, type CacheQuery } from './keys.js';
+export { GatewayCache, type Fill, type GatewayCacheOptions, type Keep } from './gateway-cache.js';
+export type { Entry } from './memory-tier.js';
 export { RedisTier } from './redis-tier.js';
 export { NameCatalog, NAMING_LISTS } from './catalog.js';
 export { UpstreamCache, type LegacySession } from './upstream-cache.js';

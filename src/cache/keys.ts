@@ -16,7 +16,6 @@ export const CACHEABLE_METHODS: ReadonlySet<string> = new Set([
   'resources/read',
 ]);
 
-export type CacheScope = 'public' | 'private';
 
 /**
  * A cacheable request: one of the methods, and not the retry of a multi-round request (one that

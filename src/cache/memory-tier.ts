@@ -3,7 +3,8 @@
 // its upstream's method, and by the legacy session it came from, so that a change notification
 // or a replaced session drops exactly its entries.
 
-import { groupOf, type CacheScope } from './keys.js';
+import { groupOf } from './keys.js';
+import type { CacheScope, DropReason } from '../metrics/index.js';
 
 export interface Entry {
   key: string;
@@ -23,7 +24,6 @@ export interface Entry {
   bytes: number;
 }
 
-export type DropReason = 'invalidated' | 'evicted' | 'expired';
 
 /** Per-entry overhead beyond its text: the key, the object, the map slots. */
 const OVERHEAD = 256;

@@ -9,7 +9,8 @@
 
 import { isObject, type JsonObject, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Fill, GatewayCache } from './gateway-cache.js';
-import { cacheQuery, wholeListQuery, type CacheQuery, type CacheScope } from './keys.js';
+import { cacheQuery, wholeListQuery, type CacheQuery } from './keys.js';
+import type { CacheScope } from '../metrics/index.js';
 import type { Entry } from './memory-tier.js';
 
 /** The legacy session an answer was read on, as far as keeping it goes. */

@@ -5,17 +5,14 @@
 
 import type { Counter, Histogram } from 'prom-client';
 import { LEGACY_METHODS } from '../envelope/index.js';
-import type { AuthFailure } from '../auth/index.js';
-import type { CacheRecorder, CacheScope, DropReason } from '../cache/index.js';
 import type { ErrorReason } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
-import type { RetryVia } from '../mrtr/index.js';
-import type { OutsideAskOutcome } from '../upstream/index.js';
 import { operationDone } from '../tracing/index.js';
 import { boundCounter, boundHistogram, type CounterChild as Bound, type HistogramChild as BoundHistogram } from './bound.js';
 import { Children } from './children.js';
 import { KnownNames } from './names.js';
 import type { Metrics } from './registry.js';
+import type { AuthFailure, CacheRecorder, CacheScope, DropReason, OutsideAskOutcome, RetryVia } from './labels.js';
 
 export type ResultType = 'complete' | 'input_required' | 'task' | 'error';
 /** ok: a result; upstream_error: the upstream's own JSON-RPC error, relayed; cancelled: the client went away first. */

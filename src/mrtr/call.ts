@@ -25,6 +25,7 @@ import { toAsk } from './asks.js';
 import { PendingCall, type HeldAsTask, type HeldCalls, type Outcome, type RoundListener, type RunningCall } from './holder.js';
 import { paramsDigest, sessionDigest, type ResumeClaims, type StateClaims, type StateSealer } from './request-state.js';
 import { activeTraceparent } from '../tracing/index.js';
+import type { RetryVia } from '../metrics/index.js';
 
 /** What the bridges of every upstream share on one replica. */
 export interface ReplicaBridge {
@@ -47,12 +48,6 @@ export interface BridgeDeps extends ReplicaBridge {
   onRetry?(method: string, via: RetryVia): void;
 }
 
-/**
- * held: the call is held here; handoff: sent to the replica holding it; resume: holder gone, the
- * call taken up on its upstream stream; replay: holder gone, the call sent again; reissue: a
- * url-mode retry.
- */
-export type RetryVia = 'held' | 'handoff' | 'resume' | 'replay' | 'reissue';
 
 export interface RoundExchange {
   request: ModernRequest;

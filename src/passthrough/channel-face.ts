@@ -25,7 +25,8 @@ import {
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
-import { isCacheable, type CacheScope, type UpstreamCache } from '../cache/index.js';
+import { isCacheable, type UpstreamCache } from '../cache/index.js';
+import type { CacheScope } from '../metrics/index.js';
 import type { JsonRpcNotification } from '../jsonrpc.js';
 import { SessionExpiredError, type UpstreamSessionClient } from '../upstream/index.js';
 import { LegacySessions, type LegacySession } from './channel-sessions.js';

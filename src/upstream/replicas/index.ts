@@ -3,6 +3,6 @@
 // streams that carry them (standing-streams.ts).
 
 export { ASKING_METHODS, type AskEntry, OutsideAsks } from './outside-asks.js';
-export { type OutsideAskOutcome, ReplicaAsks } from './replica-asks.js';
+export { ReplicaAsks } from './replica-asks.js';
 export { type RelayOptions, ReplicaRelay } from './replica-relay.js';
 export { StandingStreams, wantsStandingStream } from './standing-streams.js';

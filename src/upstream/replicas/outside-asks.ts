@@ -10,7 +10,8 @@ import { InFlight, type InFlightEntry } from '../../in-flight.js';
 import type { JsonRpcRequest } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { sessionDigest, type AskingCall } from '../core/index.js';
-import type { LocalAsks, OutsideAskOutcome, ReplicaAsks } from './replica-asks.js';
+import type { LocalAsks, ReplicaAsks } from './replica-asks.js';
+import type { OutsideAskOutcome } from '../../metrics/index.js';
 
 /** Calls whose asks the multi-round bridge relays. */
 export const ASKING_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);

@@ -15,9 +15,8 @@ import type { JsonRpcRequest } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { sessionDigest } from '../core/index.js';
 import { BoundedMap } from '../../bounded.js';
+import type { OutsideAskOutcome } from '../../metrics/index.js';
 
-/** Where an ask from the GET stream went: to the one asking call here, to it on another replica, or nowhere. */
-export type OutsideAskOutcome = 'given' | 'handed' | 'refused';
 
 /** A replica's own calls that can take an outside ask, by session digest (outside-asks.ts). */
 export interface LocalAsks {
