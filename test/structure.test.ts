@@ -163,3 +163,19 @@ t.test('each folder imports only the floors below it, type imports counted', asy
   }
   t.same(up, []);
 });
+
+t.test("upstream/'s own floors, type imports counted: core imports no sibling, http and replicas never each other", async (t) => {
+  const part = (file: string) => (file.startsWith('upstream/') ? file.split('/')[1] : undefined);
+  const crossing = (from: string, to: string) => {
+    const a = part(from);
+    const b = part(to);
+    if (a === undefined || b === undefined || a === b || !to.includes('/', 'upstream/'.length)) return false;
+    if (a === 'core') return true;
+    if (a === 'replicas') return b === 'http' || b === 'channel';
+    return a === 'http' && b === 'replicas';
+  };
+  const up: string[] = [];
+  for (const [from, tos] of typeGraph) for (const to of tos) if (crossing(from, to)) up.push(`${from} -> ${to}`);
+  t.ok(typeGraph.get('upstream/http/legacy-client.ts')?.includes('upstream/core/index.ts'), 'the parts are read');
+  t.same(up, []);
+});

@@ -29,7 +29,8 @@ export { ChannelClient, StdioOpener, SseChannelOpener, type SseChannelOptions } 
 export { detectTransport, TransportMemo, type Detected, type DetectOptions, type LegacyTransport } from './channel/index.js';
 export { AutoClient, type AutoClientOptions, type FoundTransport } from './channel/index.js';
 export type { ChannelOpener, MessageChannel } from './channel/index.js';
-export { ReplicaRelay, type RelayOptions, ReplicaAsks, OutsideAsks } from './replicas/index.js';
+export { ReplicaRelay, type RelayOptions, ReplicaAsks } from './replicas/index.js';
+export { OutsideAsks } from './core/index.js';
 export { StandingStreams, wantsStandingStream } from './replicas/index.js';
 export { UpstreamCredentials, type SubjectSource, type UpstreamAuthorization } from './credentials/index.js';
 export { SignInCallback, UpstreamSignIn, type Sealer, MemoryGrants, type GrantStore } from './credentials/index.js';

@@ -11,7 +11,7 @@ import { LocalBus, type MessageBus } from '../../src/bus/message-bus.js';
 import type { JsonRpcRequest } from '../../src/jsonrpc.js';
 import { createLogger } from '../../src/log.js';
 import type { Exchange } from '../../src/upstream/http/inbound.js';
-import { OutsideAsks } from '../../src/upstream/replicas/outside-asks.js';
+import { OutsideAsks } from '../../src/upstream/core/asking-calls.js';
 import { ReplicaAsks } from '../../src/upstream/replicas/replica-asks.js';
 
 const log = createLogger('silent');

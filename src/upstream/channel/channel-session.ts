@@ -18,7 +18,7 @@ import { InFlightByKey } from '../../in-flight.js';
 import { refusal, classify } from '../http/index.js';
 import type { StreamHandlers } from '../core/index.js';
 import type { MessageChannel } from './message-channel.js';
-import { ASKING_METHODS } from '../replicas/index.js';
+import { ASKING_METHODS } from '../core/index.js';
 import { RELATED_TASK_META } from '../../dialect/index.js';
 
 export interface Pending {

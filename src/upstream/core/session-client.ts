@@ -28,7 +28,7 @@ export interface StreamHandlers {
   afterEvent?(id: string): void;
 }
 
-/** A call in flight that an ask from its session's GET stream may be handed to (replicas/outside-asks.ts). */
+/** A call in flight that an ask from its session's GET stream may be handed to (asking-calls.ts). */
 export interface AskingCall {
   session: SessionRef;
   handlers: StreamHandlers;

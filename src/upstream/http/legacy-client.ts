@@ -21,7 +21,7 @@ import { exchange, postOneWay } from './exchange.js';
 import { initializeOn, type HandshakeHost, type HandshakeResult, type InitializeParams } from './handshake.js';
 import { NO_CALL, refusal, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './reader.js';
-import { OutsideAsks, type AskEntry } from '../replicas/index.js';
+import { OutsideAsks, type AskEntry } from '../core/index.js';
 import { connectStream, pumpStream, resumeRequestStream, type StreamContext } from './streams.js';
 import type { UpstreamAuthorization } from '../credentials/index.js';
 
@@ -57,7 +57,7 @@ export interface UpstreamClientOptions {
    * asked the client something (their duration is the client's).
    */
   onRequest?(method: string, result: RequestResult, seconds: number): void;
-  /** Where asks from a GET stream go (replicas/outside-asks.ts, across replicas too); this replica's own calls only without. */
+  /** Where asks from a GET stream go (core/asking-calls.ts, across replicas too); this replica's own calls only without. */
   asks?: OutsideAsks;
 }
 

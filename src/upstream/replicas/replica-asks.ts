@@ -1,7 +1,7 @@
 // Outside asks across replicas (store.kind=redis). The replica holding a session's GET stream is
 // not always where the session's calls run: an ask that arrives on the stream goes to the one
 // asking call in flight on the session on any replica, and is refused when there is none or more
-// than one, as on a single replica (outside-asks.ts). The holder asks every replica how many such
+// than one, as on a single replica (core/asking-calls.ts). The holder asks every replica how many such
 // calls it has (one publish on a channel all replicas hear; PUBLISH tells how many heard it), adds
 // up the counts, and hands the ask to the replica with the one call, which delivers it to that
 // call as an ask of its own. Nothing is written per call: a warm call costs no Redis round trip,
@@ -13,17 +13,10 @@ import { randomUUID } from 'node:crypto';
 import { readMessage, type MessageBus } from '../../bus/index.js';
 import type { JsonRpcRequest } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import { sessionDigest } from '../core/index.js';
+import { sessionDigest, type AskRelay, type LocalAsks } from '../core/index.js';
 import { BoundedMap } from '../../bounded.js';
 import type { OutsideAskOutcome } from '../../metrics/index.js';
 
-
-/** A replica's own calls that can take an outside ask, by session digest (outside-asks.ts). */
-export interface LocalAsks {
-  count(digest: string): number;
-  /** Hands the ask to the only such call; false when there is none or more than one. */
-  giveByDigest(digest: string, r: JsonRpcRequest): boolean;
-}
 
 /** Hand-overs remembered for repeats. */
 const REMEMBERED = 1_000;
@@ -41,7 +34,7 @@ interface Tally {
   done(): void;
 }
 
-export class ReplicaAsks {
+export class ReplicaAsks implements AskRelay {
   private readonly locals = new Map<string, LocalAsks>();
   private readonly tallies = new Map<string, Tally>();
   private readonly takes = new Map<string, (ok: boolean) => void>();

@@ -1,17 +1,31 @@
-// Server->client requests that arrive on a session's standalone GET stream, outside any call's
-// own stream. The legacy protocol does not say which call such an ask belongs to: it goes to the
-// one multi-round call (tools/call, prompts/get, resources/read) in flight on the session, and
-// with none or several it is refused at once, so the upstream's tool goes on without an answer
-// rather than waiting out its own timeout. Only calls that can relay an ask are counted. Across
-// replicas (replica-asks.ts) the call may be on another replica, which names the session by its
-// digest; the composition root says so when it builds this.
+// The local registry of asking calls: server->client requests that arrive on a session's
+// standalone GET stream, outside any call's own stream. The legacy protocol does not say which
+// call such an ask belongs to: it goes to the one multi-round call (tools/call, prompts/get,
+// resources/read) in flight on the session, and with none or several it is refused at once, so
+// the upstream's tool goes on without an answer rather than waiting out its own timeout. Only
+// calls that can relay an ask are counted. Across replicas the call may be on another replica
+// (an AskRelay: replicas/replica-asks.ts), which names the session by its digest; the composition
+// root gives it one when it builds this.
 
 import { InFlight, type InFlightEntry } from '../../in-flight.js';
 import type { JsonRpcRequest } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import { sessionDigest, type AskingCall } from '../core/index.js';
-import type { LocalAsks, ReplicaAsks } from './replica-asks.js';
 import type { OutsideAskOutcome } from '../../metrics/index.js';
+import { sessionDigest } from './headers.js';
+import type { AskingCall } from './session-client.js';
+
+/** A replica's own calls that can take an outside ask, by session digest, as other replicas ask for them. */
+export interface LocalAsks {
+  count(digest: string): number;
+  /** Hands the ask to the only such call; false when there is none or more than one. */
+  giveByDigest(digest: string, r: JsonRpcRequest): boolean;
+}
+
+/** Where an outside ask finds its call on another replica (replicas/replica-asks.ts). */
+export interface AskRelay {
+  register(upstream: string, local: LocalAsks): void;
+  route(upstream: string, sessionId: string, r: JsonRpcRequest): Promise<OutsideAskOutcome>;
+}
 
 /** Calls whose asks the multi-round bridge relays. */
 export const ASKING_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
@@ -20,7 +34,7 @@ export const ASKING_METHODS: ReadonlySet<string> = new Set(['tools/call', 'promp
 export interface AskRouting {
   upstream: string;
   /** With replicas sharing sessions: the call may run on another replica. */
-  replicas?: ReplicaAsks;
+  replicas?: AskRelay;
   onOutcome?(outcome: OutsideAskOutcome): void;
 }
 
