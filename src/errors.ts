@@ -68,8 +68,20 @@ export type ErrorReason = keyof typeof ERROR_TABLE;
  */
 export function pinnedStatus(code: number): number | undefined {
   if (code === -32601) return 404;
-  if (code === -32020 || code === -32021 || code === -32022) return 400;
+  if (code === -32020 || code === -32021 || code === ERA_REFUSED) return 400;
   return undefined;
+}
+
+/** -32022, UnsupportedProtocolVersion: the peer refused the protocol revision it was spoken to in. */
+const ERA_REFUSED = -32022;
+
+/**
+ * Whether a JSON-RPC error (or a CausewayError whose cause is one) refuses the era it was spoken
+ * in: the one rule by which an upstream that changed era in place is told from its own answers.
+ */
+export function refusesEra(error: unknown): boolean {
+  const rpc = error instanceof CausewayError ? error.cause : error;
+  return typeof rpc === 'object' && rpc !== null && (rpc as { code?: unknown }).code === ERA_REFUSED;
 }
 
 export class CausewayError extends Error {
@@ -159,7 +171,7 @@ export function refusedInitialize(
   const supported = Array.isArray(listed) ? listed.filter((v): v is string => typeof v === 'string') : undefined;
   const who = `Upstream ${JSON.stringify(upstream)}`;
   const message =
-    refusal.code === -32022
+    refusesEra(refusal)
       ? `${who} does not support protocol version ${offered}, which Causeway offered it in initialize` +
         (supported?.length ? `; it supports ${supported.join(', ')}` : '') +
         (supported?.includes(MODERN_VERSION) ? ' (set upstream.era auto or modern)' : ' (set upstream.protocolVersion)')

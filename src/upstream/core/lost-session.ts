@@ -14,6 +14,7 @@
 // session, since such a 400 has no request id to tell a lost session from a refused message.
 
 import type { RequestId } from '../../jsonrpc.js';
+import { refusesEra } from '../../errors.js';
 
 /** The most of a refusal's body read to decide: an error body, never a stream. */
 export const REFUSAL_BODY_LIMIT = 64 * 1024;
@@ -45,7 +46,7 @@ export function losesSession(status: number, text: string | undefined, id: Reque
   if (status !== 400 && status !== 404) return false;
   const rpc = text === undefined ? undefined : errorIn(text);
   if (rpc === undefined) return status === 404 || id !== undefined || (text !== undefined && NAMES_SESSION.test(text));
-  if (rpc.code === -32022) return false;
+  if (refusesEra(rpc)) return false;
   if (NAMES_SESSION.test(rpc.message)) return true;
   if (id !== undefined) return rpc.id !== id;
   return status === 404;

@@ -3,7 +3,7 @@
 // notifications/initialized. A session the upstream opened that the handshake could not finish
 // is ended, so none is left behind.
 
-import { CausewayError, refusedInitialize } from '../../errors.js';
+import { CausewayError, refusedInitialize, refusesEra } from '../../errors.js';
 import { isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { CallScope } from './call-scope.js';
@@ -66,7 +66,7 @@ async function handshake(host: HandshakeHost, params: InitializeParams, at: Pick
       response = await host.exchangeInitialize(ctx, JSON.stringify(msg));
     } catch (err) {
       // An HTTP refusal carrying a -32022: the version refused was Causeway's offer, not the client's.
-      if (err instanceof CausewayError && isRpcError(err.cause) && err.cause.code === -32022) {
+      if (err instanceof CausewayError && isRpcError(err.cause) && refusesEra(err.cause)) {
         throw refusedInitialize(host.upstream ?? 'upstream', params.protocolVersion, err.cause);
       }
       throw err;

@@ -11,7 +11,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import { CausewayError } from '../../errors.js';
+import { CausewayError, refusesEra } from '../../errors.js';
 import type { JsonRpcResponse } from '../../jsonrpc.js';
 import { abandon, finish, mediaType, tooLarge, type ResponseBody } from './body.js';
 import { isConnectionDrop, losesSession, REFUSAL_BODY_LIMIT, SessionExpiredError } from '../core/index.js';
@@ -412,7 +412,7 @@ export abstract class AnswerReader implements Handler, Cursor {
     const rpc = errorBodyOf(text);
     // -32022 is 2026-07-28's: a legacy session's request refused with it is an upstream now
     // modern (era.ts).
-    if (status < 500 && rpc !== undefined && ctx.id !== undefined && rpc.error.code !== -32022) {
+    if (status < 500 && rpc !== undefined && ctx.id !== undefined && !refusesEra(rpc.error)) {
       return this.onAnswer({ jsonrpc: '2.0', id: ctx.id, error: rpc.error });
     }
     this.onFailure(httpRefusal(status, rpc?.error.message.slice(0, 200), rpc?.error, by.to));

@@ -6,14 +6,13 @@
 
 import type { JsonRpcMessage, JsonRpcResponse } from '../../jsonrpc.js';
 import { AnswerBody, type ModernAnswer } from '../modern/index.js';
+import { pinnedStatus } from '../../errors.js';
 
 /** The status a 2026 server gives an error over HTTP [SHTTP]: 400 for the envelope's, 404 for an unknown method. */
 export function statusOf(response: JsonRpcResponse): number {
   if (!('error' in response)) return 200;
   const code = response.error.code;
-  if (code === -32020 || code === -32021 || code === -32022) return 400;
-  if (code === -32601) return 404;
-  return 200;
+  return pinnedStatus(code) ?? 200;
 }
 
 /** The answer being written: JSON or SSE, decided by what the child sends first. */

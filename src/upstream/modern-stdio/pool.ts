@@ -6,7 +6,7 @@
 // The pool is also the wire ModernClient sends through: each request's bytes parsed and sent
 // to a child (child.ts), its answer given back as HTTP would give it (answer.ts).
 
-import { CausewayError, causewayError } from '../../errors.js';
+import { CausewayError, causewayError, pinnedStatus } from '../../errors.js';
 import { isObject, type JsonRpcRequest } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { ChannelOpener } from '../channel/index.js';
@@ -100,8 +100,8 @@ export class ModernStdioPool implements ModernWire {
     const json = res.headers['content-type'] === 'application/json';
     const message: unknown = JSON.parse(json ? text : (lastData(text) ?? 'null'));
     const code = isObject(message) && isObject(message.error) ? message.error.code : undefined;
-    const modernError = code === -32020 || code === -32021 || code === -32022;
-    const refused = code !== undefined && !modernError;
+    // A 2026 envelope error (pinned to 400) is a modern server's answer; any other error refuses the probe.
+    const refused = typeof code === 'number' && pinnedStatus(code) !== 400;
     return { status: refused ? 404 : res.statusCode, message };
   }
 

@@ -8,7 +8,7 @@
 // refuses the era in use (a server upgraded or rolled back in place).
 
 import type { Logger } from '../../log.js';
-import { CausewayError } from '../../errors.js';
+import { CausewayError, refusesEra } from '../../errors.js';
 import { isObject } from '../../jsonrpc.js';
 import { MODERN_VERSION } from '../../version.js';
 
@@ -32,8 +32,8 @@ export function eraOf(answer: ProbeAnswer): Era | undefined {
     return message.result.supportedVersions.includes(MODERN_VERSION) ? 'modern' : 'legacy';
   }
   if (isObject(message) && isObject(message.error)) {
-    const { code, data } = message.error;
-    if (code === -32022 && isObject(data) && Array.isArray(data.supported)) return data.supported.includes(MODERN_VERSION) ? 'modern' : 'legacy';
+    const { data } = message.error;
+    if (refusesEra(message.error) && isObject(data) && Array.isArray(data.supported)) return data.supported.includes(MODERN_VERSION) ? 'modern' : 'legacy';
   }
   if (status === 400 || status === 404 || status === 405) return 'legacy';
   return undefined;
@@ -188,5 +188,5 @@ export class UpstreamEra {
 
 /** An upstream's refusal of the era it was spoken to in: a -32022 answer (handshake, or an HTTP refusal). */
 export function isEraRefusal(err: unknown): boolean {
-  return err instanceof CausewayError && isObject(err.cause) && err.cause.code === -32022;
+  return err instanceof CausewayError && refusesEra(err);
 }
