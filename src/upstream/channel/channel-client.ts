@@ -16,7 +16,6 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { backingOff, CausewayError, refusedInitialize } from '../../errors.js';
-import { InFlight } from '../../in-flight.js';
 import { isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { CallScope, ScopeSet, badResponse } from '../http/index.js';
@@ -28,6 +27,7 @@ import {
   SessionExpiredError,
   type SessionRef,
   type UpstreamSessionClient,
+  Work,
 } from '../core/index.js';
 import { ChannelSession, idKey, type OpenStream, type Pending } from './channel-session.js';
 import type { ChannelOpener, MessageChannel } from './message-channel.js';
@@ -61,8 +61,7 @@ export class ChannelClient implements UpstreamSessionClient {
   private readonly sessions = new Map<string, ChannelSession>();
   private readonly lifetime = new ScopeSet();
   private readonly quiesce = new AbortController();
-  private readonly inflight = new InFlight<Promise<unknown>>();
-  private state: 'open' | 'closing' | 'closed' = 'open';
+  private readonly work = new Work();
   private closing: Promise<void> | undefined;
   private opening = 0;
   private losses = 0;
@@ -119,7 +118,7 @@ export class ChannelClient implements UpstreamSessionClient {
    * (backingOff, 503 with Retry-After, naming the refusal); the first one after it tries again.
    */
   initialize(params: InitializeParams, signal?: AbortSignal): Promise<HandshakeResult> {
-    return this.track(true, async () => {
+    return this.work.track(true, async () => {
       for (;;) {
         if (this.proven) return this.open(params, signal);
         const failed = this.failedStart;
@@ -171,7 +170,7 @@ export class ChannelClient implements UpstreamSessionClient {
       const settled = scope.settle(err);
       // Room refused, or the caller gone: nothing is known of the server.
       const started = !(err instanceof CausewayError && err.reason === 'overloaded') && !signal?.aborted;
-      if (started && this.state === 'open') this.startFailed(session, settled);
+      if (started && this.work.state === 'open') this.startFailed(session, settled);
       if (session !== undefined) void this.end(session);
       throw settled;
     } finally {
@@ -205,7 +204,7 @@ export class ChannelClient implements UpstreamSessionClient {
     _extraHeaders?: Record<string, string>,
     timeoutMs?: number,
   ): Promise<JsonRpcResponse> {
-    return this.track(true, async () => {
+    return this.work.track(true, async () => {
       const s = this.live(session);
       const scope = this.scope(signal, timeoutMs ?? this.opts.requestTimeoutMs);
       const started = performance.now();
@@ -246,7 +245,7 @@ export class ChannelClient implements UpstreamSessionClient {
 
   /** Registers `handlers` for the session's messages that belong to no call; done rejects with SessionExpiredError when the session is lost. */
   openStream(session: SessionRef, handlers: StreamHandlers, signal: AbortSignal): Promise<'unsupported' | { done: Promise<void> }> {
-    return this.track(true, async () => {
+    return this.work.track(true, async () => {
       const s = this.live(session);
       let end!: (err?: unknown) => void;
       const done = new Promise<void>((resolve, reject) => {
@@ -268,7 +267,7 @@ export class ChannelClient implements UpstreamSessionClient {
       });
       if (signal.aborted || this.quiesce.signal.aborted) end();
       s.lastUsedAt = Date.now();
-      return { done: this.register(done) };
+      return { done: this.work.register(done) };
     });
   }
 
@@ -281,10 +280,10 @@ export class ChannelClient implements UpstreamSessionClient {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweeper);
-      if (this.state === 'open') this.state = 'closing';
+      this.work.refuseNew();
       this.quiesce.abort();
-      while (this.inflight.size > 0) await Promise.allSettled(this.inflight.values());
-      this.state = 'closed';
+      await this.work.settle();
+      this.work.state = 'closed';
       await Promise.allSettled([...this.sessions.values()].map((s) => this.end(s)));
       await this.opener.close?.();
     })();
@@ -294,7 +293,7 @@ export class ChannelClient implements UpstreamSessionClient {
   /** Fails every call now and closes every channel. */
   async destroy(): Promise<void> {
     clearInterval(this.sweeper);
-    this.state = 'closed';
+    this.work.state = 'closed';
     this.quiesce.abort();
     this.lifetime.end();
     await Promise.allSettled([...this.sessions.values()].map((s) => this.end(s)));
@@ -318,7 +317,7 @@ export class ChannelClient implements UpstreamSessionClient {
       this.sessions.delete(s.id);
       this.changed();
     }
-    if (reason !== undefined && this.state === 'open') {
+    if (reason !== undefined && this.work.state === 'open') {
       const now = Date.now();
       this.losses = now - s.openedAt >= HEALTHY_LIFETIME_MS ? 1 : this.losses + 1;
       this.lastLossAt = now;
@@ -402,7 +401,7 @@ export class ChannelClient implements UpstreamSessionClient {
   }
 
   private oneWay(session: SessionRef, message: JsonRpcNotification | JsonRpcResponse): Promise<void> {
-    return this.track(false, async () => {
+    return this.work.track(false, async () => {
       const s = this.live(session);
       s.lastUsedAt = Date.now();
       await s.channel.send(message);
@@ -417,20 +416,4 @@ export class ChannelClient implements UpstreamSessionClient {
     this.opts.onChannels?.(this.sessions.size);
   }
 
-  /** New calls are refused once closing; one-way sends still go so in-flight calls can finish. */
-  private track<T>(isNewWork: boolean, fn: () => Promise<T>): Promise<T> {
-    if (this.state === 'closed' || (isNewWork && this.state === 'closing')) {
-      return Promise.reject(new CausewayError('upstream_unavailable', 'Upstream client is closed'));
-    }
-    return this.register(fn());
-  }
-
-  private register<T>(p: Promise<T>): Promise<T> {
-    const entry = this.inflight.add(p);
-    const forget = (): void => {
-      this.inflight.delete(entry);
-    };
-    p.then(forget, forget);
-    return p;
-  }
 }

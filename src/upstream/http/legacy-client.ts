@@ -7,7 +7,6 @@
 // SessionExpiredError (404 on a session), or the caller's own abort reason. JSON-RPC ids are sent
 // as given; session ids and header values are never logged.
 
-import { CausewayError } from '../../errors.js';
 import { InFlight, type InFlightEntry } from '../../in-flight.js';
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
@@ -21,7 +20,7 @@ import { exchange, postOneWay } from './exchange.js';
 import { initializeOn, type HandshakeHost, type HandshakeResult, type InitializeParams } from './handshake.js';
 import { NO_CALL, refusal, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './reader.js';
-import { OutsideAsks, type AskEntry } from '../core/index.js';
+import { OutsideAsks, Work, type AskEntry } from '../core/index.js';
 import { connectStream, pumpStream, resumeRequestStream, type StreamContext } from './streams.js';
 import type { UpstreamAuthorization } from '../credentials/index.js';
 
@@ -101,14 +100,13 @@ export class UpstreamClient implements UpstreamSessionClient {
   private readonly lifetime = new ScopeSet();
   /** Standalone streams only: ended when the client starts closing. */
   private readonly quiesce = new ScopeSet();
-  private readonly inflight = new InFlight<Promise<unknown>>();
+  private readonly work = new Work();
   /** Direct calls not settled yet; `directIdle` wakes close() when the last one is. */
   private readonly direct = new InFlight<DirectCall>();
   private directIdle: (() => void) | undefined;
   private readonly io: Inbound;
   /** Multi-round calls in flight, by session: who takes an ask from the GET stream. */
   private readonly asking: OutsideAsks;
-  private state: 'open' | 'closing' | 'closed' = 'open';
   private closing: Promise<void> | undefined;
 
   constructor(endpoint: UpstreamEndpoint, log: Logger, options: UpstreamClientOptions = {}) {
@@ -176,7 +174,7 @@ export class UpstreamClient implements UpstreamSessionClient {
   }
 
   initialize(params: InitializeParams, signal?: AbortSignal, principal?: string): Promise<HandshakeResult> {
-    return this.track(true, async () => {
+    return this.work.track(true, async () => {
       const scope = this.scope(signal, this.endpoint.requestTimeoutMs);
       try {
         return await initializeOn(this.handshakes, params, scope, principal);
@@ -195,7 +193,7 @@ export class UpstreamClient implements UpstreamSessionClient {
     /** A longer deadline for calls that wait on a person (multi-round); silence is then no error. */
     timeoutMs?: number,
   ): Promise<JsonRpcResponse> {
-    return this.track(true, async () => {
+    return this.work.track(true, async () => {
       const scope = this.scope(signal, timeoutMs ?? this.endpoint.requestTimeoutMs);
       const ctx: Exchange = { session, handlers, id: msg.id, scope, lenient: false, patient: timeoutMs !== undefined };
       const leave = this.asking.enter(ctx, msg.method);
@@ -225,7 +223,7 @@ export class UpstreamClient implements UpstreamSessionClient {
    * upstream's. `body` is the JSON-RPC request; the call enforces its own deadline.
    */
   post(call: DirectCall, method: string, body: string, extraHeaders: Record<string, string>): boolean {
-    if (this.state !== 'open') return false;
+    if (this.work.state !== 'open') return false;
     call.tally = { direct: this.direct.add(call), ask: this.asking.add(call, method) };
     try {
       this.dispatcher.post(call.session, this.dispatcher.headers('post', call.session, extraHeaders), body, call, LONG_LIVED | MOVABLE);
@@ -259,7 +257,7 @@ export class UpstreamClient implements UpstreamSessionClient {
     signal: AbortSignal,
     timeoutMs?: number,
   ): Promise<JsonRpcResponse> {
-    return this.track(true, async () => {
+    return this.work.track(true, async () => {
       const scope = this.scope(signal, timeoutMs ?? this.endpoint.requestTimeoutMs);
       const ctx: Exchange = { session, handlers, id, scope, lenient: false, patient: true, asked: true };
       const leave = this.asking.enter(ctx, undefined);
@@ -284,7 +282,7 @@ export class UpstreamClient implements UpstreamSessionClient {
 
   /** `lastEventId`: resume a stream another client of the session read up to there (the upstream replays what followed). */
   openStream(session: SessionRef, handlers: StreamHandlers, signal: AbortSignal, lastEventId?: string): Promise<'unsupported' | { done: Promise<void> }> {
-    return this.track(true, async () => {
+    return this.work.track(true, async () => {
       const scope = new CallScope(signal, [this.lifetime, this.quiesce], undefined);
       const cursor: Cursor = { lastEventId, retryMs: undefined };
       let first: Response | 'unsupported';
@@ -299,14 +297,14 @@ export class UpstreamClient implements UpstreamSessionClient {
         return 'unsupported';
       }
       const ctx: Exchange = { session, handlers, id: undefined, scope, lenient: true };
-      const done = this.register(pumpStream(this.streams, ctx, first, cursor));
+      const done = this.work.register(pumpStream(this.streams, ctx, first, cursor));
       return { done };
     });
   }
 
   async terminate(session: SessionRef): Promise<void> {
-    if (session.sessionId === undefined || this.state === 'closed') return;
-    await this.track(false, async () => {
+    if (session.sessionId === undefined || this.work.state === 'closed') return;
+    await this.work.track(false, async () => {
       const scope = this.scope(undefined, this.endpoint.requestTimeoutMs);
       try {
         const res = await this.dispatcher.send('DELETE', session, this.dispatcher.headers('delete', session), undefined, scope.signal);
@@ -323,11 +321,11 @@ export class UpstreamClient implements UpstreamSessionClient {
   /** Refuses new work, ends standalone streams, lets in-flight calls finish, then closes its own sockets (a shared client is its owner's to close). */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      if (this.state === 'open') this.state = 'closing';
+      this.work.refuseNew();
       this.quiesce.end();
-      while (this.inflight.size > 0) await Promise.allSettled(this.inflight.values());
+      await this.work.settle();
       while (this.direct.size > 0) await new Promise<void>((resolve) => (this.directIdle = resolve));
-      this.state = 'closed';
+      this.work.state = 'closed';
       await this.ownHttp?.close();
     })();
     return this.closing;
@@ -335,7 +333,7 @@ export class UpstreamClient implements UpstreamSessionClient {
 
   /** Aborts every call and stream now; they reject with upstream_unavailable. */
   async destroy(): Promise<void> {
-    this.state = 'closed';
+    this.work.state = 'closed';
     this.quiesce.end();
     this.lifetime.end();
     for (const call of this.direct.values()) call.endLifetime();
@@ -343,7 +341,7 @@ export class UpstreamClient implements UpstreamSessionClient {
   }
 
   private async oneWay(session: SessionRef, message: JsonRpcNotification | JsonRpcResponse): Promise<void> {
-    return this.track(false, async () => {
+    return this.work.track(false, async () => {
       const scope = this.scope(undefined, this.endpoint.requestTimeoutMs);
       try {
         await postOneWay(this.streams, scope, session, message);
@@ -359,20 +357,4 @@ export class UpstreamClient implements UpstreamSessionClient {
     return new CallScope(signal, [this.lifetime], timeoutMs);
   }
 
-  /** New calls are refused once closing; one-way sends still go so in-flight calls can finish. */
-  private track<T>(isNewWork: boolean, fn: () => Promise<T>): Promise<T> {
-    if (this.state === 'closed' || (isNewWork && this.state === 'closing')) {
-      return Promise.reject(new CausewayError('upstream_unavailable', 'Upstream client is closed'));
-    }
-    return this.register(fn());
-  }
-
-  private register<T>(p: Promise<T>): Promise<T> {
-    const entry = this.inflight.add(p);
-    const forget = (): void => {
-      this.inflight.delete(entry);
-    };
-    p.then(forget, forget);
-    return p;
-  }
 }

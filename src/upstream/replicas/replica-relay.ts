@@ -19,7 +19,7 @@
 import { randomUUID } from 'node:crypto';
 import { readMessage, type MessageBus } from '../../bus/index.js';
 import { causewayError } from '../../errors.js';
-import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
+import type { JsonRpcNotification, JsonRpcResponse } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { decode, handlerNames, type Operation, type Wire } from './relay-wire.js';
 import { RelayOwner } from './relay-owner.js';
@@ -116,28 +116,16 @@ export class ReplicaRelay implements UpstreamSessionClient {
     return { ...hs, target: this.replicaId };
   }
 
-  request(
-    session: SessionRef,
-    msg: JsonRpcRequest,
-    handlers: StreamHandlers,
-    signal?: AbortSignal,
-    extraHeaders?: Record<string, string>,
-    timeoutMs?: number,
-  ): Promise<JsonRpcResponse> {
-    if (this.isLocal(session)) return this.local.request(session, msg, handlers, signal, extraHeaders, timeoutMs);
+  request(...call: Parameters<UpstreamSessionClient['request']>): Promise<JsonRpcResponse> {
+    if (this.isLocal(call[0])) return this.local.request(...call);
+    const [session, msg, handlers, signal, extraHeaders, timeoutMs] = call;
     const op: Operation = { op: 'request', msg, handlers: handlerNames(handlers), headers: extraHeaders, timeoutMs };
     return this.send(session, op, handlers, signal) as Promise<JsonRpcResponse>;
   }
 
-  resumeCall(
-    session: SessionRef,
-    id: RequestId,
-    lastEventId: string,
-    handlers: StreamHandlers,
-    signal: AbortSignal,
-    timeoutMs?: number,
-  ): Promise<JsonRpcResponse> {
-    if (this.isLocal(session)) return this.local.resumeCall(session, id, lastEventId, handlers, signal, timeoutMs);
+  resumeCall(...resume: Parameters<UpstreamSessionClient['resumeCall']>): Promise<JsonRpcResponse> {
+    if (this.isLocal(resume[0])) return this.local.resumeCall(...resume);
+    const [session, id, lastEventId, handlers, signal, timeoutMs] = resume;
     const op: Operation = { op: 'resume', callId: id, lastEventId, handlers: handlerNames(handlers), timeoutMs };
     return this.send(session, op, handlers, signal) as Promise<JsonRpcResponse>;
   }

@@ -12,7 +12,7 @@
 // stream, and lets go of it when the session ends or the client closes; calls pass straight on.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
+import type { JsonObject, JsonRpcNotification, JsonRpcResponse } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { StandingStream } from '../../config/index.js';
 import {
@@ -100,19 +100,12 @@ export class StandingStreams implements UpstreamSessionClient {
     return hs;
   }
 
-  request(
-    session: SessionRef,
-    msg: JsonRpcRequest,
-    handlers: StreamHandlers,
-    signal?: AbortSignal,
-    extraHeaders?: Record<string, string>,
-    timeoutMs?: number,
-  ): Promise<JsonRpcResponse> {
-    return this.inner.request(session, msg, handlers, signal, extraHeaders, timeoutMs);
+  request(...call: Parameters<UpstreamSessionClient['request']>): Promise<JsonRpcResponse> {
+    return this.inner.request(...call);
   }
 
-  resumeCall(session: SessionRef, id: RequestId, lastEventId: string, handlers: StreamHandlers, signal: AbortSignal, timeoutMs?: number): Promise<JsonRpcResponse> {
-    return this.inner.resumeCall(session, id, lastEventId, handlers, signal, timeoutMs);
+  resumeCall(...resume: Parameters<UpstreamSessionClient['resumeCall']>): Promise<JsonRpcResponse> {
+    return this.inner.resumeCall(...resume);
   }
 
   notify(session: SessionRef, n: JsonRpcNotification): Promise<void> {
