@@ -24,7 +24,6 @@ import {
   type RequestId,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { Access } from '../auth/index.js';
 import { isCacheable, type UpstreamCache } from '../cache/index.js';
 import type { CacheScope } from '../metrics/index.js';
 import type { JsonRpcNotification } from '../jsonrpc.js';
@@ -62,7 +61,7 @@ export class ChannelLegacyFace implements LegacyFace {
   }
 
   async forward(req: LegacyRequest): Promise<void> {
-    const { method, headers, body, res, signal, access, principal } = req;
+    const { method, headers, body, res, signal, principal } = req;
     let id: RequestId | null = null;
     let session: LegacySession | undefined;
     try {
@@ -82,7 +81,7 @@ export class ChannelLegacyFace implements LegacyFace {
         return sendStatus(res, 200);
       }
       if (message === undefined) throw causewayError('method_not_allowed');
-      return await this.post(session, message, headers, res, signal, access);
+      return await this.post(session, message, req);
     } catch (err) {
       if (err instanceof SessionExpiredError && session) this.sessions.forget(session);
       if (!signal.aborted) this.refuse(res, err, id);
@@ -116,30 +115,17 @@ export class ChannelLegacyFace implements LegacyFace {
     sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: opened.initializeResult }, { 'mcp-session-id': clientId });
   }
 
-  private async post(
-    session: LegacySession,
-    message: JsonRpcMessage,
-    headers: IncomingHttpHeaders,
-    res: HttpResponse,
-    signal: AbortSignal,
-    access: Access | undefined,
-  ): Promise<void> {
+  private async post(session: LegacySession, message: JsonRpcMessage, req: LegacyRequest): Promise<void> {
     const { client } = this.opts;
-    if (isRequest(message)) return this.sessions.use(session, () => this.call(session, message, headers, res, signal, access));
+    if (isRequest(message)) return this.sessions.use(session, () => this.call(session, message, req));
     // The client's notifications/initialized: the upstream had one already, at initialize.
     if (isNotification(message) && message.method !== 'notifications/initialized') await client.notify(session.ref, message);
     else if (isResponse(message)) await client.respond(session.ref, message);
-    sendStatus(res, 202);
+    sendStatus(req.res, 202);
   }
 
-  private async call(
-    session: LegacySession,
-    msg: JsonRpcRequest,
-    headers: IncomingHttpHeaders,
-    res: HttpResponse,
-    signal: AbortSignal,
-    access: Access | undefined,
-  ): Promise<void> {
+  private async call(session: LegacySession, msg: JsonRpcRequest, req: LegacyRequest): Promise<void> {
+    const { headers, res, signal, access } = req;
     const { client } = this.opts;
     const seen = (response: JsonRpcResponse): JsonRpcResponse =>
       access?.mayHide(msg.method) && 'result' in response ? { ...response, result: access.filterList(msg.method, response.result) } : response;
