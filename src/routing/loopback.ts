@@ -7,6 +7,7 @@
 // and body. Closing the body (or the caller's signal) ends the request, as a client going away.
 
 import { EventEmitter } from 'node:events';
+import { ANONYMOUS } from '../auth/index.js';
 import { classifyPost, type HeaderBag } from '../envelope/index.js';
 import { sendCausewayError, type HttpResponse } from '../egress/index.js';
 import { causewayError, toCausewayError } from '../errors.js';
@@ -83,12 +84,14 @@ export function loopbackWire(serve: (ex: ModernExchange) => Promise<void>, log: 
         const signal = AbortSignal.any([opts.signal, gone.signal]);
         const res = new LoopbackResponse(resolve, () => gone.abort(new Error('the answer was closed')));
         const http = res as unknown as HttpResponse;
-        const headers: HeaderBag = {
+        const headers: Record<string, string> = {
           ...callHeaders(method, name, opts.headers),
           'content-type': 'application/json',
           accept: 'application/json, text/event-stream',
           'mcp-protocol-version': MODERN_VERSION,
         };
+        // The client's own Mcp-Name (a legacy client's, if it sent one) never speaks for this request.
+        if (name === undefined) delete headers['mcp-name'];
         let json: unknown;
         let parseError = false;
         try {
@@ -96,7 +99,7 @@ export function loopbackWire(serve: (ex: ModernExchange) => Promise<void>, log: 
         } catch {
           parseError = true;
         }
-        const verdict = classifyPost({ headers, body: json, parseError });
+        const verdict = classifyPost({ headers: headers as HeaderBag, body: json, parseError });
         if (verdict.era !== 'modern') {
           const id = isObject(json) && isRequestId(json.id) ? json.id : null;
           const { reason, message, data } =
@@ -107,7 +110,7 @@ export function loopbackWire(serve: (ex: ModernExchange) => Promise<void>, log: 
           return;
         }
         const { request } = verdict;
-        const ex: ModernExchange = { request, headers, res: http, signal, log, principal: opts.principal ?? '' };
+        const ex: ModernExchange = { request, headers, res: http, signal, log, principal: opts.principal ?? ANONYMOUS };
         serve(ex).then(
           () => {
             if (!res.headersSent) reject(causewayError('upstream_bad_response', `${method} was answered with nothing`));
