@@ -23,7 +23,6 @@ import {
   isRequest,
   isResponse,
   type JsonObject,
-  type JsonRpcMessage,
   type JsonRpcRequest,
   type JsonRpcResponse,
   type RequestId,
@@ -39,6 +38,7 @@ import type { AskRounds } from './rounds.js';
 import { clientInfoOf, newSessionId, type FactsStore, type Session, type SessionRecord } from './sessions.js';
 import { LegacyTasks, type TaskRequest } from './tasks.js';
 import { ToolHeaders } from './tools.js';
+import { bag, CallStream } from './call-stream.js';
 import { declared, initializeResult, legacyResponse, modernRequest, negotiate, withTasks } from './wire.js';
 
 export interface TranslatedFaceOptions {
@@ -63,52 +63,6 @@ const SESSION_ID = /^[A-Za-z0-9_-]{22}$/;
 const MAX_LIST_PAGES = 20;
 
 const ASK_CAPABILITY: Readonly<Record<string, string>> = { 'elicitation/create': 'elicitation', 'sampling/createMessage': 'sampling', 'roots/list': 'roots' };
-
-function bag(headers: IncomingHttpHeaders): HeaderBag {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) if (v !== undefined && !k.startsWith(':')) out[k] = Array.isArray(v) ? v.join(', ') : v;
-  return out;
-}
-
-/**
- * A call's SSE answer: started at its first notification or ask, kept alive until the call ends.
- * `relatedTask`: the task a tasks/result waits on, named in its answer and asks (clean.ts).
- */
-class CallStream {
-  private stream: SseStream | undefined;
-  private stopKeepAlive = (): void => {};
-
-  constructor(
-    private readonly res: HttpResponse,
-    private readonly keepAliveMs: number,
-    private readonly relatedTask?: string,
-  ) {}
-
-  open(): SseStream {
-    if (this.stream === undefined) {
-      this.stream = new SseStream(this.res);
-      this.stopKeepAlive = keepAlive(this.stream, this.keepAliveMs);
-    }
-    return this.stream;
-  }
-
-  /** A notification or ask on the call's stream, as a legacy server would send it (clean.ts); started by the first. */
-  send(message: JsonRpcMessage): void {
-    const legacy = legacyMessage(message, this.relatedTask);
-    if (legacy !== undefined) this.open().send(legacy);
-  }
-
-  /** The call's response as a legacy server would send it: its stream's end, or a JSON answer if none started. */
-  finish(answer: JsonRpcResponse): void {
-    const legacy = legacyMessage(answer, this.relatedTask);
-    if (this.stream) this.stream.end(legacy);
-    else sendJson(this.res, 200, legacy);
-  }
-
-  close(): void {
-    this.stopKeepAlive();
-  }
-}
 
 export class TranslatedFace implements LegacyFace {
   /** Calls in flight here, by session and client request id: a notifications/cancelled ends one. */
