@@ -210,7 +210,7 @@ t.test('legacy_client-to-legacy_upstream-with-token: the session belongs to the 
 t.test('the principal is the token issuer and subject: two tokens of one subject share a session, another subject does not', async (t) => {
   const count = async (token: string) => {
     const r = await call('tools/call', { name: 'counter', arguments: {} }, `Bearer ${token}`);
-    return (r.body.result?.content as Array<{ text: string }>)[0]!.text;
+    return (r.body.result!.content as Array<{ text: string }>)[0]!.text;
   };
   const first = await as.token({ client: 'carol', resource, scope: 'mcp' });
   const refreshed = await as.token({ client: 'carol', resource, scope: 'mcp' });

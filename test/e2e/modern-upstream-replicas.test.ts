@@ -39,7 +39,7 @@ async function twoReplicas(t: Test, upstreamUrl: string) {
 function spread(urls: readonly string[]) {
   let n = 0;
   const seen: string[] = [];
-  const fetchVia = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+  const fetchVia = (_input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const method = init?.method ?? 'GET';
     const to = method === 'POST' ? urls[n++ % urls.length]! : method === 'GET' ? urls[1]! : urls[0]!;
     seen.push(`${method} ${to}`);

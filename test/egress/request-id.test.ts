@@ -84,7 +84,7 @@ t.test('HTTP/2: the same', async (t) => {
 });
 
 t.test('a response of another class gets the id set at once', async (t) => {
-  const server = http.createServer((req, res) => {
+  const server = http.createServer((_req, res) => {
     tagResponse(res, 'plain');
     t.equal(res.getHeader('x-request-id'), 'plain', 'set on the response before any head');
     res.writeHead(200, { 'x-writer': 'plain' });

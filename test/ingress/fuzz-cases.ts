@@ -257,7 +257,6 @@ function modernId(p: Pick): string | number {
 function modernRequest(p: Pick, ctx: FuzzContext, family: string): Draft {
   const d = baseDraft(family, ctx, 'POST');
   const id = modernId(p);
-  let rpcMethod: string;
   let ps: JsonObject = {};
   let name: string | undefined;
   let extraMeta: JsonObject = {};
@@ -273,7 +272,7 @@ function modernRequest(p: Pick, ctx: FuzzContext, family: string): Draft {
     [3, 'resources/templates/list'],
     [3, 'completion/complete'],
   ]);
-  rpcMethod = which;
+  const rpcMethod = which;
   switch (which) {
     case 'tools/call': {
       const tp = toolPick(p);

@@ -158,7 +158,7 @@ t.test('legacy_client-to-sdk_upstream-ping: answered automatically mid-call', as
     const b = s.body as { id?: unknown; result?: unknown; method?: unknown } | undefined;
     return b !== undefined && b.method === undefined && b.id !== undefined && b.result !== undefined;
   });
-  t.same(pong?.body, { jsonrpc: '2.0', id: (pong?.body as { id: unknown }).id, result: {} });
+  t.same(pong?.body, { jsonrpc: '2.0', id: (pong?.body as { id: unknown } | undefined)?.id, result: {} });
 });
 
 t.test('legacy_client-to-sdk_upstream-2025_03_26: no MCP-Protocol-Version header', async (t) => {
