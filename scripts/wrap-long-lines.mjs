@@ -11,8 +11,10 @@
 //   blank comment lines, fenced code, tables, tags and more deeply indented lines are left as they are;
 // - a trailing `code; // words` comment moves onto its own line above the code;
 // - a one-line `/** ... */` becomes a block of ` * ` lines, and block comment lines are refilled like `//` ones;
-// - a string literal or template literal is split at spaces into `'a ' + 'b'`; never where only a literal is
-//   allowed (imports, types, property names, enum members, `case`, comparisons, tagged templates).
+// - a string literal or template literal is split at spaces (at commas if it has too few) into `'a ' + 'b'`, when
+//   every piece then fits a line of its own; a template only in its literal text, never inside `${...}`; never where
+//   only a literal is allowed or its type counts (imports, types, property names and element access, enum members,
+//   `case`, comparisons, tagged templates, `as const`).
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -109,7 +111,9 @@ function continues(c, first, pad) {
   );
 }
 
-/** Whether `line` is code: in a ``` fence or after an `@example` tag, counting from `from` (the comment's first line). */
+/**
+ * Whether `line` is code: in a ``` fence or after an `@example` tag, counting from `from` (the comment's first line).
+ */
 function inCode(lines, from, line) {
   let fence = false;
   let example = false;
@@ -437,13 +441,12 @@ function edits(file, text, strings, aggressive) {
     const { points, commas } = cutPoints(sf, node);
     let parts = balanced(raw, points, room);
     if (parts.some((p) => p.length > room)) {
-      parts = balanced(
-        raw,
-        [...points, ...commas].sort((a, b) => a - b),
-        room,
-      );
+      const all = [...points, ...commas].sort((a, b) => a - b);
+      parts = balanced(raw, all, room);
     }
     if (parts.length < 2) continue;
+    // Every piece must fit on a line of its own (a long substitution may not): else the line is left for a person.
+    if (parts.some((p) => p.length > WIDTH - indent - 6)) continue;
     const joined = parts.join(' + ');
     out.push({ from: start, to: node.end, text: how === 'paren' ? `(${joined})` : joined });
     cut.push([start, node.end]);
