@@ -18,9 +18,9 @@ export {
   UPSTREAM_CLIENT_DEFAULTS,
   type DirectCall,
   type DirectTally,
-  type RequestResult,
   type UpstreamMessage,
 } from './http/index.js';
+export type { RequestResult } from './core/index.js';
 export { UpstreamHttp, type Response, type UpstreamRequest } from './http/index.js';
 export { abandon, checkContentLength, decodeMessages, discard, mediaType, readText } from './http/index.js';
 export { readRefusal, type ResponseBody, parseSse, type SseEvent, sseTextMessages, sseMessages } from './http/index.js';

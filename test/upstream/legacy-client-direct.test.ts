@@ -6,7 +6,8 @@ import type { ServerResponse } from 'node:http';
 import t from 'tap';
 import { TargetSet } from '../../src/upstream/core/targets.js';
 import { UpstreamHttp } from '../../src/upstream/http/compose/index.js';
-import type { DirectCall, DirectTally, RequestResult } from '../../src/upstream/http/legacy-client.js';
+import type { DirectCall, DirectTally } from '../../src/upstream/http/legacy-client.js';
+import type { RequestResult } from '../../src/upstream/core/index.js';
 import type { StreamHandlers } from '../../src/upstream/core/index.js';
 import { rawClient, rawServer, SESSION, type HasTeardown } from './raw-server.js';
 

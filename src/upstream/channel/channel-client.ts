@@ -27,6 +27,7 @@ import {
   SessionExpiredError,
   type SessionRef,
   type UpstreamSessionClient,
+  timedRequest,
   Work,
 } from '../core/index.js';
 import { ChannelSession, idKey, type OpenStream, type Pending } from './channel-session.js';
@@ -207,20 +208,10 @@ export class ChannelClient implements UpstreamSessionClient {
     return this.work.track(true, async () => {
       const s = this.live(session);
       const scope = this.scope(signal, timeoutMs ?? this.opts.requestTimeoutMs);
-      const started = performance.now();
-      let result: 'ok' | 'error' | 'failed' | 'cancelled' = 'failed';
       const asked = { value: false };
-      try {
-        const response = await this.exchange(s, msg, handlers, scope, asked);
-        result = 'error' in response ? 'error' : 'ok';
-        return response;
-      } catch (err) {
-        if (signal?.aborted) result = 'cancelled';
-        throw scope.settle(err);
-      } finally {
-        scope.dispose();
-        if (this.opts.onRequest && !asked.value) this.opts.onRequest(msg.method, result, (performance.now() - started) / 1000);
-      }
+      return timedRequest(signal, scope, () => this.exchange(s, msg, handlers, scope, asked), (result, seconds) => {
+        if (!asked.value) this.opts.onRequest?.(msg.method, result, seconds);
+      });
     });
   }
 

@@ -10,5 +10,5 @@ export { losesSession, REFUSAL_BODY_LIMIT } from './lost-session.js';
 export type { AskingCall, HandshakeResult, InitializeParams, StreamHandlers, UpstreamSessionClient } from './session-client.js';
 export { neverDelivered, TargetSet } from './targets.js';
 export { tracedRequest } from './traced-request.js';
-export { Work } from './work.js';
+export { timedRequest, Work, type RequestResult, type RequestScope } from './work.js';
 export { ASKING_METHODS, type AskEntry, type AskRelay, type AskRouting, type LocalAsks, OutsideAsks } from './asking-calls.js';

@@ -4,6 +4,7 @@
 
 import { CausewayError } from '../../errors.js';
 import { InFlight } from '../../in-flight.js';
+import type { JsonRpcResponse } from '../../jsonrpc.js';
 
 export type WorkState = 'open' | 'closing' | 'closed';
 
@@ -38,5 +39,39 @@ export class Work {
   async settle(): Promise<void> {
     this.refuseNew();
     while (this.inflight.size > 0) await Promise.allSettled(this.inflight.values());
+  }
+}
+
+/** How an upstream request ended, for its metric: answered, answered with an error, failed, or given up by the caller. */
+export type RequestResult = 'ok' | 'error' | 'failed' | 'cancelled';
+
+/** A request's deadline and cancellation: what a failure becomes, and the timers let go of once it ends. */
+export interface RequestScope {
+  settle(err: unknown): unknown;
+  dispose(): void;
+}
+
+/**
+ * Runs one upstream request in its scope: a failure is what the scope makes of it (its deadline,
+ * the caller's abort), and `ended` hears how it ended and how long it took, whatever the outcome.
+ */
+export async function timedRequest(
+  signal: AbortSignal | undefined,
+  scope: RequestScope,
+  run: () => Promise<JsonRpcResponse>,
+  ended: (result: RequestResult, seconds: number) => void,
+): Promise<JsonRpcResponse> {
+  const started = performance.now();
+  let result: RequestResult = 'failed';
+  try {
+    const response = await run();
+    result = 'error' in response ? 'error' : 'ok';
+    return response;
+  } catch (err) {
+    if (signal?.aborted) result = 'cancelled';
+    throw scope.settle(err);
+  } finally {
+    scope.dispose();
+    ended(result, (performance.now() - started) / 1000);
   }
 }

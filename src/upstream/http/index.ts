@@ -19,7 +19,7 @@ export {
 } from './dispatcher.js';
 export { type Exchange, refusal } from './inbound.js';
 export { tooLarge } from './body.js';
-export { type DirectCall, type DirectTally, type RequestResult, UPSTREAM_CLIENT_DEFAULTS, UpstreamClient } from './legacy-client.js';
+export { type DirectCall, type DirectTally, UPSTREAM_CLIENT_DEFAULTS, UpstreamClient } from './legacy-client.js';
 export { badResponse, classify, decodeMessages, type UpstreamMessage } from './inbound.js';
 export { AnswerReader, type AnswerLimits, DEFAULT_MAX_EVENT_BYTES } from './reader.js';
 export { parseSse, type SseEvent, sseMessages, sseTextMessages } from './reader.js';

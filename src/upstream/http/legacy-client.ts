@@ -20,7 +20,7 @@ import { exchange, postOneWay } from './exchange.js';
 import { initializeOn, type HandshakeHost, type HandshakeResult, type InitializeParams } from './handshake.js';
 import { NO_CALL, refusal, type Cursor, type Exchange, type Inbound, type StreamHandlers } from './inbound.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './reader.js';
-import { OutsideAsks, Work, type AskEntry } from '../core/index.js';
+import { OutsideAsks, timedRequest, Work, type AskEntry, type RequestResult } from '../core/index.js';
 import { connectStream, pumpStream, resumeRequestStream, type StreamContext } from './streams.js';
 import type { UpstreamAuthorization } from '../credentials/index.js';
 
@@ -78,7 +78,6 @@ export interface DirectTally {
 }
 
 /** How a request upstream ended, for its metric. */
-export type RequestResult = 'ok' | 'error' | 'failed' | 'cancelled';
 
 export const UPSTREAM_CLIENT_DEFAULTS = Object.freeze({
   maxEventBytes: DEFAULT_MAX_EVENT_BYTES,
@@ -197,21 +196,12 @@ export class UpstreamClient implements UpstreamSessionClient {
       const scope = this.scope(signal, timeoutMs ?? this.endpoint.requestTimeoutMs);
       const ctx: Exchange = { session, handlers, id: msg.id, scope, lenient: false, patient: timeoutMs !== undefined };
       const leave = this.asking.enter(ctx, msg.method);
-      const started = performance.now();
-      let result: RequestResult = 'failed';
-      try {
-        this.log.debug({ method: msg.method }, 'upstream request');
-        const response = await exchange(this.streams, ctx, 'post', JSON.stringify(msg), extraHeaders);
-        result = 'error' in response ? 'error' : 'ok';
-        return response;
-      } catch (err) {
-        if (signal?.aborted) result = 'cancelled';
-        throw scope.settle(err);
-      } finally {
-        scope.dispose();
+      this.log.debug({ method: msg.method }, 'upstream request');
+      const run = () => exchange(this.streams, ctx, 'post', JSON.stringify(msg), extraHeaders);
+      return timedRequest(signal, scope, run, (result, seconds) => {
         leave?.();
-        if (this.onRequest && !ctx.asked) this.onRequest(msg.method, result, (performance.now() - started) / 1000);
-      }
+        if (!ctx.asked) this.onRequest?.(msg.method, result, seconds);
+      });
     });
   }
 
