@@ -10,6 +10,14 @@ import { FILTERED_LISTS, filterList, mayHide, missingScopes } from './rules.js';
 export interface Identity {
   readonly issuer: string;
   readonly subject: string;
+  /** The OAuth client the token was issued to (client_id), when it says: for the audit record, not the principal. */
+  readonly clientId?: string;
+}
+
+/** The client_id claim (RFC 9068 §2.2) or introspection member (RFC 7662 §2.2), when it is a non-empty string. */
+export function clientIdOf(claims: Readonly<Record<string, unknown>>): { clientId?: string } {
+  const id = claims.client_id;
+  return typeof id === 'string' && id !== '' ? { clientId: id } : {};
 }
 
 /** A token checked by a verifier: its identity and scopes, or why it is refused. */

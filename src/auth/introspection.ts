@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import { isObject } from '../jsonrpc.js';
-import { audiencesOf, bindingOf, scopesOf, type TokenVerifier, type Verified } from './grant.js';
+import { audiencesOf, bindingOf, clientIdOf, scopesOf, type TokenVerifier, type Verified } from './grant.js';
 import { BoundedMap } from '../bounded.js';
 
 export interface IntrospectionOptions {
@@ -95,7 +95,8 @@ export class IntrospectionVerifier implements TokenVerifier {
     const binding = bindingOf(a);
     if (binding === 'other') return { ok: false, failure: 'bound_token' };
     const expiresAt = typeof a.exp === 'number' ? a.exp * 1000 : undefined;
-    return { ok: true, identity: { issuer: this.opts.issuer, subject }, scopes: scopesOf(a), audiences, jkt: binding?.jkt, expiresAt };
+    const identity = { issuer: this.opts.issuer, subject, ...clientIdOf(a) };
+    return { ok: true, identity, scopes: scopesOf(a), audiences, jkt: binding?.jkt, expiresAt };
   }
 
 }

@@ -4,7 +4,7 @@
 // (RFC 8707), exp / nbf within the clock skew, and a subject.
 
 import { createRemoteJWKSet, decodeJwt, errors, jwtVerify } from 'jose';
-import { audiencesOf, bindingOf, scopesOf, type TokenVerifier, type Verified } from './grant.js';
+import { audiencesOf, bindingOf, clientIdOf, scopesOf, type TokenVerifier, type Verified } from './grant.js';
 import type { AuthFailure } from '../metrics/index.js';
 
 export interface JwtOptions {
@@ -38,7 +38,10 @@ export class JwtVerifier implements TokenVerifier {
       if (typeof payload.sub !== 'string' || payload.sub === '') return { ok: false, failure: 'missing_subject' };
       const binding = bindingOf(payload);
       if (binding === 'other') return { ok: false, failure: 'bound_token' };
-      return { ok: true, identity: { issuer: this.opts.issuer, subject: payload.sub }, scopes: scopesOf(payload), audiences: audiencesOf(payload), jkt: binding?.jkt, expiresAt: payload.exp! * 1000 };
+      const identity = { issuer: this.opts.issuer, subject: payload.sub, ...clientIdOf(payload) };
+      const audiences = audiencesOf(payload);
+      const expiresAt = payload.exp! * 1000;
+      return { ok: true, identity, scopes: scopesOf(payload), audiences, jkt: binding?.jkt, expiresAt };
     } catch (err) {
       return { ok: false, failure: failureOf(err) };
     }
