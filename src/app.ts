@@ -329,6 +329,7 @@ export function createApp(config: Config, log: Logger, store: SessionStore = cre
       closing: () => closing,
       observe: (tag, status, seconds) => requestMetrics.request(tag.era, tag.method, status, tag.revision, seconds),
       accessSample: config.log.accessSample,
+      audit: config.log.audit,
       inFlight,
     }),
     (reason) => metrics.connectionsClosed.labels(reason).inc(),

@@ -22,10 +22,12 @@ const FRONT_DOOR = 'ingress/front-door.ts';
  * routing calls, the pool, the upstream clients, the dialect they translate with); below are the
  * ground floors every stage writes with: the metrics (which declare their own label values, so
  * that no stage's type reaches up into them), the reply writers, the parsed request, tracing, the
- * bus between replicas, and the settings.
+ * bus between replicas, and the settings. The audit record sits just under the front door, the
+ * one stage that knows a request whole when it ends.
  */
 const FLOORS = [
   'ingress',
+  'audit',
   'warm',
   'translate',
   'skills',

@@ -273,6 +273,12 @@ const TABLE = {
       'Share of MCP requests logged at info when they end, one line each (era, method, name, status, duration, request id): 0 logs none, 1 every one, 0.01 one in a hundred.',
       { max: 1, fraction: true },
     ),
+    audit: flag(
+      false,
+      'One info line (msg "audit") for every tools/call, prompts/get and resources/read of either era, ' +
+        'whatever log.accessSample says: who (iss, sub, client_id or the principal label), mount, upstream, era, ' +
+        'name, outcome, duration, request and trace ids. Never a token or the arguments.',
+    ),
   },
   drain: {
     delayMs: num(

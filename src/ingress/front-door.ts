@@ -13,6 +13,7 @@ import { serveModern } from '../pipeline.js';
 import {
   acceptable,
   accepted,
+  auditCalls,
   classify,
   eraTags,
   legacyRate,
@@ -72,6 +73,7 @@ const STEPS: readonly Step[] = [
   classify, // the classifier's verdict
   tokenlessDiscover, // without a token, server/discover only
   eraTags, // the era and method, for metrics and the access log
+  auditCalls, // log.audit: the calls the audit record is written for
   accepted, // 202 for a notification or a response
   rejected, // the classifier's error
   legacyScopes, // insufficient_scope for a request of the message or batch

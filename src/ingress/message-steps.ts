@@ -1,8 +1,10 @@
 // The front door's steps over the JSON-RPC message a POST's body holds: the classifier's verdict,
 // a tokenless discover held to server/discover, the era and method named for metrics and the
-// log, then what each era asks before it is handed on (front-door.ts hands it): a legacy
-// message's scopes and method rates, a modern request's Accept, scopes and method rate.
+// log, the calls the audit record is written for, then what each era asks before it is handed
+// on (front-door.ts hands it): a legacy message's scopes and method rates, a modern request's
+// Accept, scopes and method rate.
 
+import { AnswerTap, AUDITED } from '../audit/index.js';
 import type { ResourceServer } from '../auth/index.js';
 import { sendStatus } from '../egress/index.js';
 import { classifyPost, LEGACY_METHODS, META_VERSION, revisionLabel, type Classified, type HeaderBag } from '../envelope/index.js';
@@ -62,6 +64,25 @@ export function eraTags(v: Visit): boolean {
     tag.method = verdict.request.method;
     tag.name = verdict.request.name;
   }
+  return NEXT;
+}
+
+/**
+ * log.audit: the requests of the message the audit record is written for (of a legacy batch, each
+ * one), and a tap on the answer, which for a legacy client and a modern upstream no stage parses.
+ */
+export function auditCalls(v: Visit): boolean {
+  if (!v.deps.audit) return NEXT;
+  const { verdict, audited } = v;
+  if (verdict.era === 'modern' && AUDITED.has(verdict.request.method)) {
+    const { method, name, id } = verdict.request;
+    audited.push({ method, name, id });
+  } else if (verdict.era === 'legacy') {
+    for (const { method, id, message } of requestsIn(v.json)) {
+      if (AUDITED.has(method)) audited.push({ method, name: legacyName(message), id });
+    }
+  }
+  if (audited.length > 0) v.tap = new AnswerTap(v.res);
   return NEXT;
 }
 

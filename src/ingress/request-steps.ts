@@ -6,9 +6,17 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { sendJson, sendStatus } from '../egress/index.js';
 import { sendReadiness } from './admin.js';
-import { checkOrigin, hostName, isValidAuthority, revisionLabel, type HeaderBag } from '../envelope/index.js';
+import {
+  checkOrigin,
+  decodeHeaderValue,
+  hostName,
+  isValidAuthority,
+  revisionLabel,
+  type HeaderBag,
+} from '../envelope/index.js';
 import { causewayError, toCausewayError, type CausewayError, type ErrorReason } from '../errors.js';
 import { principalHash, WELL_KNOWN_PRM, type ResourceServer } from '../auth/index.js';
+import { AUDITED, whoOf, writeAudit, type AuditedCall } from '../audit/index.js';
 import type { RateLimiter } from './rate-limit.js';
 import { parseJson, readBody, type BodyReader } from './read-body.js';
 import type { IngressRequest } from './server.js';
@@ -191,6 +199,44 @@ function closed(v: Visit): void {
       'request',
     );
   }
+  if (deps.audit) audit(v, seconds);
+}
+
+/** log.audit: the audit record's line for each audited call of the request, however it ended. */
+function audit(v: Visit, seconds: number): void {
+  const calls = v.audited.length > 0 ? v.audited : refusedUnread(v);
+  if (calls.length === 0) return;
+  const { tag, mount, res } = v;
+  const upstream = tag.notes.upstream ?? mount.upstream?.upstreamName;
+  // The mount's own upstream's era as last found (legacy when it has no modern client); a federated
+  // mount's member's is not known here.
+  const own = mount.upstream !== undefined && mount.upstream.upstreamName === upstream ? mount.upstream : undefined;
+  writeAudit(v.log, calls, {
+    who: whoOf(v.access, v.deps.principal, v.headers, v.principal),
+    mount: mount.path,
+    upstream,
+    era: tag.era === 'legacy' ? 'legacy' : 'modern',
+    upstreamEra: own && (own.modern ? own.modern.era.current : 'legacy'),
+    refused: v.refused,
+    code: tag.notes.code,
+    tap: v.tap,
+    status: res.statusCode,
+    finished: res.writableFinished,
+    ms: Math.round(seconds * 1e4) / 10,
+    traceId: tag.notes.traceId ?? traceIdOf(v.headers.traceparent).traceId,
+  });
+}
+
+/**
+ * A request refused before its body was read (a token refused, the principal over its rate) is
+ * audited by what its headers name: a 2026 client's Mcp-Method and Mcp-Name. A legacy client's
+ * names its method only in the body, which a refusal leaves unread.
+ */
+function refusedUnread(v: Visit): AuditedCall[] {
+  const method = v.headers['mcp-method']?.trim();
+  if (v.refused === undefined || v.body !== undefined || method === undefined || !AUDITED.has(method)) return [];
+  const name = v.headers['mcp-name'];
+  return [{ method, name: name === undefined ? undefined : decodeHeaderValue(name), id: null }];
 }
 
 /** The trace id of a W3C traceparent header, for the access log of a request no span recorded. */

@@ -7,6 +7,7 @@ import { sendCausewayError, type HttpResponse } from '../egress/index.js';
 import type { Classified, HeaderBag, OriginPolicy } from '../envelope/index.js';
 import { toCausewayError, type CausewayError } from '../errors.js';
 import type { Access, PrincipalPolicy, ResourceServer } from '../auth/index.js';
+import type { AnswerTap, AuditedCall } from '../audit/index.js';
 import type { RequestId } from '../jsonrpc.js';
 import { requestLogger, type Logger } from '../log.js';
 import type { AccessNotes } from '../routing/index.js';
@@ -42,6 +43,8 @@ export interface FrontDoorDeps {
   observe(tag: Tag, status: number, seconds: number): void;
   /** Share of MCP requests given an access log line (log.accessSample). */
   accessSample: number;
+  /** log.audit: every tools/call, prompts/get and resources/read gets its audit line, sampled never. */
+  audit: boolean;
   inFlight: { count: number };
   /** The Hosts and Origins refused and logged already (frontDoor makes it). */
   refusedOnce: OnceEach;
@@ -105,6 +108,11 @@ export class Visit {
   parseError = false;
   /** classify */
   verdict!: Classified;
+  /** auditCalls: the requests the audit record is written for, and the tap on their answer (log.audit). */
+  audited: AuditedCall[] = [];
+  tap: AnswerTap | undefined = undefined;
+  /** refuse, refuseUnread: the front door's own refusal, for the audit record's outcome. */
+  refused: CausewayError | undefined = undefined;
   /** A paused walk (PAUSED): the step it goes on from, and the walk that goes on. */
   private resumeAt = 0;
   private walkOn: ((v: Visit, from: number) => void) | undefined = undefined;
@@ -177,12 +185,14 @@ export type Step = (v: Visit) => boolean | typeof PAUSED | Promise<boolean | voi
 
 /** The spec's error for the request, with the id of the request it answers. */
 export function refuse(v: Visit, error: CausewayError, id: RequestId | null): boolean {
+  v.refused = error;
   sendCausewayError(v.res, error, id);
   return ANSWERED;
 }
 
 /** The same before the body is read: the rest of it is left unread (closeAfterReply). */
 export function refuseUnread(v: Visit, error: CausewayError): boolean {
+  v.refused = error;
   closeAfterReply(v.req, v.res);
   sendCausewayError(v.res, error, null);
   return ANSWERED;

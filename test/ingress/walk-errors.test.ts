@@ -42,6 +42,7 @@ async function frontDoorWith(forward: Forward) {
     closing: () => false,
     observe: () => undefined,
     accessSample: 0,
+    audit: false,
     inFlight: { count: 0 },
   });
   const server = http.createServer((req, res) => handler(req, res));

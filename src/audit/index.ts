@@ -1,0 +1,2 @@
+export { AUDITED, whoOf, writeAudit, type AuditedCall, type AuditEnd, type Who } from './record.js';
+export { AnswerTap } from './tap.js';
