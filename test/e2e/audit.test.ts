@@ -4,22 +4,23 @@
 // or the missing token, an unknown tool) and when, with its request and trace ids; with
 // log.accessSample 0 still, never with log.audit off, and never with the token in it.
 
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { jwtFace, protectedResource, startAuthorizationServer } from '../helpers/authorization-server.js';
-import { startCauseway } from '../helpers/causeway.js';
+import { startCauseway, type Settings } from '../helpers/causeway.js';
 import { until } from '../helpers/until.js';
 import { modernBody, modernHeaders, type JsonObject } from './wire.js';
 
 const { port, resource } = await protectedResource();
+const opaque = await protectedResource();
 const upstream = await startLegacyServer();
 t.teardown(() => upstream.close());
 const as = await startAuthorizationServer(t, {
-  resources: { [resource]: 'jwt' },
+  resources: { [resource]: 'jwt', [opaque.resource]: 'opaque' },
   scopes: ['mcp', 'mcp:admin'],
-  clients: ['alice'],
+  clients: ['alice', 'causeway'],
 });
 const causeway = await startCauseway({
   ...jwtFace(as, port, resource),
@@ -124,15 +125,53 @@ t.test('no token, session id or argument is ever written; log.accessSample 0 wri
   t.same(lines(causeway.logs, 'request'), [], 'the access log keeps to its sample');
 });
 
-t.test('with log.audit off, no audit line', async (t) => {
-  const quiet = await startCauseway({ 'upstream.url': upstream.url, 'log.accessSample': 1 });
-  t.teardown(() => quiet.close());
-  const res = await fetch(quiet.url, {
+const SECRET = 'a-test-secret-of-32-characters!!';
+
+/** A Causeway on the fixture with log.audit on and `settings`, closed when `t` ends. */
+async function auditing(t: Test, settings: Settings) {
+  const cw = await startCauseway({ 'upstream.url': upstream.url, 'log.audit': 'true', ...settings });
+  t.teardown(() => cw.close());
+  return cw;
+}
+
+/** A tools/call to `url` with `headers`; the lines of `logs` saying `msg` once one is there. */
+async function echoOn(url: string, logs: string[], headers: Record<string, string>, msg = 'audit'): Promise<Line[]> {
+  const res = await fetch(url, {
     method: 'POST',
-    headers: modernHeaders('tools/call', 'echo'),
+    headers: { ...modernHeaders('tools/call', 'echo'), ...headers },
     body: JSON.stringify(modernBody('tools/call', { name: 'echo', arguments: { text: 'x' } })),
   });
   await res.text();
-  await until(() => lines(quiet.logs, 'request').length > 0, { what: 'the access line' });
+  await until(() => lines(logs, msg).length > 0, { what: `a ${msg} line` });
+  return lines(logs, msg);
+}
+
+t.test("introspection: the answer's client_id is kept as the JWT claim is", async (t) => {
+  const cw = await auditing(t, {
+    'listen.port': opaque.port,
+    'principal.hashSecret': SECRET,
+    'auth.mode': 'introspection',
+    'auth.issuer': as.issuer,
+    'auth.resource': opaque.resource,
+    'auth.introspectionUrl': as.introspectionUrl,
+    'auth.introspectionClientId': 'causeway',
+    'auth.introspectionClientSecret': as.secret('causeway'),
+  });
+  const reference = await as.token({ client: 'alice', resource: opaque.resource, scope: 'mcp' });
+  const [line] = await echoOn(cw.url, cw.logs, { authorization: `Bearer ${reference}` });
+  t.match(line, { ...alice, era: 'modern', name: 'echo', outcome: 'ok' });
+  t.notOk(cw.logs.join('\n').includes(reference), 'the token appears in no line');
+});
+
+t.test('principal.mode header: the label the header carries', async (t) => {
+  const cw = await auditing(t, { 'principal.mode': 'header', 'principal.hashSecret': SECRET });
+  const [line] = await echoOn(cw.url, cw.logs, { 'x-causeway-principal': 'team-blue' });
+  t.match(line, { principal: 'team-blue', era: 'modern', name: 'echo', outcome: 'ok' });
+  t.notOk('sub' in line!, 'no token, no subject');
+});
+
+t.test('with log.audit off, no audit line', async (t) => {
+  const quiet = await auditing(t, { 'log.audit': 'false', 'log.accessSample': 1 });
+  await echoOn(quiet.url, quiet.logs, {}, 'request');
   t.same(lines(quiet.logs, 'audit'), []);
 });
