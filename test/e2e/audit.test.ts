@@ -8,6 +8,7 @@ import t, { type Test } from 'tap';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
+import { startModernServer } from '../fixtures/modern-server.js';
 import { jwtFace, protectedResource, startAuthorizationServer } from '../helpers/authorization-server.js';
 import { startCauseway, type Settings } from '../helpers/causeway.js';
 import { until } from '../helpers/until.js';
@@ -168,6 +169,49 @@ t.test('principal.mode header: the label the header carries', async (t) => {
   const [line] = await echoOn(cw.url, cw.logs, { 'x-causeway-principal': 'team-blue' });
   t.match(line, { principal: 'team-blue', era: 'modern', name: 'echo', outcome: 'ok' });
   t.notOk('sub' in line!, 'no token, no subject');
+});
+
+t.test("a call over its method's rate: refused, and audited so", async (t) => {
+  const rateMethods = JSON.stringify({ 'tools/call': { ratePerSecond: 0.001, burst: 1 } });
+  const cw = await auditing(t, {
+    'principal.mode': 'header',
+    'principal.hashSecret': SECRET,
+    'limits.rateMethods': rateMethods,
+  });
+  await echoOn(cw.url, cw.logs, { 'x-causeway-principal': 'team-red' });
+  const res = await fetch(cw.url, {
+    method: 'POST',
+    headers: { ...modernHeaders('tools/call', 'echo'), 'x-causeway-principal': 'team-red', 'x-request-id': 'over' },
+    body: JSON.stringify(modernBody('tools/call', { name: 'echo', arguments: { text: 'x' } })),
+  });
+  await res.text();
+  t.equal(res.status, 429);
+  await until(() => lines(cw.logs, 'audit').length > 1, { what: "the refused call's line" });
+  t.match(lines(cw.logs, 'audit')[1], {
+    principal: 'team-red',
+    reqId: 'over',
+    outcome: 'refused',
+    reason: 'rate_limited',
+  });
+});
+
+t.test("a 2026 upstream: its relayed answers, and a legacy client's over it, read for their errors", async (t) => {
+  const modernUpstream = await startModernServer();
+  t.teardown(() => modernUpstream.close());
+  const cw = await auditing(t, { 'upstream.url': modernUpstream.url });
+  // This server has no echo tool: its own JSON-RPC error, relayed as it came.
+  const [relayed] = await echoOn(cw.url, cw.logs, {});
+  t.match(relayed, { era: 'modern', upstreamEra: 'modern', name: 'echo', outcome: 'error', code: -32602 });
+  const client = new LegacyClient({ name: 'legacy-audit', version: '1.0.0' });
+  await client.connect(new LegacyTransport(new URL(cw.url)));
+  t.teardown(() => client.close());
+  await client.callTool({ name: 'test_simple_text', arguments: {} });
+  await t.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }));
+  await until(() => lines(cw.logs, 'audit').length > 2, { what: "the legacy calls' lines" });
+  t.match(lines(cw.logs, 'audit').slice(1), [
+    { era: 'legacy', upstreamEra: 'modern', name: 'test_simple_text', outcome: 'ok' },
+    { era: 'legacy', upstreamEra: 'modern', name: 'no_such_tool', outcome: 'error', code: Number },
+  ]);
 });
 
 t.test('with log.audit off, no audit line', async (t) => {
