@@ -58,7 +58,7 @@ const upstreamStats = async (): Promise<ModernServerStats> => (await fixture.sta
 async function legacyClient(t: Test, user: string): Promise<LegacyClient> {
   const urls = [a.url!, b.url!];
   let n = 0;
-  const fetchVia = (input: string | URL | Request, init?: RequestInit): Promise<Response> =>
+  const fetchVia = (_input: string | URL | Request, init?: RequestInit): Promise<Response> =>
     fetch(init?.method === 'POST' ? urls[n++ % 2]! : urls[1]!, init);
   const client = new LegacyClient(INFO, { capabilities: { elicitation: {} } });
   const requestInit = { headers: { 'x-user': user } };
