@@ -9,7 +9,7 @@ import { causewayError, CausewayError } from './errors.js';
 import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { sessionRef, type PooledSession, type SessionKey } from './pool/index.js';
-import { answerFailure, learnTools, modernAnswer, sessionKeyFor, type Answered, type Federation, type Keep, type ModernDeps, type ModernExchange, type ModernMount, type Routed } from './routing/index.js';
+import { answerFailure, learnTools, modernAnswer, sessionKeyFor, type Answered, type Federation, type Keep, type ModernDeps, type ModernExchange, type ModernMount, type ModernSide, type Routed } from './routing/index.js';
 import {
   callHeaders,
   enableLogging,
@@ -47,7 +47,7 @@ export function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void
  * for its legacy sessions when not. An upstream that refuses the era in use (upgraded or rolled
  * back in place) has its era found again, and the request is served once more in the new one.
  */
-async function byEra(ex: ModernExchange, deps: ModernDeps, modern: NonNullable<ModernDeps['modern']>, again = true): Promise<Answered> {
+async function byEra(ex: ModernExchange, deps: ModernDeps, modern: ModernSide, again = true): Promise<Answered> {
   const era = modern.era.current ?? (await modern.era.era(ex.signal));
   if (era === 'legacy') {
     try {

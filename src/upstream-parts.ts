@@ -12,6 +12,7 @@ import { UpstreamCache, type GatewayCache } from './cache/index.js';
 import { UpstreamMetrics, type Metrics } from './metrics/index.js';
 import { AutoLegacyFace, ChannelLegacyFace, EraLegacyFace, LegacyPassthrough, SessionBinding, type LegacyFace } from './passthrough/index.js';
 import { TranslatedFace, type AskRounds, type FactsStore } from './translate/index.js';
+import type { ModernSide } from './routing/index.js';
 import { VERSION } from './version.js';
 import {
   AutoClient,
@@ -59,7 +60,7 @@ export interface UpstreamParts {
   /** Closes the client and the passthrough, letting their requests finish, then the HTTP client they share. */
   close(): Promise<void>;
   /** A Streamable HTTP upstream may speak 2026-07-28: its era, and the client of its modern side. */
-  modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number; listens: RelayedListens; cache?: UpstreamCache };
+  modern?: ModernSide;
   /** The gateway cache of this upstream's discover, lists and reads (cache.maxBytes > 0). */
   cache?: UpstreamCache;
   /** A Streamable HTTP upstream's own session client, for the calls the warm lane sends through it. */

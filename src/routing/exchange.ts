@@ -18,6 +18,15 @@ import type { UpstreamCache } from '../cache/index.js';
 import type { Span } from '../tracing/index.js';
 import type { TaskBridge } from '../tasks/index.js';
 
+/** The 2026-07-28 side of an upstream that may speak it: its era, and the client of that side. */
+export interface ModernSide {
+  era: UpstreamEra;
+  client: ModernClient;
+  maxResponseBytes: number;
+  listens: RelayedListens;
+  cache?: UpstreamCache;
+}
+
 export interface ModernDeps {
   upstreamName: string;
   bridge: BridgeDeps;
@@ -38,7 +47,7 @@ export interface ModernDeps {
   /** upstream.taskSupport: where the upstream runs no tasks, its tools' own taskSupport makes them tasks held here. */
   taskSupport: boolean;
   /** An upstream that may speak 2026-07-28: its era, and the client a modern client's requests are relayed through. */
-  modern?: { era: UpstreamEra; client: ModernClient; maxResponseBytes: number; listens: RelayedListens; cache?: UpstreamCache };
+  modern?: ModernSide;
   /** The gateway cache of this upstream's discover, lists and reads (cache.maxBytes > 0). */
   cache?: UpstreamCache;
 }

@@ -19,7 +19,7 @@ import { causewayError } from '../errors.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { sessionKeyFor } from './session-keys.js';
-import type { Answered, ModernDeps, ModernExchange } from './exchange.js';
+import type { Answered, ModernDeps, ModernExchange, ModernSide } from './exchange.js';
 import { sessionRef, type PooledSession } from '../pool/index.js';
 import { callHeaders, walkList } from '../upstream/index.js';
 import { pinnedUpstream, type CompiledRule } from './rules.js';
@@ -250,7 +250,7 @@ export class Merger {
   }
 
   /** A 2026 member's whole list, kept by its gateway cache as the first page's own hints say. */
-  private fetchModern(read: ListRead, modern: NonNullable<ModernDeps['modern']>): Promise<Listed> {
+  private fetchModern(read: ListRead, modern: ModernSide): Promise<Listed> {
     const { m, method, shape } = read;
     const list = { method, kind: shape.kind, key: shape.key, maxPages: MAX_UPSTREAM_PAGES };
     const walk = () => modernWalk(m.deps, modern, list, read);

@@ -8,10 +8,10 @@ import { isObject, type JsonObject, type JsonRpcNotification, type JsonRpcReques
 import type { ListenFilter, RemoteListen } from '../subscriptions/index.js';
 import { MODERN_VERSION } from '../upstream/index.js';
 import { VERSION } from '../version.js';
-import type { ModernDeps } from './exchange.js';
+import type { ModernDeps, ModernSide } from './exchange.js';
 
 /** The modern side of a member found to speak 2026-07-28, or undefined for a legacy one. */
-export async function modernSide(deps: ModernDeps, signal: AbortSignal): Promise<ModernDeps['modern']> {
+export async function modernSide(deps: ModernDeps, signal: AbortSignal): Promise<ModernSide | undefined> {
   const modern = deps.modern;
   if (modern === undefined) return undefined;
   const era = modern.era.current ?? (await modern.era.era(signal));
@@ -45,7 +45,7 @@ function envelope(a: MemberAsk): JsonObject {
  */
 async function ask(
   deps: ModernDeps,
-  modern: NonNullable<ModernDeps['modern']>,
+  modern: ModernSide,
   method: string,
   params: JsonObject,
   a: MemberAsk,
@@ -76,7 +76,7 @@ async function ask(
 /** The member's server/discover result: its capabilities and instructions, for the merged one. */
 export async function modernDiscover(
   deps: ModernDeps,
-  modern: NonNullable<ModernDeps['modern']>,
+  modern: ModernSide,
   a: MemberAsk,
 ): Promise<JsonObject> {
   const result = await ask(deps, modern, 'server/discover', {}, a);
@@ -92,7 +92,7 @@ export async function modernDiscover(
  */
 export async function modernWalk(
   deps: ModernDeps,
-  modern: NonNullable<ModernDeps['modern']>,
+  modern: ModernSide,
   list: { method: string; kind: string; key: string; maxPages: number },
   a: MemberAsk,
 ): Promise<{ items: JsonObject[]; first: JsonObject } | undefined> {
@@ -118,7 +118,7 @@ export async function modernWalk(
  */
 export async function holdsTask(
   deps: ModernDeps,
-  modern: NonNullable<ModernDeps['modern']>,
+  modern: ModernSide,
   taskId: string,
   a: MemberAsk,
 ): Promise<boolean> {
@@ -136,7 +136,7 @@ const ACKNOWLEDGED = 'notifications/subscriptions/acknowledged';
  * `remote` part): opened with the client's envelope, acknowledged within the member's request
  * timeout, its notifications handed on as they come, lost when the member ends it.
  */
-export function modernListen(deps: ModernDeps, modern: NonNullable<ModernDeps['modern']>, a: MemberAsk): RemoteListen {
+export function modernListen(deps: ModernDeps, modern: ModernSide, a: MemberAsk): RemoteListen {
   return {
     open: (filter, deliver, lost) =>
       new Promise((resolve, reject) => {

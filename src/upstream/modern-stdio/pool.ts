@@ -11,7 +11,7 @@ import { isObject, type JsonRpcRequest } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { ChannelOpener } from '../channel/index.js';
 import { CallScope, ScopeSet } from '../http/index.js';
-import { MODERN_VERSION, type ModernAnswer, type ModernCallOptions } from '../modern/index.js';
+import { probeRequest, type ModernAnswer, type ModernCallOptions } from '../modern/index.js';
 import type { ModernWire, ProbeAnswer } from '../modern/index.js';
 import { ModernChild } from './child.js';
 
@@ -74,18 +74,7 @@ export class ModernStdioPool implements ModernWire {
    * 404, what eraOf reads as legacy). A child that cannot be started says nothing of the era.
    */
   async probe(signal: AbortSignal, clientInfo: { name: string; version: string }): Promise<ProbeAnswer> {
-    const msg: JsonRpcRequest = {
-      jsonrpc: '2.0',
-      id: 'causeway-discover',
-      method: 'server/discover',
-      params: {
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
-          'io.modelcontextprotocol/clientInfo': clientInfo,
-          'io.modelcontextprotocol/clientCapabilities': {},
-        },
-      },
-    };
+    const msg = probeRequest(clientInfo);
     const child = await this.pick(signal);
     let res: ModernAnswer;
     try {

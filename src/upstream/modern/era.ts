@@ -9,7 +9,7 @@
 
 import type { Logger } from '../../log.js';
 import { CausewayError, refusesEra } from '../../errors.js';
-import { isObject } from '../../jsonrpc.js';
+import { isObject, type JsonRpcRequest } from '../../jsonrpc.js';
 import { MODERN_VERSION } from '../../version.js';
 
 export const ERAS = ['auto', 'legacy', 'modern'] as const;
@@ -22,6 +22,16 @@ export { MODERN_VERSION };
 export interface ProbeAnswer {
   status: number;
   message: unknown;
+}
+
+/** The era probe: server/discover with nothing declared, as `clientInfo` (over HTTP or a child's stdin). */
+export function probeRequest(clientInfo: { name: string; version: string }): JsonRpcRequest {
+  const _meta = {
+    'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+    'io.modelcontextprotocol/clientInfo': clientInfo,
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
+  return { jsonrpc: '2.0', id: 'causeway-discover', method: 'server/discover', params: { _meta } };
 }
 
 /** The era an answer to server/discover shows, or undefined when it shows none. */

@@ -22,7 +22,7 @@ import {
   type ResponseBody,
   type UpstreamDispatcher,
 } from '../http/index.js';
-import { MODERN_VERSION, type ProbeAnswer } from './era.js';
+import { MODERN_VERSION, probeRequest, type ProbeAnswer } from './era.js';
 
 export interface ModernCallOptions {
   /** Headers of the client's request this upstream may get (ForwardPolicy), and any others. */
@@ -112,12 +112,7 @@ export class ModernClient {
     clientInfo: { name: string; version: string },
     target?: string,
   ): Promise<ProbeAnswer> {
-    const msg: JsonRpcRequest = {
-      jsonrpc: '2.0',
-      id: 'causeway-discover',
-      method: 'server/discover',
-      params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientInfo': clientInfo, 'io.modelcontextprotocol/clientCapabilities': {} } },
-    };
+    const msg = probeRequest(clientInfo);
     const res = await this.post(JSON.stringify(msg), msg.method, undefined, { signal, ...(target ? { target } : {}) });
     let message: unknown;
     try {
