@@ -168,7 +168,7 @@ async function answerOn(ex: ModernExchange, deps: ModernDeps, key: SessionKey, k
   }
   if (request.method === 'subscriptions/listen') {
     // Counted when the stream ends, however it ends (drain, client gone, upstream lost).
-    await deps.subscriptions.listen({ request, parts: [{ key }], principal, res: ex.res, signal: ex.signal, log: ex.log, span: ex.span });
+    await deps.subscriptions.listen({ ...ex, parts: [{ key }] });
     return 'complete';
   }
   if (request.spec.task) {

@@ -138,7 +138,7 @@ export class Federation {
         return { key: sessionKeyFor(m.name, principal, caps), uris };
       }),
     );
-    await this.opts.subscriptions.listen({ request: ex.request, parts, principal, res: ex.res, signal: ex.signal, log: ex.log, span: ex.span });
+    await this.opts.subscriptions.listen({ ...ex, parts });
     return 'complete';
   }
 }

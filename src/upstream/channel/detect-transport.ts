@@ -22,7 +22,7 @@ import {
   UpstreamHttp,
 } from '../http/index.js';
 import { toUpstreamError } from '../core/index.js';
-import { resolveEndpoint } from './sse-channel.js';
+import { resolveEndpoint, withHeaders } from './sse-channel.js';
 
 export type LegacyTransport = 'streamable-http' | 'sse';
 
@@ -95,12 +95,6 @@ export async function detectTransport(url: string, options: DetectOptions): Prom
   return probe;
 }
 
-function headersWith(configured: Record<string, string> | undefined, own: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(configured ?? {})) out[k.toLowerCase()] = v;
-  return { ...out, ...own };
-}
-
 function signalFor(options: DetectOptions): AbortSignal {
   const timeout = AbortSignal.timeout(Math.max(1, Math.ceil(options.timeoutMs)));
   return options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
@@ -127,7 +121,7 @@ async function probeUrl(url: string, options: DetectOptions, dispatcher: Dispatc
     origin: target.origin,
     path: `${target.pathname}${target.search}`,
     method: 'POST',
-    headers: headersWith(options.headers, { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }),
+    headers: withHeaders(options.headers, { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }),
     body,
   });
   if (res.statusCode >= 200 && res.statusCode <= 299) {
@@ -153,7 +147,7 @@ async function isSseEndpoint(sseUrl: URL, options: DetectOptions, dispatcher: Di
     origin: sseUrl.origin,
     path: `${sseUrl.pathname}${sseUrl.search}`,
     method: 'GET',
-    headers: headersWith(options.headers, { accept: 'text/event-stream' }),
+    headers: withHeaders(options.headers, { accept: 'text/event-stream' }),
   });
   if (res.statusCode < 200 || res.statusCode > 299 || mediaType(res.headers['content-type']) !== 'text/event-stream') {
     void discard(res.body);
@@ -197,7 +191,7 @@ async function endProbeSession(dispatcher: Dispatcher, options: DetectOptions, t
       origin: target.origin,
       path: `${target.pathname}${target.search}`,
       method: 'DELETE',
-      headers: headersWith(options.headers, { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' }),
+      headers: withHeaders(options.headers, { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' }),
       signal: signalFor(options),
       headersTimeout: 0,
       bodyTimeout: 0,

@@ -55,7 +55,7 @@ function pathOf(url: URL): string {
 }
 
 /** Lower-cased configured headers, then the protocol's own, which win. */
-function withHeaders(configured: Record<string, string> | undefined, own: Record<string, string>): Record<string, string> {
+export function withHeaders(configured: Record<string, string> | undefined, own: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(configured ?? {})) out[k.toLowerCase()] = v;
   return { ...out, ...own };
