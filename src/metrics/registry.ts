@@ -43,9 +43,21 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
     registers: [registry],
   });
   buildInfo.labels(build.version, process.version).set(1);
+  // Declared area by area, in the order /metrics lists them.
   return {
     registry,
     buildInfo,
+    ...servingMetrics(registry, probes),
+    ...modernMetrics(registry, probes),
+    ...sessionMetrics(registry, probes),
+    ...connectionMetrics(registry, probes),
+    ...cacheMetrics(registry, probes),
+  };
+}
+
+/** What the front door serves, and the levels of the replica that serves it. */
+function servingMetrics(registry: Registry, probes: Probes) {
+  return {
     requestsInFlight: new Gauge({
       name: 'causeway_requests_in_flight',
       help: 'Requests this replica is serving, its own and those handed to it.',
@@ -56,7 +68,7 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
     }),
     pooledSessions: new Gauge({
       name: 'causeway_pooled_sessions',
-      help: 'Upstream sessions in this replica\'s pool, by upstream.',
+      help: "Upstream sessions in this replica's pool, by upstream.",
       labelNames: ['upstream'] as const,
       registers: [registry],
       collect() {
@@ -90,6 +102,12 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
       labelNames: ['era', 'revision'] as const,
       registers: [registry],
     }),
+  };
+}
+
+/** Modern requests, their upstream calls, multi-round asks, tasks and listen streams. */
+function modernMetrics(registry: Registry, probes: Probes) {
+  return {
     modernRequests: new Counter({
       name: 'causeway_modern_requests_total',
       help: 'Modern (2026-07-28) requests answered, by upstream, method, name, result_type (complete, input_required, task, error) and outcome (ok, upstream_error, cancelled, or the local error reason).',
@@ -152,6 +170,12 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
         this.set(probes.listenStreams());
       },
     }),
+  };
+}
+
+/** Upstream sessions: their handshakes, the pool and its store, URL ejections, federation conflicts. */
+function sessionMetrics(registry: Registry, probes: Probes) {
+  return {
     sessionInitializations: new Counter({
       name: 'causeway_upstream_initialize_total',
       help: 'Upstream initialize handshakes, by reason (new, expired).',
@@ -179,7 +203,7 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
     }),
     ejections: new Counter({
       name: 'causeway_upstream_ejections_total',
-      help: 'Times one of an upstream\'s URLs was ejected after failing to be reached, by upstream and target (its position in the URL list).',
+      help: "Times one of an upstream's URLs was ejected after failing to be reached, by upstream and target (its position in the URL list).",
       labelNames: ['upstream', 'target'] as const,
       registers: [registry],
     }),
@@ -192,6 +216,12 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
         for (const [mount, n] of probes.federationConflicts()) this.labels(mount).set(n);
       },
     }),
+  };
+}
+
+/** Client connections, upstream processes and streams, auth refusals and upstream eras. */
+function connectionMetrics(registry: Registry, probes: Probes) {
+  return {
     connectionsOpen: new Gauge({
       name: 'causeway_connections_open',
       help: 'Client connections open on the data port.',
@@ -226,7 +256,7 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
     }),
     notificationDrops: new Counter({
       name: 'causeway_notifications_dropped_total',
-      help: 'Progress and log notifications not delivered because the client\'s Accept listed only application/json, by upstream and kind (progress, log).',
+      help: "Progress and log notifications not delivered because the client's Accept listed only application/json, by upstream and kind (progress, log).",
       labelNames: ['upstream', 'kind'] as const,
       registers: [registry],
     }),
@@ -242,6 +272,12 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
       labelNames: ['upstream', 'era'] as const,
       registers: [registry],
     }),
+  };
+}
+
+/** The gateway cache, and sessions opened replica-local. */
+function cacheMetrics(registry: Registry, probes: Probes) {
+  return {
     cacheHits: new Counter({
       name: 'causeway_cache_hits_total',
       help: 'Requests the gateway cache answered without the upstream, by method and scope (public, private).',
