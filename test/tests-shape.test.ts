@@ -6,19 +6,14 @@
 // Both are heuristics on the common shapes, not a parser: they catch the copies this suite had.
 
 import t from 'tap';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sources } from './helpers/sources.js';
 
 const TEST = fileURLToPath(new URL('../../test/', import.meta.url));
 /** The one poll-until helper. */
 const HELPER = join('helpers', 'until.ts');
-
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
-  );
-}
 
 /** A local definition under one of the names a poll-until helper goes by. */
 const NAMED = /\b(?:function\s*\*?\s*|(?:const|let|var)\s+)(?:until|eventually|waitFor|waitUntil|poll|pollUntil|retryUntil)\b\s*[=(<:]/;

@@ -4,19 +4,20 @@
 // face (routing/loopback.ts): merged lists, routed calls and rounds from any member, whatever
 // each member's era. Part of the composition root: app.ts calls it once.
 
-import type { CachePolicy, MountSpec } from './config/index.js';
-import type { Mount } from './ingress/index.js';
-import type { Logger } from './log.js';
-import { UpstreamMetrics, type Metrics } from './metrics/index.js';
-import { compileRules, Federation, loopbackWire, type ModernDeps } from './routing/index.js';
-import { serveModern } from './pipeline.js';
-import { TranslatedFace, type AskRounds, type FactsStore } from './translate/index.js';
-import { ForwardPolicy, ModernClient } from './upstream/index.js';
-import { SkillFolder, SkillsFront, SkillsLegacyFace } from './skills/index.js';
-import type { Subscriptions } from './subscriptions/index.js';
-import { cacheHintOf, MAX_ROUNDS, type UpstreamParts } from './upstream-parts.js';
-import { VERSION } from './version.js';
-import { WarmLane } from './warm/index.js';
+import type { CachePolicy, MountSpec } from '../config/index.js';
+import type { Mount } from '../ingress/index.js';
+import type { Logger } from '../log.js';
+import { UpstreamMetrics, type Metrics } from '../metrics/index.js';
+import { compileRules, Federation, loopbackWire, type ModernDeps } from '../routing/index.js';
+import { serveModern } from '../pipeline.js';
+import { TranslatedFace, type AskRounds, type FactsStore } from '../translate/index.js';
+import { ForwardPolicy, ModernClient } from '../upstream/index.js';
+import { SkillFolder, SkillsFront, SkillsLegacyFace } from '../skills/index.js';
+import type { Subscriptions } from '../subscriptions/index.js';
+import { cacheHintOf, MAX_ROUNDS, type UpstreamParts } from './upstream-context.js';
+import { VERSION } from '../version.js';
+import { WarmLane } from '../warm/index.js';
+import type { Ground } from './order.js';
 
 export interface MountContext {
   /** The pipeline's view of each upstream. */
@@ -33,12 +34,16 @@ export interface MountContext {
   log: Logger;
 }
 
-export function mountParts(specs: readonly MountSpec[], ctx: MountContext): { mounts: Map<string, Mount>; folders: SkillFolder[] } {
+export function mountParts(
+  specs: readonly MountSpec[],
+  ctx: MountContext,
+): { mounts: Map<string, Mount>; folders: SkillFolder[] } {
   const mounts = new Map<string, Mount>();
   const folders: SkillFolder[] = [];
   const { modern, partsOf, metrics, subscriptions, federations, log } = ctx;
   for (const m of specs) {
-    const folder = m.skills.length === 0 ? undefined : new SkillFolder(m.skills, log.child({ stage: 'skills', mount: m.path }));
+    const folder =
+      m.skills.length === 0 ? undefined : new SkillFolder(m.skills, log.child({ stage: 'skills', mount: m.path }));
     if (folder) folders.push(folder);
     const single = m.upstreams.length === 1 ? modern.get(m.upstreams[0]!)! : undefined;
     // A federation's merged answers are counted by its mount path.
@@ -58,12 +63,22 @@ export function mountParts(specs: readonly MountSpec[], ctx: MountContext): { mo
       const parts = partsOf(single.upstreamName);
       const face = parts.passthrough;
       const warm = parts.direct && new WarmLane(single, parts.direct, front);
-      mounts.set(m.path, { path: m.path, passthrough: skills ? new SkillsLegacyFace(face, skills) : face, upstream: single, ...(front ? { front } : {}), ...(warm ? { warm } : {}) });
+      mounts.set(m.path, {
+        path: m.path,
+        passthrough: skills ? new SkillsLegacyFace(face, skills) : face,
+        upstream: single,
+        ...(front ? { front } : {}),
+        ...(warm ? { warm } : {}),
+      });
       continue;
     }
     const federation = new Federation({
       path: m.path,
-      members: m.upstreams.map((name) => ({ name, prefix: m.prefix.replaceAll('{upstream}', name), deps: modern.get(name)! })),
+      members: m.upstreams.map((name) => ({
+        name,
+        prefix: m.prefix.replaceAll('{upstream}', name),
+        deps: modern.get(name)!,
+      })),
       rules: compileRules(m.routes),
       pageSize: m.pageSize,
       serverInfo: { name: 'causeway', version: VERSION },
@@ -79,13 +94,37 @@ export function mountParts(specs: readonly MountSpec[], ctx: MountContext): { mo
   return { mounts, folders };
 }
 
-
+/**
+ * The mounts, registering their own steps: the skills folders start before traffic and close last,
+ * the federations' name conflicts are checked at start-up, their legacy listen streams end in the drain.
+ */
+export function mountsPart(
+  { parts, topology }: Ground,
+  ctx: Omit<MountContext, 'federations'>,
+): { mounts: Map<string, Mount>; federations: readonly Federation[] } {
+  const federations: Federation[] = [];
+  const { mounts, folders } = mountParts(topology.mounts, { ...ctx, federations });
+  if (folders.length > 0) {
+    parts.onStart('skills', () => Promise.all(folders.map((f) => f.start())));
+    parts.onClose('skills', () => folders.forEach((f) => f.close()));
+  }
+  if (federations.length > 0) {
+    parts.onStart('federations', () => Promise.all(federations.map((f) => f.check())));
+    parts.onEndStreams('mounts', () => {
+      for (const m of mounts.values()) if (m.federation) m.passthrough.endStreams?.();
+    });
+  }
+  return { mounts, federations };
+}
 
 /** The translated legacy face over a federated mount's modern face (its skills front included). */
 function federatedFace(path: string, mount: () => Mount, ctx: MountContext): TranslatedFace {
   const { face, log } = ctx;
   const faceLog = log.child({ stage: 'legacy-face', mount: path });
-  const client = new ModernClient(loopbackWire((ex) => serveModern(ex, mount()), faceLog), face.maxResponseBytes);
+  const client = new ModernClient(
+    loopbackWire((ex) => serveModern(ex, mount()), faceLog),
+    face.maxResponseBytes,
+  );
   return new TranslatedFace(
     {
       upstream: path,

@@ -1,0 +1,151 @@
+// The two ports, each registering its own start: the data port (the front door in front of the
+// mounts, with the resource server, the rate limits and the sign-in callback) and the admin port
+// (/metrics, /healthz, /readyz). The admin port opens first and is closed if the data port cannot
+// be; the drain (ingress/drain.ts) closes it last, so the drain itself can be scraped.
+
+import type { AddressInfo } from 'node:net';
+import { replayCacheFor, ResourceServer, type SubjectTokens } from '../auth/index.js';
+import { originPolicy } from '../envelope/index.js';
+import { createAdmin, createIngress, frontDoor, RateLimiter, type Mount } from '../ingress/index.js';
+import { AuthMetrics, RequestMetrics, type Metrics } from '../metrics/index.js';
+import type { SessionStore } from '../pool/index.js';
+import type { SignInCallback } from '../upstream/index.js';
+import type { Ground } from './order.js';
+
+/** Where the replica is in its life, as the ports tell it. */
+export interface Readiness {
+  /** The drain has begun: /readyz answers 503. */
+  draining: boolean;
+  /** The listener is closed: HTTP/1.1 answers close their connection. */
+  closing: boolean;
+}
+
+export interface Listening {
+  /** The data port's address, scheme://host:port and first mount's URL, once listening. */
+  address?: AddressInfo;
+  origin?: string;
+  url?: string;
+  /** Origin of the admin port once listening; undefined when disabled. */
+  adminUrl?: string;
+}
+
+interface FrontDeps {
+  mounts: ReadonlyMap<string, Mount>;
+  store: SessionStore;
+  metrics: Metrics;
+  readiness: Readiness;
+  listening: Listening;
+  subjects: SubjectTokens | undefined;
+  signIn: SignInCallback | undefined;
+}
+
+/** A replica that never reached its shared store shares nothing: not ready, so a Redis URL typo shows. */
+const notReadyOf = (store: SessionStore, readiness: Readiness) => () =>
+  readiness.draining ? 'draining' : store.notReady?.();
+
+const hostOf = (a: AddressInfo) => (a.family === 'IPv6' ? `[${a.address}]` : a.address);
+
+export function ingressPart(ground: Ground, deps: FrontDeps) {
+  const { parts, config, topology, inFlight, log } = ground;
+  const { mounts, store, metrics, readiness, listening, subjects, signIn } = deps;
+  const { limits } = config;
+  const requestMetrics = new RequestMetrics(metrics);
+  const authMetrics = new AuthMetrics(metrics);
+  const auth =
+    config.auth.mode === 'none'
+      ? undefined
+      : new ResourceServer(
+          config.auth,
+          topology.mounts.map((m) => m.path),
+          (reason) => authMetrics.failure(reason),
+          replayCacheFor(store),
+          { subjects, principal: config.principal },
+        );
+  const ingress = createIngress(
+    {
+      host: config.listen.host,
+      port: config.listen.port,
+      tlsCertFile: config.listen.tlsCertFile,
+      tlsKeyFile: config.listen.tlsKeyFile,
+      maxHeaderBytes: limits.maxHeaderBytes,
+      maxConcurrentStreams: limits.maxConcurrentStreams,
+      headersTimeoutMs: limits.headersTimeoutMs,
+      idleTimeoutMs: limits.idleTimeoutMs,
+      maxConnections: limits.maxConnections,
+    },
+    frontDoor({
+      mounts,
+      maxHeaderBytes: limits.maxHeaderBytes,
+      maxInFlight: limits.maxInFlight,
+      body: { maxBytes: limits.maxBodyBytes, timeoutMs: limits.bodyTimeoutMs },
+      json: { maxDepth: limits.maxJsonDepth, maxItems: limits.maxJsonItems },
+      origin: originPolicy(config.listen.host, config.security.allowedHosts, config.security.allowedOrigins),
+      auth,
+      signIn,
+      principal: config.principal,
+      rate: rateLimiter(ground, store),
+      log,
+      notReady: notReadyOf(store, readiness),
+      closing: () => readiness.closing,
+      observe: (tag, status, seconds) => requestMetrics.request(tag.era, tag.method, status, tag.revision, seconds),
+      accessSample: config.log.accessSample,
+      audit: config.log.audit,
+      inFlight,
+    }),
+    (reason) => metrics.connectionsClosed.labels(reason).inc(),
+  );
+  parts.onStart('ingress', async () => {
+    const addr = await ingress.listen();
+    listening.address = addr;
+    listening.origin = `${ingress.protocol}://${hostOf(addr)}:${addr.port}`;
+    listening.url = `${listening.origin}${topology.mounts[0]!.path}`;
+  });
+  return ingress;
+}
+
+/** The limits on requests per second, when any is set. */
+function rateLimiter({ config, log }: Ground, store: SessionStore): RateLimiter | undefined {
+  const { ratePerSecond, rateBurst, rateMethods } = config.limits;
+  if (ratePerSecond <= 0 && Object.keys(rateMethods).length === 0) return undefined;
+  const methods = new Map(
+    Object.entries(rateMethods).map(([m, r]) => [
+      m,
+      { ratePerSecond: r.ratePerSecond, burst: burstOf(r.ratePerSecond, r.burst) },
+    ]),
+  );
+  return new RateLimiter(
+    { ratePerSecond, burst: burstOf(ratePerSecond, rateBurst), methods },
+    store,
+    log.child({ stage: 'rate' }),
+  );
+}
+
+/** A bucket's size: as configured, else the rate rounded up (at least 1). */
+function burstOf(ratePerSecond: number, burst: number | undefined): number {
+  return burst || Math.max(1, Math.ceil(ratePerSecond));
+}
+
+export function adminPart(
+  { parts, config, log }: Ground,
+  deps: Pick<FrontDeps, 'store' | 'metrics' | 'readiness' | 'listening'>,
+) {
+  if (config.admin.port < 0) return undefined;
+  const { store, metrics, readiness, listening } = deps;
+  const admin = createAdmin(
+    { host: config.admin.host, port: config.admin.port },
+    {
+      notReady: notReadyOf(store, readiness),
+      metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+      log: log.child({ stage: 'admin' }),
+    },
+  );
+  parts.onStart(
+    'admin',
+    async () => {
+      const a = await admin.listen();
+      listening.adminUrl = `http://${hostOf(a)}:${a.port}`;
+    },
+    () => admin.close(),
+  );
+  return admin;
+}

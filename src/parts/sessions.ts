@@ -1,0 +1,154 @@
+// The upstream sessions and what lives on them, each part with its own close or drain step: the
+// pool of sessions, the listen streams (subscriptions) over their change notifications, the tasks
+// followed on them, and the pipeline's view of each upstream that brings them together.
+
+import type { GatewayCache } from '../cache/index.js';
+import { globToRegExp } from '../glob.js';
+import { StoreMetrics, type Metrics } from '../metrics/index.js';
+import type { BridgeDeps, ReplicaBridge } from '../mrtr/index.js';
+import { SessionPool, upstreamOf, type SessionStore } from '../pool/index.js';
+import type { ModernDeps } from '../routing/index.js';
+import { Subscriptions, tapped, type CrossReplicaListen, type SessionEventBus } from '../subscriptions/index.js';
+import { MemoryTaskStore, RedisTaskStore, TaskBridge } from '../tasks/index.js';
+import type { IdMinter, UpstreamSessionClient } from '../upstream/index.js';
+import { VERSION } from '../version.js';
+import type { Ground } from './order.js';
+import { cacheHintOf, type UpstreamParts } from './upstream-context.js';
+
+type UpstreamMap = ReadonlyMap<string, UpstreamParts>;
+
+const partsOf = (upstreams: UpstreamMap, name: string) => upstreams.get(name)!;
+
+export function poolPart(
+  { parts, config, topology, log }: Ground,
+  store: SessionStore,
+  upstreams: UpstreamMap,
+  metrics: Metrics,
+  on: { adopted(session: Parameters<Subscriptions['stand']>[0]): Promise<void>; cache: GatewayCache | undefined },
+): SessionPool {
+  const storeMetrics = new StoreMetrics(metrics);
+  const of = (upstream: string) => partsOf(upstreams, upstream).metrics;
+  const pool = new SessionPool(
+    store,
+    new Map([...upstreams].map(([name, u]) => [name, { client: u.client, protocolVersion: u.spec.protocolVersion }])),
+    {
+      clientInfo: { name: 'causeway', version: VERSION },
+      idleTtlMs: config.store.idleTtlMs,
+      maxSessions: config.store.maxSessions,
+      lockTtlMs: Math.min(Math.max(...topology.upstreams.map((u) => u.requestTimeoutMs)), 15_000),
+      touchIntervalMs: 5_000,
+    },
+    log.child({ stage: 'pool' }),
+    {
+      onInitialize: (upstream, ms, reason) => of(upstream).initialized(reason, ms / 1000),
+      onHit: (upstream) => of(upstream).poolLookup('hit'),
+      onMiss: (upstream) => of(upstream).poolLookup('miss'),
+      onStoreError: (op) => storeMetrics.storeError(op),
+      onLocalSession: (upstream) => of(upstream).localSession(),
+      onAdopted: (session) => on.adopted(session),
+      onReplaced: (key) => on.cache?.replaced(key.upstream, key.id),
+    },
+  );
+  parts.onClose('pool', () => pool.close());
+  return pool;
+}
+
+/** A change an upstream session tells of drops what the pooled session's facts say of it, here or on every one. */
+export function staleFacts(pool: SessionPool, keyId: string | undefined, method: string): void {
+  if (keyId !== undefined) pool.peek(keyId)?.facts.invalidate(method);
+  else for (const s of pool.pooled()) s.facts.invalidate(method);
+}
+
+export function subscriptionsPart(
+  { parts, config, topology, log }: Ground,
+  deps: { pool: SessionPool; upstreams: UpstreamMap; ids: IdMinter; events: SessionEventBus },
+  crossReplica: CrossReplicaListen | undefined,
+  cache: GatewayCache | undefined,
+): Subscriptions {
+  const { pool, upstreams, ids, events } = deps;
+  // Every change an upstream session tells of, on whichever stream, drops what the gateway cache kept of it.
+  const heard = cache ? tapped(events, (keyId, n) => upstreams.get(upstreamOf(keyId))?.cache?.changed(n)) : events;
+  const subscriptions = new Subscriptions(
+    {
+      pool,
+      clientOf: (upstream) => partsOf(upstreams, upstream).client,
+      standingOf: (upstream) => partsOf(upstreams, upstream).spec.standingStream,
+      ids,
+      bus: heard,
+      coordinator: crossReplica?.coordinator,
+      log: log.child({ stage: 'subscriptions' }),
+    },
+    {
+      maxListeners: config.subscriptions.maxListeners,
+      maxPerPrincipal: config.subscriptions.maxPerPrincipal,
+      keepAliveMs: config.subscriptions.keepAliveMs,
+      maxUrisPerListen: config.subscriptions.maxUrisPerListen,
+      standWaitMs: Math.max(...topology.upstreams.map((u) => u.connectTimeoutMs)),
+    },
+  );
+  // Listen streams never finish on their own: end them with the closing result [SUBS].
+  parts.onEndStreams('subscriptions', (timeoutMs) => subscriptions.close(timeoutMs));
+  return subscriptions;
+}
+
+/** Tasks live in the store beside the sessions, so any replica answers for a task. */
+export function tasksPart(
+  { parts, config, log }: Ground,
+  store: SessionStore,
+  deps: { pool: SessionPool; upstreams: UpstreamMap; ids: IdMinter; subscriptions: Subscriptions },
+): TaskBridge {
+  const { pool, upstreams, ids, subscriptions } = deps;
+  const tasks = new TaskBridge(
+    {
+      store: store.shared ? new RedisTaskStore(store.shared.client, config.store.keyPrefix) : new MemoryTaskStore(),
+      pool,
+      ids,
+      clientOf: (upstream): UpstreamSessionClient => partsOf(upstreams, upstream).client,
+      announce: (principal, n) => subscriptions.publishTask(principal, n),
+      log: log.child({ stage: 'tasks' }),
+    },
+    {
+      ttlMs: config.tasks.ttlMs,
+      maxFollowed: config.tasks.maxFollowed,
+      maxFollowedPerPrincipal: config.tasks.maxFollowedPerPrincipal,
+      heartbeatMs: config.tasks.heartbeatMs,
+      firstAskMs: config.tasks.firstAskMs,
+    },
+  );
+  parts.onLetGo('tasks', () => tasks.detachAll());
+  return tasks;
+}
+
+/** The pipeline's view of each upstream. */
+export function modernDeps(
+  upstreams: UpstreamMap,
+  deps: { pool: SessionPool; ids: IdMinter; bridge: ReplicaBridge; subscriptions: Subscriptions; tasks: TaskBridge },
+): Map<string, ModernDeps> {
+  const { pool, ids, subscriptions, tasks } = deps;
+  const modern = new Map<string, ModernDeps>();
+  for (const [name, u] of upstreams) {
+    const bridge: BridgeDeps = {
+      ...deps.bridge,
+      client: u.client,
+      upstreamTimeoutMs: u.spec.requestTimeoutMs,
+      onRetry: (method, via) => u.metrics.retry(method, via),
+    };
+    modern.set(name, {
+      upstreamName: name,
+      client: u.client,
+      pool,
+      ids,
+      forward: u.forward,
+      cacheHint: cacheHintOf(u.spec.cache),
+      bridge,
+      subscriptions,
+      metrics: u.metrics,
+      tasks,
+      taskTools: u.spec.taskTools.map(globToRegExp),
+      taskSupport: u.spec.taskSupport,
+      ...(u.modern ? { modern: u.modern } : {}),
+      ...(u.cache ? { cache: u.cache } : {}),
+    });
+  }
+  return modern;
+}

@@ -1,0 +1,78 @@
+// The drain's close order is data (App.shutdownOrder, from src/parts/order.ts), not code. This
+// reads it for a replica with every part that closes (a shared store, a stdio upstream reached
+// from other replicas over the relay bus, the gateway cache, a skills folder), checks the
+// constraints the order exists for, and drains a real replica with Redis to see it close its
+// parts in exactly that order. A replica with a memory store closes fewer parts, in the same order.
+
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { ORDER } from '../src/parts/index.js';
+import { startLegacyServer } from './fixtures/legacy-server.js';
+import { startCauseway } from './helpers/causeway.js';
+import { startRedis } from './helpers/redis.js';
+import { firstText, post, toolCall } from './e2e/wire.js';
+import { stateKey } from './mrtr/wire.js';
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/legacy-server.js', import.meta.url));
+
+/** The close steps the drain logged, in the order it ran them. */
+function closedParts(logs: readonly string[]): string[] {
+  return logs
+    .map((l) => JSON.parse(l) as { msg?: string; part?: string })
+    .filter((l) => l.msg === 'part closed')
+    .map((l) => l.part!);
+}
+
+t.test('a replica with Redis closes every part in the order it shows', async (t) => {
+  const redis = await startRedis(t);
+  const base = await mkdtemp(join(tmpdir(), 'causeway-parts-'));
+  t.teardown(() => rm(base, { recursive: true, force: true }));
+  await mkdir(join(base, 'notes'));
+  await writeFile(
+    join(base, 'notes', 'SKILL.md'),
+    '---\nname: notes\ndescription: Take notes\n---\nWrite them down.\n',
+  );
+  const causeway = await startCauseway({
+    'upstream.transport': 'stdio',
+    'upstream.command': process.execPath,
+    'upstream.args': `${FIXTURE},--stdio`,
+    'upstream.name': 'fixture',
+    'store.kind': 'redis',
+    'store.redisUrl': redis.url,
+    'mrtr.stateKeys': stateKey(),
+    'cache.maxBytes': 1_000_000,
+    mounts: JSON.stringify({ '/mcp': { upstreams: ['fixture'], skills: base } }),
+  });
+  let drained = false;
+  t.teardown(() => (drained ? undefined : causeway.close()));
+
+  const order = causeway.app.shutdownOrder;
+  t.same(order, ORDER.close, 'with this config every close step has a part to close');
+  const before = (a: string, b: string, why: string) =>
+    t.ok(order.includes(a) && order.includes(b) && order.indexOf(a) < order.indexOf(b), `${a} before ${b}: ${why}`);
+  before('replica-asks', 'cross-replica', 'asks handed to the last calls arrive over the cross-replica bus');
+  before('rounds', 'cross-replica', "legacy clients' answers arrive over the cross-replica bus");
+  before('pool', 'store', 'the pool ends its sessions in the store');
+  before('pool', 'upstreams', 'the pool ends its sessions through the upstream clients');
+  before('upstreams', 'relay-bus', 'the relays of stdio sessions use the relay bus until their clients close');
+
+  // A call first, so the pool, the relay and the child process each have something to let go of.
+  const call = toolCall('echo', { text: 'before the drain' }, 'first');
+  t.equal(firstText(await post(causeway.url, call.body, call.headers)), 'before the drain');
+  drained = true;
+  await causeway.close();
+  t.same(closedParts(causeway.logs), order, 'the drain closed the parts in exactly that order');
+});
+
+t.test('a replica with a memory store closes fewer parts, in the same order', async (t) => {
+  const upstream = await startLegacyServer();
+  t.teardown(() => upstream.close());
+  const causeway = await startCauseway({ 'upstream.url': upstream.url });
+  const order = ['rounds', 'cache', 'pool', 'store', 'upstreams'];
+  t.same(causeway.app.shutdownOrder, order, 'no bridge to other replicas, no skills folder');
+  await causeway.close();
+  t.same(closedParts(causeway.logs), order);
+});
