@@ -5,7 +5,7 @@
 // it to maxSessions before each new session without a read of its own (boundStore).
 import type { Logger } from '../log.js';
 import type { PooledSession } from './session-facts.js';
-import type { SessionRecord, SessionStore } from './session-store.js';
+import type { SessionRecord, SessionStore } from './store/index.js';
 import { StoreUnavailable, type StoreHealth } from './store-health.js';
 
 /** What housekeeping needs of its pool. */

@@ -10,7 +10,7 @@ import type { Logger } from '../log.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { UpstreamSessionClient } from '../upstream/index.js';
 import { upstreamOf, type SessionKey } from './session-key.js';
-import { sameRecord, SharedResults, type SessionRecord, type SessionStore } from './session-store.js';
+import { sameRecord, SharedResults, type SessionRecord, type SessionStore } from './store/index.js';
 import { StoreUnavailable, type StoreHealth } from './store-health.js';
 import { inStepSpan } from '../tracing/index.js';
 import { backingOff, CausewayError } from '../errors.js';

@@ -19,7 +19,7 @@ import { Housekeeping } from './housekeeping.js';
 import { SessionOpener, type OpenEvents, type OpenReason, type PoolUpstream } from './opening.js';
 import type { PooledSession } from './session-facts.js';
 import { republish } from './reconcile.js';
-import { sameRecord, type SessionRecord, type SessionStore } from './session-store.js';
+import { sameRecord, type SessionRecord, type SessionStore } from './store/index.js';
 import { StoreHealth, StoreUnavailable } from './store-health.js';
 import { inStepSpan } from '../tracing/index.js';
 

@@ -6,7 +6,7 @@
 import type { Logger } from '../log.js';
 import type { SessionKey } from './session-key.js';
 import type { PooledSession } from './session-facts.js';
-import { sameRecord, type SessionRecord, type SessionStore } from './session-store.js';
+import { sameRecord, type SessionRecord, type SessionStore } from './store/index.js';
 import type { StoreHealth } from './store-health.js';
 
 export interface ReconcileHost {

@@ -9,7 +9,7 @@
 
 import type { ParamHeader } from '../envelope/index.js';
 import type { SessionKey } from './session-key.js';
-import type { SessionRecord } from './session-store.js';
+import type { SessionRecord } from './store/index.js';
 
 /** A listed tool's execution.taskSupport (forbidden when it says nothing). */
 export type TaskSupport = 'optional' | 'required' | 'forbidden';

@@ -4,7 +4,7 @@
 // request. The first success after an outage, or a reconnect the store reports, calls onBack.
 
 import type { Logger } from '../log.js';
-import type { SessionStore } from './session-store.js';
+import type { SessionStore } from './store/index.js';
 import { inStoreSpan } from '../tracing/index.js';
 
 /** A store command failed; the pool falls back to replica-local sessions. */

@@ -8,7 +8,7 @@ import { RedisBus, ReplicaLiveness, type MessageBus } from '../bus/index.js';
 import type { Logger } from '../log.js';
 import { DEFAULT_TAKEOVER_MS, heartbeatMs } from './coordination.js';
 import { RedisListenCoordinator } from './redis-coordination.js';
-import { SharedSessionEventBus } from './shared-bus.js';
+import { SharedSessionEventBus } from './bus.js';
 
 export interface CrossReplicaOptions {
   /** store.keyPrefix */

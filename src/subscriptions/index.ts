@@ -6,8 +6,13 @@ export {
   type SubscriptionDeps,
   type SubscriptionLimits,
 } from './listen.js';
-export { InProcessSessionEventBus, tapped, type SessionEventBus, type SessionEventHandler } from './bus.js';
+export {
+  InProcessSessionEventBus,
+  SharedSessionEventBus,
+  tapped,
+  type SessionEventBus,
+  type SessionEventHandler,
+} from './bus.js';
 export { type ListenFilter } from './filter.js';
 export { LocalCoordinator, listenTickMs, type ListenCoordinator } from './coordination.js';
 export { crossReplicaListen, type CrossReplicaListen, type CrossReplicaOptions } from './cross-replica.js';
-export { SharedSessionEventBus } from './shared-bus.js';

@@ -1,5 +1,5 @@
 // Names of what cross-replica listen keeps in Redis, under store.keyPrefix (P) and with the
-// session key id as the Cluster hash tag ({ID}, escaped as in pool/redis-store.ts), so every
+// session key id as the Cluster hash tag ({ID}, escaped as in pool/store/redis-store.ts), so every
 // script touches one slot:
 //
 //   P listen-holder:{ID}     string  token of the channel holding the session's GET stream; PX lease TTL.

@@ -4,7 +4,7 @@
 // watching the upstream task and the replicas answering clients never overwrite each other.
 // With Redis, P task:{ID} is a hash with PEXPIRE the task's life.
 
-import type { RedisClient } from '../pool/redis-store.js';
+import type { RedisClient } from '../bus/index.js';
 import { BoundedMap } from '../bounded.js';
 
 export interface TaskStore {

@@ -6,7 +6,7 @@
 
 import type { Redis } from 'ioredis';
 import t from 'tap';
-import { createRedisClient } from '../../src/pool/redis-store.js';
+import { createRedisClient } from '../../src/pool/index.js';
 import { startSentinelSet } from '../helpers/redis.js';
 import { until } from '../helpers/until.js';
 import { assertRecovered, runFailover } from './ha-load.js';

@@ -2,8 +2,8 @@
 // one opened. The store holds only what a replica needs to speak on a session; the principal
 // appears in a key only as a keyed hash.
 
-import type { JsonObject } from '../jsonrpc.js';
-import type { RedisClient } from '../bus/index.js';
+import type { JsonObject } from '../../jsonrpc.js';
+import type { RedisClient } from '../../bus/index.js';
 import type { RedisBuckets, RedisGrants } from './shared/index.js';
 
 export interface SessionRecord {

@@ -1,7 +1,7 @@
 // Builds the SessionStore the config asks for: memory (default, one replica) or Redis (shared).
 
-import type { Config } from '../config/index.js';
-import type { Logger } from '../log.js';
+import type { Config } from '../../config/index.js';
+import type { Logger } from '../../log.js';
 import { MemorySessionStore } from './memory-store.js';
 import { createRedisClient, describeConnection, readCa, RedisSessionStore, type RedisConnectionOptions } from './redis-store.js';
 import type { SessionStore } from './session-store.js';

@@ -3,7 +3,7 @@
 //
 //   P grant:{K}  string  a grant sealed by upstream/credentials/sign-in.ts, for upstream|principal hash K; PX its life.
 
-import type { RedisClient } from '../../bus/index.js';
+import type { RedisClient } from '../../../bus/index.js';
 import { tag } from './hash-tag.js';
 
 export class RedisGrants {

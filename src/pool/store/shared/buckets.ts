@@ -3,7 +3,7 @@
 //
 //   P rate:{K}  hash  tokens, at: the bucket of principal hash K (or K|method); PEXPIRE until full again.
 
-import type { RedisClient } from '../../bus/index.js';
+import type { RedisClient } from '../../../bus/index.js';
 import { tag } from './hash-tag.js';
 
 interface Script {

@@ -24,13 +24,13 @@
 // false): a failing command rejects at once and the pool carries on with replica-local sessions.
 
 import { Cluster } from 'ioredis';
-import type { JsonObject } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import type { RedisClient } from '../bus/index.js';
+import type { JsonObject } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import type { RedisClient } from '../../bus/index.js';
 import type { Claim, SessionRecord, SessionStore, SharedParts } from './session-store.js';
 import { RedisBuckets, RedisGrants, tag } from './shared/index.js';
 
-export { createRedisClient, describeConnection, parseHostPort, readCa, type RedisClient, type RedisConnectionOptions } from '../bus/index.js';
+export { createRedisClient, describeConnection, parseHostPort, readCa, type RedisClient, type RedisConnectionOptions } from '../../bus/index.js';
 
 export interface RedisStoreOptions {
   keyPrefix: string;
