@@ -3,10 +3,19 @@
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log.js';
 import { MemorySessionStore } from './memory-store.js';
-import { createRedisClient, describeConnection, readCa, RedisSessionStore, type RedisConnectionOptions } from './redis-store.js';
+import {
+  createRedisClient,
+  describeConnection,
+  readCa,
+  RedisSessionStore,
+  type RedisConnectionOptions,
+} from './redis-store.js';
 import type { SessionStore } from './session-store.js';
 
-/** A record outlives store.idleTtlMs by this much in Redis, so the idle sweep (which sends DELETE upstream) normally comes first. */
+/**
+ * A record outlives store.idleTtlMs by this much in Redis, so the idle sweep (which sends DELETE upstream) normally
+ * comes first.
+ */
 export function recordTtlMs(idleTtlMs: number): number {
   return idleTtlMs + Math.max(30_000, Math.round(idleTtlMs / 10));
 }
@@ -31,7 +40,12 @@ export function createStore(config: Config, log: Logger): SessionStore {
   const connection = redisConnection(config.store);
   const client = createRedisClient(connection);
   const where = describeConnection(connection);
-  return new RedisSessionStore(client, { keyPrefix: config.store.keyPrefix, recordTtlMs: recordTtlMs(config.store.idleTtlMs) }, log, where);
+  return new RedisSessionStore(
+    client,
+    { keyPrefix: config.store.keyPrefix, recordTtlMs: recordTtlMs(config.store.idleTtlMs) },
+    log,
+    where,
+  );
 }
 
 /** Waits (bounded) for a shared store to connect; a memory store is ready at once. False: carry on replica-local. */

@@ -30,7 +30,14 @@ import type { RedisClient } from '../../bus/index.js';
 import type { Claim, SessionRecord, SessionStore, SharedParts } from './session-store.js';
 import { RedisBuckets, RedisGrants, tag } from './shared/index.js';
 
-export { createRedisClient, describeConnection, parseHostPort, readCa, type RedisClient, type RedisConnectionOptions } from '../../bus/index.js';
+export {
+  createRedisClient,
+  describeConnection,
+  parseHostPort,
+  readCa,
+  type RedisClient,
+  type RedisConnectionOptions,
+} from '../../bus/index.js';
 
 export interface RedisStoreOptions {
   keyPrefix: string;
@@ -41,7 +48,14 @@ export interface RedisStoreOptions {
 interface Scripts {
   cwClaim(record: string, lock: string, owner: string, ttl: number, dead: string): Promise<string[]>;
   cwInsert(record: string, lock: string, ttl: number, owner: string, ...fields: string[]): Promise<string[]>;
-  cwReplace(record: string, lock: string, expected: number, ttl: number, owner: string, ...fields: string[]): Promise<string[]>;
+  cwReplace(
+    record: string,
+    lock: string,
+    expected: number,
+    ttl: number,
+    owner: string,
+    ...fields: string[]
+  ): Promise<string[]>;
   cwRemove(key: string, generation: number): Promise<number>;
   cwLock(key: string, owner: string, ttl: number): Promise<number>;
   cwUnlock(key: string, owner: string): Promise<number>;
@@ -200,9 +214,14 @@ export class RedisSessionStore implements SessionStore {
       throw new Error('store.keyPrefix: must not contain { or }');
     }
     this.idleKeys = Array.from({ length: IDLE_SHARDS }, (_, n) => `${opts.keyPrefix}idle:{${n}}`);
-    for (const [name, { keys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: keys, lua });
+    for (const [name, { keys, lua }] of Object.entries(SCRIPTS))
+      client.defineCommand(name, { numberOfKeys: keys, lua });
     this.scripts = client as unknown as Scripts;
-    this.shared = { client, grants: new RedisGrants(client, opts.keyPrefix), buckets: new RedisBuckets(client, opts.keyPrefix) };
+    this.shared = {
+      client,
+      grants: new RedisGrants(client, opts.keyPrefix),
+      buckets: new RedisBuckets(client, opts.keyPrefix),
+    };
     // Connection trouble is logged once per outage; each failed command reaches the pool as a rejection.
     let connectedBefore = false;
     client.on('ready', () => {
@@ -216,10 +235,16 @@ export class RedisSessionStore implements SessionStore {
       if (this.closing) return;
       if (this.state === 'up') {
         this.state = 'down';
-        this.log.warn({ redis: where, err: err?.message }, 'redis unreachable; new sessions stay replica-local until it returns');
+        this.log.warn(
+          { redis: where, err: err?.message },
+          'redis unreachable; new sessions stay replica-local until it returns',
+        );
       } else if (this.state === 'connecting' && !this.warnedConnecting) {
         this.warnedConnecting = true;
-        this.log.warn({ redis: where, err: err?.message }, 'redis not reachable yet; sessions stay replica-local until it is');
+        this.log.warn(
+          { redis: where, err: err?.message },
+          'redis not reachable yet; sessions stay replica-local until it is',
+        );
       } else if (err) {
         this.log.debug({ redis: where, err: err.message }, 'redis error');
       }
@@ -272,26 +297,48 @@ export class RedisSessionStore implements SessionStore {
   }
 
   async get(key: string): Promise<SessionRecord | undefined> {
-    const [h, score] = await Promise.all([this.client.hgetall(this.recordKey(key)), this.client.zscore(this.indexKey(key), key)]);
+    const [h, score] = await Promise.all([
+      this.client.hgetall(this.recordKey(key)),
+      this.client.zscore(this.indexKey(key), key),
+    ]);
     return parse(key, h, score === null ? undefined : Number(score));
   }
 
   async claim(key: string, owner: string, ttlMs: number, dead?: number): Promise<Claim> {
-    const [state, ...flat] = await this.scripts.cwClaim(this.recordKey(key), this.lockKey(key), owner, Math.max(1, Math.round(ttlMs)), dead === undefined ? '' : String(dead));
+    const [state, ...flat] = await this.scripts.cwClaim(
+      this.recordKey(key),
+      this.lockKey(key),
+      owner,
+      Math.max(1, Math.round(ttlMs)),
+      dead === undefined ? '' : String(dead),
+    );
     const record = parse(key, pairs(flat), undefined);
     if (state === 'live' && record) return { state, record };
     return { state: state === 'claimed' ? 'claimed' : 'locked', record };
   }
 
   async insert(record: SessionRecord, owner = ''): Promise<SessionRecord> {
-    const existing = await this.scripts.cwInsert(this.recordKey(record.key), this.lockKey(record.key), this.opts.recordTtlMs, owner, ...fields(record));
+    const existing = await this.scripts.cwInsert(
+      this.recordKey(record.key),
+      this.lockKey(record.key),
+      this.opts.recordTtlMs,
+      owner,
+      ...fields(record),
+    );
     if (existing.length > 0) return parse(record.key, pairs(existing), undefined)!;
     await this.client.zadd(this.indexKey(record.key), record.lastUsedAt, record.key);
     return record;
   }
 
   async replace(expected: number, record: SessionRecord, owner = ''): Promise<SessionRecord> {
-    const existing = await this.scripts.cwReplace(this.recordKey(record.key), this.lockKey(record.key), expected, this.opts.recordTtlMs, owner, ...fields(record));
+    const existing = await this.scripts.cwReplace(
+      this.recordKey(record.key),
+      this.lockKey(record.key),
+      expected,
+      this.opts.recordTtlMs,
+      owner,
+      ...fields(record),
+    );
     if (existing.length > 0) return parse(record.key, pairs(existing), undefined)!;
     await this.client.zadd(this.indexKey(record.key), record.lastUsedAt, record.key);
     return record;
@@ -342,9 +389,12 @@ export class RedisSessionStore implements SessionStore {
   /** The oldest records last used before `before`: up to `limit` from each shard, merged, the oldest `limit` kept. */
   async idle(before: number, limit: number): Promise<SessionRecord[]> {
     if (limit <= 0) return [];
-    const shards = await Promise.all(this.idleKeys.map((k) => this.client.zrangebyscore(k, '-inf', `(${before}`, 'WITHSCORES', 'LIMIT', 0, limit)));
+    const shards = await Promise.all(
+      this.idleKeys.map((k) => this.client.zrangebyscore(k, '-inf', `(${before}`, 'WITHSCORES', 'LIMIT', 0, limit)),
+    );
     const members: Array<{ id: string; score: number }> = [];
-    for (const flat of shards) for (let i = 0; i + 1 < flat.length; i += 2) members.push({ id: flat[i]!, score: Number(flat[i + 1]) });
+    for (const flat of shards)
+      for (let i = 0; i + 1 < flat.length; i += 2) members.push({ id: flat[i]!, score: Number(flat[i + 1]) });
     members.sort((a, b) => a.score - b.score);
     members.length = Math.min(members.length, limit);
     const hashes = await Promise.all(members.map((m) => this.client.hgetall(this.recordKey(m.id))));

@@ -24,9 +24,12 @@ export interface SessionRecord {
  * What `claim` found, in one step: a record to use (`live`), or none (or only the one known dead)
  * and whether the caller now holds the key's creation lock (`claimed`) or another does (`locked`).
  */
-export type Claim = { state: 'live'; record: SessionRecord } | { state: 'claimed' | 'locked'; record: SessionRecord | undefined };
+export type Claim =
+  { state: 'live'; record: SessionRecord } | { state: 'claimed' | 'locked'; record: SessionRecord | undefined };
 
-/** What a store that replicas share keeps beside the sessions, on its connection, for the stages that share state too. */
+/**
+ * What a store that replicas share keeps beside the sessions, on its connection, for the stages that share state too.
+ */
 export interface SharedParts {
   /** The connection, for the records other stages keep there (tasks). */
   readonly client: RedisClient;
@@ -55,9 +58,15 @@ export interface SessionStore {
    * takes the key's creation lock for `owner` (or renews it), all at once.
    */
   claim(key: string, owner: string, ttlMs: number, dead?: number): Promise<Claim>;
-  /** Stores the record when its key has none; returns the record stored afterwards. Releases `owner`'s creation lock in the same step. */
+  /**
+   * Stores the record when its key has none; returns the record stored afterwards. Releases `owner`'s creation lock in
+   * the same step.
+   */
   insert(record: SessionRecord, owner?: string): Promise<SessionRecord>;
-  /** Replaces the stored record only while it still has generation `expected`; returns the record stored afterwards. Releases `owner`'s lock too. */
+  /**
+   * Replaces the stored record only while it still has generation `expected`; returns the record stored afterwards.
+   * Releases `owner`'s lock too.
+   */
   replace(expected: number, record: SessionRecord, owner?: string): Promise<SessionRecord>;
   /** Removes the record only while it still has `generation`; true when this call removed it. */
   remove(key: string, generation: number): Promise<boolean>;

@@ -41,7 +41,8 @@ export class RedisBuckets {
     client: RedisClient,
     private readonly keyPrefix: string,
   ) {
-    for (const [name, { keys, lua }] of Object.entries(BUCKET_SCRIPT)) client.defineCommand(name, { numberOfKeys: keys, lua });
+    for (const [name, { keys, lua }] of Object.entries(BUCKET_SCRIPT))
+      client.defineCommand(name, { numberOfKeys: keys, lua });
     this.script = client as unknown as Script;
   }
 
