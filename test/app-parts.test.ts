@@ -3,13 +3,17 @@
 // from other replicas over the relay bus, the gateway cache, a skills folder), checks the
 // constraints the order exists for, and drains a real replica with Redis to see it close its
 // parts in exactly that order. A replica with a memory store closes fewer parts, in the same order.
+// The registry itself runs the steps in the order it is given, whatever the order they were
+// registered in.
 
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { ORDER } from '../src/parts/index.js';
+import { Writable } from 'node:stream';
+import { createLogger } from '../src/log.js';
+import { ORDER, Parts } from '../src/parts/index.js';
 import { startLegacyServer } from './fixtures/legacy-server.js';
 import { startCauseway } from './helpers/causeway.js';
 import { startRedis } from './helpers/redis.js';
@@ -75,4 +79,57 @@ t.test('a replica with a memory store closes fewer parts, in the same order', as
   t.same(causeway.app.shutdownOrder, order, 'no bridge to other replicas, no skills folder');
   await causeway.close();
   t.same(closedParts(causeway.logs), order);
+});
+
+t.test('the registry runs steps in the order given, not the order registered', async (t) => {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      lines.push(chunk.toString('utf8'));
+      cb();
+    },
+  });
+  const order = {
+    start: [{ name: 'a' }, { name: 'slow', waitMs: 20, slow: 'slow is not up yet' }, { name: 'b' }, { name: 'c' }],
+    endStreams: ['x', 'y'],
+    letGo: ['p', 'q'],
+    close: ['one', 'two', 'three'],
+  } as const;
+  const parts = new Parts(order, createLogger('debug', sink));
+  const ran: string[] = [];
+  const step = (name: string) => async () => void ran.push(name);
+  parts.onClose('three', step('close three'));
+  parts.onClose('one', step('close one'));
+  parts.onClose('one', step('close one again'));
+  parts.onLetGo('q', () => void ran.push('let go q'));
+  parts.onLetGo('p', () => void ran.push('let go p'));
+  parts.onEndStreams('y', step('end y'));
+  parts.onEndStreams('x', async (ms) => void ran.push(`end x within ${ms}`));
+  parts.onStart('b', step('start b'), step('undo b'));
+  parts.onStart('slow', () => new Promise(() => undefined));
+  parts.onStart('a', step('start a'), step('undo a'));
+  parts.onStart('c', () => Promise.reject(new Error('c cannot start')));
+
+  t.same(parts.shutdownOrder, ['one', 'three'], 'only the close steps some part registered');
+  await t.rejects(parts.start(), /c cannot start/);
+  t.ok(
+    lines.some((l) => l.includes('slow is not up yet')),
+    'a step past its wait is named, and start-up goes on',
+  );
+  await parts.endStreams(5);
+  parts.letGo();
+  for (const release of parts.releases()) await release();
+  t.same(ran, [
+    'start a',
+    'start b',
+    'undo b',
+    'undo a',
+    'end x within 5',
+    'end y',
+    'let go p',
+    'let go q',
+    'close one',
+    'close one again',
+    'close three',
+  ]);
 });

@@ -64,6 +64,8 @@ export class Parts<S extends string, E extends string, L extends string, C exten
       const hooks = this.starts.get(step.name) ?? [];
       try {
         const started = Promise.all(hooks.map((h) => h.run()));
+        // A step not waited for to the end fails on its own: the part that registered it says why.
+        if (step.waitMs !== undefined) started.catch(() => undefined);
         if (step.waitMs === undefined) await started;
         else if (step.waitMs > 0 && !(await settlesWithin(started, step.waitMs)) && step.slow) this.log.warn(step.slow);
       } catch (err) {
