@@ -11,8 +11,9 @@
 //    so they are closed once no request has come for a while. Requests that arrived meanwhile
 //    are waited for again; then everything left is cut, and held multi-round calls are let go
 //    (shared store: another replica resumes them) or cancelled (memory store).
-// 4. Release what the replica holds (handoff bus, pool, store, upstream clients); close the admin
-//    port last, so the drain itself can be scraped.
+// 4. Release what the replica holds (handoff bus, pool, store, upstream clients), one step after
+//    the other in the order the composition root gives (parts/order.ts); close the admin port
+//    last, so the drain itself can be scraped.
 
 import type { Ingress } from './server.js';
 
