@@ -9,12 +9,11 @@ import type { GatewayCache, UpstreamCache } from '../cache/index.js';
 import type { UpstreamMetrics } from '../metrics/index.js';
 import type { LegacyFace, SessionBinding } from '../passthrough/index.js';
 import type { AskRounds, FactsStore } from '../translate/index.js';
+import type { ModernSide } from '../routing/index.js';
 import type {
   EraMemo,
   ForwardPolicy,
   GrantStore,
-  ModernClient,
-  RelayedListens,
   ReplicaAsks,
   Sealer,
   SubjectSource,
@@ -22,7 +21,6 @@ import type {
   TransportMemo,
   UpstreamAuthorization,
   UpstreamClient,
-  UpstreamEra,
   UpstreamHttp,
   UpstreamSessionClient,
   UpstreamSignIn,
@@ -43,13 +41,7 @@ export interface UpstreamParts {
   /** Closes the client and the passthrough, letting their requests finish, then the HTTP client they share. */
   close(): Promise<void>;
   /** A Streamable HTTP upstream may speak 2026-07-28: its era, and the client of its modern side. */
-  modern?: {
-    era: UpstreamEra;
-    client: ModernClient;
-    maxResponseBytes: number;
-    listens: RelayedListens;
-    cache?: UpstreamCache;
-  };
+  modern?: ModernSide;
   /** The gateway cache of this upstream's discover, lists and reads (cache.maxBytes > 0). */
   cache?: UpstreamCache;
   /** A Streamable HTTP upstream's own session client, for the calls the warm lane sends through it. */
