@@ -3,6 +3,7 @@
 
 import { constants } from 'node:os';
 import { createApp } from './app.js';
+import { runDoctor } from './doctor/index.js';
 import { ConfigError, helpText, loadConfig } from './config/index.js';
 import { StartupError } from './errors.js';
 import { createLogger } from './log.js';
@@ -12,6 +13,13 @@ import { VERSION } from './version.js';
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
+  if (argv[0] === 'doctor') {
+    const write = (stream: NodeJS.WriteStream) => (text: string) =>
+      new Promise<void>((resolve) => stream.write(text, () => resolve()));
+    const io = { out: write(process.stdout), err: write(process.stderr) };
+    // Exit at once: the report is written, and every session and child the doctor opened is ended.
+    process.exit(await runDoctor(argv.slice(1), process.env, io));
+  }
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(helpText(VERSION));
     return;

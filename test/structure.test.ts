@@ -26,10 +26,13 @@ const FRONT_DOOR = 'ingress/front-door.ts';
  * ground floors every stage writes with: the metrics (which declare their own label values, so
  * that no stage's type reaches up into them), the reply writers, the parsed request, tracing, the
  * bus between replicas, and the settings. The audit record sits just under the front door, the
- * one stage that knows a request whole when it ends.
+ * one stage that knows a request whole when it ends. On top, beside the composition root,
+ * `causeway doctor`, which only main.ts runs: it checks a server with the upstream clients, the
+ * envelope's and dialect's readings and the settings.
  */
 const FLOORS = [
   'parts',
+  'doctor',
   'ingress',
   'audit',
   'warm',

@@ -84,25 +84,34 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /** Returns the annotations, or undefined when the schema's annotations are invalid [SHTTP]. */
 export function paramHeaders(inputSchema: JsonValue | undefined): ParamHeader[] | undefined {
+  const read = readParamHeaders(inputSchema);
+  return 'problem' in read ? undefined : read.headers;
+}
+
+/**
+ * The annotations, or why they cannot become Mcp-Param-* headers (the first fault met): what
+ * `causeway doctor` tells an operator about a tool Causeway leaves out of a list.
+ */
+export function readParamHeaders(inputSchema: JsonValue | undefined): { headers: ParamHeader[] } | { problem: string } {
   const out: ParamHeader[] = [];
   const seen = new Set<string>();
-  let valid = true;
+  let problem: string | undefined;
   const walk = (schema: JsonValue | undefined, path: string[]): void => {
-    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return;
+    if (problem !== undefined || typeof schema !== 'object' || schema === null || Array.isArray(schema)) return;
     const annotation = schema['x-mcp-header'];
     if (annotation !== undefined && path.length > 0) {
       const type = schema.type;
-      if (
-        typeof annotation !== 'string' ||
-        !TOKEN.test(annotation) ||
-        seen.has(annotation.toLowerCase()) ||
-        (type !== 'string' && type !== 'integer' && type !== 'boolean')
-      ) {
-        valid = false;
-        return;
+      const at = path.join('.');
+      if (typeof annotation !== 'string' || !TOKEN.test(annotation)) {
+        problem = `${at}: x-mcp-header is not a header name token`;
+      } else if (seen.has(annotation.toLowerCase())) problem = `${at}: x-mcp-header ${annotation} is used twice`;
+      else if (type !== 'string' && type !== 'integer' && type !== 'boolean') {
+        const what = JSON.stringify(type ?? 'untyped');
+        problem = `${at}: x-mcp-header on a ${what} property (string, integer or boolean only)`;
       }
-      seen.add(annotation.toLowerCase());
-      out.push({ header: annotation, path, type });
+      if (problem !== undefined) return;
+      seen.add((annotation as string).toLowerCase());
+      out.push({ header: annotation as string, path, type: type as ParamHeader['type'] });
     }
     const props = schema.properties;
     if (typeof props === 'object' && props !== null && !Array.isArray(props)) {
@@ -110,7 +119,7 @@ export function paramHeaders(inputSchema: JsonValue | undefined): ParamHeader[] 
     }
   };
   walk(inputSchema, []);
-  return valid ? out : undefined;
+  return problem === undefined ? { headers: out } : { problem };
 }
 
 function valueAt(args: JsonObject | undefined, path: string[]): JsonValue | undefined {
