@@ -153,6 +153,9 @@ async function inSession(
   };
 }
 
+/** How long the GET's answer may take: a stream's headers come at once, before any event. */
+const GET_WAIT_MS = 10_000;
+
 /** A GET with the session id: an SSE stream (served), 405 (refused), or a failure; closed at once. */
 async function tryGet(
   client: UpstreamSessionClient,
@@ -162,7 +165,11 @@ async function tryGet(
     return { getStream: 'not applicable', getStreamHow: 'no session id to GET with' };
   const stop = new AbortController();
   try {
-    const opened = await client.openStream(session, {}, AbortSignal.any([stop.signal, AbortSignal.timeout(10_000)]));
+    const opened = await client.openStream(
+      session,
+      {},
+      AbortSignal.any([stop.signal, AbortSignal.timeout(GET_WAIT_MS)]),
+    );
     if (opened === 'unsupported') return { getStream: 'refused', getStreamHow: 'GET answered 405' };
     stop.abort();
     await opened.done.catch(() => undefined);

@@ -50,8 +50,10 @@ export function httpKit(spec: UpstreamSpec, log: Logger): HttpKit {
   const inner = httpWire(new UpstreamDispatcher(http, targets, spec.headers, spec.name));
   let seen: Record<string, string | string[] | undefined> = {};
   const wire: ModernWire = {
-    post: async (...args) => {
-      const answer = await inner.post(...args);
+    post: async (body, method, name, opts) => {
+      // upstream.headers on every request, as the legacy client sends them (httpWire sends only
+      // the request's own): the doctor judges the server's auth with what the operator gave.
+      const answer = await inner.post(body, method, name, { ...opts, headers: { ...opts.headers, ...spec.headers } });
       seen = answer.headers;
       return answer;
     },

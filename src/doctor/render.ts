@@ -43,9 +43,7 @@ function serverLines(r: Report): string[] {
   }
   if (r.listChanged) {
     const lc = r.listChanged;
-    lines.push(
-      `listChanged: ${LISTED.map((k) => `${k} ${lc[k] ? 'yes' : 'no'}`).join(', ')}`,
-    );
+    lines.push(`listChanged: ${LISTED.map((k) => `${k} ${lc[k] ? 'yes' : 'no'}`).join(', ')}`);
   }
   return lines;
 }
