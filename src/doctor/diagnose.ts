@@ -176,7 +176,7 @@ async function transportOf(
     const found = await detectTransport(url, options);
     const how =
       found.transport === 'streamable-http'
-        ? 'POST initialize was answered as Streamable HTTP (the probe session ended with DELETE)'
+        ? 'POST initialize was answered as Streamable HTTP; its session was ended with DELETE'
         : `POST was refused without JSON-RPC; GET ${new URL(found.url).pathname} opened a stream ` +
           'whose first event is endpoint';
     return { found: found.transport, url: found.url, how };
