@@ -214,6 +214,57 @@ t.test('a server that wants a token: blocked naming auth without one, ready with
   t.match(withToken.stdout, /^READY \(exit 0\)$/m);
 });
 
+/** A bare session-less legacy server whose tools/list holds a tool with a bad annotation and a name listed twice. */
+async function oddToolsServer(t: Test): Promise<string> {
+  const schema = (type: string) => ({ type: 'object', properties: { n: { type, 'x-mcp-header': 'N' } } });
+  const tools = [
+    { name: 'fine', inputSchema: schema('string') },
+    { name: 'numeric', inputSchema: schema('number') },
+    { name: 'twin', inputSchema: schema('string') },
+    { name: 'twin', inputSchema: schema('string') },
+  ];
+  const results: Record<string, unknown> = {
+    initialize: {
+      protocolVersion: '2025-11-25',
+      capabilities: { tools: {} },
+      serverInfo: { name: 'odd', version: '1' },
+    },
+    'tools/list': { tools },
+  };
+  const server = http.createServer(async (req, res) => {
+    if (req.method !== 'POST') return void res.writeHead(405).end();
+    let body = '';
+    for await (const chunk of req) body += String(chunk);
+    const msg = JSON.parse(body) as { id?: number | string; method: string };
+    if (msg.id === undefined) return void res.writeHead(202).end();
+    const result = results[msg.method];
+    const answer = result ? { result } : { error: { code: -32601, message: 'Method not found' } };
+    res.writeHead(result ? 200 : 400, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...answer }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+}
+
+t.test('tools Causeway cannot route, or whose annotations give no headers: named, and why', async (t) => {
+  const run = await doctor(t, [await oddToolsServer(t), '--json']);
+  t.equal(run.code, 1, 'a name listed twice blocks');
+  const report = parsed(t, run);
+  const blockers = report.problems.filter((p) => p.blocking);
+  t.same(
+    blockers.map((p) => p.kind),
+    ['unroutable_tool'],
+  );
+  t.match(blockers[0]?.message, /tool twin is listed twice/);
+  const warned = report.problems.filter((p) => !p.blocking).map((p) => p.message);
+  t.ok(
+    warned.some((m) => /^tool numeric: .*"number" property/.test(m)),
+    'the tool whose annotation gives no header is named with why',
+  );
+  t.same(report.tools?.find((x) => x.name === 'fine')?.paramHeaders, ['Mcp-Param-N']);
+});
+
 t.test('nothing listening: exit 2, said so', async (t) => {
   const port = await freePort();
   const run = await doctor(t, [`http://127.0.0.1:${port}/mcp`, '--upstream.connectTimeoutMs', '2000']);

@@ -3,6 +3,7 @@
 // client era gets. Each step that fails stops the ones that need it, with the problem that says why.
 
 import type { UpstreamSpec } from '../config/index.js';
+import { CausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { ModernClient, ModernStdioPool, TransportMemo, detectTransport, eraOf } from '../upstream/index.js';
 import { authFinding, credentialsOf } from './auth.js';
@@ -98,6 +99,10 @@ async function overHttp(spec: UpstreamSpec, log: Logger): Promise<Findings> {
     try {
       reached = await reach(kit, spec.requestTimeoutMs);
     } catch (err) {
+      // A token endpoint that refused Causeway's client: the server itself may be fine.
+      if (err instanceof CausewayError && err.reason === 'upstream_credentials') {
+        return { problems: [blocking('credentials_refused', `no upstream token: ${wordsOf(err)}`)] };
+      }
       return { problems: [blocking('unreachable', `cannot reach ${url}: ${wordsOf(err)}`)] };
     }
     if (reached.answer.status === 401 || reached.answer.status === 403) return await refused(spec, url, reached);

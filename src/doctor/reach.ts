@@ -90,7 +90,7 @@ export async function reach(kit: HttpKit, timeoutMs: number): Promise<Reached> {
 export function answerWords(answer: ProbeAnswer): string {
   const m = answer.message;
   if (isObject(m) && isObject(m.error)) {
-    return `HTTP ${answer.status}, JSON-RPC error ${String(m.error.code)} ${String(m.error.message).slice(0, 80)}`;
+    return `HTTP ${answer.status}, JSON-RPC error ${String(m.error.code)} ${String(m.error.message).slice(0, 160)}`;
   }
   return `HTTP ${answer.status}, ${isObject(m) && isObject(m.result) ? 'a DiscoverResult' : 'no JSON-RPC'}`;
 }

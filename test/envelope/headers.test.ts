@@ -1,5 +1,6 @@
 import t from 'tap';
-import { checkParamHeaders, decodeHeaderValue, encodeHeaderValue, mayNeedParamHeaders, paramHeaders } from '../../src/envelope/headers.js';
+import { checkParamHeaders, decodeHeaderValue, encodeHeaderValue, mayNeedParamHeaders, paramHeaders, readParamHeaders } from '../../src/envelope/headers.js';
+import type { JsonObject } from '../../src/jsonrpc.js';
 import { checkOrigin, originPolicy } from '../../src/envelope/origin.js';
 
 t.test('header value decoding', async (t) => {
@@ -50,6 +51,17 @@ t.test('x-mcp-header annotations', async (t) => {
     'case-insensitive duplicate refused',
   );
   t.equal(paramHeaders({ type: 'object', properties: { a: { type: 'string', 'x-mcp-header': 'bad name' } } }), undefined, 'non-token refused');
+});
+
+t.test('why annotations give no headers: the property and the fault, for causeway doctor', async (t) => {
+  const one = (prop: JsonObject) => readParamHeaders({ type: 'object', properties: { x: prop } });
+  t.same(readParamHeaders(schema), { headers: paramHeaders(schema) }, 'valid ones read as paramHeaders reads them');
+  t.same(one({ type: 'number', 'x-mcp-header': 'X' }), {
+    problem: 'x: x-mcp-header on a "number" property (string, integer or boolean only)',
+  });
+  t.same(one({ type: 'string', 'x-mcp-header': 'bad name' }), { problem: 'x: x-mcp-header is not a header name token' });
+  const twice = { a: { type: 'string', 'x-mcp-header': 'A' }, b: { type: 'string', 'x-mcp-header': 'a' } };
+  t.same(readParamHeaders({ type: 'object', properties: twice }), { problem: 'b: x-mcp-header a is used twice' });
 });
 
 t.test('Mcp-Param-* checks', async (t) => {
