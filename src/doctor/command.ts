@@ -22,7 +22,7 @@ export async function runDoctor(argv: readonly string[], env: NodeJS.ProcessEnv,
     await io.err(`${err.message}\n\n${DOCTOR_USAGE}`);
     return 2;
   }
-  if (options.help) {
+  if (options === 'help') {
     await io.out(DOCTOR_USAGE);
     return 0;
   }

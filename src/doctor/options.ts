@@ -3,7 +3,7 @@
 // `--upstream.headers`, `--upstream.credentials`, `--config` and the env variables mean here what
 // they mean for `causeway` itself. The upstream checked is the one those settings describe.
 
-import { loadConfig, resolveTopology, type Config, type UpstreamSpec } from '../config/index.js';
+import { loadConfig, resolveTopology, type UpstreamSpec } from '../config/index.js';
 
 export const DOCTOR_USAGE = [
   'Usage: causeway doctor [URL] [--json] [--upstream.<setting> VALUE]...',
@@ -24,8 +24,6 @@ export const DOCTOR_USAGE = [
 
 export interface DoctorOptions {
   json: boolean;
-  help: boolean;
-  config: Config;
   spec: UpstreamSpec;
   /** Whether a log level was asked for: otherwise the doctor's clients log nothing. */
   logLevel: string;
@@ -39,8 +37,8 @@ export class DoctorUsageError extends Error {
   }
 }
 
-/** Reads the command line; the config loader's ConfigError goes through as it is. */
-export function doctorOptions(argv: readonly string[], env: NodeJS.ProcessEnv): DoctorOptions {
+/** Reads the command line ('help' for --help); the config loader's ConfigError goes through as it is. */
+export function doctorOptions(argv: readonly string[], env: NodeJS.ProcessEnv): DoctorOptions | 'help' {
   const rest: string[] = [];
   let url: string | undefined;
   let json = false;
@@ -56,17 +54,26 @@ export function doctorOptions(argv: readonly string[], env: NodeJS.ProcessEnv): 
     } else if (url === undefined) url = arg;
     else rest.push(arg);
   }
-  const explicitTransport = rest.some((a) => a === '--upstream.transport' || a.startsWith('--upstream.transport='));
-  // auto unless told: the doctor's first job is to find out what the server speaks.
-  const defaults =
-    explicitTransport || env.CAUSEWAY_UPSTREAM_TRANSPORT !== undefined ? [] : ['--upstream.transport', 'auto'];
+  if (help) return 'help';
   const given = url === undefined ? [] : ['--upstream.url', url];
-  if (help) return { json, help, config: undefined as never, spec: undefined as never, logLevel: 'silent' };
-  const config = loadConfig([...defaults, ...rest, ...given], env);
+  const config = loadConfig([...transportDefault(rest, env), ...rest, ...given], env);
   const { topology } = resolveTopology(config);
   const spec = pick(topology.upstreams, url);
   const asked = rest.some((a) => a.startsWith('--log.level')) || env.CAUSEWAY_LOG_LEVEL !== undefined;
-  return { json, help, config, spec, logLevel: asked ? config.log.level : 'silent' };
+  return { json, spec, logLevel: asked ? config.log.level : 'silent' };
+}
+
+/**
+ * auto unless told: the doctor's first job is to find out what the server speaks. Told is a
+ * flag, the env variable, or a config file, whose upstream is then checked as it is configured
+ * (a flag would override the file).
+ */
+function transportDefault(rest: readonly string[], env: NodeJS.ProcessEnv): string[] {
+  const told = (name: string) => rest.some((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+  const file = told('config') || env.CAUSEWAY_CONFIG !== undefined;
+  return told('upstream.transport') || file || env.CAUSEWAY_UPSTREAM_TRANSPORT !== undefined
+    ? []
+    : ['--upstream.transport', 'auto'];
 }
 
 /** The upstream the settings describe: the only one, or with `upstreams`, the one at the URL given. */

@@ -105,9 +105,8 @@ export function warning(message: string): Problem {
 
 /** An error's own words, for the report (never a stack). */
 export function wordsOf(err: unknown): string {
-  if (err instanceof Error) {
-    const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
-    return `${err.message}${cause && !err.message.includes(cause.slice(2)) ? cause : ''}`;
-  }
-  return String(err);
+  if (!(err instanceof Error)) return String(err);
+  // The cause says what the network said (ECONNREFUSED...), unless the message says it already.
+  const cause = err.cause instanceof Error ? err.cause.message : '';
+  return cause === '' || err.message.includes(cause) ? err.message : `${err.message}: ${cause}`;
 }
