@@ -98,6 +98,20 @@ t.test(
   },
 );
 
+t.test('an era setting the server contradicts blocks, naming the setting to change', async (t) => {
+  const server = await startLegacyServer();
+  t.teardown(() => server.close());
+  const run = await doctor(t, [server.url, '--upstream.era', 'modern', '--json']);
+  t.equal(run.code, 1);
+  const report = parsed(t, run);
+  t.same(
+    report.problems.filter((p) => p.blocking).map((p) => p.kind),
+    ['era_mismatch'],
+  );
+  t.match(report.problems[0]?.message, /upstream\.era is modern, but the server speaks the legacy protocol/);
+  await until(() => server.stats().sessionsOpen === 0, { what: 'the session the doctor opened to be ended' });
+});
+
 t.test('a 2026 server: ready, modern, relayed', async (t) => {
   const server = await startModernServer();
   t.teardown(() => server.close());

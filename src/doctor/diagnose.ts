@@ -63,32 +63,25 @@ async function overStdio(spec: UpstreamSpec, log: Logger): Promise<Findings> {
         answer.message === undefined ? 'no 2026 answer in time' : answerWords(answer).replace(/^HTTP \d+, /, '')
       }`,
     };
-    if (found === 'modern')
-      return {
-        transport,
-        era,
-        ...eraProblems(spec, found),
-        ...(await checkModern(new ModernClient(pool, spec.maxResponseBytes), answer, spec.requestTimeoutMs)),
-      };
+    if (found === 'modern') {
+      const client = new ModernClient(pool, spec.maxResponseBytes);
+      return { transport, era, ...withEraCheck(spec, found, await checkModern(client, answer, spec.requestTimeoutMs)) };
+    }
+    // The probe's child is a legacy server's: stopped before the session's own child starts.
     await pool.close();
     const legacy = await checkLegacy({ spec, transport: 'stdio', url: undefined, kit: undefined, log });
-    return { transport, era, ...legacy, problems: [...eraProblems(spec, found).problems, ...legacy.problems] };
+    return { transport, era, ...withEraCheck(spec, found, legacy) };
   } finally {
     await pool.close();
   }
 }
 
-/** An era setting the server contradicts: Causeway would speak the wrong protocol to it. */
-function eraProblems(spec: UpstreamSpec, found: Era): { problems: Findings['problems'] } {
-  if (spec.era === 'auto' || spec.era === found) return { problems: [] };
-  return {
-    problems: [
-      blocking(
-        'era_mismatch',
-        `upstream.era is ${spec.era}, but the server speaks the ${found} protocol: set upstream.era auto or ${found}`,
-      ),
-    ],
-  };
+/** The findings, with the problem of an era setting the server contradicts: Causeway would speak the wrong protocol. */
+function withEraCheck(spec: UpstreamSpec, found: Era, findings: Findings): Findings {
+  if (spec.era === 'auto' || spec.era === found) return findings;
+  const why =
+    `upstream.era is ${spec.era}, but the server speaks the ${found} protocol: ` + `set upstream.era auto or ${found}`;
+  return { ...findings, problems: [blocking('era_mismatch', why), ...findings.problems] };
 }
 
 async function overHttp(spec: UpstreamSpec, log: Logger): Promise<Findings> {
@@ -118,7 +111,7 @@ async function overHttp(spec: UpstreamSpec, log: Logger): Promise<Findings> {
       found === 'modern'
         ? await checkModern(kit.modern, reached.answer, spec.requestTimeoutMs)
         : await checkLegacy({ spec, transport: transport.found, url: transport.url, kit, log });
-    return { ...base, ...checked, problems: [...eraProblems(spec, found).problems, ...checked.problems] };
+    return { ...base, ...withEraCheck(spec, found, checked) };
   } finally {
     await kit.http.close();
   }
