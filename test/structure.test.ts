@@ -19,9 +19,10 @@ const isRoot = (file: string) => ROOT_FILES.has(file) || file.startsWith('parts/
 const FRONT_DOOR = 'ingress/front-door.ts';
 /**
  * The folders of src/, top floor first: a folder imports only folders below it, type imports
- * counted. The parts of the composition root (parts/) stand above them all. The request path runs down it (the front door, the warm lane that serves a warm call
- * straight through the stages below it, a mount's skills folder in front of
- * the legacy passthrough beside it and of the routing of modern requests, the side stages
+ * counted. The parts of the composition root (parts/) stand above them all. The request path
+ * runs down it (the front door, the warm lane that serves a warm call straight through the
+ * stages below it, a mount's skills folder in front of the legacy passthrough beside it and of
+ * the routing of modern requests, the side stages
  * routing calls, the pool, the upstream clients, the dialect they translate with); below are the
  * ground floors every stage writes with: the metrics (which declare their own label values, so
  * that no stage's type reaches up into them), the reply writers, the parsed request, tracing, the
