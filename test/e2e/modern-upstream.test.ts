@@ -23,7 +23,15 @@ import { startModernServer } from '../fixtures/modern-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 
 const upstream = await startModernServer();
-const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn', 'principal.mode': 'header', 'principal.header': 'x-user', 'principal.hashSecret': 'modern-upstream-test-secret' });
+const causeway = await startCauseway({
+  'upstream.url': upstream.url,
+  // A static credential the operator configured: it reaches a 2026 upstream as it reaches a legacy one.
+  'upstream.headers': 'X-Api-Key=static-key',
+  'log.level': 'warn',
+  'principal.mode': 'header',
+  'principal.header': 'x-user',
+  'principal.hashSecret': 'modern-upstream-test-secret',
+});
 t.teardown(async () => {
   await causeway.close();
   await upstream.close();
@@ -45,6 +53,7 @@ t.test('a modern client is relayed to the modern upstream, Mcp-Method and Mcp-Na
   t.equal(headers['mcp-method'], 'tools/call');
   t.equal(headers['mcp-name'], 'test_simple_text');
   t.notOk(headers['x-user'], 'the principal header is not passed on');
+  t.equal(headers['x-api-key'], 'static-key', 'upstream.headers are sent on the modern side too');
 });
 
 t.test('the era found is in the metrics', async (t) => {

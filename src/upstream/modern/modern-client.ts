@@ -60,13 +60,15 @@ export interface ModernWire {
   ): Promise<ModernAnswer>;
 }
 
-/** The wire of an upstream reached over HTTP: one POST through its dispatcher per request. */
+/**
+ * The wire of an upstream reached over HTTP: one POST through its dispatcher per request, with
+ * the client's forwarded headers, the operator's configured ones over them (upstream.headers, as
+ * on the legacy side), and the protocol's own over both.
+ */
 export function httpWire(dispatcher: UpstreamDispatcher): ModernWire {
   return {
     post(body, method, name, opts) {
-      const headers = callHeaders(method, name, opts.headers);
-      headers['content-type'] = 'application/json';
-      headers['accept'] = 'application/json, text/event-stream';
+      const headers = { ...dispatcher.headers('post', undefined, opts.headers), ...callHeaders(method, name) };
       headers['mcp-protocol-version'] = MODERN_VERSION;
       const to = { target: opts.target, principal: opts.principal };
       return dispatcher.send('POST', to, headers, body, opts.signal, opts.longLived ? LONG_LIVED : 0);
