@@ -29,7 +29,7 @@ export function facesOf(transport: Transport, era: Era, session: Report['session
       };
     case 'streamable-http': {
       const sessionless = session !== undefined && !session.sessionful;
-      const noGet = session !== undefined && session.sessionful && session.getStream !== 'served';
+      const noGet = session?.sessionful === true && session.getStream !== 'served';
       const limits = sessionless
         ? ' (session-less: no multi-round calls, no changes heard outside a call)'
         : noGet
