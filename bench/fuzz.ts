@@ -56,7 +56,10 @@ async function startFixture(logDir: string): Promise<{ url: string; svc: Service
 
 async function main(): Promise<number> {
   const logDir = mkdtempSync(join(os.tmpdir(), 'causeway-fuzz-'));
-  out(`causeway fuzz: ${REPLAY ? `${REPLAY.length} replayed case(s)` : `${CASES} cases, seed ${SEED}`} (FUZZ_SEED=${SEED} to run it again); logs in ${logDir}`);
+  out(
+    `causeway fuzz: ${REPLAY ? `${REPLAY.length} replayed case(s)` : `${CASES} cases, seed ${SEED}`} ` +
+      `(FUZZ_SEED=${SEED} to run it again); logs in ${logDir}`,
+  );
   let fixture: { url: string; svc: Service } | undefined;
   let causeway: Proxy | undefined;
   let exited: string | undefined;
@@ -78,7 +81,8 @@ async function main(): Promise<number> {
     const port = Number(new URL(cw.origin).port);
     const target = { url: cw.url, port };
     const sessionId = await openLegacySession(target);
-    if (sessionId === undefined) out('warning: no legacy session through Causeway; in-session cases become garbage-session cases');
+    if (sessionId === undefined)
+      out('warning: no legacy session through Causeway; in-session cases become garbage-session cases');
     const ctx = sessionId === undefined ? { port } : { port, sessionId };
     const started = Date.now();
     let lastPrint = 0;
@@ -94,7 +98,10 @@ async function main(): Promise<number> {
       onProgress: (done, total) => {
         if (done - lastPrint < 5000 && done !== total) return;
         lastPrint = done;
-        out(`  ${done}/${total} in ${((Date.now() - started) / 1000).toFixed(0)} s; Causeway RSS ${rssMb(cw.svc.pid).toFixed(0)} MB`);
+        out(
+          `  ${done}/${total} in ${((Date.now() - started) / 1000).toFixed(0)} ` +
+            `s; Causeway RSS ${rssMb(cw.svc.pid).toFixed(0)} MB`,
+        );
       },
     });
     const rss = { now: rssMb(cw.svc.pid), peak: peakRssMb(cw.svc.pid) };
@@ -114,7 +121,10 @@ async function main(): Promise<number> {
     const problems: string[] = [];
     if (groups.length > 0) {
       out();
-      out(`VIOLATIONS: ${summary.failures.length} case(s); by rule and family (one example each; all of them in ${failuresFile}):`);
+      out(
+        `VIOLATIONS: ${summary.failures.length} case(s); by rule and ` +
+          `family (one example each; all of them in ${failuresFile}):`,
+      );
       for (const g of groups) {
         out();
         out(`## ${g.rule} — ${g.count} ${g.family} case(s)`);

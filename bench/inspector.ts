@@ -4,9 +4,13 @@
 
 import { WebSocket } from 'undici';
 
-/** Runs HeapProfiler.collectGarbage twice in the process whose inspector listens on `port`, then lets freed pages go. */
+/**
+ * Runs HeapProfiler.collectGarbage twice in the process whose inspector listens on `port`, then lets freed pages go.
+ */
 export async function collectGarbage(port: number): Promise<void> {
-  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as Array<{ webSocketDebuggerUrl: string }>;
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as Array<{
+    webSocketDebuggerUrl: string;
+  }>;
   const ws = new WebSocket(targets[0]!.webSocketDebuggerUrl);
   try {
     await new Promise<void>((resolve, reject) => {

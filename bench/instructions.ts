@@ -1,11 +1,10 @@
 // Instructions per warm call, counted by valgrind's callgrind: Causeway and the minimal translator,
-// each under the tool, warmed by a number of calls, then counted over a window of small calls at c=16. CPU time per call
-// moves by 20-40% on this machine between two processes of one build, and within one process from
-// window to window; an instruction count does not (two runs of one build agree within 1-2% once
-// the window holds a few thousand calls). Only the main thread is read: it is where a request's
-// work is done; V8's compiler and GC helper threads are left out on both sides. A count is not a
-// time (a cache miss costs more than an add), so the CPU targets still read the paired run; this
-// is the figure to compare a change by, before and after.
+// each under the tool, warmed by a number of calls, then counted over a window of small calls at c=16. CPU time per
+// call moves by 20-40% on this machine between two processes of one build, and within one process from window to
+// window; an instruction count does not (two runs of one build agree within 1-2% once the window holds a few thousand
+// calls). Only the main thread is read: it is where a request's work is done; V8's compiler and GC helper threads are
+// left out on both sides. A count is not a time (a cache miss costs more than an add), so the CPU targets still read
+// the paired run; this is the figure to compare a change by, before and after.
 
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -19,7 +18,10 @@ import type { InstructionCount, InstructionsResult } from './types.js';
 
 const exec = promisify(execFile);
 
-/** Warm calls before counting: by count, not time (under the tool Causeway serves about 400 a second, the translator 800). */
+/**
+ * Warm calls before counting: by count, not time (under the tool Causeway serves about 400 a second, the translator
+ * 800).
+ */
 const WARM_CALLS = Number(process.env.BENCH_INSTR_WARM_CALLS ?? 12_000);
 const COUNT_MS = Number(process.env.BENCH_INSTR_MS ?? 20_000);
 const CONCURRENCY = 16;
@@ -48,7 +50,12 @@ export async function instructionsRun(deps: Deps): Promise<InstructionsResult | 
   }
 }
 
-async function count(deps: Deps, valgrind: string, control: string, path: InstructionCount['path']): Promise<InstructionCount> {
+async function count(
+  deps: Deps,
+  valgrind: string,
+  control: string,
+  path: InstructionCount['path'],
+): Promise<InstructionCount> {
   const out = join(deps.logDir, `callgrind-${path}.out`);
   const via = [
     valgrind,
@@ -69,7 +76,13 @@ async function count(deps: Deps, valgrind: string, control: string, path: Instru
   try {
     const target = { era: 'modern' as const, url: proxy.url };
     await probe(target, 'call');
-    const job = (durationMs: number): CannonJob => ({ kind: 'cannon', url: target.url, spec: requestFor(target, 'call'), connections: CONCURRENCY, durationMs });
+    const job = (durationMs: number): CannonJob => ({
+      kind: 'cannon',
+      url: target.url,
+      spec: requestFor(target, 'call'),
+      connections: CONCURRENCY,
+      durationMs,
+    });
     let warmCalls = 0;
     while (warmCalls < WARM_CALLS) warmCalls += (await deps.run(job(5000))).count;
     const pid = String(proxy.svc.pid);
@@ -78,9 +91,13 @@ async function count(deps: Deps, valgrind: string, control: string, path: Instru
     await exec(control, ['--instr=off', pid]);
     await exec(control, ['--dump', pid]);
     const main = await mainThreadTotal(out);
-    if (r.count === 0 || r.errors + r.non2xx > 0) throw new Error(`${path}: ${r.count} calls, ${r.errors + r.non2xx} failed, in the counted window`);
+    if (r.count === 0 || r.errors + r.non2xx > 0)
+      throw new Error(`${path}: ${r.count} calls, ${r.errors + r.non2xx} failed, in the counted window`);
     const rec: InstructionCount = { path, warmCalls, calls: r.count, mainThread: main, perCall: main / r.count };
-    deps.say(`  ${path}: ${(rec.perCall / 1000).toFixed(1)}k instructions per call (${r.count} calls counted after ${warmCalls} warm ones)`);
+    deps.say(
+      `  ${path}: ${(rec.perCall / 1000).toFixed(1)}k instructions per ` +
+        `call (${r.count} calls counted after ${warmCalls} warm ones)`,
+    );
     return rec;
   } finally {
     await proxy.svc.stop('SIGKILL', 1000);

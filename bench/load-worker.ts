@@ -185,7 +185,11 @@ let nextId = 1;
 async function legacyMultiRound(job: MultiRoundJob): Promise<{ exchanges: number; rounds: number }> {
   const headers = legacyHeaders(job.sessionId!, job.protocolVersion!);
   const id = `mr-${nextId++}`;
-  const res = await post(job.url, headers, JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: MULTI_ROUND_TOOL, arguments: {} } }));
+  const res = await post(
+    job.url,
+    headers,
+    JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: MULTI_ROUND_TOOL, arguments: {} } }),
+  );
   if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}: ${(await res.body.text()).slice(0, 200)}`);
   let exchanges = 1;
   let rounds = 0;
@@ -216,13 +220,25 @@ async function legacyMultiRound(job: MultiRoundJob): Promise<{ exchanges: number
 }
 
 /** A modern client: input_required rounds answered by retrying with inputResponses and the requestState. */
-async function modernMultiRound(url: string, principal?: { header: string; value: string }, stopAfterFirst = false): Promise<{ exchanges: number; rounds: number }> {
-  const headers = modernHeaders('tools/call', MULTI_ROUND_TOOL, principal ? { [principal.header]: principal.value } : {});
+async function modernMultiRound(
+  url: string,
+  principal?: { header: string; value: string },
+  stopAfterFirst = false,
+): Promise<{ exchanges: number; rounds: number }> {
+  const headers = modernHeaders(
+    'tools/call',
+    MULTI_ROUND_TOOL,
+    principal ? { [principal.header]: principal.value } : {},
+  );
   const base = { name: MULTI_ROUND_TOOL, arguments: {}, _meta: modernMeta() };
   let params: Record<string, unknown> = base;
   let exchanges = 0;
   for (let round = 0; round < 5; round++) {
-    const res = await post(url, headers, JSON.stringify({ jsonrpc: '2.0', id: `mr-${nextId++}`, method: 'tools/call', params }));
+    const res = await post(
+      url,
+      headers,
+      JSON.stringify({ jsonrpc: '2.0', id: `mr-${nextId++}`, method: 'tools/call', params }),
+    );
     exchanges++;
     const text = await res.body.text();
     if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
@@ -235,7 +251,9 @@ async function modernMultiRound(url: string, principal?: { header: string; value
     }
     if (stopAfterFirst) return { exchanges, rounds: 1 };
     const inputResponses: Record<string, unknown> = {};
-    for (const [key, ir] of Object.entries(result.inputRequests as Record<string, { method: string; params: unknown }>)) {
+    for (const [key, ir] of Object.entries(
+      result.inputRequests as Record<string, { method: string; params: unknown }>,
+    )) {
       inputResponses[key] = answerAsk(ir.method, ir.params);
     }
     params = { ...base, inputResponses, requestState: result.requestState };
@@ -271,7 +289,10 @@ async function multiRound(job: MultiRoundJob): Promise<MultiRoundResult> {
   return { ...stats(samples, seconds, errors), exchanges, rounds, firstError };
 }
 
-/** For the memory target: `sessions` pooled sessions (one per principal), then `pending` multi-round calls held between rounds. */
+/**
+ * For the memory target: `sessions` pooled sessions (one per principal), then `pending` multi-round calls held between
+ * rounds.
+ */
 async function fill(job: FillJob): Promise<FillResult> {
   const started = Date.now();
   let sessionsOk = 0;
@@ -287,9 +308,14 @@ async function fill(job: FillJob): Promise<FillResult> {
     for (let i = next++; i < job.sessions; i = next++) {
       try {
         const headers = modernHeaders('server/discover', undefined, { [job.principalHeader]: `bench-principal-${i}` });
-        const res = await post(job.url, headers, JSON.stringify({ jsonrpc: '2.0', id: i, method: 'server/discover', params: { _meta: modernMeta() } }));
+        const res = await post(
+          job.url,
+          headers,
+          JSON.stringify({ jsonrpc: '2.0', id: i, method: 'server/discover', params: { _meta: modernMeta() } }),
+        );
         const text = await res.body.text();
-        if (res.statusCode !== 200 || !JSON.parse(text).result) throw new Error(`discover: HTTP ${res.statusCode} ${text.slice(0, 200)}`);
+        if (res.statusCode !== 200 || !JSON.parse(text).result)
+          throw new Error(`discover: HTTP ${res.statusCode} ${text.slice(0, 200)}`);
         sessionsOk++;
       } catch (err) {
         fail(err);
@@ -326,13 +352,21 @@ async function spread(job: SpreadJob): Promise<SpreadResult> {
       sent++;
       try {
         const url = job.urls[(i + job.shift) % job.urls.length]!;
-        const headers = modernHeaders('tools/call', 'echo', { [job.principalHeader]: `${job.prefix}${job.principals ? i % job.principals : i}` });
-        const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hello' }, _meta: meta } });
+        const headers = modernHeaders('tools/call', 'echo', {
+          [job.principalHeader]: `${job.prefix}${job.principals ? i % job.principals : i}`,
+        });
+        const body = JSON.stringify({
+          jsonrpc: '2.0',
+          id: i,
+          method: 'tools/call',
+          params: { name: 'echo', arguments: { text: 'hello' }, _meta: meta },
+        });
         const res = await post(url, headers, body);
         const text = await res.body.text();
         const msgs = messagesOf(String(res.headers['content-type'] ?? ''), text);
         const last = msgs[msgs.length - 1];
-        if (res.statusCode !== 200 || !last?.result) throw new Error(`tools/call: HTTP ${res.statusCode} ${text.slice(0, 200)}`);
+        if (res.statusCode !== 200 || !last?.result)
+          throw new Error(`tools/call: HTTP ${res.statusCode} ${text.slice(0, 200)}`);
         ok++;
       } catch (err) {
         errors++;
@@ -360,7 +394,8 @@ async function run(job: Job): Promise<unknown> {
 process.on('message', (msg: { id: number; job: Job }) => {
   run(msg.job).then(
     (result) => process.send!({ id: msg.id, ok: true, result }),
-    (err: unknown) => process.send!({ id: msg.id, ok: false, error: err instanceof Error ? err.stack ?? err.message : String(err) }),
+    (err: unknown) =>
+      process.send!({ id: msg.id, ok: false, error: err instanceof Error ? (err.stack ?? err.message) : String(err) }),
   );
 });
 process.on('disconnect', () => process.exit(0));

@@ -62,7 +62,11 @@ export function legacyHeaders(sessionId: string, protocolVersion: string): Recor
   };
 }
 
-export function modernHeaders(method: string, name?: string, extra: Record<string, string> = {}): Record<string, string> {
+export function modernHeaders(
+  method: string,
+  name?: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   const h: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
@@ -100,7 +104,8 @@ export interface Target {
 export function requestFor(target: Target, workload: Exclude<Workload, 'multiround'>): HttpRequestSpec {
   const call = callOf(workload);
   if (target.era === 'legacy') {
-    const params = call.progressToken === undefined ? call.params : { ...call.params, _meta: { progressToken: call.progressToken } };
+    const params =
+      call.progressToken === undefined ? call.params : { ...call.params, _meta: { progressToken: call.progressToken } };
     return {
       method: 'POST',
       headers: legacyHeaders(target.sessionId!, target.protocolVersion ?? LEGACY_VERSION),
@@ -135,10 +140,12 @@ export function answerAsk(method: string, params: any): Record<string, unknown> 
   if (method === 'elicitation/create') {
     const props = (params?.requestedSchema?.properties ?? {}) as Record<string, { type?: string }>;
     const content: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(props)) content[k] = v.type === 'boolean' ? true : v.type === 'number' || v.type === 'integer' ? 1 : 'bench';
+    for (const [k, v] of Object.entries(props))
+      content[k] = v.type === 'boolean' ? true : v.type === 'number' || v.type === 'integer' ? 1 : 'bench';
     return { action: 'accept', content };
   }
-  if (method === 'sampling/createMessage') return { role: 'assistant', content: { type: 'text', text: 'bench' }, model: 'bench' };
+  if (method === 'sampling/createMessage')
+    return { role: 'assistant', content: { type: 'text', text: 'bench' }, model: 'bench' };
   if (method === 'roots/list') return { roots: [] };
   return {};
 }
@@ -157,12 +164,17 @@ export async function openLegacySession(url: string): Promise<LegacySession> {
       jsonrpc: '2.0',
       id: 0,
       method: 'initialize',
-      params: { protocolVersion: LEGACY_VERSION, capabilities: CLIENT_CAPS, clientInfo: { name: 'causeway-bench', version: '1.0.0' } },
+      params: {
+        protocolVersion: LEGACY_VERSION,
+        capabilities: CLIENT_CAPS,
+        clientInfo: { name: 'causeway-bench', version: '1.0.0' },
+      },
     }),
   });
   const text = await res.text();
   const sessionId = res.headers.get('mcp-session-id');
-  if (res.status !== 200 || !sessionId) throw new Error(`initialize through ${url} failed: HTTP ${res.status} ${text.slice(0, 200)}`);
+  if (res.status !== 200 || !sessionId)
+    throw new Error(`initialize through ${url} failed: HTTP ${res.status} ${text.slice(0, 200)}`);
   const [msg] = messagesOf(res.headers.get('content-type') ?? '', text);
   const protocolVersion = String(msg?.result?.protocolVersion ?? LEGACY_VERSION);
   const ack = await fetch(url, {
@@ -171,18 +183,24 @@ export async function openLegacySession(url: string): Promise<LegacySession> {
     body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
   });
   await ack.text();
-  if (ack.status !== 202 && ack.status !== 200) throw new Error(`notifications/initialized through ${url}: HTTP ${ack.status}`);
+  if (ack.status !== 202 && ack.status !== 200)
+    throw new Error(`notifications/initialized through ${url}: HTTP ${ack.status}`);
   return { sessionId, protocolVersion };
 }
 
 /** One request of a workload, checked: it must succeed (used to validate a path before timing it). */
 export async function probe(target: Target, workload: Exclude<Workload, 'multiround'>): Promise<any> {
   const spec = requestFor(target, workload);
-  const res = await fetch(target.url, { method: 'POST', headers: spec.headers, body: spec.body.replace(ID_SLOT, 'probe-1') });
+  const res = await fetch(target.url, {
+    method: 'POST',
+    headers: spec.headers,
+    body: spec.body.replace(ID_SLOT, 'probe-1'),
+  });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`${workload} via ${target.url}: HTTP ${res.status} ${text.slice(0, 300)}`);
   const msgs = messagesOf(res.headers.get('content-type') ?? '', text);
   const last = msgs[msgs.length - 1];
-  if (!last || last.error || !last.result) throw new Error(`${workload} via ${target.url}: no result: ${text.slice(0, 300)}`);
+  if (!last || last.error || !last.result)
+    throw new Error(`${workload} via ${target.url}: no result: ${text.slice(0, 300)}`);
   return { result: last.result, messages: msgs.length };
 }

@@ -11,18 +11,31 @@ import { arg, badGateway, serve } from './reference.js';
 
 const upstream = new URL(arg('--upstream'));
 const pool = new Pool(upstream.origin, { connections: 128, keepAliveTimeout: 60_000 });
-const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+const headers: Record<string, string> = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+};
 
 async function post(message: object): Promise<{ sessionId: string | undefined; answer: any }> {
   const up = await pool.request({ method: 'POST', path: upstream.pathname, headers, body: JSON.stringify(message) });
   const text = await up.body.text();
   const sid = up.headers['mcp-session-id'];
   // SSE: the response is the last event's data (the only one for a plain call).
-  const json = String(up.headers['content-type']).startsWith('text/event-stream') ? text.slice(text.lastIndexOf('data: ') + 6) : text;
-  return { sessionId: typeof sid === 'string' ? sid : undefined, answer: json.trim() === '' ? undefined : JSON.parse(json) };
+  const json = String(up.headers['content-type']).startsWith('text/event-stream')
+    ? text.slice(text.lastIndexOf('data: ') + 6)
+    : text;
+  return {
+    sessionId: typeof sid === 'string' ? sid : undefined,
+    answer: json.trim() === '' ? undefined : JSON.parse(json),
+  };
 }
 
-const init = await post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'translator', version: '1' } } });
+const init = await post({
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'translator', version: '1' } },
+});
 headers['mcp-session-id'] = init.sessionId!;
 headers['mcp-protocol-version'] = init.answer.result.protocolVersion;
 await post({ jsonrpc: '2.0', method: 'notifications/initialized' });
@@ -42,7 +55,9 @@ serve((req, res) => {
     const { _meta, ...params } = msg.params ?? {};
     post({ jsonrpc: '2.0', id: nextId++, method: msg.method, params }).then(
       ({ answer }) => {
-        const body = answer.error ? { jsonrpc: '2.0', id: msg.id, error: answer.error } : { jsonrpc: '2.0', id: msg.id, result: { ...answer.result, resultType: 'complete' } };
+        const body = answer.error
+          ? { jsonrpc: '2.0', id: msg.id, error: answer.error }
+          : { jsonrpc: '2.0', id: msg.id, result: { ...answer.result, resultType: 'complete' } };
         const text = JSON.stringify(body);
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
         res.end(text);

@@ -68,18 +68,27 @@ export function startProcess(cmd: string, args: string[], logFile: string, opts:
 }
 
 /** Polls until `check` resolves true; throws if the process exits first or time runs out. */
-export async function waitFor(what: string, svc: Service, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+export async function waitFor(
+  what: string,
+  svc: Service,
+  check: () => Promise<boolean>,
+  timeoutMs = 15_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (svc.child.exitCode !== null || svc.child.signalCode !== null) {
-      throw new Error(`${what} exited (${svc.child.exitCode ?? svc.child.signalCode}); see ${svc.logFile}:\n${tail(svc.logFile)}`);
+      throw new Error(
+        `${what} exited (${svc.child.exitCode ?? svc.child.signalCode}); ` +
+          `see ${svc.logFile}:\n${tail(svc.logFile)}`,
+      );
     }
     try {
       if (await check()) return;
     } catch {
       /* not yet */
     }
-    if (Date.now() > deadline) throw new Error(`${what} not ready within ${timeoutMs} ms; see ${svc.logFile}:\n${tail(svc.logFile)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what} not ready within ${timeoutMs} ms; see ${svc.logFile}:\n${tail(svc.logFile)}`);
     await sleep(25);
   }
 }

@@ -57,8 +57,10 @@ export function componentOf(f: CallFrame): string {
     if (/^(_http|http|internal\/http)/.test(mod) || mod.startsWith('http')) return 'node: http';
     if (mod.startsWith('streams') || mod.startsWith('stream')) return 'node: streams';
     if (mod.startsWith('net') || mod.startsWith('stream_base') || mod.startsWith('dns')) return 'node: net';
-    if (mod.startsWith('timers') || mod.startsWith('process/task_queues') || mod.startsWith('async_hooks')) return 'node: timers / task queues';
-    if (mod.startsWith('events') || mod.startsWith('event_target') || mod.startsWith('abort_controller')) return 'node: events / AbortController';
+    if (mod.startsWith('timers') || mod.startsWith('process/task_queues') || mod.startsWith('async_hooks'))
+      return 'node: timers / task queues';
+    if (mod.startsWith('events') || mod.startsWith('event_target') || mod.startsWith('abort_controller'))
+      return 'node: events / AbortController';
     if (mod.startsWith('crypto')) return 'node: crypto';
     return `node: ${mod.split('/')[0]}`;
   }
@@ -66,7 +68,8 @@ export function componentOf(f: CallFrame): string {
 }
 
 function label(f: CallFrame): string {
-  const where = f.url === '' ? '' : ` ${f.url.replace(/^file:\/\/.*?\/(node_modules|dist)\//, '$1/')}:${f.lineNumber + 1}`;
+  const where =
+    f.url === '' ? '' : ` ${f.url.replace(/^file:\/\/.*?\/(node_modules|dist)\//, '$1/')}:${f.lineNumber + 1}`;
   return `${f.functionName || '(anonymous)'}${where}`;
 }
 
@@ -137,9 +140,6 @@ export function summariseProfile(file: string, top = 15, window?: { fromUs: numb
     busyMs: busy * avgIntervalMs,
     components: rows(comp, Number(process.env.PROFILE_COMPONENTS ?? 20)),
     topSelf: rows(self, top),
-    topInclusive: rows(
-      new Map([...incl].filter(([k]) => k.includes('dist/src/') || k.includes('node_modules/'))),
-      top,
-    ),
+    topInclusive: rows(new Map([...incl].filter(([k]) => k.includes('dist/src/') || k.includes('node_modules/'))), top),
   };
 }

@@ -82,7 +82,11 @@ function idJson(id: unknown): string {
 }
 
 function sendRaw(res: http.ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
+    ...headers,
+  });
   res.end(body);
 }
 
@@ -133,7 +137,11 @@ async function multiRound(session: Session, res: http.ServerResponse, id: unknow
   const second = await ask(session, res, 'step2', 'Step 2: What is your favorite color?', 'color');
   const name = first?.result?.content?.name ?? 'friend';
   const color = second?.result?.content?.color ?? 'unknown';
-  sseEvent(res, `{"jsonrpc":"2.0","id":${idJson(id)},"result":${textResult(`Multi-round complete for ${name} who likes ${color}`)}}`);
+  sseEvent(
+    res,
+    `{"jsonrpc":"2.0","id":${idJson(id)},` +
+      `"result":${textResult(`Multi-round complete for ${name} who likes ${color}`)}}`,
+  );
   res.end();
 }
 
@@ -169,7 +177,8 @@ function callTool(session: Session, res: http.ServerResponse, msg: Json): void {
       multiRound(session, res, msg.id).catch(() => res.destroy());
       return;
     default:
-      if (typeof name === 'string' && name.startsWith('tool_')) return result(res, msg.id, textResult(`${name}:${String(args.value ?? '')}`));
+      if (typeof name === 'string' && name.startsWith('tool_'))
+        return result(res, msg.id, textResult(`${name}:${String(args.value ?? '')}`));
       return rpcError(res, 200, msg.id, -32602, `Tool ${String(name)} not found`);
   }
 }
@@ -185,7 +194,8 @@ function handlePost(req: http.IncomingMessage, res: http.ServerResponse, raw: st
   count(typeof msg?.method === 'string' ? `POST ${msg.method}` : 'POST response');
   const sid = req.headers['mcp-session-id'];
   if (sid === undefined) {
-    if (msg?.method !== 'initialize') return rpcError(res, 400, msg?.id, -32000, 'Bad Request: No valid session ID provided');
+    if (msg?.method !== 'initialize')
+      return rpcError(res, 400, msg?.id, -32000, 'Bad Request: No valid session ID provided');
     stats.initializeCount++;
     const id = randomUUID();
     sessions.set(id, { id, asks: new Map(), nextAsk: 0 });
@@ -233,7 +243,9 @@ const server = http.createServer((req, res) => {
   if (req.method === 'POST') {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => handlePost(req, res, chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () =>
+      handlePost(req, res, chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')),
+    );
     return;
   }
   if (req.method !== 'POST') count(req.method ?? '?');

@@ -38,8 +38,13 @@ export function keyPattern(key: string, prefix = 'causeway:'): string {
   return (key.startsWith(prefix) ? `P ${key.slice(prefix.length)}` : key).replace(/\{[^}]*\}/g, '{}');
 }
 
-/** How one command line of MONITOR is counted: its name, its name with its key pattern, and which background it belongs to. */
-export function classify(args: readonly string[]): { name: string; key: string; kind: 'beat' | 'lastUse' | 'sweep' | undefined } | undefined {
+/**
+ * How one command line of MONITOR is counted: its name, its name with its key pattern, and which background it belongs
+ * to.
+ */
+export function classify(
+  args: readonly string[],
+): { name: string; key: string; kind: 'beat' | 'lastUse' | 'sweep' | undefined } | undefined {
   const name = (args[0] ?? '').toLowerCase();
   if (name === 'monitor') return undefined;
   if (name === 'info' && args[1]?.toLowerCase() === 'commandstats') return undefined;

@@ -21,7 +21,16 @@ import { mkdirSync, mkdtempSync, writeFileSync, existsSync, readFileSync } from 
 import os from 'node:os';
 import { join } from 'node:path';
 import type { CannonJob, CannonResult, FillResult, Job, MultiRoundJob, MultiRoundResult } from './load-worker.js';
-import { modernHeaders, modernMeta, openLegacySession, probe, requestFor, WORKLOADS, type Target, type Workload } from './mcp.js';
+import {
+  modernHeaders,
+  modernMeta,
+  openLegacySession,
+  probe,
+  requestFor,
+  WORKLOADS,
+  type Target,
+  type Workload,
+} from './mcp.js';
 import { summariseProfile } from './profile.js';
 import { gcMark, gcSince } from './gc.js';
 import { scaleRun } from './scale.js';
@@ -65,7 +74,9 @@ const SETTLE_SPREAD = 0.05;
 const PROFILE_CONCURRENCY = Number(process.env.BENCH_PROFILE_CONCURRENCY ?? 16);
 const PROFILE_MS = Number(process.env.BENCH_PROFILE_MS ?? 3000);
 const FULL = process.env.BENCH_FULL === '1';
-/** The reference Node processes run the small call only: they are there to split Causeway's CPU into runtime and logic. */
+/**
+ * The reference Node processes run the small call only: they are there to split Causeway's CPU into runtime and logic.
+ */
 const FLOOR_PLAN: Array<[Workload, number]> = CONCURRENCY.map((c) => ['call', c]);
 const MEMORY_SESSIONS = 10_000;
 const MEMORY_PENDING = 1_000;
@@ -82,7 +93,10 @@ class LoadWorker {
   private readonly waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
 
   constructor() {
-    this.child = fork(join(DIST, 'bench/load-worker.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
+    this.child = fork(join(DIST, 'bench/load-worker.js'), [], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      execArgv: [],
+    });
     this.child.on('message', (m: { id: number; ok: boolean; result?: unknown; error?: string }) => {
       const w = this.waiting.get(m.id);
       if (!w) return;
@@ -136,7 +150,12 @@ interface Ctx {
   settled: SettleRecord[];
 }
 
-function loadJob(target: Target, workload: Workload, connections: number, durationMs: number): CannonJob | MultiRoundJob {
+function loadJob(
+  target: Target,
+  workload: Workload,
+  connections: number,
+  durationMs: number,
+): CannonJob | MultiRoundJob {
   if (workload === 'multiround') {
     return {
       kind: 'multiround',
@@ -151,7 +170,15 @@ function loadJob(target: Target, workload: Workload, connections: number, durati
   return { kind: 'cannon', url: target.url, spec: requestFor(target, workload), connections, durationMs };
 }
 
-async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | undefined, workload: Workload, c: number, keep = true): Promise<RunRecord> {
+async function measure(
+  ctx: Ctx,
+  path: PathName,
+  target: Target,
+  proxy: Proxy | undefined,
+  workload: Workload,
+  c: number,
+  keep = true,
+): Promise<RunRecord> {
   // Warm: connections open, JIT warm, the pooled session (and its tool catalog) in place.
   await ctx.worker.run(loadJob(target, workload, c, WARMUP_MS));
   const useRedis = path === 'causeway-redis' && ctx.redis !== undefined;
@@ -205,7 +232,8 @@ async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | 
   }
   if (useRedis) {
     const byName: Record<string, number> = {};
-    for (const [name, n] of Object.entries(after.redis)) if (n - (before.redis[name] ?? 0) > 0) byName[name] = n - (before.redis[name] ?? 0);
+    for (const [name, n] of Object.entries(after.redis))
+      if (n - (before.redis[name] ?? 0) > 0) byName[name] = n - (before.redis[name] ?? 0);
     rec.redisCommands = Object.values(byName).reduce((a, b) => a + b, 0);
     rec.redisCommandsByName = byName;
     rec.redisCommandsPerOp = rec.redisCommands / ops;
@@ -213,11 +241,20 @@ async function measure(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | 
   if (keep) ctx.runs.push(rec);
   const cpu =
     (rec.proxyCpuUsPerOp === undefined ? '' : ` cpu ${rec.proxyCpuUsPerOp.toFixed(0)}us/op`) +
-    (rec.allocBytesPerOp === undefined ? '' : ` alloc ${(rec.allocBytesPerOp / 1024).toFixed(1)}KB/op, ${rec.scavengesPer10k!.toFixed(0)} scavenges/10k, promoted ${(rec.promotedBytesPerOp! / 1024).toFixed(2)}KB/op`);
-  const err = rec.errors + rec.non2xx > 0 ? ` ERRORS ${rec.errors}+${rec.non2xx}${rec.firstError ? ` (${rec.firstError})` : ''}` : '';
+    (rec.allocBytesPerOp === undefined
+      ? ''
+      : ` alloc ${(rec.allocBytesPerOp / 1024).toFixed(1)}KB/op, ${rec.scavengesPer10k!.toFixed(0)} ` +
+        `scavenges/10k, promoted ${(rec.promotedBytesPerOp! / 1024).toFixed(2)}KB/op`);
+  const err =
+    rec.errors + rec.non2xx > 0
+      ? ` ERRORS ${rec.errors}+${rec.non2xx}${rec.firstError ? ` (${rec.firstError})` : ''}`
+      : '';
   // No answer inside the timed window: the worker's NaN arrives as null over IPC.
   const f = (v: number | null) => (v === null || !Number.isFinite(v) ? 'n/a' : v.toFixed(3));
-  say(`  ${path} ${workload} c=${c}: p50 ${f(rec.p50Ms)} ms p99 ${f(rec.p99Ms)} ms ${rec.opsPerSecond.toFixed(0)}/s${cpu}${err}`);
+  say(
+    `  ${path} ${workload} c=${c}: p50 ${f(rec.p50Ms)} ms ` +
+      `p99 ${f(rec.p99Ms)} ms ${rec.opsPerSecond.toFixed(0)}/s${cpu}${err}`,
+  );
   return rec;
 }
 
@@ -240,16 +277,31 @@ async function settle(ctx: Ctx, path: PathName, target: Target, proxy: Proxy): P
     settled = b !== undefined && Math.abs(b - a!) <= SETTLE_SPREAD * a!;
   }
   ctx.settled.push({ upstream: ctx.upstream.kind, path, process: proxy.name, cpuUsPerOp: perOp, settled });
-  say(`  ${proxy.name}: ${settled ? 'settled' : 'not settled'} after ${perOp.length} x ${SETTLE_WINDOW_MS} ms at c=1: ${perOp.map((v) => v.toFixed(0)).join(' -> ')} us/call`);
+  say(
+    `  ${proxy.name}: ${settled ? 'settled' : 'not settled'} after ${perOp.length} ` +
+      `x ${SETTLE_WINDOW_MS} ms at c=1: ${perOp.map((v) => v.toFixed(0)).join(' -> ')} us/call`,
+  );
 }
 
-async function runPath(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | undefined, only?: Array<[Workload, number]>): Promise<void> {
+async function runPath(
+  ctx: Ctx,
+  path: PathName,
+  target: Target,
+  proxy: Proxy | undefined,
+  only?: Array<[Workload, number]>,
+): Promise<void> {
   const runs = only ?? plan(ctx.upstream.kind);
   await warmUp(ctx, path, target, proxy, runs.length > 0);
   for (const [w, c] of runs) await measure(ctx, path, target, proxy, w, c);
 }
 
-async function warmUp(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | undefined, settled: boolean): Promise<void> {
+async function warmUp(
+  ctx: Ctx,
+  path: PathName,
+  target: Target,
+  proxy: Proxy | undefined,
+  settled: boolean,
+): Promise<void> {
   for (const w of ['call', 'list', 'progress'] as const) await probe(target, w);
   // A process just started runs its code unoptimised for its first few thousand requests: warm
   // calls are what is measured, so every path gets the same untimed run first.
@@ -264,8 +316,16 @@ async function warmUp(ctx: Ctx, path: PathName, target: Target, proxy: Proxy | u
  * (the translator's c=16 window read 83 us in one run and 127 in the next).
  */
 async function pairedRun(ctx: Ctx, logDir: string, results: BenchResults): Promise<void> {
-  say(`paired: Causeway and the minimal translator, ${PAIR_PROCESSES} process pairs, ${PAIR_ROUNDS} alternating windows each at each concurrency`);
-  const rows: PairedRow[] = CONCURRENCY.map((c) => ({ concurrency: c, causeway: [], translator: [], pairs: PAIR_PROCESSES }));
+  say(
+    `paired: Causeway and the minimal translator, ${PAIR_PROCESSES} process ` +
+      `pairs, ${PAIR_ROUNDS} alternating windows each at each concurrency`,
+  );
+  const rows: PairedRow[] = CONCURRENCY.map((c) => ({
+    concurrency: c,
+    causeway: [],
+    translator: [],
+    pairs: PAIR_PROCESSES,
+  }));
   for (let pair = 0; pair < PAIR_PROCESSES; pair++) {
     const cw = await startCauseway(`causeway-paired-${pair + 1}`, ctx.upstream.url, {}, logDir);
     let tr: Proxy | undefined;
@@ -280,7 +340,11 @@ async function pairedRun(ctx: Ctx, logDir: string, results: BenchResults): Promi
         for (let round = 0; round < PAIR_ROUNDS; round++) {
           for (const side of sides) {
             const rec = await measure(ctx, side.path, side.target, side.proxy, 'call', row.concurrency, false);
-            (side.path === 'causeway-memory' ? row.causeway : row.translator).push({ cpuUs: rec.proxyCpuUsPerOp ?? NaN, allocBytes: rec.allocBytesPerOp ?? NaN, promotedBytes: rec.promotedBytesPerOp ?? NaN });
+            (side.path === 'causeway-memory' ? row.causeway : row.translator).push({
+              cpuUs: rec.proxyCpuUsPerOp ?? NaN,
+              allocBytes: rec.allocBytesPerOp ?? NaN,
+              promotedBytes: rec.promotedBytesPerOp ?? NaN,
+            });
           }
         }
       }
@@ -300,7 +364,10 @@ async function pairedRun(ctx: Ctx, logDir: string, results: BenchResults): Promi
  * the ratio by 0.2 on this machine (nginx read 0.67x, 0.81x and 0.98x direct in three runs).
  */
 async function userLoadRun(ctx: Ctx, logDir: string, results: BenchResults, nginx: string | undefined): Promise<void> {
-  say(`user load: direct, Causeway, the minimal translator, a Node TCP pipe${nginx ? ' and nginx' : ''} at c=10, SDK upstream, ${PAIR_ROUNDS} rounds`);
+  say(
+    `user load: direct, Causeway, the minimal translator, a Node TCP ` +
+      `pipe${nginx ? ' and nginx' : ''} at c=10, SDK upstream, ${PAIR_ROUNDS} rounds`,
+  );
   const started: Proxy[] = [];
   try {
     const cw = await startCauseway('causeway-user-load', ctx.upstream.url, {}, logDir);
@@ -311,8 +378,19 @@ async function userLoadRun(ctx: Ctx, logDir: string, results: BenchResults, ngin
     started.push(pipe);
     const ng = nginx ? await startNginx(nginx, ctx.upstream, mkdtempSync(join(logDir, 'nginx-user-load-'))) : undefined;
     if (ng) started.push(ng);
-    const load: NonNullable<BenchResults['userLoad']> = { concurrency: 10, direct: [], causeway: [], translator: [], pipe: [], ...(ng ? { nginx: [] } : {}) };
-    const legacyVia = async (url: string): Promise<Target> => ({ era: 'legacy', url, ...(await openLegacySession(url)) });
+    const load: NonNullable<BenchResults['userLoad']> = {
+      concurrency: 10,
+      direct: [],
+      causeway: [],
+      translator: [],
+      pipe: [],
+      ...(ng ? { nginx: [] } : {}),
+    };
+    const legacyVia = async (url: string): Promise<Target> => ({
+      era: 'legacy',
+      url,
+      ...(await openLegacySession(url)),
+    });
     const sides: Array<{ path: PathName; proxy: Proxy | undefined; target: Target; windows: number[] }> = [
       { path: 'direct', proxy: undefined, target: await legacyVia(ctx.upstream.url), windows: load.direct },
       { path: 'causeway-memory', proxy: cw, target: { era: 'modern', url: cw.url }, windows: load.causeway },
@@ -322,7 +400,8 @@ async function userLoadRun(ctx: Ctx, logDir: string, results: BenchResults, ngin
     if (ng) sides.push({ path: 'nginx', proxy: ng, target: await legacyVia(ng.url), windows: load.nginx! });
     for (const side of sides) await warmUp(ctx, side.path, side.target, side.proxy, side.proxy !== undefined);
     for (let round = 0; round < PAIR_ROUNDS; round++) {
-      for (const side of sides) side.windows.push((await measure(ctx, side.path, side.target, side.proxy, 'call', 10, false)).opsPerSecond);
+      for (const side of sides)
+        side.windows.push((await measure(ctx, side.path, side.target, side.proxy, 'call', 10, false)).opsPerSecond);
     }
     results.userLoad = load;
   } finally {
@@ -330,26 +409,44 @@ async function userLoadRun(ctx: Ctx, logDir: string, results: BenchResults, ngin
   }
 }
 
-async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logDir: string, results: BenchResults, nginx: string | undefined) {
+async function runUpstream(
+  kind: UpstreamKind,
+  ctx0: Omit<Ctx, 'upstream'>,
+  logDir: string,
+  results: BenchResults,
+  nginx: string | undefined,
+) {
   say(`${kind} upstream: starting`);
   const upstream = await startUpstream(kind, logDir);
-  results.commands.push({ what: `${kind} upstream`, command: upstream.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+  results.commands.push({
+    what: `${kind} upstream`,
+    command: upstream.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/'),
+  });
   results.upstreams.push({
     kind,
     description:
       kind === 'raw'
         ? 'bench/raw-upstream.ts: raw node:http, sessionful, canned answers'
-        : 'test/fixtures/legacy-server.ts: @modelcontextprotocol/sdk 1.32.2 Server + StreamableHTTPServerTransport, SSE answers',
+        : 'test/fixtures/legacy-server.ts: @modelcontextprotocol/sdk ' +
+          '1.32.2 Server + StreamableHTTPServerTransport, SSE answers',
     toolCount: upstream.toolCount,
   });
   const ctx: Ctx = { ...ctx0, upstream };
 
   // 1. Direct legacy client with a session: the baseline.
-  await runPath(ctx, 'direct', { era: 'legacy', url: upstream.url, ...(await openLegacySession(upstream.url)) }, undefined);
+  await runPath(
+    ctx,
+    'direct',
+    { era: 'legacy', url: upstream.url, ...(await openLegacySession(upstream.url)) },
+    undefined,
+  );
 
   // 2. Causeway, memory store: modern requests, then legacy passthrough on the same process.
   const mem = await startCauseway(`causeway-${kind}-memory`, upstream.url, {}, logDir);
-  results.commands.push({ what: `Causeway (memory store), ${kind} upstream`, command: mem.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+  results.commands.push({
+    what: `Causeway (memory store), ${kind} upstream`,
+    command: mem.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/'),
+  });
   results.cpuSource.causeway = mem.cpuSource;
   await runPath(ctx, 'causeway-memory', { era: 'modern', url: mem.url }, mem);
   await runPath(ctx, 'passthrough', { era: 'legacy', url: mem.url, ...(await openLegacySession(mem.url)) }, mem);
@@ -371,8 +468,15 @@ async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logD
       const before = await total();
       await probe({ era: 'modern', url: cw.url }, 'call');
       const used = (await total()) - before;
-      if (used === 0) throw new Error('store.kind=redis accepted, but the first request sent no command to Redis: the Redis store is not wired');
-      results.commands.push({ what: `Causeway (Redis store), ${kind} upstream`, command: cw.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+      if (used === 0)
+        throw new Error(
+          'store.kind=redis accepted, but the first request sent ' +
+            'no command to Redis: the Redis store is not wired',
+        );
+      results.commands.push({
+        what: `Causeway (Redis store), ${kind} upstream`,
+        command: cw.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/'),
+      });
       await runPath(ctx, 'causeway-redis', { era: 'modern', url: cw.url }, cw);
     } catch (err) {
       const msg = `causeway-redis (${kind} upstream): not available: ${(err as Error).message.split('\n')[0]}`;
@@ -397,13 +501,31 @@ async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logD
   // translator only: what the user's load test (c=10) can reach through any Node translator here.
   if (kind === 'raw') {
     const floor = await startNodeReference('node-floor', upstream, logDir);
-    results.commands.push({ what: 'minimal Node proxy (reference), raw upstream', command: floor.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
-    await runPath(ctx, 'node-floor', { era: 'legacy', url: floor.url, ...(await openLegacySession(floor.url)) }, floor, FLOOR_PLAN);
+    results.commands.push({
+      what: 'minimal Node proxy (reference), raw upstream',
+      command: floor.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/'),
+    });
+    await runPath(
+      ctx,
+      'node-floor',
+      { era: 'legacy', url: floor.url, ...(await openLegacySession(floor.url)) },
+      floor,
+      FLOOR_PLAN,
+    );
     await floor.stop();
   }
   const tr = await startNodeReference('node-translator', upstream, logDir);
-  results.commands.push({ what: `minimal Node translator (reference), ${kind} upstream`, command: tr.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
-  await runPath(ctx, 'node-translator', { era: 'modern', url: tr.url }, tr, kind === 'raw' ? FLOOR_PLAN : [...FLOOR_PLAN, ['call', 10]]);
+  results.commands.push({
+    what: `minimal Node translator (reference), ${kind} upstream`,
+    command: tr.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/'),
+  });
+  await runPath(
+    ctx,
+    'node-translator',
+    { era: 'modern', url: tr.url },
+    tr,
+    kind === 'raw' ? FLOOR_PLAN : [...FLOOR_PLAN, ['call', 10]],
+  );
   await tr.stop();
   if (kind === 'raw') await pairedRun(ctx, logDir, results);
   else await userLoadRun(ctx, logDir, results, nginx);
@@ -417,9 +539,16 @@ async function runUpstream(kind: UpstreamKind, ctx0: Omit<Ctx, 'upstream'>, logD
  */
 async function coldRun(upstream: Upstream, logDir: string, results: BenchResults): Promise<void> {
   say('cold call: upstream exchanges per first call of a new principal');
-  const settings = { 'principal.mode': 'header', 'principal.hashSecret': 'causeway-bench-principal-secret', 'log.level': 'warn' };
+  const settings = {
+    'principal.mode': 'header',
+    'principal.hashSecret': 'causeway-bench-principal-secret',
+    'log.level': 'warn',
+  };
   const cw = await startCauseway('causeway-cold', upstream.url, settings, logDir);
-  results.commands.push({ what: 'Causeway for the cold-call count', command: cw.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+  results.commands.push({
+    what: 'Causeway for the cold-call count',
+    command: cw.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/'),
+  });
   const calls: Array<[string, string, Record<string, unknown>]> = [
     ['cold call, no argument value (new principal)', 'cold-a', {}],
     ['cold call with an argument value (new principal)', 'cold-b', { text: 'hello' }],
@@ -432,7 +561,12 @@ async function coldRun(upstream: Upstream, logDir: string, results: BenchResults
       const res = await fetch(cw.url, {
         method: 'POST',
         headers: modernHeaders('tools/call', 'echo', { [PRINCIPAL_HEADER]: principal }),
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: args, _meta: modernMeta() } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'echo', arguments: args, _meta: modernMeta() },
+        }),
       });
       await res.text();
       // The initialized notification and any background work land within a moment of the answer.
@@ -443,7 +577,13 @@ async function coldRun(upstream: Upstream, logDir: string, results: BenchResults
       out.push({ what, exchanges: Object.values(byKind).reduce((a, b) => a + b, 0), byKind, status: res.status });
     }
     results.cold = out;
-    for (const c of out) say(`  ${c.what}: ${c.exchanges} exchanges (${Object.entries(c.byKind).map(([k, n]) => `${k} x${n}`).join(', ')})`);
+    for (const c of out)
+      say(
+        `  ${c.what}: ${c.exchanges} exchanges ` +
+          `(${Object.entries(c.byKind)
+            .map(([k, n]) => `${k} x${n}`)
+            .join(', ')})`,
+      );
   } catch (err) {
     results.cold = { error: (err as Error).message };
     say(`  cold-call run failed: ${(err as Error).message}`);
@@ -459,24 +599,43 @@ async function coldRun(upstream: Upstream, logDir: string, results: BenchResults
  */
 async function cacheRun(ctx: Ctx, logDir: string, results: BenchResults): Promise<void> {
   say('gateway cache: repeated tools/list (1,000 tools), c=16, kept and not');
-  const kept = { 'cache.methods': JSON.stringify({ 'tools/list': { ttlMs: 60_000, scope: 'public' } }), 'log.level': 'warn' };
+  const kept = {
+    'cache.methods': JSON.stringify({ 'tools/list': { ttlMs: 60_000, scope: 'public' } }),
+    'log.level': 'warn',
+  };
   const lists = async () => (await ctx.upstream.stats()).exchanges?.['POST tools/list'] ?? 0;
   let cached: Proxy | undefined;
   let uncached: Proxy | undefined;
   try {
-    uncached = await startCauseway('causeway-uncached', ctx.upstream.url, { 'cache.maxBytes': 0, 'log.level': 'warn' }, logDir);
+    uncached = await startCauseway(
+      'causeway-uncached',
+      ctx.upstream.url,
+      { 'cache.maxBytes': 0, 'log.level': 'warn' },
+      logDir,
+    );
     await runPath(ctx, 'causeway-uncached', { era: 'modern', url: uncached.url }, uncached, []);
     const off = await measure(ctx, 'causeway-uncached', { era: 'modern', url: uncached.url }, uncached, 'list', 16);
     await uncached.stop();
     cached = await startCauseway('causeway-cached', ctx.upstream.url, kept, logDir);
-    results.commands.push({ what: 'Causeway with tools/list kept by the gateway cache', command: cached.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+    results.commands.push({
+      what: 'Causeway with tools/list kept by the gateway cache',
+      command: cached.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/'),
+    });
     await runPath(ctx, 'causeway-cached', { era: 'modern', url: cached.url }, cached, []);
     // measure() warms first (the list is read once then); the count covers the warm-up and the timed window.
     const before = await lists();
     const on = await measure(ctx, 'causeway-cached', { era: 'modern', url: cached.url }, cached, 'list', 16);
     const upstreamLists = (await lists()) - before;
-    results.cache = { cachedCpuUsPerOp: on.proxyCpuUsPerOp ?? NaN, uncachedCpuUsPerOp: off.proxyCpuUsPerOp ?? NaN, upstreamListsWhileCached: upstreamLists, ops: on.ops };
-    say(`  cached ${on.proxyCpuUsPerOp?.toFixed(0)} us/op vs uncached ${off.proxyCpuUsPerOp?.toFixed(0)} us/op; ${upstreamLists} upstream tools/list during ${on.ops} cached lists`);
+    results.cache = {
+      cachedCpuUsPerOp: on.proxyCpuUsPerOp ?? NaN,
+      uncachedCpuUsPerOp: off.proxyCpuUsPerOp ?? NaN,
+      upstreamListsWhileCached: upstreamLists,
+      ops: on.ops,
+    };
+    say(
+      `  cached ${on.proxyCpuUsPerOp?.toFixed(0)} us/op vs uncached ${off.proxyCpuUsPerOp?.toFixed(0)} ` +
+        `us/op; ${upstreamLists} upstream tools/list during ${on.ops} cached lists`,
+    );
   } catch (err) {
     results.cache = { error: (err as Error).message };
     say(`  cache run failed: ${(err as Error).message}`);
@@ -489,23 +648,41 @@ async function cacheRun(ctx: Ctx, logDir: string, results: BenchResults): Promis
 /** RSS with 10,000 pooled session records and 1,000 multi-round calls held between rounds. */
 async function memoryRun(worker: LoadWorker, upstream: Upstream, logDir: string, results: BenchResults): Promise<void> {
   say(`memory: ${MEMORY_SESSIONS} pooled sessions + ${MEMORY_PENDING} pending multi-round calls`);
-  const settings = { 'principal.mode': 'header', 'principal.hashSecret': 'causeway-bench-principal-secret', 'store.maxSessions': MEMORY_SESSIONS, 'log.level': 'warn' };
+  const settings = {
+    'principal.mode': 'header',
+    'principal.hashSecret': 'causeway-bench-principal-secret',
+    'store.maxSessions': MEMORY_SESSIONS,
+    'log.level': 'warn',
+  };
   const cw = await startCauseway('causeway-memory-target', upstream.url, settings, logDir);
-  results.commands.push({ what: 'Causeway for the memory target', command: cw.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/') });
+  results.commands.push({
+    what: 'Causeway for the memory target',
+    command: cw.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/'),
+  });
   try {
     const init0 = (await upstream.stats()).initializeCount;
     const heapMb = async () => {
       const h = /^nodejs_heap_size_used_bytes ([0-9.eE+]+)$/m.exec(await metricsOf(cw.adminOrigin));
       return h ? Number(h[1]) / 2 ** 20 : undefined;
     };
-    const steps: MemoryResult['steps'] = [{ what: 'started, idle', rssMb: rssMb(cw.svc.pid), heapUsedMb: await heapMb() }];
+    const steps: MemoryResult['steps'] = [
+      { what: 'started, idle', rssMb: rssMb(cw.svc.pid), heapUsedMb: await heapMb() },
+    ];
     const base = { kind: 'fill' as const, url: cw.url, principalHeader: PRINCIPAL_HEADER, concurrency: 64 };
     const a = await worker.run<FillResult>({ ...base, sessions: MEMORY_SESSIONS, pending: 0 });
     await sleep(200);
-    steps.push({ what: `+ ${MEMORY_SESSIONS.toLocaleString('en-US')} pooled sessions`, rssMb: rssMb(cw.svc.pid), heapUsedMb: await heapMb() });
+    steps.push({
+      what: `+ ${MEMORY_SESSIONS.toLocaleString('en-US')} pooled sessions`,
+      rssMb: rssMb(cw.svc.pid),
+      heapUsedMb: await heapMb(),
+    });
     const b = await worker.run<FillResult>({ ...base, sessions: 0, pending: MEMORY_PENDING });
     await sleep(200);
-    steps.push({ what: `+ ${MEMORY_PENDING.toLocaleString('en-US')} pending multi-round calls`, rssMb: rssMb(cw.svc.pid), heapUsedMb: await heapMb() });
+    steps.push({
+      what: `+ ${MEMORY_PENDING.toLocaleString('en-US')} pending multi-round calls`,
+      rssMb: rssMb(cw.svc.pid),
+      heapUsedMb: await heapMb(),
+    });
     const m: MemoryResult = {
       steps,
       sessions: MEMORY_SESSIONS,
@@ -522,7 +699,10 @@ async function memoryRun(worker: LoadWorker, upstream: Upstream, logDir: string,
     const firstError = a.firstError ?? b.firstError;
     if (firstError) m.firstError = firstError;
     results.memory = m;
-    say(`  ${steps.map((x) => `${x.what}: rss ${x.rssMb.toFixed(1)} MB`).join('; ')}; peak ${m.peakRssMb.toFixed(1)} MB (${m.errors} errors, ${m.fillSeconds.toFixed(1)} s)`);
+    say(
+      `  ${steps.map((x) => `${x.what}: rss ${x.rssMb.toFixed(1)} MB`).join('; ')}; ` +
+        `peak ${m.peakRssMb.toFixed(1)} MB (${m.errors} errors, ${m.fillSeconds.toFixed(1)} s)`,
+    );
   } catch (err) {
     results.memory = { error: (err as Error).message };
     say(`  memory run failed: ${(err as Error).message}`);
@@ -532,11 +712,21 @@ async function memoryRun(worker: LoadWorker, upstream: Upstream, logDir: string,
 }
 
 /** node --cpu-prof on Causeway under the warm small tools/call (concurrency 1 unless told otherwise). */
-async function profileRun(worker: LoadWorker, upstream: Upstream, logDir: string, results: BenchResults): Promise<void> {
+async function profileRun(
+  worker: LoadWorker,
+  upstream: Upstream,
+  logDir: string,
+  results: BenchResults,
+): Promise<void> {
   say(`profile: node --cpu-prof on Causeway, small tools/call, concurrency ${PROFILE_CONCURRENCY}`);
   const dir = mkdtempSync(join(logDir, 'cpuprof-'));
   // No drain delay: the profile is written at exit, which must come within stop()'s grace.
-  const cw = await startCauseway('causeway-profiled', upstream.url, { 'drain.delayMs': 0 }, logDir, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval', '250']);
+  const cw = await startCauseway('causeway-profiled', upstream.url, { 'drain.delayMs': 0 }, logDir, [
+    '--cpu-prof',
+    `--cpu-prof-dir=${dir}`,
+    '--cpu-prof-interval',
+    '250',
+  ]);
   results.commands.push({
     what: 'Causeway under the profiler',
     command: cw.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/').replace(logDir, '$TMP'),
@@ -554,9 +744,22 @@ async function profileRun(worker: LoadWorker, upstream: Upstream, logDir: string
     if (!file) throw new Error('no .cpuprofile written');
     // Only the samples of the timed window: start-up and shutdown left out.
     const s = summariseProfile(file, 15, { fromUs, toUs });
-    const what = `Causeway modern, memory store, raw upstream, small tools/call, concurrency ${PROFILE_CONCURRENCY}, ${PROFILE_MS / 1000} s`;
-    results.profile = { ...s, what, cpuUsPerOp: (after - before) / Math.max(1, r.count), file: file.replace(logDir, '$TMP') };
-    say(`  ${r.count} calls, ${((after - before) / Math.max(1, r.count)).toFixed(0)} us CPU per call; top: ${s.components.slice(0, 4).map((c) => `${c.name} ${c.pct.toFixed(0)}%`).join(', ')}`);
+    const what =
+      `Causeway modern, memory store, raw upstream, small tools/call, ` +
+      `concurrency ${PROFILE_CONCURRENCY}, ${PROFILE_MS / 1000} s`;
+    results.profile = {
+      ...s,
+      what,
+      cpuUsPerOp: (after - before) / Math.max(1, r.count),
+      file: file.replace(logDir, '$TMP'),
+    };
+    say(
+      `  ${r.count} calls, ${((after - before) / Math.max(1, r.count)).toFixed(0)} us CPU per call; ` +
+        `top: ${s.components
+          .slice(0, 4)
+          .map((c) => `${c.name} ${c.pct.toFixed(0)}%`)
+          .join(', ')}`,
+    );
   } catch (err) {
     say(`  profile failed: ${(err as Error).message}`);
   } finally {
@@ -590,7 +793,13 @@ async function main(): Promise<void> {
     date: date.toISOString(),
     wallSeconds: 0,
     machine: machine(),
-    settings: { runMs: RUN_MS, warmupMs: WARMUP_MS, processWarmupMs: PROCESS_WARMUP_MS, multiRoundRunMs: MULTI_ROUND_RUN_MS, full: FULL },
+    settings: {
+      runMs: RUN_MS,
+      warmupMs: WARMUP_MS,
+      processWarmupMs: PROCESS_WARMUP_MS,
+      multiRoundRunMs: MULTI_ROUND_RUN_MS,
+      full: FULL,
+    },
     commands: [{ what: 'everything', command: 'npm run bench   # = npm run build --silent && node dist/bench/run.js' }],
     unavailable: [],
     upstreams: [],
@@ -602,10 +811,15 @@ async function main(): Promise<void> {
   const worker = new LoadWorker();
   results.commands.push({
     what: 'load generator',
-    command: `node dist/bench/load-worker.js (forked): autocannon 9, pipelining 1, keep-alive, connections = concurrency, ${RUN_MS} ms timed after ${WARMUP_MS} ms warm-up; multi-round: undici driver, concurrency loops, ${MULTI_ROUND_RUN_MS} ms`,
+    command:
+      `node dist/bench/load-worker.js (forked): autocannon 9, pipelining 1, ` +
+      `keep-alive, connections = concurrency, ${RUN_MS} ms timed after ${WARMUP_MS} ms ` +
+      `warm-up; multi-round: undici driver, concurrency loops, ${MULTI_ROUND_RUN_MS} ms`,
   });
 
-  const phases = new Set((process.env.BENCH_ONLY ?? 'raw,cold,memory,profile,cache,instructions,sdk,scale,scale-cluster').split(','));
+  const phases = new Set(
+    (process.env.BENCH_ONLY ?? 'raw,cold,memory,profile,cache,instructions,sdk,scale,scale-cluster').split(','),
+  );
   // The shared redis-server and nginx serve the upstream sweeps only (the scale phases start their own Redis).
   const sweeps = phases.has('raw') || phases.has('sdk');
   let redis: RedisServer | undefined;
@@ -627,14 +841,28 @@ async function main(): Promise<void> {
   const ctx = { worker, redis, runs: results.runs, settled };
   let raw: Upstream | undefined;
   if (phases.has('raw')) raw = await runUpstream('raw', ctx, logDir, results, nginx);
-  else if (phases.has('cold') || phases.has('memory') || phases.has('profile') || phases.has('cache') || phases.has('instructions')) raw = await startUpstream('raw', logDir);
+  else if (
+    phases.has('cold') ||
+    phases.has('memory') ||
+    phases.has('profile') ||
+    phases.has('cache') ||
+    phases.has('instructions')
+  )
+    raw = await startUpstream('raw', logDir);
   if (raw && phases.has('cold')) await coldRun(raw, logDir, results);
   if (raw && phases.has('memory')) await memoryRun(worker, raw, logDir, results);
   if (raw && phases.has('profile')) await profileRun(worker, raw, logDir, results);
-  if (raw && phases.has('cache')) await cacheRun({ worker, redis, runs: results.runs, settled, upstream: raw }, logDir, results);
+  if (raw && phases.has('cache'))
+    await cacheRun({ worker, redis, runs: results.runs, settled, upstream: raw }, logDir, results);
   if (raw && phases.has('instructions')) {
-    results.instructions = await instructionsRun({ upstream: raw, logDir, run: (job) => worker.run<CannonResult>(job), say });
-    if ('error' in results.instructions) results.unavailable.push(`instructions: not measured: ${results.instructions.error}`);
+    results.instructions = await instructionsRun({
+      upstream: raw,
+      logDir,
+      run: (job) => worker.run<CannonResult>(job),
+      say,
+    });
+    if ('error' in results.instructions)
+      results.unavailable.push(`instructions: not measured: ${results.instructions.error}`);
   }
   await raw?.svc.stop();
   if (phases.has('sdk')) {
@@ -643,13 +871,17 @@ async function main(): Promise<void> {
   }
   await redis?.stop();
   // Each scale run starts its own Redis, upstream and replicas, and stops them whatever happens.
-  for (const phase of ['scale', 'scale-cluster'] as const) if (phases.has(phase)) await scaleRun({ worker, logDir, results, say }, phase);
+  for (const phase of ['scale', 'scale-cluster'] as const)
+    if (phases.has(phase)) await scaleRun({ worker, logDir, results, say }, phase);
   worker.close();
 
   results.targets = evaluateTargets(results);
   results.wallSeconds = (Date.now() - t0) / 1000;
 
-  const stamp = date.toISOString().replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
+  const stamp = date
+    .toISOString()
+    .replace(/:/g, '-')
+    .replace(/\.\d+Z$/, 'Z');
   const resultsDir = join(ROOT, 'bench/results');
   mkdirSync(resultsDir, { recursive: true });
   const jsonFile = join(resultsDir, `${stamp}.json`);
@@ -663,7 +895,8 @@ async function main(): Promise<void> {
     say('wrote docs/benchmarks.md');
   }
   for (const line of headline(results)) say(line);
-  for (const t of results.targets) say(`target ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'} ${t.name}: ${t.value} (${t.target})`);
+  for (const t of results.targets)
+    say(`target ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'} ${t.name}: ${t.value} (${t.target})`);
   for (const u of results.unavailable) say(u);
   say(`done in ${results.wallSeconds.toFixed(0)} s`);
 }

@@ -38,7 +38,10 @@ import type { BenchResults, RedisDelta, ScaleReplica, ScaleRun, ScaleStep, SentD
 const PRINCIPAL_HEADER = 'x-causeway-principal';
 
 const num = (name: string, dflt: number) => Number(process.env[name] ?? dflt);
-const SESSIONS = (process.env.BENCH_SCALE_SESSIONS ?? '1000,10000').split(',').map(Number).filter((n) => n > 0);
+const SESSIONS = (process.env.BENCH_SCALE_SESSIONS ?? '1000,10000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const CLUSTER_SESSIONS = num('BENCH_SCALE_CLUSTER_SESSIONS', 10_000);
 const REPLICAS = num('BENCH_SCALE_REPLICAS', 3);
 const CLUSTER_REPLICAS = num('BENCH_SCALE_CLUSTER_REPLICAS', 6);
@@ -95,7 +98,8 @@ const OWN = new Set(['echo', 'monitor']);
 
 function delta(before: Record<string, number>, after: Record<string, number>, ops: number): RedisDelta {
   const byName: Record<string, number> = {};
-  for (const [name, n] of Object.entries(after)) if (!OWN.has(name) && n - (before[name] ?? 0) > 0) byName[name] = n - (before[name] ?? 0);
+  for (const [name, n] of Object.entries(after))
+    if (!OWN.has(name) && n - (before[name] ?? 0) > 0) byName[name] = n - (before[name] ?? 0);
   const total = Object.values(byName).reduce((a, b) => a + b, 0);
   return { total, byName, perOp: ops > 0 ? total / ops : NaN };
 }
@@ -103,7 +107,10 @@ function delta(before: Record<string, number>, after: Record<string, number>, op
 /** Sum of the causeway_pooled_sessions gauge over its labels; undefined where this build has none. */
 async function pooledSessions(cw: Proxy): Promise<number | undefined> {
   let sum: number | undefined;
-  for (const m of (await metricsOf(cw.adminOrigin)).matchAll(/^causeway_pooled_sessions(?:\{[^}]*\})? ([0-9.eE+-]+)$/gm)) sum = (sum ?? 0) + Number(m[1]);
+  for (const m of (await metricsOf(cw.adminOrigin)).matchAll(
+    /^causeway_pooled_sessions(?:\{[^}]*\})? ([0-9.eE+-]+)$/gm,
+  ))
+    sum = (sum ?? 0) + Number(m[1]);
   return sum;
 }
 
@@ -139,20 +146,34 @@ export function socketsTo(pid: number, port: number): number {
   return n;
 }
 
-async function upstreamStats(up: Upstream): Promise<{ initializeCount: number; sessionsOpen?: number; getStreamsOpen?: number }> {
+async function upstreamStats(
+  up: Upstream,
+): Promise<{ initializeCount: number; sessionsOpen?: number; getStreamsOpen?: number }> {
   const s = (await (await fetch(`${up.origin}/__stats`)).json()) as Record<string, unknown>;
   const opt = (v: unknown) => (typeof v === 'number' ? v : undefined);
-  return { initializeCount: Number(s.initializeCount), sessionsOpen: opt(s.sessionsOpen), getStreamsOpen: opt(s.getStreamsOpen) };
+  return {
+    initializeCount: Number(s.initializeCount),
+    sessionsOpen: opt(s.sessionsOpen),
+    getStreamsOpen: opt(s.getStreamsOpen),
+  };
 }
 
-const cmd = (c: string, logDir: string) => c.replace(process.execPath, 'node').replace(DIST, 'dist/').replaceAll(logDir, '$TMP');
+const cmd = (c: string, logDir: string) =>
+  c.replace(process.execPath, 'node').replace(DIST, 'dist/').replaceAll(logDir, '$TMP');
 
 async function sharedRedis(phase: ScaleRun['phase'], dir: string, logDir: string): Promise<SharedRedis> {
   const bin = findBinary('redis-server');
   if (!bin) throw new Error('redis-server not found on PATH');
   if (phase === 'scale') {
     const r = await startRedis(bin, dir);
-    return { label: 'one redis-server', nodes: [r.url.replace('redis://', '')], settings: { 'store.redisUrl': r.url }, command: cmd(r.svc.command, logDir), commands: r.commands, stop: r.stop };
+    return {
+      label: 'one redis-server',
+      nodes: [r.url.replace('redis://', '')],
+      settings: { 'store.redisUrl': r.url },
+      command: cmd(r.svc.command, logDir),
+      commands: r.commands,
+      stop: r.stop,
+    };
   }
   const cli = findBinary('redis-cli');
   if (!cli) throw new Error('redis-cli not found on PATH (needed to create the cluster)');
@@ -161,7 +182,9 @@ async function sharedRedis(phase: ScaleRun['phase'], dir: string, logDir: string
     label: 'Redis Cluster, 3 primaries',
     nodes: c.nodes,
     settings: { 'store.redisCluster': c.nodes.join(',') },
-    command: `${cmd(c.svcs[0]!.command, logDir)}   # x3, then redis-cli --cluster create ${c.nodes.join(' ')} --cluster-replicas 0 --cluster-yes`,
+    command:
+      `${cmd(c.svcs[0]!.command, logDir)}   # x3, then redis-cli --cluster ` +
+      `create ${c.nodes.join(' ')} --cluster-replicas 0 --cluster-yes`,
     commands: c.commands,
     stop: c.stop,
   };
@@ -177,7 +200,11 @@ interface Stage {
 }
 
 /** One pass of tools/calls through the load worker, with the Redis commands sent and executed meanwhile. */
-async function pass(s: Stage, range: Pick<SpreadJob, 'first' | 'end' | 'step' | 'shift' | 'principals'>, prefix = s.prefix): Promise<ScaleStep> {
+async function pass(
+  s: Stage,
+  range: Pick<SpreadJob, 'first' | 'end' | 'step' | 'shift' | 'principals'>,
+  prefix = s.prefix,
+): Promise<ScaleStep> {
   const before = await s.redis.commands();
   const f0 = await s.monitor.fence();
   const r = await s.env.worker.run<SpreadResult>({
@@ -191,7 +218,14 @@ async function pass(s: Stage, range: Pick<SpreadJob, 'first' | 'end' | 'step' | 
   });
   const f1 = await s.monitor.fence();
   const after = await s.redis.commands();
-  const step: ScaleStep = { requests: r.sent, ok: r.ok, errors: r.errors, seconds: r.seconds, sent: s.monitor.between(f0, f1, r.sent), executed: delta(before, after, r.sent) };
+  const step: ScaleStep = {
+    requests: r.sent,
+    ok: r.ok,
+    errors: r.errors,
+    seconds: r.seconds,
+    sent: s.monitor.between(f0, f1, r.sent),
+    executed: delta(before, after, r.sent),
+  };
   if (r.firstError) step.firstError = r.firstError;
   return step;
 }
@@ -210,12 +244,18 @@ function stepLine(st: ScaleStep, own: boolean, unit: string): string {
   const d: SentDelta = st.sent;
   const bg = own ? `less ${d.beats} beats, ${d.lastUse} last-use, ${d.sweep} sweep` : `less ${d.beats} beats`;
   return (
-    `${st.ok}/${st.requests} in ${st.seconds.toFixed(1)} s; sent ${(own ? d.ownPerOp : d.perOp).toFixed(3)} cmds/${unit} (${bg}; ${names(d.byName)}); ` +
+    `${st.ok}/${st.requests} in ${st.seconds.toFixed(1)} s; ` +
+    `sent ${(own ? d.ownPerOp : d.perOp).toFixed(3)} cmds/${unit} (${bg}; ${names(d.byName)}); ` +
     `executed ${st.executed.perOp.toFixed(2)} (${names(st.executed.byName)})${errs(st)}`
   );
 }
 
-async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number, replicaCount: number): Promise<ScaleRun> {
+async function runOne(
+  env: ScaleEnv,
+  phase: ScaleRun['phase'],
+  sessions: number,
+  replicaCount: number,
+): Promise<ScaleRun> {
   const { say, logDir } = env;
   const t0 = Date.now();
   const extra = extraSettings();
@@ -246,7 +286,11 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
     const inspectPorts: number[] = [];
     for (let i = 0; i < replicaCount; i++) {
       inspectPorts.push(await freePort());
-      replicas.push(await startCauseway(`causeway-${tag}-${i}`, upstream.url, settings, logDir, [`--inspect=127.0.0.1:${inspectPorts[i]}`]));
+      replicas.push(
+        await startCauseway(`causeway-${tag}-${i}`, upstream.url, settings, logDir, [
+          `--inspect=127.0.0.1:${inspectPorts[i]}`,
+        ]),
+      );
     }
     /** Each replica's RSS as it is, then right after a full collection (what its sessions keep). */
     const rssNow = async () => {
@@ -255,8 +299,14 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
       return { raw, kept: replicas.map((cw) => rssMb(cw.svc.pid)) };
     };
     env.results.commands.push({ what: `Redis for ${tag}`, command: redis.command });
-    env.results.commands.push({ what: `Causeway replica (x${replicaCount}) for ${tag}`, command: cmd(replicas[0]!.svc.command, logDir) });
-    say(`  ${tag}: ${redis.label}, ${replicaCount} replicas, SDK upstream with ${upstream.toolCount} tools${extra.skipped.length ? `; settings not in this build, left out: ${extra.skipped.join(', ')}` : ''}`);
+    env.results.commands.push({
+      what: `Causeway replica (x${replicaCount}) for ${tag}`,
+      command: cmd(replicas[0]!.svc.command, logDir),
+    });
+    say(
+      `  ${tag}: ${redis.label}, ${replicaCount} replicas, SDK upstream with ${upstream.toolCount} ` +
+        `tools${extra.skipped.length ? `; settings not in this build, left out: ${extra.skipped.join(', ')}` : ''}`,
+    );
     monitor = await RedisMonitor.open(redis.nodes);
     const stage: Stage = { env, redis, monitor, replicas, caps, prefix: `${tag}-principal-` };
 
@@ -268,7 +318,11 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
     const opened = await pass(stage, { first: 0, end: warmCold, step: 1, shift: 0 }, `${tag}-warmcold-`);
     if (opened.ok !== warmCold) throw new Error(`warm-up session failed: ${opened.firstError}`);
     const warmPrincipals = CONCURRENCY - (CONCURRENCY % replicaCount) || replicaCount;
-    const warmup = await pass(stage, { first: 0, end: sessions, step: 1, shift: 0, principals: warmPrincipals }, `${tag}-warmup-`);
+    const warmup = await pass(
+      stage,
+      { first: 0, end: sessions, step: 1, shift: 0, principals: warmPrincipals },
+      `${tag}-warmup-`,
+    );
     if (warmup.ok !== sessions) throw new Error(`warm-up request failed: ${warmup.firstError}`);
     const rssBefore = await rssNow();
     const pooledBefore = await Promise.all(replicas.map(pooledSessions));
@@ -280,7 +334,8 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
     // Principal i opened its session on replica i mod n; shift 1 sends it to the next one.
     const firstTouch = await pass(stage, { first: 0, end: step * sample, step, shift: 1 });
     say(`  ${tag} first touch on another replica: ${stepLine(firstTouch, false, 'touch')}`);
-    const warm = phase === 'scale-cluster' ? await pass(stage, { first: 0, end: sessions, step: 1, shift: 0 }) : undefined;
+    const warm =
+      phase === 'scale-cluster' ? await pass(stage, { first: 0, end: sessions, step: 1, shift: 0 }) : undefined;
     if (warm) say(`  ${tag} warm calls (same replica): ${stepLine(warm, true, 'call')}`);
 
     await sleep(SETTLE_MS);
@@ -337,19 +392,36 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
         executedPerSecond: idleExecuted.total / idleSeconds,
       },
       replicaStats,
-      upstream: { initialize: up.initializeCount - init0, sessionsOpen: up.sessionsOpen, getStreamsOpen: up.getStreamsOpen },
+      upstream: {
+        initialize: up.initializeCount - init0,
+        sessionsOpen: up.sessionsOpen,
+        getStreamsOpen: up.getStreamsOpen,
+      },
       wallSeconds: (Date.now() - t0) / 1000,
     };
     if (warm) run.warm = warm;
     const ps = (n: number) => (n / idleSeconds).toFixed(1);
     say(
-      `  ${tag} idle ${idleSeconds.toFixed(1)} s: sent ${run.idle.perSecond.toFixed(1)} cmds/s (beats ${ps(idleSent.beats)}/s, last-use ${ps(idleSent.lastUse)}/s, sweep ${ps(idleSent.sweep)}/s; ` +
-        `${top.slice(0, 5).map((t) => `${t.name} ${t.perSecond.toFixed(1)}/s`).join(', ')}); executed ${run.idle.executedPerSecond.toFixed(1)} cmds/s`,
+      `  ${tag} idle ${idleSeconds.toFixed(1)} s: sent ${run.idle.perSecond.toFixed(1)} cmds/s ` +
+        `(beats ${ps(idleSent.beats)}/s, last-use ${ps(idleSent.lastUse)}/s, sweep ${ps(idleSent.sweep)}/s; ` +
+        `${top
+          .slice(0, 5)
+          .map((t) => `${t.name} ${t.perSecond.toFixed(1)}/s`)
+          .join(', ')}); ` +
+        `executed ${run.idle.executedPerSecond.toFixed(1)} cmds/s`,
     );
     for (const r of replicaStats) {
-      say(`  ${r.name}: ${r.sessions} sessions (${r.sessionsFrom}), RSS after a full collection ${r.rssBeforeMb.toFixed(1)} -> ${r.rssAfterMb.toFixed(1)} MB = ${r.rssPerSessionKb.toFixed(1)} KB/session (${(r.rawRssPerSessionKb ?? NaN).toFixed(1)} KB without the collection), ${r.upstreamSockets} sockets to the upstream`);
+      say(
+        `  ${r.name}: ${r.sessions} sessions (${r.sessionsFrom}), RSS after a full ` +
+          `collection ${r.rssBeforeMb.toFixed(1)} -> ${r.rssAfterMb.toFixed(1)} MB ` +
+          `= ${r.rssPerSessionKb.toFixed(1)} KB/session (${(r.rawRssPerSessionKb ?? NaN).toFixed(1)} ` +
+          `KB without the collection), ${r.upstreamSockets} sockets to the upstream`,
+      );
     }
-    say(`  ${tag} upstream: ${run.upstream.initialize} initialize, ${up.sessionsOpen ?? '?'} sessions open, ${up.getStreamsOpen ?? '?'} GET streams open; ${run.wallSeconds.toFixed(0)} s`);
+    say(
+      `  ${tag} upstream: ${run.upstream.initialize} initialize, ${up.sessionsOpen ?? '?'} ` +
+        `sessions open, ${up.getStreamsOpen ?? '?'} GET streams open; ${run.wallSeconds.toFixed(0)} s`,
+    );
     return run;
   } finally {
     // Nothing is measured from here on: no need for a graceful drain.
@@ -364,7 +436,10 @@ async function runOne(env: ScaleEnv, phase: ScaleRun['phase'], sessions: number,
 export async function scaleRun(env: ScaleEnv, phase: ScaleRun['phase']): Promise<void> {
   const counts = phase === 'scale' ? SESSIONS : [CLUSTER_SESSIONS];
   const replicas = phase === 'scale' ? REPLICAS : CLUSTER_REPLICAS;
-  env.say(`${phase}: idle pooled sessions across ${replicas} replicas sharing ${phase === 'scale' ? 'one Redis' : 'a Redis Cluster'}, ${counts.join(', ')} principals`);
+  env.say(
+    `${phase}: idle pooled sessions across ${replicas} replicas ` +
+      `sharing ${phase === 'scale' ? 'one Redis' : 'a Redis Cluster'}, ${counts.join(', ')} principals`,
+  );
   env.results.scale ??= [];
   for (const sessions of counts) {
     try {

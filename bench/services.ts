@@ -158,7 +158,9 @@ export async function startCauseway(
       if (!fromMetrics) return procCpuUs(svc.pid);
       return parseMetric(await metricsOf(adminOrigin), 'process_cpu_seconds_total')! * 1e6;
     },
-    cpuSource: fromMetrics ? 'process_cpu_seconds_total on /metrics (process.cpuUsage)' : '/proc/<pid>/stat utime+stime',
+    cpuSource: fromMetrics
+      ? 'process_cpu_seconds_total on /metrics (process.cpuUsage)'
+      : '/proc/<pid>/stat utime+stime',
     stop: () => svc.stop('SIGTERM', 3000),
   };
 }
@@ -167,7 +169,12 @@ export async function startCauseway(
  * A reference Node process in front of the upstream: the byte proxy (bench/node-floor.ts), the
  * TCP pipe (bench/node-pipe.ts) or the minimal 2026 translator (bench/node-translator.ts).
  */
-export async function startNodeReference(kind: 'node-floor' | 'node-pipe' | 'node-translator', upstream: Upstream, logDir: string, launch: Launch = {}): Promise<Proxy> {
+export async function startNodeReference(
+  kind: 'node-floor' | 'node-pipe' | 'node-translator',
+  upstream: Upstream,
+  logDir: string,
+  launch: Launch = {},
+): Promise<Proxy> {
   const port = await freePort();
   const script = join(DIST, `bench/${kind}.js`);
   const log = join(logDir, `${kind}.log`);
@@ -212,7 +219,10 @@ function launched(launch: Launch, nodeArgs: string[], log: string, opts?: Parame
     : startProcess(tool, [...toolArgs, process.execPath, ...nodeArgs], log, opts);
 }
 
-/** V8 writes one line per collection, with the bytes allocated since the one before: the allocation budget is read from them. */
+/**
+ * V8 writes one line per collection, with the bytes allocated since the one before: the allocation budget is read from
+ * them.
+ */
 const GC_TRACE = '--trace-gc-nvp';
 
 export function nginxConfig(dir: string, port: number, upstreamPort: number): string {
@@ -252,11 +262,17 @@ http {
 export function findOrInstallNginx(): { bin?: string; note: string } {
   const found = findBinary('nginx');
   if (found) return { bin: found, note: `nginx found at ${found}` };
-  if (process.getuid?.() !== 0 || !findBinary('apt-get')) return { note: 'no nginx binary on PATH, and apt-get cannot be run here (not root or no apt-get)' };
-  const r = spawnSync('apt-get', ['install', '-y', 'nginx'], { encoding: 'utf8', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  if (process.getuid?.() !== 0 || !findBinary('apt-get'))
+    return { note: 'no nginx binary on PATH, and apt-get cannot be run here (not root or no apt-get)' };
+  const r = spawnSync('apt-get', ['install', '-y', 'nginx'], {
+    encoding: 'utf8',
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
   const bin = findBinary('nginx');
   if (bin) return { bin, note: `nginx installed with apt-get install -y nginx (${bin})` };
-  return { note: `apt-get install -y nginx failed (exit ${r.status}): ${(r.stderr || r.stdout).trim().split('\n').pop()}` };
+  return {
+    note: `apt-get install -y nginx failed (exit ${r.status}): ${(r.stderr || r.stdout).trim().split('\n').pop()}`,
+  };
 }
 
 export async function startNginx(bin: string, upstream: Upstream, dir: string): Promise<Proxy & { conf: string }> {
@@ -265,7 +281,11 @@ export async function startNginx(bin: string, upstream: Upstream, dir: string): 
   const conf = nginxConfig(dir, port, upstream.port);
   const confFile = join(dir, 'nginx.conf');
   writeFileSync(confFile, conf);
-  const svc = startProcess(bin, ['-p', `${dir}/`, '-e', join(dir, 'error.log'), '-c', confFile], join(dir, 'stdout.log'));
+  const svc = startProcess(
+    bin,
+    ['-p', `${dir}/`, '-e', join(dir, 'error.log'), '-c', confFile],
+    join(dir, 'stdout.log'),
+  );
   const origin = `http://127.0.0.1:${port}`;
   await waitFor('nginx', svc, () => okStatus(`${origin}/__stats`));
   const pids = () => [svc.pid, ...childPids(svc.pid)];
@@ -296,10 +316,31 @@ export async function startRedis(bin: string, dir: string): Promise<RedisServer>
   const port = await freePort();
   const svc = startProcess(
     bin,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--dir', dir, '--loglevel', 'warning'],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--protected-mode',
+      'no',
+      '--dir',
+      dir,
+      '--loglevel',
+      'warning',
+    ],
     join(dir, 'redis.log'),
   );
-  const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+  const admin = new Redis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => 50,
+  });
   admin.on('error', () => undefined);
   await waitFor('redis-server', svc, async () => {
     if (admin.status === 'wait') await admin.connect();
@@ -316,7 +357,10 @@ export async function startRedis(bin: string, dir: string): Promise<RedisServer>
   };
 }
 
-/** Calls so far by lower-case command name, from one node's INFO commandstats (INFO itself left out: the bench sends it). */
+/**
+ * Calls so far by lower-case command name, from one node's INFO commandstats (INFO itself left out: the bench sends
+ * it).
+ */
 async function commandStats(admin: Redis): Promise<Record<string, number>> {
   const info = await admin.info('commandstats');
   const out: Record<string, number> = {};
@@ -355,7 +399,12 @@ export interface RedisClusterServer {
  * A Redis Cluster of `primaries` primaries and no replicas (`redis-cli --cluster create`), as
  * test/helpers/redis.ts builds its own but without the failover replicas the bench does not need.
  */
-export async function startRedisCluster(bin: string, cli: string, dir: string, primaries = 3): Promise<RedisClusterServer> {
+export async function startRedisCluster(
+  bin: string,
+  cli: string,
+  dir: string,
+  primaries = 3,
+): Promise<RedisClusterServer> {
   mkdirSync(dir, { recursive: true });
   const ports: number[] = [];
   for (let i = 0; i < primaries; i++) ports.push(await clusterPort(ports));
@@ -367,11 +416,39 @@ export async function startRedisCluster(bin: string, cli: string, dir: string, p
   };
   try {
     for (const port of ports) {
-      const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--dir', dir, '--loglevel', 'warning'];
-      args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000');
+      const args = [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--protected-mode',
+        'no',
+        '--dir',
+        dir,
+        '--loglevel',
+        'warning',
+      ];
+      args.push(
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--cluster-node-timeout',
+        '2000',
+      );
       const svc = startProcess(bin, args, join(dir, `redis-${port}.log`));
       svcs.push(svc);
-      const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+      const admin = new Redis({
+        port,
+        host: '127.0.0.1',
+        lazyConnect: true,
+        maxRetriesPerRequest: 1,
+        retryStrategy: () => 50,
+      });
       admin.on('error', () => undefined);
       admins.push(admin);
       await waitFor(`redis-server (cluster node ${port})`, svc, async () => {
@@ -380,19 +457,32 @@ export async function startRedisCluster(bin: string, cli: string, dir: string, p
       });
     }
     const nodes = ports.map((p) => `127.0.0.1:${p}`);
-    const made = spawnSync(cli, ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
-    if (made.status !== 0) throw new Error(`redis-cli --cluster create exited ${made.status}: ${(made.stderr || made.stdout).trim().split('\n').pop()}`);
+    const made = spawnSync(cli, ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    if (made.status !== 0)
+      throw new Error(
+        `redis-cli --cluster create ` +
+          `exited ${made.status}: ${(made.stderr || made.stdout).trim().split('\n').pop()}`,
+      );
     // Slots are assigned at once, but each node says ok only once it has heard of the others.
-    await waitFor('redis cluster_state:ok on every node', svcs[0]!, async () => {
-      for (const a of admins) if (!/cluster_state:ok/.test(String(await a.call('CLUSTER', 'INFO')))) return false;
-      return true;
-    }, 30_000);
+    await waitFor(
+      'redis cluster_state:ok on every node',
+      svcs[0]!,
+      async () => {
+        for (const a of admins) if (!/cluster_state:ok/.test(String(await a.call('CLUSTER', 'INFO')))) return false;
+        return true;
+      },
+      30_000,
+    );
     return {
       nodes,
       svcs,
       commands: async () => {
         const out: Record<string, number> = {};
-        for (const stats of await Promise.all(admins.map(commandStats))) for (const [k, n] of Object.entries(stats)) out[k] = (out[k] ?? 0) + n;
+        for (const stats of await Promise.all(admins.map(commandStats)))
+          for (const [k, n] of Object.entries(stats)) out[k] = (out[k] ?? 0) + n;
         return out;
       },
       stop,

@@ -4,7 +4,17 @@ import type { Workload } from './mcp.js';
 import type { ProfileSummary } from './profile.js';
 import type { UpstreamKind } from './services.js';
 
-export type PathName = 'direct' | 'causeway-memory' | 'causeway-redis' | 'passthrough' | 'nginx' | 'node-floor' | 'node-pipe' | 'node-translator' | 'causeway-cached' | 'causeway-uncached';
+export type PathName =
+  | 'direct'
+  | 'causeway-memory'
+  | 'causeway-redis'
+  | 'passthrough'
+  | 'nginx'
+  | 'node-floor'
+  | 'node-pipe'
+  | 'node-translator'
+  | 'causeway-cached'
+  | 'causeway-uncached';
 
 export const PATH_LABEL: Record<PathName, string> = {
   direct: 'direct legacy client (baseline)',
@@ -40,7 +50,9 @@ export interface RunRecord {
   upstreamCpuUsPerOp: number;
   /** Peak RSS of the proxy during the run (kernel VmHWM, reset before the run), MB. */
   proxyPeakRssMb?: number;
-  /** Bytes the proxy allocated per operation over the timed window, and its scavenges per 10,000 (V8's --trace-gc-nvp). */
+  /**
+   * Bytes the proxy allocated per operation over the timed window, and its scavenges per 10,000 (V8's --trace-gc-nvp).
+   */
   allocBytesPerOp?: number;
   scavengesPer10k?: number;
   /** Bytes its scavenges promoted to the old generation per operation. */
@@ -85,7 +97,10 @@ export interface ColdCall {
   status: number;
 }
 
-/** Redis commands executed over one step of the scale phase (INFO commandstats: a script's inner commands count too): in all, by lower-case name, and per operation. */
+/**
+ * Redis commands executed over one step of the scale phase (INFO commandstats: a script's inner commands count too): in
+ * all, by lower-case name, and per operation.
+ */
 export interface RedisDelta {
   total: number;
   byName: Record<string, number>;
@@ -126,7 +141,10 @@ export interface ScaleStep {
 
 export interface ScaleReplica {
   name: string;
-  /** Pooled sessions this replica gained over the phase (causeway_pooled_sessions on /metrics), or sessions / replicas where it has no such gauge. */
+  /**
+   * Pooled sessions this replica gained over the phase (causeway_pooled_sessions on /metrics), or sessions / replicas
+   * where it has no such gauge.
+   */
   sessions: number;
   sessionsFrom: 'metrics' | 'estimate';
   /** RSS once started and warmed by one request, and after the fill, the first touches and the idle window. */
@@ -136,7 +154,10 @@ export interface ScaleReplica {
   rssPerSessionKb: number;
   /** The same without the collections: the burst's garbage included. */
   rawRssPerSessionKb?: number;
-  /** ESTABLISHED TCP connections from this replica to the upstream's port (its sockets in /proc/<pid>/fd matched in /proc/<pid>/net/tcp*). */
+  /**
+   * ESTABLISHED TCP connections from this replica to the upstream's port (its sockets in /proc/<pid>/fd matched in
+   * /proc/<pid>/net/tcp*).
+   */
   upstreamSockets: number;
 }
 
@@ -225,11 +246,20 @@ export interface BenchResults {
    * order. `pipe` (bytes spliced by a Node process, no HTTP) and `nginx` (absent where nginx is not
    * available) show what any process in the path leaves on this machine.
    */
-  userLoad?: { concurrency: number; direct: number[]; causeway: number[]; translator: number[]; pipe?: number[]; nginx?: number[] };
+  userLoad?: {
+    concurrency: number;
+    direct: number[];
+    causeway: number[];
+    translator: number[];
+    pipe?: number[];
+    nginx?: number[];
+  };
   memory?: MemoryResult | { error: string };
   cold?: ColdCall[] | { error: string };
   /** A repeated tools/list of 1,000 tools through the gateway cache, against the cache off (c=16). */
-  cache?: { cachedCpuUsPerOp: number; uncachedCpuUsPerOp: number; upstreamListsWhileCached: number; ops: number } | { error: string };
+  cache?:
+    | { cachedCpuUsPerOp: number; uncachedCpuUsPerOp: number; upstreamListsWhileCached: number; ops: number }
+    | { error: string };
   profile?: ProfileSummary & { what: string; cpuUsPerOp: number; file: string };
   scale?: Array<ScaleRun | { phase: ScaleRun['phase']; sessions: number; error: string }>;
   targets: TargetRow[];

@@ -7,7 +7,10 @@ import { createLogger } from '../src/log.js';
 import { startLegacyServer } from '../test/fixtures/legacy-server.js';
 
 const legacy = await startLegacyServer({ port: 0 });
-const config = loadConfig(['--upstream.url', legacy.url, '--log.level', 'warn', '--drain.delayMs', '0', ...process.argv.slice(2)], process.env);
+const config = loadConfig(
+  ['--upstream.url', legacy.url, '--log.level', 'warn', '--drain.delayMs', '0', ...process.argv.slice(2)],
+  process.env,
+);
 const app = createApp(config, createLogger(config.log.level));
 await app.listen();
 

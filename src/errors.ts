@@ -47,9 +47,17 @@ export const ERROR_TABLE = {
   upstream_credentials: { code: -32603, status: 502, message: 'Cannot obtain the upstream credential' },
   // The upstream wants the user's own token (credentials grant authorization_code) and Causeway has
   // none for this principal: calls get a URL-mode sign-in round instead; data.url is the sign-in link.
-  upstream_authorization_required: { code: -32600, status: 403, message: 'The upstream needs the user’s own authorization: sign in first' },
+  upstream_authorization_required: {
+    code: -32600,
+    status: 403,
+    message: 'The upstream needs the user’s own authorization: sign in first',
+  },
   // No Mcp-Session-Id at initialize: an answer to the upstream's own request can never reach the call.
-  upstream_sessionless: { code: -32603, status: 502, message: 'The upstream keeps no sessions: its request to the client cannot be answered' },
+  upstream_sessionless: {
+    code: -32603,
+    status: 502,
+    message: 'The upstream keeps no sessions: its request to the client cannot be answered',
+  },
   // The upstream's last attempt to open (connect, handshake) failed and it is backing off: answered at
   // once, with Retry-After, rather than each call trying again (a stampede on a recovering server).
   upstream_backing_off: { code: -32603, status: 503, message: 'Upstream unavailable: retry later' },
@@ -92,7 +100,12 @@ export class CausewayError extends Error {
   /** Response headers the error needs (WWW-Authenticate). */
   readonly headers: Readonly<Record<string, string>>;
 
-  constructor(reason: ErrorReason, message?: string, data?: JsonValue, options?: { cause?: unknown; headers?: Record<string, string> }) {
+  constructor(
+    reason: ErrorReason,
+    message?: string,
+    data?: JsonValue,
+    options?: { cause?: unknown; headers?: Record<string, string> },
+  ) {
     const row = ERROR_TABLE[reason];
     super(message ?? row.message, options);
     this.name = 'CausewayError';
@@ -104,12 +117,7 @@ export class CausewayError extends Error {
   }
 }
 
-export function causewayError(
-  reason: ErrorReason,
-  message?: string,
-  data?: JsonValue,
-  cause?: unknown,
-): CausewayError {
+export function causewayError(reason: ErrorReason, message?: string, data?: JsonValue, cause?: unknown): CausewayError {
   return new CausewayError(reason, message, data, cause === undefined ? undefined : { cause });
 }
 
@@ -170,12 +178,11 @@ export function refusedInitialize(
   const listed = typeof said === 'object' && said !== null ? (said as { supported?: unknown }).supported : undefined;
   const supported = Array.isArray(listed) ? listed.filter((v): v is string => typeof v === 'string') : undefined;
   const who = `Upstream ${JSON.stringify(upstream)}`;
-  const message =
-    refusesEra(refusal)
-      ? `${who} does not support protocol version ${offered}, which Causeway offered it in initialize` +
-        (supported?.length ? `; it supports ${supported.join(', ')}` : '') +
-        (supported?.includes(MODERN_VERSION) ? ' (set upstream.era auto or modern)' : ' (set upstream.protocolVersion)')
-      : `${who} refused initialize: ${refusal.message.slice(0, 200)}`;
+  const message = refusesEra(refusal)
+    ? `${who} does not support protocol version ${offered}, which Causeway offered it in initialize` +
+      (supported?.length ? `; it supports ${supported.join(', ')}` : '') +
+      (supported?.includes(MODERN_VERSION) ? ' (set upstream.era auto or modern)' : ' (set upstream.protocolVersion)')
+    : `${who} refused initialize: ${refusal.message.slice(0, 200)}`;
   const data = { upstreamCode: refusal.code, offered, ...(supported ? { supported } : {}) };
   return new CausewayError('upstream_unavailable', message, data, { cause: refusal });
 }

@@ -54,7 +54,8 @@ export function copyObject(from: JsonObject, leaveOut?: (key: string) => boolean
   const out: JsonObject = {};
   for (const k in from) {
     if (leaveOut?.(k)) continue;
-    if (k === '__proto__') Object.defineProperty(out, k, { value: from[k], enumerable: true, writable: true, configurable: true });
+    if (k === '__proto__')
+      Object.defineProperty(out, k, { value: from[k], enumerable: true, writable: true, configurable: true });
     else out[k] = from[k]!;
   }
   return out;

@@ -53,7 +53,8 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   // A shared store gets a moment to connect; without it Causeway still starts, with replica-local sessions.
-  if (!(await storeReady(store, 2_000))) log.warn({ store: store.kind }, 'session store not reachable at start; serving with replica-local sessions');
+  if (!(await storeReady(store, 2_000)))
+    log.warn({ store: store.kind }, 'session store not reachable at start; serving with replica-local sessions');
   const app = createApp(config, log, store);
   const addr = await app.listen();
   log.info({ url: app.url, mounts: app.mounts, port: addr.port, adminUrl: app.adminUrl }, 'causeway listening');

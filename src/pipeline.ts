@@ -4,20 +4,38 @@
 import { discoverResult, toolFacts } from './dialect/index.js';
 import { SseStream, sendJson, sendText } from './egress/index.js';
 import { isCacheable } from './cache/index.js';
-import { checkParamHeaders, levelAtLeast, mayNeedParamHeaders, type HeaderBag, type ModernRequest } from './envelope/index.js';
+import {
+  checkParamHeaders,
+  levelAtLeast,
+  mayNeedParamHeaders,
+  type HeaderBag,
+  type ModernRequest,
+} from './envelope/index.js';
 import { causewayError, CausewayError } from './errors.js';
-import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
+import {
+  isErrorResponse,
+  isObject,
+  type JsonObject,
+  type JsonRpcNotification,
+  type JsonRpcResponse,
+} from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { sessionRef, type PooledSession, type SessionKey } from './pool/index.js';
-import { answerFailure, learnTools, modernAnswer, sessionKeyFor, type Answered, type Federation, type Keep, type ModernDeps, type ModernExchange, type ModernMount, type ModernSide, type Routed } from './routing/index.js';
 import {
-  callHeaders,
-  enableLogging,
-  refuseAsk,
-  relayCall,
-  isEraRefusal,
-  type CallObserver,
-} from './upstream/index.js';
+  answerFailure,
+  learnTools,
+  modernAnswer,
+  sessionKeyFor,
+  type Answered,
+  type Federation,
+  type Keep,
+  type ModernDeps,
+  type ModernExchange,
+  type ModernMount,
+  type ModernSide,
+  type Routed,
+} from './routing/index.js';
+import { callHeaders, enableLogging, refuseAsk, relayCall, isEraRefusal, type CallObserver } from './upstream/index.js';
 import { runRound, signInRound, type HeldAsTask, type RoundResult } from './mrtr/index.js';
 import { answerTask, holdsTasks, refuseRequiredTask, taskPlan, upstreamTaskCreated } from './tasks/index.js';
 import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
@@ -29,7 +47,8 @@ export function serveModern(ex: ModernExchange, mount: ModernMount): Promise<voi
   return inRequestSpan(ex.request, ex.headers, (span) => {
     if (span && ex.notes) ex.notes.traceId = span.spanContext().traceId;
     const traced = span ? { ...ex, span } : ex;
-    const serve = (e: ModernExchange) => (mount.federation ? handleFederated(e, mount.federation) : handleModern(e, mount.upstream));
+    const serve = (e: ModernExchange) =>
+      mount.federation ? handleFederated(e, mount.federation) : handleModern(e, mount.upstream);
     return mount.front ? mount.front.serve(traced, serve) : serve(traced);
   });
 }
@@ -37,7 +56,8 @@ export function serveModern(ex: ModernExchange, mount: ModernMount): Promise<voi
 export function handleModern(ex: ModernExchange, deps: ModernDeps): Promise<void> {
   if (ex.notes) ex.notes.upstream = deps.upstreamName;
   const modern = deps.modern;
-  if (modern !== undefined && modern.era.current !== 'legacy') return measured(ex, deps.metrics, () => byEra(ex, deps, modern));
+  if (modern !== undefined && modern.era.current !== 'legacy')
+    return measured(ex, deps.metrics, () => byEra(ex, deps, modern));
   // Legacy, as known or as the only era the upstream can have: the translated path, nothing in between.
   return measured(ex, deps.metrics, () => answer(ex, deps), modern && deps);
 }
@@ -63,7 +83,9 @@ async function byEra(ex: ModernExchange, deps: ModernDeps, modern: ModernSide, a
       id: request.id,
       method: request.method,
       name: request.name,
-      body: ex.body ?? Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: request.id, method: request.method, params: request.params })),
+      body:
+        ex.body ??
+        Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: request.id, method: request.method, params: request.params })),
       headers: ex.headers,
       res: ex.res,
       signal: ex.signal,
@@ -106,7 +128,12 @@ export async function handleFederated(ex: ModernExchange, federation: Federation
 }
 
 /** Runs an answering stage: a typed error it throws becomes the reply; either way the answer is counted once. */
-async function measured(ex: ModernExchange, metrics: UpstreamMetrics, answer: () => Promise<Answered>, eraOf?: ModernDeps): Promise<void> {
+async function measured(
+  ex: ModernExchange,
+  metrics: UpstreamMetrics,
+  answer: () => Promise<Answered>,
+  eraOf?: ModernDeps,
+): Promise<void> {
   const started = performance.now();
   let resultType: ResultType;
   let outcome: AnswerOutcome;
@@ -134,34 +161,55 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
   const { request, principal } = ex;
   const key = sessionKeyFor(deps.upstreamName, principal, request.meta.clientCapabilities);
   const cache = deps.cache;
-  if (cache === undefined || !request.spec.cacheable || !isCacheable(request.method, request.params)) return answerOn(ex, deps, key, undefined);
+  if (cache === undefined || !request.spec.cacheable || !isCacheable(request.method, request.params))
+    return answerOn(ex, deps, key, undefined);
   // The policy says who may share the answer: a private one is keyed by the session's key (the
   // principal and the capabilities it was opened with) and the request's token.
   const hint = deps.cacheHint(request.method);
-  const q = cache.query(request.method, request.params, hint.cacheScope === 'public' ? '' : key.id, ex.headers.authorization);
+  const q = cache.query(
+    request.method,
+    request.params,
+    hint.cacheScope === 'public' ? '' : key.id,
+    ex.headers.authorization,
+  );
   return cache.through(
     q,
     hint.cacheScope,
     (e) => {
       if (ex.notes) ex.notes.cache = 'hit';
-      const see = ex.access?.mayHide(request.method) ? (r: JsonObject) => ex.access!.filterList(request.method, r) : undefined;
+      const see = ex.access?.mayHide(request.method)
+        ? (r: JsonObject) => ex.access!.filterList(request.method, r)
+        : undefined;
       sendText(ex.res, 200, 'application/json', cache.answer(request.id, e, see));
       return 'complete';
     },
     (fill) => {
       if (ex.notes) ex.notes.cache = 'miss';
       return answerOn(ex, deps, key, (session, result) =>
-        cache.keepLegacy(q, fill, result, hint, { capabilities: session.record.initializeResult.capabilities, streamHeld: deps.subscriptions.holdsStream(session), id: session.key.id }),
+        cache.keepLegacy(q, fill, result, hint, {
+          capabilities: session.record.initializeResult.capabilities,
+          streamHeld: deps.subscriptions.holdsStream(session),
+          id: session.key.id,
+        }),
       );
     },
   );
 }
 
-async function answerOn(ex: ModernExchange, deps: ModernDeps, key: SessionKey, keep: Keep | undefined): Promise<Answered> {
+async function answerOn(
+  ex: ModernExchange,
+  deps: ModernDeps,
+  key: SessionKey,
+  keep: Keep | undefined,
+): Promise<Answered> {
   const { request, principal } = ex;
   if (request.method === 'server/discover') {
     const session = await deps.pool.acquire(key);
-    const result = discoverResult(session.record.initializeResult, deps.cacheHint(request.method), await holdsTasks(ex, deps, session, learnTools));
+    const result = discoverResult(
+      session.record.initializeResult,
+      deps.cacheHint(request.method),
+      await holdsTasks(ex, deps, session, learnTools),
+    );
     keep?.(session, result);
     sendJson(ex.res, 200, { jsonrpc: '2.0', id: request.id, result });
     return 'complete';
@@ -185,7 +233,8 @@ async function answerOn(ex: ModernExchange, deps: ModernDeps, key: SessionKey, k
     });
   } catch (err) {
     // The upstream wants the user's own token: a call asks the user to sign in, in a URL-mode round.
-    if (!(request.spec.multiRound && err instanceof CausewayError && err.reason === 'upstream_authorization_required')) throw err;
+    if (!(request.spec.multiRound && err instanceof CausewayError && err.reason === 'upstream_authorization_required'))
+      throw err;
     const { url } = err.data as { url: string };
     const round = signInRound({ request, principal }, deps.bridge, url, err.message);
     replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: round.result }, stream);
@@ -200,7 +249,8 @@ async function answerOn(ex: ModernExchange, deps: ModernDeps, key: SessionKey, k
     return 'task';
   }
   const { response } = outcome.result;
-  if (request.method === 'tools/call' && !outcome.asTask) await refuseRequiredTask(ex, deps, outcome.session, response, learnTools);
+  if (request.method === 'tools/call' && !outcome.asTask)
+    await refuseRequiredTask(ex, deps, outcome.session, response, learnTools);
   const created = outcome.asTask ? upstreamTaskCreated(deps, key, principal, outcome.session, response) : undefined;
   if (created) {
     replyBody(ex, 200, { jsonrpc: '2.0', id: request.id, result: await created }, stream);
@@ -256,7 +306,10 @@ async function forward(
     ({ request, asTask, runHere, asksInTask } = await taskPlan(ex, deps, session, principal, learnTools));
     const origin = { upstream: deps.upstreamName, key: session.key, principal, session };
     if (runHere === 'now') {
-      const call = { params: request.params, headers: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)) };
+      const call = {
+        params: request.params,
+        headers: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)),
+      };
       return { session, result: { kind: 'task', created: await deps.tasks.runHere(origin, call, ex.log) }, asTask };
     }
     // Its first questions come as rounds (an optional tool's first one makes the task); once it
@@ -309,7 +362,12 @@ async function forward(
     deps.client,
     ref,
     deps.ids,
-    { method: request.method, params: request.params, progressToken: request.meta.progressToken, headers: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)) },
+    {
+      method: request.method,
+      params: request.params,
+      progressToken: request.meta.progressToken,
+      headers: callHeaders(request.method, request.name, deps.forward.pick(ex.headers)),
+    },
     observer,
     ex.log,
     ex.signal,
@@ -330,7 +388,8 @@ async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: P
   const name = ex.request.name!;
   const { facts } = session;
   const args = isObject(ex.request.params.arguments) ? ex.request.params.arguments : undefined;
-  if (facts.toolHeaders(name) === undefined && mayNeedParamHeaders(ex.headers, args)) await learnTools(ex, deps, session);
+  if (facts.toolHeaders(name) === undefined && mayNeedParamHeaders(ex.headers, args))
+    await learnTools(ex, deps, session);
   const params = facts.toolHeaders(name);
   if (!params) return;
   const check = checkParamHeaders(ex.headers, params, args);

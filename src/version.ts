@@ -4,7 +4,9 @@
 
 import { readFileSync } from 'node:fs';
 
-export const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 /** The MCP revision Causeway's stateless face speaks, and a modern upstream is spoken to in. */
 export const MODERN_VERSION = '2026-07-28';

@@ -9,7 +9,10 @@ import { exitOf, spawnOwned } from './helpers/processes.js';
 const DEMO = fileURLToPath(new URL('../demo/demo.js', import.meta.url));
 
 t.test('npm run demo prints a curl line that answers through Causeway', async (t) => {
-  const child = spawnOwned(process.execPath, [DEMO, '--listen.port', '0', '--admin.port', '0'], { t, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnOwned(process.execPath, [DEMO, '--listen.port', '0', '--admin.port', '0'], {
+    t,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));

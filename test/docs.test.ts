@@ -19,7 +19,11 @@ t.test('every setting is documented with its env variable and default', async (t
     t.match(row ?? '', `\`${JSON.stringify(s.default)}\``, `${s.path} states its default`);
   }
   const documented = rows(/^\| `([a-z]+\.[A-Za-z]+)` \|/gm);
-  t.same(documented.filter((p) => !SETTINGS.some((s) => s.path === p)), [], 'no stale setting rows');
+  t.same(
+    documented.filter((p) => !SETTINGS.some((s) => s.path === p)),
+    [],
+    'no stale setting rows',
+  );
 });
 
 t.test('every error reason is documented with its status and code', async (t) => {
@@ -29,7 +33,11 @@ t.test('every error reason is documented with its status and code', async (t) =>
     t.match(line ?? '', `| ${row.status} | ${row.code} |`, `${reason} status and code`);
   }
   const documented = rows(/^\| `([a-z_]+)` \| \d{3} \|/gm);
-  t.same(documented.filter((r) => !(r in ERROR_TABLE)), [], 'no stale error rows');
+  t.same(
+    documented.filter((r) => !(r in ERROR_TABLE)),
+    [],
+    'no stale error rows',
+  );
 });
 
 t.test("Causeway's own errors answer with the status 2026 pins to their code", async (t) => {

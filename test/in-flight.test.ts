@@ -123,11 +123,21 @@ console.log(JSON.stringify(out));
 
 t.test('removed values are not promoted, as a Set’s are', async (t) => {
   const module = fileURLToPath(new URL('../src/in-flight.js', import.meta.url));
-  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--input-type=module', '-e', CHILD, module], { timeout: 120_000 });
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--expose-gc', '--input-type=module', '-e', CHILD, module],
+    { timeout: 120_000 },
+  );
   const grew = JSON.parse(stdout) as { set: number; inflight: number; bykey: number };
   const mb = (n: number) => (n / 1e6).toFixed(2);
-  t.comment(`old space grew ${mb(grew.set)} MB with a Set, ${mb(grew.inflight)} MB with InFlight, ${mb(grew.bykey)} MB with InFlightByKey (22 MB allocated)`);
-  t.ok(grew.set > 5e6, 'the Set: removed values were kept through scavenges and promoted (what the test guards against is real)');
+  t.comment(
+    `old space grew ${mb(grew.set)} MB with a Set, ${mb(grew.inflight)} MB ` +
+      `with InFlight, ${mb(grew.bykey)} MB with InFlightByKey (22 MB allocated)`,
+  );
+  t.ok(
+    grew.set > 5e6,
+    'the Set: removed values were kept through scavenges and promoted (what the test guards against is real)',
+  );
   t.ok(grew.inflight < 1e6, 'InFlight: removed values died young');
   // A dictionary rebuilt as keys come and go leaves its old table holding what it held until the
   // next full collection, but not chained to the next one: about 1 MB here, a twentieth of the Set's.

@@ -7,8 +7,17 @@
 
 import t, { type Test } from 'tap';
 import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync }
-  from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,7 +71,10 @@ function machine(t: Test): Machine {
       const out = spawnSync(join(bin, 'bash'), [join(dir, 'setup.sh')], options);
       return { status: out.status, stderr: String(out.stderr), ms: Date.now() - started };
     },
-    calls: () => readFileSync(log, 'utf8').split('\n').filter((l) => l !== ''),
+    calls: () =>
+      readFileSync(log, 'utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
   };
 }
 

@@ -17,7 +17,6 @@ const MAX_FUNCTION_LINES = 100;
 const MAX_FILE_LINES = 450;
 const MAX_ENTRIES = 12;
 
-
 function folders(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true })
     .filter((e) => e.isDirectory())

@@ -67,7 +67,10 @@ for (const file of sources(SRC)) {
   const to: string[] = [];
   const all: string[] = [];
   for (const m of readFileSync(file, 'utf8').matchAll(IMPORT)) {
-    const names = (m[2] ?? '*').split(',').map((n) => n.trim()).filter(Boolean);
+    const names = (m[2] ?? '*')
+      .split(',')
+      .map((n) => n.trim())
+      .filter(Boolean);
     const target = normalize(join(dirname(from), m[3]!)).replace(/\.js$/, '.ts');
     all.push(target);
     if (m[1] !== undefined || names.every((n) => n.startsWith('type '))) continue;
@@ -99,8 +102,25 @@ function cyclesOf(edges: ReadonlyMap<string, Iterable<string>>): string[] {
 }
 
 t.test('the cycle finder finds a cycle', async (t) => {
-  t.same(cyclesOf(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]])), ['a -> b -> c -> a']);
-  t.same(cyclesOf(new Map([['a', ['b']], ['b', []]])), []);
+  t.same(
+    cyclesOf(
+      new Map([
+        ['a', ['b']],
+        ['b', ['c']],
+        ['c', ['a']],
+      ]),
+    ),
+    ['a -> b -> c -> a'],
+  );
+  t.same(
+    cyclesOf(
+      new Map([
+        ['a', ['b']],
+        ['b', []],
+      ]),
+    ),
+    [],
+  );
 });
 
 t.test('no cycles between files, type imports counted', async (t) => {
@@ -111,21 +131,26 @@ t.test('a folder is entered through its index.ts', async (t) => {
   const past: string[] = [];
   for (const [from, tos] of graph) {
     for (const to of tos) {
-      if (dirname(to) !== '.' && dirname(to) !== dirname(from) && !to.endsWith('/index.ts')) past.push(`${from} -> ${to}`);
+      if (dirname(to) !== '.' && dirname(to) !== dirname(from) && !to.endsWith('/index.ts'))
+        past.push(`${from} -> ${to}`);
     }
   }
   t.same(past, []);
 });
 
-t.test('stages never import the pipeline or the composition root; the front door hands requests to the pipeline', async (t) => {
-  const upward: string[] = [];
-  for (const [from, tos] of graph) {
-    if (isRoot(from)) continue;
-    for (const to of tos) if (isRoot(to) && !(from === FRONT_DOOR && to === 'pipeline.ts')) upward.push(`${from} -> ${to}`);
-  }
-  t.same(upward, []);
-  t.ok(graph.get(FRONT_DOOR)?.includes('pipeline.ts'), 'the front door calls the pipeline itself');
-});
+t.test(
+  'stages never import the pipeline or the composition root; the front door hands requests to the pipeline',
+  async (t) => {
+    const upward: string[] = [];
+    for (const [from, tos] of graph) {
+      if (isRoot(from)) continue;
+      for (const to of tos)
+        if (isRoot(to) && !(from === FRONT_DOOR && to === 'pipeline.ts')) upward.push(`${from} -> ${to}`);
+    }
+    t.same(upward, []);
+    t.ok(graph.get(FRONT_DOOR)?.includes('pipeline.ts'), 'the front door calls the pipeline itself');
+  },
+);
 
 t.test('no cycles between folders, type imports counted: each stage builds only on the ones before it', async (t) => {
   const folders = new Map<string, Set<string>>();
@@ -143,21 +168,32 @@ t.test('no cycles between folders, type imports counted: each stage builds only 
   t.same(cyclesOf(folders), []);
 });
 
-t.test('floors that hold in types too: routing never imports the pipeline, the pool never imports dialect', async (t) => {
-  const up: string[] = [];
-  for (const [from, tos] of typeGraph) {
-    for (const to of tos) {
-      if ((from.startsWith('routing/') && to === 'pipeline.ts') || (from.startsWith('pool/') && to.startsWith('dialect/'))) up.push(`${from} -> ${to}`);
+t.test(
+  'floors that hold in types too: routing never imports the pipeline, the pool never imports dialect',
+  async (t) => {
+    const up: string[] = [];
+    for (const [from, tos] of typeGraph) {
+      for (const to of tos) {
+        if (
+          (from.startsWith('routing/') && to === 'pipeline.ts') ||
+          (from.startsWith('pool/') && to.startsWith('dialect/'))
+        )
+          up.push(`${from} -> ${to}`);
+      }
     }
-  }
-  t.ok(typeGraph.get('pipeline.ts')?.includes('routing/index.ts'), 'type imports are read');
-  t.same(up, []);
-});
+    t.ok(typeGraph.get('pipeline.ts')?.includes('routing/index.ts'), 'type imports are read');
+    t.same(up, []);
+  },
+);
 
 t.test('each folder imports only the floors below it, type imports counted', async (t) => {
   const top = (file: string) => file.split('/')[0]!;
   const folders = new Set([...typeGraph.keys()].filter((f) => dirname(f) !== '.').map(top));
-  t.same([...folders].filter((f) => !FLOORS.includes(f)), [], 'every folder has its floor');
+  t.same(
+    [...folders].filter((f) => !FLOORS.includes(f)),
+    [],
+    'every folder has its floor',
+  );
   const up: string[] = [];
   for (const [from, tos] of typeGraph) {
     if (dirname(from) === '.') continue;
@@ -168,18 +204,21 @@ t.test('each folder imports only the floors below it, type imports counted', asy
   t.same(up, []);
 });
 
-t.test("upstream/'s own floors, type imports counted: core imports no sibling, http and replicas never each other", async (t) => {
-  const part = (file: string) => (file.startsWith('upstream/') ? file.split('/')[1] : undefined);
-  const crossing = (from: string, to: string) => {
-    const a = part(from);
-    const b = part(to);
-    if (a === undefined || b === undefined || a === b || !to.includes('/', 'upstream/'.length)) return false;
-    if (a === 'core') return true;
-    if (a === 'replicas') return b === 'http' || b === 'channel';
-    return a === 'http' && b === 'replicas';
-  };
-  const up: string[] = [];
-  for (const [from, tos] of typeGraph) for (const to of tos) if (crossing(from, to)) up.push(`${from} -> ${to}`);
-  t.ok(typeGraph.get('upstream/http/legacy-client.ts')?.includes('upstream/core/index.ts'), 'the parts are read');
-  t.same(up, []);
-});
+t.test(
+  "upstream/'s own floors, type imports counted: core imports no sibling, http and replicas never each other",
+  async (t) => {
+    const part = (file: string) => (file.startsWith('upstream/') ? file.split('/')[1] : undefined);
+    const crossing = (from: string, to: string) => {
+      const a = part(from);
+      const b = part(to);
+      if (a === undefined || b === undefined || a === b || !to.includes('/', 'upstream/'.length)) return false;
+      if (a === 'core') return true;
+      if (a === 'replicas') return b === 'http' || b === 'channel';
+      return a === 'http' && b === 'replicas';
+    };
+    const up: string[] = [];
+    for (const [from, tos] of typeGraph) for (const to of tos) if (crossing(from, to)) up.push(`${from} -> ${to}`);
+    t.ok(typeGraph.get('upstream/http/legacy-client.ts')?.includes('upstream/core/index.ts'), 'the parts are read');
+    t.same(up, []);
+  },
+);

@@ -60,12 +60,16 @@ export class DpopVerifier {
       if (typeof header.jwk !== 'object' || header.jwk === null) return 'dpop_invalid_proof';
       jwk = header.jwk;
       if (PRIVATE_MEMBERS.some((m) => m in jwk)) return 'dpop_invalid_proof';
-      ({ payload } = await jwtVerify(req.proof, EmbeddedJWK, { typ: 'dpop+jwt', algorithms: [...this.opts.algorithms] }));
+      ({ payload } = await jwtVerify(req.proof, EmbeddedJWK, {
+        typ: 'dpop+jwt',
+        algorithms: [...this.opts.algorithms],
+      }));
     } catch {
       return 'dpop_invalid_proof';
     }
     const { jti, htm, htu, iat, ath } = payload;
-    if (typeof jti !== 'string' || jti === '' || jti.length > 256 || typeof htu !== 'string' || typeof iat !== 'number') return 'dpop_invalid_proof';
+    if (typeof jti !== 'string' || jti === '' || jti.length > 256 || typeof htu !== 'string' || typeof iat !== 'number')
+      return 'dpop_invalid_proof';
     if (htm !== req.method || normalizeHtu(htu) !== normalizeHtu(req.url)) return 'dpop_wrong_target';
     const now = Date.now();
     const { clockSkewMs: skew, windowMs } = this.opts;

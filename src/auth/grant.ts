@@ -57,7 +57,9 @@ export class Access {
     return mayHide(this.rules, this.scopes, method);
   }
 
-  /** A tools, prompts, resources or templates list as this grant may see it: private to it, whatever the cache policy. */
+  /**
+   * A tools, prompts, resources or templates list as this grant may see it: private to it, whatever the cache policy.
+   */
   filterList(method: string, result: JsonObject): JsonObject {
     if (!FILTERED_LISTS.has(method)) return result;
     const out = filterList(this.rules, this.scopes, method, result);
@@ -68,7 +70,11 @@ export class Access {
 /** The token's aud claim as a list. */
 export function audiencesOf(claims: Readonly<Record<string, unknown>>): string[] {
   const aud = claims.aud;
-  return typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud.filter((a): a is string => typeof a === 'string') : [];
+  return typeof aud === 'string'
+    ? [aud]
+    : Array.isArray(aud)
+      ? aud.filter((a): a is string => typeof a === 'string')
+      : [];
 }
 
 /**

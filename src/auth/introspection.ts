@@ -61,7 +61,11 @@ export class IntrospectionVerifier implements TokenVerifier {
     try {
       const res = await request(this.opts.url, {
         method: 'POST',
-        headers: { authorization: this.authorization, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        headers: {
+          authorization: this.authorization,
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+        },
         body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
         headersTimeout: TIMEOUT_MS,
         bodyTimeout: TIMEOUT_MS,
@@ -75,7 +79,9 @@ export class IntrospectionVerifier implements TokenVerifier {
     const now = Date.now();
     const verdict = this.judge(answer, now);
     const exp = isObject(answer) && typeof answer.exp === 'number' ? answer.exp * 1000 : Infinity;
-    const until = verdict.ok ? Math.min(now + this.opts.cacheMs, exp) : now + Math.min(MAX_NEGATIVE_MS, this.opts.cacheMs);
+    const until = verdict.ok
+      ? Math.min(now + this.opts.cacheMs, exp)
+      : now + Math.min(MAX_NEGATIVE_MS, this.opts.cacheMs);
     if (verdict.ok || verdict.failure !== 'unavailable') this.cache.set(key, { expiresAt: until, verdict });
     return verdict;
   }
@@ -90,7 +96,12 @@ export class IntrospectionVerifier implements TokenVerifier {
     const audiences = audiencesOf(a);
     if (!audiences.some((x) => this.opts.audiences.includes(x))) return { ok: false, failure: 'wrong_audience' };
     // A client-credentials token speaks for its client: no sub, the client_id is the subject.
-    const subject = typeof a.sub === 'string' && a.sub !== '' ? a.sub : typeof a.client_id === 'string' && a.client_id !== '' ? a.client_id : undefined;
+    const subject =
+      typeof a.sub === 'string' && a.sub !== ''
+        ? a.sub
+        : typeof a.client_id === 'string' && a.client_id !== ''
+          ? a.client_id
+          : undefined;
     if (subject === undefined) return { ok: false, failure: 'missing_subject' };
     const binding = bindingOf(a);
     if (binding === 'other') return { ok: false, failure: 'bound_token' };
@@ -98,5 +109,4 @@ export class IntrospectionVerifier implements TokenVerifier {
     const identity = { issuer: this.opts.issuer, subject, ...clientIdOf(a) };
     return { ok: true, identity, scopes: scopesOf(a), audiences, jkt: binding?.jkt, expiresAt };
   }
-
 }

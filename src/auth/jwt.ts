@@ -23,7 +23,10 @@ export class JwtVerifier implements TokenVerifier {
   private readonly keys: ReturnType<typeof createRemoteJWKSet>;
 
   constructor(private readonly opts: JwtOptions) {
-    this.keys = createRemoteJWKSet(new URL(opts.jwksUrl), { cooldownDuration: opts.cooldownMs, timeoutDuration: JWKS_TIMEOUT_MS });
+    this.keys = createRemoteJWKSet(new URL(opts.jwksUrl), {
+      cooldownDuration: opts.cooldownMs,
+      timeoutDuration: JWKS_TIMEOUT_MS,
+    });
   }
 
   async verify(token: string): Promise<Verified> {
@@ -56,7 +59,9 @@ export class IssuerSet implements TokenVerifier {
   private readonly byIssuer: ReadonlyMap<string, JwtVerifier>;
 
   constructor(jwksUrls: ReadonlyMap<string, string>, common: Omit<JwtOptions, 'issuer' | 'jwksUrl'>) {
-    this.byIssuer = new Map([...jwksUrls].map(([issuer, jwksUrl]) => [issuer, new JwtVerifier({ ...common, issuer, jwksUrl })]));
+    this.byIssuer = new Map(
+      [...jwksUrls].map(([issuer, jwksUrl]) => [issuer, new JwtVerifier({ ...common, issuer, jwksUrl })]),
+    );
   }
 
   async verify(token: string): Promise<Verified> {
@@ -73,15 +78,22 @@ export class IssuerSet implements TokenVerifier {
   }
 }
 
-const CLAIM_FAILURES: Readonly<Record<string, AuthFailure>> = { iss: 'wrong_issuer', aud: 'wrong_audience', nbf: 'not_yet_valid', exp: 'malformed_token' };
+const CLAIM_FAILURES: Readonly<Record<string, AuthFailure>> = {
+  iss: 'wrong_issuer',
+  aud: 'wrong_audience',
+  nbf: 'not_yet_valid',
+  exp: 'malformed_token',
+};
 
 function failureOf(err: unknown): AuthFailure {
   if (err instanceof errors.JWTExpired) return 'expired';
   if (err instanceof errors.JWTClaimValidationFailed) return CLAIM_FAILURES[err.claim] ?? 'malformed_token';
-  if (err instanceof errors.JWSSignatureVerificationFailed || err instanceof errors.JWKSMultipleMatchingKeys) return 'bad_signature';
+  if (err instanceof errors.JWSSignatureVerificationFailed || err instanceof errors.JWKSMultipleMatchingKeys)
+    return 'bad_signature';
   if (err instanceof errors.JWKSNoMatchingKey) return 'unknown_key';
   if (err instanceof errors.JOSEAlgNotAllowed) return 'disallowed_algorithm';
-  if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid || err instanceof errors.JOSENotSupported) return 'malformed_token';
+  if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid || err instanceof errors.JOSENotSupported)
+    return 'malformed_token';
   // Anything else is the JWKS not fetched or not readable: the issuer is at fault, not the token.
   return 'unavailable';
 }

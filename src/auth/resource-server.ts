@@ -23,7 +23,9 @@ import { baselineScopes, scopesNamed } from './rules.js';
 export type AuthSettings = Config['auth'];
 
 /** `principal`: the verified identity's hash, the request's principal from here on. */
-export type Authenticated = { ok: true; access: Access; principal: string } | { ok: false; failure: AuthFailure; error: CausewayError };
+export type Authenticated =
+  | { ok: true; access: Access; principal: string }
+  | { ok: false; failure: AuthFailure; error: CausewayError };
 
 interface Protected {
   /** The mount's public URL: the audience, and what a DPoP proof's htu must name. */
@@ -38,7 +40,10 @@ const CREDENTIAL = /^(Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*) *$/i;
 const BINDING_FAILURES: ReadonlySet<AuthFailure> = new Set(['dpop_key_mismatch', 'dpop_unbound_token']);
 
 /** Each mount's resource: auth.resource for a single mount, else its origin plus the mount path. */
-export function resourcesOf(settings: Pick<AuthSettings, 'resource'>, mountPaths: readonly string[]): Map<string, string> {
+export function resourcesOf(
+  settings: Pick<AuthSettings, 'resource'>,
+  mountPaths: readonly string[],
+): Map<string, string> {
   if (mountPaths.length === 1) return new Map([[mountPaths[0]!, settings.resource]]);
   const origin = new URL(settings.resource).origin;
   return new Map(mountPaths.map((p) => [p, origin + p]));
@@ -80,17 +85,22 @@ export class ResourceServer {
     const scopes = scopesNamed(this.rules);
     const baseline = baselineScopes(this.rules);
     const resources = resourcesOf(settings, mountPaths);
-    const schemes: Scheme[] = settings.dpop === 'off' ? ['Bearer'] : settings.dpop === 'required' ? ['DPoP'] : ['Bearer', 'DPoP'];
+    const schemes: Scheme[] =
+      settings.dpop === 'off' ? ['Bearer'] : settings.dpop === 'required' ? ['DPoP'] : ['Bearer', 'DPoP'];
     const dpopAlgorithms = settings.dpop === 'off' ? [] : settings.dpopAlgorithms;
     for (const [path, resource] of resources) {
-      this.mounts.set(path, { resource, challenges: new Challenges(metadataUrl(resource), schemes, dpopAlgorithms, baseline) });
+      this.mounts.set(path, {
+        resource,
+        challenges: new Challenges(metadataUrl(resource), schemes, dpopAlgorithms, baseline),
+      });
       const doc = metadataDocument(resource, servers, scopes, dpopAlgorithms, settings.dpop === 'required');
       // Served where Causeway sees the mount, and where the resource's public URL puts it.
       this.documents.set(WELL_KNOWN_PRM + (path === '/' ? '' : path), doc);
       this.documents.set(metadataPath(resource), doc);
     }
     const first = resources.values().next().value!;
-    if (!this.documents.has(WELL_KNOWN_PRM)) this.documents.set(WELL_KNOWN_PRM, this.documents.get(metadataPath(first))!);
+    if (!this.documents.has(WELL_KNOWN_PRM))
+      this.documents.set(WELL_KNOWN_PRM, this.documents.get(metadataPath(first))!);
     const audiences = [...resources.values()];
     this.verifier =
       settings.mode === 'introspection'
@@ -112,7 +122,13 @@ export class ResourceServer {
           });
     if (settings.dpop !== 'off') {
       if (settings.dpopNonces) this.nonces = new DpopNonces(more.principal.hashSecret, settings.dpopProofWindowMs);
-      this.dpop = new DpopVerifier({ algorithms: dpopAlgorithms, clockSkewMs: settings.clockSkewMs, windowMs: settings.dpopProofWindowMs, replays, nonces: this.nonces });
+      this.dpop = new DpopVerifier({
+        algorithms: dpopAlgorithms,
+        clockSkewMs: settings.clockSkewMs,
+        windowMs: settings.dpopProofWindowMs,
+        replays,
+        nonces: this.nonces,
+      });
     }
   }
 
@@ -125,13 +141,17 @@ export class ResourceServer {
   async authenticate(headers: HeaderBag, mountPath: string, method: string): Promise<Authenticated> {
     const mount = this.mounts.get(mountPath)!;
     const header = headers.authorization;
-    if (header === undefined) return this.refuse('missing_token', challengeError('unauthorized', mount.challenges.missing()));
+    if (header === undefined)
+      return this.refuse('missing_token', challengeError('unauthorized', mount.challenges.missing()));
     const parsed = CREDENTIAL.exec(header);
-    if (parsed === null) return this.refuse('malformed_token', this.invalid(mount, { scheme: undefined, error: 'invalid_token' }));
+    if (parsed === null)
+      return this.refuse('malformed_token', this.invalid(mount, { scheme: undefined, error: 'invalid_token' }));
     const scheme: Scheme = parsed[1]!.toLowerCase() === 'dpop' ? 'DPoP' : 'Bearer';
     const token = parsed[2]!;
-    if (scheme === 'DPoP' && this.dpop === undefined) return this.refuse('dpop_off', this.invalid(mount, { scheme: undefined, error: 'invalid_token' }));
-    if (scheme === 'Bearer' && this.mode === 'required') return this.refuse('dpop_required', this.invalid(mount, { scheme: undefined, error: 'invalid_token' }));
+    if (scheme === 'DPoP' && this.dpop === undefined)
+      return this.refuse('dpop_off', this.invalid(mount, { scheme: undefined, error: 'invalid_token' }));
+    if (scheme === 'Bearer' && this.mode === 'required')
+      return this.refuse('dpop_required', this.invalid(mount, { scheme: undefined, error: 'invalid_token' }));
     const verified = await this.verifier.verify(token);
     if (!verified.ok) {
       // The issuer's keys or introspection could not be reached: not the client's fault, no challenge.
@@ -139,10 +159,12 @@ export class ResourceServer {
       return this.refuse(verified.failure, this.invalid(mount, { scheme, error: 'invalid_token' }));
     }
     // A token for another mount of this server is another resource's token [RFC 8707].
-    if (!verified.audiences.includes(mount.resource)) return this.refuse('wrong_audience', this.invalid(mount, { scheme, error: 'invalid_token' }));
+    if (!verified.audiences.includes(mount.resource))
+      return this.refuse('wrong_audience', this.invalid(mount, { scheme, error: 'invalid_token' }));
     if (scheme === 'Bearer') {
       // A sender-constrained token proves nothing without its proof [RFC 9449 §7.2].
-      if (verified.jkt !== undefined) return this.refuse('bound_token', this.invalid(mount, { scheme, error: 'invalid_token' }));
+      if (verified.jkt !== undefined)
+        return this.refuse('bound_token', this.invalid(mount, { scheme, error: 'invalid_token' }));
     } else {
       const failure =
         verified.jkt === undefined
@@ -151,7 +173,12 @@ export class ResourceServer {
       if (failure === 'unavailable') return this.refuse('unavailable', causewayError('auth_unavailable'));
       if (failure === 'dpop_nonce') {
         const challenge = mount.challenges.refused({ scheme, error: 'use_dpop_nonce' });
-        return this.refuse(failure, challengeError('invalid_dpop_proof', challenge, 'A DPoP nonce is required', { 'dpop-nonce': this.nonces!.current() }));
+        return this.refuse(
+          failure,
+          challengeError('invalid_dpop_proof', challenge, 'A DPoP nonce is required', {
+            'dpop-nonce': this.nonces!.current(),
+          }),
+        );
       }
       if (failure !== undefined) {
         const error = BINDING_FAILURES.has(failure) ? 'invalid_token' : 'invalid_dpop_proof';
@@ -174,12 +201,17 @@ export class ResourceServer {
     const missing = access.missing(method, name);
     if (missing.length === 0) return undefined;
     this.onFailure('insufficient_scope');
-    const challenge = this.mounts.get(mountPath)!.challenges.refused({ scheme: access.scheme, error: 'insufficient_scope', scopes: missing });
+    const challenge = this.mounts
+      .get(mountPath)!
+      .challenges.refused({ scheme: access.scheme, error: 'insufficient_scope', scopes: missing });
     return challengeError('insufficient_scope', challenge);
   }
 
   private invalid(mount: Protected, e: ChallengeError): CausewayError {
-    return challengeError(e.error === 'invalid_dpop_proof' ? 'invalid_dpop_proof' : 'invalid_token', mount.challenges.refused(e));
+    return challengeError(
+      e.error === 'invalid_dpop_proof' ? 'invalid_dpop_proof' : 'invalid_token',
+      mount.challenges.refused(e),
+    );
   }
 
   private refuse(failure: AuthFailure, error: CausewayError): Authenticated {

@@ -24,7 +24,10 @@ export const FILTERED_LISTS: ReadonlySet<string> = new Set(Object.keys(LISTED));
  */
 export function mayHide(rules: readonly ScopeRule[], granted: ReadonlySet<string>, method: string): boolean {
   const shape = LISTED[method];
-  return shape !== undefined && rules.some((r) => (r.method === undefined || r.method === shape.call) && r.scopes.some((s) => !granted.has(s)));
+  return (
+    shape !== undefined &&
+    rules.some((r) => (r.method === undefined || r.method === shape.call) && r.scopes.some((s) => !granted.has(s)))
+  );
 }
 
 /** Every scope the matching rules name, in rule order, each once. */
@@ -38,13 +41,23 @@ export function requiredScopes(rules: readonly ScopeRule[], method: string, name
   return [...out];
 }
 
-export function missingScopes(rules: readonly ScopeRule[], granted: ReadonlySet<string>, method: string, name: string | undefined): string[] {
+export function missingScopes(
+  rules: readonly ScopeRule[],
+  granted: ReadonlySet<string>,
+  method: string,
+  name: string | undefined,
+): string[] {
   const needed = requiredScopes(rules, method, name);
   return needed.some((s) => !granted.has(s)) ? needed : [];
 }
 
 /** A tools, prompts, resources or resource templates list result holding only the items the grant may call. */
-export function filterList(rules: readonly ScopeRule[], granted: ReadonlySet<string>, method: string, result: JsonObject): JsonObject {
+export function filterList(
+  rules: readonly ScopeRule[],
+  granted: ReadonlySet<string>,
+  method: string,
+  result: JsonObject,
+): JsonObject {
   const shape = LISTED[method];
   const items = shape ? result[shape.items] : undefined;
   if (!shape || !Array.isArray(items)) return result;

@@ -1,3 +1,10 @@
 export { readMessage, RedisBus, type MessageBus } from './message-bus.js';
 export { FORGET_MS, ReplicaLiveness, type LivenessListener, type LivenessOptions } from './liveness.js';
-export { createRedisClient, describeConnection, parseHostPort, readCa, type RedisClient, type RedisConnectionOptions } from './redis-connection.js';
+export {
+  createRedisClient,
+  describeConnection,
+  parseHostPort,
+  readCa,
+  type RedisClient,
+  type RedisConnectionOptions,
+} from './redis-connection.js';

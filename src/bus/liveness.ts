@@ -111,7 +111,8 @@ export class ReplicaLiveness {
     try {
       reply = await this.script.cwReplicaBeat(this.opts.key, this.opts.replicaId, this.opts.ttlMs, FORGET_MS);
     } catch (err) {
-      if (!this.failing) this.log.warn({ err }, 'cannot state this replica alive in Redis; nothing is taken over until it answers');
+      if (!this.failing)
+        this.log.warn({ err }, 'cannot state this replica alive in Redis; nothing is taken over until it answers');
       this.failing = true;
       return;
     } finally {
@@ -127,7 +128,8 @@ export class ReplicaLiveness {
     this.lapsedNow = now;
     const first = !this.beaten;
     this.beaten = true;
-    if (fresh.length > 0 && !first) this.log.info({ replicas: fresh.length }, 'replicas lapsed; taking over what they held');
+    if (fresh.length > 0 && !first)
+      this.log.info({ replicas: fresh.length }, 'replicas lapsed; taking over what they held');
     for (const l of this.listeners) {
       if (fresh.length > 0) l.lapsed?.(fresh);
       if (selfLapsed) l.resumed?.();

@@ -16,7 +16,10 @@ import { EventEmitter } from 'node:events';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
 export interface MessageBus {
-  /** Resolves with how many subscribers heard it, when the bus can tell (a Redis Cluster cannot: another node's are not counted). */
+  /**
+   * Resolves with how many subscribers heard it, when the bus can tell (a Redis Cluster cannot: another node's are not
+   * counted).
+   */
   publish(channel: string, message: string): Promise<number | undefined>;
   /**
    * Resolves once subscribed (waiting for Redis if it is away); the returned function unsubscribes.
@@ -207,7 +210,11 @@ export class RedisBus implements MessageBus {
     return this.pub instanceof Cluster ? undefined : n;
   }
 
-  async subscribe(channel: string, onMessage: (message: string) => void, onGap?: () => void): Promise<() => Promise<void>> {
+  async subscribe(
+    channel: string,
+    onMessage: (message: string) => void,
+    onGap?: () => void,
+  ): Promise<() => Promise<void>> {
     if (this.closed) throw new Error('the message bus is closed');
     let s = this.subs.get(channel);
     if (!s) {
@@ -232,7 +239,9 @@ export class RedisBus implements MessageBus {
     };
   }
 
-  /** SUBSCRIBEs `channels` on the connection if it is ready (else its next ready does); tells those that had been down. */
+  /**
+   * SUBSCRIBEs `channels` on the connection if it is ready (else its next ready does); tells those that had been down.
+   */
   private async make(channels: string[]): Promise<void> {
     const wanted = channels.filter((c) => this.subs.has(c));
     if (wanted.length === 0 || !this.link.ready || this.closed) return;
@@ -279,7 +288,9 @@ function hashOf(s: string): number {
   return h;
 }
 
-/** A single node or a Sentinel-found primary: its own duplicate, which ioredis (or Sentinel) connects again by itself. */
+/**
+ * A single node or a Sentinel-found primary: its own duplicate, which ioredis (or Sentinel) connects again by itself.
+ */
 class NodeLink extends EventEmitter implements SubscriberLink {
   private readonly conn: Redis;
 
@@ -337,10 +348,18 @@ class ClusterLink extends EventEmitter implements SubscriberLink {
 
   /** Nodes the cluster client knows now, else its seeds. */
   private nodes(): Array<{ host: string; port: number }> {
-    const known = this.cluster.nodes('all').map((n) => ({ host: n.options.host ?? '127.0.0.1', port: n.options.port ?? 6379 }));
+    const known = this.cluster
+      .nodes('all')
+      .map((n) => ({ host: n.options.host ?? '127.0.0.1', port: n.options.port ?? 6379 }));
     if (known.length > 0) return known;
-    const seeds = (this.cluster as unknown as { startupNodes: Array<{ host?: string; port?: number } | string | number> }).startupNodes ?? [];
-    return seeds.map((s) => (typeof s === 'object' ? { host: s.host ?? '127.0.0.1', port: s.port ?? 6379 } : { host: '127.0.0.1', port: Number(s) }));
+    const seeds =
+      (this.cluster as unknown as { startupNodes: Array<{ host?: string; port?: number } | string | number> })
+        .startupNodes ?? [];
+    return seeds.map((s) =>
+      typeof s === 'object'
+        ? { host: s.host ?? '127.0.0.1', port: s.port ?? 6379 }
+        : { host: '127.0.0.1', port: Number(s) },
+    );
   }
 
   private connect(): void {

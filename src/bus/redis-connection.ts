@@ -49,9 +49,11 @@ function parseUrl(url: string): URL {
 
 /** An ioredis client (single node, Sentinel or Cluster) that fails fast instead of queueing. */
 export function createRedisClient(c: RedisConnectionOptions): RedisClient {
-  if (c.cluster?.length && c.sentinels?.length) throw new Error('store.redisSentinels and store.redisCluster exclude each other');
+  if (c.cluster?.length && c.sentinels?.length)
+    throw new Error('store.redisSentinels and store.redisCluster exclude each other');
   const u = parseUrl(c.url);
-  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new Error('store.redisUrl: must be redis:// or rediss://');
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:')
+    throw new Error('store.redisUrl: must be redis:// or rediss://');
   const tls = u.protocol === 'rediss:' ? (c.tlsCa ? { ca: c.tlsCa } : {}) : undefined;
   const username = c.username || decodeURIComponent(u.username) || undefined;
   const password = c.password || decodeURIComponent(u.password) || undefined;
@@ -76,7 +78,9 @@ export function createRedisClient(c: RedisConnectionOptions): RedisClient {
       slotsRefreshTimeout: Math.max(1000, c.commandTimeoutMs * 4),
       redisOptions: common,
       // TLS certificates name the nodes as announced, not as resolved.
-      ...(tls ? { dnsLookup: (address: string, cb: (err: Error | null, address: string) => void) => cb(null, address) } : {}),
+      ...(tls
+        ? { dnsLookup: (address: string, cb: (err: Error | null, address: string) => void) => cb(null, address) }
+        : {}),
     };
     return new Cluster(
       c.cluster.map((n) => parseHostPort(n, 6379)),
@@ -85,20 +89,22 @@ export function createRedisClient(c: RedisConnectionOptions): RedisClient {
   }
   const retryStrategy = (times: number) => Math.min(times * 100, RETRY_CAP_MS);
   if (c.sentinels?.length) {
-    return reconnectWhenEnded(new Redis({
-      ...common,
-      db,
-      sentinels: c.sentinels.map((n) => parseHostPort(n, 26379)),
-      name: c.sentinelName || 'mymaster',
-      sentinelPassword: c.sentinelPassword || undefined,
-      sentinelRetryStrategy: retryStrategy,
-      sentinelCommandTimeout: c.commandTimeoutMs > 0 ? c.commandTimeoutMs : undefined,
-      enableTLSForSentinelMode: tls !== undefined,
-      sentinelTLS: tls,
-      // Subscribe to +switch-master so a failover is followed at once, not at the next error.
-      failoverDetector: true,
-      retryStrategy,
-    }));
+    return reconnectWhenEnded(
+      new Redis({
+        ...common,
+        db,
+        sentinels: c.sentinels.map((n) => parseHostPort(n, 26379)),
+        name: c.sentinelName || 'mymaster',
+        sentinelPassword: c.sentinelPassword || undefined,
+        sentinelRetryStrategy: retryStrategy,
+        sentinelCommandTimeout: c.commandTimeoutMs > 0 ? c.commandTimeoutMs : undefined,
+        enableTLSForSentinelMode: tls !== undefined,
+        sentinelTLS: tls,
+        // Subscribe to +switch-master so a failover is followed at once, not at the next error.
+        failoverDetector: true,
+        retryStrategy,
+      }),
+    );
   }
   return new Redis({
     ...common,
@@ -147,4 +153,3 @@ export function readCa(file: string): string | undefined {
     throw new Error(`store.redisTlsCaFile: cannot read ${file}: ${(err as Error).message}`);
   }
 }
-

@@ -46,7 +46,14 @@ export class NameCatalog {
   /** Hears the other replicas, then reads what they learned before this one started. */
   async start(upstreams: readonly string[]): Promise<void> {
     // After a gap in the subscription, what was told meanwhile is read back from Redis.
-    this.off ??= await this.opts.bus.subscribe(this.channel, (text) => this.heard(text), () => void this.load(upstreams).catch((err: unknown) => this.opts.log.warn({ err }, 'cannot read the names other replicas learned')));
+    this.off ??= await this.opts.bus.subscribe(
+      this.channel,
+      (text) => this.heard(text),
+      () =>
+        void this.load(upstreams).catch((err: unknown) =>
+          this.opts.log.warn({ err }, 'cannot read the names other replicas learned'),
+        ),
+    );
     await this.load(upstreams);
   }
 
@@ -79,12 +86,21 @@ export class NameCatalog {
       .exec()
       .catch((err: unknown) => this.opts.log.warn({ err }, 'cannot keep learned names in the catalog'));
     const msg: Learned = { o: this.opts.replicaId, u: upstream, m: method, v };
-    this.opts.bus.publish(this.channel, JSON.stringify(msg)).catch((err: unknown) => this.opts.log.warn({ err }, 'cannot tell the other replicas of learned names'));
+    this.opts.bus
+      .publish(this.channel, JSON.stringify(msg))
+      .catch((err: unknown) => this.opts.log.warn({ err }, 'cannot tell the other replicas of learned names'));
   }
 
   private heard(text: string): void {
     const msg = readMessage<Learned>(text);
-    if (!isObject(msg) || msg.o === this.opts.replicaId || typeof msg.u !== 'string' || typeof msg.m !== 'string' || !Array.isArray(msg.v)) return;
+    if (
+      !isObject(msg) ||
+      msg.o === this.opts.replicaId ||
+      typeof msg.u !== 'string' ||
+      typeof msg.m !== 'string' ||
+      !Array.isArray(msg.v)
+    )
+      return;
     this.opts.offer(msg.u, msg.m, msg.v.filter((x): x is string => typeof x === 'string').slice(0, MAX_ITEMS));
   }
 

@@ -21,7 +21,6 @@ import { MemoryTier, sizeOf, type Entry } from './memory-tier.js';
 import type { CacheRecorder, CacheScope } from '../metrics/index.js';
 import type { RedisTier } from './redis-tier.js';
 
-
 export interface GatewayCacheOptions {
   maxBytes: number;
   replicaId: string;
@@ -62,7 +61,9 @@ export class GatewayCache {
   private readonly memory: MemoryTier;
   private readonly flights = new Map<string, Promise<void>>();
   private readonly generations = new Map<string, number>();
-  /** The scope each upstream method's answers came with last: a private one (or one not to keep) skips the Redis lookup. */
+  /**
+   * The scope each upstream method's answers came with last: a private one (or one not to keep) skips the Redis lookup.
+   */
   private readonly scopes = new Map<string, CacheScope>();
   private readonly channel: string;
   private epoch = 0;
@@ -80,7 +81,11 @@ export class GatewayCache {
     if (bus === undefined || this.bus !== undefined) return;
     this.bus = bus;
     // A gap in the subscription (Redis failed over) may have lost invalidations: nothing kept here is trusted.
-    this.off = await bus.subscribe(this.channel, (text) => this.heard(text), () => this.forgetAll());
+    this.off = await bus.subscribe(
+      this.channel,
+      (text) => this.heard(text),
+      () => this.forgetAll(),
+    );
   }
 
   async close(): Promise<void> {
@@ -100,7 +105,12 @@ export class GatewayCache {
    * `scope`: the one the answer will have, when known before asking (a legacy upstream's policy);
    * else both are looked up. Each request counts once, as a hit or a miss.
    */
-  async through<T>(q: CacheQuery, scope: CacheScope | undefined, hit: (e: Entry) => T, miss: (fill: Fill) => Promise<T>): Promise<T> {
+  async through<T>(
+    q: CacheQuery,
+    scope: CacheScope | undefined,
+    hit: (e: Entry) => T,
+    miss: (fill: Fill) => Promise<T>,
+  ): Promise<T> {
     let found = this.findHere(q, scope) ?? (await this.findShared(q, scope));
     const key = privateKey(q);
     const running = found ? undefined : this.flights.get(key);
@@ -152,7 +162,9 @@ export class GatewayCache {
     this.scopes.set(groupOf(q.upstream, q.method), keep.scope);
     if (!this.memory.set(e)) return;
     if (keep.scope === 'public' && this.opts.shared) {
-      this.opts.shared.put(e, q.base).catch((err: unknown) => this.opts.log.warn({ err }, 'cannot share a cache entry through Redis'));
+      this.opts.shared
+        .put(e, q.base)
+        .catch((err: unknown) => this.opts.log.warn({ err }, 'cannot share a cache entry through Redis'));
     }
   }
 
@@ -165,10 +177,15 @@ export class GatewayCache {
   changed(upstream: string, n: JsonRpcNotification): void {
     const methods = methodsChangedBy(n.method);
     if (methods.length === 0) return;
-    const uri = n.method === 'notifications/resources/updated' && isObject(n.params) && typeof n.params.uri === 'string' ? n.params.uri : undefined;
+    const uri =
+      n.method === 'notifications/resources/updated' && isObject(n.params) && typeof n.params.uri === 'string'
+        ? n.params.uri
+        : undefined;
     this.drop(upstream, methods, uri);
     // The shared entries go first: a replica told of the change must not find the old answer in Redis.
-    void this.dropShared(upstream, methods, uri).then(() => this.tell({ o: this.opts.replicaId, u: upstream, m: n.method, ...(uri !== undefined ? { uri } : {}) }));
+    void this.dropShared(upstream, methods, uri).then(() =>
+      this.tell({ o: this.opts.replicaId, u: upstream, m: n.method, ...(uri !== undefined ? { uri } : {}) }),
+    );
   }
 
   /**
@@ -178,23 +195,33 @@ export class GatewayCache {
    */
   replaced(upstream: string, sessionKeyId: string): void {
     this.dropSession(upstream, sessionKeyId);
-    void this.dropShared(upstream, [...CACHEABLE_METHODS], undefined).then(() => this.tell({ o: this.opts.replicaId, u: upstream, k: sessionKeyId }));
+    void this.dropShared(upstream, [...CACHEABLE_METHODS], undefined).then(() =>
+      this.tell({ o: this.opts.replicaId, u: upstream, k: sessionKeyId }),
+    );
   }
 
   private async dropShared(upstream: string, methods: readonly string[], uri: string | undefined): Promise<void> {
     const shared = this.opts.shared;
     if (shared === undefined) return;
-    await Promise.all(methods.map((m) => shared.drop(upstream, m, uri))).catch((err: unknown) => this.opts.log.warn({ err }, 'cannot drop shared cache entries'));
+    await Promise.all(methods.map((m) => shared.drop(upstream, m, uri))).catch((err: unknown) =>
+      this.opts.log.warn({ err }, 'cannot drop shared cache entries'),
+    );
   }
 
-  /** The answer to request `id` from an entry; `see` filters the result for the request's grant, when it may hide something. */
+  /**
+   * The answer to request `id` from an entry; `see` filters the result for the request's grant, when it may hide
+   * something.
+   */
   answer(id: RequestId, e: Entry, see?: (result: JsonObject) => JsonObject): string {
     const ttlMs = Math.max(0, Math.min(e.ttlMs, e.expiresAt - Date.now()));
     if (see !== undefined) {
       const result = see({ ttlMs, ...(JSON.parse(`{${e.rest}`) as JsonObject) });
       return JSON.stringify({ jsonrpc: '2.0', id, result });
     }
-    return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"ttlMs":${ttlMs}${e.rest === '}' ? '' : ','}${e.rest}}`;
+    return (
+      `{"jsonrpc":"2.0","id":${JSON.stringify(id)},` +
+      `"result":{"ttlMs":${ttlMs}${e.rest === '}' ? '' : ','}${e.rest}}`
+    );
   }
 
   /** The result an entry holds, as an object (for a face that rewrites it). */
@@ -219,7 +246,12 @@ export class GatewayCache {
 
   private async findShared(q: CacheQuery, scope: CacheScope | undefined): Promise<Entry | undefined> {
     const shared = this.opts.shared;
-    if (shared === undefined || scope === 'private' || (scope === undefined && this.scopes.get(groupOf(q.upstream, q.method)) === 'private')) return undefined;
+    if (
+      shared === undefined ||
+      scope === 'private' ||
+      (scope === undefined && this.scopes.get(groupOf(q.upstream, q.method)) === 'private')
+    )
+      return undefined;
     const stamp = this.generation(q.upstream, q.method);
     let found;
     try {
@@ -230,7 +262,18 @@ export class GatewayCache {
     }
     if (found === undefined) return undefined;
     const key = publicKey(q);
-    const e: Entry = { key, upstream: q.upstream, method: q.method, scope: 'public', uri: found.uri, session: undefined, rest: found.rest, ttlMs: found.ttlMs, expiresAt: found.expiresAt, bytes: sizeOf(key, found.rest) };
+    const e: Entry = {
+      key,
+      upstream: q.upstream,
+      method: q.method,
+      scope: 'public',
+      uri: found.uri,
+      session: undefined,
+      rest: found.rest,
+      ttlMs: found.ttlMs,
+      expiresAt: found.expiresAt,
+      bytes: sizeOf(key, found.rest),
+    };
     // Kept here too, unless a change came while Redis answered.
     if (stamp === this.generation(q.upstream, q.method)) this.memory.set(e);
     return e;
@@ -244,7 +287,9 @@ export class GatewayCache {
   private forgetAll(): void {
     this.epoch += 1;
     this.memory.clear();
-    this.opts.log.info('the cache invalidations of other replicas may have been missed (pub/sub gap): every kept answer dropped');
+    this.opts.log.info(
+      'the cache invalidations of other replicas may have ' + 'been missed (pub/sub gap): every kept answer dropped',
+    );
   }
 
   private drop(upstream: string, methods: readonly string[], uri: string | undefined): void {
@@ -263,7 +308,9 @@ export class GatewayCache {
   }
 
   private tell(msg: Invalidation): void {
-    this.bus?.publish(this.channel, JSON.stringify(msg)).catch((err: unknown) => this.opts.log.warn({ err }, 'cannot tell the other replicas of a cache invalidation'));
+    this.bus
+      ?.publish(this.channel, JSON.stringify(msg))
+      .catch((err: unknown) => this.opts.log.warn({ err }, 'cannot tell the other replicas of a cache invalidation'));
   }
 
   private heard(text: string): void {

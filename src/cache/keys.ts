@@ -16,7 +16,6 @@ export const CACHEABLE_METHODS: ReadonlySet<string> = new Set([
   'resources/read',
 ]);
 
-
 /**
  * A cacheable request: one of the methods, and not the retry of a multi-round request (one that
  * carries inputResponses or requestState), whose answer MUST NOT be cached [CACHE].
@@ -42,9 +41,18 @@ export interface CacheQuery {
  * which adds the capabilities the session was opened with); `authorization`: the request's
  * Authorization header, kept only as a digest.
  */
-export function cacheQuery(upstream: string, method: string, params: JsonObject, who: string, authorization: string | undefined): CacheQuery {
+export function cacheQuery(
+  upstream: string,
+  method: string,
+  params: JsonObject,
+  who: string,
+  authorization: string | undefined,
+): CacheQuery {
   const uri = method === 'resources/read' && typeof params.uri === 'string' ? params.uri : undefined;
-  const context = authorization === undefined ? who : `${who}\u0001${createHash('sha256').update(authorization).digest('base64url').slice(0, 22)}`;
+  const context =
+    authorization === undefined
+      ? who
+      : `${who}\u0001${createHash('sha256').update(authorization).digest('base64url').slice(0, 22)}`;
   return { upstream, method, base: `${upstream}\u0000${method}\u0000${paramsKey(params)}`, context, uri };
 }
 
@@ -84,7 +92,10 @@ export function paramsKey(params: JsonObject): string {
 function stable(v: JsonValue): string {
   if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
   if (v === null || typeof v !== 'object') return JSON.stringify(v);
-  return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${stable((v as JsonObject)[k]!)}`).join(',')}}`;
+  return `{${Object.keys(v)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${stable((v as JsonObject)[k]!)}`)
+    .join(',')}}`;
 }
 
 /** The methods whose entries a change notification makes stale [CACHE][SUBS]. */

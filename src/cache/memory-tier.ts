@@ -24,7 +24,6 @@ export interface Entry {
   bytes: number;
 }
 
-
 /** Per-entry overhead beyond its text: the key, the object, the map slots. */
 const OVERHEAD = 256;
 

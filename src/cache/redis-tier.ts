@@ -34,7 +34,12 @@ export class RedisTier {
     const key = this.hashKey(e.upstream, e.method);
     const ttl = Math.max(1, e.expiresAt - Date.now());
     // The hash lives as long as its longest-lived field: GT never shortens it.
-    await this.redis.multi().hset(key, field(base), JSON.stringify(value)).pexpire(key, ttl, 'NX').pexpire(key, ttl, 'GT').exec();
+    await this.redis
+      .multi()
+      .hset(key, field(base), JSON.stringify(value))
+      .pexpire(key, ttl, 'NX')
+      .pexpire(key, ttl, 'GT')
+      .exec();
   }
 
   /** Drops an upstream's entries of `method`: all of them, or only those of `uri`. */
@@ -62,7 +67,8 @@ function field(base: string): string {
 function read(text: string): SharedEntry | undefined {
   try {
     const v: unknown = JSON.parse(text);
-    if (!isObject(v) || typeof v.rest !== 'string' || typeof v.ttlMs !== 'number' || typeof v.expiresAt !== 'number') return undefined;
+    if (!isObject(v) || typeof v.rest !== 'string' || typeof v.ttlMs !== 'number' || typeof v.expiresAt !== 'number')
+      return undefined;
     return { rest: v.rest, ttlMs: v.ttlMs, expiresAt: v.expiresAt, uri: typeof v.uri === 'string' ? v.uri : undefined };
   } catch {
     return undefined;

@@ -62,7 +62,12 @@ export class UpstreamCache {
     return wholeListQuery(this.upstream, method, who, authorization);
   }
 
-  through<T>(q: CacheQuery, scope: CacheScope | undefined, hit: (e: Entry) => T, miss: (fill: Fill) => Promise<T>): Promise<T> {
+  through<T>(
+    q: CacheQuery,
+    scope: CacheScope | undefined,
+    hit: (e: Entry) => T,
+    miss: (fill: Fill) => Promise<T>,
+  ): Promise<T> {
     return this.cache.through(q, scope, hit, miss);
   }
 
@@ -71,7 +76,13 @@ export class UpstreamCache {
   }
 
   /** A legacy answer given `hint` by the policy, read on `session`. */
-  keepLegacy(q: CacheQuery, fill: Fill, result: JsonObject, hint: { ttlMs: number; cacheScope: CacheScope }, session: LegacySession): void {
+  keepLegacy(
+    q: CacheQuery,
+    fill: Fill,
+    result: JsonObject,
+    hint: { ttlMs: number; cacheScope: CacheScope },
+    session: LegacySession,
+  ): void {
     const keepMs = heardChange(q.method, session) ? Math.max(hint.ttlMs, this.keepMs) : hint.ttlMs;
     this.cache.store(q, fill, result, { scope: hint.cacheScope, ttlMs: hint.ttlMs, keepMs, session: session.id });
   }
@@ -79,7 +90,12 @@ export class UpstreamCache {
   /** A modern answer, kept as its hints say. */
   keepModern(q: CacheQuery, fill: Fill, result: JsonObject): void {
     const { ttlMs, cacheScope, resultType } = result;
-    if (resultType !== 'complete' || typeof ttlMs !== 'number' || !(ttlMs > 0) || (cacheScope !== 'public' && cacheScope !== 'private')) {
+    if (
+      resultType !== 'complete' ||
+      typeof ttlMs !== 'number' ||
+      !(ttlMs > 0) ||
+      (cacheScope !== 'public' && cacheScope !== 'private')
+    ) {
       // Nothing to keep: until one is kept, the next misses of this method skip the shared tier.
       if (resultType === 'complete') this.cache.unkept(q);
       return;

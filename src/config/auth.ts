@@ -29,10 +29,16 @@ export function authProblems(c: Config, topology: Topology): string[] {
   const signIns = topology.upstreams.filter((u) => u.credentials?.grant === 'authorization_code');
   for (const u of topology.upstreams) {
     if (a.mode === 'none' && u.credentials?.grant === 'token_exchange') {
-      problems.push(`upstream ${u.name}: credentials grant token_exchange needs auth.mode jwt or introspection: it exchanges the client's verified token`);
+      problems.push(
+        `upstream ${u.name}: credentials grant token_exchange needs auth.mode ` +
+          `jwt or introspection: it exchanges the client's verified token`,
+      );
     }
     if (a.mode === 'none' && u.credentials?.grant === 'authorization_code') {
-      problems.push(`upstream ${u.name}: credentials grant authorization_code needs auth.mode jwt or introspection: a user's token is kept for their verified identity`);
+      problems.push(
+        `upstream ${u.name}: credentials grant authorization_code needs auth.mode ` +
+          `jwt or introspection: a user's token is kept for their verified identity`,
+      );
     }
   }
   if (a.mode === 'none') {
@@ -65,13 +71,15 @@ export function authProblems(c: Config, topology: Topology): string[] {
       break;
     }
     if (issuer === a.issuer) problems.push(`auth.moreIssuers: ${issuer} is auth.issuer already`);
-    for (const p of [urlProblem('moreIssuers issuer', issuer), urlProblem(`moreIssuers ${issuer}`, jwksUrl)]) if (p) problems.push(p);
+    for (const p of [urlProblem('moreIssuers issuer', issuer), urlProblem(`moreIssuers ${issuer}`, jwksUrl)])
+      if (p) problems.push(p);
   }
   if (a.mode === 'jwt') {
     need('jwksUrl', true);
     const bad = a.algorithms.filter((x) => !AUTH_ALGORITHMS.includes(x));
     if (a.algorithms.length === 0) problems.push('auth.algorithms: at least one is needed');
-    if (bad.length > 0) problems.push(`auth.algorithms: not accepted (only ${AUTH_ALGORITHMS.join(', ')}): ${bad.join(', ')}`);
+    if (bad.length > 0)
+      problems.push(`auth.algorithms: not accepted (only ${AUTH_ALGORITHMS.join(', ')}): ${bad.join(', ')}`);
   } else {
     need('introspectionUrl', true);
     need('introspectionClientId', false);
@@ -79,11 +87,14 @@ export function authProblems(c: Config, topology: Topology): string[] {
   }
   const badDpop = a.dpopAlgorithms.filter((x) => !AUTH_ALGORITHMS.includes(x));
   if (a.dpop === 'off' && a.dpopNonces) problems.push('auth.dpopNonces: needs auth.dpop allowed or required');
-  if (a.dpop !== 'off' && a.dpopAlgorithms.length === 0) problems.push('auth.dpopAlgorithms: at least one is needed unless auth.dpop is off');
-  if (badDpop.length > 0) problems.push(`auth.dpopAlgorithms: not accepted (only ${AUTH_ALGORITHMS.join(', ')}): ${badDpop.join(', ')}`);
+  if (a.dpop !== 'off' && a.dpopAlgorithms.length === 0)
+    problems.push('auth.dpopAlgorithms: at least one is needed unless auth.dpop is off');
+  if (badDpop.length > 0)
+    problems.push(`auth.dpopAlgorithms: not accepted (only ${AUTH_ALGORITHMS.join(', ')}): ${badDpop.join(', ')}`);
   problems.push(...parseRules(a.rules).problems);
   if (signIns.length > 0) {
-    if (a.callbackUrl === '') problems.push(`auth.callbackUrl: required: upstream ${signIns[0]!.name} has users sign in`);
+    if (a.callbackUrl === '')
+      problems.push(`auth.callbackUrl: required: upstream ${signIns[0]!.name} has users sign in`);
     else {
       const p = urlProblem('callbackUrl', a.callbackUrl);
       if (p) problems.push(p);
@@ -91,7 +102,8 @@ export function authProblems(c: Config, topology: Topology): string[] {
     const taken = topology.mounts.map((m) => m.path);
     for (const key of ['callbackUrl', 'clientMetadataUrl'] as const) {
       const path = URL.canParse(a[key]) ? new URL(a[key]).pathname : undefined;
-      if (path !== undefined && taken.includes(path)) problems.push(`auth.${key}: its path ${path} is already served (a mount, or the callback)`);
+      if (path !== undefined && taken.includes(path))
+        problems.push(`auth.${key}: its path ${path} is already served (a mount, or the callback)`);
       if (path !== undefined) taken.push(path);
     }
     if (a.clientMetadataUrl !== '') {
@@ -106,11 +118,17 @@ export function authProblems(c: Config, topology: Topology): string[] {
       if (a[key] !== '') problems.push(`auth.${key}: set, but no upstream has credentials grant authorization_code`);
     }
   }
-  if (c.principal.mode !== 'none') problems.push('principal.mode: must be none when auth.mode is set: the principal is then the token’s iss and sub');
-  if (c.principal.hashSecret.length < 16) problems.push('principal.hashSecret: required (16+ characters) when auth.mode is set');
+  if (c.principal.mode !== 'none')
+    problems.push('principal.mode: must be none when auth.mode is set: the principal is then the token’s iss and sub');
+  if (c.principal.hashSecret.length < 16)
+    problems.push('principal.hashSecret: required (16+ characters) when auth.mode is set');
   for (const u of topology.upstreams) {
     const passed = u.forwardHeaders.filter((h) => TOKEN_HEADERS.includes(h.toLowerCase()));
-    if (passed.length > 0) problems.push(`upstream ${u.name}: forwardHeaders must not name ${passed.join(', ')} when auth.mode is set: the client's token is for Causeway alone`);
+    if (passed.length > 0)
+      problems.push(
+        `upstream ${u.name}: forwardHeaders must not name ${passed.join(', ')} ` +
+          `when auth.mode is set: the client's token is for Causeway alone`,
+      );
   }
   return problems;
 }

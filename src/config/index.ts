@@ -2,5 +2,15 @@ export { ConfigError, loadConfig } from './load.js';
 export { helpText } from './help.js';
 export { type Config, type PrincipalMode, type CacheScope, type StandingStream } from './schema.js';
 export { parseRules, type ScopeRule } from './scope-rules.js';
-export { resolveTopology, type CachePolicy, type CredentialGrant, type CredentialSpec, type UpstreamSpec, type RouteRule, type SkillRoot, type MountSpec, type Topology } from './topology.js';
+export {
+  resolveTopology,
+  type CachePolicy,
+  type CredentialGrant,
+  type CredentialSpec,
+  type UpstreamSpec,
+  type RouteRule,
+  type SkillRoot,
+  type MountSpec,
+  type Topology,
+} from './topology.js';
 export { safeForSecrets } from './topology.js';

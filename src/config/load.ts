@@ -18,7 +18,13 @@ export class ConfigError extends Error {
 }
 
 export function envName(path: string): string {
-  return 'CAUSEWAY_' + path.replace(/\./g, '_').replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
+  return (
+    'CAUSEWAY_' +
+    path
+      .replace(/\./g, '_')
+      .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+      .toUpperCase()
+  );
 }
 
 export function flagName(path: string): string {
@@ -233,7 +239,12 @@ function crossChecks(c: Config): string[] {
   const badNames = c.security.credentialHeaders.filter((n) => !isHeaderName(n));
   if (badNames.length > 0) problems.push(`security.credentialHeaders: not header names: ${badNames.join(', ')}`);
   for (const [method, o] of Object.entries(c.limits.rateMethods)) {
-    const ok = typeof o === 'object' && o !== null && typeof o.ratePerSecond === 'number' && o.ratePerSecond > 0 && (o.burst === undefined || (Number.isInteger(o.burst) && o.burst >= 1));
+    const ok =
+      typeof o === 'object' &&
+      o !== null &&
+      typeof o.ratePerSecond === 'number' &&
+      o.ratePerSecond > 0 &&
+      (o.burst === undefined || (Number.isInteger(o.burst) && o.burst >= 1));
     if (!ok || Object.keys(o).some((k) => k !== 'ratePerSecond' && k !== 'burst')) {
       problems.push(`limits.rateMethods.${method}: expected {"ratePerSecond": > 0, "burst": integer >= 1 (optional)}`);
     }
@@ -267,7 +278,8 @@ function storeProblems(s: Config['store']): string[] {
     problems.push('store.redisUrl: expected redis://[user:password@]host:port[/db] or rediss://…');
   }
   if (url) {
-    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') problems.push('store.redisUrl: must be redis:// or rediss://');
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
+      problems.push('store.redisUrl: must be redis:// or rediss://');
     try {
       for (const part of [url.username, url.password]) decodeURIComponent(part);
     } catch {
@@ -277,7 +289,8 @@ function storeProblems(s: Config['store']): string[] {
     if (!Number.isInteger(db) || db < 0) problems.push('store.redisUrl: the path must be a database number');
     else if (db !== 0 && s.redisCluster.length > 0) problems.push('store.redisUrl: Redis Cluster has only database 0');
   }
-  if (s.redisCluster.length > 0 && s.redisSentinels.length > 0) problems.push('store.redisSentinels and store.redisCluster exclude each other');
+  if (s.redisCluster.length > 0 && s.redisSentinels.length > 0)
+    problems.push('store.redisSentinels and store.redisCluster exclude each other');
   for (const key of ['redisSentinels', 'redisCluster'] as const) {
     const bad = s[key].filter((n) => !HOST_PORT.test(n.trim()));
     if (bad.length > 0) problems.push(`store.${key}: not host:port: ${bad.join(', ')}`);

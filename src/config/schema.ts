@@ -17,7 +17,19 @@ import {
 } from './setting.js';
 
 /** Asymmetric JWS algorithms only: never `none`, never an HMAC keyed by what a public key would be. */
-export const AUTH_ALGORITHMS: readonly string[] = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+export const AUTH_ALGORITHMS: readonly string[] = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];
 const CACHE_SCOPES = ['public', 'private'] as const;
 export type CacheScope = (typeof CACHE_SCOPES)[number];
 
@@ -41,177 +53,333 @@ const TABLE = {
     bodyTimeoutMs: num(10_000, 'Time allowed to receive a request body (408 after).'),
     maxConcurrentStreams: num(256, 'HTTP/2 streams per connection.'),
     maxInFlight: num(4096, 'Requests handled at once; more get 503.'),
-    ratePerSecond: num(0, 'Requests per second each principal may make (a token bucket, shared through Redis with ' +
-        'the Redis store); over it, 429 with Retry-After. 0: no limit.', { fraction: true }),
-    rateBurst: num(0, "Most requests a principal may make at once, its bucket's size; 0: limits.ratePerSecond rounded up (at least 1)."),
-    rateMethods: json<{ ratePerSecond: number; burst?: number }>(
-      'Per-method buckets besides the principal\'s own, e.g. {"tools/call":{"ratePerSecond":2,"burst":5}} (burst: ratePerSecond rounded up when absent); a request spends both. Legacy requests count by their JSON-RPC method.',
+    ratePerSecond: num(
+      0,
+      'Requests per second each principal may make (a token bucket, shared through Redis with ' +
+        'the Redis store); over it, 429 with Retry-After. 0: no limit.',
+      { fraction: true },
     ),
-    headersTimeoutMs: num(10_000, 'Time a connection has to send a complete request head (HTTP/1.1), its first stream (HTTP/2) or finish TLS; closed after.', { min: 1 }),
-    idleTimeoutMs: num(65_000, 'A keep-alive connection with no request in progress is closed after this long (above common load-balancer idle timeouts).', { min: 1 }),
-    maxConnections: num(10_000, 'Client connections open at once on one replica; more are closed at once. Keep it below the process descriptor limit.', { min: 1 }),
-    maxJsonDepth: num(64, 'Deepest nesting of arrays and objects accepted in a request body (400 -32600 beyond).', { min: 1 }),
-    maxJsonItems: num(100_000, 'Most object members plus array elements in one request body (400 -32600 beyond).', { min: 1 }),
+    rateBurst: num(
+      0,
+      "Most requests a principal may make at once, its bucket's " +
+        'size; 0: limits.ratePerSecond rounded up (at least 1).',
+    ),
+    rateMethods: json<{ ratePerSecond: number; burst?: number }>(
+      "Per-method buckets besides the principal's own, e.g. " +
+        '{"tools/call":{"ratePerSecond":2,"burst":5}} (burst: ratePerSecond rounded up when ' +
+        'absent); a request spends both. Legacy requests count by their JSON-RPC method.',
+    ),
+    headersTimeoutMs: num(
+      10_000,
+      'Time a connection has to send a complete request head (HTTP/1.1), ' +
+        'its first stream (HTTP/2) or finish TLS; closed after.',
+      { min: 1 },
+    ),
+    idleTimeoutMs: num(
+      65_000,
+      'A keep-alive connection with no request in progress is closed ' +
+        'after this long (above common load-balancer idle timeouts).',
+      { min: 1 },
+    ),
+    maxConnections: num(
+      10_000,
+      'Client connections open at once on one replica; more are ' +
+        'closed at once. Keep it below the process descriptor limit.',
+      { min: 1 },
+    ),
+    maxJsonDepth: num(64, 'Deepest nesting of arrays and objects accepted in a request body (400 -32600 beyond).', {
+      min: 1,
+    }),
+    maxJsonItems: num(100_000, 'Most object members plus array elements in one request body (400 -32600 beyond).', {
+      min: 1,
+    }),
   },
   security: {
-    allowedHosts: list([], 'Host header names accepted (403 otherwise). Empty: localhost names when bound to loopback, any otherwise.'),
-    allowedOrigins: list([], 'Origin values accepted when present (403 otherwise). Empty: only origins whose host is an allowed host.'),
+    allowedHosts: list(
+      [],
+      'Host header names accepted (403 otherwise). Empty: ' + 'localhost names when bound to loopback, any otherwise.',
+    ),
+    allowedOrigins: list(
+      [],
+      'Origin values accepted when present (403 otherwise). ' + 'Empty: only origins whose host is an allowed host.',
+    ),
     credentialHeaders: list(
       [],
-      'Client headers treated as credentials besides authorization, proxy-authorization, cookie and x-api-key: sent upstream only when an upstream names them exactly in forwardHeaders.',
+      'Client headers treated as credentials besides authorization, proxy-authorization, cookie ' +
+        'and x-api-key: sent upstream only when an upstream names them exactly in forwardHeaders.',
     ),
   },
   principal: {
-    mode: oneOf(['none', 'header', 'bearer'], 'none', 'What tells principals apart, for session pooling and legacy session ownership: nobody, a header, or the bearer token.'),
+    mode: oneOf(
+      ['none', 'header', 'bearer'],
+      'none',
+      'What tells principals apart, for session pooling and legacy ' +
+        'session ownership: nobody, a header, or the bearer token.',
+    ),
     header: text('x-causeway-principal', 'Header naming the principal when mode is header.'),
-    hashSecret: text('', 'Key of the HMAC that turns a principal into its stored hash. Required unless both ' +
-        'principal.mode and auth.mode are none.', { secret: true }),
+    hashSecret: text(
+      '',
+      'Key of the HMAC that turns a principal into its stored hash. Required unless both ' +
+        'principal.mode and auth.mode are none.',
+      { secret: true },
+    ),
   },
   auth: {
     mode: oneOf(
       ['none', 'jwt', 'introspection'],
       'none',
-      'OAuth 2.1 resource server on every MCP request: none (no check), jwt (signed access tokens checked against auth.jwksUrl) or introspection (RFC 7662 at auth.introspectionUrl). See Authorization.',
+      'OAuth 2.1 resource server on every MCP request: none (no check), jwt (signed access tokens checked ' +
+        'against auth.jwksUrl) or introspection (RFC 7662 at auth.introspectionUrl). See Authorization.',
     ),
     issuer: text('', 'Issuer (iss) a token must carry, exactly; required unless auth.mode is none.'),
-    jwksUrl: text('', "The issuer's JWKS URL (jwt mode): fetched, cached, fetched again for an unknown kid at most once per auth.jwksCooldownMs."),
+    jwksUrl: text(
+      '',
+      "The issuer's JWKS URL (jwt mode): fetched, cached, fetched " +
+        'again for an unknown kid at most once per auth.jwksCooldownMs.',
+    ),
     jwksCooldownMs: num(30_000, 'Least time between two JWKS fetches caused by unknown kid values.'),
     resource: text(
       '',
-      "Public canonical URL of the MCP endpoint: the audience a token must carry (RFC 8707) and the metadata's resource. With several mounts, each mount's is this URL's origin plus the mount path.",
+      'Public canonical URL of the MCP endpoint: the audience a token must carry (RFC 8707) and the ' +
+        "metadata's resource. With several mounts, each mount's is this URL's origin plus the mount path.",
     ),
     moreIssuers: map(
-      'Further issuers whose JWTs are accepted beside auth.issuer (jwt mode): issuer -> its JWKS URL. A token is checked against the keys of the issuer it names; principals of different issuers never meet.',
+      'Further issuers whose JWTs are accepted beside auth.issuer (jwt ' +
+        'mode): issuer -> its JWKS URL. A token is checked against the keys ' +
+        'of the issuer it names; principals of different issuers never meet.',
     ),
-    authorizationServers: list([], 'authorization_servers of the Protected Resource Metadata; empty: auth.issuer and auth.moreIssuers.'),
-    algorithms: list(['RS256', 'PS256', 'ES256', 'EdDSA'], `JWS algorithms accepted on access tokens, among ${AUTH_ALGORITHMS.join(', ')}.`),
+    authorizationServers: list(
+      [],
+      'authorization_servers of the Protected Resource Metadata; empty: auth.issuer and auth.moreIssuers.',
+    ),
+    algorithms: list(
+      ['RS256', 'PS256', 'ES256', 'EdDSA'],
+      `JWS algorithms accepted on access tokens, among ${AUTH_ALGORITHMS.join(', ')}.`,
+    ),
     dpop: oneOf(
       ['allowed', 'required', 'off'],
       'allowed',
-      'DPoP (RFC 9449) sender-constrained tokens: allowed (Bearer or DPoP; a key-bound token only with its proof), required (DPoP only) or off (Bearer only). See Authorization.',
+      'DPoP (RFC 9449) sender-constrained tokens: allowed (Bearer or DPoP; a key-bound token ' +
+        'only with its proof), required (DPoP only) or off (Bearer only). See Authorization.',
     ),
-    dpopAlgorithms: list(['ES256', 'RS256', 'PS256', 'EdDSA'], `JWS algorithms accepted on DPoP proofs, among ${AUTH_ALGORITHMS.join(', ')}.`),
+    dpopAlgorithms: list(
+      ['ES256', 'RS256', 'PS256', 'EdDSA'],
+      `JWS algorithms accepted on DPoP proofs, among ${AUTH_ALGORITHMS.join(', ')}.`,
+    ),
     dpopProofWindowMs: num(
       300_000,
-      "How old a DPoP proof's iat may be (plus auth.clockSkewMs); each proof's jti is remembered this long, shared through Redis with the Redis store.",
+      "How old a DPoP proof's iat may be (plus auth.clockSkewMs); each proof's " +
+        'jti is remembered this long, shared through Redis with the Redis store.',
       { min: 1000 },
     ),
     dpopNonces: flag(
       false,
-      'Require a server nonce in every DPoP proof (RFC 9449 §9): a proof without a current one gets 401 use_dpop_nonce with DPoP-Nonce, and DPoP answers carry the next; each nonce lives auth.dpopProofWindowMs, every replica takes every replica\'s.',
+      'Require a server nonce in every DPoP proof (RFC 9449 §9): a proof without a current ' +
+        'one gets 401 use_dpop_nonce with DPoP-Nonce, and DPoP answers carry the next; each ' +
+        "nonce lives auth.dpopProofWindowMs, every replica takes every replica's.",
     ),
-    publicDiscover: flag(false, 'Answer server/discover without an access token (every other request still needs one). Off: discover gets the 401 challenge like any method.'),
+    publicDiscover: flag(
+      false,
+      'Answer server/discover without an access token (every other request ' +
+        'still needs one). Off: discover gets the 401 challenge like any method.',
+    ),
     callbackUrl: text(
       '',
-      "Causeway's OAuth callback as users' browsers reach it (e.g. https://mcp.example.com/oauth/callback): the redirect_uri of upstreams whose credentials grant is authorization_code; Causeway serves its path.",
+      "Causeway's OAuth callback as users' browsers reach it (e.g. " +
+        'https://mcp.example.com/oauth/callback): the redirect_uri of upstreams ' +
+        'whose credentials grant is authorization_code; Causeway serves its path.',
     ),
     clientMetadataUrl: text(
       '',
-      "Causeway's Client ID Metadata Document, an https URL with a path that Causeway serves: its client id at upstream authorization servers that accept such documents, for authorization_code upstreams without a clientId (else it registers, RFC 7591).",
+      "Causeway's Client ID Metadata Document, an https URL with a path that Causeway " +
+        'serves: its client id at upstream authorization servers that accept such documents, ' +
+        'for authorization_code upstreams without a clientId (else it registers, RFC 7591).',
     ),
     clockSkewMs: num(30_000, 'Clock difference tolerated on exp, nbf and iat.'),
     introspectionUrl: text('', 'RFC 7662 introspection endpoint (introspection mode).'),
     introspectionClientId: text('', "Causeway's client id at the introspection endpoint (HTTP Basic)."),
     introspectionClientSecret: text('', 'Its client secret (prefer the env var); never logged.', { secret: true }),
-    introspectionCacheMs: num(60_000, 'Longest time an active introspection answer is reused (never past the token exp); inactive ones are reused 5 s at most.'),
-    introspectionCacheSize: num(10_000, 'Most introspection answers kept, by a hash of the token; the oldest goes first.', { min: 1 }),
+    introspectionCacheMs: num(
+      60_000,
+      'Longest time an active introspection answer is reused (never ' +
+        'past the token exp); inactive ones are reused 5 s at most.',
+    ),
+    introspectionCacheSize: num(
+      10_000,
+      'Most introspection answers kept, by a hash of the token; the oldest goes first.',
+      { min: 1 },
+    ),
     /** `method` or `method name-pattern` -> the scopes it requires (see scope-rules.ts). */
     rules: json<unknown>(
-      'Scopes required, e.g. {"*":["mcp"],"tools/call admin_*":["mcp:admin"]}: every rule whose method (or *) and name pattern match applies; lists show only what may be called.',
+      'Scopes required, e.g. {"*":["mcp"],"tools/call admin_*":["mcp:admin"]}: every rule ' +
+        'whose method (or *) and name pattern match applies; lists show only what may be called.',
     ),
   },
   upstream: {
     name: text('default', 'Name of the upstream in logs and metrics.'),
-    url: text('', 'Endpoint of the legacy server (required unless transport is stdio): Streamable HTTP, or the SSE endpoint for sse.'),
+    url: text(
+      '',
+      'Endpoint of the legacy server (required unless transport ' +
+        'is stdio): Streamable HTTP, or the SSE endpoint for sse.',
+    ),
     headers: map('Extra headers sent upstream (e.g. its own credential).', { secret: true }),
     credentials: map(
-      'The upstream’s OAuth token (streamable-http), never the client’s: grant (client_credentials: Causeway’s own; token_exchange: an RFC 8693 exchange of the client’s; authorization_code: each user’s own, after signing in), tokenUrl (issuer for authorization_code), clientId, clientSecret, and optional scope, resource, audience. See Authorization.',
+      'The upstream’s OAuth token (streamable-http), never the client’s: grant (client_credentials: ' +
+        'Causeway’s own; token_exchange: an RFC 8693 exchange of the client’s; authorization_code: ' +
+        'each user’s own, after signing in), tokenUrl (issuer for authorization_code), clientId, ' +
+        'clientSecret, and optional scope, resource, audience. See Authorization.',
       { secret: true },
     ),
     forwardHeaders: list(
       ['traceparent', 'tracestate', 'baggage', 'x-request-id'],
-      'Client headers copied upstream on both paths: names, or prefixes ending in *. Credentials pass only when named exactly; hop-by-hop headers never.',
+      'Client headers copied upstream on both paths: names, or prefixes ending ' +
+        'in *. Credentials pass only when named exactly; hop-by-hop headers never.',
     ),
     taskTools: list(
       [],
-      'Tools (names, `*` any run of characters) Causeway itself runs as tasks for clients that declare the tasks extension, where the upstream does not run them as tasks: the call goes on in the background on one replica. See Tasks.',
+      'Tools (names, `*` any run of characters) Causeway itself runs as tasks for ' +
+        'clients that declare the tasks extension, where the upstream does not run ' +
+        'them as tasks: the call goes on in the background on one replica. See Tasks.',
     ),
     taskSupport: flag(
       true,
-      'Where the upstream runs no 2025-11-25 tasks itself, hold as tasks (as upstream.taskTools does) the tools it lists with execution.taskSupport optional or required, for clients that declare the tasks extension; a required one called without the extension is -32021 before it reaches the upstream. Off: only upstream.taskTools. See Tasks.',
+      'Where the upstream runs no 2025-11-25 tasks itself, hold as tasks (as upstream.taskTools ' +
+        'does) the tools it lists with execution.taskSupport optional or required, for clients ' +
+        'that declare the tasks extension; a required one called without the extension is -32021 ' +
+        'before it reaches the upstream. Off: only upstream.taskTools. See Tasks.',
     ),
     standingStream: oneOf(
       ['auto', 'always', 'never'],
       'auto',
-      'When a pooled session’s GET stream is held while nobody listens, so the upstream can ask outside a call (Streamable HTTP only; a subscriptions/listen always holds it): auto, for sessions whose clients declared roots, sampling or elicitation; always; never (such asks are then lost). Each held stream costs one upstream connection and about 20 KB on one replica. See Sharing sessions through Redis.',
+      'When a pooled session’s GET stream is held while nobody listens, so the upstream ' +
+        'can ask outside a call (Streamable HTTP only; a subscriptions/listen always holds ' +
+        'it): auto, for sessions whose clients declared roots, sampling or elicitation; ' +
+        'always; never (such asks are then lost). Each held stream costs one upstream ' +
+        'connection and about 20 KB on one replica. See Sharing sessions through Redis.',
     ),
     era: oneOf(
       ['auto', 'legacy', 'modern'],
       'auto',
       'Which protocol the server speaks (streamable-http, auto and stdio transports): legacy (initialize and ' +
-          'sessions, 2025-11-25 and older), modern (2026-07-28, stateless), or auto: found by one server/discover ' +
-          'probe, kept in the store for every replica, and found again when the server refuses the era in use. A ' +
-          'modern client is relayed to a modern server as it is; a legacy client gets Causeway’s own legacy face ' +
-          'over it. See Both directions.',
+        'sessions, 2025-11-25 and older), modern (2026-07-28, stateless), or auto: found by one server/discover ' +
+        'probe, kept in the store for every replica, and found again when the server refuses the era in use. A ' +
+        'modern client is relayed to a modern server as it is; a legacy client gets Causeway’s own legacy face ' +
+        'over it. See Both directions.',
     ),
-    protocolVersion: text('2025-11-25', 'Version offered in the upstream initialize; the upstream may negotiate an older one.'),
+    protocolVersion: text(
+      '2025-11-25',
+      'Version offered in the upstream initialize; the upstream may negotiate an older one.',
+    ),
     connectTimeoutMs: num(5_000, 'Upstream TCP connect timeout.'),
     requestTimeoutMs: num(60_000, 'Longest wait for an upstream answer (504 after).'),
     maxResponseBytes: num(
       16_777_216,
-      'Largest upstream response accepted (also the most of a list answer read to filter it for a legacy client); for stdio, the longest line of its stdout.',
+      'Largest upstream response accepted (also the most of a list answer read to ' +
+        'filter it for a legacy client); for stdio, the longest line of its stdout.',
     ),
-    ejectAfterFailures: num(1, 'Consecutive failures to reach one of an upstream’s URLs before it is ejected (new sessions go elsewhere, its sessions move).', { min: 1 }),
+    ejectAfterFailures: num(
+      1,
+      'Consecutive failures to reach one of an upstream’s URLs before ' +
+        'it is ejected (new sessions go elsewhere, its sessions move).',
+      { min: 1 },
+    ),
     ejectMs: num(10_000, 'How long an ejected upstream URL is left alone before it is tried again.'),
     transport: oneOf(
       ['streamable-http', 'sse', 'stdio', 'auto'],
       'streamable-http',
-      'How the legacy server is reached: streamable-http (upstream.url), sse (the 2024-11-05 HTTP+SSE transport; upstream.url is its SSE endpoint), stdio (upstream.command run as a child process per session), auto (Streamable HTTP at upstream.url, else HTTP+SSE there or at /sse beside a /mcp URL; found at the first session). See Upstreams.',
+      'How the legacy server is reached: streamable-http (upstream.url), sse (the 2024-11-05 ' +
+        'HTTP+SSE transport; upstream.url is its SSE endpoint), stdio (upstream.command run as ' +
+        'a child process per session), auto (Streamable HTTP at upstream.url, else HTTP+SSE ' +
+        'there or at /sse beside a /mcp URL; found at the first session). See Upstreams.',
     ),
     command: text('', 'Program run for each upstream session when transport is stdio (required then).'),
-    args: list([], 'Arguments of upstream.command (comma-separated in env and flags; use a config file for arguments containing commas).'),
-    env: map('Environment of the stdio child, besides PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG, TMPDIR and TZ ' +
-        'taken from Causeway’s (nothing else is inherited).', { secret: true }),
+    args: list(
+      [],
+      'Arguments of upstream.command (comma-separated in env and ' +
+        'flags; use a config file for arguments containing commas).',
+    ),
+    env: map(
+      'Environment of the stdio child, besides PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG, TMPDIR and TZ ' +
+        'taken from Causeway’s (nothing else is inherited).',
+      { secret: true },
+    ),
     cwd: text('', 'Working directory of the stdio child; empty: Causeway’s.'),
     maxProcesses: num(
       100,
-      'Most stdio child processes (one per pooled session) per upstream on one replica; the least recently used idle one is stopped for a new one, 503 when none is idle.',
+      'Most stdio child processes (one per pooled session) per upstream on one replica; ' +
+        'the least recently used idle one is stopped for a new one, 503 when none is idle.',
       { min: 1 },
     ),
-    stdioPool: num(1, 'Most stdio child processes per upstream on one replica serving a 2026-07-28 child ' +
-        '(stateless: shared by every principal); a lost one is restarted with backoff.', { min: 1 }),
+    stdioPool: num(
+      1,
+      'Most stdio child processes per upstream on one replica serving a 2026-07-28 child ' +
+        '(stateless: shared by every principal); a lost one is restarted with backoff.',
+      { min: 1 },
+    ),
   },
   /** Named upstreams (see topology.ts); empty: the one described by upstream.*. */
   upstreams: json<Record<string, unknown>>(
-    'Several upstreams by name, e.g. {"search":{"urls":["http://s1/mcp","http://s2/mcp"],"headers":{...}}}; upstream.* give their defaults. See Routing.',
+    'Several upstreams by name, e.g. ' +
+      '{"search":{"urls":["http://s1/mcp","http://s2/mcp"],"headers":{...}}}; ' +
+      'upstream.* give their defaults. See Routing.',
   ),
   /** Mount path -> what it serves; empty: the one upstream at listen.path. */
   mounts: json<Record<string, unknown>>(
-    'Path -> {"upstreams":[...],"prefix","pageSize","routes","skills"}; several upstreams on one path are federated. Empty: the one upstream at listen.path.',
+    'Path -> {"upstreams":[...],"prefix","pageSize","routes","skills"}; several ' +
+      'upstreams on one path are federated. Empty: the one upstream at listen.path.',
   ),
   cache: {
     ttlMs: num(0, 'ttlMs put on cacheable results (discover, lists, resources/read).'),
-    scope: oneOf(CACHE_SCOPES, 'private', 'cacheScope on cacheable results; public only when the upstream answers the same to every principal.'),
-    methods: json<{ ttlMs?: number; scope?: CacheScope }>('Per-method overrides, e.g. {"tools/list":{"ttlMs":60000,"scope":"public"}}.'),
-    maxBytes: num(33_554_432, 'Bytes of answers the gateway cache keeps in memory on each replica, least recently used evicted first; 0 turns the gateway cache off. See Caching.'),
-    store: oneOf(['memory', 'redis'], 'memory', 'Where public entries are kept: memory (each replica its own), or redis too (store.kind=redis), so any replica serves what one read.'),
-    keepMs: num(300_000, 'How long the gateway keeps a legacy upstream\'s answer when a change notification would drop it sooner (the upstream declared listChanged and Causeway holds its stream), at most store.idleTtlMs; otherwise it keeps it for the answer\'s ttlMs.'),
+    scope: oneOf(
+      CACHE_SCOPES,
+      'private',
+      'cacheScope on cacheable results; public only when the upstream answers the same to every principal.',
+    ),
+    methods: json<{ ttlMs?: number; scope?: CacheScope }>(
+      'Per-method overrides, e.g. {"tools/list":{"ttlMs":60000,"scope":"public"}}.',
+    ),
+    maxBytes: num(
+      33_554_432,
+      'Bytes of answers the gateway cache keeps in memory on each replica, least ' +
+        'recently used evicted first; 0 turns the gateway cache off. See Caching.',
+    ),
+    store: oneOf(
+      ['memory', 'redis'],
+      'memory',
+      'Where public entries are kept: memory (each replica its own), or ' +
+        'redis too (store.kind=redis), so any replica serves what one read.',
+    ),
+    keepMs: num(
+      300_000,
+      "How long the gateway keeps a legacy upstream's answer when a change notification " +
+        'would drop it sooner (the upstream declared listChanged and Causeway holds its ' +
+        "stream), at most store.idleTtlMs; otherwise it keeps it for the answer's ttlMs.",
+    ),
   },
   skills: {
     dir: text(
       '',
-      "Folder of Agent Skills served beside the upstream's tools (one subfolder per skill, each with its SKILL.md), watched for changes; empty: none. With mounts, each mount names its own. See Skills.",
+      "Folder of Agent Skills served beside the upstream's tools (one subfolder per skill, each with its " +
+        'SKILL.md), watched for changes; empty: none. With mounts, each mount names its own. See Skills.',
     ),
-    prefix: text('', 'URI prefix of the served skills: skill://<prefix>/<name>/SKILL.md; empty: skill://<name>/SKILL.md.'),
+    prefix: text(
+      '',
+      'URI prefix of the served skills: skill://<prefix>/<name>/SKILL.md; empty: skill://<name>/SKILL.md.',
+    ),
   },
   store: {
     kind: oneOf(['memory', 'redis'], 'memory', 'Where pooled upstream sessions are recorded.'),
     idleTtlMs: num(900_000, 'An upstream session unused this long is closed.'),
     maxSessions: num(10_000, 'Most pooled upstream sessions; the least recently used goes first.'),
-    keyPrefix: text('causeway:', 'Prefix of every Redis key Causeway writes (no braces); deployments sharing one Redis need different prefixes.'),
+    keyPrefix: text(
+      'causeway:',
+      'Prefix of every Redis key Causeway writes (no braces); ' +
+        'deployments sharing one Redis need different prefixes.',
+    ),
     redisUrl: text(
       'redis://127.0.0.1:6379',
-      'Redis when store.kind is redis: redis://[user:password@]host:port[/db], rediss:// for TLS. With Sentinel or Cluster only its scheme, credentials and db are used.',
+      'Redis when store.kind is redis: redis://[user:password@]host:port[/db], rediss:// ' +
+        'for TLS. With Sentinel or Cluster only its scheme, credentials and db are used.',
       { secret: true },
     ),
     redisUsername: text('', 'Redis ACL user; overrides the one in store.redisUrl.'),
@@ -223,28 +391,40 @@ const TABLE = {
     redisSentinelName: text('mymaster', 'Master name the Sentinels watch.'),
     redisSentinelPassword: text('', 'Password of the Sentinels themselves, if they require one.', { secret: true }),
     redisCluster: list([], 'Redis Cluster seed nodes as host:port; when set, Causeway talks Cluster protocol.'),
-    redisCommandTimeoutMs: num(500, 'Longest wait for one Redis command; past it the request carries on with a replica-local session.'),
+    redisCommandTimeoutMs: num(
+      500,
+      'Longest wait for one Redis command; past it the request carries on with a replica-local session.',
+    ),
   },
   mrtr: {
     stateKeys: list(
       [],
       'AES-256-GCM keys (base64, 32 bytes, e.g. from `openssl rand -base64 32`) sealing requestState, newest first; ' +
-          'every replica needs the same list, so it is required with store.kind=redis. Empty (memory store only): ' +
-          'a random key per process.',
+        'every replica needs the same list, so it is required with store.kind=redis. Empty (memory store only): ' +
+        'a random key per process.',
       { secret: true },
     ),
-    stateTtlMs: num(300_000, 'How long an input_required round may wait for its retry before the upstream call is cancelled.'),
+    stateTtlMs: num(
+      300_000,
+      'How long an input_required round may wait for its retry before the upstream call is cancelled.',
+    ),
     collectWindowMs: num(20, 'Asks arriving this close together go into one input_required round.'),
     maxPending: num(10_000, 'Most upstream calls held open between rounds on one replica.'),
     maxPendingPerPrincipal: num(100, 'Most held calls per principal on one replica.'),
   },
   tasks: {
-    ttlMs: num(3_600_000, 'The life Causeway asks an upstream to give a task it runs for a client (tasks extension); tasks/get finds the task for at least that long.', { min: 1 }),
+    ttlMs: num(
+      3_600_000,
+      'The life Causeway asks an upstream to give a task it runs for a client ' +
+        '(tasks extension); tasks/get finds the task for at least that long.',
+      { min: 1 },
+    ),
     maxFollowed: num(10_000, 'Most tasks one replica follows on their upstream at once (503 for a new task beyond).'),
     maxFollowedPerPrincipal: num(100, 'Most tasks one replica follows at once per principal (503 beyond).'),
     heartbeatMs: num(
       5_000,
-      'How often the replica holding a call run as a task (upstream.taskTools, upstream.taskSupport) says it is alive; after four times this without a word the task has failed with it.',
+      'How often the replica holding a call run as a task (upstream.taskTools, upstream.taskSupport) ' +
+        'says it is alive; after four times this without a word the task has failed with it.',
       { min: 1 },
     ),
     firstAskMs: num(
@@ -258,11 +438,17 @@ const TABLE = {
   subscriptions: {
     maxListeners: num(10_000, 'Most subscriptions/listen streams open at once on one replica (503 beyond).'),
     maxPerPrincipal: num(100, 'Most listen streams open at once per principal on one replica (503 beyond).'),
-    keepAliveMs: num(15_000, "Interval of the `:` keep-alive comments on listen streams, and on legacy clients' SSE streams of a stdio or HTTP+SSE upstream; 0 sends none."),
+    keepAliveMs: num(
+      15_000,
+      'Interval of the `:` keep-alive comments on listen streams, and on legacy ' +
+        "clients' SSE streams of a stdio or HTTP+SSE upstream; 0 sends none.",
+    ),
     maxUrisPerListen: num(100, 'Most resourceSubscriptions URIs one listen request may name (-32602 beyond).'),
     takeoverMs: num(
       3_000,
-      'With store.kind=redis: a replica not heard of for this long has lapsed (each states itself three times as often, one Redis script per replica), and the GET streams it held are taken over by replicas with the session in their pools.',
+      'With store.kind=redis: a replica not heard of for this long has lapsed (each ' +
+        'states itself three times as often, one Redis script per replica), and the GET ' +
+        'streams it held are taken over by replicas with the session in their pools.',
       { min: 1 },
     ),
   },
@@ -270,7 +456,8 @@ const TABLE = {
     level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info', 'pino log level.'),
     accessSample: num(
       0,
-      'Share of MCP requests logged at info when they end, one line each (era, method, name, status, duration, request id): 0 logs none, 1 every one, 0.01 one in a hundred.',
+      'Share of MCP requests logged at info when they end, one line each (era, method, ' +
+        'name, status, duration, request id): 0 logs none, 1 every one, 0.01 one in a hundred.',
       { max: 1, fraction: true },
     ),
     audit: flag(
@@ -283,9 +470,14 @@ const TABLE = {
   drain: {
     delayMs: num(
       5_000,
-      'On SIGTERM, /readyz answers 503 at once but Causeway accepts and serves as usual this long, so load balancers stop sending to it before its listener closes.',
+      'On SIGTERM, /readyz answers 503 at once but Causeway accepts and serves as usual ' +
+        'this long, so load balancers stop sending to it before its listener closes.',
     ),
-    timeoutMs: num(10_000, 'After drain.delayMs, longest wait for the requests in flight; then every connection is closed and held multi-round calls are cancelled.'),
+    timeoutMs: num(
+      10_000,
+      'After drain.delayMs, longest wait for the requests in flight; then ' +
+        'every connection is closed and held multi-round calls are cancelled.',
+    ),
   },
 };
 
@@ -299,5 +491,7 @@ export const UPSTREAM_SETTINGS = TABLE.upstream;
 
 /** Every setting with its path, in the table's order. */
 export const SETTINGS: readonly NamedSetting[] = Object.entries(TABLE).flatMap(([name, entry]) =>
-  isSetting(entry) ? [{ path: name, ...entry }] : Object.entries(entry).map(([key, s]) => ({ path: `${name}.${key}`, ...s })),
+  isSetting(entry)
+    ? [{ path: name, ...entry }]
+    : Object.entries(entry).map(([key, s]) => ({ path: `${name}.${key}`, ...s })),
 );

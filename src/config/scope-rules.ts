@@ -24,11 +24,19 @@ export function parseRules(raw: Readonly<Record<string, unknown>>): { rules: Sco
     const pattern = space < 0 ? undefined : key.slice(space + 1).trim();
     if (method === '' || pattern === '') problems.push(`auth.rules: "${key}" is not "method" or "method name-pattern"`);
     // RFC 6749 §3.3 scope-token syntax: it also keeps a challenge's scope="…" well-formed.
-    if (!Array.isArray(value) || value.length === 0 || !value.every((s) => typeof s === 'string' && SCOPE_TOKEN.test(s))) {
+    if (
+      !Array.isArray(value) ||
+      value.length === 0 ||
+      !value.every((s) => typeof s === 'string' && SCOPE_TOKEN.test(s))
+    ) {
       problems.push(`auth.rules.${key}: expected a non-empty list of scope names`);
       continue;
     }
-    rules.push({ method: method === '*' ? undefined : method, name: pattern ? globToRegExp(pattern) : undefined, scopes: value as string[] });
+    rules.push({
+      method: method === '*' ? undefined : method,
+      name: pattern ? globToRegExp(pattern) : undefined,
+      scopes: value as string[],
+    });
   }
   return { rules, problems };
 }

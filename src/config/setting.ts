@@ -47,7 +47,11 @@ export const text = (value: string, doc: string, { secret }: Opts = {}): Setting
   secret,
 });
 
-export const oneOf = <const C extends readonly string[]>(choices: C, value: C[number], doc: string): Setting<C[number]> => ({
+export const oneOf = <const C extends readonly string[]>(
+  choices: C,
+  value: C[number],
+  doc: string,
+): Setting<C[number]> => ({
   kind: 'string',
   default: value,
   doc,
@@ -134,7 +138,13 @@ function valueProblem(s: Setting, where: string, v: unknown, whole = false): str
 }
 
 /** Whether `v` is a value of `s`; if not, what is wrong goes to `problems`. */
-export function holds<S extends Setting>(s: S, where: string, v: unknown, problems: string[], whole = false): v is S['default'] {
+export function holds<S extends Setting>(
+  s: S,
+  where: string,
+  v: unknown,
+  problems: string[],
+  whole = false,
+): v is S['default'] {
   const p = valueProblem(s, where, v, whole);
   if (p !== undefined) problems.push(p);
   return p === undefined;

@@ -80,10 +80,17 @@ export const DEFAULT_PAGE_SIZE = 100;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 const RESERVED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
-/** The upstream.* settings an `upstreams` entry may not give as they are: its name is its key, url may be urls, credentials become a spec. */
+/**
+ * The upstream.* settings an `upstreams` entry may not give as they are: its name is its key, url may be urls,
+ * credentials become a spec.
+ */
 const APART: ReadonlySet<string> = new Set(['name', 'url', 'credentials']);
 /** An entry's keys: every upstream.* setting but the name, urls beside url, and a cache of its own. */
-const UPSTREAM_KEYS: ReadonlySet<string> = new Set([...Object.keys(UPSTREAM_SETTINGS).filter((k) => k !== 'name'), 'urls', 'cache']);
+const UPSTREAM_KEYS: ReadonlySet<string> = new Set([
+  ...Object.keys(UPSTREAM_SETTINGS).filter((k) => k !== 'name'),
+  'urls',
+  'cache',
+]);
 const MOUNT_KEYS = new Set(['upstreams', 'prefix', 'pageSize', 'routes', 'skills']);
 /** A skills URI prefix: segments of URI-safe characters, the first one a valid authority (reg-name). */
 const SKILLS_PREFIX = /^[A-Za-z0-9._~-]+(?:\/[A-Za-z0-9._~-]+)*$/;
@@ -130,7 +137,11 @@ function num(where: string, v: unknown, fallback: number, min: number, problems:
   return fallback;
 }
 
-function cacheMethods(where: string, v: unknown, problems: string[]): Record<string, { ttlMs?: number; scope?: CacheScope }> {
+function cacheMethods(
+  where: string,
+  v: unknown,
+  problems: string[],
+): Record<string, { ttlMs?: number; scope?: CacheScope }> {
   const out: Record<string, { ttlMs?: number; scope?: CacheScope }> = {};
   if (!isRaw(v)) {
     problems.push(`${where}: expected an object`);
@@ -141,7 +152,8 @@ function cacheMethods(where: string, v: unknown, problems: string[]): Record<str
       problems.push(`${where}.${method}: expected an object`);
       continue;
     }
-    if (o.scope !== undefined && o.scope !== 'public' && o.scope !== 'private') problems.push(`${where}.${method}.scope: expected public or private`);
+    if (o.scope !== undefined && o.scope !== 'public' && o.scope !== 'private')
+      problems.push(`${where}.${method}.scope: expected public or private`);
     if (o.ttlMs !== undefined && !(Number.isInteger(o.ttlMs) && (o.ttlMs as number) >= 0)) {
       problems.push(`${where}.${method}.ttlMs: expected a non-negative integer`);
     }
@@ -200,21 +212,27 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[], alo
   const headers = { ...c.upstream.headers, ...own.headers };
   const env = { ...c.upstream.env, ...own.env };
   if (taken.has('forwardHeaders')) problems.push(...forwardListProblems(`${where}.forwardHeaders`, own.forwardHeaders));
-  if (taken.has('taskTools') && own.taskTools.includes('')) problems.push(`${where}.taskTools: expected a list of tool names`);
-  if (own.transport === 'stdio' && own.command.trim() === '') problems.push(`${where}.command: required when transport is stdio`);
+  if (taken.has('taskTools') && own.taskTools.includes(''))
+    problems.push(`${where}.taskTools: expected a list of tool names`);
+  if (own.transport === 'stdio' && own.command.trim() === '')
+    problems.push(`${where}.command: required when transport is stdio`);
   let urls: string[] = [];
   if (raw.urls !== undefined && raw.url !== undefined) problems.push(`${where}: give url or urls, not both`);
   if (own.transport === 'stdio') {
-    if (raw.urls !== undefined || raw.url !== undefined) problems.push(`${where}: url and urls are not used when transport is stdio`);
+    if (raw.urls !== undefined || raw.url !== undefined)
+      problems.push(`${where}: url and urls are not used when transport is stdio`);
   } else if (raw.urls !== undefined) {
-    if (!Array.isArray(raw.urls) || raw.urls.length === 0) problems.push(`${where}.urls: expected a non-empty list of URLs`);
+    if (!Array.isArray(raw.urls) || raw.urls.length === 0)
+      problems.push(`${where}.urls: expected a non-empty list of URLs`);
     else urls = raw.urls.filter((u, i): u is string => checkUrl(`${where}.urls[${i}]`, u, problems));
   } else if (checkUrl(`${where}.url`, raw.url, problems)) urls = [raw.url as string];
   if (new Set(urls).size !== urls.length) problems.push(`${where}.urls: a URL is listed twice`);
   // An HTTP+SSE session lives on the connection that opened it: there is nothing to spread. auto
   // finds its transport at one URL.
-  if (own.transport === 'sse' && urls.length > 1) problems.push(`${where}.urls: transport sse takes one URL (the SSE endpoint)`);
-  if (own.transport === 'auto' && urls.length > 1) problems.push(`${where}.urls: transport auto takes one URL; give several to streamable-http`);
+  if (own.transport === 'sse' && urls.length > 1)
+    problems.push(`${where}.urls: transport sse takes one URL (the SSE endpoint)`);
+  if (own.transport === 'auto' && urls.length > 1)
+    problems.push(`${where}.urls: transport auto takes one URL; give several to streamable-http`);
   const cache: CachePolicy = { ttlMs: c.cache.ttlMs, scope: c.cache.scope, methods: { ...c.cache.methods } };
   if (raw.cache !== undefined) {
     if (!isRaw(raw.cache)) problems.push(`${where}.cache: expected an object`);
@@ -224,7 +242,8 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[], alo
         if (raw.cache.scope === 'public' || raw.cache.scope === 'private') cache.scope = raw.cache.scope;
         else problems.push(`${where}.cache.scope: expected public or private`);
       }
-      if (raw.cache.methods !== undefined) cache.methods = { ...cache.methods, ...cacheMethods(`${where}.cache.methods`, raw.cache.methods, problems) };
+      if (raw.cache.methods !== undefined)
+        cache.methods = { ...cache.methods, ...cacheMethods(`${where}.cache.methods`, raw.cache.methods, problems) };
     }
   }
   // What differs from its default, and for an entry what it holds itself (not upstream.*'s defaults).
@@ -232,7 +251,8 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[], alo
     (alone || taken.has(key)) && JSON.stringify(own[key]) !== JSON.stringify(UPSTREAM_SETTINGS[key].default);
   problems.push(...inapplicable(own, given, where));
   const credentials = credentialSpec(`${where}.credentials`, raw.credentials ?? c.upstream.credentials, problems);
-  if (credentials && own.transport !== 'streamable-http') problems.push(`${where}.credentials: only for transport streamable-http`);
+  if (credentials && own.transport !== 'streamable-http')
+    problems.push(`${where}.credentials: only for transport streamable-http`);
   if (credentials && Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) {
     problems.push(`${where}: give credentials or an Authorization header, not both`);
   }
@@ -240,7 +260,16 @@ function upstreamSpec(name: string, raw: Raw, c: Config, problems: string[], alo
   return { ...rest, name, urls, headers, env, args: [...own.args], credentials, cache };
 }
 
-const CREDENTIAL_KEYS = new Set(['grant', 'tokenUrl', 'issuer', 'clientId', 'clientSecret', 'scope', 'resource', 'audience']);
+const CREDENTIAL_KEYS = new Set([
+  'grant',
+  'tokenUrl',
+  'issuer',
+  'clientId',
+  'clientSecret',
+  'scope',
+  'resource',
+  'audience',
+]);
 const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
 
 /** Whether secrets may go to a URL: https, or plain http to this machine only. */
@@ -257,13 +286,16 @@ function credentialSpec(where: string, v: unknown, problems: string[]): Credenti
   if (Object.keys(v).length === 0) return undefined;
   const o = v as Record<string, string>;
   for (const k of Object.keys(o)) if (!CREDENTIAL_KEYS.has(k)) problems.push(`${where}: unknown setting ${k}`);
-  if (!(CREDENTIAL_GRANTS as readonly string[]).includes(o.grant ?? '')) problems.push(`${where}.grant: expected one of ${CREDENTIAL_GRANTS.join(', ')}`);
+  if (!(CREDENTIAL_GRANTS as readonly string[]).includes(o.grant ?? ''))
+    problems.push(`${where}.grant: expected one of ${CREDENTIAL_GRANTS.join(', ')}`);
   // A user's sign-in finds the endpoints in the issuer's metadata; the other grants name the token endpoint.
   const signIn = o.grant === 'authorization_code';
   // Without a clientId a sign-in is made as Causeway's metadata document or a registered client.
-  for (const k of signIn ? ['issuer'] : ['tokenUrl', 'clientId', 'clientSecret']) if (!o[k]) problems.push(`${where}.${k}: required`);
+  for (const k of signIn ? ['issuer'] : ['tokenUrl', 'clientId', 'clientSecret'])
+    if (!o[k]) problems.push(`${where}.${k}: required`);
   if (signIn && o.clientSecret && !o.clientId) problems.push(`${where}.clientSecret: only with a clientId`);
-  if (signIn && o.tokenUrl) problems.push(`${where}.tokenUrl: not for grant authorization_code (the issuer's metadata names it)`);
+  if (signIn && o.tokenUrl)
+    problems.push(`${where}.tokenUrl: not for grant authorization_code (the issuer's metadata names it)`);
   if (!signIn && o.issuer) problems.push(`${where}.issuer: only for grant authorization_code`);
   for (const k of ['tokenUrl', 'issuer']) {
     if (!o[k]) continue;
@@ -304,7 +336,8 @@ function routeRules(where: string, v: unknown, members: readonly string[], probl
       continue;
     }
     for (const k of Object.keys(r)) if (!['method', 'name', 'upstream'].includes(k)) bad(`: unknown setting ${k}`);
-    if (typeof r.upstream !== 'string' || !members.includes(r.upstream)) bad('.upstream: must name a member of the mount');
+    if (typeof r.upstream !== 'string' || !members.includes(r.upstream))
+      bad('.upstream: must name a member of the mount');
     else if (r.method !== undefined && typeof r.method !== 'string') bad('.method: expected a string');
     else if (r.name !== undefined && typeof r.name !== 'string') bad('.name: expected a string');
     else if (r.method === undefined && r.name === undefined) bad(': needs a method, a name, or both');
@@ -331,7 +364,11 @@ function mountSpec(path: string, raw: Raw, known: ReadonlySet<string>, c: Config
   if (!path.startsWith('/')) problems.push(`${where}: a mount path must start with /`);
   if (RESERVED_PATHS.has(path)) problems.push(`${where}: ${path} is reserved for probes`);
   let upstreams: string[] = [];
-  if (!Array.isArray(raw.upstreams) || raw.upstreams.length === 0 || !raw.upstreams.every((u) => typeof u === 'string')) {
+  if (
+    !Array.isArray(raw.upstreams) ||
+    raw.upstreams.length === 0 ||
+    !raw.upstreams.every((u) => typeof u === 'string')
+  ) {
     problems.push(`${where}.upstreams: expected a non-empty list of upstream names`);
   } else {
     upstreams = raw.upstreams as string[];
@@ -382,12 +419,25 @@ function workOutTopology(c: Config): { topology: Topology; problems: string[] } 
     const ownRaw = c.upstream.transport === 'stdio' && c.upstream.url === '' ? {} : { url: c.upstream.url };
     upstreams.push(upstreamSpec(c.upstream.name, ownRaw, c, own, true));
     const entry = `upstreams.${c.upstream.name}`;
-    problems.push(...own.map((p) => (p.startsWith(`${entry}.`) ? `upstream.${p.slice(entry.length + 1)}` : p.startsWith(`${entry}:`) ? `upstream${p.slice(entry.length)}` : p)));
-    if (!NAME.test(c.upstream.name)) problems.push('upstream.name: letters, digits, _ . - (64 at most), starting with a letter or digit');
+    problems.push(
+      ...own.map((p) =>
+        p.startsWith(`${entry}.`)
+          ? `upstream.${p.slice(entry.length + 1)}`
+          : p.startsWith(`${entry}:`)
+            ? `upstream${p.slice(entry.length)}`
+            : p,
+      ),
+    );
+    if (!NAME.test(c.upstream.name))
+      problems.push('upstream.name: letters, digits, _ . - (64 at most), starting with a letter or digit');
   } else {
-    if (c.upstream.url !== '') problems.push('upstream.url: not used when upstreams are configured; give each upstream its url');
+    if (c.upstream.url !== '')
+      problems.push('upstream.url: not used when upstreams are configured; give each upstream its url');
     for (const [name, raw] of entries) {
-      if (!NAME.test(name)) problems.push(`upstreams.${name}: a name is letters, digits, _ . - (64 at most), starting with a letter or digit`);
+      if (!NAME.test(name))
+        problems.push(
+          `upstreams.${name}: a name is letters, digits, _ . - (64 at most), starting with a letter or digit`,
+        );
       if (!isRaw(raw)) problems.push(`upstreams.${name}: expected an object`);
       else upstreams.push(upstreamSpec(name, raw, c, problems));
     }
@@ -399,15 +449,24 @@ function workOutTopology(c: Config): { topology: Topology; problems: string[] } 
     if (upstreams.length > 1) problems.push('mounts: required when several upstreams are configured');
     else if (upstreams.length === 1) {
       const skills = skillRoots(c.skills.dir, c.skills.prefix, [upstreams[0]!.name]);
-      mounts.push({ path: c.listen.path, upstreams: [upstreams[0]!.name], prefix: DEFAULT_PREFIX, pageSize: DEFAULT_PAGE_SIZE, routes: [], skills });
+      mounts.push({
+        path: c.listen.path,
+        upstreams: [upstreams[0]!.name],
+        prefix: DEFAULT_PREFIX,
+        pageSize: DEFAULT_PAGE_SIZE,
+        routes: [],
+        skills,
+      });
     }
   } else {
-    if (c.skills.dir !== '') problems.push('skills.dir: not used when mounts are configured; give each mount its skills');
+    if (c.skills.dir !== '')
+      problems.push('skills.dir: not used when mounts are configured; give each mount its skills');
     for (const [path, raw] of mountEntries) {
       if (!isRaw(raw)) problems.push(`mounts.${path}: expected an object`);
       else mounts.push(mountSpec(path, raw, known, c, problems));
     }
   }
-  if (c.skills.prefix !== '' && !SKILLS_PREFIX.test(c.skills.prefix)) problems.push('skills.prefix: segments of letters, digits and . _ ~ -, separated by /');
+  if (c.skills.prefix !== '' && !SKILLS_PREFIX.test(c.skills.prefix))
+    problems.push('skills.prefix: segments of letters, digits and . _ ~ -, separated by /');
   return { topology: { upstreams, mounts }, problems };
 }

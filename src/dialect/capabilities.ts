@@ -99,7 +99,10 @@ const MAX_REMEMBERED = 256;
 const declared = new BoundedMap<string, Declared>(MAX_REMEMBERED);
 const MAX_REMEMBERED_TEXT = 2048;
 
-/** 16 base64url characters of sha256 over the canonical legacy capabilities: requests share a session only when these match. */
+/**
+ * 16 base64url characters of sha256 over the canonical legacy capabilities: requests share a session only when these
+ * match.
+ */
 export function declaredCapabilities(clientCapabilities: JsonObject): Declared {
   const text = capabilitiesText(clientCapabilities);
   const known = declared.get(text);

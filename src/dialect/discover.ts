@@ -8,8 +8,14 @@ import { withResultMeta, type CacheHint } from './results.js';
 
 /** `runsTasks`: Causeway itself runs some of the upstream's tools as tasks (upstream.taskTools). */
 export function discoverResult(initializeResult: JsonObject, cache: CacheHint, runsTasks = false): JsonObject {
-  const capabilities = toModernServerCapabilities(isObject(initializeResult.capabilities) ? initializeResult.capabilities : {});
-  if (runsTasks) capabilities.extensions = { ...(isObject(capabilities.extensions) ? capabilities.extensions : {}), [TASKS_EXTENSION]: {} };
+  const capabilities = toModernServerCapabilities(
+    isObject(initializeResult.capabilities) ? initializeResult.capabilities : {},
+  );
+  if (runsTasks)
+    capabilities.extensions = {
+      ...(isObject(capabilities.extensions) ? capabilities.extensions : {}),
+      [TASKS_EXTENSION]: {},
+    };
   const result: JsonObject = { supportedVersions: [...MODERN_VERSIONS], capabilities };
   if (typeof initializeResult.instructions === 'string') result.instructions = initializeResult.instructions;
   return withResultMeta(result, { serverInfo: serverInfoOf(initializeResult), cache });

@@ -1,6 +1,21 @@
-export { toLegacyClientCapabilities, toModernServerCapabilities, canonicalJson, requiredCapability, declares, declaredCapabilities, type Declared } from './capabilities.js';
+export {
+  toLegacyClientCapabilities,
+  toModernServerCapabilities,
+  canonicalJson,
+  requiredCapability,
+  declares,
+  declaredCapabilities,
+  type Declared,
+} from './capabilities.js';
 export { discoverResult, serverInfoOf } from './discover.js';
-export { translateResult, withResultMeta, normalizeToolsList, toolFacts, type CacheHint, type ResultContext } from './results.js';
+export {
+  translateResult,
+  withResultMeta,
+  normalizeToolsList,
+  toolFacts,
+  type CacheHint,
+  type ResultContext,
+} from './results.js';
 export { translateError, statusForUpstreamError } from './errors.js';
 export {
   declaresTasks,

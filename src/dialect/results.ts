@@ -17,7 +17,8 @@ export interface ResultContext {
   cache: CacheHint | undefined;
 }
 
-// Copied member by member (copyObject): `{ ...result, resultType }` cost the warm call more than the rest of its translation.
+// Copied member by member (copyObject): `{ ...result, resultType }` cost the warm call more than the rest of its
+// translation.
 export function withResultMeta(result: JsonObject, ctx: ResultContext): JsonObject {
   const out = copyObject(result);
   out.resultType = typeof result.resultType === 'string' ? result.resultType : 'complete';
@@ -33,7 +34,6 @@ export function withResultMeta(result: JsonObject, ctx: ResultContext): JsonObje
   return out;
 }
 
-
 function byName(a: JsonValue, b: JsonValue): number {
   const an = isObject(a) && typeof a.name === 'string' ? a.name : '';
   const bn = isObject(b) && typeof b.name === 'string' ? b.name : '';
@@ -45,7 +45,9 @@ function byName(a: JsonValue, b: JsonValue): number {
  * annotations are invalid are left out, as every HTTP client must drop them anyway [SHTTP].
  */
 /** What a tools/list page says of each tool that a session's facts keep: its Mcp-Param annotations and task support. */
-export function toolFacts(result: JsonObject): Array<{ name: string; headers: ReturnType<typeof paramHeaders>; support: TaskSupport }> {
+export function toolFacts(
+  result: JsonObject,
+): Array<{ name: string; headers: ReturnType<typeof paramHeaders>; support: TaskSupport }> {
   if (!Array.isArray(result.tools)) return [];
   const out: Array<{ name: string; headers: ReturnType<typeof paramHeaders>; support: TaskSupport }> = [];
   for (const tool of result.tools) {

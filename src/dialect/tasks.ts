@@ -26,7 +26,10 @@ export function declaresTasks(clientCapabilities: JsonObject): boolean {
   return isObject(clientCapabilities.extensions) && isObject(clientCapabilities.extensions[TASKS_EXTENSION]);
 }
 
-/** The legacy server's capabilities say it runs task-augmented tools/call itself (2025-11-25 `tasks.requests.tools.call`). */
+/**
+ * The legacy server's capabilities say it runs task-augmented tools/call itself (2025-11-25
+ * `tasks.requests.tools.call`).
+ */
 export function upstreamRunsTasks(caps: JsonValue | undefined): boolean {
   if (!isObject(caps) || !isObject(caps.tasks) || !isObject(caps.tasks.requests)) return false;
   const tools = caps.tasks.requests.tools;

@@ -1,3 +1,12 @@
-export { sendJson, sendResult, sendRpcError, sendCausewayError, sendStatus, sendText, errorBody, type HttpResponse } from './reply.js';
+export {
+  sendJson,
+  sendResult,
+  sendRpcError,
+  sendCausewayError,
+  sendStatus,
+  sendText,
+  errorBody,
+  type HttpResponse,
+} from './reply.js';
 export { SseStream } from './stream.js';
 export { H1Response, H2Response, tagResponse } from './request-id.js';

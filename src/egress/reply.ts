@@ -12,10 +12,18 @@ function writable(res: HttpResponse): boolean {
   return !res.headersSent && !res.writableEnded && !res.destroyed;
 }
 
-export function sendJson(res: HttpResponse, status: number, body: unknown, headers?: Readonly<Record<string, string>>): void {
+export function sendJson(
+  res: HttpResponse,
+  status: number,
+  body: unknown,
+  headers?: Readonly<Record<string, string>>,
+): void {
   if (!writable(res)) return;
   const text = JSON.stringify(body);
-  const all: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) };
+  const all: Record<string, string> = {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+  };
   // Member by member: V8 builds `{ ...literal, ...headers }` on a slow path, even for no headers.
   if (headers !== undefined) for (const name in headers) all[name] = headers[name]!;
   res.writeHead(status, all);
@@ -36,7 +44,13 @@ export function errorBody(id: RequestId | null, error: JsonRpcErrorObject): Json
   return body;
 }
 
-export function sendRpcError(res: HttpResponse, status: number, id: RequestId | null, error: JsonRpcErrorObject, headers: Readonly<Record<string, string>> = {}): void {
+export function sendRpcError(
+  res: HttpResponse,
+  status: number,
+  id: RequestId | null,
+  error: JsonRpcErrorObject,
+  headers: Readonly<Record<string, string>> = {},
+): void {
   sendJson(res, status, errorBody(id, error), status === 405 ? { allow: 'POST', ...headers } : { ...headers });
 }
 

@@ -52,7 +52,10 @@ export class H2Response extends http2.Http2ServerResponse {
 }
 
 /** Gives `res` its request id: in the head it will write, or at once for a response of another class. */
-export function tagResponse(res: object & { setHeader(name: string, value: string): unknown }, requestId: string): void {
+export function tagResponse(
+  res: object & { setHeader(name: string, value: string): unknown },
+  requestId: string,
+): void {
   if (res instanceof H1Response || res instanceof H2Response) res.requestId = requestId;
   else res.setHeader(NAME, requestId);
 }

@@ -4,13 +4,7 @@
 
 import type { ErrorReason } from '../errors.js';
 import { isObject, isRequestId, type JsonObject, type JsonValue, type RequestId } from '../jsonrpc.js';
-import {
-  checkMethodHeader,
-  checkNameHeader,
-  checkVersionHeader,
-  type HeaderBag,
-  type HeaderCheck,
-} from './headers.js';
+import { checkMethodHeader, checkNameHeader, checkVersionHeader, type HeaderBag, type HeaderCheck } from './headers.js';
 import { readMeta, META_VERSION, type RequestMeta } from './meta.js';
 import { methodSpec, type MethodSpec } from './methods.js';
 import { MODERN_VERSIONS, isLegacyVersion, isModernVersion } from './versions.js';
@@ -89,9 +83,13 @@ export function classifyPost(input: InboundPost): Classified {
   const id = isRequestId(rawId) ? rawId : null;
   if (body.jsonrpc !== '2.0') return reject('invalid_request', id, 'jsonrpc must be "2.0"');
   if (typeof body.method !== 'string') {
-    return reject('invalid_request', id, body.result !== undefined || body.error !== undefined
-      ? 'Clients do not send JSON-RPC responses in 2026-07-28'
-      : 'method must be a string');
+    return reject(
+      'invalid_request',
+      id,
+      body.result !== undefined || body.error !== undefined
+        ? 'Clients do not send JSON-RPC responses in 2026-07-28'
+        : 'method must be a string',
+    );
   }
   if (rawId === undefined) {
     // Clients still post it when closing a stream; closing the stream already cancelled the request [SHTTP].
@@ -100,7 +98,8 @@ export function classifyPost(input: InboundPost): Classified {
   }
   if (id === null) return reject('invalid_request', null, 'id must be a string or an integer');
   const method = body.method;
-  if (body.params !== undefined && !isObject(body.params)) return reject('invalid_params', id, 'params must be an object');
+  if (body.params !== undefined && !isObject(body.params))
+    return reject('invalid_params', id, 'params must be an object');
   const params: JsonObject = isObject(body.params) ? body.params : {};
 
   const metaOutcome = readMeta(params);

@@ -49,7 +49,10 @@ function mismatch(header: string, got: string, want: string): HeaderCheck {
   return { ok: false, message: `Header mismatch: ${header} header value '${got}' does not match body value '${want}'` };
 }
 
-/** One mirrored header (`name`: as node:http keys it, lower case): required when the body has a value, must equal it after decoding. */
+/**
+ * One mirrored header (`name`: as node:http keys it, lower case): required when the body has a value, must equal it
+ * after decoding.
+ */
 function checkMirrored(headers: HeaderBag, header: string, name: string, bodyValue: string | undefined): HeaderCheck {
   const raw = headers[name];
   if (raw === undefined) {
@@ -142,7 +145,11 @@ export function mayNeedParamHeaders(headers: HeaderBag, args: JsonObject | undef
   return false;
 }
 
-export function checkParamHeaders(headers: HeaderBag, params: ParamHeader[], args: JsonObject | undefined): HeaderCheck {
+export function checkParamHeaders(
+  headers: HeaderBag,
+  params: ParamHeader[],
+  args: JsonObject | undefined,
+): HeaderCheck {
   for (const p of params) {
     const name = `Mcp-Param-${p.header}`;
     const raw = headers[name.toLowerCase()];
@@ -162,8 +169,13 @@ export function checkParamHeaders(headers: HeaderBag, params: ParamHeader[], arg
   return OK;
 }
 
-/** The Mcp-Param-* headers a call's arguments give under a tool's annotations: none for a null or absent value [SHTTP]. */
-export function mirroredParamHeaders(params: readonly ParamHeader[], args: JsonObject | undefined): Record<string, string> {
+/**
+ * The Mcp-Param-* headers a call's arguments give under a tool's annotations: none for a null or absent value [SHTTP].
+ */
+export function mirroredParamHeaders(
+  params: readonly ParamHeader[],
+  args: JsonObject | undefined,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const p of params) {
     const value = valueAt(args, p.path);
@@ -175,7 +187,8 @@ export function mirroredParamHeaders(params: readonly ParamHeader[], args: JsonO
 
 /** Plain visible ASCII as is; anything else, or a value that looks like the sentinel, as =?base64?...?= [SHTTP]. */
 export function encodeHeaderValue(v: string): string {
-  // As is when decoding gives it back: not empty, no space to trim at either end, visible ASCII, not the sentinel's shape.
+  // As is when decoding gives it back: not empty, no space to trim at either end, visible ASCII, not the sentinel's
+  // shape.
   const asIs = v !== '' && v.trim() === v && isVisibleAscii(v) && !SENTINEL.test(v);
   return asIs ? v : `=?base64?${Buffer.from(v, 'utf8').toString('base64')}?=`;
 }

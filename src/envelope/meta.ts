@@ -21,7 +21,9 @@ export interface RequestMeta {
   progressToken: string | number | undefined;
 }
 
-export type MetaOutcome = { ok: true; meta: RequestMeta } | { ok: false; reason: 'missing_meta' | 'invalid_params'; message: string };
+export type MetaOutcome =
+  | { ok: true; meta: RequestMeta }
+  | { ok: false; reason: 'missing_meta' | 'invalid_params'; message: string };
 
 const missing = (message: string): MetaOutcome => ({ ok: false, reason: 'missing_meta', message });
 const invalid = (message: string): MetaOutcome => ({ ok: false, reason: 'invalid_params', message });
@@ -55,7 +57,8 @@ export const MAX_CAPABILITIES_BYTES = 8192;
  * when it fits. Members the schema does not name are let through (later revisions add some).
  */
 export function capabilitiesProblem(caps: JsonObject): string | undefined {
-  if (capabilitiesText(caps).length > MAX_CAPABILITIES_BYTES) return `longer than ${MAX_CAPABILITIES_BYTES} characters as JSON`;
+  if (capabilitiesText(caps).length > MAX_CAPABILITIES_BYTES)
+    return `longer than ${MAX_CAPABILITIES_BYTES} characters as JSON`;
   const objectOf = (key: string, v: JsonValue | undefined, members?: readonly string[]): string | undefined => {
     if (v === undefined) return undefined;
     if (!isObject(v)) return `${key} must be an object`;
@@ -108,4 +111,3 @@ export function levelAtLeast(level: string, min: LogLevel): boolean {
   const i = LOG_LEVELS.indexOf(level as LogLevel);
   return i >= LOG_LEVELS.indexOf(min);
 }
-

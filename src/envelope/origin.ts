@@ -17,7 +17,11 @@ export function isLoopbackAddress(host: string): boolean {
   return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
 
-export function originPolicy(listenHost: string, allowedHosts: readonly string[], allowedOrigins: readonly string[]): OriginPolicy {
+export function originPolicy(
+  listenHost: string,
+  allowedHosts: readonly string[],
+  allowedOrigins: readonly string[],
+): OriginPolicy {
   const hosts = allowedHosts.length > 0 ? allowedHosts : isLoopbackAddress(listenHost) ? LOOPBACK_NAMES : [];
   return {
     hosts: new Set(hosts.map((h) => h.toLowerCase())),
@@ -37,7 +41,9 @@ export function hostName(hostHeader: string): string {
 }
 
 function hostAllowed(policy: OriginPolicy, name: string): boolean {
-  return policy.hosts.size === 0 || policy.hosts.has(name) || (name.startsWith('[') && policy.hosts.has(name.slice(1, -1)));
+  return (
+    policy.hosts.size === 0 || policy.hosts.has(name) || (name.startsWith('[') && policy.hosts.has(name.slice(1, -1)))
+  );
 }
 
 export function checkOrigin(
@@ -49,7 +55,8 @@ export function checkOrigin(
     return { ok: false, reason: 'forbidden_host' };
   }
   if (origin === undefined) return { ok: true };
-  if (policy.origins.size > 0) return policy.origins.has(origin) ? { ok: true } : { ok: false, reason: 'forbidden_origin' };
+  if (policy.origins.size > 0)
+    return policy.origins.has(origin) ? { ok: true } : { ok: false, reason: 'forbidden_origin' };
   let originHost: string;
   try {
     originHost = new URL(origin).host;
@@ -57,7 +64,8 @@ export function checkOrigin(
     return { ok: false, reason: 'forbidden_origin' };
   }
   const name = hostName(originHost);
-  if (policy.hosts.size > 0) return hostAllowed(policy, name) ? { ok: true } : { ok: false, reason: 'forbidden_origin' };
+  if (policy.hosts.size > 0)
+    return hostAllowed(policy, name) ? { ok: true } : { ok: false, reason: 'forbidden_origin' };
   // No host list: a browser origin must at least name the host it is talking to.
   return host !== undefined && hostName(host) === name ? { ok: true } : { ok: false, reason: 'forbidden_origin' };
 }

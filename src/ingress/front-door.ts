@@ -91,7 +91,8 @@ const REFUSALS_REMEMBERED = 256;
 export function frontDoor(given: Omit<FrontDoorDeps, 'refusedOnce'>): IngressHandler {
   const deps: FrontDoorDeps = { ...given, refusedOnce: new OnceEach(REFUSALS_REMEMBERED) };
   return (req, res) => {
-    const reqId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : randomUUID();
+    const reqId =
+      typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : randomUUID();
     tagResponse(res, reqId);
     walkFrom(new Visit(req, res, deps, reqId), 0);
   };
@@ -148,7 +149,16 @@ function forwardLegacy(v: Visit): boolean | Promise<void> {
   const extra = routingHeaders(req.headers, json);
   const body = { bytes: v.body, json };
   const { res, signal, access, principal } = v;
-  return v.mount.passthrough.forward({ method: 'POST', headers: req.headers, body, res, signal, extraHeaders: extra, access, principal });
+  return v.mount.passthrough.forward({
+    method: 'POST',
+    headers: req.headers,
+    body,
+    res,
+    signal,
+    extraHeaders: extra,
+    access,
+    principal,
+  });
 }
 
 function serve(v: Visit): boolean | Promise<void> {
@@ -162,7 +172,17 @@ function serve(v: Visit): boolean | Promise<void> {
 function serveFully(v: Visit): Promise<void> {
   const request = (v.verdict as Extract<Visit['verdict'], { era: 'modern' }>).request;
   return serveModern(
-    { request, headers: v.headers, res: v.res, signal: v.signal, log: v.log.child({ method: request.method }), access: v.access, principal: v.principal, notes: v.tag.notes, body: v.body },
+    {
+      request,
+      headers: v.headers,
+      res: v.res,
+      signal: v.signal,
+      log: v.log.child({ method: request.method }),
+      access: v.access,
+      principal: v.principal,
+      notes: v.tag.notes,
+      body: v.body,
+    },
     v.mount,
   );
 }

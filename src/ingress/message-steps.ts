@@ -7,7 +7,14 @@
 import { AnswerTap, AUDITED } from '../audit/index.js';
 import type { ResourceServer } from '../auth/index.js';
 import { sendStatus } from '../egress/index.js';
-import { classifyPost, LEGACY_METHODS, META_VERSION, revisionLabel, type Classified, type HeaderBag } from '../envelope/index.js';
+import {
+  classifyPost,
+  LEGACY_METHODS,
+  META_VERSION,
+  revisionLabel,
+  type Classified,
+  type HeaderBag,
+} from '../envelope/index.js';
 import { causewayError, ERROR_TABLE } from '../errors.js';
 import { isObject, type JsonObject, type RequestId } from '../jsonrpc.js';
 import { legacyName } from '../passthrough/index.js';
@@ -31,18 +38,26 @@ function clientRevision(headers: HeaderBag, body: unknown): string {
     const { method, params } = body as { method?: unknown; params?: unknown };
     if (typeof params === 'object' && params !== null) {
       const meta = (params as { _meta?: unknown })._meta;
-      if (typeof meta === 'object' && meta !== null && META_VERSION in meta) return revisionLabel((meta as Record<string, unknown>)[META_VERSION]);
+      if (typeof meta === 'object' && meta !== null && META_VERSION in meta)
+        return revisionLabel((meta as Record<string, unknown>)[META_VERSION]);
       if (method === 'initialize') return revisionLabel((params as { protocolVersion?: unknown }).protocolVersion);
     }
   }
   return revisionLabel(headers['mcp-protocol-version']?.trim());
 }
 
-/** A tokenless request let through for server/discover (auth.publicDiscover) is anything else: the token is asked for. */
+/**
+ * A tokenless request let through for server/discover (auth.publicDiscover) is anything else: the token is asked for.
+ */
 export function tokenlessDiscover(v: Visit): boolean | Promise<boolean> {
   const { auth } = v.deps;
   const { verdict } = v;
-  if (auth === undefined || !v.openDiscover || (verdict.era === 'modern' && verdict.request.method === 'server/discover')) return NEXT;
+  if (
+    auth === undefined ||
+    !v.openDiscover ||
+    (verdict.era === 'modern' && verdict.request.method === 'server/discover')
+  )
+    return NEXT;
   return requireToken(v, auth);
 }
 
@@ -110,7 +125,6 @@ export function rejected(v: Visit): boolean {
   return refuse(v, causewayError(r.reason, r.message, r.data), r.id);
 }
 
-
 /** The first request of a legacy POST its token's scopes do not cover. */
 export function legacyScopes(v: Visit): boolean {
   const { auth } = v.deps;
@@ -143,7 +157,11 @@ function requestsIn(body: unknown): Array<{ method: string; id: RequestId | null
   const out: Array<{ method: string; id: RequestId | null; message: JsonObject }> = [];
   for (const message of Array.isArray(body) ? body : [body]) {
     if (!isObject(message) || typeof message.method !== 'string' || message.id === undefined) continue;
-    out.push({ method: message.method, id: typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null, message });
+    out.push({
+      method: message.method,
+      id: typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null,
+      message,
+    });
   }
   return out;
 }
@@ -151,7 +169,8 @@ function requestsIn(body: unknown): Array<{ method: string; id: RequestId | null
 export function acceptable(v: Visit): boolean {
   const { verdict } = v;
   const accept = v.headers.accept;
-  if (verdict.era !== 'modern' || accept === undefined || /application\/json|text\/event-stream|\*\/\*/i.test(accept)) return NEXT;
+  if (verdict.era !== 'modern' || accept === undefined || /application\/json|text\/event-stream|\*\/\*/i.test(accept))
+    return NEXT;
   return refuse(v, causewayError('not_acceptable'), verdict.request.id);
 }
 

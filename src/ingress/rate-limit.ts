@@ -77,6 +77,11 @@ export class RateLimiter {
     }
     if (wait <= 0) return undefined;
     const seconds = Math.max(1, Math.ceil(wait / 1000));
-    return new CausewayError('rate_limited', `Rate limit exceeded; retry after ${seconds} s`, { retryAfterSeconds: seconds }, { headers: { 'retry-after': String(seconds) } });
+    return new CausewayError(
+      'rate_limited',
+      `Rate limit exceeded; retry after ${seconds} s`,
+      { retryAfterSeconds: seconds },
+      { headers: { 'retry-after': String(seconds) } },
+    );
   }
 }

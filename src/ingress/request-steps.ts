@@ -20,7 +20,16 @@ import { AUDITED, whoOf, writeAudit, type AuditedCall } from '../audit/index.js'
 import type { RateLimiter } from './rate-limit.js';
 import { parseJson, readBody, type BodyReader } from './read-body.js';
 import type { IngressRequest } from './server.js';
-import { ANSWERED, closeAfterReply, NEXT, PAUSED, refuse, refuseUnread, type SignInEndpoint, type Visit } from './visit.js';
+import {
+  ANSWERED,
+  closeAfterReply,
+  NEXT,
+  PAUSED,
+  refuse,
+  refuseUnread,
+  type SignInEndpoint,
+  type Visit,
+} from './visit.js';
 
 /** The HTTP methods of MCP, each of which carries the token and counts against the rate. */
 function mcpMethod(method: string): boolean {
@@ -69,7 +78,11 @@ async function signInAnswer(v: Visit, endpoint: SignInEndpoint): Promise<boolean
     answer = { status: 502, text: (err as Error).message };
   }
   // The URL held a code and a state: no referrer leaves this page, and nothing caches it.
-  v.res.writeHead(answer.status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
+  v.res.writeHead(answer.status, {
+    'content-type': 'text/plain; charset=utf-8',
+    'cache-control': 'no-store',
+    'referrer-policy': 'no-referrer',
+  });
   v.res.end(`${answer.text}\n`);
   return ANSWERED;
 }
@@ -77,7 +90,8 @@ async function signInAnswer(v: Visit, endpoint: SignInEndpoint): Promise<boolean
 /** Served as usual, but the client must take its next request elsewhere (HTTP/2 sessions got GOAWAY). */
 export function closingNotice(v: Visit): boolean {
   const { req } = v;
-  if (v.deps.closing() && 'httpVersionMajor' in req && req.httpVersionMajor === 1) v.res.setHeader('connection', 'close');
+  if (v.deps.closing() && 'httpVersionMajor' in req && req.httpVersionMajor === 1)
+    v.res.setHeader('connection', 'close');
   return NEXT;
 }
 
@@ -172,12 +186,20 @@ export function admit(v: Visit): boolean {
   if (deps.inFlight.count >= deps.maxInFlight) return refuseUnread(v, causewayError('overloaded'));
   deps.inFlight.count++;
   v.started = performance.now();
-  v.tag = { era: 'rejected', method: 'none', revision: revisionLabel(v.headers['mcp-protocol-version']?.trim()), notes: {} };
+  v.tag = {
+    era: 'rejected',
+    method: 'none',
+    revision: revisionLabel(v.headers['mcp-protocol-version']?.trim()),
+    notes: {},
+  };
   res.on('close', () => closed(v));
   return NEXT;
 }
 
-/** The response is done or the client gone: the request is observed, no longer in flight, and its work stopped if unanswered. */
+/**
+ * The response is done or the client gone: the request is observed, no longer in flight, and its work stopped if
+ * unanswered.
+ */
 function closed(v: Visit): void {
   const { res, deps, tag } = v;
   deps.inFlight.count--;
@@ -241,7 +263,8 @@ function refusedUnread(v: Visit): AuditedCall[] {
 
 /** The trace id of a W3C traceparent header, for the access log of a request no span recorded. */
 function traceIdOf(traceparent: string | undefined): { traceId?: string } {
-  const m = traceparent === undefined ? null : /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}/.exec(traceparent.trim());
+  const m =
+    traceparent === undefined ? null : /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}/.exec(traceparent.trim());
   return m ? { traceId: m[1] } : {};
 }
 
@@ -251,7 +274,11 @@ export function accessToken(v: Visit): boolean | Promise<boolean> {
   if (auth === undefined) return NEXT;
   const { method, headers } = v;
   // With auth.publicDiscover, a tokenless server/discover is let through to the classifier, which must agree.
-  v.openDiscover = auth.publicDiscover && method === 'POST' && headers.authorization === undefined && headers['mcp-method'] === 'server/discover';
+  v.openDiscover =
+    auth.publicDiscover &&
+    method === 'POST' &&
+    headers.authorization === undefined &&
+    headers['mcp-method'] === 'server/discover';
   if (v.openDiscover || !mcpMethod(method)) return NEXT;
   return checkToken(v, auth);
 }
@@ -344,7 +371,10 @@ class JsonBody implements BodyReader {
     const parsed = parseJson(body, jsonLimits);
     if ('exceeded' in parsed) {
       v.log.debug({ exceeded: parsed.exceeded }, 'request body over the JSON limits');
-      const message = parsed.exceeded === 'depth' ? `JSON nested deeper than ${jsonLimits.maxDepth}` : `JSON holds more than ${jsonLimits.maxItems} items`;
+      const message =
+        parsed.exceeded === 'depth'
+          ? `JSON nested deeper than ${jsonLimits.maxDepth}`
+          : `JSON holds more than ${jsonLimits.maxItems} items`;
       refuse(v, parsed.json ? causewayError('invalid_request', message) : causewayError('parse_error'), parsed.id);
       return;
     }

@@ -5,7 +5,12 @@
 
 import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type ServerHttp2Stream } from 'node:http2';
+import http2, {
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type Http2Session,
+  type ServerHttp2Stream,
+} from 'node:http2';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import { bindError } from '../errors.js';
 import { InFlight } from '../in-flight.js';
@@ -135,14 +140,22 @@ export function createIngress(
     });
   }
 
-  const h1 = http.createServer({ maxHeaderSize: opts.maxHeaderBytes, ServerResponse: H1Response as typeof http.ServerResponse }, handler);
+  const h1 = http.createServer(
+    { maxHeaderSize: opts.maxHeaderBytes, ServerResponse: H1Response as typeof http.ServerResponse },
+    handler,
+  );
   h1Limits(h1 as unknown as Http1Timeouts);
   // h1 never listens itself (the front server hands it sockets), and Node only starts tracking
   // connections (header deadlines, closeIdleConnections, closeAllConnections) on 'listening'.
   h1.emit('listening');
-  const h2 = http2.createServer({ settings: h2settings, Http2ServerResponse: H2Response as typeof http2.Http2ServerResponse }, handler);
+  const h2 = http2.createServer(
+    { settings: h2settings, Http2ServerResponse: H2Response as typeof http2.Http2ServerResponse },
+    handler,
+  );
   trackSessions(h2);
-  const front = net.createServer({ noDelay: true }, (socket) => routeConnection(socket, h1, h2, opts.headersTimeoutMs, onClosed));
+  const front = net.createServer({ noDelay: true }, (socket) =>
+    routeConnection(socket, h1, h2, opts.headersTimeoutMs, onClosed),
+  );
   bound(front);
   return wrap(front, 'http', opts, sockets, (which) => {
     if (which === 'all') h1.closeAllConnections();
@@ -160,7 +173,11 @@ function checkingInterval(headersTimeoutMs: number): number {
  * An HTTP/2 session must open its first stream within headersTimeoutMs, and is closed (GOAWAY,
  * open streams finish) once it has had no open stream for idleTimeoutMs.
  */
-function boundSession(session: Http2Session, opts: IngressOptions, onClosed: (reason: ConnectionCloseReason) => void): void {
+function boundSession(
+  session: Http2Session,
+  opts: IngressOptions,
+  onClosed: (reason: ConnectionCloseReason) => void,
+): void {
   let open = 0;
   let timer: NodeJS.Timeout | undefined = setTimeout(() => {
     onClosed('headers_timeout');

@@ -52,7 +52,8 @@ class Series<V extends { labels: Labels }> {
   /** The value, if it exists and is still the metric's. */
   current(): V | undefined {
     const map = this.inner.hashMap;
-    if (map !== undefined && map === this.map && this.key !== undefined && map[this.key] === this.value) return this.value;
+    if (map !== undefined && map === this.map && this.key !== undefined && map[this.key] === this.value)
+      return this.value;
     return this.find(map);
   }
 

@@ -1,7 +1,7 @@
 // Bounded values for the `name` label of one upstream: a tool or prompt name only once the
-// upstream listed it to this replica, or to another that told it (tools/list, prompts/list results), resources/read by the
-// resources/templates/list template its URI matches; anything else is `_other`, so clients
-// naming any number of bogus tools add no series. At most MAX_NAMES per kind are learned.
+// upstream listed it to this replica, or to another that told it (tools/list, prompts/list results), resources/read by
+// the resources/templates/list template its URI matches; anything else is `_other`, so clients naming any number of
+// bogus tools add no series. At most MAX_NAMES per kind are learned.
 
 import { isObject, type JsonObject } from '../jsonrpc.js';
 
@@ -29,7 +29,10 @@ export class KnownNames {
   private readonly prompts = new Set<string>();
   private readonly templates: Template[] = [];
 
-  /** Learns from one page of a tools/list, prompts/list or resources/templates/list result; returns what it did not know. */
+  /**
+   * Learns from one page of a tools/list, prompts/list or resources/templates/list result; returns what it did not
+   * know.
+   */
   learn(method: string, result: JsonObject): string[] {
     switch (method) {
       case 'tools/list':

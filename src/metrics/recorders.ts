@@ -8,7 +8,12 @@ import { LEGACY_METHODS } from '../envelope/index.js';
 import type { ErrorReason } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { operationDone } from '../tracing/index.js';
-import { boundCounter, boundHistogram, type CounterChild as Bound, type HistogramChild as BoundHistogram } from './bound.js';
+import {
+  boundCounter,
+  boundHistogram,
+  type CounterChild as Bound,
+  type HistogramChild as BoundHistogram,
+} from './bound.js';
 import { Children } from './children.js';
 import { KnownNames } from './names.js';
 import type { Metrics } from './registry.js';
@@ -96,7 +101,13 @@ export class UpstreamMetrics {
   }
 
   /** A modern request answered; `method` is one of the modern registry, `name` its params.name / uri. */
-  answered(method: string, name: string | undefined, resultType: ResultType, outcome: AnswerOutcome, seconds: number): void {
+  answered(
+    method: string,
+    name: string | undefined,
+    resultType: ResultType,
+    outcome: AnswerOutcome,
+    seconds: number,
+  ): void {
     const label = this.names.label(method, name);
     this.answers.get(method, label, resultType, outcome).inc();
     this.answerDurations.get(method, label, resultType).observe(seconds);

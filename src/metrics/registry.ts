@@ -85,7 +85,9 @@ function servingMetrics(registry: Registry, probes: Probes) {
     }),
     requests: new Counter({
       name: 'causeway_requests_total',
-      help: 'MCP requests answered, by era (modern, legacy, rejected), method and outcome (ok, client_error, server_error by HTTP status).',
+      help:
+        'MCP requests answered, by era (modern, legacy, rejected), method ' +
+        'and outcome (ok, client_error, server_error by HTTP status).',
       labelNames: ['era', 'method', 'outcome'] as const,
       registers: [registry],
     }),
@@ -110,20 +112,26 @@ function modernMetrics(registry: Registry, probes: Probes) {
   return {
     modernRequests: new Counter({
       name: 'causeway_modern_requests_total',
-      help: 'Modern (2026-07-28) requests answered, by upstream, method, name, result_type (complete, input_required, task, error) and outcome (ok, upstream_error, cancelled, or the local error reason).',
+      help:
+        'Modern (2026-07-28) requests answered, by upstream, method, name, result_type (complete, ' +
+        'input_required, task, error) and outcome (ok, upstream_error, cancelled, or the local error reason).',
       labelNames: ['upstream', 'method', 'name', 'result_type', 'outcome'] as const,
       registers: [registry],
     }),
     modernDuration: new Histogram({
       name: 'causeway_modern_request_duration_seconds',
-      help: 'Time a modern request took from classification to the end of its answer, by upstream, method, name and result_type.',
+      help:
+        'Time a modern request took from classification to the end ' +
+        'of its answer, by upstream, method, name and result_type.',
       labelNames: ['upstream', 'method', 'name', 'result_type'] as const,
       buckets: LATENCY_BUCKETS,
       registers: [registry],
     }),
     upstreamDuration: new Histogram({
       name: 'causeway_upstream_request_duration_seconds',
-      help: 'Time the upstream took to answer one request Causeway sent, by upstream, legacy method and result (ok, error, failed, cancelled). Calls that waited on the client (multi-round asks) are left out.',
+      help:
+        'Time the upstream took to answer one request Causeway sent, by upstream, legacy method and result ' +
+        '(ok, error, failed, cancelled). Calls that waited on the client (multi-round asks) are left out.',
       labelNames: ['upstream', 'method', 'result'] as const,
       buckets: LATENCY_BUCKETS,
       registers: [registry],
@@ -136,13 +144,19 @@ function modernMetrics(registry: Registry, probes: Probes) {
     }),
     mrtrRetries: new Counter({
       name: 'causeway_mrtr_retries_total',
-      help: 'Multi-round retries carrying a requestState, by how they were served: held (the call was held here), handoff (sent to the holding replica), resume (holder gone, the call taken up on its upstream stream), replay (holder gone, call replayed), reissue (url elicitation).',
+      help:
+        'Multi-round retries carrying a requestState, by how they were served: held (the call was ' +
+        'held here), handoff (sent to the holding replica), resume (holder gone, the call taken up ' +
+        'on its upstream stream), replay (holder gone, call replayed), reissue (url elicitation).',
       labelNames: ['upstream', 'method', 'via'] as const,
       registers: [registry],
     }),
     outsideAsks: new Counter({
       name: 'causeway_outside_asks_total',
-      help: "Server->client requests that came on a session's GET stream, outside any call, by upstream and outcome: given (to the one multi-round call in flight, on this replica), handed (to it, on another replica), refused (no single call could take it).",
+      help:
+        "Server->client requests that came on a session's GET stream, outside any call, by " +
+        'upstream and outcome: given (to the one multi-round call in flight, on this ' +
+        'replica), handed (to it, on another replica), refused (no single call could take it).',
       labelNames: ['upstream', 'outcome'] as const,
       registers: [registry],
     }),
@@ -156,7 +170,9 @@ function modernMetrics(registry: Registry, probes: Probes) {
     }),
     tasksFollowed: new Gauge({
       name: 'causeway_tasks_followed',
-      help: 'Tasks this replica follows on their upstream (tasks/result open) or holds as calls (upstream.taskTools, upstream.taskSupport).',
+      help:
+        'Tasks this replica follows on their upstream (tasks/result open) ' +
+        'or holds as calls (upstream.taskTools, upstream.taskSupport).',
       registers: [registry],
       collect() {
         this.set(probes.tasksFollowed());
@@ -203,7 +219,9 @@ function sessionMetrics(registry: Registry, probes: Probes) {
     }),
     ejections: new Counter({
       name: 'causeway_upstream_ejections_total',
-      help: "Times one of an upstream's URLs was ejected after failing to be reached, by upstream and target (its position in the URL list).",
+      help:
+        "Times one of an upstream's URLs was ejected after failing to be " +
+        'reached, by upstream and target (its position in the URL list).',
       labelNames: ['upstream', 'target'] as const,
       registers: [registry],
     }),
@@ -232,7 +250,9 @@ function connectionMetrics(registry: Registry, probes: Probes) {
     }),
     connectionsClosed: new Counter({
       name: 'causeway_connections_closed_total',
-      help: 'Client connections Causeway closed itself, by reason: max_connections (refused at once), headers_timeout (no request head, first HTTP/2 stream or TLS handshake in time), idle_timeout.',
+      help:
+        'Client connections Causeway closed itself, by reason: max_connections (refused at once), ' +
+        'headers_timeout (no request head, first HTTP/2 stream or TLS handshake in time), idle_timeout.',
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
@@ -244,31 +264,43 @@ function connectionMetrics(registry: Registry, probes: Probes) {
     }),
     processRestarts: new Counter({
       name: 'causeway_upstream_process_restarts_total',
-      help: 'Child processes of a stdio upstream started after one was lost (it exited, crashed or broke the framing), by upstream.',
+      help:
+        'Child processes of a stdio upstream started after one was ' +
+        'lost (it exited, crashed or broke the framing), by upstream.',
       labelNames: ['upstream'] as const,
       registers: [registry],
     }),
     streamDrops: new Counter({
       name: 'causeway_upstream_stream_drops_total',
-      help: 'SSE streams of HTTP+SSE upstream sessions that ended without Causeway closing them (the server closed them, the connection dropped), by upstream.',
+      help:
+        'SSE streams of HTTP+SSE upstream sessions that ended without Causeway ' +
+        'closing them (the server closed them, the connection dropped), by upstream.',
       labelNames: ['upstream'] as const,
       registers: [registry],
     }),
     notificationDrops: new Counter({
       name: 'causeway_notifications_dropped_total',
-      help: "Progress and log notifications not delivered because the client's Accept listed only application/json, by upstream and kind (progress, log).",
+      help:
+        "Progress and log notifications not delivered because the client's Accept " +
+        'listed only application/json, by upstream and kind (progress, log).',
       labelNames: ['upstream', 'kind'] as const,
       registers: [registry],
     }),
     authFailures: new Counter({
       name: 'causeway_auth_failures_total',
-      help: 'Requests the resource server refused, by reason: missing_token, malformed_token, bad_signature, unknown_key, disallowed_algorithm, expired, not_yet_valid, wrong_issuer, wrong_audience, missing_subject, bound_token, the dpop_* proof failures, inactive, unavailable (401 but unavailable: 503) or insufficient_scope (403).',
+      help:
+        'Requests the resource server refused, by reason: missing_token, malformed_token, ' +
+        'bad_signature, unknown_key, disallowed_algorithm, expired, not_yet_valid, ' +
+        'wrong_issuer, wrong_audience, missing_subject, bound_token, the dpop_* proof failures, ' +
+        'inactive, unavailable (401 but unavailable: 503) or insufficient_scope (403).',
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
     upstreamEra: new Gauge({
       name: 'causeway_upstream_era',
-      help: 'The protocol era each upstream speaks, as found or configured: 1 for its era (legacy or modern), 0 for the other.',
+      help:
+        'The protocol era each upstream speaks, as found or ' +
+        'configured: 1 for its era (legacy or modern), 0 for the other.',
       labelNames: ['upstream', 'era'] as const,
       registers: [registry],
     }),
@@ -292,7 +324,9 @@ function cacheMetrics(registry: Registry, probes: Probes) {
     }),
     cacheDrops: new Counter({
       name: 'causeway_cache_drops_total',
-      help: 'Gateway cache entries dropped, by method, scope and reason: invalidated (a change notification or a replaced session), evicted (to make room), expired.',
+      help:
+        'Gateway cache entries dropped, by method, scope and reason: invalidated (a ' +
+        'change notification or a replaced session), evicted (to make room), expired.',
       labelNames: ['method', 'scope', 'reason'] as const,
       registers: [registry],
     }),

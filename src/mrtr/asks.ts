@@ -54,7 +54,10 @@ export function toAsk(r: JsonRpcRequest, taken: ReadonlySet<string>): Ask {
 
 const isString = (v: JsonValue | undefined): v is string => typeof v === 'string';
 
-/** Whether `response` is a well-formed answer to an ask of `method` [S26 ElicitResult, CreateMessageResult, ListRootsResult]. */
+/**
+ * Whether `response` is a well-formed answer to an ask of `method` [S26 ElicitResult, CreateMessageResult,
+ * ListRootsResult].
+ */
 export function validAnswer(method: string, response: JsonValue | undefined): response is JsonObject {
   if (!isObject(response)) return false;
   switch (method) {

@@ -8,7 +8,15 @@
 
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { SessionRef } from '../upstream/index.js';
-import { listenerFor, nextRound, start, urlElicitationRound, type BridgeDeps, type RoundExchange, type RoundResult } from './call.js';
+import {
+  listenerFor,
+  nextRound,
+  start,
+  urlElicitationRound,
+  type BridgeDeps,
+  type RoundExchange,
+  type RoundResult,
+} from './call.js';
 import type { PendingCall } from './holder.js';
 import { paramsDigest } from './request-state.js';
 import { invalid, routeRetry } from './retry.js';
@@ -22,7 +30,10 @@ function readResponses(params: JsonObject): Record<string, JsonObject> {
   return out;
 }
 
-/** One round of a multi-round request: the first, or a retry's (wherever its call is), until the next round or the result. */
+/**
+ * One round of a multi-round request: the first, or a retry's (wherever its call is), until the next round or the
+ * result.
+ */
 export async function runRound(ex: RoundExchange, session: SessionRef, deps: BridgeDeps): Promise<RoundResult> {
   const { request } = ex;
   const responses = readResponses(request.params);

@@ -5,7 +5,14 @@
 
 import { declares, requiredCapability } from '../dialect/index.js';
 import { causewayError } from '../errors.js';
-import { isErrorResponse, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
+import {
+  isErrorResponse,
+  isObject,
+  type JsonObject,
+  type JsonRpcNotification,
+  type JsonRpcResponse,
+  type RequestId,
+} from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import {
   CallDetached,
@@ -22,7 +29,14 @@ import {
 import { levelAtLeast, type ModernRequest } from '../envelope/index.js';
 import type { Handoff } from './handoff.js';
 import { toAsk } from './asks.js';
-import { PendingCall, type HeldAsTask, type HeldCalls, type Outcome, type RoundListener, type RunningCall } from './holder.js';
+import {
+  PendingCall,
+  type HeldAsTask,
+  type HeldCalls,
+  type Outcome,
+  type RoundListener,
+  type RunningCall,
+} from './holder.js';
 import { paramsDigest, sessionDigest, type ResumeClaims, type StateClaims, type StateSealer } from './request-state.js';
 import { activeTraceparent } from '../tracing/index.js';
 import type { RetryVia } from '../metrics/index.js';
@@ -47,7 +61,6 @@ export interface BridgeDeps extends ReplicaBridge {
   /** Told how each retry carrying a requestState is served. */
   onRetry?(method: string, via: RetryVia): void;
 }
-
 
 export interface RoundExchange {
   request: ModernRequest;
@@ -85,12 +98,25 @@ interface Resuming {
 }
 
 /** Sends the call upstream, or follows it on its upstream stream when `resuming`; a PendingCall gathers what comes. */
-export function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestOf: () => string, resuming?: Resuming): PendingCall {
+export function start(
+  ex: RoundExchange,
+  session: SessionRef,
+  deps: BridgeDeps,
+  digestOf: () => string,
+  resuming?: Resuming,
+): PendingCall {
   const { request } = ex;
   const abort = new AbortController();
   // The call's one signal: its CallScope aborts it on a deadline instead of making another.
   const signal = lendSignal(abort);
-  const { pending, observer } = watch(ex, session, deps, digestOf, { cancel: () => abort.abort(), detach: () => abort.abort(new CallDetached()) }, resuming);
+  const { pending, observer } = watch(
+    ex,
+    session,
+    deps,
+    digestOf,
+    { cancel: () => abort.abort(), detach: () => abort.abort(new CallDetached()) },
+    resuming,
+  );
   const progressToken = request.meta.progressToken ?? (ex.asTask ? WORK_TOKEN : undefined);
   const timeoutMs = heldCallTimeoutMs(deps, ex.asTask);
   const at = resuming?.at;
@@ -130,11 +156,17 @@ export function start(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, 
  * Held between rounds, a call waits on a person: it may live as long as its state. Held as a
  * task, as long as the task.
  */
-export function heldCallTimeoutMs(deps: Pick<BridgeDeps, 'stateTtlMs' | 'upstreamTimeoutMs'>, asTask?: HeldAsTask): number {
+export function heldCallTimeoutMs(
+  deps: Pick<BridgeDeps, 'stateTtlMs' | 'upstreamTimeoutMs'>,
+  asTask?: HeldAsTask,
+): number {
   return Math.max(deps.stateTtlMs + deps.upstreamTimeoutMs, asTask?.ttlMs ?? 0);
 }
 
-/** How the owner of a call's upstream request stops it: cancelled upstream, or only let go (another replica may resume it). */
+/**
+ * How the owner of a call's upstream request stops it: cancelled upstream, or only let go (another replica may resume
+ * it).
+ */
 export interface CallStop {
   cancel(): void;
   detach(): void;
@@ -150,7 +182,11 @@ export function adopt(
   ex: RoundExchange,
   session: SessionRef,
   deps: BridgeDeps,
-  sent: { id: RequestId; stop: CallStop; events: { previous: string | undefined; last: string | undefined; unnamed: boolean; count: number } },
+  sent: {
+    id: RequestId;
+    stop: CallStop;
+    events: { previous: string | undefined; last: string | undefined; unnamed: boolean; count: number };
+  },
 ): { pending: PendingCall; observer: CallObserver } {
   let digest: string | undefined;
   const watched = watch(ex, session, deps, () => (digest ??= paramsDigest(ex.request.params)), sent.stop);
@@ -163,7 +199,11 @@ export function adopt(
 }
 
 /** The call's upstream id and token, and its session's digest, worked out only when a round is sealed. */
-function upstreamOf(session: SessionRef, id: RequestId, token: string | undefined): NonNullable<PendingCall['upstream']> {
+function upstreamOf(
+  session: SessionRef,
+  id: RequestId,
+  token: string | undefined,
+): NonNullable<PendingCall['upstream']> {
   const sessionId = session.sessionId;
   let digest: string | undefined;
   return {
@@ -176,7 +216,14 @@ function upstreamOf(session: SessionRef, id: RequestId, token: string | undefine
 }
 
 /** The PendingCall of a call, and the observer of its stream that feeds it. */
-function watch(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestOf: () => string, stop: CallStop, resuming?: Resuming): { pending: PendingCall; observer: CallObserver } {
+function watch(
+  ex: RoundExchange,
+  session: SessionRef,
+  deps: BridgeDeps,
+  digestOf: () => string,
+  stop: CallStop,
+  resuming?: Resuming,
+): { pending: PendingCall; observer: CallObserver } {
   const { request } = ex;
   const pending = new PendingCall(ex.principal, request.method, digestOf, (upstreamId, result) => {
     deps.client
@@ -223,9 +270,13 @@ function watch(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestO
       if (required === undefined || !declares(declared, required)) {
         refuseAsk(deps.client, session, r, `${r.method} was not declared by the client`).catch(() => undefined);
         if (required !== undefined && !pending.refusal) {
-          pending.refusal = causewayError('missing_client_capability', `The upstream needs ${r.method}, which this request did not declare`, {
-            requiredCapabilities: required,
-          });
+          pending.refusal = causewayError(
+            'missing_client_capability',
+            `The upstream needs ${r.method}, which this request did not declare`,
+            {
+              requiredCapabilities: required,
+            },
+          );
           pending.cancel();
         }
         return;
@@ -234,7 +285,10 @@ function watch(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, digestO
         // Session-less (no Mcp-Session-Id at initialize): the answer would reach a fresh server
         // that never sent the request, so waiting for it only ends in upstream.requestTimeoutMs.
         refuseAsk(deps.client, session, r, `${r.method} cannot be answered without a session`).catch(() => undefined);
-        pending.refusal ??= causewayError('upstream_sessionless', `The upstream keeps no sessions, so its ${r.method} cannot be answered`);
+        pending.refusal ??= causewayError(
+          'upstream_sessionless',
+          `The upstream keeps no sessions, so its ${r.method} cannot be answered`,
+        );
         pending.cancel();
         return;
       }
@@ -250,7 +304,8 @@ export function listenerFor(ex: RoundExchange): RoundListener {
   const level = ex.request.meta.logLevel;
   return {
     onProgress: (n) => {
-      if (token !== undefined && isObject(n.params)) ex.send({ ...n, params: { ...n.params, progressToken: token as RequestId } });
+      if (token !== undefined && isObject(n.params))
+        ex.send({ ...n, params: { ...n.params, progressToken: token as RequestId } });
     },
     onLog: (n) => {
       const l = isObject(n.params) ? n.params.level : undefined;
@@ -260,25 +315,38 @@ export function listenerFor(ex: RoundExchange): RoundListener {
 }
 
 /** Waits for the call's next round (sealed into a requestState, the call held until the retry) or its result. */
-export async function nextRound(pending: PendingCall, deps: ReplicaBridge & { upstreamTimeoutMs: number }, listener: RoundListener, signal: AbortSignal): Promise<RoundResult> {
+export async function nextRound(
+  pending: PendingCall,
+  deps: ReplicaBridge & { upstreamTimeoutMs: number },
+  listener: RoundListener,
+  signal: AbortSignal,
+): Promise<RoundResult> {
   pending.busy = true;
   pending.listener = listener;
   try {
     // While a round runs the upstream is working, so its usual timeout applies; between rounds
     // the call waits on a person and only the state's TTL bounds it.
     const asTask = pending.asTask;
-    const waited = await pending.next(deps.collectWindowMs, asTask ? asTask.firstAskMs : deps.upstreamTimeoutMs, signal);
+    const waited = await pending.next(
+      deps.collectWindowMs,
+      asTask ? asTask.firstAskMs : deps.upstreamTimeoutMs,
+      signal,
+    );
     const stateExpiry = Date.now() + deps.stateTtlMs;
     // Held as a task: once it works, asks nothing for a while, or is over, the task takes it; an
     // optional tool's first question too (only a required one asks rounds before its task).
     // (A -32042 stays a url-mode round: its retry re-issues the call.)
-    const urlRound = waited.kind === 'done' && isErrorResponse(waited.response) && waited.response.error.code === -32042;
+    const urlRound =
+      waited.kind === 'done' && isErrorResponse(waited.response) && waited.response.error.code === -32042;
     const askedFirst = waited.kind === 'input' && asTask?.asksInTask === true && pending.round === 0;
     const works = waited.kind === 'working' || waited.kind === 'timeout' || (waited.kind === 'done' && !urlRound);
     if (asTask && (askedFirst || works)) {
       return { kind: 'task', created: await handOver(pending, asTask, deps, stateExpiry) };
     }
-    const outcome: Outcome = waited.kind === 'timeout' || waited.kind === 'working' ? { kind: 'failed', error: causewayError('upstream_timeout') } : waited;
+    const outcome: Outcome =
+      waited.kind === 'timeout' || waited.kind === 'working'
+        ? { kind: 'failed', error: causewayError('upstream_timeout') }
+        : waited;
     if (outcome.kind === 'done') {
       // A call that never asked was never held: nothing to release on the common path.
       if (pending.round > 0) deps.held.release(pending, stateExpiry);
@@ -333,7 +401,12 @@ function resumeOrOrigin(pending: PendingCall): Pick<StateClaims, 'u' | 'o'> {
 }
 
 /** The call goes on as a task: no longer held for rounds (its state is used up), its questions the task's. */
-async function handOver(pending: PendingCall, asTask: HeldAsTask, deps: ReplicaBridge, stateExpiry: number): Promise<JsonObject> {
+async function handOver(
+  pending: PendingCall,
+  asTask: HeldAsTask,
+  deps: ReplicaBridge,
+  stateExpiry: number,
+): Promise<JsonObject> {
   if (pending.round > 0) deps.held.release(pending, stateExpiry);
   const running: RunningCall = {
     get upstreamId() {
@@ -358,9 +431,17 @@ async function handOver(pending: PendingCall, asTask: HeldAsTask, deps: ReplicaB
  * round pointing at the sign-in link, as an upstream's own -32042 would be; its retry re-issues
  * the call, which then carries the token the sign-in gave.
  */
-export function signInRound(ex: Pick<RoundExchange, 'request' | 'principal'>, deps: BridgeDeps, url: string, message: string): RoundResult & { kind: 'input' } {
+export function signInRound(
+  ex: Pick<RoundExchange, 'request' | 'principal'>,
+  deps: BridgeDeps,
+  url: string,
+  message: string,
+): RoundResult & { kind: 'input' } {
   const elicitations = [{ mode: 'url', url, message }];
-  return <RoundResult & { kind: 'input' }>urlElicitationRound(ex, deps, { kind: 'upstream', response: { jsonrpc: '2.0', id: 0, error: { code: -32042, message, data: { elicitations } } } });
+  return <RoundResult & { kind: 'input' }>urlElicitationRound(ex, deps, {
+    kind: 'upstream',
+    response: { jsonrpc: '2.0', id: 0, error: { code: -32042, message, data: { elicitations } } },
+  });
 }
 
 /**
@@ -368,17 +449,26 @@ export function signInRound(ex: Pick<RoundExchange, 'request' | 'principal'>, de
  * elicitation.url declared it becomes a url-mode round whose retry re-issues the call; without
  * it, -32021.
  */
-export function urlElicitationRound(ex: Pick<RoundExchange, 'request' | 'principal'>, deps: BridgeDeps, r: RoundResult): RoundResult {
+export function urlElicitationRound(
+  ex: Pick<RoundExchange, 'request' | 'principal'>,
+  deps: BridgeDeps,
+  r: RoundResult,
+): RoundResult {
   if (r.kind !== 'upstream' || !isErrorResponse(r.response) || r.response.error.code !== -32042) return r;
   const data = r.response.error.data;
   const elicitations = isObject(data) && Array.isArray(data.elicitations) ? data.elicitations.filter(isObject) : [];
   const required = { elicitation: { url: {} } };
   if (!declares(ex.request.meta.clientCapabilities, required)) {
-    throw causewayError('missing_client_capability', 'The upstream needs URL elicitation, which this request did not declare', {
-      requiredCapabilities: required,
-    });
+    throw causewayError(
+      'missing_client_capability',
+      'The upstream needs URL elicitation, which this request did not declare',
+      {
+        requiredCapabilities: required,
+      },
+    );
   }
-  if (elicitations.length === 0) throw causewayError('upstream_bad_response', 'URL elicitation required, but no URL given');
+  if (elicitations.length === 0)
+    throw causewayError('upstream_bad_response', 'URL elicitation required, but no URL given');
   const inputRequests: JsonObject = {};
   const taken = new Set<string>();
   for (const [i, el] of elicitations.entries()) {

@@ -23,12 +23,21 @@ export interface ForwardedRound {
   traceparent?: string;
 }
 
-export type HandedResult = { kind: 'upstream'; response: JsonObject } | { kind: 'input'; result: JsonObject } | { kind: 'task'; created: JsonObject };
+export type HandedResult =
+  | { kind: 'upstream'; response: JsonObject }
+  | { kind: 'input'; result: JsonObject }
+  | { kind: 'task'; created: JsonObject };
 
 type Wire =
   | ({ t: 'round'; id: string; from: string } & ForwardedRound)
   | { t: 'ack'; id: string }
-  | { t: 'reply'; id: string; result?: HandedResult; error?: { reason: ErrorReason; message: string; data?: unknown }; missing?: boolean };
+  | {
+      t: 'reply';
+      id: string;
+      result?: HandedResult;
+      error?: { reason: ErrorReason; message: string; data?: unknown };
+      missing?: boolean;
+    };
 
 const CLOSE_WAIT_MS = 5_000;
 /** A round nobody heard is sent again this often, within the holder's time to acknowledge. */
@@ -88,7 +97,10 @@ export class Handoff {
     this.unsubscribe = unsubscribe;
   }
 
-  /** This replica's channel was down: acknowledgments and replies sent to it meanwhile are lost, so its unanswered rounds go again. */
+  /**
+   * This replica's channel was down: acknowledgments and replies sent to it meanwhile are lost, so its unanswered
+   * rounds go again.
+   */
   private sendAgain(): void {
     for (const w of this.waiting.values()) void this.bus.publish(this.channel(w.holder), w.wire).catch(() => undefined);
   }
@@ -107,7 +119,12 @@ export class Handoff {
       await this.send(to, { t: 'ack', id: msg.id });
       let reply: Wire;
       try {
-        const r = await server({ callId: msg.callId, round: msg.round, inputResponses: msg.inputResponses, traceparent: msg.traceparent });
+        const r = await server({
+          callId: msg.callId,
+          round: msg.round,
+          inputResponses: msg.inputResponses,
+          traceparent: msg.traceparent,
+        });
         reply = r === 'missing' ? { t: 'reply', id: msg.id, missing: true } : { t: 'reply', id: msg.id, result: r };
       } catch (err) {
         const e = err instanceof CausewayError ? err : causewayError('internal_error');
@@ -131,7 +148,9 @@ export class Handoff {
   }
 
   private async send(channel: string, msg: Wire): Promise<void> {
-    await this.bus.publish(channel, JSON.stringify(msg)).catch((err: unknown) => this.log.warn({ err }, 'handoff publish failed'));
+    await this.bus
+      .publish(channel, JSON.stringify(msg))
+      .catch((err: unknown) => this.log.warn({ err }, 'handoff publish failed'));
   }
 
   /**
@@ -140,7 +159,12 @@ export class Handoff {
    * costs an upstream_timeout, not a wait without end; the call's outcome is then unknown, so it
    * is not replayed.
    */
-  async forward(holder: string, round: ForwardedRound, signal: AbortSignal, replyTimeoutMs: number): Promise<HandedResult | 'unreachable'> {
+  async forward(
+    holder: string,
+    round: ForwardedRound,
+    signal: AbortSignal,
+    replyTimeoutMs: number,
+  ): Promise<HandedResult | 'unreachable'> {
     if (!this.unsubscribe) return 'unreachable';
     const id = randomUUID();
     const wire = JSON.stringify({ t: 'round', id, from: this.replicaId, ...round } satisfies Wire);
@@ -193,7 +217,8 @@ export class Handoff {
           firstSent ??= Date.now();
           sent();
           const w = this.waiting.get(id);
-          if (heard === 0 && w && !w.acked && Date.now() - firstSent < this.ackTimeoutMs) setTimeout(push, RESEND_MS).unref();
+          if (heard === 0 && w && !w.acked && Date.now() - firstSent < this.ackTimeoutMs)
+            setTimeout(push, RESEND_MS).unref();
         },
         (err: unknown) => {
           this.log.warn({ err }, 'handoff publish failed');

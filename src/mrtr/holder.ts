@@ -129,7 +129,14 @@ export class PendingCall {
   resumePoint(): ResumeClaims | undefined {
     const first = this.outstanding.values().next().value;
     const u = this.upstream;
-    if (!u || u.session === undefined || this.unnamedEvent || this.lastEventId === undefined || first?.before === undefined) return undefined;
+    if (
+      !u ||
+      u.session === undefined ||
+      this.unnamedEvent ||
+      this.lastEventId === undefined ||
+      first?.before === undefined
+    )
+      return undefined;
     return {
       s: u.session,
       i: u.id,
@@ -238,7 +245,8 @@ export class PendingCall {
       if (this.asTask && this.worked) return { kind: 'working' };
       const now = Date.now();
       const quietFor = now - this.lastAskAt;
-      if (this.outstanding.size > 0 && quietFor >= windowMs) return { kind: 'input', asks: [...this.outstanding.values()] };
+      if (this.outstanding.size > 0 && quietFor >= windowMs)
+        return { kind: 'input', asks: [...this.outstanding.values()] };
       if (now >= deadline) return { kind: 'timeout' };
       const waitMs = this.outstanding.size > 0 ? Math.min(windowMs - quietFor, deadline - now) : deadline - now;
       await new Promise<void>((resolve) => {

@@ -1,5 +1,17 @@
 export { runRound } from './bridge.js';
-export { adopt, heldCallTimeoutMs, listenerFor, nextRound, signInRound, urlElicitationRound, type BridgeDeps, type CallStop, type RoundExchange, type RoundResult, type ReplicaBridge } from './call.js';
+export {
+  adopt,
+  heldCallTimeoutMs,
+  listenerFor,
+  nextRound,
+  signInRound,
+  urlElicitationRound,
+  type BridgeDeps,
+  type CallStop,
+  type RoundExchange,
+  type RoundResult,
+  type ReplicaBridge,
+} from './call.js';
 export { serveHandedRounds } from './retry.js';
 export { Handoff } from './handoff.js';
 export { HeldCalls, type HeldAsTask, type PendingCall, type RunningCall } from './holder.js';

@@ -57,7 +57,8 @@ export class StateSealer {
   /** `keys`: base64 32-byte keys, newest first; none means a random per-process key. */
   constructor(keys: readonly string[]) {
     this.keys = keys.length > 0 ? keys.map((k) => Buffer.from(k, 'base64')) : [randomBytes(32)];
-    for (const k of this.keys) if (k.length !== 32) throw new Error('mrtr.stateKeys: every key must be 32 bytes, base64');
+    for (const k of this.keys)
+      if (k.length !== 32) throw new Error('mrtr.stateKeys: every key must be 32 bytes, base64');
   }
 
   seal(claims: StateClaims): string {
@@ -92,7 +93,8 @@ export class StateSealer {
 
   private decrypt(state: string, version: number, purpose: string | undefined): unknown {
     const raw = Buffer.from(state, 'base64url');
-    if (raw.length < 1 + IV_BYTES + TAG_BYTES + 2 || raw[0] !== version || raw.toString('base64url') !== state) return undefined;
+    if (raw.length < 1 + IV_BYTES + TAG_BYTES + 2 || raw[0] !== version || raw.toString('base64url') !== state)
+      return undefined;
     const iv = raw.subarray(1, 1 + IV_BYTES);
     const tag = raw.subarray(raw.length - TAG_BYTES);
     const body = raw.subarray(1 + IV_BYTES, raw.length - TAG_BYTES);

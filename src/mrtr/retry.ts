@@ -15,7 +15,10 @@ import type { ForwardedRound, HandedResult } from './handoff.js';
 import type { PendingCall, RoundListener } from './holder.js';
 import { sessionDigest, type StateClaims } from './request-state.js';
 
-/** How long a retry keeps trying to reach a holder that is alive but cut off: longer than a Redis failover (2-4 s measured). */
+/**
+ * How long a retry keeps trying to reach a holder that is alive but cut off: longer than a Redis failover (2-4 s
+ * measured).
+ */
 const HOLDER_REACH_MS = 15_000;
 const HANDOFF_RETRY_MS = 250;
 
@@ -30,7 +33,9 @@ export function invalid(message: string): CausewayError {
  * goes on here with this retry's answers, `pending` when it is held here or was taken up on its
  * upstream stream, else sent again (replayed in place of held call `replayOf`, or re-issued).
  */
-export type Retry = { via: 'handoff'; result: RoundResult } | { via: Exclude<RetryVia, 'handoff'>; pending?: PendingCall; replayOf?: string };
+export type Retry =
+  | { via: 'handoff'; result: RoundResult }
+  | { via: Exclude<RetryVia, 'handoff'>; pending?: PendingCall; replayOf?: string };
 
 /**
  * Opens and checks the request's requestState (-32602 when it is not this request's, expired or
@@ -104,8 +109,14 @@ export async function routeRetry(
 function cancelOriginal(ex: RoundExchange, session: SessionRef, deps: BridgeDeps, claims: StateClaims): void {
   const at = claims.u ?? claims.o;
   if (at === undefined || session.sessionId === undefined || sessionDigest(session.sessionId) !== at.s) return;
-  const cancel = { jsonrpc: '2.0' as const, method: 'notifications/cancelled', params: { requestId: at.i, reason: 'replayed elsewhere' } };
-  deps.client.notify(session, cancel).catch((err: unknown) => ex.log.debug({ err }, 'cancelling the replayed call upstream failed'));
+  const cancel = {
+    jsonrpc: '2.0' as const,
+    method: 'notifications/cancelled',
+    params: { requestId: at.i, reason: 'replayed elsewhere' },
+  };
+  deps.client
+    .notify(session, cancel)
+    .catch((err: unknown) => ex.log.debug({ err }, 'cancelling the replayed call upstream failed'));
 }
 
 function fromHanded(h: HandedResult): RoundResult {
@@ -113,7 +124,9 @@ function fromHanded(h: HandedResult): RoundResult {
 }
 
 /** The holder's side of a handed-over retry: the same round logic, results sent back over the bus. */
-export function serveHandedRounds(deps: ReplicaBridge & { upstreamTimeoutMs: number }): (round: ForwardedRound) => Promise<HandedResult | 'missing'> {
+export function serveHandedRounds(
+  deps: ReplicaBridge & { upstreamTimeoutMs: number },
+): (round: ForwardedRound) => Promise<HandedResult | 'missing'> {
   return ({ callId, round, inputResponses, traceparent }) =>
     inRemoteSpan(traceparent, 'causeway.mrtr.handed_round', { 'causeway.mrtr.round': round }, async () => {
       if (deps.held.wasFinished(callId)) throw invalid('requestState was already used');
@@ -143,7 +156,8 @@ async function resumeCall(
   claims: StateClaims,
 ): Promise<PendingCall | 'conflict' | undefined> {
   const at = claims.u;
-  if (at === undefined || session.sessionId === undefined || sessionDigest(session.sessionId) !== at.s) return undefined;
+  if (at === undefined || session.sessionId === undefined || sessionDigest(session.sessionId) !== at.s)
+    return undefined;
   let attached!: () => void;
   const carried = new Promise<'carried'>((resolve) => (attached = () => resolve('carried')));
   const pending = start(ex, session, deps, digestOf, { at, attached });

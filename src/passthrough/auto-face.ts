@@ -35,7 +35,8 @@ export class AutoLegacyFace implements LegacyFace {
       this.log.warn({ err: (err as Error).message }, 'legacy request: the upstream transport could not be found');
       return sendCausewayError(res, toCausewayError(err), null);
     }
-    const face = found.transport === 'streamable-http' ? this.opts.passthrough : (this.channel ??= this.opts.channelFace(found));
+    const face =
+      found.transport === 'streamable-http' ? this.opts.passthrough : (this.channel ??= this.opts.channelFace(found));
     return face.forward(req);
   }
 

@@ -29,7 +29,14 @@ import type { CacheScope } from '../metrics/index.js';
 import type { JsonRpcNotification } from '../jsonrpc.js';
 import { SessionExpiredError, type UpstreamSessionClient } from '../upstream/index.js';
 import { LegacySessions, type LegacySession } from './channel-sessions.js';
-import { acceptsSse, keepAlive, readLegacyMessage, sessionGone, type LegacyFace, type LegacyRequest } from './legacy-face.js';
+import {
+  acceptsSse,
+  keepAlive,
+  readLegacyMessage,
+  sessionGone,
+  type LegacyFace,
+  type LegacyRequest,
+} from './legacy-face.js';
 import type { SessionBinding } from './session-binding.js';
 
 export interface ChannelFaceOptions {
@@ -48,7 +55,6 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
   const v = headers[name];
   return typeof v === 'string' ? v : undefined;
 }
-
 
 export class ChannelLegacyFace implements LegacyFace {
   private readonly sessions: LegacySessions;
@@ -69,10 +75,12 @@ export class ChannelLegacyFace implements LegacyFace {
       if (message !== undefined && isRequest(message)) id = message.id;
       const clientId = header(headers, 'mcp-session-id');
       if (message !== undefined && isRequest(message) && message.method === 'initialize') {
-        if (clientId !== undefined) throw causewayError('invalid_request', 'initialize opens a new session: send it without Mcp-Session-Id');
+        if (clientId !== undefined)
+          throw causewayError('invalid_request', 'initialize opens a new session: send it without Mcp-Session-Id');
         return await this.initialize(message, principal, res, signal);
       }
-      if (clientId === undefined) throw causewayError('invalid_request', 'Mcp-Session-Id is required: send initialize first');
+      if (clientId === undefined)
+        throw causewayError('invalid_request', 'Mcp-Session-Id is required: send initialize first');
       session = this.sessions.find(clientId, principal);
       if (session === undefined) return sessionGone(res, id);
       if (method === 'GET') return await this.listen(session, headers, res, signal);
@@ -97,11 +105,19 @@ export class ChannelLegacyFace implements LegacyFace {
     await this.sessions.close();
   }
 
-  private async initialize(msg: JsonRpcRequest, principal: string, res: HttpResponse, signal: AbortSignal): Promise<void> {
+  private async initialize(
+    msg: JsonRpcRequest,
+    principal: string,
+    res: HttpResponse,
+    signal: AbortSignal,
+  ): Promise<void> {
     const p = isObject(msg.params) ? msg.params : {};
     const { protocolVersion, capabilities = {}, clientInfo } = p;
     if (typeof protocolVersion !== 'string' || !isObject(capabilities) || !isObject(clientInfo)) {
-      throw causewayError('invalid_params', 'initialize needs params.protocolVersion, params.capabilities and params.clientInfo');
+      throw causewayError(
+        'invalid_params',
+        'initialize needs params.protocolVersion, params.capabilities and params.clientInfo',
+      );
     }
     // The upstream gets the client's own handshake; its notifications/initialized is sent here.
     const opened = await this.opts.client.initialize({ protocolVersion, capabilities, clientInfo }, signal);
@@ -119,7 +135,8 @@ export class ChannelLegacyFace implements LegacyFace {
     const { client } = this.opts;
     if (isRequest(message)) return this.sessions.use(session, () => this.call(session, message, req));
     // The client's notifications/initialized: the upstream had one already, at initialize.
-    if (isNotification(message) && message.method !== 'notifications/initialized') await client.notify(session.ref, message);
+    if (isNotification(message) && message.method !== 'notifications/initialized')
+      await client.notify(session.ref, message);
     else if (isResponse(message)) await client.respond(session.ref, message);
     sendStatus(req.res, 202);
   }
@@ -128,7 +145,9 @@ export class ChannelLegacyFace implements LegacyFace {
     const { headers, res, signal, access } = req;
     const { client } = this.opts;
     const seen = (response: JsonRpcResponse): JsonRpcResponse =>
-      access?.mayHide(msg.method) && 'result' in response ? { ...response, result: access.filterList(msg.method, response.result) } : response;
+      access?.mayHide(msg.method) && 'result' in response
+        ? { ...response, result: access.filterList(msg.method, response.result) }
+        : response;
     const heard = (n: JsonRpcNotification): void => this.opts.cache?.cache.changed(n);
     try {
       const params = isObject(msg.params) ? msg.params : {};
@@ -158,14 +177,25 @@ export class ChannelLegacyFace implements LegacyFace {
     } catch (err) {
       // Causeway gave up waiting, the upstream did not: tell it, as the client would have [L-CANCEL].
       if (err instanceof CausewayError && err.reason === 'upstream_timeout') {
-        void client.notify(session.ref, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason: err.message } }).catch(() => {});
+        void client
+          .notify(session.ref, {
+            jsonrpc: '2.0',
+            method: 'notifications/cancelled',
+            params: { requestId: msg.id, reason: err.message },
+          })
+          .catch(() => {});
       }
       throw err;
     }
   }
 
   /** The session's stream of messages that belong to no call; a second GET replaces the first. */
-  private async listen(session: LegacySession, headers: IncomingHttpHeaders, res: HttpResponse, signal: AbortSignal): Promise<void> {
+  private async listen(
+    session: LegacySession,
+    headers: IncomingHttpHeaders,
+    res: HttpResponse,
+    signal: AbortSignal,
+  ): Promise<void> {
     if (!acceptsSse(headers)) throw causewayError('not_acceptable', 'A GET stream needs Accept: text/event-stream');
     session.endStream?.();
     const ended = new AbortController();
@@ -237,8 +267,10 @@ export class ChannelLegacyFace implements LegacyFace {
 
   /** Answers with the error: on the SSE stream when one was started, else as JSON with its status. */
   private refuse(res: HttpResponse, err: unknown, id: RequestId | null): void {
-    const e = err instanceof SessionExpiredError ? causewayError('not_found', 'Session not found') : toCausewayError(err);
-    if (!(err instanceof CausewayError || err instanceof SessionExpiredError)) this.log.error({ err }, 'legacy request failed');
+    const e =
+      err instanceof SessionExpiredError ? causewayError('not_found', 'Session not found') : toCausewayError(err);
+    if (!(err instanceof CausewayError || err instanceof SessionExpiredError))
+      this.log.error({ err }, 'legacy request failed');
     else if (e.status >= 500) {
       this.log.warn({ reason: e.reason, message: e.message, err: e.cause }, 'legacy request failed');
     }

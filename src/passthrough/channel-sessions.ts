@@ -32,7 +32,12 @@ function decodeRef(id: string): SessionRef | undefined {
     const v: unknown = JSON.parse(Buffer.from(id, 'base64url').toString('utf8'));
     if (!Array.isArray(v) || v.length !== 3) return undefined;
     const [sessionId, protocolVersion, target] = v as unknown[];
-    if (typeof sessionId !== 'string' || typeof protocolVersion !== 'string' || (target !== null && typeof target !== 'string')) return undefined;
+    if (
+      typeof sessionId !== 'string' ||
+      typeof protocolVersion !== 'string' ||
+      (target !== null && typeof target !== 'string')
+    )
+      return undefined;
     return { sessionId, protocolVersion, target: target ?? undefined };
   } catch {
     return undefined;
@@ -104,7 +109,9 @@ export class LegacySessions {
   async end(session: LegacySession): Promise<void> {
     this.forget(session);
     session.endStream?.();
-    await this.client.terminate(session.ref).catch((err: unknown) => this.log.debug({ err }, 'ending a legacy session failed'));
+    await this.client
+      .terminate(session.ref)
+      .catch((err: unknown) => this.log.debug({ err }, 'ending a legacy session failed'));
   }
 
   /** Ends every open GET stream; the sessions stay. */

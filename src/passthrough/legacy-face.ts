@@ -50,8 +50,13 @@ export function sessionGone(res: HttpResponse, id: RequestId | null): void {
 export function readLegacyMessage(body: LegacyBody | undefined): JsonRpcMessage {
   const value = body?.json;
   if (value === undefined) throw causewayError('parse_error');
-  if (Array.isArray(value)) throw causewayError('batch_not_supported', 'JSON-RPC batches are not supported on this mount: send one message per POST');
-  if (!isObject(value) || value.jsonrpc !== '2.0') throw causewayError('invalid_request', 'Expected one JSON-RPC 2.0 message');
+  if (Array.isArray(value))
+    throw causewayError(
+      'batch_not_supported',
+      'JSON-RPC batches are not supported on this mount: send one message per POST',
+    );
+  if (!isObject(value) || value.jsonrpc !== '2.0')
+    throw causewayError('invalid_request', 'Expected one JSON-RPC 2.0 message');
   if (isRequest(value) || isNotification(value) || isResponse(value)) return value;
   throw causewayError('invalid_request', 'Expected a JSON-RPC request, notification or response');
 }

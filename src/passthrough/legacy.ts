@@ -43,7 +43,9 @@ import type { SessionBinding } from './session-binding.js';
 
 export interface PassthroughOptions {
   targets: TargetSet;
-  /** The upstream's composed client, with its credential (sent instead of anything the client has); its owner closes it. */
+  /**
+   * The upstream's composed client, with its credential (sent instead of anything the client has); its owner closes it.
+   */
   http: UpstreamHttp;
   headers: Readonly<Record<string, string>>;
   /** The client headers this upstream gets besides the protocol's own. */
@@ -55,7 +57,15 @@ export interface PassthroughOptions {
 }
 
 /** Headers of the legacy Streamable HTTP protocol itself, always passed on [L-TR]. */
-const PROTOCOL_HEADERS = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'mcp-method', 'mcp-name'];
+const PROTOCOL_HEADERS = [
+  'accept',
+  'content-type',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
+  'mcp-method',
+  'mcp-name',
+];
 const PARAM_HEADER_PREFIX = 'mcp-param-';
 
 function requestHeaders(headers: IncomingHttpHeaders, forward: ForwardPolicy): Record<string, string> {
@@ -64,7 +74,8 @@ function requestHeaders(headers: IncomingHttpHeaders, forward: ForwardPolicy): R
     const v = headers[name];
     if (typeof v === 'string') out[name] = v;
   }
-  for (const [name, v] of Object.entries(headers)) if (name.startsWith(PARAM_HEADER_PREFIX) && typeof v === 'string') out[name] = v;
+  for (const [name, v] of Object.entries(headers))
+    if (name.startsWith(PARAM_HEADER_PREFIX) && typeof v === 'string') out[name] = v;
   return out;
 }
 
@@ -158,7 +169,8 @@ export class LegacyPassthrough implements LegacyFace {
         cause = err.cause;
       }
       // The credential's own errors (the user has to sign in) are answers, not failures.
-      if (!(cause instanceof CausewayError)) this.log.warn({ err: (cause as Error).message }, 'legacy passthrough failed');
+      if (!(cause instanceof CausewayError))
+        this.log.warn({ err: (cause as Error).message }, 'legacy passthrough failed');
       sendCausewayError(res, toCausewayError(toUpstreamError(cause)), null);
       return;
     }
@@ -168,9 +180,12 @@ export class LegacyPassthrough implements LegacyFace {
     }
     if (upstream.statusCode === 400 && sessionId !== undefined) return this.refusedOnSession(upstream, body, res);
     const out = responseHeaders(upstream.headers as Record<string, string | string[] | undefined>);
-    if (spread && out['mcp-session-id'] !== undefined) out['mcp-session-id'] = `${targets.indexOf(req.target)}.${out['mcp-session-id']}`;
-    if (binding && out['mcp-session-id'] !== undefined) out['mcp-session-id'] = binding.bind(out['mcp-session-id'], principal!);
-    if (lists && upstream.statusCode === 200) return relayFiltered(upstream.body, out, res, lists, access!, this.opts.maxResponseBytes);
+    if (spread && out['mcp-session-id'] !== undefined)
+      out['mcp-session-id'] = `${targets.indexOf(req.target)}.${out['mcp-session-id']}`;
+    if (binding && out['mcp-session-id'] !== undefined)
+      out['mcp-session-id'] = binding.bind(out['mcp-session-id'], principal!);
+    if (lists && upstream.statusCode === 200)
+      return relayFiltered(upstream.body, out, res, lists, access!, this.opts.maxResponseBytes);
     res.writeHead(upstream.statusCode, out);
     (res as { flushHeaders?: () => void }).flushHeaders?.();
     try {

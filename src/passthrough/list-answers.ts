@@ -20,7 +20,8 @@ export type ListRequests = ReadonlyMap<RequestId, string>;
 export function listRequests(access: Access | undefined, body: unknown): ListRequests | undefined {
   if (access === undefined) return undefined;
   const out = new Map<RequestId, string>();
-  for (const m of Array.isArray(body) ? body : [body]) if (isRequest(m) && access.mayHide(m.method)) out.set(m.id, m.method);
+  for (const m of Array.isArray(body) ? body : [body])
+    if (isRequest(m) && access.mayHide(m.method)) out.set(m.id, m.method);
   return out.size > 0 ? out : undefined;
 }
 
@@ -41,7 +42,11 @@ function idOf(lists: ListRequests): RequestId | null {
 
 function eventText(ev: SseEvent, data: string): string {
   let text = ev.event === undefined ? '' : `event: ${ev.event}\n`;
-  if (data !== '') text += data.split('\n').map((line) => `data: ${line}\n`).join('');
+  if (data !== '')
+    text += data
+      .split('\n')
+      .map((line) => `data: ${line}\n`)
+      .join('');
   return text === '' ? '' : `${text}\n`;
 }
 
@@ -61,10 +66,21 @@ export async function relayFiltered(
   if (type === 'application/json') return relayJson(body, headers, res, lists, access, maxBytes);
   if (type === 'text/event-stream') return relaySse(body, headers, res, lists, access, maxBytes);
   abandon(body);
-  sendCausewayError(res, causewayError('upstream_bad_response', 'Upstream answered a list request with neither JSON nor SSE'), idOf(lists));
+  sendCausewayError(
+    res,
+    causewayError('upstream_bad_response', 'Upstream answered a list request with neither JSON nor SSE'),
+    idOf(lists),
+  );
 }
 
-async function relayJson(body: ResponseBody, headers: Record<string, string>, res: HttpResponse, lists: ListRequests, access: Access, maxBytes: number): Promise<void> {
+async function relayJson(
+  body: ResponseBody,
+  headers: Record<string, string>,
+  res: HttpResponse,
+  lists: ListRequests,
+  access: Access,
+  maxBytes: number,
+): Promise<void> {
   let value: unknown;
   try {
     checkContentLength(body, headers['content-length'], maxBytes);
@@ -85,7 +101,14 @@ async function relayJson(body: ResponseBody, headers: Record<string, string>, re
  * Event by event; event ids and retry hints are left out, so that a client cannot resume this
  * stream with a GET (Last-Event-ID) whose replay would carry the list unfiltered.
  */
-async function relaySse(body: ResponseBody, headers: Record<string, string>, res: HttpResponse, lists: ListRequests, access: Access, maxBytes: number): Promise<void> {
+async function relaySse(
+  body: ResponseBody,
+  headers: Record<string, string>,
+  res: HttpResponse,
+  lists: ListRequests,
+  access: Access,
+  maxBytes: number,
+): Promise<void> {
   delete headers['content-length'];
   res.writeHead(200, headers);
   (res as { flushHeaders?: () => void }).flushHeaders?.();
@@ -108,7 +131,11 @@ async function relaySse(body: ResponseBody, headers: Record<string, string>, res
     abandon(body);
     if (res.destroyed) return;
     const e = toCausewayError(err);
-    for (const id of lists.keys()) if (!answered.has(id)) (res as ServerResponse).write(eventText({ data: '' }, JSON.stringify(errorBody(id, { code: e.code, message: e.message }))));
+    for (const id of lists.keys())
+      if (!answered.has(id))
+        (res as ServerResponse).write(
+          eventText({ data: '' }, JSON.stringify(errorBody(id, { code: e.code, message: e.message }))),
+        );
   }
   res.end();
 }

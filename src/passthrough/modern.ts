@@ -59,16 +59,19 @@ export interface ModernRelayDeps {
 /** Told the request's complete result, for the gateway cache. */
 type Keep = (result: JsonObject) => void;
 
-
 /** How the request was answered, for its metric; 'refused' when the upstream answered with no 2026 answer. */
 export type Relayed = 'complete' | 'input_required' | 'task' | 'upstream_error' | 'refused';
 
 const PARAM_HEADER = 'mcp-param-';
 
 /** The client's headers this upstream gets: those the forward policy allows, and the mirrored parameters. */
-function upstreamHeaders(deps: ModernRelayDeps, headers: Readonly<Record<string, string | undefined>>): Record<string, string> {
+function upstreamHeaders(
+  deps: ModernRelayDeps,
+  headers: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
   const out = deps.forward.pick(headers as Record<string, string>);
-  for (const name in headers) if (name.startsWith(PARAM_HEADER) && headers[name] !== undefined) out[name] = headers[name];
+  for (const name in headers)
+    if (name.startsWith(PARAM_HEADER) && headers[name] !== undefined) out[name] = headers[name];
   return out;
 }
 
@@ -87,7 +90,9 @@ export async function relayModern(req: ModernRelayRequest, deps: ModernRelayDeps
       undefined,
       (e): Relayed => {
         if (req.notes) req.notes.cache = 'hit';
-        const see = req.access?.mayHide(req.method) ? (r: JsonObject) => req.access!.filterList(req.method, r) : undefined;
+        const see = req.access?.mayHide(req.method)
+          ? (r: JsonObject) => req.access!.filterList(req.method, r)
+          : undefined;
         sendText(req.res, 200, cache.answer(req.id, e, see));
         return 'complete';
       },
@@ -107,7 +112,13 @@ export async function relayModern(req: ModernRelayRequest, deps: ModernRelayDeps
 }
 
 /** `ending`: a listen's, aborted by a drain. */
-async function relay(req: ModernRelayRequest, deps: ModernRelayDeps, signal: AbortSignal, ending: AbortSignal | undefined, keep?: Keep): Promise<Relayed> {
+async function relay(
+  req: ModernRelayRequest,
+  deps: ModernRelayDeps,
+  signal: AbortSignal,
+  ending: AbortSignal | undefined,
+  keep?: Keep,
+): Promise<Relayed> {
   const res = await deps.client.post(req.body, req.method, req.name, {
     headers: upstreamHeaders(deps, req.headers),
     principal: req.principal,
@@ -139,7 +150,12 @@ async function relay(req: ModernRelayRequest, deps: ModernRelayDeps, signal: Abo
 }
 
 /** A response the upstream gave: a list's names learned, a complete result offered to the cache. */
-function answered(req: ModernRelayRequest, deps: ModernRelayDeps, response: JsonRpcResponse, keep: Keep | undefined): void {
+function answered(
+  req: ModernRelayRequest,
+  deps: ModernRelayDeps,
+  response: JsonRpcResponse,
+  keep: Keep | undefined,
+): void {
   if (!('result' in response) || !isObject(response.result)) return;
   deps.learn?.(req.method, response.result as JsonObject);
   keep?.(response.result as JsonObject);
@@ -166,7 +182,13 @@ function filtered(req: ModernRelayRequest, response: JsonRpcResponse): JsonRpcRe
 }
 
 /** An SSE answer, event by event: the request's notifications, then its response. */
-async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: ModernRelayDeps, ending: AbortSignal | undefined, keep: Keep | undefined): Promise<Relayed> {
+async function relayStream(
+  req: ModernRelayRequest,
+  body: ResponseBody,
+  deps: ModernRelayDeps,
+  ending: AbortSignal | undefined,
+  keep: Keep | undefined,
+): Promise<Relayed> {
   const stream = new SseStream(req.res);
   stream.start();
   let outcome: Relayed | undefined;
@@ -193,7 +215,11 @@ async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: Mo
     if (req.signal.aborted) return outcome ?? 'complete';
     if (ending?.aborted) {
       // The drain: the listen ends as a server ends one, with its result [SUBS].
-      stream.send({ jsonrpc: '2.0', id: req.id, result: { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': req.id } } });
+      stream.send({
+        jsonrpc: '2.0',
+        id: req.id,
+        result: { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': req.id } },
+      });
       return 'complete';
     }
     const e = toCausewayError(err);
@@ -210,5 +236,12 @@ async function relayStream(req: ModernRelayRequest, body: ResponseBody, deps: Mo
 
 /** The answer to a refused request once the era is found again and still modern: 502. */
 export function refusedAnswer(res: HttpResponse, id: RequestId): void {
-  sendCausewayError(res, causewayError('upstream_bad_response', 'The upstream answered with neither a 2026-07-28 answer nor a JSON-RPC error'), id);
+  sendCausewayError(
+    res,
+    causewayError(
+      'upstream_bad_response',
+      'The upstream answered with neither a 2026-07-28 answer nor a JSON-RPC error',
+    ),
+    id,
+  );
 }

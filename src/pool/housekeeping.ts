@@ -66,9 +66,11 @@ export class Housekeeping {
     }
     this.dirty.clear();
     if (entries.length === 0) return;
-    await health.run('touch', () => store.touch(entries)).catch(() => {
-      for (const e of entries) if (!this.dirty.has(e.key)) this.dirty.set(e.key, e.lastUsedAt);
-    });
+    await health
+      .run('touch', () => store.touch(entries))
+      .catch(() => {
+        for (const e of entries) if (!this.dirty.has(e.key)) this.dirty.set(e.key, e.lastUsedAt);
+      });
   }
 
   /** Reads the shared store's count for the pool's maxSessions; once per sweep, never per request. */

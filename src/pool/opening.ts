@@ -120,14 +120,17 @@ export class SessionOpener {
     const deadline = Date.now() + this.opts.lockTtlMs * 2;
     let replacing = stale;
     for (;;) {
-      const c = await this.host.health.run('claim', () => this.host.store.claim(key.id, this.owner, this.opts.lockTtlMs, replacing?.generation));
+      const c = await this.host.health.run('claim', () =>
+        this.host.store.claim(key.id, this.owner, this.opts.lockTtlMs, replacing?.generation),
+      );
       if (c.state === 'live') {
         if (!dead(c.record) && this.admits(c.record)) return this.adopt(key, c.record);
         if (reason === 'new') reason = 'ejected';
         replacing = c.record;
         continue;
       }
-      if (c.state === 'claimed') return this.openClaimed(key, reason, c.record, (c.record ?? replacing)?.generation ?? 0);
+      if (c.state === 'claimed')
+        return this.openClaimed(key, reason, c.record, (c.record ?? replacing)?.generation ?? 0);
       if (Date.now() > deadline) throw new Error('timed out waiting for another replica to open the upstream session');
       await sleep(20);
     }
@@ -138,14 +141,21 @@ export class SessionOpener {
    * `stored`), which releases the lock in the same step. A session opened here that the store then
    * fails to record is kept, replica-local.
    */
-  private async openClaimed(key: SessionKey, reason: OpenReason, stored: SessionRecord | undefined, lastGeneration: number): Promise<PooledSession> {
+  private async openClaimed(
+    key: SessionKey,
+    reason: OpenReason,
+    stored: SessionRecord | undefined,
+    lastGeneration: number,
+  ): Promise<PooledSession> {
     let opened: SessionRecord | undefined;
     let released = false;
     try {
       if (stored === undefined) await this.host.makeRoom();
       const record = (opened = await this.initialize(key, reason, lastGeneration + 1));
       const after = await this.host.health.run(stored ? 'replace' : 'insert', () =>
-        stored ? this.host.store.replace(stored.generation, record, this.owner) : this.host.store.insert(record, this.owner),
+        stored
+          ? this.host.store.replace(stored.generation, record, this.owner)
+          : this.host.store.insert(record, this.owner),
       );
       released = true;
       // Our lock ran out mid-initialize and another replica's session was stored first: use that one.
@@ -158,7 +168,8 @@ export class SessionOpener {
       }
       throw err;
     } finally {
-      if (!released) await this.host.health.run('unlock', () => this.host.store.unlock(key.id, this.owner)).catch(() => undefined);
+      if (!released)
+        await this.host.health.run('unlock', () => this.host.store.unlock(key.id, this.owner)).catch(() => undefined);
     }
   }
 
@@ -182,7 +193,13 @@ export class SessionOpener {
     );
     this.host.events.onInitialize?.(key.upstream, performance.now() - started, reason);
     this.host.log.info(
-      { upstream: key.upstream, target: upstream.client.targetIndex(hs.target), negotiated: hs.protocolVersion, reason, sessionful: hs.sessionId !== undefined },
+      {
+        upstream: key.upstream,
+        target: upstream.client.targetIndex(hs.target),
+        negotiated: hs.protocolVersion,
+        reason,
+        sessionful: hs.sessionId !== undefined,
+      },
       'upstream session opened',
     );
     const now = Date.now();
@@ -270,7 +287,14 @@ export class SessionOpener {
       return existing;
     }
     record.initializeResult = this.results.share(record.initializeResult);
-    const session: PooledSession = { key, record, facts: new SessionFacts(), lastUsedAt: Date.now(), localOnly, openedHere };
+    const session: PooledSession = {
+      key,
+      record,
+      facts: new SessionFacts(),
+      lastUsedAt: Date.now(),
+      localOnly,
+      openedHere,
+    };
     this.host.local.set(key.id, session);
     return session;
   }

@@ -44,7 +44,10 @@ export interface PoolOptions {
 export interface PoolEvents extends OpenEvents {
   onHit?(upstream: string): void;
   onMiss?(upstream: string): void;
-  /** A store command failed (op: claim, get, lock, unlock, insert, replace, remove, touch, idle, count, probe); e.g. a Redis error. */
+  /**
+   * A store command failed (op: claim, get, lock, unlock, insert, replace, remove, touch, idle, count, probe); e.g. a
+   * Redis error.
+   */
   onStoreError?(op: string): void;
   /** A session is new to this replica (opened or adopted); the request that brought it waits for this. */
   onAdopted?(session: PooledSession): Promise<void>;
@@ -54,7 +57,12 @@ export interface PoolEvents extends OpenEvents {
 
 /** How the upstream client addresses a pooled session. */
 export function sessionRef(s: PooledSession): SessionRef {
-  return { sessionId: s.record.sessionId, protocolVersion: s.record.protocolVersion, target: s.record.target, principal: s.key.principalHash };
+  return {
+    sessionId: s.record.sessionId,
+    protocolVersion: s.record.protocolVersion,
+    target: s.record.target,
+    principal: s.key.principalHash,
+  };
 }
 
 export class SessionPool {
@@ -86,15 +94,35 @@ export class SessionPool {
     this.shared = store.kind !== 'memory';
     this.health = new StoreHealth(
       store,
-      { retryMs: opts.storeRetryMs ?? 1000, onError: (op) => events.onStoreError?.(op), onBack: () => this.startRepublish() },
+      {
+        retryMs: opts.storeRetryMs ?? 1000,
+        onError: (op) => events.onStoreError?.(op),
+        onBack: () => this.startRepublish(),
+      },
       log,
     );
     this.housekeeping = new Housekeeping(
-      { local: this.local, store, health: this.health, log, terminate: (r) => this.terminate(r), end: (r) => this.end(r) },
+      {
+        local: this.local,
+        store,
+        health: this.health,
+        log,
+        terminate: (r) => this.terminate(r),
+        end: (r) => this.end(r),
+      },
       { idleTtlMs: opts.idleTtlMs, touchIntervalMs: opts.touchIntervalMs },
     );
     this.opener = new SessionOpener(
-      { local: this.local, store, health: this.health, upstreams, events, log, makeRoom: () => this.makeRoom(), terminate: (r) => this.terminate(r) },
+      {
+        local: this.local,
+        store,
+        health: this.health,
+        upstreams,
+        events,
+        log,
+        makeRoom: () => this.makeRoom(),
+        terminate: (r) => this.terminate(r),
+      },
       { clientInfo: opts.clientInfo, lockTtlMs: opts.lockTtlMs },
     );
     store.onReconnect?.(() => {
@@ -141,13 +169,17 @@ export class SessionPool {
       try {
         return await use(await this.replaceLost(session, err));
       } catch (again) {
-        if (again instanceof SessionExpiredError) throw causewayError('upstream_unavailable', 'The upstream lost the session again', undefined, again);
+        if (again instanceof SessionExpiredError)
+          throw causewayError('upstream_unavailable', 'The upstream lost the session again', undefined, again);
         throw again;
       }
     }
   }
 
-  /** The session for `key` when this replica holds it open on an admitted URL (acquire's warm case, with no await); else undefined. */
+  /**
+   * The session for `key` when this replica holds it open on an admitted URL (acquire's warm case, with no await); else
+   * undefined.
+   */
   warm(key: SessionKey): PooledSession | undefined {
     const warm = this.local.get(key.id);
     return warm === undefined || !this.opener.admits(warm.record) ? undefined : warm;
@@ -172,7 +204,9 @@ export class SessionPool {
       return warm;
     }
     this.events.onMiss?.(key.upstream);
-    return inStepSpan('causeway.pool.acquire', 'internal', { 'causeway.upstream': key.upstream }, () => this.singleFlight(key.id, () => this.opener.load(key)));
+    return inStepSpan('causeway.pool.acquire', 'internal', { 'causeway.upstream': key.upstream }, () =>
+      this.singleFlight(key.id, () => this.opener.load(key)),
+    );
   }
 
   /**
@@ -197,7 +231,13 @@ export class SessionPool {
   private replaceOnce(stale: PooledSession, reason: Exclude<OpenReason, 'new'>): Promise<PooledSession> {
     return this.singleFlight(stale.key.id, async () => {
       const current = this.local.get(stale.key.id);
-      if (current && current !== stale && !sameRecord(current.record, stale.record) && this.opener.admits(current.record)) return current;
+      if (
+        current &&
+        current !== stale &&
+        !sameRecord(current.record, stale.record) &&
+        this.opener.admits(current.record)
+      )
+        return current;
       // Once per lost session: the calls that found it lost with this one wait on this flight, and
       // later tries (the upstream still down) log nothing more.
       if (reason !== 'ejected' && !this.lossLogged.has(stale)) {
@@ -206,7 +246,8 @@ export class SessionPool {
       }
       // Records known dead: the stale one, and the one a replica-local stale session itself replaced.
       const replaced = this.replacing.get(stale);
-      const dead = (r: SessionRecord) => sameRecord(r, stale.record) || (replaced !== undefined && sameRecord(r, replaced));
+      const dead = (r: SessionRecord) =>
+        sameRecord(r, stale.record) || (replaced !== undefined && sameRecord(r, replaced));
       const local = async () => {
         const s = await this.opener.openLocal(stale.key, reason, stale.record.generation + 1);
         if (!stale.localOnly) this.replacing.set(s, stale.record);
@@ -305,7 +346,8 @@ export class SessionPool {
         await this.drop(oldest).catch((err: unknown) => this.log.warn({ err }, 'evicting an upstream session failed'));
       }
     }
-    if (this.shared && this.health.isUp) await this.housekeeping.boundStore(this.opts.maxSessions, this.opts.countEveryMs === 0);
+    if (this.shared && this.health.isUp)
+      await this.housekeeping.boundStore(this.opts.maxSessions, this.opts.countEveryMs === 0);
   }
 
   /** Removes a stored record (compare-and-set) and, if this call removed it, ends it upstream. */
@@ -320,7 +362,12 @@ export class SessionPool {
     const upstream = this.upstreams.get(upstreamOf(record.key));
     if (!upstream) return Promise.resolve();
     return upstream.client
-      .terminate({ sessionId: record.sessionId, protocolVersion: record.protocolVersion, target: record.target, principal: principalOf(record.key) })
+      .terminate({
+        sessionId: record.sessionId,
+        protocolVersion: record.protocolVersion,
+        target: record.target,
+        principal: principalOf(record.key),
+      })
       .catch((err: unknown) => this.log.debug({ err }, 'ending an upstream session failed'));
   }
 

@@ -38,7 +38,9 @@ export async function republish(host: ReconcileHost): Promise<void> {
         let stored = await health.run('insert', () => store.insert(mine));
         const replaced = host.replacing.get(s);
         if (replaced && sameRecord(stored, replaced)) {
-          stored = await health.run('replace', () => store.replace(replaced.generation, { ...mine, generation: replaced.generation + 1 }));
+          stored = await health.run('replace', () =>
+            store.replace(replaced.generation, { ...mine, generation: replaced.generation + 1 }),
+          );
           if (stored.sessionId === mine.sessionId && stored.createdAt === mine.createdAt) s.record = stored;
         }
         if (local.get(s.key.id) !== s) return;
@@ -55,5 +57,6 @@ export async function republish(host: ReconcileHost): Promise<void> {
     );
     if (results.some((r) => r.status === 'rejected')) return;
   }
-  if (published + superseded > 0) host.log.info({ published, superseded }, 'replica-local sessions reconciled with the session store');
+  if (published + superseded > 0)
+    host.log.info({ published, superseded }, 'replica-local sessions reconciled with the session store');
 }

@@ -71,7 +71,10 @@ export class SessionFacts {
     return this.tools?.get(name);
   }
 
-  /** A listed tool's execution.taskSupport; undefined for a tool not listed (yet) and every tool until some page was learned. */
+  /**
+   * A listed tool's execution.taskSupport; undefined for a tool not listed (yet) and every tool until some page was
+   * learned.
+   */
   taskSupport(name: string): TaskSupport | undefined {
     return this.taskTools?.get(name) ?? (this.toolsComplete ? 'forbidden' : undefined);
   }

@@ -12,14 +12,22 @@ export interface SessionKey {
   legacyCapabilities: JsonObject;
 }
 
-/** The legacy capabilities Causeway declares for a client, and their fingerprint (dialect's declaredCapabilities makes both). */
+/**
+ * The legacy capabilities Causeway declares for a client, and their fingerprint (dialect's declaredCapabilities makes
+ * both).
+ */
 export interface DeclaredCapabilities {
   legacyCapabilities: JsonObject;
   fingerprint: string;
 }
 
 export function sessionKey(upstream: string, principalHash: string, declared: DeclaredCapabilities): SessionKey {
-  return { id: `${upstream}|${principalHash}|${declared.fingerprint}`, upstream, principalHash, legacyCapabilities: declared.legacyCapabilities };
+  return {
+    id: `${upstream}|${principalHash}|${declared.fingerprint}`,
+    upstream,
+    principalHash,
+    legacyCapabilities: declared.legacyCapabilities,
+  };
 }
 
 /** The upstream name a key id starts with (names cannot contain `|`). */

@@ -14,7 +14,9 @@ import type { ModernDeps, ModernExchange } from './exchange.js';
 /** Told a cacheable request's complete result, and the session it was read on, for the gateway cache. */
 export type Keep = (session: PooledSession, result: JsonObject) => void;
 
-/** What a client gets for a legacy response to its request: the result translated (or the error), and the HTTP status. */
+/**
+ * What a client gets for a legacy response to its request: the result translated (or the error), and the HTTP status.
+ */
 export function modernAnswer(
   ex: Pick<ModernExchange, 'request' | 'access' | 'span' | 'notes'>,
   deps: ModernDeps,
@@ -27,7 +29,10 @@ export function modernAnswer(
     const error = translateError(request.method, upstream.error, request.params);
     markFailed(ex.span, 'upstream_error', error.code);
     if (ex.notes) ex.notes.code = error.code;
-    return { status: statusForUpstreamError(error.code), body: { jsonrpc: '2.0', id: request.id, error: error as unknown as JsonObject } };
+    return {
+      status: statusForUpstreamError(error.code),
+      body: { jsonrpc: '2.0', id: request.id, error: error as unknown as JsonObject },
+    };
   }
   const cache = request.spec.cacheable ? deps.cacheHint(request.method) : undefined;
   const result = translateResult(request.method, upstream.result, {
@@ -35,11 +40,21 @@ export function modernAnswer(
     cache,
   });
   keep?.(session, result);
-  return { status: 200, body: { jsonrpc: '2.0', id: request.id, result: ex.access ? ex.access.filterList(request.method, result) : result } };
+  return {
+    status: 200,
+    body: { jsonrpc: '2.0', id: request.id, result: ex.access ? ex.access.filterList(request.method, result) : result },
+  };
 }
 
-/** The error a request failed with, answered (as an SSE event once its stream began) and logged; 'cancelled', unanswered, when the client is `gone`. */
-export function answerFailure(ex: Pick<ModernExchange, 'request' | 'res' | 'span' | 'notes' | 'log'>, gone: boolean, err: unknown): AnswerOutcome {
+/**
+ * The error a request failed with, answered (as an SSE event once its stream began) and logged; 'cancelled',
+ * unanswered, when the client is `gone`.
+ */
+export function answerFailure(
+  ex: Pick<ModernExchange, 'request' | 'res' | 'span' | 'notes' | 'log'>,
+  gone: boolean,
+  err: unknown,
+): AnswerOutcome {
   if (gone) {
     markFailed(ex.span, 'cancelled');
     return 'cancelled';

@@ -9,7 +9,14 @@ import type { HttpResponse } from '../egress/index.js';
 import type { HeaderBag, ModernRequest } from '../envelope/index.js';
 import type { Logger } from '../log.js';
 import type { SessionPool } from '../pool/index.js';
-import type { ForwardPolicy, IdMinter, ModernClient, RelayedListens, UpstreamEra, UpstreamSessionClient } from '../upstream/index.js';
+import type {
+  ForwardPolicy,
+  IdMinter,
+  ModernClient,
+  RelayedListens,
+  UpstreamEra,
+  UpstreamSessionClient,
+} from '../upstream/index.js';
 import type { BridgeDeps } from '../mrtr/index.js';
 import type { UpstreamMetrics } from '../metrics/index.js';
 import type { Subscriptions } from '../subscriptions/index.js';

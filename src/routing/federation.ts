@@ -116,12 +116,18 @@ export class Federation {
     return this.merger.check(ANONYMOUS);
   }
 
-  /** One listen stream over every member's session; a resource subscription goes to the URI's owner (unknown URIs are not held). */
+  /**
+   * One listen stream over every member's session; a resource subscription goes to the URI's owner (unknown URIs are
+   * not held).
+   */
   private async listen(ex: Asked): Promise<Answered> {
     const { principal } = ex;
     const caps = ex.request.meta.clientCapabilities;
     const notifications = ex.request.params.notifications;
-    const asked = isObject(notifications) && Array.isArray(notifications.resourceSubscriptions) ? notifications.resourceSubscriptions : [];
+    const asked =
+      isObject(notifications) && Array.isArray(notifications.resourceSubscriptions)
+        ? notifications.resourceSubscriptions
+        : [];
     // Bounded before the listen itself checks the request (subscriptions.maxUrisPerListen).
     const uris = asked.filter((u): u is string => typeof u === 'string').slice(0, MAX_LISTEN_URIS);
     const owned: string[][] = this.opts.members.map(() => []);

@@ -56,8 +56,20 @@ export interface ListShape {
 export const LISTS: Readonly<Record<string, ListShape>> = {
   'tools/list': { kind: 'tools', key: 'name', capability: 'tools', routedBy: 'tools/call', prefixed: true },
   'prompts/list': { kind: 'prompts', key: 'name', capability: 'prompts', routedBy: 'prompts/get', prefixed: true },
-  'resources/list': { kind: 'resources', key: 'uri', capability: 'resources', routedBy: 'resources/read', prefixed: false },
-  'resources/templates/list': { kind: 'resourceTemplates', key: 'uriTemplate', capability: 'resources', routedBy: 'resources/read', prefixed: false },
+  'resources/list': {
+    kind: 'resources',
+    key: 'uri',
+    capability: 'resources',
+    routedBy: 'resources/read',
+    prefixed: false,
+  },
+  'resources/templates/list': {
+    kind: 'resourceTemplates',
+    key: 'uriTemplate',
+    capability: 'resources',
+    routedBy: 'resources/read',
+    prefixed: false,
+  },
 };
 
 /** Upstream pages read per member and list before Causeway stops following nextCursor. */
@@ -82,7 +94,9 @@ export interface OwnerIndex {
   resourceMembers: number[];
 }
 
-/** A request with the scope owner indexes and snapshots are kept by (its principal and capabilities), worked out once. */
+/**
+ * A request with the scope owner indexes and snapshots are kept by (its principal and capabilities), worked out once.
+ */
 export type Asked = ModernExchange & { scope: string };
 
 interface Snapshot {
@@ -134,7 +148,10 @@ export class Merger {
           const read = { m, method, shape, principal, caps: {}, clientInfo: undefined, headers: {}, signal };
           return this.fetchAll(read).catch((err: unknown) => {
             unreachable.add(m.name);
-            this.opts.log.warn({ upstream: m.name, method, err: (err as Error).message }, 'federation check could not list an upstream; its names are checked when first merged');
+            this.opts.log.warn(
+              { upstream: m.name, method, err: (err as Error).message },
+              'federation check could not list an upstream; its names are checked when first merged',
+            );
             return undefined;
           });
         }),
@@ -165,7 +182,8 @@ export class Merger {
           if (isObject(v)) capabilities[k] = { ...(isObject(capabilities[k]) ? capabilities[k] : {}), ...v };
         }
       }
-      if (typeof init.instructions === 'string' && init.instructions !== '') instructions.push(`[${this.opts.members[i]!.name}] ${init.instructions}`);
+      if (typeof init.instructions === 'string' && init.instructions !== '')
+        instructions.push(`[${this.opts.members[i]!.name}] ${init.instructions}`);
     });
     const merged: JsonObject = { capabilities, serverInfo: this.opts.serverInfo };
     if (instructions.length > 0) merged.instructions = instructions.join('\n\n');
@@ -177,7 +195,11 @@ export class Merger {
         return holdsTasks(ex, this.opts.members[i]!.deps, session, learnTools);
       }),
     );
-    sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: discoverResult(merged, this.cacheHint('server/discover'), holds.some(Boolean)) });
+    sendJson(ex.res, 200, {
+      jsonrpc: '2.0',
+      id: ex.request.id,
+      result: discoverResult(merged, this.cacheHint('server/discover'), holds.some(Boolean)),
+    });
     return 'complete';
   }
 
@@ -188,7 +210,11 @@ export class Merger {
     const slot = `${ex.scope}#${request.method}#`;
     let snapshot = cursor === undefined ? undefined : this.snapshots.get(slot + cursor.snapshot);
     if (snapshot === undefined || snapshot.expiresAt < Date.now()) {
-      snapshot = { id: randomBytes(6).toString('base64url'), items: await this.mergedItems(ex, shape, request.method), expiresAt: Date.now() + SNAPSHOT_TTL_MS };
+      snapshot = {
+        id: randomBytes(6).toString('base64url'),
+        items: await this.mergedItems(ex, shape, request.method),
+        expiresAt: Date.now() + SNAPSHOT_TTL_MS,
+      };
       this.snapshots.set(slot + snapshot.id, snapshot);
     }
     const { items } = snapshot;
@@ -198,7 +224,11 @@ export class Merger {
     const result: JsonObject = { [shape.kind]: items.slice(offset, end) };
     if (end < items.length) result.nextCursor = writeCursor(request.method, snapshot.id, end);
     const page = withResultMeta(result, { serverInfo: this.opts.serverInfo, cache: this.cacheHint(request.method) });
-    sendJson(ex.res, 200, { jsonrpc: '2.0', id: request.id, result: ex.access ? ex.access.filterList(request.method, page) : page });
+    sendJson(ex.res, 200, {
+      jsonrpc: '2.0',
+      id: request.id,
+      result: ex.access ? ex.access.filterList(request.method, page) : page,
+    });
     return 'complete';
   }
 
@@ -287,18 +317,23 @@ export class Merger {
           const result = method === 'tools/list' ? normalizeToolsList(page).result : page;
           if (method === 'tools/list') session.facts.learnTools(toolFacts(page));
           const list = result[shape.kind];
-          if (Array.isArray(list)) for (const item of list) if (isObject(item) && typeof item[shape.key] === 'string') items.push(item);
+          if (Array.isArray(list))
+            for (const item of list) if (isObject(item) && typeof item[shape.key] === 'string') items.push(item);
         },
         { maxPages: MAX_UPSTREAM_PAGES, signal, headers: callHeaders(method, undefined) },
       );
-      if (walk.error) throw causewayError('upstream_unavailable', `Upstream ${m.name} refused ${method}: ${walk.error.message}`);
+      if (walk.error)
+        throw causewayError('upstream_unavailable', `Upstream ${m.name} refused ${method}: ${walk.error.message}`);
       keep?.(session, items);
       return items;
     });
   }
 
   /** Prefixes, resolves conflicts, sorts. `owners[i]` is the member index of `items[i]`. */
-  private merge(shape: ListShape, lists: ReadonlyArray<JsonObject[] | undefined>): { items: JsonObject[]; owners: number[]; conflicts: Conflict[] } {
+  private merge(
+    shape: ListShape,
+    lists: ReadonlyArray<JsonObject[] | undefined>,
+  ): { items: JsonObject[]; owners: number[]; conflicts: Conflict[] } {
     const byKey = new Map<string, { item: JsonObject; member: number; all: number[] }>();
     lists.forEach((list, member) => {
       if (!list) return;
@@ -366,7 +401,14 @@ function readCursor(cursor: unknown, method: string): { snapshot: string; offset
   } catch {
     throw invalid();
   }
-  if (!isObject(parsed) || parsed.m !== method || typeof parsed.s !== 'string' || typeof parsed.o !== 'number' || !Number.isInteger(parsed.o) || parsed.o < 0) {
+  if (
+    !isObject(parsed) ||
+    parsed.m !== method ||
+    typeof parsed.s !== 'string' ||
+    typeof parsed.o !== 'number' ||
+    !Number.isInteger(parsed.o) ||
+    parsed.o < 0
+  ) {
     throw invalid();
   }
   return { snapshot: parsed.s, offset: parsed.o };

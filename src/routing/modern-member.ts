@@ -74,11 +74,7 @@ async function ask(
 }
 
 /** The member's server/discover result: its capabilities and instructions, for the merged one. */
-export async function modernDiscover(
-  deps: ModernDeps,
-  modern: ModernSide,
-  a: MemberAsk,
-): Promise<JsonObject> {
+export async function modernDiscover(deps: ModernDeps, modern: ModernSide, a: MemberAsk): Promise<JsonObject> {
   const result = await ask(deps, modern, 'server/discover', {}, a);
   if (result === undefined)
     throw causewayError('upstream_unavailable', `Upstream ${deps.upstreamName} has no server/discover`);
@@ -116,12 +112,7 @@ export async function modernWalk(
  * Whether a 2026 member holds the task `taskId` for this client: its own tasks/get answers it.
  * An unknown task (-32602) or no tasks at all (-32601) is not its own.
  */
-export async function holdsTask(
-  deps: ModernDeps,
-  modern: ModernSide,
-  taskId: string,
-  a: MemberAsk,
-): Promise<boolean> {
+export async function holdsTask(deps: ModernDeps, modern: ModernSide, taskId: string, a: MemberAsk): Promise<boolean> {
   try {
     return (await ask(deps, modern, 'tasks/get', { taskId }, a)) !== undefined;
   } catch {

@@ -63,7 +63,8 @@ export class Router {
   private async ownerOfName(ex: Asked, kind: 'tools' | 'prompts', name: string): Promise<Member> {
     let best: Member | undefined;
     for (const m of this.members) {
-      if (m.prefix !== '' && name.startsWith(m.prefix) && (best === undefined || m.prefix.length > best.prefix.length)) best = m;
+      if (m.prefix !== '' && name.startsWith(m.prefix) && (best === undefined || m.prefix.length > best.prefix.length))
+        best = m;
     }
     if (best) return best;
     const { scope } = ex;
@@ -73,7 +74,8 @@ export class Router {
       await this.merger.mergedItems(ex, LISTS[method]!, method);
       owner = this.merger.ownerIndex(scope)?.[kind].get(name);
     }
-    if (owner === undefined) throw causewayError('unknown_name', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
+    if (owner === undefined)
+      throw causewayError('unknown_name', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
     return this.members[owner]!;
   }
 
@@ -105,9 +107,15 @@ export class Router {
 
 /** The request as `member` knows it: its prefix taken off the tool or prompt name (or a completion's prompt ref). */
 function unprefixed(request: ModernRequest, member: Member): ModernRequest {
-  const strip = (n: string) => (member.prefix !== '' && n.startsWith(member.prefix) ? n.slice(member.prefix.length) : n);
+  const strip = (n: string) =>
+    member.prefix !== '' && n.startsWith(member.prefix) ? n.slice(member.prefix.length) : n;
   const ref = request.params.ref;
-  if (request.method === 'completion/complete' && isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string') {
+  if (
+    request.method === 'completion/complete' &&
+    isObject(ref) &&
+    ref.type === 'ref/prompt' &&
+    typeof ref.name === 'string'
+  ) {
     return { ...request, params: { ...request.params, ref: { ...ref, name: strip(ref.name) } } };
   }
   if (request.spec.nameParam !== 'name' || request.name === undefined) return request;

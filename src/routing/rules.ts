@@ -22,7 +22,11 @@ export function compileRules(rules: readonly RouteRule[]): CompiledRule[] {
 }
 
 /** The upstream the first matching rule names, if any. */
-export function pinnedUpstream(rules: readonly CompiledRule[], method: string, name: string | undefined): string | undefined {
+export function pinnedUpstream(
+  rules: readonly CompiledRule[],
+  method: string,
+  name: string | undefined,
+): string | undefined {
   for (const r of rules) {
     if (r.method !== undefined && r.method !== method) continue;
     if (r.name !== undefined && (name === undefined || !r.name.test(name))) continue;

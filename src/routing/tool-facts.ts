@@ -18,14 +18,21 @@ const MAX_TOOL_PAGES = 50;
  * gateway cache when it holds them all (any replica's reading, for a public list), else from the
  * upstream.
  */
-export async function learnTools(ex: { signal: AbortSignal; headers?: HeaderBag }, deps: ModernDeps, session: PooledSession): Promise<void> {
+export async function learnTools(
+  ex: { signal: AbortSignal; headers?: HeaderBag },
+  deps: ModernDeps,
+  session: PooledSession,
+): Promise<void> {
   const { facts } = session;
   if (facts.toolsComplete) return;
   if (await fromCache(ex, deps, session)) {
     facts.toolsComplete = true;
     return;
   }
-  const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => facts.learnTools(toolFacts(page)), { maxPages: MAX_TOOL_PAGES, signal: ex.signal });
+  const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => facts.learnTools(toolFacts(page)), {
+    maxPages: MAX_TOOL_PAGES,
+    signal: ex.signal,
+  });
   if (walk.complete) facts.toolsComplete = true;
 }
 
@@ -38,7 +45,12 @@ async function fromCache(ex: { headers?: HeaderBag }, deps: ModernDeps, session:
   const pages: JsonObject[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-    const q = cache.query('tools/list', cursor === undefined ? {} : { cursor }, scope === 'public' ? '' : session.key.id, ex.headers?.authorization);
+    const q = cache.query(
+      'tools/list',
+      cursor === undefined ? {} : { cursor },
+      scope === 'public' ? '' : session.key.id,
+      ex.headers?.authorization,
+    );
     const e = await cache.peek(q, scope);
     if (e === undefined) return false;
     const result = cache.result(e);

@@ -87,7 +87,18 @@ export class CapturedResponse extends Writable {
   /** The headers the client gets with a JSON body written in place of the one caught. */
   jsonHeaders(): Record<string, string> {
     const out: Record<string, string> = {};
-    for (const [k, v] of Object.entries(this.head)) if (!['content-type', 'content-length', 'transfer-encoding', 'content-encoding', 'cache-control', 'x-accel-buffering'].includes(k)) out[k] = v;
+    for (const [k, v] of Object.entries(this.head))
+      if (
+        ![
+          'content-type',
+          'content-length',
+          'transfer-encoding',
+          'content-encoding',
+          'cache-control',
+          'x-accel-buffering',
+        ].includes(k)
+      )
+        out[k] = v;
     return out;
   }
 

@@ -83,7 +83,11 @@ export class Catalog {
 
 /** The entry skills/list and skills/get answer with [SKILLS "Skill Entries"]. */
 function entryOf(skill: SkillEntry): JsonObject {
-  return { uri: skill.uri, frontmatter: skill.frontmatter, resources: skill.files.map((f) => ({ uri: f.uri, digest: f.digest, size: f.size })) };
+  return {
+    uri: skill.uri,
+    frontmatter: skill.frontmatter,
+    resources: skill.files.map((f) => ({ uri: f.uri, digest: f.digest, size: f.size })),
+  };
 }
 
 function lastSegment(uri: string): string {

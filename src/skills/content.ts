@@ -38,7 +38,11 @@ export function mimeTypeOf(path: string): string {
 }
 
 function textual(mimeType: string): boolean {
-  return mimeType.startsWith('text/') || /^application\/(?:json|yaml|xml|toml)$/.test(mimeType) || /\+(?:json|xml)$/.test(mimeType);
+  return (
+    mimeType.startsWith('text/') ||
+    /^application\/(?:json|yaml|xml|toml)$/.test(mimeType) ||
+    /\+(?:json|xml)$/.test(mimeType)
+  );
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -58,8 +62,14 @@ export function contentsOf(file: SkillFile): JsonObject {
 
 /** A skill file in resources/list: SKILL.md named and described by its frontmatter [SKILLS "Resource Metadata"]. */
 export function resourceOf(file: SkillFile, skill: SkillEntry): JsonObject {
-  const out: JsonObject = { uri: file.uri, name: file.path === 'SKILL.md' ? skill.name : `${skill.name}/${file.path}`, mimeType: mimeTypeOf(file.path), size: file.size };
-  if (file.path === 'SKILL.md' && typeof skill.frontmatter.description === 'string') out.description = skill.frontmatter.description;
+  const out: JsonObject = {
+    uri: file.uri,
+    name: file.path === 'SKILL.md' ? skill.name : `${skill.name}/${file.path}`,
+    mimeType: mimeTypeOf(file.path),
+    size: file.size,
+  };
+  if (file.path === 'SKILL.md' && typeof skill.frontmatter.description === 'string')
+    out.description = skill.frontmatter.description;
   return out;
 }
 

@@ -29,7 +29,15 @@ export function readCursor(value: unknown, method: string): Cursor | undefined {
 }
 
 /** One page of `items` from `offset`, and the cursor of the next when there is one. */
-export function pageOf<T>(items: readonly T[], offset: number, size: number, method: string): { page: T[]; next: string | undefined } {
+export function pageOf<T>(
+  items: readonly T[],
+  offset: number,
+  size: number,
+  method: string,
+): { page: T[]; next: string | undefined } {
   const end = Math.min(offset, items.length) + size;
-  return { page: items.slice(offset, end), next: end < items.length ? writeCursor(method, { at: 'folder', offset: end }) : undefined };
+  return {
+    page: items.slice(offset, end),
+    next: end < items.length ? writeCursor(method, { at: 'folder', offset: end }) : undefined,
+  };
 }

@@ -58,7 +58,10 @@ export class SkillFolder {
       });
       this.watchers.push(w);
     } catch (err) {
-      this.log.warn({ dir: root.dir, err: (err as Error).message }, 'skills folder cannot be watched yet; trying again');
+      this.log.warn(
+        { dir: root.dir, err: (err as Error).message },
+        'skills folder cannot be watched yet; trying again',
+      );
       this.retry(root);
     }
   }

@@ -64,7 +64,14 @@ export class SkillsFront implements MountFront {
     } catch (err) {
       outcome = this.fail(ex, err);
     } finally {
-      if (!handedOn) this.opts.metrics.answered(method, undefined, outcome === 'ok' ? 'complete' : 'error', outcome, (performance.now() - started) / 1000);
+      if (!handedOn)
+        this.opts.metrics.answered(
+          method,
+          undefined,
+          outcome === 'ok' ? 'complete' : 'error',
+          outcome,
+          (performance.now() - started) / 1000,
+        );
     }
   }
 
@@ -95,7 +102,11 @@ export class SkillsFront implements MountFront {
     if (!result) return caught.replay(ex.res);
     const caps = isObject(result.capabilities) ? result.capabilities : {};
     const extensions = isObject(caps.extensions) ? caps.extensions : {};
-    const capabilities = { ...caps, resources: isObject(caps.resources) ? caps.resources : {}, extensions: { ...extensions, [SKILLS_EXTENSION]: { directoryRead: true } } };
+    const capabilities = {
+      ...caps,
+      resources: isObject(caps.resources) ? caps.resources : {},
+      extensions: { ...extensions, [SKILLS_EXTENSION]: { directoryRead: true } },
+    };
     sendJson(ex.res, caught.statusCode, { ...response, result: { ...result, capabilities } }, caught.jsonHeaders());
   }
 
@@ -108,7 +119,9 @@ export class SkillsFront implements MountFront {
     if (cursor?.at !== 'upstream') {
       const { page, next: more } = pageOf(entries, cursor?.offset ?? 0, this.opts.pageSize, request.method);
       const result: JsonObject = { skills: page.map((s) => catalog.entries.get(s.uri)!) };
-      const after = more ?? (this.opts.upstreamModern() ? writeCursor(request.method, { at: 'upstream', cursor: undefined }) : undefined);
+      const after =
+        more ??
+        (this.opts.upstreamModern() ? writeCursor(request.method, { at: 'upstream', cursor: undefined }) : undefined);
       if (after !== undefined) result.nextCursor = after;
       if (page.length > 0 || after === undefined || !this.opts.upstreamModern()) return this.answer(ex, result, true);
     }
@@ -117,7 +130,10 @@ export class SkillsFront implements MountFront {
     const response = caught.response(request.id);
     const result = resultOf(response);
     // An upstream without the extension has no skills to add.
-    if (!result) return response && 'error' in response && response.error.code === -32601 ? this.answer(ex, { skills: [] }, true) : caught.replay(ex.res);
+    if (!result)
+      return response && 'error' in response && response.error.code === -32601
+        ? this.answer(ex, { skills: [] }, true)
+        : caught.replay(ex.res);
     const names = new Set(entries.map((s) => s.name));
     const uris = new Set(catalog.skills.keys());
     const skills = (Array.isArray(result.skills) ? result.skills : []).filter((s) => {
@@ -126,13 +142,22 @@ export class SkillsFront implements MountFront {
       if (!names.has(name) && !uris.has(String(s.uri))) return true;
       if (!this.shadowed.has(name)) {
         this.shadowed.add(name);
-        this.opts.log.warn({ skill: name, uri: s.uri }, "the upstream's skill is left out: the skills folder has one of that name");
+        this.opts.log.warn(
+          { skill: name, uri: s.uri },
+          "the upstream's skill is left out: the skills folder has one of that name",
+        );
       }
       return false;
     });
     const out: JsonObject = { ...result, skills };
-    if (typeof result.nextCursor === 'string') out.nextCursor = writeCursor(request.method, { at: 'upstream', cursor: result.nextCursor });
-    sendJson(ex.res, caught.statusCode, { ...response, result: privately(out, visible(ex, out)) }, caught.jsonHeaders());
+    if (typeof result.nextCursor === 'string')
+      out.nextCursor = writeCursor(request.method, { at: 'upstream', cursor: result.nextCursor });
+    sendJson(
+      ex.res,
+      caught.statusCode,
+      { ...response, result: privately(out, visible(ex, out)) },
+      caught.jsonHeaders(),
+    );
   }
 
   private async get(ex: ModernExchange, next: Next): Promise<void> {
@@ -152,11 +177,21 @@ export class SkillsFront implements MountFront {
     const catalog = this.opts.folder.current;
     const children = key === undefined ? undefined : catalog.dirs.get(key);
     if (children) {
-      const { page, next: more } = pageOf(children, cursor?.at === 'folder' ? cursor.offset : 0, this.opts.pageSize, request.method);
-      return this.answer(ex, more === undefined ? { resources: page.map(childOf) } : { resources: page.map(childOf), nextCursor: more }, true);
+      const { page, next: more } = pageOf(
+        children,
+        cursor?.at === 'folder' ? cursor.offset : 0,
+        this.opts.pageSize,
+        request.method,
+      );
+      return this.answer(
+        ex,
+        more === undefined ? { resources: page.map(childOf) } : { resources: page.map(childOf), nextCursor: more },
+        true,
+      );
     }
     if (this.opts.upstreamModern()) return next(ex);
-    if (key !== undefined && catalog.files.has(key)) throw causewayError('invalid_params', `${uri} is not a directory resource`);
+    if (key !== undefined && catalog.files.has(key))
+      throw causewayError('invalid_params', `${uri} is not a directory resource`);
     throw causewayError('invalid_params', `No directory is served at ${uri}`, { uri });
   }
 
@@ -200,7 +235,12 @@ export class SkillsFront implements MountFront {
       out.resources = [...own, ...items];
       if (more !== undefined) out.nextCursor = more;
     }
-    sendJson(ex.res, caught.statusCode, { ...response, result: privately(out, visible(ex, out)) }, caught.jsonHeaders());
+    sendJson(
+      ex.res,
+      caught.statusCode,
+      { ...response, result: privately(out, visible(ex, out)) },
+      caught.jsonHeaders(),
+    );
   }
 
   /** The answer `next` gives, caught; with `cursor` set, to the request with that cursor instead of its own. */
@@ -210,11 +250,18 @@ export class SkillsFront implements MountFront {
     delete params.cursor;
     if (cursor !== undefined) params.cursor = cursor;
     const rewritten = 'cursor' in ex.request.params || cursor !== undefined;
-    await next({ ...ex, res: caught.asResponse, ...(rewritten ? { request: { ...ex.request, params }, body: undefined } : {}) });
+    await next({
+      ...ex,
+      res: caught.asResponse,
+      ...(rewritten ? { request: { ...ex.request, params }, body: undefined } : {}),
+    });
     return caught;
   }
 
-  /** The lookup key of a skill URI the folder may serve; undefined for a URI not in skill://; a refusal for one that reaches outside. */
+  /**
+   * The lookup key of a skill URI the folder may serve; undefined for a URI not in skill://; a refusal for one that
+   * reaches outside.
+   */
   private find(uri: string): string | undefined {
     const look = lookupKey(uri);
     if (look.ok) return look.key;
@@ -234,7 +281,11 @@ export class SkillsFront implements MountFront {
     const seen = visible(ex, result);
     if (seen !== result) cache = { ...cache, cacheScope: 'private' };
     if (ex.notes) ex.notes.resultType = 'complete';
-    sendJson(ex.res, 200, { jsonrpc: '2.0', id: ex.request.id, result: withResultMeta(seen, { serverInfo: this.opts.serverInfo, cache }) });
+    sendJson(ex.res, 200, {
+      jsonrpc: '2.0',
+      id: ex.request.id,
+      result: withResultMeta(seen, { serverInfo: this.opts.serverInfo, cache }),
+    });
   }
 
   private fail(ex: ModernExchange, err: unknown): AnswerOutcome {
@@ -257,9 +308,11 @@ function privately(all: JsonObject, seen: JsonObject): JsonObject {
  * entries, by whether their URI (a skill's SKILL.md) may be read. The list itself when nothing is hidden.
  */
 function visible(ex: ModernExchange, result: JsonObject): JsonObject {
-  const key = ex.request.method === 'skills/list' ? 'skills' : ex.request.method === 'resources/list' ? 'resources' : undefined;
+  const key =
+    ex.request.method === 'skills/list' ? 'skills' : ex.request.method === 'resources/list' ? 'resources' : undefined;
   const access = ex.access;
-  if (key === undefined || access === undefined || !access.mayHide('resources/list') || !Array.isArray(result[key])) return result;
+  if (key === undefined || access === undefined || !access.mayHide('resources/list') || !Array.isArray(result[key]))
+    return result;
   const kept = access.filterList('resources/list', { resources: result[key] }).resources;
   return { ...result, [key]: kept ?? [] };
 }

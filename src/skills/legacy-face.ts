@@ -38,7 +38,15 @@ export class SkillsLegacyFace implements LegacyFace {
     } catch (err) {
       if (!(err instanceof CausewayError)) throw err;
       // Legacy clients get errors in-band, on 200.
-      return sendJson(res, 200, errorBody(message.id, { code: err.code, message: err.message, ...(err.data === undefined ? {} : { data: err.data }) }));
+      return sendJson(
+        res,
+        200,
+        errorBody(message.id, {
+          code: err.code,
+          message: err.message,
+          ...(err.data === undefined ? {} : { data: err.data }),
+        }),
+      );
     }
     return this.face.forward(req);
   }
@@ -55,7 +63,8 @@ export class SkillsLegacyFace implements LegacyFace {
     const caught = await this.caught(req);
     const response = caught.response(message.id);
     const result = resultOf(response);
-    if (!result || (isObject(result.capabilities) && isObject(result.capabilities.resources))) return caught.replay(req.res);
+    if (!result || (isObject(result.capabilities) && isObject(result.capabilities.resources)))
+      return caught.replay(req.res);
     const capabilities = { ...(isObject(result.capabilities) ? result.capabilities : {}), resources: {} };
     sendJson(req.res, caught.statusCode, { ...response, result: { ...result, capabilities } }, caught.jsonHeaders());
   }
@@ -65,12 +74,23 @@ export class SkillsLegacyFace implements LegacyFace {
     if (typeof uri !== 'string') return this.face.forward(req);
     const look = lookupKey(uri);
     if (!look.ok && look.foreign) return this.face.forward(req);
-    if (!look.ok) return sendJson(req.res, 200, errorBody(message.id, { code: -32602, message: `${uri} is refused: ${look.reason}`, data: { uri } }));
+    if (!look.ok)
+      return sendJson(
+        req.res,
+        200,
+        errorBody(message.id, { code: -32602, message: `${uri} is refused: ${look.reason}`, data: { uri } }),
+      );
     const hit = this.opts.folder.current.files.get(look.key);
-    if (hit) return sendJson(req.res, 200, { jsonrpc: '2.0', id: message.id, result: { contents: [contentsOf(hit.file)] } });
-    if (!this.opts.prefixes.some((p) => p === '' || look.key.startsWith(`${SKILL_SCHEME}${p}/`))) return this.face.forward(req);
+    if (hit)
+      return sendJson(req.res, 200, { jsonrpc: '2.0', id: message.id, result: { contents: [contentsOf(hit.file)] } });
+    if (!this.opts.prefixes.some((p) => p === '' || look.key.startsWith(`${SKILL_SCHEME}${p}/`)))
+      return this.face.forward(req);
     // The legacy era's own code for a missing resource [L-RES].
-    return sendJson(req.res, 200, errorBody(message.id, { code: -32002, message: `Resource not found: ${uri}`, data: { uri } }));
+    return sendJson(
+      req.res,
+      200,
+      errorBody(message.id, { code: -32002, message: `Resource not found: ${uri}`, data: { uri } }),
+    );
   }
 
   private async resources(message: JsonRpcRequest, req: LegacyRequest): Promise<void> {
@@ -82,10 +102,16 @@ export class SkillsLegacyFace implements LegacyFace {
       const { page, next } = pageOf(files, offset, this.opts.pageSize, 'resources/list');
       const items = page.map(({ file, skill }) => resourceOf(file, skill));
       // As the token may see them [auth.rules]: the upstream's own part is filtered by the face.
-      return { items: access ? ((access.filterList('resources/list', { resources: items }).resources as JsonObject[] | undefined) ?? []) : items, next };
+      return {
+        items: access
+          ? ((access.filterList('resources/list', { resources: items }).resources as JsonObject[] | undefined) ?? [])
+          : items,
+        next,
+      };
     };
     const { res } = req;
-    const reply = (result: JsonObject, headers: Record<string, string> = {}, status = 200) => sendJson(res, status, { jsonrpc: '2.0', id: message.id, result }, headers);
+    const reply = (result: JsonObject, headers: Record<string, string> = {}, status = 200) =>
+      sendJson(res, status, { jsonrpc: '2.0', id: message.id, result }, headers);
     if (cursor?.at === 'folder') {
       const { items, next } = folderPage(cursor.offset);
       return reply(next === undefined ? { resources: items } : { resources: items, nextCursor: next });
@@ -100,11 +126,15 @@ export class SkillsLegacyFace implements LegacyFace {
     if (!result) {
       if (!(response && 'error' in response && response.error.code === -32601)) return caught.replay(res);
       const { items, next } = folderPage(0);
-      return reply(next === undefined ? { resources: items } : { resources: items, nextCursor: next }, caught.jsonHeaders());
+      return reply(
+        next === undefined ? { resources: items } : { resources: items, nextCursor: next },
+        caught.jsonHeaders(),
+      );
     }
     const out: JsonObject = { ...result };
     delete out.nextCursor;
-    if (typeof result.nextCursor === 'string') out.nextCursor = writeCursor('resources/list', { at: 'upstream', cursor: result.nextCursor });
+    if (typeof result.nextCursor === 'string')
+      out.nextCursor = writeCursor('resources/list', { at: 'upstream', cursor: result.nextCursor });
     else {
       const { items, next } = folderPage(0);
       out.resources = [...(Array.isArray(result.resources) ? result.resources : []), ...items];

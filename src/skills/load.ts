@@ -49,7 +49,9 @@ export async function loadCatalog(roots: readonly SkillRoot[]): Promise<Catalog>
       try {
         skills.push(await loadSkill(top, dir, name, prefix));
       } catch (err) {
-        problems.push(`skill ${[...prefix, name].join('/')}: ${err instanceof Broken ? err.message : `cannot be read (${(err as Error).message})`}`);
+        problems.push(
+          `skill ${[...prefix, name].join('/')}: ${err instanceof Broken ? err.message : `cannot be read (${(err as Error).message})`}`,
+        );
       }
     }
   }
@@ -91,8 +93,12 @@ async function loadSkill(top: string, dir: string, name: string, prefix: string[
   const manifest = files.find((f) => f.path.length === 1 && f.path[0] === 'SKILL.md');
   if (!manifest) throw new Broken('no SKILL.md');
   const frontmatter = readFrontmatter(manifest.bytes);
-  if (frontmatter.name !== name) throw new Broken(`frontmatter name ${JSON.stringify(frontmatter.name)} is not the folder's name ${JSON.stringify(name)}`);
-  if (name.length > 64 || !SKILL_NAME.test(name)) throw new Broken('a name is 1-64 lowercase letters, digits and single hyphens');
+  if (frontmatter.name !== name)
+    throw new Broken(
+      `frontmatter name ${JSON.stringify(frontmatter.name)} is not the folder's name ${JSON.stringify(name)}`,
+    );
+  if (name.length > 64 || !SKILL_NAME.test(name))
+    throw new Broken('a name is 1-64 lowercase letters, digits and single hyphens');
   const out: SkillFile[] = files.map(({ path, bytes }) => ({
     uri: skillUri([...prefix, name, ...path]),
     path: path.join('/'),
@@ -100,7 +106,13 @@ async function loadSkill(top: string, dir: string, name: string, prefix: string[
     size: bytes.length,
     digest: `sha256:${createHash('sha256').update(bytes).digest('hex')}`,
   }));
-  return { name, uri: skillUri([...prefix, name, 'SKILL.md']), root: skillUri([...prefix, name]), frontmatter, files: out };
+  return {
+    name,
+    uri: skillUri([...prefix, name, 'SKILL.md']),
+    root: skillUri([...prefix, name]),
+    frontmatter,
+    files: out,
+  };
 }
 
 /** The YAML between a SKILL.md's opening `---` line and the next one, as JSON. */
@@ -116,10 +128,15 @@ export function readFrontmatter(bytes: Buffer): JsonObject {
   } catch (err) {
     throw new Broken(`the frontmatter is not YAML: ${(err as Error).message.split('\n')[0]}`);
   }
-  if (!isObject(value as JsonValue) || !isJson(value)) throw new Broken('the frontmatter is not a mapping of JSON values');
+  if (!isObject(value as JsonValue) || !isJson(value))
+    throw new Broken('the frontmatter is not a mapping of JSON values');
   const fm = value as JsonObject;
-  if (typeof fm.description !== 'string' || fm.description === '' || [...fm.description].length > 1024) throw new Broken('the frontmatter needs a description of 1-1024 characters');
-  if (fm.metadata !== undefined && !(isObject(fm.metadata) && Object.values(fm.metadata).every((v) => typeof v === 'string'))) {
+  if (typeof fm.description !== 'string' || fm.description === '' || [...fm.description].length > 1024)
+    throw new Broken('the frontmatter needs a description of 1-1024 characters');
+  if (
+    fm.metadata !== undefined &&
+    !(isObject(fm.metadata) && Object.values(fm.metadata).every((v) => typeof v === 'string'))
+  ) {
     throw new Broken('frontmatter metadata must map strings to strings');
   }
   return fm;
@@ -129,6 +146,7 @@ function isJson(v: unknown): boolean {
   if (v === null || typeof v === 'string' || typeof v === 'boolean') return true;
   if (typeof v === 'number') return Number.isFinite(v);
   if (Array.isArray(v)) return v.every(isJson);
-  if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) return Object.values(v as object).every(isJson);
+  if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype)
+    return Object.values(v as object).every(isJson);
   return false;
 }

@@ -5,7 +5,9 @@
 
 export const SKILL_SCHEME = 'skill://';
 
-/** Characters kept as they are in a path segment (unreserved and sub-delims, `:` and `@`); the rest is percent-encoded. */
+/**
+ * Characters kept as they are in a path segment (unreserved and sub-delims, `:` and `@`); the rest is percent-encoded.
+ */
 const ENCODED = /[^A-Za-z0-9\-._~!$&'()*+,;=:@]/gu;
 
 export function encodeSegment(segment: string): string {
@@ -29,7 +31,8 @@ export type UriLookup =
 export function lookupKey(uri: string): UriLookup {
   if (!uri.toLowerCase().startsWith(SKILL_SCHEME)) return { ok: false, foreign: true };
   const rest = uri.slice(SKILL_SCHEME.length);
-  if (/[?#\\]/.test(rest)) return { ok: false, foreign: false, reason: 'a skill URI has no query, fragment or backslash' };
+  if (/[?#\\]/.test(rest))
+    return { ok: false, foreign: false, reason: 'a skill URI has no query, fragment or backslash' };
   const segments = rest.split('/');
   const out: string[] = [];
   for (const raw of segments) {
@@ -39,8 +42,10 @@ export function lookupKey(uri: string): UriLookup {
     } catch {
       return { ok: false, foreign: false, reason: 'a segment is not valid percent-encoding' };
     }
-    if (decoded === '' || decoded === '.' || decoded === '..') return { ok: false, foreign: false, reason: 'empty, . and .. segments are not allowed' };
-    if (/[/\\\0]/.test(decoded)) return { ok: false, foreign: false, reason: 'a segment may not hold an encoded separator or NUL' };
+    if (decoded === '' || decoded === '.' || decoded === '..')
+      return { ok: false, foreign: false, reason: 'empty, . and .. segments are not allowed' };
+    if (/[/\\\0]/.test(decoded))
+      return { ok: false, foreign: false, reason: 'a segment may not hold an encoded separator or NUL' };
     out.push(decoded);
   }
   return { ok: true, key: skillUri(out) };

@@ -14,7 +14,12 @@ import type { Logger } from '../log.js';
 import { sameRecord, sessionRef, type PooledSession, type SessionKey, type SessionPool } from '../pool/index.js';
 import { SessionExpiredError, type IdMinter, type UpstreamSessionClient } from '../upstream/index.js';
 import type { SessionEventBus } from './bus.js';
-import { LocalCoordinator, type ChannelCoordination, type ListenCoordinator, type Transitions } from './coordination.js';
+import {
+  LocalCoordinator,
+  type ChannelCoordination,
+  type ListenCoordinator,
+  type Transitions,
+} from './coordination.js';
 import { gapNotifications, isChange } from './filter.js';
 import { StreamLease } from './stream-lease.js';
 
@@ -125,7 +130,10 @@ export class SessionChannel {
     });
   }
 
-  /** Leaves; the last member out closes the GET stream and ends the channel. URIs no one holds any more are unsubscribed. */
+  /**
+   * Leaves; the last member out closes the GET stream and ends the channel. URIs no one holds any more are
+   * unsubscribed.
+   */
   detach(member: ChannelMember): Promise<void> {
     return this.serial(async () => {
       const held = this.members.get(member);
@@ -169,7 +177,9 @@ export class SessionChannel {
     });
   }
 
-  /** This replica was taken for lapsed: what it held may have been taken over; it claims again what is still its own. */
+  /**
+   * This replica was taken for lapsed: what it held may have been taken over; it claims again what is still its own.
+   */
   resumed(): void {
     if (this.members.size === 0 || this.ended || this.broken) return;
     this.queue(async () => {
@@ -195,7 +205,8 @@ export class SessionChannel {
    * counts nothing has nothing to state (unless told to, to drop lapsed replicas' counts).
    */
   private state(listening: boolean, always = false): Promise<Transitions> {
-    if (!always && !listening && this.refs.size === 0 && !this.stated) return Promise.resolve({ subscribe: [], unsubscribe: [] });
+    if (!always && !listening && this.refs.size === 0 && !this.stated)
+      return Promise.resolve({ subscribe: [], unsubscribe: [] });
     this.stated = listening || this.refs.size > 0;
     return this.coordination.sync(this.refs, listening);
   }
@@ -267,13 +278,18 @@ export class SessionChannel {
     const dropped = change.unsubscribe.filter((u) => !keep?.has(u));
     if (dropped.length === 0 || this.broken) return refused;
     for (const uri of dropped) await this.call('resources/unsubscribe', uri, false);
-    // A channel elsewhere may have subscribed one of them again meanwhile, and its subscribe may have reached the upstream first.
+    // A channel elsewhere may have subscribed one of them again meanwhile, and its subscribe may have reached the
+    // upstream first.
     for (const uri of await this.coordination.held(dropped)) await this.call('resources/subscribe', uri, false);
     return refused;
   }
 
   /** resources/subscribe or /unsubscribe upstream; false when refused or failed. */
-  private async call(method: 'resources/subscribe' | 'resources/unsubscribe', uri: string, renew: boolean): Promise<boolean> {
+  private async call(
+    method: 'resources/subscribe' | 'resources/unsubscribe',
+    uri: string,
+    renew: boolean,
+  ): Promise<boolean> {
     try {
       const r = await this.deps.client.request(
         sessionRef(this.session),
@@ -308,11 +324,16 @@ export class SessionChannel {
    */
   private missed(): void {
     if (this.ended || this.broken) return;
-    this.deps.log.info('changes of a listened session may have been missed while pub/sub was down; telling its listeners');
+    this.deps.log.info(
+      'changes of a listened session may have been missed while pub/sub was down; telling its listeners',
+    );
     for (const n of gapNotifications(this.refs.keys())) this.receive(n);
   }
 
-  /** Bus delivery: what Causeway knows of the session that this change made stale is forgotten, then every member hears of it. */
+  /**
+   * Bus delivery: what Causeway knows of the session that this change made stale is forgotten, then every member hears
+   * of it.
+   */
   private receive(n: JsonRpcNotification): void {
     this.session.facts.invalidate(n.method);
     for (const m of this.members.keys()) m.deliver(n);
@@ -323,12 +344,19 @@ export class SessionChannel {
     if (!isChange(n.method)) return;
     // This replica's own facts, whether or not it hears the key's bus.
     this.session.facts.invalidate(n.method);
-    this.published = this.deps.bus.publish(this.key.id, n).catch((err: unknown) => this.deps.log.warn({ err }, 'publishing a session event failed'));
+    this.published = this.deps.bus
+      .publish(this.key.id, n)
+      .catch((err: unknown) => this.deps.log.warn({ err }, 'publishing a session event failed'));
   }
 
   private lose(err: unknown): void {
     if (this.broken || this.ended) return;
-    this.broken = causewayError('upstream_unavailable', 'The upstream session behind this subscription is gone', undefined, err);
+    this.broken = causewayError(
+      'upstream_unavailable',
+      'The upstream session behind this subscription is gone',
+      undefined,
+      err,
+    );
     this.lease.abort();
     this.deps.log.warn({ err }, 'a listen channel lost its upstream session; ending its listen streams');
     for (const m of [...this.members.keys()]) m.lost(this.broken);

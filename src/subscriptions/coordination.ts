@@ -12,7 +12,9 @@ import type { LivenessListener } from '../bus/index.js';
 export type HoldResult =
   /** This channel took the lease, and no other channel listens on the key. */
   | 'acquired'
-  /** This channel took the lease while other channels listen: they may have missed changes while nobody held the stream. */
+  /**
+   * This channel took the lease while other channels listen: they may have missed changes while nobody held the stream.
+   */
   | 'acquired-others'
   /** This channel already held it; renewed. */
   | 'renewed'
@@ -27,9 +29,14 @@ export interface Transitions {
   unsubscribe: string[];
 }
 
-/** One channel's part in its key's coordination. No method rejects: a store failure degrades to this channel's own view. */
+/**
+ * One channel's part in its key's coordination. No method rejects: a store failure degrades to this channel's own view.
+ */
 export interface ChannelCoordination {
-  /** Takes or renews the GET-stream lease; `fresh`: a take with nobody else listening forgets the old cursor too (the stream starts afresh). */
+  /**
+   * Takes or renews the GET-stream lease; `fresh`: a take with nobody else listening forgets the old cursor too (the
+   * stream starts afresh).
+   */
   hold(fresh?: boolean): Promise<HoldResult>;
   /** Gives the lease up if this channel holds it. */
   release(): Promise<void>;
@@ -37,7 +44,10 @@ export interface ChannelCoordination {
   heldByOneOf(replicas: readonly string[]): boolean;
   /** A write of this channel's did not reach the store (it was away): its counts are to be stated again. */
   readonly behind: boolean;
-  /** States this channel's URI counts (absolute) and whether it listens (rather than only standing by); returns the transitions this caused. */
+  /**
+   * States this channel's URI counts (absolute) and whether it listens (rather than only standing by); returns the
+   * transitions this caused.
+   */
   sync(counts: ReadonlyMap<string, number>, listening: boolean): Promise<Transitions>;
   /** The channel is gone: its counts are dropped. */
   leave(): Promise<Transitions>;
@@ -64,14 +74,20 @@ export interface ListenCoordinator {
   watch?(listener: LivenessListener): () => void;
 }
 
-/** Keep-alive comments go out every keepAliveMs; the channels' housekeeping runs on the same tick, or on this one without comments. */
+/**
+ * Keep-alive comments go out every keepAliveMs; the channels' housekeeping runs on the same tick, or on this one
+ * without comments.
+ */
 export const DEFAULT_TICK_MS = 15_000;
 
 export function listenTickMs(keepAliveMs: number): number {
   return keepAliveMs > 0 ? keepAliveMs : DEFAULT_TICK_MS;
 }
 
-/** How long a lease lives unless its holder restates it (after half of that): only so that keys nobody ends are collected. */
+/**
+ * How long a lease lives unless its holder restates it (after half of that): only so that keys nobody ends are
+ * collected.
+ */
 export const LEASE_TTL_MS = 24 * 3600_000;
 
 /** subscriptions.takeoverMs: a replica not heard of for this long has lapsed, and its GET streams are taken over. */

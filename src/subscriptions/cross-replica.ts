@@ -14,9 +14,14 @@ export interface CrossReplicaOptions {
   /** store.keyPrefix */
   keyPrefix: string;
   replicaId: string;
-  /** subscriptions.takeoverMs: a replica not heard of for this long has lapsed; each states itself three times as often. */
+  /**
+   * subscriptions.takeoverMs: a replica not heard of for this long has lapsed; each states itself three times as often.
+   */
   takeoverMs?: number;
-  /** Another replica saw `method`, a change that makes part of the key's session facts stale (every key's when undefined: such news may have been missed). */
+  /**
+   * Another replica saw `method`, a change that makes part of the key's session facts stale (every key's when
+   * undefined: such news may have been missed).
+   */
   onStale: (keyId: string | undefined, method: string) => void;
 }
 
@@ -33,7 +38,11 @@ export interface CrossReplicaListen {
 
 const WAIT_MS = 2_000;
 
-export function crossReplicaListen(client: Redis | Cluster, opts: CrossReplicaOptions, log: Logger): CrossReplicaListen {
+export function crossReplicaListen(
+  client: Redis | Cluster,
+  opts: CrossReplicaOptions,
+  log: Logger,
+): CrossReplicaListen {
   client.on('error', () => undefined);
   const messages = new RedisBus(client);
   const bus = new SharedSessionEventBus(
@@ -42,7 +51,11 @@ export function crossReplicaListen(client: Redis | Cluster, opts: CrossReplicaOp
     log,
   );
   const takeoverMs = opts.takeoverMs ?? DEFAULT_TAKEOVER_MS;
-  const liveness = new ReplicaLiveness(client, { key: `${opts.keyPrefix}replicas`, replicaId: opts.replicaId, ttlMs: takeoverMs, beatMs: heartbeatMs(takeoverMs) }, log);
+  const liveness = new ReplicaLiveness(
+    client,
+    { key: `${opts.keyPrefix}replicas`, replicaId: opts.replicaId, ttlMs: takeoverMs, beatMs: heartbeatMs(takeoverMs) },
+    log,
+  );
   const coordinator = new RedisListenCoordinator(client, liveness, { keyPrefix: opts.keyPrefix }, log);
   return {
     bus,
@@ -50,7 +63,8 @@ export function crossReplicaListen(client: Redis | Cluster, opts: CrossReplicaOp
     coordinator,
     liveness,
     async start() {
-      if (!(await ready(client, WAIT_MS))) log.warn('redis not reachable yet for cross-replica listen; channels act alone until it is');
+      if (!(await ready(client, WAIT_MS)))
+        log.warn('redis not reachable yet for cross-replica listen; channels act alone until it is');
       await liveness.start();
       await bus.start();
     },

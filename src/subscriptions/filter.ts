@@ -20,7 +20,7 @@ export interface ListenFilter {
 export const TASK_STATUS = 'notifications/tasks';
 
 export type ReadFilter =
-  | { ok: true; filter: ListenFilter; /** taskIds were asked for (tasks extension). */ taskIds: boolean }
+  | { ok: true; filter: ListenFilter /** taskIds were asked for (tasks extension). */; taskIds: boolean }
   | { ok: false; message: string };
 
 type ListKind = 'toolsListChanged' | 'promptsListChanged' | 'resourcesListChanged';
@@ -73,7 +73,8 @@ export function readFilter(params: JsonObject, maxUris: number): ReadFilter {
       return { ok: false, message: 'notifications.taskIds must be a list of task ids' };
     }
     const unique = [...new Set(taskIds as string[])];
-    if (unique.length > maxUris) return { ok: false, message: `notifications.taskIds lists more than ${maxUris} tasks` };
+    if (unique.length > maxUris)
+      return { ok: false, message: `notifications.taskIds lists more than ${maxUris} tasks` };
     if (unique.length > 0) filter.taskIds = unique;
   }
   return { ok: true, filter, taskIds: filter.taskIds !== undefined };
@@ -106,14 +107,20 @@ export function unionOf(filters: readonly ListenFilter[]): ListenFilter {
   const out: ListenFilter = {};
   for (const f of filters) {
     for (const kind of Object.keys(LIST_CAPABILITY) as ListKind[]) if (f[kind]) out[kind] = true;
-    if (f.resourceSubscriptions !== undefined) out.resourceSubscriptions = [...(out.resourceSubscriptions ?? []), ...f.resourceSubscriptions];
+    if (f.resourceSubscriptions !== undefined)
+      out.resourceSubscriptions = [...(out.resourceSubscriptions ?? []), ...f.resourceSubscriptions];
   }
   return out;
 }
 
 /** Whether the filter asks anything of the upstream session. */
 export function isEmpty(filter: ListenFilter): boolean {
-  return !filter.toolsListChanged && !filter.promptsListChanged && !filter.resourcesListChanged && !filter.resourceSubscriptions?.length;
+  return (
+    !filter.toolsListChanged &&
+    !filter.promptsListChanged &&
+    !filter.resourcesListChanged &&
+    !filter.resourceSubscriptions?.length
+  );
 }
 
 /** `uri` is the subscribed resource or one of its sub-resources [S26 ResourceUpdatedNotification]. */
@@ -137,8 +144,10 @@ export function admits(filter: ListenFilter, n: JsonRpcNotification): boolean {
 export function forStream(n: JsonRpcNotification, subscriptionId: RequestId): JsonRpcNotification {
   const params: JsonObject = { _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } };
   // A task notification's params are the DetailedTask [SEP-2663].
-  if (n.method === TASK_STATUS && isObject(n.params)) return { jsonrpc: '2.0', method: n.method, params: { ...n.params, ...params } };
-  if (n.method === RESOURCE_UPDATED && isObject(n.params) && typeof n.params.uri === 'string') params.uri = n.params.uri;
+  if (n.method === TASK_STATUS && isObject(n.params))
+    return { jsonrpc: '2.0', method: n.method, params: { ...n.params, ...params } };
+  if (n.method === RESOURCE_UPDATED && isObject(n.params) && typeof n.params.uri === 'string')
+    params.uri = n.params.uri;
   return { jsonrpc: '2.0', method: n.method, params };
 }
 
@@ -152,7 +161,11 @@ export function acknowledgment(filter: ListenFilter, subscriptionId: RequestId):
 
 /** The graceful end of a listen stream [SUBS "Ending"]. */
 export function closingResult(subscriptionId: RequestId): JsonObject {
-  return { jsonrpc: '2.0', id: subscriptionId, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } } };
+  return {
+    jsonrpc: '2.0',
+    id: subscriptionId,
+    result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } },
+  };
 }
 
 /** Synthetic changes sent after a gap in the upstream stream: everything a filter may have missed. */

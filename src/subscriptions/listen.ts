@@ -36,7 +36,10 @@ export interface SubscriptionLimits {
   maxListeners: number;
   /** Listen streams open at once per principal on this replica. */
   maxPerPrincipal: number;
-  /** Interval of `:` keep-alive comments, and of the channels' housekeeping; 0 sends no comments (housekeeping then every 15 s). */
+  /**
+   * Interval of `:` keep-alive comments, and of the channels' housekeeping; 0 sends no comments (housekeeping then
+   * every 15 s).
+   */
   keepAliveMs: number;
   /** Most resourceSubscriptions URIs in one listen request. */
   maxUrisPerListen: number;
@@ -47,7 +50,10 @@ export interface SubscriptionLimits {
 /** What channels need, with the upstream client of each channel's key. */
 export type SubscriptionDeps = Omit<ChannelDeps, 'client'> & {
   clientOf(upstream: string): UpstreamSessionClient;
-  /** upstream.standingStream of each upstream: which pooled sessions' GET streams are held with nobody listening. Default auto. */
+  /**
+   * upstream.standingStream of each upstream: which pooled sessions' GET streams are held with nobody listening.
+   * Default auto.
+   */
   standingOf?(upstream: string): StandingStream;
 };
 
@@ -85,7 +91,10 @@ export interface ListenExchange {
   /** Aborted when the client goes away. */
   signal: AbortSignal;
   log: Logger;
-  /** The listen request's server span, when tracing records it: one event per notification sent, and how the stream ended. */
+  /**
+   * The listen request's server span, when tracing records it: one event per notification sent, and how the stream
+   * ended.
+   */
   span?: Span;
 }
 
@@ -177,7 +186,9 @@ export class Subscriptions {
 
   /** A task of `principal` changed: notifications/tasks for the listen streams that named it, on every replica. */
   publishTask(principal: string, n: JsonRpcNotification): void {
-    this.deps.bus.publish(taskEventsKey(principal), n).catch((err: unknown) => this.deps.log.warn({ err }, 'publishing a task event failed'));
+    this.deps.bus
+      .publish(taskEventsKey(principal), n)
+      .catch((err: unknown) => this.deps.log.warn({ err }, 'publishing a task event failed'));
   }
 
   /**
@@ -249,7 +260,10 @@ export class Subscriptions {
       const honoured: ListenFilter[] = [];
       for (const part of ex.parts) {
         const uris = part.uris;
-        const asked = uris === undefined || requested.resourceSubscriptions === undefined ? requested : { ...requested, resourceSubscriptions: requested.resourceSubscriptions.filter((u) => uris.includes(u)) };
+        const asked =
+          uris === undefined || requested.resourceSubscriptions === undefined
+            ? requested
+            : { ...requested, resourceSubscriptions: requested.resourceSubscriptions.filter((u) => uris.includes(u)) };
         if (part.remote) {
           const { taskIds: _tasks, ...own } = asked;
           if (isEmpty(own)) continue;
@@ -338,7 +352,11 @@ export class Subscriptions {
         },
       )
       .catch((err: unknown) => {
-        this.deps.log.warn({ err }, 'cannot hear GET-stream hand-overs from other replicas; streams are taken over when their replica lapses');
+        this.deps.log.warn(
+          { err },
+          'cannot hear GET-stream hand-overs from other replicas; ' +
+            'streams are taken over when their replica lapses',
+        );
         return undefined;
       });
   }
@@ -346,8 +364,10 @@ export class Subscriptions {
   /** Takes a listener slot or throws overloaded; the function returned gives it back. */
   private reserve(principal: string): () => void {
     const mine = this.perPrincipal.get(principal) ?? 0;
-    if (this.count >= this.limits.maxListeners) throw causewayError('overloaded', 'Too many subscriptions/listen streams open');
-    if (mine >= this.limits.maxPerPrincipal) throw causewayError('overloaded', 'Too many subscriptions/listen streams open for this principal');
+    if (this.count >= this.limits.maxListeners)
+      throw causewayError('overloaded', 'Too many subscriptions/listen streams open');
+    if (mine >= this.limits.maxPerPrincipal)
+      throw causewayError('overloaded', 'Too many subscriptions/listen streams open for this principal');
     this.count += 1;
     this.perPrincipal.set(principal, mine + 1);
     let released = false;

@@ -29,9 +29,16 @@ import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { LivenessListener, ReplicaLiveness } from '../bus/index.js';
 import type { Logger } from '../log.js';
-import { LEASE_TTL_MS, positive, transitions, type ChannelCoordination, type HoldResult, type ListenCoordinator, type Transitions } from './coordination.js';
+import {
+  LEASE_TTL_MS,
+  positive,
+  transitions,
+  type ChannelCoordination,
+  type HoldResult,
+  type ListenCoordinator,
+  type Transitions,
+} from './coordination.js';
 import { listenKeys, type ListenKeys } from './redis-keys.js';
-
 
 /** Lua: the set of lapsed replicas from ARGV[from .. from + n - 1], and a token's replica. */
 const LAPSED = `
@@ -145,11 +152,25 @@ return out`,
 type Lapsed = [number, ...string[]];
 
 interface ListenScripts {
-  cwListenHold(holder: string, channels: string, cursor: string, token: string, ttlMs: number, fresh: number, ...lapsed: Lapsed): Promise<number | string>;
+  cwListenHold(
+    holder: string,
+    channels: string,
+    cursor: string,
+    token: string,
+    ttlMs: number,
+    fresh: number,
+    ...lapsed: Lapsed
+  ): Promise<number | string>;
   cwListenMark(holder: string, cursor: string, token: string, value: string, ttlMs: number): Promise<number>;
   cwListenRelease(holder: string, token: string): Promise<number>;
   /** rest: ttl, n lapsed, lapsed..., then uri, count pairs. */
-  cwListenSync(uris: string, channels: string, token: string, listening: number, ...rest: Array<string | number>): Promise<[string[], string[]]>;
+  cwListenSync(
+    uris: string,
+    channels: string,
+    token: string,
+    listening: number,
+    ...rest: Array<string | number>
+  ): Promise<[string[], string[]]>;
   cwListenUris(uris: string, ...lapsed: Lapsed): Promise<string[]>;
 }
 
@@ -169,7 +190,8 @@ export class RedisListenCoordinator implements ListenCoordinator {
     readonly opts: RedisListenOptions,
     private readonly log: Logger,
   ) {
-    for (const [name, s] of Object.entries(LISTEN_SCRIPTS)) client.defineCommand(name, { numberOfKeys: s.keys, lua: s.lua });
+    for (const [name, s] of Object.entries(LISTEN_SCRIPTS))
+      client.defineCommand(name, { numberOfKeys: s.keys, lua: s.lua });
     this.scripts = client as unknown as ListenScripts;
   }
 
@@ -191,7 +213,10 @@ export class RedisListenCoordinator implements ListenCoordinator {
   failed(op: string, err: unknown): void {
     if (this.failing) return this.log.debug({ op, err }, 'listen coordination still failing');
     this.failing = true;
-    this.log.warn({ op, err }, 'listen coordination in Redis failed; listen channels act on their own view until it answers');
+    this.log.warn(
+      { op, err },
+      'listen coordination in Redis failed; listen channels act on their own view until it answers',
+    );
   }
 
   answered(): void {
@@ -209,7 +234,10 @@ function replicaOf(token: string): string {
 class RedisChannel implements ChannelCoordination {
   /** The counts last stated. */
   private mine = new Map<string, number>();
-  /** Whether this channel is in the key's Redis state at all (counts or channel set): leave() then has something to undo. */
+  /**
+   * Whether this channel is in the key's Redis state at all (counts or channel set): leave() then has something to
+   * undo.
+   */
   private stated = false;
   /** The replica of the lease holder this channel last saw, when another held it. */
   private holder: string | undefined;
@@ -230,7 +258,15 @@ class RedisChannel implements ChannelCoordination {
 
   async hold(fresh = false): Promise<HoldResult> {
     try {
-      const r = await this.scripts.cwListenHold(this.keys.holder, this.keys.channels, this.keys.cursor, this.token, LEASE_TTL_MS, fresh ? 1 : 0, ...this.parent.lapsedArgs());
+      const r = await this.scripts.cwListenHold(
+        this.keys.holder,
+        this.keys.channels,
+        this.keys.cursor,
+        this.token,
+        LEASE_TTL_MS,
+        fresh ? 1 : 0,
+        ...this.parent.lapsedArgs(),
+      );
       this.parent.answered();
       if (typeof r === 'string') {
         this.holder = replicaOf(r);
@@ -271,7 +307,13 @@ class RedisChannel implements ChannelCoordination {
     const rest: Array<string | number> = [LEASE_TTL_MS, ...this.parent.lapsedArgs()];
     for (const [uri, n] of counts) rest.push(uri, n);
     try {
-      const [subscribe, unsubscribe] = await this.scripts.cwListenSync(this.keys.uris, this.keys.channels, this.token, listening ? 1 : 0, ...rest);
+      const [subscribe, unsubscribe] = await this.scripts.cwListenSync(
+        this.keys.uris,
+        this.keys.channels,
+        this.token,
+        listening ? 1 : 0,
+        ...rest,
+      );
       this.stated = listening || counts.size > 0;
       this.behind = false;
       this.parent.answered();

@@ -23,7 +23,12 @@ export interface ListenKeys {
 
 export function listenKeys(prefix: string, keyId: string): ListenKeys {
   const tag = `{${hashTag(keyId)}}`;
-  return { holder: `${prefix}listen-holder:${tag}`, uris: `${prefix}listen-uris:${tag}`, channels: `${prefix}listen-channels:${tag}`, cursor: `${prefix}listen-cursor:${tag}` };
+  return {
+    holder: `${prefix}listen-holder:${tag}`,
+    uris: `${prefix}listen-uris:${tag}`,
+    channels: `${prefix}listen-channels:${tag}`,
+    cursor: `${prefix}listen-cursor:${tag}`,
+  };
 }
 
 export function sessionEventsChannel(prefix: string, keyId: string): string {

@@ -48,7 +48,8 @@ export class StandingBy {
   stand(session: PooledSession): Promise<void> {
     const id = session.key.id;
     // A session-less upstream has no stream of a session to hold, nor answers to take.
-    if (this.closed || this.stands.has(id) || session.record.sessionId === undefined || !this.deps.wants(session)) return Promise.resolve();
+    if (this.closed || this.stands.has(id) || session.record.sessionId === undefined || !this.deps.wants(session))
+      return Promise.resolve();
     const channel = this.deps.channelFor(session.key, session);
     const stand: Stand = {
       channel,
@@ -73,7 +74,9 @@ export class StandingBy {
     return Promise.race([opened, waited]).finally(() => clearTimeout(timer));
   }
 
-  /** On the listen tick: leaves the keys the pool forgot, and stands by for sessions it has that nobody stands by for. */
+  /**
+   * On the listen tick: leaves the keys the pool forgot, and stands by for sessions it has that nobody stands by for.
+   */
   sweep(): void {
     for (const [id, stand] of this.stands) if (this.deps.pool.peek(id) === undefined) this.leave(id, stand);
     for (const s of this.deps.pool.sessions()) void this.stand(s);
@@ -88,6 +91,8 @@ export class StandingBy {
 
   private leave(id: string, stand: Stand): Promise<void> {
     if (this.stands.get(id) === stand) this.stands.delete(id);
-    return stand.channel.detach(stand.member).catch((err: unknown) => this.deps.log.debug({ err }, 'leaving a standing channel failed'));
+    return stand.channel
+      .detach(stand.member)
+      .catch((err: unknown) => this.deps.log.debug({ err }, 'leaving a standing channel failed'));
   }
 }

@@ -17,7 +17,10 @@ import { gapNotifications } from './filter.js';
 
 type StreamHandlers = Parameters<UpstreamSessionClient['openStream']>[1];
 
-/** First GET attempts before a listen fails; a stream the upstream has not yet seen close may be refused (409) for a moment. */
+/**
+ * First GET attempts before a listen fails; a stream the upstream has not yet seen close may be refused (409) for a
+ * moment.
+ */
 const OPEN_ATTEMPTS = 4;
 const OPEN_BACKOFF_MS = 100;
 
@@ -43,7 +46,9 @@ export interface LeaseHost {
   published(): Promise<void>;
   /** A notification on the stream. */
   publish(n: JsonRpcNotification): void;
-  /** The upstream forgot the session: follow its replacement (`gap`: tell every listener everything may have changed). */
+  /**
+   * The upstream forgot the session: follow its replacement (`gap`: tell every listener everything may have changed).
+   */
   replace(gap: boolean): Promise<void>;
   /** Runs `op` in the channel's queue, unless the channel has ended or broken by then; a failure breaks the channel. */
   queue(op: () => Promise<void>): void;
@@ -129,7 +134,10 @@ export class StreamLease {
     this.holder = undefined;
   }
 
-  /** The channel ended: a holder gives the lease up and says so, so that a channel of the key elsewhere takes it at once. */
+  /**
+   * The channel ended: a holder gives the lease up and says so, so that a channel of the key elsewhere takes it at
+   * once.
+   */
   async handOver(): Promise<void> {
     if (!this.held) return;
     this.held = false;
@@ -143,7 +151,10 @@ export class StreamLease {
       .catch((err: unknown) => this.deps.log.debug({ err }, 'announcing the GET stream free failed'));
   }
 
-  /** This channel has just failed to take the stream over and said so: a release it hears is its own, and the tick asks again. */
+  /**
+   * This channel has just failed to take the stream over and said so: a release it hears is its own, and the tick asks
+   * again.
+   */
   get yielding(): boolean {
     return this.yielded;
   }
@@ -228,7 +239,8 @@ export class StreamLease {
         });
       },
     };
-    // A fresh stream starts after whatever an older cursor points at: resuming from it would repeat changes already delivered.
+    // A fresh stream starts after whatever an older cursor points at: resuming from it would repeat changes already
+    // delivered.
     if (resumeFrom === undefined && !forgotten) this.coordination.mark(undefined);
     let from = resumeFrom;
     for (let attempt = 1; ; attempt++) {
@@ -239,14 +251,18 @@ export class StreamLease {
           return false;
         }
         this.watch(opened.done, holder);
-        if (from !== undefined) this.deps.log.info('resumed the GET stream of a listened session where its last holder left it');
+        if (from !== undefined)
+          this.deps.log.info('resumed the GET stream of a listened session where its last holder left it');
         return from !== undefined;
       } catch (err) {
         if (holder.signal.aborted) return false;
         if (err instanceof SessionExpiredError) throw err;
         if (attempt >= OPEN_ATTEMPTS) {
           if (from === undefined) throw err;
-          this.deps.log.info({ err }, 'the upstream would not resume the GET stream from the shared cursor; opening it afresh');
+          this.deps.log.info(
+            { err },
+            'the upstream would not resume the GET stream from the shared cursor; opening it afresh',
+          );
           from = undefined;
           attempt = 0;
           this.coordination.mark(undefined);
@@ -282,7 +298,12 @@ export class StreamLease {
   }
 }
 
-/** What a shared cursor is tied to: an event id means nothing on another upstream session. Not the session id itself. */
+/**
+ * What a shared cursor is tied to: an event id means nothing on another upstream session. Not the session id itself.
+ */
 function sessionMark(s: PooledSession): string {
-  return createHash('sha256').update(`${s.record.target ?? ''}\n${s.record.sessionId ?? ''}`).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(`${s.record.target ?? ''}\n${s.record.sessionId ?? ''}`)
+    .digest('hex')
+    .slice(0, 16);
 }

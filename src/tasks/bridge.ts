@@ -31,7 +31,14 @@ import {
 import type { Logger } from '../log.js';
 import { ASK_METHODS, toAsk, validAnswer, type RunningCall } from '../mrtr/index.js';
 import { sessionRef, type SessionPool } from '../pool/index.js';
-import { CallDetached, refuseAsk, tracedRequest, type IdMinter, type SessionRef, type UpstreamSessionClient } from '../upstream/index.js';
+import {
+  CallDetached,
+  refuseAsk,
+  tracedRequest,
+  type IdMinter,
+  type SessionRef,
+  type UpstreamSessionClient,
+} from '../upstream/index.js';
 import { HeldTasks, HolderDraining, type FollowedTask, type HeldCall } from './held.js';
 import type { TaskStore } from './store.js';
 import {
@@ -170,7 +177,12 @@ export class TaskBridge {
     if (task.asks.size > 0) {
       const inputRequests: JsonObject = {};
       for (const [key, ask] of task.asks) inputRequests[key] = ask.input;
-      return detailed(task, { status: 'input_required', statusMessage: view.statusMessage, lastUpdatedAt: view.lastUpdatedAt, inputRequests });
+      return detailed(task, {
+        status: 'input_required',
+        statusMessage: view.statusMessage,
+        lastUpdatedAt: view.lastUpdatedAt,
+        inputRequests,
+      });
     }
     // Waiting on an ask nobody recorded: whoever followed the task is gone, so follow it here.
     if (view.status === 'input_required' && !this.followed.has(task.id)) this.follow(task);
@@ -207,15 +219,26 @@ export class TaskBridge {
     await this.announceAsks(task.id, principal);
   }
 
-  /** tasks/cancel: asked of the upstream, which may still finish the task otherwise; the ack is the same for a task already over [XT-SPEC]. */
+  /**
+   * tasks/cancel: asked of the upstream, which may still finish the task otherwise; the ack is the same for a task
+   * already over [XT-SPEC].
+   */
   async cancel(upstream: string, principal: string, taskId: string): Promise<void> {
     const task = await this.load(upstream, principal, taskId);
     if (task.outcome) return;
     if (task.upstreamTaskId === undefined) return this.held.cancel(task);
-    const request: JsonRpcRequest = { jsonrpc: '2.0', id: this.deps.ids.requestId(), method: 'tasks/cancel', params: { taskId: task.upstreamTaskId } };
-    const r = await this.deps.pool.withSession(task.key, (s) => tracedRequest(this.deps.clientOf(task.upstream), sessionRef(s), request, {}));
+    const request: JsonRpcRequest = {
+      jsonrpc: '2.0',
+      id: this.deps.ids.requestId(),
+      method: 'tasks/cancel',
+      params: { taskId: task.upstreamTaskId },
+    };
+    const r = await this.deps.pool.withSession(task.key, (s) =>
+      tracedRequest(this.deps.clientOf(task.upstream), sessionRef(s), request, {}),
+    );
     // -32602: over already, or unknown upstream; the next tasks/get says which.
-    if (isErrorResponse(r) && r.error.code !== -32602) this.deps.log.debug({ code: r.error.code }, 'upstream refused tasks/cancel');
+    if (isErrorResponse(r) && r.error.code !== -32602)
+      this.deps.log.debug({ code: r.error.code }, 'upstream refused tasks/cancel');
   }
 
   /**
@@ -236,20 +259,36 @@ export class TaskBridge {
       .withSession(task.key, async (s) => {
         const ref = sessionRef(s);
         const taken = new Set(task.asks.keys());
-        const request: JsonRpcRequest = { jsonrpc: '2.0', id: this.deps.ids.requestId(), method: 'tasks/result', params: { taskId: task.upstreamTaskId! } };
+        const request: JsonRpcRequest = {
+          jsonrpc: '2.0',
+          id: this.deps.ids.requestId(),
+          method: 'tasks/result',
+          params: { taskId: task.upstreamTaskId! },
+        };
         const handlers = { onServerRequest: (r: JsonRpcRequest) => void this.recordAsk(task, ref, r, taken) };
-        const response = await tracedRequest(this.deps.clientOf(task.upstream), ref, request, handlers, stop.signal, undefined, task.times.ttlMs ?? this.opts.ttlMs);
+        const response = await tracedRequest(
+          this.deps.clientOf(task.upstream),
+          ref,
+          request,
+          handlers,
+          stop.signal,
+          undefined,
+          task.times.ttlMs ?? this.opts.ttlMs,
+        );
         await this.conclude(task, await this.upstreamView(task, ref), response);
       })
       .catch((err: unknown) => {
-        if (!(stop.signal.reason instanceof CallDetached)) log.debug({ err }, 'following an upstream task ended early; tasks/get takes it up');
+        if (!(stop.signal.reason instanceof CallDetached))
+          log.debug({ err }, 'following an upstream task ended early; tasks/get takes it up');
       })
       .finally(() => {
         if (this.followed.get(task.id)?.stop === stop) this.followed.delete(task.id);
       });
   }
 
-  /** One ask of the upstream for the task: kept for tasks/get, or refused when the creating request could not answer it. */
+  /**
+   * One ask of the upstream for the task: kept for tasks/get, or refused when the creating request could not answer it.
+   */
   private async recordAsk(task: TaskRecord, ref: SessionRef, r: JsonRpcRequest, taken: Set<string>): Promise<void> {
     const client = this.deps.clientOf(task.upstream);
     const params = isObject(r.params) ? r.params : undefined;
@@ -266,7 +305,10 @@ export class TaskBridge {
       const ask = toAsk(r, taken);
       taken.add(ask.key);
       const pending: PendingAsk = { id: r.id, input: ask.input };
-      await this.deps.store.setTaskFields(task.id, { [ASK_PREFIX + ask.key]: JSON.stringify(pending), m: new Date().toISOString() });
+      await this.deps.store.setTaskFields(task.id, {
+        [ASK_PREFIX + ask.key]: JSON.stringify(pending),
+        m: new Date().toISOString(),
+      });
       await this.announceAsks(task.id, task.principal);
     } catch (err) {
       this.deps.log.warn({ err }, 'an upstream task asked the client and the ask could not be recorded');
@@ -274,14 +316,21 @@ export class TaskBridge {
   }
 
   /** The task is over (or lost): its outcome, kept in the store by whoever knows it first. */
-  private async conclude(task: TaskRecord, view: UpstreamView, response?: JsonRpcResponse, lostWhy = 'The upstream no longer knows this task (its session ended)', code = -32603): Promise<Outcome> {
+  private async conclude(
+    task: TaskRecord,
+    view: UpstreamView,
+    response?: JsonRpcResponse,
+    lostWhy = 'The upstream no longer knows this task (its session ended)',
+    code = -32603,
+  ): Promise<Outcome> {
     let outcome: Outcome;
     if (view === 'lost') {
       outcome = { status: 'failed', lastUpdatedAt: new Date().toISOString(), error: { code, message: lostWhy } };
     } else if (view.status === 'cancelled') {
       outcome = { status: 'cancelled', statusMessage: view.statusMessage, lastUpdatedAt: view.lastUpdatedAt };
     } else {
-      const r = response ?? (await this.deps.pool.withSession(task.key, (s) => this.upstreamResult(task, sessionRef(s))));
+      const r =
+        response ?? (await this.deps.pool.withSession(task.key, (s) => this.upstreamResult(task, sessionRef(s))));
       outcome = outcomeOf(view, r, await this.serverInfo(task));
     }
     if (!(await this.deps.store.setTaskFieldOnce(task.id, 'f', JSON.stringify(outcome)))) {
@@ -299,7 +348,12 @@ export class TaskBridge {
     const inputRequests: JsonObject = {};
     for (const [key, ask] of task.asks) inputRequests[key] = ask.input;
     const lastUpdatedAt = new Date().toISOString();
-    this.announce(task, task.asks.size > 0 ? { status: 'input_required', lastUpdatedAt, inputRequests } : { status: 'working', lastUpdatedAt });
+    this.announce(
+      task,
+      task.asks.size > 0
+        ? { status: 'input_required', lastUpdatedAt, inputRequests }
+        : { status: 'working', lastUpdatedAt },
+    );
   }
 
   private announce(task: TaskRecord, now: TaskNow): void {
@@ -309,12 +363,22 @@ export class TaskBridge {
   }
 
   private upstreamResult(task: TaskRecord, ref: SessionRef): Promise<JsonRpcResponse> {
-    const request: JsonRpcRequest = { jsonrpc: '2.0', id: this.deps.ids.requestId(), method: 'tasks/result', params: { taskId: task.upstreamTaskId! } };
+    const request: JsonRpcRequest = {
+      jsonrpc: '2.0',
+      id: this.deps.ids.requestId(),
+      method: 'tasks/result',
+      params: { taskId: task.upstreamTaskId! },
+    };
     return tracedRequest(this.deps.clientOf(task.upstream), ref, request, {});
   }
 
   private async upstreamView(task: TaskRecord, ref: SessionRef): Promise<UpstreamView> {
-    const request: JsonRpcRequest = { jsonrpc: '2.0', id: this.deps.ids.requestId(), method: 'tasks/get', params: { taskId: task.upstreamTaskId! } };
+    const request: JsonRpcRequest = {
+      jsonrpc: '2.0',
+      id: this.deps.ids.requestId(),
+      method: 'tasks/get',
+      params: { taskId: task.upstreamTaskId! },
+    };
     const r = await tracedRequest(this.deps.clientOf(task.upstream), ref, request, {});
     if (isErrorResponse(r)) {
       if (r.error.code === -32602) return 'lost';

@@ -10,8 +10,23 @@ import type { JsonObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, 
 import type { Logger } from '../log.js';
 import type { RunningCall } from '../mrtr/index.js';
 import { sessionRef, type SessionPool } from '../pool/index.js';
-import { CallDetached, relayCall, type IdMinter, type SessionRef, type UpstreamSessionClient } from '../upstream/index.js';
-import { envelope, RECORD_MARGIN_MS, toFields, type Outcome, type TaskNow, type TaskOrigin, type TaskRecord, type UpstreamView } from './record.js';
+import {
+  CallDetached,
+  relayCall,
+  type IdMinter,
+  type SessionRef,
+  type UpstreamSessionClient,
+} from '../upstream/index.js';
+import {
+  envelope,
+  RECORD_MARGIN_MS,
+  toFields,
+  type Outcome,
+  type TaskNow,
+  type TaskOrigin,
+  type TaskRecord,
+  type UpstreamView,
+} from './record.js';
 import type { TaskStore } from './store.js';
 
 /** The legacy tools/call Causeway holds as a task. */
@@ -35,7 +50,13 @@ export interface HeldTaskDeps {
   clientOf(upstream: string): UpstreamSessionClient;
   followed: Map<string, FollowedTask>;
   recordAsk(task: TaskRecord, ref: SessionRef, r: JsonRpcRequest, taken: Set<string>): Promise<void>;
-  conclude(task: TaskRecord, view: UpstreamView, response?: JsonRpcResponse, lostWhy?: string, code?: number): Promise<Outcome>;
+  conclude(
+    task: TaskRecord,
+    view: UpstreamView,
+    response?: JsonRpcResponse,
+    lostWhy?: string,
+    code?: number,
+  ): Promise<Outcome>;
   announce(task: TaskRecord, now: TaskNow): void;
   log: Logger;
 }
@@ -84,7 +105,12 @@ export class HeldTasks {
   /** Where a held call stands: its asks, else working; failed once its holder stopped beating. */
   async now(task: TaskRecord): Promise<TaskNow> {
     if ((task.aliveUntil ?? 0) < Date.now()) {
-      return this.deps.conclude(task, 'lost', undefined, 'The replica running this task is gone; the call was cut off with it');
+      return this.deps.conclude(
+        task,
+        'lost',
+        undefined,
+        'The replica running this task is gone; the call was cut off with it',
+      );
     }
     const lastUpdatedAt = task.updatedAt ?? task.createdAt;
     if (task.asks.size === 0) return { status: 'working', lastUpdatedAt };
@@ -99,12 +125,20 @@ export class HeldTasks {
    * the end at its next heartbeat and lets go.
    */
   async cancel(task: TaskRecord): Promise<void> {
-    const outcome: Outcome = { status: 'cancelled', statusMessage: 'Cancelled by the client', lastUpdatedAt: new Date().toISOString() };
+    const outcome: Outcome = {
+      status: 'cancelled',
+      statusMessage: 'Cancelled by the client',
+      lastUpdatedAt: new Date().toISOString(),
+    };
     if (!(await this.deps.store.setTaskFieldOnce(task.id, 'f', JSON.stringify(outcome)))) return;
     this.deps.announce(task, outcome);
     this.deps.followed.get(task.id)?.stop.abort(new CallDetached());
     if (task.call === undefined) return;
-    const cancel: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: task.call, reason: 'task cancelled' } };
+    const cancel: JsonRpcNotification = {
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: task.call, reason: 'task cancelled' },
+    };
     await this.deps.pool.withSession(task.key, (s) => this.deps.clientOf(task.upstream).notify(sessionRef(s), cancel));
   }
 
@@ -122,7 +156,11 @@ export class HeldTasks {
 
   /** Durable, with its first heartbeat, before the client hears of it. */
   private create(record: TaskRecord): Promise<void> {
-    return this.deps.store.createTask(record.id, { ...toFields(record), b: String(Date.now() + 4 * this.opts.heartbeatMs) }, this.opts.ttlMs + RECORD_MARGIN_MS);
+    return this.deps.store.createTask(
+      record.id,
+      { ...toFields(record), b: String(Date.now() + 4 * this.opts.heartbeatMs) },
+      this.opts.ttlMs + RECORD_MARGIN_MS,
+    );
   }
 
   /** Sends the legacy tools/call of a task held here; its upstream id goes into the record. */
@@ -139,7 +177,15 @@ export class HeldTasks {
     };
     const client = this.deps.clientOf(task.upstream);
     const timeoutMs = task.times.ttlMs ?? this.opts.ttlMs;
-    const response = relayCall(client, ref, this.deps.ids, { method: 'tools/call', params: call.params, progressToken: undefined, headers: call.headers, timeoutMs }, observer, log, abort.signal);
+    const response = relayCall(
+      client,
+      ref,
+      this.deps.ids,
+      { method: 'tools/call', params: call.params, progressToken: undefined, headers: call.headers, timeoutMs },
+      observer,
+      log,
+      abort.signal,
+    );
     return {
       get upstreamId() {
         return upstreamId;
@@ -161,10 +207,13 @@ export class HeldTasks {
     beat.unref();
     call.divertAsks((r) => void this.deps.recordAsk(task, ref, r, taken));
     void call.response
-      .then(async (response) => conclude(task, { status: 'completed', lastUpdatedAt: new Date().toISOString() }, response))
+      .then(async (response) =>
+        conclude(task, { status: 'completed', lastUpdatedAt: new Date().toISOString() }, response),
+      )
       .catch(async (err: unknown) => {
         if (stop.signal.reason instanceof CallDetached) return;
-        if (stop.signal.reason instanceof HolderDraining) return void (await conclude(task, 'lost', undefined, stop.signal.reason.message));
+        if (stop.signal.reason instanceof HolderDraining)
+          return void (await conclude(task, 'lost', undefined, stop.signal.reason.message));
         const e = toCausewayError(err);
         await conclude(task, 'lost', undefined, e.message, e.code);
       })

@@ -44,7 +44,11 @@ export interface TaskPlan {
 /** tasks/get, tasks/update and tasks/cancel, for clients that declare the extension: the result to answer with. */
 export async function answerTask(request: ModernRequest, deps: TaskDeps, principal: string): Promise<JsonObject> {
   if (!declaresTasks(request.meta.clientCapabilities)) {
-    throw causewayError('missing_client_capability', `${request.method} needs the ${TASKS_EXTENSION} extension`, TASKS_REQUIRED);
+    throw causewayError(
+      'missing_client_capability',
+      `${request.method} needs the ${TASKS_EXTENSION} extension`,
+      TASKS_REQUIRED,
+    );
   }
   const taskId = request.name!;
   let result: JsonObject = { resultType: 'complete' };
@@ -131,7 +135,12 @@ export function plainCall(deps: TaskDeps, session: PooledSession, request: Moder
  * lists tools) a listed tool's taskSupport is optional or required. The upstream's own tasks are
  * advertised from its capabilities.
  */
-export async function holdsTasks<X, D extends TaskDeps>(ex: X, deps: D, session: PooledSession, learnTools: LearnTools<X, D>): Promise<boolean> {
+export async function holdsTasks<X, D extends TaskDeps>(
+  ex: X,
+  deps: D,
+  session: PooledSession,
+  learnTools: LearnTools<X, D>,
+): Promise<boolean> {
   if (deps.taskTools.length > 0) return true;
   const caps = session.record.initializeResult.capabilities;
   if (!deps.taskSupport || upstreamRunsTasks(caps) || !(isObject(caps) && isObject(caps.tools))) return false;
@@ -140,7 +149,11 @@ export async function holdsTasks<X, D extends TaskDeps>(ex: X, deps: D, session:
 }
 
 function requiredTask(name: string) {
-  return causewayError('missing_client_capability', `Tool ${name} runs only as a task: declare the ${TASKS_EXTENSION} extension`, TASKS_REQUIRED);
+  return causewayError(
+    'missing_client_capability',
+    `Tool ${name} runs only as a task: declare the ${TASKS_EXTENSION} extension`,
+    TASKS_REQUIRED,
+  );
 }
 
 /**
@@ -155,7 +168,9 @@ export function upstreamTaskCreated(
   response: JsonRpcResponse,
 ): Promise<JsonObject> | undefined {
   const legacyTask = !isErrorResponse(response) ? legacyTaskOf(response.result) : undefined;
-  return legacyTask ? deps.tasks.created({ upstream: deps.upstreamName, key, principal, session }, legacyTask) : undefined;
+  return legacyTask
+    ? deps.tasks.created({ upstream: deps.upstreamName, key, principal, session }, legacyTask)
+    : undefined;
 }
 
 /**

@@ -2,8 +2,21 @@
 // and those answering clients set and remove fields without overwriting each other), and the
 // 2026 shapes made from it: the Task envelope, the DetailedTask, a legacy outcome's result.
 
-import { translateError, translateResult, RELATED_TASK_META, type TaskStatus, type TaskTimes } from '../dialect/index.js';
-import { isErrorResponse, isObject, type JsonObject, type JsonRpcErrorObject, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
+import {
+  translateError,
+  translateResult,
+  RELATED_TASK_META,
+  type TaskStatus,
+  type TaskTimes,
+} from '../dialect/index.js';
+import {
+  isErrorResponse,
+  isObject,
+  type JsonObject,
+  type JsonRpcErrorObject,
+  type JsonRpcResponse,
+  type RequestId,
+} from '../jsonrpc.js';
 import type { PooledSession, SessionKey } from '../pool/index.js';
 
 /** How long a record outlives its task's ttl, so a task is never forgotten before its ttlMs. */
@@ -55,11 +68,20 @@ export type UpstreamView = { status: TaskStatus; statusMessage?: string; lastUpd
 
 export const ASK_PREFIX = 'a:';
 
-export function outcomeOf(view: Exclude<UpstreamView, 'lost'>, r: JsonRpcResponse, serverInfo: JsonObject | undefined): Outcome {
+export function outcomeOf(
+  view: Exclude<UpstreamView, 'lost'>,
+  r: JsonRpcResponse,
+  serverInfo: JsonObject | undefined,
+): Outcome {
   const at = { statusMessage: view.statusMessage, lastUpdatedAt: view.lastUpdatedAt };
   if (isErrorResponse(r)) return { status: 'failed', ...at, error: translateError('tools/call', r.error, {}) };
-  if (view.status === 'failed') return { status: 'failed', ...at, error: { code: -32603, message: view.statusMessage ?? 'The task failed' } };
-  return { status: 'completed', ...at, result: translateResult('tools/call', withoutRelatedTask(r.result), { serverInfo, cache: undefined }) };
+  if (view.status === 'failed')
+    return { status: 'failed', ...at, error: { code: -32603, message: view.statusMessage ?? 'The task failed' } };
+  return {
+    status: 'completed',
+    ...at,
+    result: translateResult('tools/call', withoutRelatedTask(r.result), { serverInfo, cache: undefined }),
+  };
 }
 
 /** The 2025-11-25 related-task key is not carried on an inlined result [XT-SPEC]. */
@@ -118,7 +140,8 @@ export function toFields(task: TaskRecord): Record<string, string> {
 }
 
 export function fromFields(id: string, f: Record<string, string>): TaskRecord | undefined {
-  if (f.u === undefined || f.k === undefined || f.p === undefined || f.c === undefined || f.l === undefined) return undefined;
+  if (f.u === undefined || f.k === undefined || f.p === undefined || f.c === undefined || f.l === undefined)
+    return undefined;
   const asks = new Map<string, PendingAsk>();
   for (const [name, value] of Object.entries(f)) {
     if (name.startsWith(ASK_PREFIX)) asks.set(name.slice(ASK_PREFIX.length), JSON.parse(value) as PendingAsk);

@@ -93,7 +93,11 @@ export class RedisTaskStore implements TaskStore {
 
   async createTask(id: string, fields: Readonly<Record<string, string>>, ttlMs: number): Promise<void> {
     const key = this.key(id);
-    await this.client.multi().hset(key, fields).pexpire(key, Math.max(1, Math.round(ttlMs))).exec();
+    await this.client
+      .multi()
+      .hset(key, fields)
+      .pexpire(key, Math.max(1, Math.round(ttlMs)))
+      .exec();
   }
 
   async readTask(id: string): Promise<Record<string, string> | undefined> {

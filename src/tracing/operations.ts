@@ -25,7 +25,11 @@ export function recordOperations(): void {
  */
 export function operationDone(upstream: string, method: string, name: string, outcome: string, seconds: number): void {
   if (!histogram) return;
-  const attributes: Attributes = { 'mcp.method.name': method, 'mcp.protocol.version': MODERN_VERSION, 'causeway.upstream': upstream };
+  const attributes: Attributes = {
+    'mcp.method.name': method,
+    'mcp.protocol.version': MODERN_VERSION,
+    'causeway.upstream': upstream,
+  };
   if (method === 'tools/call') attributes['gen_ai.tool.name'] = name;
   else if (method === 'prompts/get') attributes['gen_ai.prompt.name'] = name;
   if (outcome !== 'ok') attributes['error.type'] = outcome;

@@ -57,7 +57,8 @@ export function metricsRequested(env: TracingEnv): boolean {
  */
 export async function startTelemetry(env: TracingEnv, log: Logger): Promise<Telemetry | undefined> {
   const others = exporterNames(env).filter((e) => e !== 'otlp' && e !== 'none');
-  if (others.length > 0) log.warn({ exporters: others }, 'OTEL_TRACES_EXPORTER: only otlp is supported; the others are ignored');
+  if (others.length > 0)
+    log.warn({ exporters: others }, 'OTEL_TRACES_EXPORTER: only otlp is supported; the others are ignored');
   const traces = tracingRequested(env);
   const meters = metricsRequested(env);
   if (!traces && !meters) return undefined;
@@ -82,14 +83,19 @@ export async function startTelemetry(env: TracingEnv, log: Logger): Promise<Tele
     DiagLogLevel.WARN,
   );
   const { detectResources, envDetector, resourceFromAttributes } = await import('@opentelemetry/resources');
-  const resource = resourceFromAttributes({ 'service.name': 'causeway', 'service.version': VERSION }).merge(detectResources({ detectors: [envDetector] }));
+  const resource = resourceFromAttributes({ 'service.name': 'causeway', 'service.version': VERSION }).merge(
+    detectResources({ detectors: [envDetector] }),
+  );
   const stops: Array<() => Promise<void>> = [];
   if (traces) {
     const [{ NodeTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }] = await Promise.all([
       import('@opentelemetry/sdk-trace-node'),
       import('@opentelemetry/exporter-trace-otlp-http'),
     ]);
-    const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
+    const provider = new NodeTracerProvider({
+      resource,
+      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+    });
     provider.register();
     markTracingOn();
     stops.push(() => provider.shutdown());
@@ -101,7 +107,10 @@ export async function startTelemetry(env: TracingEnv, log: Logger): Promise<Tele
       import('@opentelemetry/exporter-metrics-otlp-http'),
     ]);
     const interval = Number(env.OTEL_METRIC_EXPORT_INTERVAL);
-    const reader = new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(), exportIntervalMillis: interval > 0 ? interval : 60_000 });
+    const reader = new PeriodicExportingMetricReader({
+      exporter: new OTLPMetricExporter(),
+      exportIntervalMillis: interval > 0 ? interval : 60_000,
+    });
     const provider = new MeterProvider({ resource, readers: [reader] });
     metrics.setGlobalMeterProvider(provider);
     recordOperations();
@@ -117,7 +126,9 @@ export async function startTelemetry(env: TracingEnv, log: Logger): Promise<Tele
           resolve();
         }, timeoutMs);
       });
-      const done = Promise.all(stops.map((stop) => stop().catch((err: unknown) => otel.warn({ err }, 'exporting the last telemetry failed'))));
+      const done = Promise.all(
+        stops.map((stop) => stop().catch((err: unknown) => otel.warn({ err }, 'exporting the last telemetry failed'))),
+      );
       return Promise.race([done.then(() => undefined), late]).finally(() => clearTimeout(timer));
     },
   };

@@ -46,7 +46,9 @@ export interface McpCall {
 
 /** `{mcp.method.name} {target}`: the target is a tool or prompt name, never a URI (unbounded). */
 function spanName(method: string, name: string | undefined): string {
-  return name !== undefined && (method === 'tools/call' || method === 'prompts/get') ? `${method} ${name.slice(0, MAX_NAME)}` : method;
+  return name !== undefined && (method === 'tools/call' || method === 'prompts/get')
+    ? `${method} ${name.slice(0, MAX_NAME)}`
+    : method;
 }
 
 function mcpAttributes(call: McpCall): Attributes {
@@ -85,9 +87,14 @@ export interface ServedRequest {
  * Runs a modern request in its server span. The parent is the HTTP `traceparent`, else the one
  * in `params._meta` (the convention's place for it); `serve` gets the span only when it records.
  */
-export function inRequestSpan<T>(request: ServedRequest, headers: Carrier, serve: (span: Span | undefined) => Promise<T>): Promise<T> {
+export function inRequestSpan<T>(
+  request: ServedRequest,
+  headers: Carrier,
+  serve: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
   const meta = request.params._meta;
-  const carrier = headers.traceparent === undefined && typeof meta === 'object' && meta !== null ? (meta as Carrier) : headers;
+  const carrier =
+    headers.traceparent === undefined && typeof meta === 'object' && meta !== null ? (meta as Carrier) : headers;
   const parent = propagation.extract(ROOT_CONTEXT, carrier, carrierGetter);
   const span = tracer.startSpan(request.method, SERVER, parent);
   if (carriesNothing(span)) return serve(undefined);
@@ -96,7 +103,12 @@ export function inRequestSpan<T>(request: ServedRequest, headers: Carrier, serve
   if (!span.isRecording()) return context.with(ctx, () => serve(undefined));
   span.updateName(spanName(request.method, request.name));
   span.setAttributes({
-    ...mcpAttributes({ method: request.method, name: request.name, id: request.id, protocolVersion: request.meta.protocolVersion }),
+    ...mcpAttributes({
+      method: request.method,
+      name: request.name,
+      id: request.id,
+      protocolVersion: request.meta.protocolVersion,
+    }),
     'network.transport': 'tcp',
     'network.protocol.name': 'http',
   });
@@ -137,7 +149,12 @@ export function inUpstreamSpan<T>(
 }
 
 /** A step of Causeway's own (a pool acquire, an upstream initialize) as a span of `kind`. */
-export function inStepSpan<T>(name: string, kind: 'internal' | 'client', attributes: Attributes, run: () => Promise<T>): Promise<T> {
+export function inStepSpan<T>(
+  name: string,
+  kind: 'internal' | 'client',
+  attributes: Attributes,
+  run: () => Promise<T>,
+): Promise<T> {
   const span = tracer.startSpan(name, kind === 'client' ? CLIENT : INTERNAL);
   if (!span.isRecording()) return run();
   span.setAttributes(attributes);
@@ -166,13 +183,21 @@ export function linkTo(traceparent: string, relation: string): void {
   const span = trace.getSpan(context.active());
   if (!span?.isRecording()) return;
   const linked = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, { traceparent }));
-  if (linked && isSpanContextValid(linked)) span.addLink({ context: linked, attributes: { 'causeway.link': relation } });
+  if (linked && isSpanContextValid(linked))
+    span.addLink({ context: linked, attributes: { 'causeway.link': relation } });
 }
 
 /** Work done for a request that reached another replica first: a span under that request's, or none. */
-export function inRemoteSpan<T>(traceparent: string | undefined, name: string, attributes: Attributes, run: () => Promise<T>): Promise<T> {
+export function inRemoteSpan<T>(
+  traceparent: string | undefined,
+  name: string,
+  attributes: Attributes,
+  run: () => Promise<T>,
+): Promise<T> {
   if (traceparent === undefined) return run();
-  return context.with(propagation.extract(ROOT_CONTEXT, { traceparent }), () => inStepSpan(name, 'internal', attributes, run));
+  return context.with(propagation.extract(ROOT_CONTEXT, { traceparent }), () =>
+    inStepSpan(name, 'internal', attributes, run),
+  );
 }
 
 const SERVER = { kind: SpanKind.SERVER };
@@ -186,7 +211,12 @@ function carriesNothing(span: Span): boolean {
 }
 
 /** Runs `run` with `span` active, marks it failed on a throw (or an error result), and ends it. */
-async function recording<T>(span: Span, ctx: Context, run: () => Promise<T>, errorCode?: (result: T) => number | undefined): Promise<T> {
+async function recording<T>(
+  span: Span,
+  ctx: Context,
+  run: () => Promise<T>,
+  errorCode?: (result: T) => number | undefined,
+): Promise<T> {
   try {
     const result = await context.with(ctx, run);
     const code = errorCode?.(result);

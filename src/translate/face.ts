@@ -32,7 +32,14 @@ import type { Access } from '../auth/index.js';
 import { isCacheable, type UpstreamCache } from '../cache/index.js';
 import { declaresTasks } from '../dialect/index.js';
 import type { ForwardPolicy, ModernClient } from '../upstream/index.js';
-import { acceptsSse, keepAlive, readLegacyMessage, sessionGone, type LegacyFace, type LegacyRequest } from '../passthrough/index.js';
+import {
+  acceptsSse,
+  keepAlive,
+  readLegacyMessage,
+  sessionGone,
+  type LegacyFace,
+  type LegacyRequest,
+} from '../passthrough/index.js';
 import { legacyMessage } from './clean.js';
 import type { AskRounds } from './rounds.js';
 import { clientInfoOf, newSessionId, type FactsStore, type Session, type SessionRecord } from './sessions.js';
@@ -62,7 +69,11 @@ const SESSION_ID = /^[A-Za-z0-9_-]{22}$/;
 /** Pages of tools/list read at most to learn a tool's annotations. */
 const MAX_LIST_PAGES = 20;
 
-const ASK_CAPABILITY: Readonly<Record<string, string>> = { 'elicitation/create': 'elicitation', 'sampling/createMessage': 'sampling', 'roots/list': 'roots' };
+const ASK_CAPABILITY: Readonly<Record<string, string>> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
 
 export class TranslatedFace implements LegacyFace {
   /** Calls in flight here, by session and client request id: a notifications/cancelled ends one. */
@@ -90,12 +101,15 @@ export class TranslatedFace implements LegacyFace {
       if (message !== undefined && isRequest(message)) id = message.id;
       const clientId = hb['mcp-session-id'];
       if (message !== undefined && isRequest(message) && message.method === 'initialize') {
-        if (clientId !== undefined) throw causewayError('invalid_request', 'initialize opens a new session: send it without Mcp-Session-Id');
+        if (clientId !== undefined)
+          throw causewayError('invalid_request', 'initialize opens a new session: send it without Mcp-Session-Id');
         return await this.initialize(message, principal, hb, res, signal);
       }
-      if (clientId === undefined) throw causewayError('invalid_request', 'Mcp-Session-Id is required: send initialize first');
+      if (clientId === undefined)
+        throw causewayError('invalid_request', 'Mcp-Session-Id is required: send initialize first');
       const record = SESSION_ID.test(clientId) ? await this.opts.facts.get(clientId) : undefined;
-      if (record === undefined || record.principal !== principal || record.upstream !== this.opts.upstream) return sessionGone(res, id);
+      if (record === undefined || record.principal !== principal || record.upstream !== this.opts.upstream)
+        return sessionGone(res, id);
       const session: Session = { id: clientId, record };
       if (method === 'GET') return await this.listen(session, principal, hb, res, signal);
       if (method === 'DELETE') {
@@ -113,7 +127,9 @@ export class TranslatedFace implements LegacyFace {
       }
       if (isNotification(message)) {
         if (message.method === 'notifications/cancelled' && isObject(message.params)) {
-          this.calls.get(`${session.id} ${String(message.params.requestId)}`)?.abort(new Error('cancelled by the client'));
+          this.calls
+            .get(`${session.id} ${String(message.params.requestId)}`)
+            ?.abort(new Error('cancelled by the client'));
         }
         return sendStatus(res, 202);
       }
@@ -137,16 +153,34 @@ export class TranslatedFace implements LegacyFace {
     return `${this.idPrefix}-${(this.seq++).toString(36)}`;
   }
 
-  private async initialize(msg: JsonRpcRequest, principal: string, headers: HeaderBag, res: HttpResponse, signal: AbortSignal): Promise<void> {
+  private async initialize(
+    msg: JsonRpcRequest,
+    principal: string,
+    headers: HeaderBag,
+    res: HttpResponse,
+    signal: AbortSignal,
+  ): Promise<void> {
     const p = isObject(msg.params) ? msg.params : {};
     const { protocolVersion, capabilities = {}, clientInfo } = p;
     if (typeof protocolVersion !== 'string' || !isObject(capabilities) || !isObject(clientInfo)) {
-      throw causewayError('invalid_params', 'initialize needs params.protocolVersion, params.capabilities and params.clientInfo');
+      throw causewayError(
+        'invalid_params',
+        'initialize needs params.protocolVersion, params.capabilities and params.clientInfo',
+      );
     }
     const version = negotiate(protocolVersion);
     const facts = { clientInfo, capabilities: declared(capabilities) };
-    const discover = modernRequest({ jsonrpc: '2.0', id: 0, method: 'server/discover' }, this.nextId(), facts, undefined);
-    const { response } = await this.opts.client.request(discover, undefined, { headers: this.opts.forward.pick(headers), principal, signal });
+    const discover = modernRequest(
+      { jsonrpc: '2.0', id: 0, method: 'server/discover' },
+      this.nextId(),
+      facts,
+      undefined,
+    );
+    const { response } = await this.opts.client.request(discover, undefined, {
+      headers: this.opts.forward.pick(headers),
+      principal,
+      signal,
+    });
     if (!('result' in response) || !Array.isArray(response.result.supportedVersions)) {
       this.opts.onRefused?.();
       throw causewayError('upstream_bad_response', 'The upstream answered server/discover with no DiscoverResult');
@@ -183,7 +217,8 @@ export class TranslatedFace implements LegacyFace {
       case 'ping':
         return sendJson(res, 200, { jsonrpc: '2.0', id: msg.id, result: {} });
       case 'logging/setLevel': {
-        if (typeof params.level !== 'string') throw causewayError('invalid_params', 'logging/setLevel needs params.level');
+        if (typeof params.level !== 'string')
+          throw causewayError('invalid_params', 'logging/setLevel needs params.level');
         const level = params.level;
         // Changed from the latest record: a task another request just added stays (sessions.ts).
         await this.opts.facts.update(session.id, (r) => ({ ...r, logLevel: level }));
@@ -202,7 +237,10 @@ export class TranslatedFace implements LegacyFace {
     }
     const tasks = msg.method.startsWith('tasks/');
     if ((tasks || isObject(params.task)) && session.record.runsTasks !== true) {
-      throw causewayError('method_not_found', 'This upstream runs no tasks of the 2025-11-25 era: call the tool without params.task');
+      throw causewayError(
+        'method_not_found',
+        'This upstream runs no tasks of the 2025-11-25 era: call the tool without params.task',
+      );
     }
     const key = `${session.id} ${String(msg.id)}`;
     const call = new AbortController();
@@ -222,7 +260,12 @@ export class TranslatedFace implements LegacyFace {
       else {
         // Discover, lists and reads: from the gateway cache, shared with the upstream's modern clients.
         const q = cache.query(msg.method, params, principal, hb.authorization);
-        await cache.through(q, undefined, (e) => out.finish(this.answerWith(msg, params, cache.result(e), access)), (fill) => run((result) => cache.keepModern(q, fill, result)));
+        await cache.through(
+          q,
+          undefined,
+          (e) => out.finish(this.answerWith(msg, params, cache.result(e), access)),
+          (fill) => run((result) => cache.keepModern(q, fill, result)),
+        );
       }
     } finally {
       out.close();
@@ -230,11 +273,21 @@ export class TranslatedFace implements LegacyFace {
     }
   }
 
-  /** A legacy client's answer from a 2026 result: the 2026-only fields gone, a tools/list learned, a list filtered for the grant. */
-  private answerWith(msg: JsonRpcRequest, params: JsonObject, result: JsonObject, access: Access | undefined): JsonRpcResponse {
+  /**
+   * A legacy client's answer from a 2026 result: the 2026-only fields gone, a tools/list learned, a list filtered for
+   * the grant.
+   */
+  private answerWith(
+    msg: JsonRpcRequest,
+    params: JsonObject,
+    result: JsonObject,
+    access: Access | undefined,
+  ): JsonRpcResponse {
     let answer = legacyResponse({ jsonrpc: '2.0', id: msg.id, result }, msg.id, msg.method, params);
-    if (msg.method === 'tools/list' && 'result' in answer) answer = { ...answer, result: this.tools.learn(answer.result) };
-    if ('result' in answer && access?.mayHide(msg.method)) answer = { ...answer, result: access.filterList(msg.method, answer.result) };
+    if (msg.method === 'tools/list' && 'result' in answer)
+      answer = { ...answer, result: this.tools.learn(answer.result) };
+    if ('result' in answer && access?.mayHide(msg.method))
+      answer = { ...answer, result: access.filterList(msg.method, answer.result) };
     return answer;
   }
 
@@ -261,13 +314,22 @@ export class TranslatedFace implements LegacyFace {
     const facts = asTask ? withTasks(session.record) : session.record;
     if (msg.method === 'tools/call' && typeof params.name === 'string') {
       const args = isObject(params.arguments) ? params.arguments : undefined;
-      if (!this.tools.has(params.name) && args !== undefined && Object.keys(args).length > 0) await this.learnTools(session, principal, upstreamHeaders, signal);
-      if (this.tools.invalid(params.name)) throw causewayError('invalid_params', `Tool ${params.name} has invalid x-mcp-header annotations and is not served`);
+      if (!this.tools.has(params.name) && args !== undefined && Object.keys(args).length > 0)
+        await this.learnTools(session, principal, upstreamHeaders, signal);
+      if (this.tools.invalid(params.name))
+        throw causewayError(
+          'invalid_params',
+          `Tool ${params.name} has invalid x-mcp-header annotations and is not served`,
+        );
       Object.assign(upstreamHeaders, this.tools.headersFor(params.name, args));
     }
     let extra: JsonObject | undefined;
     for (let round = 0; ; round++) {
-      if (round > this.opts.maxRounds) throw causewayError('upstream_bad_response', `The upstream asked more than ${this.opts.maxRounds} rounds of questions`);
+      if (round > this.opts.maxRounds)
+        throw causewayError(
+          'upstream_bad_response',
+          `The upstream asked more than ${this.opts.maxRounds} rounds of questions`,
+        );
       const request = modernRequest(sent, this.nextId(), facts, session.record.logLevel, extra);
       const { status, response } = await this.opts.client.request(request, callName(msg.method, msg.params), {
         headers: upstreamHeaders,
@@ -277,7 +339,10 @@ export class TranslatedFace implements LegacyFace {
       });
       if ('error' in response && status === 400 && response.error.code === -32000) {
         this.opts.onRefused?.();
-        throw causewayError('upstream_bad_response', `The upstream refused a 2026-07-28 request: ${response.error.message.slice(0, 200)}`);
+        throw causewayError(
+          'upstream_bad_response',
+          `The upstream refused a 2026-07-28 request: ${response.error.message.slice(0, 200)}`,
+        );
       }
       const result = 'result' in response ? response.result : undefined;
       if (result?.resultType === 'task') {
@@ -287,14 +352,24 @@ export class TranslatedFace implements LegacyFace {
       }
       if (result?.resultType !== 'input_required') {
         if (result !== undefined && round === 0) keep?.(result);
-        out.finish('error' in response ? legacyResponse(response, msg.id, msg.method, params) : this.answerWith(msg, params, response.result, access));
+        out.finish(
+          'error' in response
+            ? legacyResponse(response, msg.id, msg.method, params)
+            : this.answerWith(msg, params, response.result, access),
+        );
         return;
       }
       const asks = isObject(result.inputRequests) ? result.inputRequests : {};
       const keys = Object.keys(asks);
-      this.log.debug({ round, keys, answered: extra ? Object.keys(extra.inputResponses ?? {}) : [] }, 'input_required round');
+      this.log.debug(
+        { round, keys, answered: extra ? Object.keys(extra.inputResponses ?? {}) : [] },
+        'input_required round',
+      );
       const inputResponses = keys.length > 0 ? await this.ask(session, asks, sse, out, signal) : {};
-      extra = { inputResponses, ...(typeof result.requestState === 'string' ? { requestState: result.requestState } : {}) };
+      extra = {
+        inputResponses,
+        ...(typeof result.requestState === 'string' ? { requestState: result.requestState } : {}),
+      };
       if (keys.length === 0) delete extra.inputResponses;
     }
   }
@@ -370,10 +445,20 @@ export class TranslatedFace implements LegacyFace {
   }
 
   /** Reads the upstream's tools/list, page by page, to learn the tools' Mcp-Param-* annotations. */
-  private async learnTools(session: Session, principal: string, headers: Record<string, string>, signal: AbortSignal): Promise<void> {
+  private async learnTools(
+    session: Session,
+    principal: string,
+    headers: Record<string, string>,
+    signal: AbortSignal,
+  ): Promise<void> {
     let cursor: string | undefined;
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const request = modernRequest({ jsonrpc: '2.0', id: 0, method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) }, this.nextId(), session.record, undefined);
+      const request = modernRequest(
+        { jsonrpc: '2.0', id: 0, method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) },
+        this.nextId(),
+        session.record,
+        undefined,
+      );
       const { response } = await this.opts.client.request(request, undefined, { headers, principal, signal });
       if (!('result' in response)) return;
       this.tools.learn(response.result);
@@ -383,7 +468,13 @@ export class TranslatedFace implements LegacyFace {
   }
 
   /** The session's GET stream: a subscriptions/listen upstream, opened again when its subscriptions change. */
-  private async listen(session: Session, principal: string, headers: HeaderBag, res: HttpResponse, signal: AbortSignal): Promise<void> {
+  private async listen(
+    session: Session,
+    principal: string,
+    headers: HeaderBag,
+    res: HttpResponse,
+    signal: AbortSignal,
+  ): Promise<void> {
     if (!acceptsSse(headers)) throw causewayError('not_acceptable', 'A GET stream needs Accept: text/event-stream');
     this.streams.get(session.id)?.end();
     const ended = new AbortController();
@@ -399,8 +490,18 @@ export class TranslatedFace implements LegacyFace {
         const facts = await this.opts.facts.get(session.id);
         if (facts === undefined || facts.principal !== principal) break;
         restart = new AbortController();
-        const notifications = { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true, resourceSubscriptions: facts.uris };
-        const request = modernRequest({ jsonrpc: '2.0', id: 0, method: 'subscriptions/listen', params: { notifications } }, this.nextId(), facts, undefined);
+        const notifications = {
+          toolsListChanged: true,
+          promptsListChanged: true,
+          resourcesListChanged: true,
+          resourceSubscriptions: facts.uris,
+        };
+        const request = modernRequest(
+          { jsonrpc: '2.0', id: 0, method: 'subscriptions/listen', params: { notifications } },
+          this.nextId(),
+          facts,
+          undefined,
+        );
         try {
           await this.opts.client.request(request, undefined, {
             headers: this.opts.forward.pick(headers),
@@ -423,7 +524,8 @@ export class TranslatedFace implements LegacyFace {
         }
       }
     } catch (err) {
-      if (!signal.aborted && !ended.signal.aborted) this.log.debug({ err: (err as Error).message }, 'a legacy GET stream ended');
+      if (!signal.aborted && !ended.signal.aborted)
+        this.log.debug({ err: (err as Error).message }, 'a legacy GET stream ended');
     } finally {
       stopKeepAlive();
       unwatch();
@@ -435,7 +537,8 @@ export class TranslatedFace implements LegacyFace {
   private refuse(res: HttpResponse, err: unknown, id: RequestId | null): void {
     const e = toCausewayError(err);
     if (!(err instanceof CausewayError)) this.log.error({ err }, 'legacy request failed');
-    else if (e.status >= 500) this.log.warn({ reason: e.reason, message: e.message, err: e.cause }, 'legacy request failed');
+    else if (e.status >= 500)
+      this.log.warn({ reason: e.reason, message: e.message, err: e.cause }, 'legacy request failed');
     if (res.headersSent) new SseStream(res).end(errorBody(id, { code: e.code, message: e.message }));
     else sendCausewayError(res, e, id);
   }

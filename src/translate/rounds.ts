@@ -59,7 +59,11 @@ export class AskRounds {
     const heard = (text: string) => this.heard(text);
     this.unsubscribe.push(await this.bus.subscribe(this.channel(this.replicaId), heard));
     // Changes told while the channel was down may have been missed: every watcher looks again.
-    this.unsubscribe.push(await this.bus.subscribe(this.channel('changed'), heard, () => this.watchers.forEach((set) => set.forEach((fn) => fn()))));
+    this.unsubscribe.push(
+      await this.bus.subscribe(this.channel('changed'), heard, () =>
+        this.watchers.forEach((set) => set.forEach((fn) => fn())),
+      ),
+    );
   }
 
   async close(): Promise<void> {
@@ -82,16 +86,25 @@ export class AskRounds {
   changed(session: string): void {
     for (const fn of this.watchers.get(session) ?? []) fn();
     if (!this.bus) return;
-    this.bus.publish(this.channel('changed'), JSON.stringify({ t: 'changed', from: this.replicaId, s: session } satisfies Wire)).catch((err: unknown) => {
-      this.log.warn({ err }, 'a change of subscriptions could not be told to the other replicas');
-    });
+    this.bus
+      .publish(
+        this.channel('changed'),
+        JSON.stringify({ t: 'changed', from: this.replicaId, s: session } satisfies Wire),
+      )
+      .catch((err: unknown) => {
+        this.log.warn({ err }, 'a change of subscriptions could not be told to the other replicas');
+      });
   }
 
   /**
    * Opens a round for `keys` on `session`: each key's ask id, and the answers once every ask has
    * one. Aborting `signal` (the call's stream gone) ends the round unanswered.
    */
-  open(session: string, keys: readonly string[], signal: AbortSignal): { ids: Map<string, string>; answered: Promise<Map<string, JsonRpcResponse>> } {
+  open(
+    session: string,
+    keys: readonly string[],
+    signal: AbortSignal,
+  ): { ids: Map<string, string>; answered: Promise<Map<string, JsonRpcResponse>> } {
     const roundId = `${PREFIX}${this.replicaId}~${(this.seq++).toString(36)}`;
     const ids = new Map<string, string>();
     const byAsk = new Map<string, string>();
@@ -142,7 +155,10 @@ export class AskRounds {
       });
     });
     try {
-      const heard = await this.bus.publish(this.channel(replica), JSON.stringify({ t: 'answer', id: wireId, from: this.replicaId, s: session, r: response } satisfies Wire));
+      const heard = await this.bus.publish(
+        this.channel(replica),
+        JSON.stringify({ t: 'answer', id: wireId, from: this.replicaId, s: session, r: response } satisfies Wire),
+      );
       // The holder has ackTimeoutMs from when the answer went out (the bus holds it while Redis fails over).
       if (this.acks.has(wireId)) {
         timer = setTimeout(() => this.acks.get(wireId)?.(false), this.ackTimeoutMs);
@@ -176,8 +192,10 @@ export class AskRounds {
     }
     if (m?.t !== 'answer') return;
     const ok = this.take(m.r.id as RequestId, m.s, m.r);
-    this.bus!.publish(this.channel(m.from), JSON.stringify({ t: 'ack', id: m.id, ok } satisfies Wire)).catch((err: unknown) => {
-      this.log.debug({ err }, 'an answer was taken, but its acknowledgment could not be sent');
-    });
+    this.bus!.publish(this.channel(m.from), JSON.stringify({ t: 'ack', id: m.id, ok } satisfies Wire)).catch(
+      (err: unknown) => {
+        this.log.debug({ err }, 'an answer was taken, but its acknowledgment could not be sent');
+      },
+    );
   }
 }

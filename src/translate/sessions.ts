@@ -48,7 +48,8 @@ export interface FactsStore {
 /** The parts of an Implementation kept: enough to name the client upstream. */
 export function clientInfoOf(info: JsonObject): JsonObject {
   const out: JsonObject = {};
-  for (const k of ['name', 'version', 'title'] as const) if (typeof info[k] === 'string') out[k] = (info[k] as string).slice(0, 256);
+  for (const k of ['name', 'version', 'title'] as const)
+    if (typeof info[k] === 'string') out[k] = (info[k] as string).slice(0, 256);
   return out;
 }
 
@@ -61,7 +62,14 @@ export function newSessionId(): string {
 function recordOf(v: unknown): SessionRecord | undefined {
   if (!isObject(v) || !Array.isArray(v.uris)) return undefined;
   const { upstream, principal, version, clientInfo, capabilities, logLevel } = v;
-  if (typeof upstream !== 'string' || typeof principal !== 'string' || typeof version !== 'string' || !isObject(clientInfo) || !isObject(capabilities)) return undefined;
+  if (
+    typeof upstream !== 'string' ||
+    typeof principal !== 'string' ||
+    typeof version !== 'string' ||
+    !isObject(clientInfo) ||
+    !isObject(capabilities)
+  )
+    return undefined;
   const uris = v.uris.filter((u): u is string => typeof u === 'string');
   const record: SessionRecord = { upstream, principal, version, clientInfo, capabilities, uris };
   if (typeof logLevel === 'string') record.logLevel = logLevel;
@@ -83,10 +91,13 @@ export class MemoryFacts implements FactsStore {
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly ttlMs: number) {
-    this.sweeper = setInterval(() => {
-      const now = Date.now();
-      for (const [id, f] of this.facts) if (f.expires <= now) this.facts.delete(id);
-    }, Math.max(1_000, Math.min(ttlMs / 4, 30_000)));
+    this.sweeper = setInterval(
+      () => {
+        const now = Date.now();
+        for (const [id, f] of this.facts) if (f.expires <= now) this.facts.delete(id);
+      },
+      Math.max(1_000, Math.min(ttlMs / 4, 30_000)),
+    );
     this.sweeper.unref();
   }
 

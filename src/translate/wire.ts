@@ -4,7 +4,14 @@
 // 2026-only fields and `_meta` keys are left out by clean.ts, on everything the face sends).
 
 import { declaresTasks, TASKS_EXTENSION } from '../dialect/index.js';
-import { isObject, type JsonObject, type JsonRpcErrorObject, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
+import {
+  isObject,
+  type JsonObject,
+  type JsonRpcErrorObject,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+  type RequestId,
+} from '../jsonrpc.js';
 import { MODERN_VERSION } from '../upstream/index.js';
 
 /** The legacy revisions Causeway speaks to a legacy client, newest first [L-LIFE]. */
@@ -34,10 +41,13 @@ export function declared(capabilities: JsonObject): JsonObject {
 /** The legacy initialize result, from the upstream's DiscoverResult. */
 export function initializeResult(discover: JsonObject, version: string, upstream: string): JsonObject {
   const meta = isObject(discover._meta) ? discover._meta : {};
-  const serverInfo = isObject(meta['io.modelcontextprotocol/serverInfo']) ? meta['io.modelcontextprotocol/serverInfo'] : { name: upstream, version: '0' };
+  const serverInfo = isObject(meta['io.modelcontextprotocol/serverInfo'])
+    ? meta['io.modelcontextprotocol/serverInfo']
+    : { name: upstream, version: '0' };
   const caps = isObject(discover.capabilities) ? discover.capabilities : {};
   const capabilities: JsonObject = {};
-  for (const name of ['tools', 'prompts', 'logging', 'completions'] as const) if (isObject(caps[name])) capabilities[name] = caps[name];
+  for (const name of ['tools', 'prompts', 'logging', 'completions'] as const)
+    if (isObject(caps[name])) capabilities[name] = caps[name];
   // resources/subscribe is served by Causeway over subscriptions/listen.
   if (isObject(caps.resources)) capabilities.resources = { ...caps.resources, subscribe: true };
   // The legacy tasks, served over the upstream's tasks extension (tasks.ts).
@@ -53,7 +63,13 @@ export function withTasks(facts: ClientFacts): ClientFacts {
 }
 
 /** The 2026 request for a legacy one: the same params, with the session's `_meta` beside the client's own keys. */
-export function modernRequest(msg: JsonRpcRequest, id: RequestId, facts: ClientFacts, logLevel: string | undefined, extra?: JsonObject): JsonRpcRequest {
+export function modernRequest(
+  msg: JsonRpcRequest,
+  id: RequestId,
+  facts: ClientFacts,
+  logLevel: string | undefined,
+  extra?: JsonObject,
+): JsonRpcRequest {
   const params: JsonObject = isObject(msg.params) ? { ...msg.params } : {};
   const meta: JsonObject = isObject(params._meta) ? { ...params._meta } : {};
   meta['io.modelcontextprotocol/protocolVersion'] = MODERN_VERSION;
@@ -69,7 +85,12 @@ export function modernRequest(msg: JsonRpcRequest, id: RequestId, facts: ClientF
  * A 2026 response as the legacy client's: its id, its error recoded. Its 2026-only fields and
  * `_meta` keys are left out where the face sends it (clean.ts).
  */
-export function legacyResponse(response: JsonRpcResponse, id: RequestId, method: string, params: JsonObject): JsonRpcResponse {
+export function legacyResponse(
+  response: JsonRpcResponse,
+  id: RequestId,
+  method: string,
+  params: JsonObject,
+): JsonRpcResponse {
   if ('error' in response) return { jsonrpc: '2.0', id, error: legacyError(response.error, method, params) };
   return { jsonrpc: '2.0', id, result: response.result };
 }
@@ -78,7 +99,11 @@ export function legacyResponse(response: JsonRpcResponse, id: RequestId, method:
 function legacyError(error: JsonRpcErrorObject, method: string, params: JsonObject): JsonRpcErrorObject {
   // 2026 names the missing resource in data.uri [RES]; older servers say so in words.
   const named = isObject(error.data) && error.data.uri !== undefined;
-  if (method === 'resources/read' && error.code === -32602 && (named || /not found|unknown resource/i.test(error.message))) {
+  if (
+    method === 'resources/read' &&
+    error.code === -32602 &&
+    (named || /not found|unknown resource/i.test(error.message))
+  ) {
     return { code: -32002, message: error.message, data: { uri: params.uri ?? null } };
   }
   return error;

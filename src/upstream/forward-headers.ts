@@ -7,7 +7,13 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 
-export const DEFAULT_CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'proxy-authorization', 'cookie', 'x-api-key', 'dpop'];
+export const DEFAULT_CREDENTIAL_HEADERS: readonly string[] = [
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'x-api-key',
+  'dpop',
+];
 
 /** Never forwarded: hop-by-hop, or set by the HTTP client for the upstream hop itself. */
 export const HOP_BY_HOP: ReadonlySet<string> = new Set([
@@ -41,7 +47,8 @@ export class ForwardPolicy {
 
   allows(name: string): boolean {
     if (this.exact.has(name)) return true;
-    if (this.prefixes.length === 0 || HOP_BY_HOP.has(name) || this.credentials.has(name) || name.startsWith(':')) return false;
+    if (this.prefixes.length === 0 || HOP_BY_HOP.has(name) || this.credentials.has(name) || name.startsWith(':'))
+      return false;
     return this.prefixes.some((p) => name.startsWith(p));
   }
 

@@ -4,12 +4,7 @@
 // place, so each is made the same way wherever it is needed.
 
 import { isErrorResponse, type JsonObject, type JsonRpcErrorObject, type JsonRpcRequest } from '../jsonrpc.js';
-import {
-  type IdMinter,
-  type SessionRef,
-  type UpstreamSessionClient,
-  tracedRequest,
-} from './core/index.js';
+import { type IdMinter, type SessionRef, type UpstreamSessionClient, tracedRequest } from './core/index.js';
 import { refusal } from './http/index.js';
 
 export interface OwnCallDeps {
@@ -39,7 +34,12 @@ export async function walkList(
 ): Promise<ListWalk> {
   let cursor: string | undefined;
   for (let page = 0; page < opts.maxPages; page++) {
-    const request: JsonRpcRequest = { jsonrpc: '2.0', id: deps.ids.requestId(), method, params: cursor === undefined ? {} : { cursor } };
+    const request: JsonRpcRequest = {
+      jsonrpc: '2.0',
+      id: deps.ids.requestId(),
+      method,
+      params: cursor === undefined ? {} : { cursor },
+    };
     const r = await tracedRequest(deps.client, session, request, {}, opts.signal, opts.headers);
     if (isErrorResponse(r)) return { complete: false, error: r.error };
     deps.metrics.learn(method, r.result);
@@ -52,11 +52,21 @@ export async function walkList(
 
 /** logging/setLevel debug: legacy logging is per session, so Causeway asks for all and filters per request. */
 export async function enableLogging(deps: OwnCallDeps, session: SessionRef): Promise<JsonRpcErrorObject | undefined> {
-  const r = await tracedRequest(deps.client, session, { jsonrpc: '2.0', id: deps.ids.requestId(), method: 'logging/setLevel', params: { level: 'debug' } }, {});
+  const r = await tracedRequest(
+    deps.client,
+    session,
+    { jsonrpc: '2.0', id: deps.ids.requestId(), method: 'logging/setLevel', params: { level: 'debug' } },
+    {},
+  );
   return isErrorResponse(r) ? r.error : undefined;
 }
 
 /** Refuses an upstream's server->client request; a failure to say so is only logged by the caller. */
-export function refuseAsk(client: UpstreamSessionClient, session: SessionRef, r: JsonRpcRequest, message: string): Promise<void> {
+export function refuseAsk(
+  client: UpstreamSessionClient,
+  session: SessionRef,
+  r: JsonRpcRequest,
+  message: string,
+): Promise<void> {
   return client.respond(session, refusal(r.id, message));
 }

@@ -233,7 +233,9 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
     this.stop(causewayError('upstream_timeout'), this.held === undefined);
   }
 
-  /** The client went before the answer: the call is cancelled upstream. (Once held, the bridge hears it on the signal.) */
+  /**
+   * The client went before the answer: the call is cancelled upstream. (Once held, the bridge hears it on the signal.)
+   */
   clientGone(): void {
     if (!this.held) this.stop(new Error('the client went away'), true);
   }
@@ -270,7 +272,10 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
     const ex = this.roundView();
     const held = adopt(ex, this.session, deps.bridge, {
       id: this.id,
-      stop: { cancel: () => this.stop(causewayError('upstream_timeout', 'The call was cancelled'), true), detach: () => this.stop(causewayError('upstream_timeout', 'The call was let go'), false) },
+      stop: {
+        cancel: () => this.stop(causewayError('upstream_timeout', 'The call was cancelled'), true),
+        detach: () => this.stop(causewayError('upstream_timeout', 'The call was let go'), false),
+      },
       events: this.seen,
     });
     this.held = held;

@@ -28,8 +28,21 @@ export class WarmLane implements WarmUpstream {
   take<X extends WarmExchange>(ex: X, request: ModernRequest, fallback: Fallback<X>): boolean {
     const { deps } = this;
     const { spec, params, meta } = request;
-    if (!spec.multiRound || spec.task || spec.cacheable || params.requestState !== undefined || params.inputResponses !== undefined) return false;
-    if (meta.progressToken !== undefined || meta.logLevel !== undefined || tracingOn() || this.front?.serves(request.method)) return false;
+    if (
+      !spec.multiRound ||
+      spec.task ||
+      spec.cacheable ||
+      params.requestState !== undefined ||
+      params.inputResponses !== undefined
+    )
+      return false;
+    if (
+      meta.progressToken !== undefined ||
+      meta.logLevel !== undefined ||
+      tracingOn() ||
+      this.front?.serves(request.method)
+    )
+      return false;
     if (deps.modern !== undefined && deps.modern.era.current !== 'legacy') return false;
     const key = sessionKeyFor(deps.upstreamName, ex.principal, meta.clientCapabilities);
     const session = deps.pool.warm(key);
@@ -49,7 +62,12 @@ export class WarmLane implements WarmUpstream {
     const { facts } = session;
     const params = facts.toolHeaders(request.name!);
     // Not known to have annotations: checked once the session's tools were read, or needing none.
-    if (params === undefined ? !facts.toolsComplete && mayNeedParamHeaders(ex.headers, args) : !checkParamHeaders(ex.headers, params, args).ok) return false;
+    if (
+      params === undefined
+        ? !facts.toolsComplete && mayNeedParamHeaders(ex.headers, args)
+        : !checkParamHeaders(ex.headers, params, args).ok
+    )
+      return false;
     return plainCall(this.deps, session, request);
   }
 }

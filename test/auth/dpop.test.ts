@@ -16,17 +16,29 @@ const jwk = await exportJWK(publicKey);
 const jkt = await calculateJwkThumbprint(jwk, 'sha256');
 
 function verifier(): DpopVerifier {
-  return new DpopVerifier({ algorithms: ['ES256', 'RS256'], clockSkewMs: 30_000, windowMs: 300_000, replays: new MemoryReplayCache() });
+  return new DpopVerifier({
+    algorithms: ['ES256', 'RS256'],
+    clockSkewMs: 30_000,
+    windowMs: 300_000,
+    replays: new MemoryReplayCache(),
+  });
 }
 
-async function proof(claims: Record<string, unknown> = {}, header: Record<string, unknown> = {}, key: Parameters<SignJWT['sign']>[0] = privateKey): Promise<string> {
+async function proof(
+  claims: Record<string, unknown> = {},
+  header: Record<string, unknown> = {},
+  key: Parameters<SignJWT['sign']>[0] = privateKey,
+): Promise<string> {
   return new SignJWT({ htm: 'POST', htu: URL_, jti: randomUUID(), iat: Math.floor(Date.now() / 1000), ath, ...claims })
     .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: jwk as JWK, ...header })
     .sign(key);
 }
 
-const check = (v: DpopVerifier, p: string | undefined, over: Partial<{ method: string; url: string; token: string; jkt: string }> = {}) =>
-  v.check({ proof: p, method: 'POST', url: URL_, token: TOKEN, jkt, ...over });
+const check = (
+  v: DpopVerifier,
+  p: string | undefined,
+  over: Partial<{ method: string; url: string; token: string; jkt: string }> = {},
+) => v.check({ proof: p, method: 'POST', url: URL_, token: TOKEN, jkt, ...over });
 
 t.test('a good proof passes once; its jti is refused after', async (t) => {
   const v = verifier();
@@ -52,8 +64,22 @@ t.test('each bad proof is refused for its reason', async (t) => {
     ['not a JWS', 'a.b', 'dpop_invalid_proof'],
     ['typ JWT', await proof({}, { typ: 'JWT' }), 'dpop_invalid_proof'],
     ['a private key in the header', await proof({}, { jwk: priv }), 'dpop_invalid_proof'],
-    ['an alg not allowed', await new SignJWT({ htm: 'POST', htu: URL_, jti: 'j', iat: now, ath }).setProtectedHeader({ alg: 'ES384', typ: 'dpop+jwt', jwk: await exportJWK((await generateKeyPair('ES384')).publicKey) }).sign(es384), 'dpop_invalid_proof'],
-    ['signed by a key other than the embedded one', await proof({}, {}, (await generateKeyPair('ES256')).privateKey), 'dpop_invalid_proof'],
+    [
+      'an alg not allowed',
+      await new SignJWT({ htm: 'POST', htu: URL_, jti: 'j', iat: now, ath })
+        .setProtectedHeader({
+          alg: 'ES384',
+          typ: 'dpop+jwt',
+          jwk: await exportJWK((await generateKeyPair('ES384')).publicKey),
+        })
+        .sign(es384),
+      'dpop_invalid_proof',
+    ],
+    [
+      'signed by a key other than the embedded one',
+      await proof({}, {}, (await generateKeyPair('ES256')).privateKey),
+      'dpop_invalid_proof',
+    ],
     ['no jti', await proof({ jti: undefined }), 'dpop_invalid_proof'],
     ['another method', await proof({ htm: 'GET' }), 'dpop_wrong_target'],
     ['iat ahead of the skew', await proof({ iat: now + 120 }), 'dpop_stale'],
@@ -61,16 +87,29 @@ t.test('each bad proof is refused for its reason', async (t) => {
     ['no ath', await proof({ ath: undefined }), 'dpop_wrong_token'],
   ];
   for (const [what, p, reason] of cases) t.equal(await check(v, p), reason, what);
-  t.equal(await check(v, await proof(), { jkt: 'another-thumbprint' }), 'dpop_key_mismatch', 'a key other than cnf.jkt');
+  t.equal(
+    await check(v, await proof(), { jkt: 'another-thumbprint' }),
+    'dpop_key_mismatch',
+    'a key other than cnf.jkt',
+  );
 });
 
 t.test('a symmetric key cannot sign a proof', async (t) => {
   const secret = new Uint8Array(32).fill(7);
   const p = await new SignJWT({ htm: 'POST', htu: URL_, jti: 'j', iat: Math.floor(Date.now() / 1000), ath })
     // The header type has no room for a secret key: it is made here on purpose.
-    .setProtectedHeader({ alg: 'HS256', typ: 'dpop+jwt', jwk: { kty: 'oct', k: Buffer.from(secret).toString('base64url') } as unknown as JWK })
+    .setProtectedHeader({
+      alg: 'HS256',
+      typ: 'dpop+jwt',
+      jwk: { kty: 'oct', k: Buffer.from(secret).toString('base64url') } as unknown as JWK,
+    })
     .sign(secret);
-  const v = new DpopVerifier({ algorithms: ['ES256', 'HS256'], clockSkewMs: 30_000, windowMs: 300_000, replays: new MemoryReplayCache() });
+  const v = new DpopVerifier({
+    algorithms: ['ES256', 'HS256'],
+    clockSkewMs: 30_000,
+    windowMs: 300_000,
+    replays: new MemoryReplayCache(),
+  });
   t.equal(await check(v, p), 'dpop_invalid_proof');
 });
 

@@ -5,8 +5,14 @@ import t from 'tap';
 import { Access } from '../../src/auth/index.js';
 import { parseRules } from '../../src/config/scope-rules.js';
 
-const { rules, problems } = parseRules({ '*': ['mcp'], 'tools/call': ['call'], 'tools/call admin_*': ['admin'], 'resources/read file:///secret/*': ['secret'] });
-const access = (...scopes: string[]) => new Access({ issuer: 'https://as.example', subject: 's' }, new Set(scopes), rules);
+const { rules, problems } = parseRules({
+  '*': ['mcp'],
+  'tools/call': ['call'],
+  'tools/call admin_*': ['admin'],
+  'resources/read file:///secret/*': ['secret'],
+});
+const access = (...scopes: string[]) =>
+  new Access({ issuer: 'https://as.example', subject: 's' }, new Set(scopes), rules);
 
 t.test('the scopes a request needs: the union of every matching rule, all named when any is missing', async (t) => {
   t.same(problems, []);
@@ -20,13 +26,27 @@ t.test('the scopes a request needs: the union of every matching rule, all named 
 
 t.test('lists keep only what may be called, and become private', async (t) => {
   const tools = { tools: [{ name: 'echo' }, { name: 'admin_reset' }, { name: 7 }], cacheScope: 'public', ttlMs: 5 };
-  t.same(access('mcp', 'call').filterList('tools/list', tools), { tools: [{ name: 'echo' }], cacheScope: 'private', ttlMs: 5 });
+  t.same(access('mcp', 'call').filterList('tools/list', tools), {
+    tools: [{ name: 'echo' }],
+    cacheScope: 'private',
+    ttlMs: 5,
+  });
   t.same(access('mcp').filterList('tools/list', tools).tools, [], 'no tools/call scope: no tool');
   const resources = { resources: [{ uri: 'file:///secret/a' }, { uri: 'file:///pub/b' }] };
   t.same(access('mcp').filterList('resources/list', resources), { resources: [{ uri: 'file:///pub/b' }] });
-  const templates = { resourceTemplates: [{ uriTemplate: 'file:///secret/{name}' }, { uriTemplate: 'file:///pub/{name}' }], cacheScope: 'public' };
-  t.same(access('mcp').filterList('resources/templates/list', templates), { resourceTemplates: [{ uriTemplate: 'file:///pub/{name}' }], cacheScope: 'private' }, 'a template by the rules for a read of its text');
-  t.same(access('mcp', 'secret').filterList('resources/templates/list', templates).resourceTemplates, templates.resourceTemplates);
+  const templates = {
+    resourceTemplates: [{ uriTemplate: 'file:///secret/{name}' }, { uriTemplate: 'file:///pub/{name}' }],
+    cacheScope: 'public',
+  };
+  t.same(
+    access('mcp').filterList('resources/templates/list', templates),
+    { resourceTemplates: [{ uriTemplate: 'file:///pub/{name}' }], cacheScope: 'private' },
+    'a template by the rules for a read of its text',
+  );
+  t.same(
+    access('mcp', 'secret').filterList('resources/templates/list', templates).resourceTemplates,
+    templates.resourceTemplates,
+  );
   t.same(access('mcp').filterList('prompts/get', { messages: [] }), { messages: [] }, 'other results untouched');
 });
 

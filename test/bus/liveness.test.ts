@@ -56,7 +56,11 @@ async function beatenFor(key: string, b: Beating, ms: number): Promise<void> {
 }
 
 t.test('a replica that stops beating lapses, and every other hears of it once', async (t) => {
-  const [a, b, c] = await Promise.all([replica('t1:replicas', 1500, 250), replica('t1:replicas', 1500, 250), replica('t1:replicas', 1500, 250)]);
+  const [a, b, c] = await Promise.all([
+    replica('t1:replicas', 1500, 250),
+    replica('t1:replicas', 1500, 250),
+    replica('t1:replicas', 1500, 250),
+  ]);
   await Promise.all([beatenFor('t1:replicas', a, 1000), beatenFor('t1:replicas', b, 1000)]);
   t.same([a.lapsed, b.lapsed], [[], []], 'nobody lapses while all beat');
   c.client.disconnect();
@@ -69,13 +73,16 @@ t.test('a replica that stops beating lapses, and every other hears of it once', 
   t.equal(a.resumed + b.resumed, 0, 'the live ones were never taken for lapsed');
 });
 
-t.test('a replica that closes lapses at once: the others hear of it on their next beat, not after its TTL', async (t) => {
-  const a = await replica('t2:replicas', 60_000, 50);
-  const b = await replica('t2:replicas', 60_000, 50);
-  await b.liveness.close();
-  await until(() => a.lapsed.includes(b.liveness.replicaId), { what: 'the closed replica to lapse' });
-  t.pass('heard well before the one-minute TTL');
-});
+t.test(
+  'a replica that closes lapses at once: the others hear of it on their next beat, not after its TTL',
+  async (t) => {
+    const a = await replica('t2:replicas', 60_000, 50);
+    const b = await replica('t2:replicas', 60_000, 50);
+    await b.liveness.close();
+    await until(() => a.lapsed.includes(b.liveness.replicaId), { what: 'the closed replica to lapse' });
+    t.pass('heard well before the one-minute TTL');
+  },
+);
 
 t.test('a replica that beat too late is told its own liveness lapsed', async (t) => {
   // Beats every 500 ms with a 100 ms TTL: each beat finds the replica's own liveness lapsed.

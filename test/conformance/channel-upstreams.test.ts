@@ -28,13 +28,23 @@ async function scoredThrough(t: Test, settings: Settings, mayFail: readonly stri
   t.notOk(report.timedOut, 'suite finished');
   const scored = report.scenarios.filter((s) => s.scored === true);
   t.ok(scored.length >= 37, `all scored scenarios ran (${scored.length})`);
-  const failed = scored.flatMap((s) => s.checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING').map((c) => `${s.scenario}:${c.id}`));
+  const failed = scored.flatMap((s) =>
+    s.checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING').map((c) => `${s.scenario}:${c.id}`),
+  );
   for (const f of failed.filter((x) => mayFail.includes(x))) t.comment(`allowed to fail: ${f}`);
-  t.same(failed.filter((x) => !mayFail.includes(x)), [], `no scored check fails\n${formatFailures(report)}`);
+  t.same(
+    failed.filter((x) => !mayFail.includes(x)),
+    [],
+    `no scored check fails\n${formatFailures(report)}`,
+  );
 }
 
 t.test('2026-07-28 through Causeway to a stdio upstream', async (t) => {
-  await scoredThrough(t, { 'upstream.transport': 'stdio', 'upstream.command': process.execPath, 'upstream.args': `${FIXTURE},--stdio` }, [COLD_CHILD]);
+  await scoredThrough(
+    t,
+    { 'upstream.transport': 'stdio', 'upstream.command': process.execPath, 'upstream.args': `${FIXTURE},--stdio` },
+    [COLD_CHILD],
+  );
 });
 
 t.test('2026-07-28 through Causeway to an HTTP+SSE upstream', async (t) => {

@@ -103,7 +103,9 @@ t.test('conformance harness', async (t) => {
     const checks = scenarioChecks(report, 'tools-call-simple-text');
     t.ok(
       checks.length > 0,
-      checks.length > 0 ? 'checks.json parsed' : `no checks parsed; stdout: ${report.stdout.slice(-800)} stderr: ${report.stderr.slice(-800)}`,
+      checks.length > 0
+        ? 'checks.json parsed'
+        : `no checks parsed; stdout: ${report.stdout.slice(-800)} stderr: ${report.stderr.slice(-800)}`,
     );
     t.equal(report.scenarios[0]?.scored, true, 'scored at 2025-11-25');
     const main = checks.find((c) => c.id === 'tools-call-simple-text');

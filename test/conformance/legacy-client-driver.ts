@@ -6,19 +6,38 @@
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { startCauseway } from '../helpers/causeway.js';
 
 const serverUrl = process.argv[2];
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
-const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as { toolCalls?: Array<{ name: string; arguments?: Record<string, unknown> }> };
+const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as {
+  toolCalls?: Array<{ name: string; arguments?: Record<string, unknown> }>;
+};
 if (!serverUrl) throw new Error('usage: legacy-client-driver <server-url>');
 
 const causeway = await startCauseway({ 'upstream.url': serverUrl, 'log.level': 'warn' });
-const client = new Client({ name: 'causeway-conformance-driver', version: '1.0.0' }, { capabilities: { elicitation: {}, sampling: {}, roots: {} } });
-client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada', user_name: 'Ada', confirm: true } }));
-client.setRequestHandler(CreateMessageRequestSchema, async () => ({ role: 'assistant', content: { type: 'text', text: 'ok' }, model: 'driver', stopReason: 'endTurn' }));
-client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: 'file:///tmp/project', name: 'project' }] }));
+const client = new Client(
+  { name: 'causeway-conformance-driver', version: '1.0.0' },
+  { capabilities: { elicitation: {}, sampling: {}, roots: {} } },
+);
+client.setRequestHandler(ElicitRequestSchema, async () => ({
+  action: 'accept',
+  content: { name: 'Ada', user_name: 'Ada', confirm: true },
+}));
+client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+  role: 'assistant',
+  content: { type: 'text', text: 'ok' },
+  model: 'driver',
+  stopReason: 'endTurn',
+}));
+client.setRequestHandler(ListRootsRequestSchema, async () => ({
+  roots: [{ uri: 'file:///tmp/project', name: 'project' }],
+}));
 
 async function attempt<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
   try {
@@ -38,15 +57,22 @@ try {
       await attempt('add_numbers', () => client.callTool({ name: 'add_numbers', arguments: { a: 5, b: 3 } }));
       break;
     case 'sep-2322-client-request-state':
-      for (const name of ['test_mrtr_echo_state', 'test_mrtr_no_state', 'test_mrtr_unrelated', 'test_mrtr_no_result_type']) {
+      for (const name of [
+        'test_mrtr_echo_state',
+        'test_mrtr_no_state',
+        'test_mrtr_unrelated',
+        'test_mrtr_no_result_type',
+      ]) {
         if (names.has(name)) await attempt(name, () => client.callTool({ name, arguments: {} }));
       }
       break;
     case 'http-custom-headers':
-      for (const call of context.toolCalls ?? []) await attempt(call.name, () => client.callTool({ name: call.name, arguments: call.arguments ?? {} }));
+      for (const call of context.toolCalls ?? [])
+        await attempt(call.name, () => client.callTool({ name: call.name, arguments: call.arguments ?? {} }));
       break;
     case 'http-invalid-tool-headers':
-      if (names.has('valid_tool')) await attempt('valid_tool', () => client.callTool({ name: 'valid_tool', arguments: {} }));
+      if (names.has('valid_tool'))
+        await attempt('valid_tool', () => client.callTool({ name: 'valid_tool', arguments: {} }));
       break;
     default: {
       const first = tools[0];

@@ -35,7 +35,18 @@ async function runScenario(owner: Owner, scenario: string): Promise<{ checks: Ch
   owner.teardown(() => rm(out, { recursive: true, force: true }));
   const child = spawnOwned(
     process.execPath,
-    [conformanceBin(), 'client', '--command', `${process.execPath} ${DRIVER}`, '--scenario', scenario, '--spec-version', '2026-07-28', '-o', out],
+    [
+      conformanceBin(),
+      'client',
+      '--command',
+      `${process.execPath} ${DRIVER}`,
+      '--scenario',
+      scenario,
+      '--spec-version',
+      '2026-07-28',
+      '-o',
+      out,
+    ],
     { t: owner, env: { ...process.env, NODE_OPTIONS: nodeOptionsWithHook() }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let log = '';
@@ -56,8 +67,15 @@ for (const scenario of SCENARIOS) {
   t.test(`client scenario ${scenario}: Causeway's upstream requests for a legacy client`, async (t) => {
     const { checks, log } = await runs.get(scenario)!;
     const bad = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
-    t.ok(checks.some((c) => c.status === 'SUCCESS'), `${checks.length} checks ran`);
-    t.same(bad.map((c) => `${c.id}: ${c.errorMessage ?? c.description ?? ''}`), [], 'no failure or warning');
+    t.ok(
+      checks.some((c) => c.status === 'SUCCESS'),
+      `${checks.length} checks ran`,
+    );
+    t.same(
+      bad.map((c) => `${c.id}: ${c.errorMessage ?? c.description ?? ''}`),
+      [],
+      'no failure or warning',
+    );
     if (checks.length === 0) t.comment(log.slice(-2000));
     if (bad.length === 0 && checks.length > 0) passed++;
   });

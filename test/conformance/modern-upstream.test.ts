@@ -11,7 +11,11 @@ import { formatFailures, passingScenarios, runConformance, scoredScenarios } fro
 
 // Three servers, so the three runs go side by side without one's list changes reaching another's
 // listen streams: one run straight at a server, one through Causeway at each revision.
-const [direct, upstream, upstream25] = await Promise.all([startModernServer(), startModernServer(), startModernServer()]);
+const [direct, upstream, upstream25] = await Promise.all([
+  startModernServer(),
+  startModernServer(),
+  startModernServer(),
+]);
 const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn' });
 const causeway25 = await startCauseway({ 'upstream.url': upstream25.url, 'log.level': 'warn' });
 t.teardown(async () => {
@@ -32,7 +36,11 @@ t.test('2026-07-28 through Causeway scores what the 2026 server scores directly'
   const [straight, proxied] = await Promise.all([runs.direct, runs.proxied]);
   t.notOk(proxied.timedOut, 'suite finished');
   t.ok(scored(straight).length >= 37, `the 2026-07-28 set ran (${scored(straight).length})`);
-  t.equal(passing(proxied).length, passing(straight).length, `${passing(proxied).length}/${scored(proxied).length} through Causeway, ${passing(straight).length} directly`);
+  t.equal(
+    passing(proxied).length,
+    passing(straight).length,
+    `${passing(proxied).length}/${scored(proxied).length} ` + `through Causeway, ${passing(straight).length} directly`,
+  );
   t.equal(passing(proxied).length, scored(proxied).length, 'every scored scenario passes');
   if (passing(proxied).length !== scored(proxied).length) t.comment(formatFailures(proxied));
   t.equal(proxied.exitCode, 0);
@@ -42,6 +50,10 @@ t.test('2025-11-25 through Causeway in front of the 2026-only server: every scor
   const proxied = await runs.proxied25;
   t.notOk(proxied.timedOut, 'suite finished');
   t.ok(scored(proxied).length >= 30, `the 2025-11-25 set ran (${scored(proxied).length})`);
-  t.equal(passing(proxied).length, scored(proxied).length, `${passing(proxied).length}/${scored(proxied).length}\n${formatFailures(proxied)}`);
+  t.equal(
+    passing(proxied).length,
+    scored(proxied).length,
+    `${passing(proxied).length}/${scored(proxied).length}\n${formatFailures(proxied)}`,
+  );
   t.equal(proxied.exitCode, 0);
 });

@@ -14,15 +14,20 @@ if (typeof fs.globSync !== 'function') {
   const wrapper =
     "export * from 'node:fs'; export { default } from 'node:fs';\n" +
     'export function globSync() { throw new Error(' +
-    JSON.stringify('fs.globSync is not available on Node ' + process.versions.node +
-      ' (causeway conformance shim); use Node >= 22 for this command') +
+    JSON.stringify(
+      'fs.globSync is not available on Node ' +
+        process.versions.node +
+        ' (causeway conformance shim); use Node >= 22 for this command',
+    ) +
     '); }\n';
   const wrapperUrl = 'data:text/javascript,' + encodeURIComponent(wrapper);
   const hooks =
     'export async function resolve(specifier, context, next) {\n' +
     "  if ((specifier === 'fs' || specifier === 'node:fs') &&\n" +
     "      context.parentURL && context.parentURL.includes('/@modelcontextprotocol/conformance/')) {\n" +
-    '    return { url: ' + JSON.stringify(wrapperUrl) + ', shortCircuit: true };\n' +
+    '    return { url: ' +
+    JSON.stringify(wrapperUrl) +
+    ', shortCircuit: true };\n' +
     '  }\n' +
     '  return next(specifier, context);\n' +
     '}\n';

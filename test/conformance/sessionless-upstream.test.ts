@@ -11,17 +11,28 @@ import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { formatFailures, runConformance } from '../helpers/conformance.js';
 
-const EXPECTED = fileURLToPath(new URL('../../../test/conformance/expected-failures-sessionless-2026-07-28.yaml', import.meta.url));
+const EXPECTED = fileURLToPath(
+  new URL('../../../test/conformance/expected-failures-sessionless-2026-07-28.yaml', import.meta.url),
+);
 
 const upstream = await startLegacyServer({ stateless: true });
-const causeway = await startCauseway({ 'upstream.url': upstream.url, 'upstream.requestTimeoutMs': 60_000, 'log.level': 'warn' });
+const causeway = await startCauseway({
+  'upstream.url': upstream.url,
+  'upstream.requestTimeoutMs': 60_000,
+  'log.level': 'warn',
+});
 t.teardown(async () => {
   await causeway.close();
   await upstream.close();
 });
 
 t.test('2026-07-28 through Causeway to a session-less upstream: only the multi-round scenarios fail', async (t) => {
-  const report = await runConformance({ t, url: causeway.url, requirements: '2026-07-28', expectedFailuresFile: EXPECTED });
+  const report = await runConformance({
+    t,
+    url: causeway.url,
+    requirements: '2026-07-28',
+    expectedFailuresFile: EXPECTED,
+  });
   t.notOk(report.timedOut, 'suite finished');
   t.same(report.baseline?.unexpected ?? [], [], `no unexpected failures\n${formatFailures(report)}`);
   t.same(report.baseline?.stale ?? [], [], 'no stale expected failures');

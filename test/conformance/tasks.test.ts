@@ -57,8 +57,13 @@ async function passesEveryScenario(t: Test, url: string): Promise<void> {
     t.notOk(report.timedOut, `${scenario} finished`);
     const checks = report.scenarios.flatMap((s) => s.checks);
     const bad = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
-    t.same(bad.map((c) => `${c.id}: ${c.message ?? ''}`), [], `${scenario} has no failures`);
-    if (SKIPPED_BY_SUITE.has(scenario)) t.ok(checks.length > 0 && checks.every((c) => c.status === 'SKIPPED'), `${scenario} is skipped by the suite`);
+    t.same(
+      bad.map((c) => `${c.id}: ${c.message ?? ''}`),
+      [],
+      `${scenario} has no failures`,
+    );
+    if (SKIPPED_BY_SUITE.has(scenario))
+      t.ok(checks.length > 0 && checks.every((c) => c.status === 'SKIPPED'), `${scenario} is skipped by the suite`);
     else t.ok(checks.filter((c) => c.status === 'SUCCESS').length > 0, `${scenario} passed checks`);
   }
 }
@@ -73,18 +78,27 @@ async function oneReplica(t: Test, url = upstream.url): Promise<string> {
 /** Two Causeways sharing Redis behind a round-robin nginx; checks after the run that both answered tasks/get. */
 async function twoReplicas(t: Test, url = upstream.url): Promise<{ url: string; bothAnswered(): Promise<boolean> }> {
   const redis = await startRedis(t);
-  const settings = { 'upstream.url': url, 'log.level': 'warn', 'store.kind': 'redis', 'store.redisUrl': redis.url, 'mrtr.stateKeys': STATE_KEY };
+  const settings = {
+    'upstream.url': url,
+    'log.level': 'warn',
+    'store.kind': 'redis',
+    'store.redisUrl': redis.url,
+    'mrtr.stateKeys': STATE_KEY,
+  };
   const a = await startCauseway(settings);
   t.teardown(() => a.close());
   const b = await startCauseway(settings);
   t.teardown(() => b.close());
-  const nginx = await startNginx(t, (port) => `
+  const nginx = await startNginx(
+    t,
+    (port) => `
 upstream causeways { server 127.0.0.1:${a.port}; server 127.0.0.1:${b.port}; }
 server {
   listen 127.0.0.1:${port};
   location / { proxy_pass http://causeways; proxy_http_version 1.1; proxy_set_header Host $http_host; proxy_set_header Connection ""; proxy_buffering off; }
 }
-`);
+`,
+  );
   const answered = async (replica: typeof a) => {
     const text = await (await fetch(`${replica.adminUrl}/metrics`)).text();
     return text
@@ -92,7 +106,10 @@ server {
       .filter((l) => l.startsWith('causeway_modern_requests_total{') && l.includes('method="tasks/get"'))
       .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
   };
-  return { url: `http://127.0.0.1:${nginx.port}/mcp`, bothAnswered: async () => (await answered(a)) > 0 && (await answered(b)) > 0 };
+  return {
+    url: `http://127.0.0.1:${nginx.port}/mcp`,
+    bothAnswered: async () => (await answered(a)) > 0 && (await answered(b)) > 0,
+  };
 }
 
 t.test('one replica, memory store', async (t) => passesEveryScenario(t, await oneReplica(t)));
@@ -103,13 +120,16 @@ t.test('two replicas sharing Redis, requests dealt round-robin', async (t) => {
   t.ok(await pair.bothAnswered(), 'both replicas answered tasks/get');
 });
 
-t.test('tools that are tasks by their own taskSupport only, default settings, two replicas sharing Redis', async (t) => {
-  // A round answered on the other replica is handed to the holder, which takes the task over.
-  const pair = await twoReplicas(t, plainUpstream.url);
-  await passesEveryScenario(t, pair.url);
-  t.ok(await pair.bothAnswered(), 'both replicas answered tasks/get');
-  t.equal(plainUpstream.stats().tasksCreated, 0, 'the upstream ran no task of its own');
-});
+t.test(
+  'tools that are tasks by their own taskSupport only, default settings, two replicas sharing Redis',
+  async (t) => {
+    // A round answered on the other replica is handed to the holder, which takes the task over.
+    const pair = await twoReplicas(t, plainUpstream.url);
+    await passesEveryScenario(t, pair.url);
+    t.ok(await pair.bothAnswered(), 'both replicas answered tasks/get');
+    t.equal(plainUpstream.stats().tasksCreated, 0, 'the upstream ran no task of its own');
+  },
+);
 
 // The fixture as it is and the one whose asking tools ask at once, side by side: most of each run is
 // the suite waiting on tasks.

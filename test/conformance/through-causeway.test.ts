@@ -8,7 +8,9 @@ import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { formatFailures, runConformance } from '../helpers/conformance.js';
 
-const EXPECTED_2026 = fileURLToPath(new URL('../../../test/conformance/expected-failures-2026-07-28.yaml', import.meta.url));
+const EXPECTED_2026 = fileURLToPath(
+  new URL('../../../test/conformance/expected-failures-2026-07-28.yaml', import.meta.url),
+);
 
 const upstream = await startLegacyServer();
 const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn' });
@@ -18,7 +20,12 @@ t.teardown(async () => {
 });
 
 t.test('2026-07-28 through Causeway: only the expected failures', async (t) => {
-  const report = await runConformance({ t, url: causeway.url, requirements: '2026-07-28', expectedFailuresFile: EXPECTED_2026 });
+  const report = await runConformance({
+    t,
+    url: causeway.url,
+    requirements: '2026-07-28',
+    expectedFailuresFile: EXPECTED_2026,
+  });
   t.notOk(report.timedOut, 'suite finished');
   t.same(report.baseline?.unexpected ?? [], [], `no unexpected failures\n${formatFailures(report)}`);
   t.same(report.baseline?.stale ?? [], [], 'no stale expected failures');
@@ -32,8 +39,14 @@ t.test('2026-07-28 through Causeway: only the expected failures', async (t) => {
 t.test('2026-07-28 unscored header scenarios pass too', async (t) => {
   for (const scenario of ['http-header-validation', 'http-custom-header-server-validation']) {
     const report = await runConformance({ t, url: causeway.url, requirements: '2026-07-28', scenario, force: true });
-    const bad = report.scenarios.flatMap((s) => s.checks).filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
-    t.same(bad.map((c) => `${c.id}: ${c.message ?? ''}`), [], `${scenario} has no failures`);
+    const bad = report.scenarios
+      .flatMap((s) => s.checks)
+      .filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
+    t.same(
+      bad.map((c) => `${c.id}: ${c.message ?? ''}`),
+      [],
+      `${scenario} has no failures`,
+    );
     t.ok(report.counts.SUCCESS > 0, `${scenario} ran checks`);
   }
 });

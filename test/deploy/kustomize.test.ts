@@ -36,12 +36,24 @@ interface Model {
   validate(): void;
 }
 const MODELS: Record<string, new (data: K8s) => Model> = {};
-for (const m of [ConfigMap, Secret, Service, Deployment, StatefulSet, PodDisruptionBudget, HorizontalPodAutoscaler, NetworkPolicy, ServiceMonitor]) {
+for (const m of [
+  ConfigMap,
+  Secret,
+  Service,
+  Deployment,
+  StatefulSet,
+  PodDisruptionBudget,
+  HorizontalPodAutoscaler,
+  NetworkPolicy,
+  ServiceMonitor,
+]) {
   MODELS[`${m.apiVersion}/${m.kind}`] = m as unknown as new (data: K8s) => Model;
 }
 
 async function render(overlay: string): Promise<K8s[]> {
-  const { stdout } = await promisify(execFile)('kubectl', ['kustomize', join(OVERLAYS, overlay)], { maxBuffer: 16 << 20 });
+  const { stdout } = await promisify(execFile)('kubectl', ['kustomize', join(OVERLAYS, overlay)], {
+    maxBuffer: 16 << 20,
+  });
   return parseAllDocuments(stdout).map((doc) => {
     if (doc.errors.length > 0) throw doc.errors[0];
     return doc.toJS() as K8s;
@@ -49,7 +61,8 @@ async function render(overlay: string): Promise<K8s[]> {
 }
 
 const ofKind = (objs: K8s[], kind: string): K8s[] => objs.filter((o) => o.kind === kind);
-const named = (objs: K8s[], kind: string, name: string): K8s | undefined => objs.find((o) => o.kind === kind && o.metadata?.name === name);
+const named = (objs: K8s[], kind: string, name: string): K8s | undefined =>
+  objs.find((o) => o.kind === kind && o.metadata?.name === name);
 const workloads = (objs: K8s[]): K8s[] => objs.filter((o) => o.kind === 'Deployment' || o.kind === 'StatefulSet');
 const podSpecs = (objs: K8s[]): { where: string; spec: K8s; owner: K8s }[] =>
   workloads(objs).map((w) => ({ where: `${w.kind}/${w.metadata.name}`, spec: w.spec.template.spec, owner: w }));
@@ -57,7 +70,11 @@ const containersOf = (spec: K8s): K8s[] => [...(spec.initContainers ?? []), ...(
 /** Causeway is the container running our image. */
 const isCauseway = (c: K8s): boolean => /(^|\/)causeway:/.test(c.image ?? '');
 const causeways = (objs: K8s[]) =>
-  podSpecs(objs).flatMap(({ where, spec, owner }) => containersOf(spec).filter(isCauseway).map((c) => ({ where, spec, owner, c })));
+  podSpecs(objs).flatMap(({ where, spec, owner }) =>
+    containersOf(spec)
+      .filter(isCauseway)
+      .map((c) => ({ where, spec, owner, c })),
+  );
 
 /** A port given by name or number, as the containerPort it means in this container. */
 function containerPort(c: K8s, port: unknown): number | undefined {
@@ -83,14 +100,56 @@ const schemaProblems: Check = (objs) =>
 // them and silently do nothing; these are the fields the manifests use.
 const KNOWN_KEYS: Record<string, readonly string[]> = {
   container: [
-    'name', 'image', 'imagePullPolicy', 'command', 'args', 'env', 'envFrom', 'ports', 'resources', 'restartPolicy',
-    'securityContext', 'startupProbe', 'readinessProbe', 'livenessProbe', 'lifecycle', 'volumeMounts', 'workingDir',
+    'name',
+    'image',
+    'imagePullPolicy',
+    'command',
+    'args',
+    'env',
+    'envFrom',
+    'ports',
+    'resources',
+    'restartPolicy',
+    'securityContext',
+    'startupProbe',
+    'readinessProbe',
+    'livenessProbe',
+    'lifecycle',
+    'volumeMounts',
+    'workingDir',
   ],
-  securityContext: ['runAsNonRoot', 'runAsUser', 'runAsGroup', 'readOnlyRootFilesystem', 'allowPrivilegeEscalation', 'capabilities', 'seccompProfile'],
-  probe: ['httpGet', 'tcpSocket', 'exec', 'initialDelaySeconds', 'periodSeconds', 'timeoutSeconds', 'failureThreshold', 'successThreshold'],
+  securityContext: [
+    'runAsNonRoot',
+    'runAsUser',
+    'runAsGroup',
+    'readOnlyRootFilesystem',
+    'allowPrivilegeEscalation',
+    'capabilities',
+    'seccompProfile',
+  ],
+  probe: [
+    'httpGet',
+    'tcpSocket',
+    'exec',
+    'initialDelaySeconds',
+    'periodSeconds',
+    'timeoutSeconds',
+    'failureThreshold',
+    'successThreshold',
+  ],
   podSpec: [
-    'containers', 'initContainers', 'volumes', 'securityContext', 'terminationGracePeriodSeconds', 'enableServiceLinks',
-    'automountServiceAccountToken', 'topologySpreadConstraints', 'serviceAccountName', 'affinity', 'nodeSelector', 'tolerations',
+    'containers',
+    'initContainers',
+    'volumes',
+    'securityContext',
+    'terminationGracePeriodSeconds',
+    'enableServiceLinks',
+    'automountServiceAccountToken',
+    'topologySpreadConstraints',
+    'serviceAccountName',
+    'affinity',
+    'nodeSelector',
+    'tolerations',
   ],
 };
 const unknownKeys = (what: string, obj: K8s, where: string): string[] =>
@@ -104,7 +163,9 @@ const fieldProblems: Check = (objs) =>
     ...containersOf(spec).flatMap((c) => [
       ...unknownKeys('container', c, `${where} ${c.name}`),
       ...unknownKeys('securityContext', c.securityContext, `${where} ${c.name}`),
-      ...['startupProbe', 'readinessProbe', 'livenessProbe'].flatMap((p) => unknownKeys('probe', c[p], `${where} ${c.name} ${p}`)),
+      ...['startupProbe', 'readinessProbe', 'livenessProbe'].flatMap((p) =>
+        unknownKeys('probe', c[p], `${where} ${c.name} ${p}`),
+      ),
     ]),
   ]);
 
@@ -122,8 +183,10 @@ const securityProblems: Check = (objs) =>
       if (sc.readOnlyRootFilesystem !== true) problems.push(`${at}: readOnlyRootFilesystem is not true`);
       if (sc.allowPrivilegeEscalation !== false) problems.push(`${at}: allowPrivilegeEscalation is not false`);
       if (sc.privileged === true) problems.push(`${at}: privileged`);
-      if (!(sc.capabilities?.drop ?? []).includes('ALL') || (sc.capabilities?.add ?? []).length > 0) problems.push(`${at}: capabilities are not all dropped`);
-      if ((sc.seccompProfile ?? pod.seccompProfile)?.type !== 'RuntimeDefault') problems.push(`${at}: seccomp profile is not RuntimeDefault`);
+      if (!(sc.capabilities?.drop ?? []).includes('ALL') || (sc.capabilities?.add ?? []).length > 0)
+        problems.push(`${at}: capabilities are not all dropped`);
+      if ((sc.seccompProfile ?? pod.seccompProfile)?.type !== 'RuntimeDefault')
+        problems.push(`${at}: seccomp profile is not RuntimeDefault`);
       return problems;
     }),
   );
@@ -158,13 +221,20 @@ const referenceProblems: Check = (objs) => {
   const need = (kind: 'ConfigMap' | 'Secret', name: string, key: string | undefined, at: string) => {
     const obj = named(objs, kind, name);
     if (!obj) problems.push(`${at}: ${kind} ${name} is not in the render`);
-    else if (key !== undefined && !(key in { ...obj.data, ...obj.stringData })) problems.push(`${at}: ${kind} ${name} has no key ${key}`);
+    else if (key !== undefined && !(key in { ...obj.data, ...obj.stringData }))
+      problems.push(`${at}: ${kind} ${name} has no key ${key}`);
   };
   for (const { where, spec } of podSpecs(objs)) {
     for (const c of containersOf(spec)) {
       for (const e of c.env ?? []) {
         const ref = e.valueFrom?.secretKeyRef ?? e.valueFrom?.configMapKeyRef;
-        if (ref) need(e.valueFrom.secretKeyRef ? 'Secret' : 'ConfigMap', ref.name, ref.key, `${where} ${c.name} env ${e.name}`);
+        if (ref)
+          need(
+            e.valueFrom.secretKeyRef ? 'Secret' : 'ConfigMap',
+            ref.name,
+            ref.key,
+            `${where} ${c.name} env ${e.name}`,
+          );
       }
       for (const f of c.envFrom ?? []) {
         if (f.secretRef) need('Secret', f.secretRef.name, undefined, `${where} ${c.name} envFrom`);
@@ -172,7 +242,11 @@ const referenceProblems: Check = (objs) => {
       }
     }
     for (const v of spec.volumes ?? []) {
-      const src = v.configMap ? (['ConfigMap', v.configMap.name, v.configMap.items] as const) : v.secret ? (['Secret', v.secret.secretName, v.secret.items] as const) : undefined;
+      const src = v.configMap
+        ? (['ConfigMap', v.configMap.name, v.configMap.items] as const)
+        : v.secret
+          ? (['Secret', v.secret.secretName, v.secret.items] as const)
+          : undefined;
       if (!src) continue;
       need(src[0], src[1], undefined, `${where} volume ${v.name}`);
       for (const item of src[2] ?? []) need(src[0], src[1], item.key, `${where} volume ${v.name}`);
@@ -205,8 +279,10 @@ function containerEnv(objs: K8s[], spec: K8s, c: K8s): NodeJS.ProcessEnv {
   };
   for (const e of c.env ?? []) {
     if (e.value !== undefined) env[e.name] = String(e.value);
-    else if (e.valueFrom?.secretKeyRef) env[e.name] = fromObj('Secret', e.valueFrom.secretKeyRef.name, e.valueFrom.secretKeyRef.key);
-    else if (e.valueFrom?.configMapKeyRef) env[e.name] = fromObj('ConfigMap', e.valueFrom.configMapKeyRef.name, e.valueFrom.configMapKeyRef.key);
+    else if (e.valueFrom?.secretKeyRef)
+      env[e.name] = fromObj('Secret', e.valueFrom.secretKeyRef.name, e.valueFrom.secretKeyRef.key);
+    else if (e.valueFrom?.configMapKeyRef)
+      env[e.name] = fromObj('ConfigMap', e.valueFrom.configMapKeyRef.name, e.valueFrom.configMapKeyRef.key);
     else env[e.name] = `unsupported valueFrom ${JSON.stringify(e.valueFrom)}`;
   }
   return env;
@@ -222,7 +298,9 @@ function loadContainerConfig(objs: K8s[], spec: K8s, c: K8s): Config {
       const path = args[at + 1]!;
       const mount = (c.volumeMounts ?? []).find((m: K8s) => m.mountPath === dirname(path));
       const volume = (spec.volumes ?? []).find((v: K8s) => v.name === mount?.name);
-      const text = volume?.configMap ? named(objs, 'ConfigMap', volume.configMap.name)?.data?.[basename(path)] : undefined;
+      const text = volume?.configMap
+        ? named(objs, 'ConfigMap', volume.configMap.name)?.data?.[basename(path)]
+        : undefined;
       if (text === undefined) throw new Error(`${c.name}: ${path} is not a file of a mounted ConfigMap`);
       args[at + 1] = join(dir, basename(path));
       writeFileSync(args[at + 1]!, text);
@@ -249,17 +327,24 @@ const configProblems =
       if (cfg.store.kind !== expected.storeKind) problems.push(`${where}: store.kind is ${cfg.store.kind}`);
       const urls = upstreamUrls(cfg).join(' ');
       if (urls !== expected.upstreamUrls.join(' ')) problems.push(`${where}: the upstream URLs are ${urls}`);
-      if (cfg.listen.host !== '0.0.0.0' || cfg.admin.host !== '0.0.0.0') problems.push(`${where}: listen.host and admin.host must be 0.0.0.0 in a pod`);
-      if (containerPort(c, 'mcp') !== cfg.listen.port) problems.push(`${where}: containerPort mcp is not listen.port ${cfg.listen.port}`);
-      if (containerPort(c, 'admin') !== cfg.admin.port) problems.push(`${where}: containerPort admin is not admin.port ${cfg.admin.port}`);
+      if (cfg.listen.host !== '0.0.0.0' || cfg.admin.host !== '0.0.0.0')
+        problems.push(`${where}: listen.host and admin.host must be 0.0.0.0 in a pod`);
+      if (containerPort(c, 'mcp') !== cfg.listen.port)
+        problems.push(`${where}: containerPort mcp is not listen.port ${cfg.listen.port}`);
+      if (containerPort(c, 'admin') !== cfg.admin.port)
+        problems.push(`${where}: containerPort admin is not admin.port ${cfg.admin.port}`);
       for (const p of ['startupProbe', 'readinessProbe', 'livenessProbe']) {
         const port = c[p]?.httpGet?.port;
         if (port === undefined) problems.push(`${where}: no ${p} httpGet`);
-        else if (containerPort(c, port) !== cfg.admin.port) problems.push(`${where}: ${p} is not on the admin port ${cfg.admin.port}`);
+        else if (containerPort(c, port) !== cfg.admin.port)
+          problems.push(`${where}: ${p} is not on the admin port ${cfg.admin.port}`);
       }
       const drainSeconds = (cfg.drain.delayMs + cfg.drain.timeoutMs) / 1000;
       if (!(spec.terminationGracePeriodSeconds > drainSeconds)) {
-        problems.push(`${where}: terminationGracePeriodSeconds ${spec.terminationGracePeriodSeconds} is not above the drain (${drainSeconds} s)`);
+        problems.push(
+          `${where}: terminationGracePeriodSeconds ${spec.terminationGracePeriodSeconds} ` +
+            `is not above the drain (${drainSeconds} s)`,
+        );
       }
       return problems;
     });
@@ -298,12 +383,10 @@ const perPodProblems: Check = (objs) =>
       else if (svc.spec.clusterIP !== 'None') problems.push(`${at}: Service ${svc.metadata.name} is not headless`);
       else if (sts.spec.serviceName !== svc.metadata.name) {
         problems.push(`${at}: ${svc.metadata.name} does not govern ${m[1]}`);
-      }
-      else if (!(n < sts.spec.replicas)) problems.push(`${at}: StatefulSet ${m[1]} has no pod ${n}`);
+      } else if (!(n < sts.spec.replicas)) problems.push(`${at}: StatefulSet ${m[1]} has no pod ${n}`);
       else if (!svc.spec.ports.some((p: K8s) => String(p.port) === port)) {
         problems.push(`${at}: no port ${port} on ${m[3]}`);
-      }
-      else pods.set(sts, (pods.get(sts) ?? new Set<number>()).add(n));
+      } else pods.set(sts, (pods.get(sts) ?? new Set<number>()).add(n));
     }
     for (const [sts, seen] of pods) {
       const all = sts.spec.replicas;
@@ -383,7 +466,10 @@ const sidecarShapeProblems: Check = (objs) => {
   if (services.length !== 1) problems.push(`expected one Service, found ${services.length}`);
   for (const svc of services) {
     const ports = svc.spec.ports ?? [];
-    if (ports.length !== 1 || containerPort(causeway ?? {}, ports[0].targetPort) !== containerPort(causeway ?? {}, 'mcp')) {
+    if (
+      ports.length !== 1 ||
+      containerPort(causeway ?? {}, ports[0].targetPort) !== containerPort(causeway ?? {}, 'mcp')
+    ) {
       problems.push(`Service ${svc.metadata.name} exposes more or other than Causeway's data port`);
     }
   }
@@ -397,26 +483,38 @@ const gatewayShapeProblems: Check = (objs) => {
   const spec = d.spec.template.spec;
   const c = spec.containers.find(isCauseway);
   const podLabels = d.spec.template.metadata.labels;
-  const selects = (sel: K8s) => Object.entries(sel?.matchLabels ?? {}).every(([k, v]) => podLabels[k] === v) && sel?.matchLabels;
+  const selects = (sel: K8s) =>
+    Object.entries(sel?.matchLabels ?? {}).every(([k, v]) => podLabels[k] === v) && sel?.matchLabels;
   if (d.spec.replicas !== 3) problems.push(`replicas is ${d.spec.replicas}, not 3`);
-  if (!ofKind(objs, 'PodDisruptionBudget').some((p) => selects(p.spec.selector))) problems.push('no PodDisruptionBudget for the Causeway pods');
-  const hpa = ofKind(objs, 'HorizontalPodAutoscaler').find((h) => h.spec.scaleTargetRef?.kind === 'Deployment' && h.spec.scaleTargetRef?.name === 'causeway');
-  if (!hpa?.spec.metrics?.some((m: K8s) => m.type === 'Resource' && m.resource?.name === 'cpu')) problems.push('no HorizontalPodAutoscaler on CPU');
+  if (!ofKind(objs, 'PodDisruptionBudget').some((p) => selects(p.spec.selector)))
+    problems.push('no PodDisruptionBudget for the Causeway pods');
+  const hpa = ofKind(objs, 'HorizontalPodAutoscaler').find(
+    (h) => h.spec.scaleTargetRef?.kind === 'Deployment' && h.spec.scaleTargetRef?.name === 'causeway',
+  );
+  if (!hpa?.spec.metrics?.some((m: K8s) => m.type === 'Resource' && m.resource?.name === 'cpu'))
+    problems.push('no HorizontalPodAutoscaler on CPU');
   if (hpa && !(hpa.spec.minReplicas >= 3)) problems.push('the autoscaler may go below 3 replicas');
-  const topologyKeys = (spec.topologySpreadConstraints ?? []).filter((s: K8s) => selects(s.labelSelector)).map((s: K8s) => s.topologyKey);
+  const topologyKeys = (spec.topologySpreadConstraints ?? [])
+    .filter((s: K8s) => selects(s.labelSelector))
+    .map((s: K8s) => s.topologyKey);
   if (!topologyKeys.includes('kubernetes.io/hostname')) problems.push('no topology spread over nodes');
-  if (!ofKind(objs, 'NetworkPolicy').some((n) => selects(n.spec.podSelector))) problems.push('no NetworkPolicy for the Causeway pods');
+  if (!ofKind(objs, 'NetworkPolicy').some((n) => selects(n.spec.podSelector)))
+    problems.push('no NetworkPolicy for the Causeway pods');
   // The ServiceMonitor must reach the admin port: its endpoint names a port of a Service it
   // selects, and that port's target is the container's admin port.
   const scraped = ofKind(objs, 'ServiceMonitor').flatMap((sm) =>
     ofKind(objs, 'Service')
-      .filter((svc) => Object.entries(sm.spec.selector?.matchLabels ?? {}).every(([k, v]) => svc.metadata.labels?.[k] === v))
+      .filter((svc) =>
+        Object.entries(sm.spec.selector?.matchLabels ?? {}).every(([k, v]) => svc.metadata.labels?.[k] === v),
+      )
       .filter((svc) => Object.entries(svc.spec.selector ?? {}).every(([k, v]) => podLabels[k] === v))
       .flatMap((svc) => (sm.spec.endpoints ?? []).map((e: K8s) => svc.spec.ports.find((p: K8s) => p.name === e.port))),
   );
-  if (!scraped.some((p) => p && containerPort(c, p.targetPort) === containerPort(c, 'admin'))) problems.push('no ServiceMonitor scrapes the admin port');
+  if (!scraped.some((p) => p && containerPort(c, p.targetPort) === containerPort(c, 'admin')))
+    problems.push('no ServiceMonitor scrapes the admin port');
   for (const name of ['CAUSEWAY_STORE_REDIS_URL', 'CAUSEWAY_STORE_REDIS_PASSWORD']) {
-    if (!(c?.env ?? []).find((e: K8s) => e.name === name)?.valueFrom?.secretKeyRef) problems.push(`${name} does not come from a Secret`);
+    if (!(c?.env ?? []).find((e: K8s) => e.name === name)?.valueFrom?.secretKeyRef)
+      problems.push(`${name} does not come from a Secret`);
   }
   return problems;
 };
@@ -466,7 +564,8 @@ function broken(objs: K8s[], mutate: (objs: K8s[]) => void): K8s[] {
 }
 const firstPod = (objs: K8s[]): K8s => podSpecs(objs)[0]!.spec;
 const causewayOf = (objs: K8s[]): K8s => causeways(objs)[0]!.c;
-const causewaySecret = (objs: K8s[]): K8s => ofKind(objs, 'Secret').find((s) => s.metadata.name.includes('causeway-secrets'));
+const causewaySecret = (objs: K8s[]): K8s =>
+  ofKind(objs, 'Secret').find((s) => s.metadata.name.includes('causeway-secrets'));
 
 interface Case {
   name: string;
@@ -537,7 +636,9 @@ const CASES: Case[] = [
     },
   },
   {
-    name: 'the config file and env are accepted by loadConfig, with probes on the admin port and a long enough grace period',
+    name:
+      'the config file and env are accepted by loadConfig, with ' +
+      'probes on the admin port and a long enough grace period',
     check: (overlay) => configProblems(EXPECTED[overlay]),
     breaks: (objs, overlay) => {
       if (overlay === 'gateway') {
@@ -564,21 +665,23 @@ const CASES: Case[] = [
     },
   },
   {
-    name: 'skills: none from the base; example-skills mounts a ConfigMap laid out as skill folders, each SKILL.md ' +
-        'naming its folder',
+    name:
+      'skills: none from the base; example-skills mounts a ConfigMap laid out as skill folders, each SKILL.md ' +
+      'naming its folder',
     check: (overlay) => (overlay === 'example-skills' ? skillsProblems : noSkillsProblems),
     breaks: (objs, overlay) => {
       if (overlay !== 'example-skills') {
         causewayOf(objs).env.push({ name: 'CAUSEWAY_SKILLS_DIR', value: '/etc/causeway-skills' });
-      }
-      else {
+      } else {
         const skills = firstPod(objs).volumes.find((v: K8s) => v.name === 'skills');
         skills.configMap.items.find((i: K8s) => i.path.endsWith('/SKILL.md')).path = 'renamed/SKILL.md';
       }
     },
   },
   {
-    name: 'the overlay has its shape (sidecar: native sidecar, hidden server; gateway: 3 replicas, PDB, HPA, ServiceMonitor, spread, NetworkPolicy)',
+    name:
+      'the overlay has its shape (sidecar: native sidecar, hidden server; ' +
+      'gateway: 3 replicas, PDB, HPA, ServiceMonitor, spread, NetworkPolicy)',
     check: (overlay) => (shapeOf(overlay) === 'sidecar' ? sidecarShapeProblems : gatewayShapeProblems),
     breaks: (objs, overlay) => {
       if (shapeOf(overlay) === 'sidecar') delete firstPod(objs).initContainers[0].restartPolicy;
@@ -619,10 +722,13 @@ t.test('the gateway reaches each pod of the legacy server by its name under a he
   t.same(perPodProblems(gateway), [], 'one URL per pod of the StatefulSet tickets-mcp, under its headless Service');
   const mutations: [string, (objs: K8s[]) => void][] = [
     ['the Service is a ClusterIP one', (o) => delete named(o, 'Service', 'tickets-mcp').spec.clusterIP],
-    ['a URL names the Service, not a pod', (o) => {
-      const cm = ofKind(o, 'ConfigMap').find((x) => x.data?.['causeway.json']);
-      cm.data['causeway.json'] = cm.data['causeway.json'].replace('tickets-mcp-1.tickets-mcp', 'tickets-mcp');
-    }],
+    [
+      'a URL names the Service, not a pod',
+      (o) => {
+        const cm = ofKind(o, 'ConfigMap').find((x) => x.data?.['causeway.json']);
+        cm.data['causeway.json'] = cm.data['causeway.json'].replace('tickets-mcp-1.tickets-mcp', 'tickets-mcp');
+      },
+    ],
     ['the server scaled beyond the URLs', (o) => (named(o, 'StatefulSet', 'tickets-mcp').spec.replicas = 4)],
     [
       'the StatefulSet governed by another Service',
@@ -635,25 +741,88 @@ t.test('the gateway reaches each pod of the legacy server by its name under a he
 t.test('further shape mutations are caught', async (t) => {
   const { sidecar, gateway } = rendered;
   const mutations: [string, K8s[], Check, (objs: K8s[]) => void][] = [
-    ['legacy server declares a port', sidecar, sidecarShapeProblems, (o) => (firstPod(o).containers[0].ports = [{ containerPort: 3000 }])],
-    ['sidecar Service exposes the admin port', sidecar, sidecarShapeProblems, (o) => ofKind(o, 'Service')[0].spec.ports.push({ name: 'admin', port: 9464, targetPort: 'admin' })],
+    [
+      'legacy server declares a port',
+      sidecar,
+      sidecarShapeProblems,
+      (o) => (firstPod(o).containers[0].ports = [{ containerPort: 3000 }]),
+    ],
+    [
+      'sidecar Service exposes the admin port',
+      sidecar,
+      sidecarShapeProblems,
+      (o) => ofKind(o, 'Service')[0].spec.ports.push({ name: 'admin', port: 9464, targetPort: 'admin' }),
+    ],
     ['sidecar with two replicas', sidecar, sidecarShapeProblems, (o) => (workloads(o)[0].spec.replicas = 2)],
-    ['gateway with 2 replicas', gateway, gatewayShapeProblems, (o) => (named(o, 'Deployment', 'causeway').spec.replicas = 2)],
-    ['gateway without PDB', gateway, gatewayShapeProblems, (o) => o.splice(o.findIndex((x) => x.kind === 'PodDisruptionBudget'), 1)],
-    ['HPA on memory', gateway, gatewayShapeProblems, (o) => (ofKind(o, 'HorizontalPodAutoscaler')[0].spec.metrics[0].resource.name = 'memory')],
-    ['no topology spread', gateway, gatewayShapeProblems, (o) => delete named(o, 'Deployment', 'causeway').spec.template.spec.topologySpreadConstraints],
-    ['no NetworkPolicy for Causeway', gateway, gatewayShapeProblems, (o) => o.splice(o.findIndex((x) => x.kind === 'NetworkPolicy' && x.metadata.name === 'causeway'), 1)],
-    ['Redis password as a literal', gateway, gatewayShapeProblems, (o) => {
-      const e = causewayOf(o).env.find((x: K8s) => x.name === 'CAUSEWAY_STORE_REDIS_PASSWORD');
-      delete e.valueFrom;
-      e.value = 'secret';
-    }],
-    ['Redis pod running as uid 0', gateway, securityProblems, (o) => (named(o, 'StatefulSet', 'causeway-redis').spec.template.spec.securityContext.runAsUser = 0)],
-    ['sidecar Causeway (an init container) allowed to run as root', sidecar, securityProblems, (o) => (causewayOf(o).securityContext.runAsNonRoot = false)],
-    ['unknown setting in the config file', gateway, configProblems(EXPECTED.gateway), (o) => {
-      const cm = ofKind(o, 'ConfigMap')[0];
-      cm.data['causeway.json'] = cm.data['causeway.json'].replace('"drain": {', '"drain": { "delaysMs": 5000,');
-    }],
+    [
+      'gateway with 2 replicas',
+      gateway,
+      gatewayShapeProblems,
+      (o) => (named(o, 'Deployment', 'causeway').spec.replicas = 2),
+    ],
+    [
+      'gateway without PDB',
+      gateway,
+      gatewayShapeProblems,
+      (o) =>
+        o.splice(
+          o.findIndex((x) => x.kind === 'PodDisruptionBudget'),
+          1,
+        ),
+    ],
+    [
+      'HPA on memory',
+      gateway,
+      gatewayShapeProblems,
+      (o) => (ofKind(o, 'HorizontalPodAutoscaler')[0].spec.metrics[0].resource.name = 'memory'),
+    ],
+    [
+      'no topology spread',
+      gateway,
+      gatewayShapeProblems,
+      (o) => delete named(o, 'Deployment', 'causeway').spec.template.spec.topologySpreadConstraints,
+    ],
+    [
+      'no NetworkPolicy for Causeway',
+      gateway,
+      gatewayShapeProblems,
+      (o) =>
+        o.splice(
+          o.findIndex((x) => x.kind === 'NetworkPolicy' && x.metadata.name === 'causeway'),
+          1,
+        ),
+    ],
+    [
+      'Redis password as a literal',
+      gateway,
+      gatewayShapeProblems,
+      (o) => {
+        const e = causewayOf(o).env.find((x: K8s) => x.name === 'CAUSEWAY_STORE_REDIS_PASSWORD');
+        delete e.valueFrom;
+        e.value = 'secret';
+      },
+    ],
+    [
+      'Redis pod running as uid 0',
+      gateway,
+      securityProblems,
+      (o) => (named(o, 'StatefulSet', 'causeway-redis').spec.template.spec.securityContext.runAsUser = 0),
+    ],
+    [
+      'sidecar Causeway (an init container) allowed to run as root',
+      sidecar,
+      securityProblems,
+      (o) => (causewayOf(o).securityContext.runAsNonRoot = false),
+    ],
+    [
+      'unknown setting in the config file',
+      gateway,
+      configProblems(EXPECTED.gateway),
+      (o) => {
+        const cm = ofKind(o, 'ConfigMap')[0];
+        cm.data['causeway.json'] = cm.data['causeway.json'].replace('"drain": {', '"drain": { "delaysMs": 5000,');
+      },
+    ],
   ];
   for (const [name, objs, check, mutate] of mutations) t.not(check(broken(objs, mutate)).length, 0, name);
 });

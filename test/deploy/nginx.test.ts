@@ -47,7 +47,8 @@ function template(conf: string, addresses: Record<string, string>, expected: Rec
   let out = conf;
   for (const [placeholder, address] of Object.entries(addresses)) {
     const n = out.split(placeholder).length - 1;
-    if (n !== expected[placeholder]) throw new Error(`${placeholder} appears ${n} times in ${SHIPPED}, expected ${expected[placeholder]}`);
+    if (n !== expected[placeholder])
+      throw new Error(`${placeholder} appears ${n} times in ${SHIPPED}, expected ${expected[placeholder]}`);
     out = out.split(placeholder).join(address);
   }
   return out;
@@ -88,10 +89,16 @@ async function answered(method: string, name?: string): Promise<{ search: number
   const labels: Record<string, string> = name === undefined ? { method } : { method, name };
   const metricName = name === undefined ? 'causeway_requests_total' : 'causeway_modern_requests_total';
   if (name === undefined) labels['era'] = 'modern';
-  return { search: await metric(search.causeway, metricName, labels), general: await metric(general.causeway, metricName, labels) };
+  return {
+    search: await metric(search.causeway, metricName, labels),
+    general: await metric(general.causeway, metricName, labels),
+  };
 }
 
-const calls = (tool: string) => ({ search: search.fixture.stats().toolCalls[tool] ?? 0, general: general.fixture.stats().toolCalls[tool] ?? 0 });
+const calls = (tool: string) => ({
+  search: search.fixture.stats().toolCalls[tool] ?? 0,
+  general: general.fixture.stats().toolCalls[tool] ?? 0,
+});
 
 const diff = (after: { search: number; general: number }, before: { search: number; general: number }) => ({
   search: after.search - before.search,
@@ -100,7 +107,8 @@ const diff = (after: { search: number; general: number }, before: { search: numb
 
 /**
  * The access-log lines of `method` ('-': none sent) written since `from` (a byte offset), as
- * [name, upstream port, status, client connection number], once there are `count` of them (nginx logs just after it answers).
+ * [name, upstream port, status, client connection number], once there are `count` of them (nginx logs just after it
+ * answers).
  */
 async function routed(from: number, method: string, count: number): Promise<string[][]> {
   const read = () =>
@@ -125,10 +133,17 @@ const logSize = () => (existsSync(ACCESS_LOG) ? readFileSync(ACCESS_LOG, 'utf8')
 const SEARCH_PORT = String(search.causeway.port);
 const GENERAL_PORT = String(general.causeway.port);
 
-type Caps = ConstructorParameters<typeof Client>[1] extends infer O ? (O extends { capabilities?: infer C } ? C : never) : never;
+type Caps = ConstructorParameters<typeof Client>[1] extends infer O
+  ? O extends { capabilities?: infer C }
+    ? C
+    : never
+  : never;
 
 async function modernClient(capabilities: Caps = {}, setup: (c: Client) => void = () => undefined): Promise<Client> {
-  const client = new Client({ name: 'nginx-e2e', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities });
+  const client = new Client(
+    { name: 'nginx-e2e', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities },
+  );
   setup(client);
   await client.connect(new StreamableHTTPClientTransport(new URL(MCP)));
   t.teardown(() => client.close());
@@ -152,37 +167,51 @@ t.test('the shipped config routes by headers only: maps over $http_mcp_*, nothin
   t.match(code, /proxy_set_header Connection "";/);
   t.match(code, /proxy_buffering off;/);
   const upstreamKeepalive = [...code.matchAll(/keepalive_timeout (\d+)s;/g)].map((m) => Number(m[1]));
-  t.ok(upstreamKeepalive.length >= 3 && upstreamKeepalive.every((s) => s * 1000 < 65_000), 'nginx closes idle connections before Causeway (65 s)');
+  t.ok(
+    upstreamKeepalive.length >= 3 && upstreamKeepalive.every((s) => s * 1000 < 65_000),
+    'nginx closes idle connections before Causeway (65 s)',
+  );
 });
 
-t.test('the real client: tools/call search_* on the search pool, every other tool on the general pool, one call at a time', async (t) => {
-  const client = await modernClient();
-  const from = logSize();
-  const expected: Array<['search_tickets' | 'echo', 'search' | 'general']> = [
-    ['search_tickets', 'search'],
-    ['echo', 'general'],
-    ['search_tickets', 'search'],
-    ['search_tickets', 'search'],
-    ['echo', 'general'],
-  ];
-  for (const [tool, where] of expected) {
-    const before = { tickets: calls('search_tickets'), echo: calls('echo') };
-    const r = await client.callTool({ name: tool, arguments: tool === 'echo' ? { text: 'hi' } : { query: 'printer' } });
-    t.same(r.content, [{ type: 'text', text: tool === 'echo' ? 'hi' : 'tickets matching printer' }]);
-    const moved = diff(calls(tool), tool === 'echo' ? before.echo : before.tickets);
-    t.same(moved, where === 'search' ? { search: 1, general: 0 } : { search: 0, general: 1 }, `${tool} reached the ${where} pool's server`);
-  }
-  t.same(
-    (await routed(from, 'tools/call', expected.length)).map(([name, port]) => [name, port]),
-    expected.map(([tool, where]) => [tool, where === 'search' ? SEARCH_PORT : GENERAL_PORT]),
-    'nginx sent each call to the Causeway its Mcp-Name names',
-  );
-  const tickets = await answered('tools/call', 'search_tickets');
-  const echo = await answered('tools/call', 'echo');
-  t.equal(echo.search, 0, 'the search Causeway never answered echo');
-  t.equal(tickets.general, 0, 'the general Causeway never answered search_tickets');
-  t.ok(tickets.search >= 3 && echo.general >= 2, 'each Causeway counted its own calls');
-});
+t.test(
+  'the real client: tools/call search_* on the search pool, ' +
+    'every other tool on the general pool, one call at a time',
+  async (t) => {
+    const client = await modernClient();
+    const from = logSize();
+    const expected: Array<['search_tickets' | 'echo', 'search' | 'general']> = [
+      ['search_tickets', 'search'],
+      ['echo', 'general'],
+      ['search_tickets', 'search'],
+      ['search_tickets', 'search'],
+      ['echo', 'general'],
+    ];
+    for (const [tool, where] of expected) {
+      const before = { tickets: calls('search_tickets'), echo: calls('echo') };
+      const r = await client.callTool({
+        name: tool,
+        arguments: tool === 'echo' ? { text: 'hi' } : { query: 'printer' },
+      });
+      t.same(r.content, [{ type: 'text', text: tool === 'echo' ? 'hi' : 'tickets matching printer' }]);
+      const moved = diff(calls(tool), tool === 'echo' ? before.echo : before.tickets);
+      t.same(
+        moved,
+        where === 'search' ? { search: 1, general: 0 } : { search: 0, general: 1 },
+        `${tool} reached the ${where} pool's server`,
+      );
+    }
+    t.same(
+      (await routed(from, 'tools/call', expected.length)).map(([name, port]) => [name, port]),
+      expected.map(([tool, where]) => [tool, where === 'search' ? SEARCH_PORT : GENERAL_PORT]),
+      'nginx sent each call to the Causeway its Mcp-Name names',
+    );
+    const tickets = await answered('tools/call', 'search_tickets');
+    const echo = await answered('tools/call', 'echo');
+    t.equal(echo.search, 0, 'the search Causeway never answered echo');
+    t.equal(tickets.general, 0, 'the general Causeway never answered search_tickets');
+    t.ok(tickets.search >= 3 && echo.general >= 2, 'each Causeway counted its own calls');
+  },
+);
 
 t.test('server/discover and tools/list go to either pool (round robin over both)', async (t) => {
   const client = await modernClient();
@@ -191,7 +220,10 @@ t.test('server/discover and tools/list go to either pool (round robin over both)
   for (let i = 0; i < 4; i++) t.ok((await client.discover()).capabilities.tools, 'tools advertised');
   for (let i = 0; i < 4; i++) {
     const list = await client.listTools();
-    t.ok(list.tools.some((x) => x.name === 'search_tickets'), 'both pools list the same tools');
+    t.ok(
+      list.tools.some((x) => x.name === 'search_tickets'),
+      'both pools list the same tools',
+    );
   }
   const discover = diff(await answered('server/discover'), before.discover);
   const list = diff(await answered('tools/list'), before.list);
@@ -201,63 +233,96 @@ t.test('server/discover and tools/list go to either pool (round robin over both)
   t.ok(list.search > 0 && list.general > 0, `tools/list reached both pools (${JSON.stringify(list)})`);
 });
 
-t.test('no affinity: no cookie, and requests on one keep-alive connection each go where their own headers say', async (t) => {
-  const connection = new UndiciClient(`http://127.0.0.1:${nginxPort}`, { pipelining: 1 });
-  t.teardown(() => connection.close());
-  const from = logSize();
-  const before = calls('search_tickets');
-  const a = toolCall('search_tickets', { query: 'disk' }, 1);
-  const b = toolCall('echo', { text: 'x' }, 2);
-  for (const req of [a, b, a, b]) {
-    const r = await connection.request({ method: 'POST', path: '/mcp', headers: req.headers, body: JSON.stringify(req.body) });
-    t.equal(r.statusCode, 200);
-    t.equal(r.headers['set-cookie'], undefined, 'no cookie handed out');
-    await r.body.text();
-  }
-  t.same(diff(calls('search_tickets'), before), { search: 2, general: 0 });
-  const lines = await routed(from, 'tools/call', 4);
-  t.equal(new Set(lines.map((l) => l[3])).size, 1, 'all four came on one client connection');
-  t.same(
-    lines.map(([name, port]) => [name, port]),
-    [
-      ['search_tickets', SEARCH_PORT],
-      ['echo', GENERAL_PORT],
-      ['search_tickets', SEARCH_PORT],
-      ['echo', GENERAL_PORT],
-    ],
-  );
-});
+t.test(
+  'no affinity: no cookie, and requests on one keep-alive connection each go where their own headers say',
+  async (t) => {
+    const connection = new UndiciClient(`http://127.0.0.1:${nginxPort}`, { pipelining: 1 });
+    t.teardown(() => connection.close());
+    const from = logSize();
+    const before = calls('search_tickets');
+    const a = toolCall('search_tickets', { query: 'disk' }, 1);
+    const b = toolCall('echo', { text: 'x' }, 2);
+    for (const req of [a, b, a, b]) {
+      const r = await connection.request({
+        method: 'POST',
+        path: '/mcp',
+        headers: req.headers,
+        body: JSON.stringify(req.body),
+      });
+      t.equal(r.statusCode, 200);
+      t.equal(r.headers['set-cookie'], undefined, 'no cookie handed out');
+      await r.body.text();
+    }
+    t.same(diff(calls('search_tickets'), before), { search: 2, general: 0 });
+    const lines = await routed(from, 'tools/call', 4);
+    t.equal(new Set(lines.map((l) => l[3])).size, 1, 'all four came on one client connection');
+    t.same(
+      lines.map(([name, port]) => [name, port]),
+      [
+        ['search_tickets', SEARCH_PORT],
+        ['echo', GENERAL_PORT],
+        ['search_tickets', SEARCH_PORT],
+        ['echo', GENERAL_PORT],
+      ],
+    );
+  },
+);
 
-t.test('nginx routes on the headers, never the body: a body that disagrees lands where the headers say and is refused there', async (t) => {
-  const before = { tickets: calls('search_tickets'), echo: calls('echo') };
-  const rejected = async () => ({
-    search: await metric(search.causeway, 'causeway_requests_total', { era: 'rejected' }),
-    general: await metric(general.causeway, 'causeway_requests_total', { era: 'rejected' }),
-  });
-  const refusedBefore = await rejected();
-  const from = logSize();
-  // Headers name search_tickets, the body calls echo.
-  const r = await post(MCP, modernBody('tools/call', { name: 'echo', arguments: { text: 'sneaky' } }, 7), modernHeaders('tools/call', 'search_tickets'));
-  t.equal(r.status, 400);
-  t.equal(r.json?.error?.code, -32020, 'header mismatch, from Causeway');
-  t.same((await routed(from, 'tools/call', 1)).map((l) => l.slice(0, 3)), [['search_tickets', SEARCH_PORT, '400']], 'routed by Mcp-Name alone');
-  t.same([diff(calls('search_tickets'), before.tickets), diff(calls('echo'), before.echo)], [
-    { search: 0, general: 0 },
-    { search: 0, general: 0 },
-  ], 'no upstream ran either tool');
-  t.same(diff(await rejected(), refusedBefore), { search: 1, general: 0 }, 'the search Causeway refused it');
-});
+t.test(
+  'nginx routes on the headers, never the body: a body that ' +
+    'disagrees lands where the headers say and is refused there',
+  async (t) => {
+    const before = { tickets: calls('search_tickets'), echo: calls('echo') };
+    const rejected = async () => ({
+      search: await metric(search.causeway, 'causeway_requests_total', { era: 'rejected' }),
+      general: await metric(general.causeway, 'causeway_requests_total', { era: 'rejected' }),
+    });
+    const refusedBefore = await rejected();
+    const from = logSize();
+    // Headers name search_tickets, the body calls echo.
+    const r = await post(
+      MCP,
+      modernBody('tools/call', { name: 'echo', arguments: { text: 'sneaky' } }, 7),
+      modernHeaders('tools/call', 'search_tickets'),
+    );
+    t.equal(r.status, 400);
+    t.equal(r.json?.error?.code, -32020, 'header mismatch, from Causeway');
+    t.same(
+      (await routed(from, 'tools/call', 1)).map((l) => l.slice(0, 3)),
+      [['search_tickets', SEARCH_PORT, '400']],
+      'routed by Mcp-Name alone',
+    );
+    t.same(
+      [diff(calls('search_tickets'), before.tickets), diff(calls('echo'), before.echo)],
+      [
+        { search: 0, general: 0 },
+        { search: 0, general: 0 },
+      ],
+      'no upstream ran either tool',
+    );
+    t.same(diff(await rejected(), refusedBefore), { search: 1, general: 0 }, 'the search Causeway refused it');
+  },
+);
 
 t.test('a request with no Mcp-Method (a legacy client) takes the general pool', async (t) => {
   const from = logSize();
   const before = general.fixture.stats().initializeCount;
   const r = await post(
     MCP,
-    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'legacy', version: '1' } } },
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'legacy', version: '1' } },
+    },
     { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
   );
   t.equal(r.status, 200);
-  t.same((await routed(from, '-', 1)).map(([, port]) => port), [GENERAL_PORT], 'nginx sent it to the general pool');
+  t.same(
+    (await routed(from, '-', 1)).map(([, port]) => port),
+    [GENERAL_PORT],
+    'nginx sent it to the general pool',
+  );
   t.equal(general.fixture.stats().initializeCount, before + 1, 'the general pool server saw the initialize');
 });
 
@@ -277,5 +342,9 @@ t.test('a multi-round call keeps its Mcp-Name on every retry, so every round lan
     'each round named the tool and went to the general pool',
   );
   t.same(calls(TOOL), { search: 0, general: 1 }, 'one held call on one upstream');
-  t.equal(await metric(search.causeway, 'causeway_modern_requests_total', { name: TOOL }), 0, 'the search Causeway saw no round');
+  t.equal(
+    await metric(search.causeway, 'causeway_modern_requests_total', { name: TOOL }),
+    0,
+    'the search Causeway saw no round',
+  );
 });

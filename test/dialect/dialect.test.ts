@@ -15,20 +15,48 @@ const serverInfo = { name: 'legacy', version: '1.0.0' };
 const SI = 'io.modelcontextprotocol/serverInfo';
 
 t.test('errors', async (t) => {
-  t.same(translateError('resources/read', { code: -32002, message: 'MCP error -32002: Resource not found' }, { uri: 'test://x' }), {
-    code: -32602,
-    message: 'Resource not found: test://x',
-    data: { uri: 'test://x' },
-  }, 'the recoded error says it in its own words, not the old code');
-  t.same(translateError('resources/read', { code: -32602, message: 'nope' }, { uri: 'test://y' }).data, { uri: 'test://y' }, 'data.uri added');
-  t.same(translateError('tools/call', { code: -32042, message: 'URL elicitation required', data: { elicitations: [] } }, {}), {
-    code: -32603,
-    message: 'Upstream error: URL elicitation required',
-  }, '-32042 never leaks');
-  t.equal(translateError('tools/call', { code: -32050, message: 'MCP error -32050: odd' }, {}).message, 'Upstream error: odd', 'the old code is not kept in the text');
+  t.same(
+    translateError(
+      'resources/read',
+      { code: -32002, message: 'MCP error -32002: Resource not found' },
+      { uri: 'test://x' },
+    ),
+    {
+      code: -32602,
+      message: 'Resource not found: test://x',
+      data: { uri: 'test://x' },
+    },
+    'the recoded error says it in its own words, not the old code',
+  );
+  t.same(
+    translateError('resources/read', { code: -32602, message: 'nope' }, { uri: 'test://y' }).data,
+    { uri: 'test://y' },
+    'data.uri added',
+  );
+  t.same(
+    translateError('tools/call', { code: -32042, message: 'URL elicitation required', data: { elicitations: [] } }, {}),
+    {
+      code: -32603,
+      message: 'Upstream error: URL elicitation required',
+    },
+    '-32042 never leaks',
+  );
+  t.equal(
+    translateError('tools/call', { code: -32050, message: 'MCP error -32050: odd' }, {}).message,
+    'Upstream error: odd',
+    'the old code is not kept in the text',
+  );
   t.equal(translateError('tools/call', { code: -32099, message: 'x' }, {}).code, -32603, 'undefined reserved code');
-  t.equal(translateError('tools/call', { code: -32021, message: 'x', data: { requiredCapabilities: {} } }, {}).code, -32021, 'defined code kept');
-  t.equal(translateError('tools/call', { code: -32000, message: 'x' }, {}).code, -32000, 'implementation-defined code relayed');
+  t.equal(
+    translateError('tools/call', { code: -32021, message: 'x', data: { requiredCapabilities: {} } }, {}).code,
+    -32021,
+    'defined code kept',
+  );
+  t.equal(
+    translateError('tools/call', { code: -32000, message: 'x' }, {}).code,
+    -32000,
+    'implementation-defined code relayed',
+  );
   t.equal(statusForUpstreamError(-32601), 404);
   t.equal(statusForUpstreamError(-32021), 400);
   t.equal(statusForUpstreamError(-32602), 200);
@@ -46,7 +74,11 @@ t.test('results', async (t) => {
     },
     { serverInfo, cache: { ttlMs: 1000, cacheScope: 'private' } },
   );
-  t.same((list.tools as Array<{ name: string }>).map((x) => x.name), ['a', 'b'], 'sorted, invalid x-mcp-header dropped');
+  t.same(
+    (list.tools as Array<{ name: string }>).map((x) => x.name),
+    ['a', 'b'],
+    'sorted, invalid x-mcp-header dropped',
+  );
   t.equal(list.resultType, 'complete');
   t.equal(list.ttlMs, 1000);
   t.equal(list.cacheScope, 'private');
@@ -60,7 +92,13 @@ t.test('discover', async (t) => {
   const d = discoverResult(
     {
       protocolVersion: '2025-11-25',
-      capabilities: { tools: { listChanged: true }, resources: { subscribe: true }, tasks: { list: {} }, logging: {}, completions: {} },
+      capabilities: {
+        tools: { listChanged: true },
+        resources: { subscribe: true },
+        tasks: { list: {} },
+        logging: {},
+        completions: {},
+      },
       serverInfo,
       instructions: 'be nice',
     },

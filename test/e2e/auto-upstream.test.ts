@@ -35,14 +35,22 @@ function logLines(causeway: RunningCauseway, msg: string): Array<Record<string, 
 
 /** Echo through Causeway from a client with these capabilities (another set: another upstream session). */
 async function echo(t: Test, url: string, text: string, capabilities: Record<string, unknown> = {}): Promise<unknown> {
-  const client = new Client({ name: 'e2e-auto', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities });
+  const client = new Client(
+    { name: 'e2e-auto', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities },
+  );
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   t.teardown(() => client.close());
   return (await client.callTool({ name: 'echo', arguments: { text } })).content;
 }
 
 /** Two clients with different capabilities (two upstream sessions), then the one detection logged. */
-async function twoSessionsOneDetection(t: Test, causeway: RunningCauseway, transport: string, path: string): Promise<void> {
+async function twoSessionsOneDetection(
+  t: Test,
+  causeway: RunningCauseway,
+  transport: string,
+  path: string,
+): Promise<void> {
   t.same(await echo(t, causeway.url, 'first'), [{ type: 'text', text: 'first' }]);
   t.same(await echo(t, causeway.url, 'second', { elicitation: { form: {} } }), [{ type: 'text', text: 'second' }]);
   const found = logLines(causeway, 'upstream transport detected');
@@ -84,7 +92,11 @@ t.test('modern_client-to-auto_upstream-down-then-up', async (t) => {
   const { body, headers } = toolCall('echo', { text: 'anyone there?' }, 'down');
   const down = await post(causeway.url, body, headers);
   t.ok(down.status === 502 || down.status === 503, `answered ${down.status}`);
-  t.match(down.json, { jsonrpc: '2.0', id: 'down', error: { code: -32603 } }, 'a JSON-RPC error, our failure not the client’s');
+  t.match(
+    down.json,
+    { jsonrpc: '2.0', id: 'down', error: { code: -32603 } },
+    'a JSON-RPC error, our failure not the client’s',
+  );
   t.equal(logLines(causeway, 'upstream transport probe failed; the next caller probes again').length, 1);
   const legacyDown = await post(causeway.url, LEGACY_INITIALIZE, LEGACY_HEADERS);
   t.ok(legacyDown.status === 502 || legacyDown.status === 503, `a legacy client too is answered ${legacyDown.status}`);
@@ -96,22 +108,26 @@ t.test('modern_client-to-auto_upstream-down-then-up', async (t) => {
   t.match(logLines(causeway, 'upstream transport detected'), [{ transport: 'sse', path: '/sse' }]);
 });
 
-t.test('modern_client-to-two_replicas-to-auto_sse_upstream: a session found to be HTTP+SSE is reached from the other replica', async (t) => {
-  const upstream = await startLegacyServer({ transport: 'sse' });
-  t.teardown(() => upstream.close());
-  const redis = await startRedis(t);
-  const settings = {
-    'upstream.transport': 'auto',
-    'upstream.url': upstream.url,
-    'upstream.name': 'found',
-    'store.kind': 'redis',
-    'store.redisUrl': redis.url,
-    'mrtr.stateKeys': randomBytes(32).toString('base64'),
-  };
-  const replicas = await Promise.all([startCauseway(settings), startCauseway(settings)]);
-  t.teardown(() => Promise.all(replicas.map((r) => r.close())));
-  const counts: Array<string | undefined> = [];
-  // Both replicas find the transport after listening; the second's first call needs the first's relay.
-  for (let i = 0; i < 4; i++) counts.push(textOf(await callTool(replicas[i % 2]!.url, 'counter')));
-  t.same(counts, ['1', '2', '3', '4'], 'one upstream session (one SSE stream), whichever replica served');
-});
+t.test(
+  'modern_client-to-two_replicas-to-auto_sse_upstream: a session ' +
+    'found to be HTTP+SSE is reached from the other replica',
+  async (t) => {
+    const upstream = await startLegacyServer({ transport: 'sse' });
+    t.teardown(() => upstream.close());
+    const redis = await startRedis(t);
+    const settings = {
+      'upstream.transport': 'auto',
+      'upstream.url': upstream.url,
+      'upstream.name': 'found',
+      'store.kind': 'redis',
+      'store.redisUrl': redis.url,
+      'mrtr.stateKeys': randomBytes(32).toString('base64'),
+    };
+    const replicas = await Promise.all([startCauseway(settings), startCauseway(settings)]);
+    t.teardown(() => Promise.all(replicas.map((r) => r.close())));
+    const counts: Array<string | undefined> = [];
+    // Both replicas find the transport after listening; the second's first call needs the first's relay.
+    for (let i = 0; i < 4; i++) counts.push(textOf(await callTool(replicas[i % 2]!.url, 'counter')));
+    t.same(counts, ['1', '2', '3', '4'], 'one upstream session (one SSE stream), whichever replica served');
+  },
+);

@@ -55,8 +55,12 @@ interface Row {
 }
 
 // Shorthands: a modern tools/list (no Mcp-Name needed) with one thing changed.
-const list = (id: string | number = 1) => ({ body: modernBody('tools/list', {}, id), headers: modernHeaders('tools/list') });
-const without = (h: Record<string, string>, name: string) => Object.fromEntries(Object.entries(h).filter(([k]) => k !== name));
+const list = (id: string | number = 1) => ({
+  body: modernBody('tools/list', {}, id),
+  headers: modernHeaders('tools/list'),
+});
+const without = (h: Record<string, string>, name: string) =>
+  Object.fromEntries(Object.entries(h).filter(([k]) => k !== name));
 const removed = (method: string, params: JsonObject = {}, id: string | number = `rm-${method}`): Row => ({
   name: `removed-method-${method.replace(/\//g, '_')}`,
   spec: '§3.2 a method the server does not implement => 404 + -32601',
@@ -108,7 +112,11 @@ const rows: Row[] = [
     name: 'notification-posted',
     spec: '§1.3 a notification that is not accepted => an HTTP error status (e.g. 400), body optional and without id',
     send: () =>
-      post(url, { jsonrpc: '2.0', method: 'notifications/initialized', params: { _meta: modernMeta() } }, modernHeaders('notifications/initialized')),
+      post(
+        url,
+        { jsonrpc: '2.0', method: 'notifications/initialized', params: { _meta: modernMeta() } },
+        modernHeaders('notifications/initialized'),
+      ),
     want: { status: 400, id: null },
   },
   {
@@ -128,14 +136,22 @@ const rows: Row[] = [
     name: 'missing-protocolVersion',
     spec: '§1.2 missing required _meta key => -32602 + 400',
     send: () =>
-      post(url, { jsonrpc: '2.0', id: 11, method: 'tools/list', params: { _meta: { [META_CAPABILITIES]: {} } } }, list().headers),
+      post(
+        url,
+        { jsonrpc: '2.0', id: 11, method: 'tools/list', params: { _meta: { [META_CAPABILITIES]: {} } } },
+        list().headers,
+      ),
     want: { status: 400, code: -32602, id: 11 },
   },
   {
     name: 'missing-clientCapabilities',
     spec: '§1.2 missing required _meta key => -32602 + 400',
     send: () =>
-      post(url, { jsonrpc: '2.0', id: 12, method: 'tools/list', params: { _meta: { [META_VERSION]: MODERN_VERSION } } }, list().headers),
+      post(
+        url,
+        { jsonrpc: '2.0', id: 12, method: 'tools/list', params: { _meta: { [META_VERSION]: MODERN_VERSION } } },
+        list().headers,
+      ),
     want: { status: 400, code: -32602, id: 12 },
   },
   // Version header and negotiation [§1.4, §2.2]
@@ -199,7 +215,8 @@ const rows: Row[] = [
   {
     name: 'mcp-name-missing',
     spec: '§1.4 Mcp-Name required on tools/call => 400 + -32020',
-    send: () => post(url, toolCall('echo', { text: 'a' }, 'mn-miss').body, without(modernHeaders('tools/call'), 'mcp-name')),
+    send: () =>
+      post(url, toolCall('echo', { text: 'a' }, 'mn-miss').body, without(modernHeaders('tools/call'), 'mcp-name')),
     want: { status: 400, code: -32020, id: 'mn-miss' },
   },
   {
@@ -212,13 +229,22 @@ const rows: Row[] = [
     name: 'mcp-name-mismatch-resources-read',
     spec: '§1.4 Mcp-Name mirrors params.uri on resources/read => 400 + -32020',
     send: () =>
-      post(url, modernBody('resources/read', { uri: 'test://static-text' }, 'mn-uri'), modernHeaders('resources/read', 'test://other')),
+      post(
+        url,
+        modernBody('resources/read', { uri: 'test://static-text' }, 'mn-uri'),
+        modernHeaders('resources/read', 'test://other'),
+      ),
     want: { status: 400, code: -32020, id: 'mn-uri' },
   },
   {
     name: 'mcp-name-invalid-base64',
     spec: '§1.4 servers MUST decode before comparing; undecodable value => 400 + -32020',
-    send: () => post(url, toolCall('echo', { text: 'a' }, 'mn-b64').body, modernHeaders('tools/call', '=?base64?!!not*base64!!?=')),
+    send: () =>
+      post(
+        url,
+        toolCall('echo', { text: 'a' }, 'mn-b64').body,
+        modernHeaders('tools/call', '=?base64?!!not*base64!!?='),
+      ),
     want: { status: 400, code: -32020, id: 'mn-b64' },
   },
   {
@@ -235,7 +261,11 @@ const rows: Row[] = [
     name: 'mcp-param-missing',
     spec: '§1.4 a recognized Mcp-Param-* is missing while the body has the value => 400 + -32020',
     send: () =>
-      post(url, toolCall('test_x_mcp_header', { region: 'us-west' }, 'mp-miss').body, modernHeaders('tools/call', 'test_x_mcp_header')),
+      post(
+        url,
+        toolCall('test_x_mcp_header', { region: 'us-west' }, 'mp-miss').body,
+        modernHeaders('tools/call', 'test_x_mcp_header'),
+      ),
     want: { status: 400, code: -32020, id: 'mp-miss' },
   },
   {
@@ -260,10 +290,18 @@ const rows: Row[] = [
   },
   {
     name: 'missing-client-capability',
-    spec: '§1.2 / §3.1 processing needs an undeclared capability (the tool asks for sampling) => -32021 + 400, data.requiredCapabilities',
-    send: () => post(url, toolCall('test_missing_capability', {}, 'no-cap').body, modernHeaders('tools/call', 'test_missing_capability')),
+    spec:
+      '§1.2 / §3.1 processing needs an undeclared capability (the tool ' +
+      'asks for sampling) => -32021 + 400, data.requiredCapabilities',
+    send: () =>
+      post(
+        url,
+        toolCall('test_missing_capability', {}, 'no-cap').body,
+        modernHeaders('tools/call', 'test_missing_capability'),
+      ),
     want: { status: 400, code: -32021, id: 'no-cap' },
-    also: (t, res) => t.ok(res.json?.error?.data?.requiredCapabilities?.sampling, 'data.requiredCapabilities names sampling'),
+    also: (t, res) =>
+      t.ok(res.json?.error?.data?.requiredCapabilities?.sampling, 'data.requiredCapabilities names sampling'),
   },
   // Removed and unknown methods [§3.2]
   removed('ping'),
@@ -315,21 +353,24 @@ const rows: Row[] = [
     spec: '§1.3 requests are application/json => 415 Unsupported Media Type (RFC 9110 §15.5.16)',
     send: () => post(url, JSON.stringify(list().body), { ...list().headers, 'content-type': 'text/plain' }),
     want: { status: 415, id: null },
-    also: (t, res) => t.equal(res.headers.connection, 'close', 'the connection is closed rather than the rest of the body read'),
+    also: (t, res) =>
+      t.equal(res.headers.connection, 'close', 'the connection is closed rather than the rest of the body read'),
   },
   {
     name: 'body-over-limit-content-length',
     spec: 'limits.maxBodyBytes => 413 Content Too Large (RFC 9110 §15.5.14), body unread so no id',
     send: () => post(url, tooBig().body, tooBig().headers),
     want: { status: 413, id: null },
-    also: (t, res) => t.equal(res.headers.connection, 'close', 'the connection is closed rather than the rest of the body read'),
+    also: (t, res) =>
+      t.equal(res.headers.connection, 'close', 'the connection is closed rather than the rest of the body read'),
   },
   {
     name: 'body-over-limit-chunked',
     spec: 'limits.maxBodyBytes, no content-length => 413 once the limit is crossed',
     send: () => post(url, tooBig().body, tooBig().headers, { chunked: true }),
     want: { status: 413, id: null },
-    also: (t, res) => t.equal(res.headers.connection, 'close', 'the connection is closed rather than the rest of the body read'),
+    also: (t, res) =>
+      t.equal(res.headers.connection, 'close', 'the connection is closed rather than the rest of the body read'),
   },
   {
     name: 'header-block-over-limit',
@@ -369,9 +410,18 @@ const rows: Row[] = [
     name: 'resource-not-found',
     spec: '§3.1 resource not found is -32602 with data.uri (was -32002, never emitted)',
     send: () =>
-      post(url, modernBody('resources/read', { uri: 'test://nope' }, 'rnf'), modernHeaders('resources/read', 'test://nope')),
+      post(
+        url,
+        modernBody('resources/read', { uri: 'test://nope' }, 'rnf'),
+        modernHeaders('resources/read', 'test://nope'),
+      ),
     want: { status: 200, code: -32602, id: 'rnf', data: { uri: 'test://nope' } },
-    also: (t, res) => t.equal(res.json?.error?.message, 'Resource not found: test://nope', 'a message of its own, not the SDK\'s "MCP error -32002: ..."'),
+    also: (t, res) =>
+      t.equal(
+        res.json?.error?.message,
+        'Resource not found: test://nope',
+        'a message of its own, not the SDK\'s "MCP error -32002: ..."',
+      ),
   },
 ];
 
@@ -390,20 +440,35 @@ t.test('modern_client-to-legacy_upstream-controls', async (t) => {
   const ok = await post(url, list('ctl').body, list().headers);
   t.equal(ok.status, 200, 'tools/list');
   t.equal(ok.json?.id, 'ctl');
-  const b64 = await post(url, toolCall('echo', { text: 'b64' }).body, modernHeaders('tools/call', '=?base64?ZWNobw==?='));
+  const b64 = await post(
+    url,
+    toolCall('echo', { text: 'b64' }).body,
+    modernHeaders('tools/call', '=?base64?ZWNobw==?='),
+  );
   t.equal(b64.status, 200, 'Mcp-Name in base64 form is decoded before comparing');
   t.equal(firstText(b64), 'b64');
-  const padded = await post(url, toolCall('echo', { text: 'ws' }).body, { ...modernHeaders('tools/call'), 'mcp-name': '  echo  ' });
-  t.equal(padded.status, 200, 'surrounding whitespace is trimmed');
-  const params = await post(url, toolCall('test_x_mcp_header', { region: 'us-west', priority: 5, verbose: true, query: 'q' }).body, {
-    ...modernHeaders('tools/call', 'test_x_mcp_header'),
-    'mcp-param-region': 'us-west',
-    'mcp-param-priority': '5.0',
-    'mcp-param-verbose': 'true',
+  const padded = await post(url, toolCall('echo', { text: 'ws' }).body, {
+    ...modernHeaders('tools/call'),
+    'mcp-name': '  echo  ',
   });
+  t.equal(padded.status, 200, 'surrounding whitespace is trimmed');
+  const params = await post(
+    url,
+    toolCall('test_x_mcp_header', { region: 'us-west', priority: 5, verbose: true, query: 'q' }).body,
+    {
+      ...modernHeaders('tools/call', 'test_x_mcp_header'),
+      'mcp-param-region': 'us-west',
+      'mcp-param-priority': '5.0',
+      'mcp-param-verbose': 'true',
+    },
+  );
   t.equal(params.status, 200, 'matching Mcp-Param-* (5.0 == 5 numerically)');
   t.equal(firstText(params), 'region=us-west, priority=5, verbose=true');
-  const nullArg = await post(url, toolCall('test_x_mcp_header', { region: null }).body, modernHeaders('tools/call', 'test_x_mcp_header'));
+  const nullArg = await post(
+    url,
+    toolCall('test_x_mcp_header', { region: null }).body,
+    modernHeaders('tools/call', 'test_x_mcp_header'),
+  );
   t.not(nullArg.json?.error?.code, -32020, 'a null argument needs no Mcp-Param header');
 });
 
@@ -442,30 +507,40 @@ for (const [path, framing, status] of [
   ['/mcp', 'Transfer-Encoding: chunked', 413],
   ['/not-mcp', 'Content-Length: 104857600', 404],
 ] as const) {
-  t.test(`raw_client-to-causeway-refused-body-not-read-on-${status}-${framing.split(':')[0]!.toLowerCase()}`, async (t) => {
-    const socket = net.connect(causeway.port, '127.0.0.1');
-    t.teardown(() => socket.destroy());
-    let received = '';
-    let written = 0;
-    socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
-    socket.on('error', () => undefined);
-    const closed = new Promise<boolean>((resolve) => {
-      socket.on('close', () => resolve(true));
-      setTimeout(() => resolve(false), 3000).unref();
-    });
-    const head = [`POST ${path} HTTP/1.1`, `Host: 127.0.0.1:${causeway.port}`, 'Content-Type: application/json', framing, '', ''];
-    socket.write(head.join('\r\n'));
-    const piece = 'x'.repeat(16 * 1024);
-    const pump = setInterval(() => {
-      if (socket.destroyed) return;
-      socket.write(framing.startsWith('Transfer') ? `${piece.length.toString(16)}\r\n${piece}\r\n` : piece);
-      written += piece.length;
-    }, 20);
-    const wasClosed = await closed;
-    clearInterval(pump);
-    t.equal(rawStatus(received), status, `${status}`);
-    t.ok(wasClosed, `the server closed the connection (after ${written} bytes written)`);
-  });
+  t.test(
+    `raw_client-to-causeway-refused-body-not-read-on-${status}-${framing.split(':')[0]!.toLowerCase()}`,
+    async (t) => {
+      const socket = net.connect(causeway.port, '127.0.0.1');
+      t.teardown(() => socket.destroy());
+      let received = '';
+      let written = 0;
+      socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
+      socket.on('error', () => undefined);
+      const closed = new Promise<boolean>((resolve) => {
+        socket.on('close', () => resolve(true));
+        setTimeout(() => resolve(false), 3000).unref();
+      });
+      const head = [
+        `POST ${path} HTTP/1.1`,
+        `Host: 127.0.0.1:${causeway.port}`,
+        'Content-Type: application/json',
+        framing,
+        '',
+        '',
+      ];
+      socket.write(head.join('\r\n'));
+      const piece = 'x'.repeat(16 * 1024);
+      const pump = setInterval(() => {
+        if (socket.destroyed) return;
+        socket.write(framing.startsWith('Transfer') ? `${piece.length.toString(16)}\r\n${piece}\r\n` : piece);
+        written += piece.length;
+      }, 20);
+      const wasClosed = await closed;
+      clearInterval(pump);
+      t.equal(rawStatus(received), status, `${status}`);
+      t.ok(wasClosed, `the server closed the connection (after ${written} bytes written)`);
+    },
+  );
 }
 
 t.test('causeway-survives-the-table', async (t) => {
@@ -475,5 +550,8 @@ t.test('causeway-survives-the-table', async (t) => {
   t.equal(firstText(res), 'after');
   t.equal(res.json?.result?.resultType, 'complete');
   t.equal(bodies.filter((b) => b.includes('    at ')).length, 0, `no stack trace in any of ${bodies.length} responses`);
-  t.notOk(causeway.logs.some((l) => l.includes('"level":50') && l.includes('unhandled')), 'no unhandled error logged');
+  t.notOk(
+    causeway.logs.some((l) => l.includes('"level":50') && l.includes('unhandled')),
+    'no unhandled error logged',
+  );
 });

@@ -16,7 +16,10 @@ t.teardown(async () => {
 
 async function dropped(kind: 'progress' | 'log'): Promise<number> {
   const text = await (await fetch(`${causeway.adminUrl}/metrics`)).text();
-  const line = new RegExp(`^causeway_notifications_dropped_total\\{upstream="[^"]+",kind="${kind}"\\} (\\d+)$`, 'm').exec(text);
+  const line = new RegExp(
+    `^causeway_notifications_dropped_total\\{upstream="[^"]+",kind="${kind}"\\} (\\d+)$`,
+    'm',
+  ).exec(text);
   return Number(line?.[1] ?? 0);
 }
 
@@ -44,6 +47,10 @@ for (const [kind, tool, meta] of [
     t.ok((await dropped(kind)) > before, `the ${kind} notifications the tool sent were counted as dropped`);
 
     const streamed = await post(causeway.url, toolCall(tool, {}, `sse-${kind}`, meta).body, call.headers);
-    t.match(streamed.headers['content-type'], /^text\/event-stream/, 'control: with text/event-stream listed the answer streams');
+    t.match(
+      streamed.headers['content-type'],
+      /^text\/event-stream/,
+      'control: with text/event-stream listed the answer streams',
+    );
   });
 }

@@ -30,12 +30,20 @@ function call(url: string, name: string, args: JsonObject, id: string | number):
 }
 
 /** The exact body of one of our own failures: -32603, the table's message, the id echoed. */
-function assertOwnFailure(t: Test, res: WireResponse, reason: 'upstream_unavailable' | 'upstream_timeout' | 'upstream_bad_response', id: string) {
+function assertOwnFailure(
+  t: Test,
+  res: WireResponse,
+  reason: 'upstream_unavailable' | 'upstream_timeout' | 'upstream_bad_response',
+  id: string,
+) {
   const row = ERROR_TABLE[reason];
   assertRpcError(t, res, { status: row.status, code: -32603, id });
   t.same(Object.keys(res.json ?? {}).sort(), ['error', 'id', 'jsonrpc'], 'nothing else in the body');
   const message = String(res.json?.error?.message);
-  t.ok(message === row.message || message.startsWith(`${row.message}: `), `message is "${row.message}[: detail]" (got "${message}")`);
+  t.ok(
+    message === row.message || message.startsWith(`${row.message}: `),
+    `message is "${row.message}[: detail]" (got "${message}")`,
+  );
 }
 
 t.test('modern_client-to-legacy_upstream-killed-then-restarted', async (t) => {
@@ -72,7 +80,11 @@ t.test('modern_client-to-legacy_upstream-killed-then-restarted', async (t) => {
   const wrong = answers.filter(({ phase, res }) =>
     phase === 'down' ? res.json?.error?.code !== -32603 || res.json?.result !== undefined : res.status !== 200,
   );
-  t.same(wrong.map((w) => `${w.phase}:${w.res.text}`), [], 'no wrong answers');
+  t.same(
+    wrong.map((w) => `${w.phase}:${w.res.text}`),
+    [],
+    'no wrong answers',
+  );
   t.same(
     answers.filter((a) => a.phase !== 'down').map((a) => firstText(a.res)),
     ['1', '2', '1', '2'],
@@ -125,7 +137,10 @@ t.test('modern_client-to-hanging_upstream-times-out', async (t) => {
     const res = await call(causeway.url, 'misbehave', {}, `hang-${mode}`);
     assertOwnFailure(t, res, 'upstream_timeout', `hang-${mode}`);
     t.ok(res.ms >= TIMEOUT - 50, `${mode}: 504 only once upstream.requestTimeoutMs had passed (${res.ms} ms)`);
-    t.ok(upstream.methods.includes(mode === 'hang-everything' ? 'initialize' : 'tools/call'), `${mode}: the upstream was reached`);
+    t.ok(
+      upstream.methods.includes(mode === 'hang-everything' ? 'initialize' : 'tools/call'),
+      `${mode}: the upstream was reached`,
+    );
   }
 });
 
@@ -199,7 +214,9 @@ t.test('modern_client-to-legacy_upstream-client-disconnect-cancels', async (t) =
       },
       { what: `${v.name}: the cancellation upstream` },
     );
-    const sent = (after.notificationsByMethod['notifications/cancelled'] ?? 0) - (before.notificationsByMethod['notifications/cancelled'] ?? 0);
+    const sent =
+      (after.notificationsByMethod['notifications/cancelled'] ?? 0) -
+      (before.notificationsByMethod['notifications/cancelled'] ?? 0);
     t.equal(after.toolCalls.slow ?? 0, (before.toolCalls.slow ?? 0) + 1, `${v.name}: the call reached the upstream`);
     t.equal(after.cancelled, before.cancelled + 1, `${v.name}: the upstream recorded a cancellation`);
     t.equal(sent, 1, `${v.name}: Causeway sent notifications/cancelled upstream`);

@@ -32,7 +32,12 @@ let nextId = 1;
 
 interface Reply {
   status: number;
-  result?: { resultType?: string; inputRequests?: Record<string, unknown>; requestState?: string; content?: Array<{ text?: string }> };
+  result?: {
+    resultType?: string;
+    inputRequests?: Record<string, unknown>;
+    requestState?: string;
+    content?: Array<{ text?: string }>;
+  };
   error?: { code: number; message: string };
 }
 
@@ -40,7 +45,11 @@ async function call(url: string, name: string, extra: Record<string, unknown> = 
   const res = await fetch(url, {
     method: 'POST',
     headers: modernHeaders('tools/call', name),
-    body: JSON.stringify(modernBody('tools/call', { name, arguments: {}, ...extra } as JsonObject, nextId++, { [META_CAPABILITIES]: CAPS })),
+    body: JSON.stringify(
+      modernBody('tools/call', { name, arguments: {}, ...extra } as JsonObject, nextId++, {
+        [META_CAPABILITIES]: CAPS,
+      }),
+    ),
   });
   const body = (await res.json()) as Omit<Reply, 'status'>;
   return { status: res.status, ...body };
@@ -53,14 +62,23 @@ t.test('modern_client-to-legacy_upstream-retry-on-another-replica-is-handed-to-t
   const before = calls(tool);
   const r1 = await call(a.url, tool);
   t.equal(r1.result?.resultType, 'input_required', 'round 1 on A');
-  const r2 = await call(b.url, tool, { inputResponses: { step1: { action: 'accept', content: { name: 'Alice' } } }, requestState: r1.result?.requestState });
+  const r2 = await call(b.url, tool, {
+    inputResponses: { step1: { action: 'accept', content: { name: 'Alice' } } },
+    requestState: r1.result?.requestState,
+  });
   t.equal(r2.result?.resultType, 'input_required', 'round 2 comes back through B');
   t.ok(r2.result?.inputRequests?.step2, 'the second question');
   t.not(r2.result?.requestState, r1.result?.requestState);
-  const r3 = await call(a.url, tool, { inputResponses: { step2: { action: 'accept', content: { color: 'blue' } } }, requestState: r2.result?.requestState });
+  const r3 = await call(a.url, tool, {
+    inputResponses: { step2: { action: 'accept', content: { color: 'blue' } } },
+    requestState: r2.result?.requestState,
+  });
   t.equal(r3.result?.content?.[0]?.text, 'Multi-round complete for Alice who likes blue');
   t.equal(calls(tool) - before, 1, 'the tool ran once: no replay');
-  const again = await call(b.url, tool, { inputResponses: { step1: { action: 'accept', content: { name: 'Eve' } } }, requestState: r1.result?.requestState });
+  const again = await call(b.url, tool, {
+    inputResponses: { step1: { action: 'accept', content: { name: 'Eve' } } },
+    requestState: r1.result?.requestState,
+  });
   t.equal(again.error?.code, -32602, 'a used state is refused, whichever replica it lands on');
 });
 
@@ -72,7 +90,10 @@ t.test('modern_client-to-legacy_upstream-holder-killed-between-rounds-resumes', 
   a.child.kill('SIGKILL');
   await new Promise((r) => a.child.once('exit', r));
   const started = Date.now();
-  const r2 = await call(b.url, tool, { inputResponses: { user_name: { action: 'accept', content: { name: 'Bob' } } }, requestState: r1.result?.requestState });
+  const r2 = await call(b.url, tool, {
+    inputResponses: { user_name: { action: 'accept', content: { name: 'Bob' } } },
+    requestState: r1.result?.requestState,
+  });
   t.equal(r2.result?.content?.[0]?.text, 'Hello, Bob!', 'the resumed call completes with the given answer');
   t.comment(`answered ${Date.now() - started} ms after the retry was sent`);
   t.equal(calls(tool) - before, 1, 'the original call only: resumed, not replayed');

@@ -2,7 +2,8 @@
 // tasks: replicas sharing Redis in front of the legacy fixture. The task outlives the upstream's
 // request timeout, its questions become inputRequests answered from another replica, tasks/cancel
 // on another replica stops the call upstream, a drained holder cancels its call and fails the task
-// with why, and a task whose holder is killed fails instead of hanging. A client that does not declare the extension gets the plain call, as before.
+// with why, and a task whose holder is killed fails instead of hanging. A client that does not declare the extension
+// gets the plain call, as before.
 
 import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
@@ -36,8 +37,11 @@ t.teardown(async () => {
 
 let nextId = 1;
 const rpc = (r: RunningCauseway, method: string, params: JsonObject, name?: string, caps: JsonObject = CAPS) =>
-  post(r.url, modernBody(method, params, nextId++, { [META_CAPABILITIES]: caps }), modernHeaders(method, name), { timeoutMs: 30_000 });
-const call = (r: RunningCauseway, tool: string, args: JsonObject, caps?: JsonObject) => rpc(r, 'tools/call', { name: tool, arguments: args }, tool, caps);
+  post(r.url, modernBody(method, params, nextId++, { [META_CAPABILITIES]: caps }), modernHeaders(method, name), {
+    timeoutMs: 30_000,
+  });
+const call = (r: RunningCauseway, tool: string, args: JsonObject, caps?: JsonObject) =>
+  rpc(r, 'tools/call', { name: tool, arguments: args }, tool, caps);
 
 async function created(r: RunningCauseway, tool: string, args: JsonObject): Promise<string> {
   const res = await call(r, tool, args);
@@ -76,14 +80,24 @@ t.test('a call held as a task outlives upstream.requestTimeoutMs', async (t) => 
   t.equal(done.result.content[0].text, 'done', "the tool's own answer");
 });
 
-t.test("its questions become inputRequests, answered from another replica", async (t) => {
+t.test('its questions become inputRequests, answered from another replica', async (t) => {
   const taskId = await created(a, 'test_input_required_result_multi_round', {});
   const first = await taskOn(b, taskId, (x) => x?.status === 'input_required');
   t.same(Object.keys(first.inputRequests), ['step1']);
-  await rpc(b, 'tasks/update', { taskId, inputResponses: { step1: { action: 'accept', content: { name: 'Ada' } } } }, taskId);
+  await rpc(
+    b,
+    'tasks/update',
+    { taskId, inputResponses: { step1: { action: 'accept', content: { name: 'Ada' } } } },
+    taskId,
+  );
   const second = await taskOn(b, taskId, (x) => x?.inputRequests?.step2 !== undefined);
   t.notOk('step1' in second.inputRequests, 'the answered question is gone');
-  await rpc(a, 'tasks/update', { taskId, inputResponses: { step2: { action: 'accept', content: { color: 'green' } } } }, taskId);
+  await rpc(
+    a,
+    'tasks/update',
+    { taskId, inputResponses: { step2: { action: 'accept', content: { color: 'green' } } } },
+    taskId,
+  );
   const done = await taskOn(b, taskId, (x) => x?.status === 'completed');
   t.match(done.result.content[0].text, /Ada/, 'the answers reached the tool');
   t.match(done.result.content[0].text, /green/);
@@ -92,13 +106,23 @@ t.test("its questions become inputRequests, answered from another replica", asyn
 t.test('tasks/cancel on another replica stops the call upstream', async (t) => {
   const before = upstream.stats().cancelled;
   const taskId = await created(a, 'slow', { ms: 600_000 });
-  await until(() => (upstream.stats().toolCalls['slow'] ?? 0) > 0, { what: 'the call upstream', timeoutMs: PATIENCE_MS });
+  await until(() => (upstream.stats().toolCalls['slow'] ?? 0) > 0, {
+    what: 'the call upstream',
+    timeoutMs: PATIENCE_MS,
+  });
   t.equal(await followed(a), 1, 'the holder shows the task in causeway_tasks_followed');
   t.same((await rpc(b, 'tasks/cancel', { taskId }, taskId)).json?.result, { resultType: 'complete' });
   t.equal((await rpc(b, 'tasks/get', { taskId }, taskId)).json?.result?.status, 'cancelled');
-  await until(() => upstream.stats().cancelled > before, { what: 'the upstream to hear the cancel', timeoutMs: PATIENCE_MS });
+  await until(() => upstream.stats().cancelled > before, {
+    what: 'the upstream to hear the cancel',
+    timeoutMs: PATIENCE_MS,
+  });
   t.pass('the upstream call was cancelled');
-  await until(async () => (await followed(a)) === 0, { what: 'the holder to let go', timeoutMs: PATIENCE_MS, everyMs: 100 });
+  await until(async () => (await followed(a)) === 0, {
+    what: 'the holder to let go',
+    timeoutMs: PATIENCE_MS,
+    everyMs: 100,
+  });
   t.pass('and the holder let go of it at its next beat');
 });
 
@@ -111,7 +135,10 @@ t.test('a drained holder cancels its call upstream and the task fails with why',
   const failed = await taskOn(b, taskId, (x) => x?.status !== 'working');
   t.equal(failed.status, 'failed');
   t.match(failed.error.message, /shut down/, 'the task says its replica shut down');
-  await until(() => upstream.stats().cancelled > before, { what: 'the upstream to hear the cancel', timeoutMs: PATIENCE_MS });
+  await until(() => upstream.stats().cancelled > before, {
+    what: 'the upstream to hear the cancel',
+    timeoutMs: PATIENCE_MS,
+  });
   t.pass('the call was cancelled upstream, not left running');
 });
 

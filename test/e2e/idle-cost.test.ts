@@ -80,19 +80,32 @@ const replicas = await Promise.all(
 
 const NO_ASKS = { elicitation: undefined } as Record<string, unknown>;
 let principals = 0;
-/** Sessions opened for clients that declared roots: under upstream.standingStream=auto, theirs are the GET streams held. */
+/**
+ * Sessions opened for clients that declared roots: under upstream.standingStream=auto, theirs are the GET streams held.
+ */
 let asking = 0;
 /** One call on replica `r` for a principal new to every replica. */
 async function newSession(r: number, caps: Record<string, unknown>): Promise<string> {
   const principal = `p-${++principals}`;
   if (caps.roots !== undefined) asking += 1;
-  const reply = await rpc(replicas[r]!.url, 'tools/call', { name: 'echo', arguments: { message: 'x' } }, { caps, headers: { 'x-causeway-principal': principal } });
-  if (reply.status !== 200 || reply.body?.result?.content?.[0]?.text === undefined) throw new Error(`call failed: ${reply.status} ${JSON.stringify(reply.body)}`);
+  const reply = await rpc(
+    replicas[r]!.url,
+    'tools/call',
+    { name: 'echo', arguments: { message: 'x' } },
+    { caps, headers: { 'x-causeway-principal': principal } },
+  );
+  if (reply.status !== 200 || reply.body?.result?.content?.[0]?.text === undefined)
+    throw new Error(`call failed: ${reply.status} ${JSON.stringify(reply.body)}`);
   return principal;
 }
 
 async function call(r: number, principal: string, caps: Record<string, unknown>): Promise<void> {
-  const reply = await rpc(replicas[r]!.url, 'tools/call', { name: 'echo', arguments: { message: 'y' } }, { caps, headers: { 'x-causeway-principal': principal } });
+  const reply = await rpc(
+    replicas[r]!.url,
+    'tools/call',
+    { name: 'echo', arguments: { message: 'y' } },
+    { caps, headers: { 'x-causeway-principal': principal } },
+  );
   if (reply.status !== 200) throw new Error(`call failed: ${reply.status}`);
 }
 
@@ -107,7 +120,8 @@ async function idleWindow(beats: number): Promise<{ others: Array<{ name: string
 
 t.test('a new session costs at most 4 Redis commands; its first use on another replica at most 2', async (t) => {
   // Once per replica, not per session: its first scripts are loaded, its first subscriptions made.
-  for (const r of [0, 1, 2]) for (const caps of [NO_ASKS, { roots: {} }]) await call((r + 1) % 3, await newSession(r, caps), caps);
+  for (const r of [0, 1, 2])
+    for (const caps of [NO_ASKS, { roots: {} }]) await call((r + 1) % 3, await newSession(r, caps), caps);
   for (const [caps, what] of [
     [NO_ASKS, 'a client that declared nothing to ask'],
     [{ roots: {} }, 'a client that declared roots (its GET stream is held)'],
@@ -120,19 +134,31 @@ t.test('a new session costs at most 4 Redis commands; its first use on another r
       const touched = monitor.mark;
       await call((i + 1) % 3, principal, caps);
       const first = monitor.since(touched);
-      t.ok(first.length <= 2, `first use on another replica, ${what}: ${first.length} commands (${first.map((c) => c.name).join(' ')})`);
+      t.ok(
+        first.length <= 2,
+        `first use on another replica, ${what}: ${first.length} ` + `commands (${first.map((c) => c.name).join(' ')})`,
+      );
       const warm = monitor.mark;
       await call((i + 1) % 3, principal, caps);
-      t.same(monitor.since(warm).map((c) => c.name), [], 'a warm call: none');
+      t.same(
+        monitor.since(warm).map((c) => c.name),
+        [],
+        'a warm call: none',
+      );
     }
   }
 });
 
-/** The pool's batch of last uses (ZADD XX GT on an idle shard, PEXPIRE of a record): once per session used, up to a touch interval after its use. */
+/**
+ * The pool's batch of last uses (ZADD XX GT on an idle shard, PEXPIRE of a record): once per session used, up to a
+ * touch interval after its use.
+ */
 const isLastUse = (c: { name: string; args: string[] }) =>
-  (c.name === 'zadd' && c.args[1] === 'XX' && c.args[2] === 'GT') || (c.name === 'pexpire' && c.args[0]!.startsWith(`${PREFIX}session:`));
+  (c.name === 'zadd' && c.args[1] === 'XX' && c.args[2] === 'GT') ||
+  (c.name === 'pexpire' && c.args[0]!.startsWith(`${PREFIX}session:`));
 /** The idle sweep's reads of the idle shards (ZRANGEBYSCORE, ZCARD): per replica and sweep, never per session. */
-const isSweep = (c: { name: string; args: string[] }) => (c.name === 'zrangebyscore' || c.name === 'zcard') && c.args[0]!.startsWith(`${PREFIX}idle:`);
+const isSweep = (c: { name: string; args: string[] }) =>
+  (c.name === 'zrangebyscore' || c.name === 'zcard') && c.args[0]!.startsWith(`${PREFIX}idle:`);
 
 t.test('idle sessions cost Redis the replicas’ beats and nothing else, however many there are', async (t) => {
   for (const round of [1, 2]) {
@@ -142,9 +168,19 @@ t.test('idle sessions cost Redis the replicas’ beats and nothing else, however
     const lastUses = w.others.filter(isLastUse);
     const sweeps = w.others.filter(isSweep);
     const rest = w.others.filter((c) => !isLastUse(c) && !isSweep(c));
-    t.same(rest.map((c) => `${c.name} ${c.args[0]}`), [], `${sessions} idle sessions: no command but beats, sweeps (${sweeps.length}) and the last uses of the round's requests (${lastUses.length})`);
+    t.same(
+      rest.map((c) => `${c.name} ${c.args[0]}`),
+      [],
+      `${sessions} idle sessions: no command but beats, sweeps (${sweeps.length}) ` +
+        `and the last uses of the round's requests (${lastUses.length})`,
+    );
     t.ok(lastUses.filter((c) => c.name === 'pexpire').length <= 30, 'at most one last use per session used');
     t.ok(w.beats <= 3 * (6 + 2) * PER_BEAT, `${w.beats} beats from 3 replicas in 6 beat periods`);
   }
-  t.equal(upstream.stats().getStreamsOpen, asking, `one GET stream for each of the ${asking} sessions whose clients declared roots, none for the ${principals - asking} others`);
+  t.equal(
+    upstream.stats().getStreamsOpen,
+    asking,
+    `one GET stream for each of the ${asking} sessions whose clients ` +
+      `declared roots, none for the ${principals - asking} others`,
+  );
 });

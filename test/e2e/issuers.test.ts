@@ -23,7 +23,13 @@ const causeway = await startCauseway({
 });
 t.teardown(() => causeway.close());
 
-const echo = (token: string) => rpc(causeway.url, 'tools/call', { name: 'echo', arguments: { text: 'x' } }, { headers: { authorization: `Bearer ${token}` } });
+const echo = (token: string) =>
+  rpc(
+    causeway.url,
+    'tools/call',
+    { name: 'echo', arguments: { text: 'x' } },
+    { headers: { authorization: `Bearer ${token}` } },
+  );
 
 async function wrongIssuers(): Promise<number> {
   const text = await (await fetch(`${causeway.adminUrl}/metrics`)).text();

@@ -18,8 +18,17 @@ import { until } from '../helpers/until.js';
 const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.js', import.meta.url));
 const PRINCIPAL_HEADER = 'x-causeway-principal';
 
-const principals: Settings = { 'principal.mode': 'header', 'principal.hashSecret': 'legacy-channel-secret-0123456789', 'upstream.name': 'fixture' };
-const stdioSettings: Settings = { ...principals, 'upstream.transport': 'stdio', 'upstream.command': process.execPath, 'upstream.args': `${FIXTURE},--stdio` };
+const principals: Settings = {
+  'principal.mode': 'header',
+  'principal.hashSecret': 'legacy-channel-secret-0123456789',
+  'upstream.name': 'fixture',
+};
+const stdioSettings: Settings = {
+  ...principals,
+  'upstream.transport': 'stdio',
+  'upstream.command': process.execPath,
+  'upstream.args': `${FIXTURE},--stdio`,
+};
 
 interface LegacyPeer {
   client: Client;
@@ -43,7 +52,10 @@ async function legacyClient(t: Test, url: string, principal = 'alice'): Promise<
     })().catch(() => {});
     return new Response(theirs, { status: res.status, headers: res.headers });
   };
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { [PRINCIPAL_HEADER]: principal } }, fetch: tapGet });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { [PRINCIPAL_HEADER]: principal } },
+    fetch: tapGet,
+  });
   const client = new Client({ name: 'legacy-channel', version: '1.0.0' }, { capabilities: { elicitation: {} } });
   client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
   await client.connect(transport);
@@ -67,14 +79,24 @@ async function servesLegacyClients(t: Test, url: string): Promise<void> {
   t.ok(tools.includes('echo') && tools.includes('counter'));
   t.equal(await call(a, 'echo', { text: 'héllo, old client' }), 'héllo, old client');
 
-  t.same([await call(a, 'counter'), await call(a, 'counter'), await call(a, 'counter')], ['1', '2', '3'], 'one upstream session for the whole legacy session');
+  t.same(
+    [await call(a, 'counter'), await call(a, 'counter'), await call(a, 'counter')],
+    ['1', '2', '3'],
+    'one upstream session for the whole legacy session',
+  );
   const b = await legacyClient(t, url);
   t.equal(await call(b, 'counter'), '1', "another legacy client's session is another upstream session");
   t.equal(await call(a, 'counter'), '4', 'and the first one goes on');
 
-  t.equal(await call(a, ELICIT), 'Hello, Ada!', "the server's elicitation went to the client over the call's stream and back");
+  t.equal(
+    await call(a, ELICIT),
+    'Hello, Ada!',
+    "the server's elicitation went to the client over the call's stream and back",
+  );
   const progress: number[] = [];
-  await a.client.callTool({ name: 'test_tool_with_progress', arguments: {} }, undefined, { onprogress: (p) => progress.push(p.progress) });
+  await a.client.callTool({ name: 'test_tool_with_progress', arguments: {} }, undefined, {
+    onprogress: (p) => progress.push(p.progress),
+  });
   t.same(progress, [0, 50, 100], 'progress reached the call');
 
   let changes = 0;
@@ -100,7 +122,13 @@ function killedAtEnd(t: Test, pid: number): void {
 function legacyPost(url: string, sessionId: string, principal: string): Promise<Response> {
   return fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25', [PRINCIPAL_HEADER]: principal },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': sessionId,
+      'mcp-protocol-version': '2025-11-25',
+      [PRINCIPAL_HEADER]: principal,
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
   });
 }
@@ -139,48 +167,93 @@ t.test('legacy_client-to-stdio_upstream: DELETE stops the child; ids belong to t
   t.equal(after.status, 404, 'the ended session is unknown: the client initializes again');
 });
 
-t.test('legacy_client-to-stdio_upstream: batches and bodies that are not JSON are refused, a request without session id is 400', async (t) => {
-  const causeway = await startCauseway(stdioSettings);
-  t.teardown(() => causeway.close());
-  const peer = await legacyClient(t, causeway.url);
-  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', [PRINCIPAL_HEADER]: 'alice' };
-  const batch = await fetch(causeway.url, {
-    method: 'POST',
-    headers: { ...headers, 'mcp-session-id': peer.transport.sessionId! },
-    body: JSON.stringify([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }]),
-  });
-  t.equal(batch.status, 400);
-  t.match(await batch.json(), { error: { code: -32600, message: /batches are not supported/ } });
-  const sessionless = await fetch(causeway.url, { method: 'POST', headers: { ...headers, 'mcp-protocol-version': '2025-11-25' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
-  t.equal(sessionless.status, 400);
-  t.match(await sessionless.json(), { error: { code: -32600, message: /Mcp-Session-Id is required/ } });
-  const garbled = await fetch(causeway.url, { method: 'POST', headers: { ...headers, 'mcp-session-id': peer.transport.sessionId! }, body: '{"jsonrpc": "2.0", "id": 1,' });
-  t.equal(garbled.status, 400, 'a body that is not JSON, on a session');
-  t.match(await garbled.json(), { error: { code: -32700 } });
-  t.ok((await peer.client.listTools()).tools.length > 0, 'and the session serves on');
-});
+t.test(
+  'legacy_client-to-stdio_upstream: batches and bodies that are ' +
+    'not JSON are refused, a request without session id is 400',
+  async (t) => {
+    const causeway = await startCauseway(stdioSettings);
+    t.teardown(() => causeway.close());
+    const peer = await legacyClient(t, causeway.url);
+    const headers = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      [PRINCIPAL_HEADER]: 'alice',
+    };
+    const batch = await fetch(causeway.url, {
+      method: 'POST',
+      headers: { ...headers, 'mcp-session-id': peer.transport.sessionId! },
+      body: JSON.stringify([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }]),
+    });
+    t.equal(batch.status, 400);
+    t.match(await batch.json(), { error: { code: -32600, message: /batches are not supported/ } });
+    const sessionless = await fetch(causeway.url, {
+      method: 'POST',
+      headers: { ...headers, 'mcp-protocol-version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    t.equal(sessionless.status, 400);
+    t.match(await sessionless.json(), { error: { code: -32600, message: /Mcp-Session-Id is required/ } });
+    const garbled = await fetch(causeway.url, {
+      method: 'POST',
+      headers: { ...headers, 'mcp-session-id': peer.transport.sessionId! },
+      body: '{"jsonrpc": "2.0", "id": 1,',
+    });
+    t.equal(garbled.status, 400, 'a body that is not JSON, on a session');
+    t.match(await garbled.json(), { error: { code: -32700 } });
+    t.ok((await peer.client.listTools()).tools.length > 0, 'and the session serves on');
+  },
+);
 
-t.test('legacy_client-to-stdio_upstream: JSON answers without SSE in Accept; a session unused for store.idleTtlMs is ended', async (t) => {
-  const causeway = await startCauseway({ ...stdioSettings, 'store.idleTtlMs': 1000 });
-  t.teardown(() => causeway.close());
-  const headers = { 'content-type': 'application/json', accept: 'application/json', [PRINCIPAL_HEADER]: 'alice' };
-  const rpc = (body: object, sessionId?: string) =>
-    fetch(causeway.url, { method: 'POST', headers: sessionId === undefined ? headers : { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' }, body: JSON.stringify(body) });
-  const init = await rpc({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
-  t.equal(init.status, 200);
-  t.match(await init.json(), { jsonrpc: '2.0', id: 'init', result: { protocolVersion: '2025-11-25', serverInfo: { name: 'causeway-legacy-fixture' } } });
-  const sessionId = init.headers.get('mcp-session-id')!;
-  t.equal((await rpc({ jsonrpc: '2.0', method: 'notifications/initialized' }, sessionId)).status, 202);
-  const stats = await rpc({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'fixture_stats', arguments: {} } }, sessionId);
-  t.equal(stats.headers.get('content-type'), 'application/json');
-  const body = (await stats.json()) as { id: number; result: { content: Array<{ text: string }> } };
-  t.equal(body.id, 2, "the client's own id");
-  const { pid, stats: counts } = JSON.parse(body.result.content[0]!.text) as { pid: number; stats: { initializeCount: number } };
-  killedAtEnd(t, pid);
-  t.equal(counts.initializeCount, 1, 'one initialize upstream: the client\'s own');
-  t.ok(await until(() => !alive(pid), { what: 'the idle child to stop', everyMs: 50 }), 'the idle session was ended with its child');
-  t.equal((await rpc({ jsonrpc: '2.0', id: 3, method: 'tools/list' }, sessionId)).status, 404, 'and is unknown now');
-});
+t.test(
+  'legacy_client-to-stdio_upstream: JSON answers without SSE ' +
+    'in Accept; a session unused for store.idleTtlMs is ended',
+  async (t) => {
+    const causeway = await startCauseway({ ...stdioSettings, 'store.idleTtlMs': 1000 });
+    t.teardown(() => causeway.close());
+    const headers = { 'content-type': 'application/json', accept: 'application/json', [PRINCIPAL_HEADER]: 'alice' };
+    const rpc = (body: object, sessionId?: string) =>
+      fetch(causeway.url, {
+        method: 'POST',
+        headers:
+          sessionId === undefined
+            ? headers
+            : { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
+        body: JSON.stringify(body),
+      });
+    const init = await rpc({
+      jsonrpc: '2.0',
+      id: 'init',
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    t.equal(init.status, 200);
+    t.match(await init.json(), {
+      jsonrpc: '2.0',
+      id: 'init',
+      result: { protocolVersion: '2025-11-25', serverInfo: { name: 'causeway-legacy-fixture' } },
+    });
+    const sessionId = init.headers.get('mcp-session-id')!;
+    t.equal((await rpc({ jsonrpc: '2.0', method: 'notifications/initialized' }, sessionId)).status, 202);
+    const stats = await rpc(
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'fixture_stats', arguments: {} } },
+      sessionId,
+    );
+    t.equal(stats.headers.get('content-type'), 'application/json');
+    const body = (await stats.json()) as { id: number; result: { content: Array<{ text: string }> } };
+    t.equal(body.id, 2, "the client's own id");
+    const { pid, stats: counts } = JSON.parse(body.result.content[0]!.text) as {
+      pid: number;
+      stats: { initializeCount: number };
+    };
+    killedAtEnd(t, pid);
+    t.equal(counts.initializeCount, 1, "one initialize upstream: the client's own");
+    t.ok(
+      await until(() => !alive(pid), { what: 'the idle child to stop', everyMs: 50 }),
+      'the idle session was ended with its child',
+    );
+    t.equal((await rpc({ jsonrpc: '2.0', id: 3, method: 'tools/list' }, sessionId)).status, 404, 'and is unknown now');
+  },
+);
 
 t.test('legacy_client-to-sse_upstream: each legacy session its own HTTP+SSE connection', async (t) => {
   const upstream = await startLegacyServer({ transport: 'sse' });
@@ -193,5 +266,8 @@ t.test('legacy_client-to-sse_upstream: each legacy session its own HTTP+SSE conn
   const peer = await legacyClient(t, causeway.url);
   const open = upstream.stats().sessionsOpen;
   await peer.transport.terminateSession();
-  t.ok(await until(() => upstream.stats().sessionsOpen === open - 1, { what: 'the session to close upstream' }), "DELETE closed the session's connection");
+  t.ok(
+    await until(() => upstream.stats().sessionsOpen === open - 1, { what: 'the session to close upstream' }),
+    "DELETE closed the session's connection",
+  );
 });

@@ -38,7 +38,11 @@ const as = await startAuthorizationServer(t, {
 });
 const causeway = await startCauseway({
   ...jwtFace(as, port, `${origin}/json`),
-  'auth.rules': JSON.stringify({ '*': ['mcp'], 'tools/call test_*': ['mcp:admin'], 'resources/read test://template/*': ['mcp:admin'] }),
+  'auth.rules': JSON.stringify({
+    '*': ['mcp'],
+    'tools/call test_*': ['mcp:admin'],
+    'resources/read test://template/*': ['mcp:admin'],
+  }),
   upstreams: JSON.stringify({
     json: { url: servers.json.url },
     sse: { url: servers.sse.url },
@@ -67,7 +71,10 @@ async function legacyClient(path: string, scope: string): Promise<Peer> {
     if (method !== undefined) answeredAs.set(method, (res.headers.get('content-type') ?? '').split(';')[0]!);
     return res;
   };
-  const transport = new StreamableHTTPClientTransport(new URL(path, origin), { requestInit: { headers: { authorization: `Bearer ${token}` } }, fetch: tap });
+  const transport = new StreamableHTTPClientTransport(new URL(path, origin), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+    fetch: tap,
+  });
   const client = new Client({ name: 'legacy-lists', version: '1.0.0' });
   const logs: unknown[] = [];
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params.data));
@@ -77,7 +84,8 @@ async function legacyClient(path: string, scope: string): Promise<Peer> {
 }
 
 const toolNames = async (peer: Peer) => (await peer.client.listTools()).tools.map((x) => x.name);
-const templates = async (peer: Peer) => (await peer.client.listResourceTemplates()).resourceTemplates.map((x) => x.uriTemplate);
+const templates = async (peer: Peer) =>
+  (await peer.client.listResourceTemplates()).resourceTemplates.map((x) => x.uriTemplate);
 
 for (const [path, answer] of [
   ['/json', 'application/json'],
@@ -89,10 +97,19 @@ for (const [path, answer] of [
     const plain = await legacyClient(path, 'mcp');
     const names = await toolNames(plain);
     t.ok(names.includes('echo'), 'a tool it may call is listed');
-    t.same(names.filter((n) => n.startsWith('test_')), [], 'no tool it may not call');
+    t.same(
+      names.filter((n) => n.startsWith('test_')),
+      [],
+      'no tool it may not call',
+    );
     t.same(await templates(plain), [], 'no template whose reads it is refused');
-    if (answer !== undefined) t.equal(plain.answeredAs.get('tools/list'), answer, `the upstream's answer was ${answer}`);
-    await t.rejects(plain.client.callTool({ name: 'test_simple_text', arguments: {} }), { code: 403 }, 'and a call of one it was not shown is refused');
+    if (answer !== undefined)
+      t.equal(plain.answeredAs.get('tools/list'), answer, `the upstream's answer was ${answer}`);
+    await t.rejects(
+      plain.client.callTool({ name: 'test_simple_text', arguments: {} }),
+      { code: 403 },
+      'and a call of one it was not shown is refused',
+    );
 
     const admin = await legacyClient(path, 'mcp mcp:admin');
     t.ok((await toolNames(admin)).includes('test_simple_text'), 'a token with the scope sees it');
@@ -110,11 +127,19 @@ t.test('/sse: the notifications on a filtered list stream reach the client', asy
 for (const path of ['/big-json', '/big-sse']) {
   t.test(`${path}: a list past maxResponseBytes is an error, not the list unfiltered`, async (t) => {
     const plain = await legacyClient(path, 'mcp');
-    await t.rejects(plain.client.listTools(), path === '/big-json' ? { code: 502, message: /Upstream response exceeds 16384 bytes/ } : { code: -32603, message: /larger than 16384 bytes/ });
+    await t.rejects(
+      plain.client.listTools(),
+      path === '/big-json'
+        ? { code: 502, message: /Upstream response exceeds 16384 bytes/ }
+        : { code: -32603, message: /larger than 16384 bytes/ },
+    );
     t.same(await templates(plain), [], 'a list within it is filtered still');
     const admin = await legacyClient(path, 'mcp mcp:admin');
     const names = await toolNames(admin);
-    t.ok(names.includes('test_simple_text') && names.includes('tool_0300'), 'nothing to hide: the whole answer passes, unread and unbounded');
+    t.ok(
+      names.includes('test_simple_text') && names.includes('tool_0300'),
+      'nothing to hide: the whole answer passes, unread and unbounded',
+    );
   });
 }
 
@@ -122,9 +147,17 @@ t.test('a legacy initialize without a token: 401 naming the scope every request 
   const res = await fetch(`${origin}/json`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    }),
   });
   await res.body?.cancel();
   t.equal(res.status, 401);
-  t.match(res.headers.get('www-authenticate'), /^Bearer scope="mcp", resource_metadata="[^"]+", DPoP scope="mcp", algs=/);
+  t.match(
+    res.headers.get('www-authenticate'),
+    /^Bearer scope="mcp", resource_metadata="[^"]+", DPoP scope="mcp", algs=/,
+  );
 });

@@ -3,9 +3,9 @@
 // the session has exactly one upstream GET stream however many replicas listen, resources/
 // subscribe is counted across replicas, and when the stream holder is killed the other listening
 // replica takes the stream over. With upstream.standingStream=always the stream is held whether
-// or not anyone listens (asks outside a call come on it), so it outlives the last listener. Two in-process replicas in front of an upstream that sends its
-// changes on call streams show the same for call streams, and that a replica with no listener
-// drops its stale tool catalog too. All replicas are child processes.
+// or not anyone listens (asks outside a call come on it), so it outlives the last listener. Two in-process replicas in
+// front of an upstream that sends its changes on call streams show the same for call streams, and that a replica with
+// no listener drops its stale tool catalog too. All replicas are child processes.
 
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
@@ -83,13 +83,25 @@ t.test('modern_client-to-legacy_upstream-listen-on-one-replica-change-seen-by-an
   t.equal(stat().getStreamsOpen, 1, 'one upstream GET stream for the session, though two replicas listen');
 
   await trigger(b.url, 'test_trigger_tool_change');
-  t.same(await onA.next(), tagged('notifications/tools/list_changed', 'on-a'), 'a change caused through B reaches the listener on A');
-  t.same(await onB.next(), tagged('notifications/tools/list_changed', 'on-b'), 'and the one on B, from the other replica’s stream');
+  t.same(
+    await onA.next(),
+    tagged('notifications/tools/list_changed', 'on-a'),
+    'a change caused through B reaches the listener on A',
+  );
+  t.same(
+    await onB.next(),
+    tagged('notifications/tools/list_changed', 'on-b'),
+    'and the one on B, from the other replica’s stream',
+  );
 
   await trigger(a.url, 'test_trigger_prompt_change');
   t.same(await onB.next(), tagged('notifications/prompts/list_changed', 'on-b'));
   await trigger(b.url, 'test_trigger_tool_change');
-  t.same(await onA.next(), tagged('notifications/tools/list_changed', 'on-a'), 'the prompts change was filtered out on A');
+  t.same(
+    await onA.next(),
+    tagged('notifications/tools/list_changed', 'on-a'),
+    'the prompts change was filtered out on A',
+  );
   t.same(await onB.next(), tagged('notifications/tools/list_changed', 'on-b'));
 
   await sleep(600); // negative check: no second GET stream is opened
@@ -115,7 +127,11 @@ t.test('modern_client-to-legacy_upstream-listen-resource-subscriptions-counted-a
     [onA, 'res-a'],
     [onB, 'res-b'],
   ] as const) {
-    t.same(await l.next(), { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { _meta: { [SID]: id }, uri: WATCHED } });
+    t.same(await l.next(), {
+      jsonrpc: '2.0',
+      method: 'notifications/resources/updated',
+      params: { _meta: { [SID]: id }, uri: WATCHED },
+    });
   }
 
   onA.close();
@@ -147,13 +163,22 @@ t.test('modern_client-to-legacy_upstream-listen-holder-killed-another-replica-ta
   const killed = Date.now();
   // Waited for as long as it takes (A lapses after 3 s); what matters is who opened the stream and why.
   // B's log line reaches this process a moment after the fixture counts the stream: wait for both.
-  await until(() => stat().getStreamsOpened - opened === 1 && stat().getStreamsOpen === 1 && takeovers() > takenBefore, { what: 'B holds a new GET stream', timeoutMs: 60_000 });
+  await until(
+    () => stat().getStreamsOpened - opened === 1 && stat().getStreamsOpen === 1 && takeovers() > takenBefore,
+    { what: 'B holds a new GET stream', timeoutMs: 60_000 },
+  );
   t.comment(`B took the stream over ${Date.now() - killed} ms after the kill`);
   t.equal(takeovers() - takenBefore, 1, 'B took the stream over once it heard A had lapsed');
   // A had held the stream since the first test and shared where it was: B resumes from there.
-  await until(() => b.logs.some((l) => l.includes('resumed the GET stream of a listened session where its last holder left it')), { what: 'B says it resumed' });
+  await until(
+    () => b.logs.some((l) => l.includes('resumed the GET stream of a listened session where its last holder left it')),
+    { what: 'B says it resumed' },
+  );
   const gap = await drain(onB);
-  t.notOk(gap.includes('notifications/tools/list_changed'), `nothing was missed, so nothing is over-notified (${gap.join(', ')})`);
+  t.notOk(
+    gap.includes('notifications/tools/list_changed'),
+    `nothing was missed, so nothing is over-notified (${gap.join(', ')})`,
+  );
 
   await trigger(b.url, 'test_trigger_tool_change');
   t.same(await onB.next(), tagged('notifications/tools/list_changed', 'kill-b'), 'changes keep flowing to B');
@@ -162,7 +187,9 @@ t.test('modern_client-to-legacy_upstream-listen-holder-killed-another-replica-ta
   t.equal(count('resources/subscribe') - subscribes, 1, 'no re-subscribe needed: the upstream session is the same');
 
   onB.close();
-  await until(() => count('resources/unsubscribe') - unsubscribes === 1, { what: 'the dead replica’s count was discounted and the URI released' });
+  await until(() => count('resources/unsubscribe') - unsubscribes === 1, {
+    what: 'the dead replica’s count was discounted and the URI released',
+  });
   await sleep(400); // negative check: B does not let the stream go with its last listener
   t.equal(stat().getStreamsOpen, 1, 'B still holds the stream, for asks outside a call');
 });
@@ -196,6 +223,10 @@ t.test('modern_client-to-legacy_upstream-listen-call-stream-changes-and-stale-ca
   const onD = await rawListen(t, d.url, 'calls-d', { toolsListChanged: true });
   t.same(await acknowledged(t, onD), { toolsListChanged: true });
   await trigger(c.url, 'flip');
-  t.same(await onD.next(), tagged('notifications/tools/list_changed', 'calls-d'), 'a change on a call stream on C reaches the listener on D');
+  t.same(
+    await onD.next(),
+    tagged('notifications/tools/list_changed', 'calls-d'),
+    'a change on a call stream on C reaches the listener on D',
+  );
   onD.close();
 });

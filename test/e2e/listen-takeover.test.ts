@@ -27,7 +27,8 @@ async function trigger(url: string, tool: string): Promise<void> {
   if (res.status !== 200) throw new Error(`${tool} answered HTTP ${res.status}: ${res.text}`);
 }
 
-const listen = (t: Test, url: string, id: string, notifications: Record<string, unknown>) => rawListen(t, url, id, notifications, { silenceMs: 10_000 });
+const listen = (t: Test, url: string, id: string, notifications: Record<string, unknown>) =>
+  rawListen(t, url, id, notifications, { silenceMs: 10_000 });
 
 /** Methods read until `quietMs` pass with nothing. */
 async function drain(next: (ms: number) => Promise<any | undefined>, quietMs: number): Promise<string[]> {
@@ -60,11 +61,20 @@ t.test('modern_client-to-legacy_upstream-listen-holder-killed-takeover-resumes-w
     'admin.port': -1,
   };
   const [a, b] = await Promise.all([spawnCauseway(settings, { t }), spawnCauseway(settings, { t })]);
-  const kinds = { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true, resourceSubscriptions: [WATCHED] };
+  const kinds = {
+    toolsListChanged: true,
+    promptsListChanged: true,
+    resourcesListChanged: true,
+    resourceSubscriptions: [WATCHED],
+  };
 
   const onA = await listen(t, a.url, 'on-a', kinds);
   t.equal(onA.status, 200);
-  t.equal((await onA.next())?.method, 'notifications/subscriptions/acknowledged', 'A listens first, so A holds the GET stream');
+  t.equal(
+    (await onA.next())?.method,
+    'notifications/subscriptions/acknowledged',
+    'A listens first, so A holds the GET stream',
+  );
   const onB = await listen(t, b.url, 'on-b', kinds);
   t.equal(onB.status, 200);
   t.equal((await onB.next())?.method, 'notifications/subscriptions/acknowledged');
@@ -110,7 +120,10 @@ t.test('modern_client-to-legacy_upstream-listen-holder-killed-takeover-resumes-w
   t.equal(n('notifications/resources/updated'), 1, 'the resource update');
   t.equal(n('notifications/resources/list_changed'), 0, 'no over-notifying: the resume replayed what was missed');
   t.equal(seen.length, 4, 'nothing else');
-  t.ok(b.logs.some((l) => l.includes('resumed the GET stream')), 'B resumed with Last-Event-ID');
+  t.ok(
+    b.logs.some((l) => l.includes('resumed the GET stream')),
+    'B resumed with Last-Event-ID',
+  );
 
   const after = await upstream.stats();
   t.equal(after.getStreamsOpen, 1, 'B holds the one GET stream');

@@ -17,7 +17,11 @@ const WATCHED = 'test://watched-resource';
 const SID = 'io.modelcontextprotocol/subscriptionId';
 
 const upstream = await startLegacyServer();
-const causeway = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn', 'subscriptions.keepAliveMs': 150 });
+const causeway = await startCauseway({
+  'upstream.url': upstream.url,
+  'log.level': 'warn',
+  'subscriptions.keepAliveMs': 150,
+});
 t.teardown(async () => {
   await causeway.close();
   await upstream.close();
@@ -30,7 +34,10 @@ interface Seen {
 }
 
 async function modernClient(t: Test, url = causeway.url): Promise<Client & { seen: Seen }> {
-  const client = new Client({ name: 'listen-e2e', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} });
+  const client = new Client(
+    { name: 'listen-e2e', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
+  );
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   const seen: Seen = { tools: 0, prompts: 0, updated: [] };
   client.setNotificationHandler('notifications/tools/list_changed', () => void (seen.tools += 1));
@@ -55,7 +62,12 @@ async function trigger(url: string, tool: string): Promise<void> {
 }
 
 /** A listen request read event by event off the raw SSE stream. */
-async function rawListen(url: string, id: string | number, notifications: Record<string, unknown>, extraHeaders: Record<string, string> = {}) {
+async function rawListen(
+  url: string,
+  id: string | number,
+  notifications: Record<string, unknown>,
+  extraHeaders: Record<string, string> = {},
+) {
   const abort = new AbortController();
   const res = await fetch(url, {
     method: 'POST',
@@ -87,13 +99,19 @@ t.test('modern_client-to-legacy_upstream-listen-list-changed-filtered', async (t
   const promptsOnly = await modernClient(t);
   const a = await both.listen({ toolsListChanged: true, promptsListChanged: true });
   const b = await promptsOnly.listen({ promptsListChanged: true });
-  t.same(a.honoredFilter, { toolsListChanged: true, promptsListChanged: true }, 'the fixture declares both listChanged');
+  t.same(
+    a.honoredFilter,
+    { toolsListChanged: true, promptsListChanged: true },
+    'the fixture declares both listChanged',
+  );
   t.same(b.honoredFilter, { promptsListChanged: true });
 
   await both.callTool({ name: 'test_trigger_tool_change', arguments: {} });
   await until(() => both.seen.tools === 1, { what: 'tools/list_changed' });
   await both.callTool({ name: 'test_trigger_prompt_change', arguments: {} });
-  await until(() => both.seen.prompts === 1 && promptsOnly.seen.prompts === 1, { what: 'prompts/list_changed on both streams' });
+  await until(() => both.seen.prompts === 1 && promptsOnly.seen.prompts === 1, {
+    what: 'prompts/list_changed on both streams',
+  });
   // One upstream stream feeds both in order: had the tools change been let through to b, it would have come first.
   t.equal(promptsOnly.seen.tools, 0, 'a stream that did not opt in gets no tools/list_changed');
   t.equal(both.seen.tools, 1, 'each change once');
@@ -143,13 +161,19 @@ t.test('modern_client-to-legacy_upstream-listen-disconnect-unsubscribes-after-la
   t.equal(count(upstream, 'resources/unsubscribe'), unsubscribes, 'still held by the other listener');
 
   await b.close();
-  await until(() => count(upstream, 'resources/unsubscribe') === unsubscribes + 1, { what: 'resources/unsubscribe upstream' });
+  await until(() => count(upstream, 'resources/unsubscribe') === unsubscribes + 1, {
+    what: 'resources/unsubscribe upstream',
+  });
   await new Promise((r) => setTimeout(r, 200)); // negative check: no second unsubscribe follows
   t.equal(count(upstream, 'resources/unsubscribe'), unsubscribes + 1, 'exactly once');
 });
 
 t.test('modern_client-to-legacy_upstream-listen-wire-shape', async (t) => {
-  const numeric = await rawListen(causeway.url, 7, { toolsListChanged: true, resourcesListChanged: false, resourceSubscriptions: [] });
+  const numeric = await rawListen(causeway.url, 7, {
+    toolsListChanged: true,
+    resourcesListChanged: false,
+    resourceSubscriptions: [],
+  });
   t.equal(numeric.status, 200);
   t.match(numeric.contentType, /^text\/event-stream/);
   t.same(
@@ -165,8 +189,16 @@ t.test('modern_client-to-legacy_upstream-listen-wire-shape', async (t) => {
   t.same((await named.next())?.params?._meta, { [SID]: 'sub-a' }, 'a string id stays a string');
 
   await trigger(causeway.url, 'test_trigger_tool_change');
-  t.same(await numeric.next(), { jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { [SID]: 7 } } });
-  t.same(await named.next(), { jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { [SID]: 'sub-a' } } });
+  t.same(await numeric.next(), {
+    jsonrpc: '2.0',
+    method: 'notifications/tools/list_changed',
+    params: { _meta: { [SID]: 7 } },
+  });
+  t.same(await named.next(), {
+    jsonrpc: '2.0',
+    method: 'notifications/tools/list_changed',
+    params: { _meta: { [SID]: 'sub-a' } },
+  });
   // Keep-alives every 150 ms come from a timer in this process, due before this one.
   await new Promise((r) => setTimeout(r, 400)); // lower bound: a keep-alive or two between events
   await trigger(causeway.url, 'test_trigger_prompt_change');
@@ -178,7 +210,11 @@ t.test('modern_client-to-legacy_upstream-listen-wire-shape', async (t) => {
 });
 
 t.test('modern_client-to-causeway-listen-rejections', async (t) => {
-  const missing = await post(causeway.url, modernBody('subscriptions/listen', {}, 1), modernHeaders('subscriptions/listen'));
+  const missing = await post(
+    causeway.url,
+    modernBody('subscriptions/listen', {}, 1),
+    modernHeaders('subscriptions/listen'),
+  );
   assertRpcError(t, missing, { status: 400, code: -32602, id: 1 });
   const tasks = await post(
     causeway.url,
@@ -206,11 +242,21 @@ t.test('modern_client-to-causeway-listen-bounds', async (t) => {
   const as = (p: string) => ({ 'x-causeway-principal': p });
   const a1 = await rawListen(bounded.url, 1, { toolsListChanged: true }, as('alice'));
   t.equal((await a1.next())?.method, 'notifications/subscriptions/acknowledged');
-  const a2 = await post(bounded.url, modernBody('subscriptions/listen', { notifications: {} }, 2), { ...modernHeaders('subscriptions/listen'), ...as('alice') });
+  const a2 = await post(bounded.url, modernBody('subscriptions/listen', { notifications: {} }, 2), {
+    ...modernHeaders('subscriptions/listen'),
+    ...as('alice'),
+  });
   assertRpcError(t, a2, { status: 503, code: -32603, id: 2 });
   const b1 = await rawListen(bounded.url, 3, {}, as('bob'));
-  t.equal((await b1.next())?.method, 'notifications/subscriptions/acknowledged', 'another principal has its own allowance');
-  const c1 = await post(bounded.url, modernBody('subscriptions/listen', { notifications: {} }, 4), { ...modernHeaders('subscriptions/listen'), ...as('carol') });
+  t.equal(
+    (await b1.next())?.method,
+    'notifications/subscriptions/acknowledged',
+    'another principal has its own allowance',
+  );
+  const c1 = await post(bounded.url, modernBody('subscriptions/listen', { notifications: {} }, 4), {
+    ...modernHeaders('subscriptions/listen'),
+    ...as('carol'),
+  });
   assertRpcError(t, c1, { status: 503, code: -32603, id: 4 });
 
   a1.close();
@@ -230,7 +276,11 @@ t.test('modern_client-to-causeway-listen-bounds', async (t) => {
 t.test('modern_client-to-legacy_upstream-listen-graceful-end-on-drain', async (t) => {
   // A drain timeout no test reaches: a drain held by the listen streams never ends (the test
   // times out), and streams cut at the timeout would not see the closing result anyway.
-  const draining = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn', 'drain.timeoutMs': 600_000 });
+  const draining = await startCauseway({
+    'upstream.url': upstream.url,
+    'log.level': 'warn',
+    'drain.timeoutMs': 600_000,
+  });
   let closed = false;
   t.teardown(() => (closed ? undefined : draining.close()));
   const client = await modernClient(t, draining.url);

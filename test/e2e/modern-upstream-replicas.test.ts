@@ -54,7 +54,10 @@ t.test('a legacy session across two replicas: POSTs, GET stream and answers on d
   const [a, b] = await twoReplicas(t, upstream.url);
   const { fetchVia, seen } = spread([a.url!, b.url!]);
   const client = new LegacyClient({ name: 'spread', version: '1.0.0' }, { capabilities: { elicitation: {} } });
-  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada', user_name: 'Ada' } }));
+  client.setRequestHandler(ElicitRequestSchema, async () => ({
+    action: 'accept',
+    content: { name: 'Ada', user_name: 'Ada' },
+  }));
   const updated: string[] = [];
   client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updated.push(n.params.uri));
   await client.connect(new LegacyTransport(new URL(a.url!), { fetch: fetchVia }));
@@ -65,9 +68,16 @@ t.test('a legacy session across two replicas: POSTs, GET stream and answers on d
 
   for (let i = 0; i < 3; i++) {
     const result = await client.callTool({ name: 'test_input_required_result_elicitation', arguments: {} });
-    t.match(JSON.stringify(result.content), /Ada/, `round ${i + 1}: the answer, POSTed to whichever replica, reached the call`);
+    t.match(
+      JSON.stringify(result.content),
+      /Ada/,
+      `round ${i + 1}: the answer, POSTed to whichever replica, reached the call`,
+    );
   }
-  t.ok(seen.some((s) => s.startsWith(`POST ${a.url}`)) && seen.some((s) => s.startsWith(`POST ${b.url}`)), 'POSTs went to both replicas');
+  t.ok(
+    seen.some((s) => s.startsWith(`POST ${a.url}`)) && seen.some((s) => s.startsWith(`POST ${b.url}`)),
+    'POSTs went to both replicas',
+  );
 
   await client.subscribeResource({ uri: 'test://watched-resource' });
   await until(() => seen.some((s) => s.startsWith('GET')), { what: 'the GET stream opened on the second replica' });
@@ -102,7 +112,10 @@ t.test('an upstream restarted from legacy to modern on the same port keeps servi
     }
   };
   const modernCall = async (url: string) => {
-    const client = new Client({ name: 'modern', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} });
+    const client = new Client(
+      { name: 'modern', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
+    );
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     try {
       return await client.callTool({ name: 'test_simple_text', arguments: {} });
@@ -124,7 +137,11 @@ t.test('an upstream restarted from legacy to modern on the same port keeps servi
   const legacyAfter = await until(() => legacyCall(a.url!), { what: 'a legacy client served after the upgrade' });
   t.match(legacyAfter.content, [{ type: 'text' }], 'legacy client, modern upstream, first on its replica');
   t.match((await modernCall(a.url!)).content, [{ type: 'text' }], 'modern client, modern upstream');
-  t.match((await modernCall(b.url!)).content, [{ type: 'text' }], 'modern client, modern upstream, first on its replica');
+  t.match(
+    (await modernCall(b.url!)).content,
+    [{ type: 'text' }],
+    'modern client, modern upstream, first on its replica',
+  );
   t.match((await legacyCall(b.url!)).content, [{ type: 'text' }], 'legacy client, modern upstream');
   t.ok((modern.stats().requestsByMethod['tools/call'] ?? 0) >= 4, 'the calls reached the modern server');
 
@@ -135,5 +152,9 @@ t.test('an upstream restarted from legacy to modern on the same port keeps servi
   t.match((await modernCall(a.url!)).content, [{ type: 'text' }], 'modern client, rolled-back upstream');
   const rolledBack = await until(() => legacyCall(b.url!), { what: 'a legacy client served after the rollback' });
   t.match(rolledBack.content, [{ type: 'text' }], 'legacy client, rolled-back upstream');
-  t.match((await modernCall(b.url!)).content, [{ type: 'text' }], 'modern client, rolled-back upstream, its other replica');
+  t.match(
+    (await modernCall(b.url!)).content,
+    [{ type: 'text' }],
+    'modern client, rolled-back upstream, its other replica',
+  );
 });

@@ -78,17 +78,23 @@ function recordingFetch(seen: Seen[]): (url: string | URL, init?: RequestInit) =
 }
 
 function newClient(): Client {
-  return new Client({ name: 'oauth-e2e', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} });
+  return new Client(
+    { name: 'oauth-e2e', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
+  );
 }
 
 async function connect(t: Test, provider: OAuthClientProvider, seen: Seen[], url = causeway.url): Promise<Client> {
   const client = newClient();
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { authProvider: provider, fetch: recordingFetch(seen) }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), { authProvider: provider, fetch: recordingFetch(seen) }),
+  );
   t.teardown(() => client.close());
   return client;
 }
 
-const claims = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
+const claims = (jwt: string) =>
+  JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
 
 /** The discovery the client made before its first token: challenge, then both metadata documents. */
 function assertDiscovery(t: Test, seen: Seen[]): void {
@@ -129,13 +135,21 @@ t.beforeEach(() => upstream.resetStats());
 
 t.test('client credentials: from the 401 to a tool call', async (t) => {
   const seen: Seen[] = [];
-  const provider = new ClientCredentialsProvider({ clientId: 'machine', clientSecret: as.secret('machine'), expectedIssuer: as.issuer });
+  const provider = new ClientCredentialsProvider({
+    clientId: 'machine',
+    clientSecret: as.secret('machine'),
+    expectedIssuer: as.issuer,
+  });
   const client = await connect(t, provider, seen);
   assertDiscovery(t, seen);
   t.equal(as.issued('client_credentials', 'machine'), 1, 'one token issued');
   const token = provider.tokens()!.access_token;
   t.same([claims(token).aud, claims(token).sub], [resource, 'machine'], 'for this resource, as the client');
-  t.same((await client.callTool({ name: 'echo', arguments: { text: 'cc' } })).content, [{ type: 'text', text: 'cc' }], 'the tool call is answered');
+  t.same(
+    (await client.callTool({ name: 'echo', arguments: { text: 'cc' } })).content,
+    [{ type: 'text', text: 'cc' }],
+    'the tool call is answered',
+  );
   assertBearer(t, seen, token);
   assertUpstreamClean(t);
 });
@@ -155,7 +169,12 @@ class BrowserLoginProvider implements OAuthClientProvider {
     return REDIRECT_URI;
   }
   get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'oauth-e2e', redirect_uris: [REDIRECT_URI], grant_types: ['authorization_code'], token_endpoint_auth_method: 'none' };
+    return {
+      client_name: 'oauth-e2e',
+      redirect_uris: [REDIRECT_URI],
+      grant_types: ['authorization_code'],
+      token_endpoint_auth_method: 'none',
+    };
   }
   clientInformation(): StoredOAuthClientInformation {
     return this.info;
@@ -197,15 +216,27 @@ t.test('authorization code with PKCE: a scripted login, finishAuth, then a tool 
     prompts.push(...done.prompts);
     return done;
   });
-  const transport = new StreamableHTTPClientTransport(new URL(causeway.url), { authProvider: provider, fetch: recordingFetch(seen) });
+  const transport = new StreamableHTTPClientTransport(new URL(causeway.url), {
+    authProvider: provider,
+    fetch: recordingFetch(seen),
+  });
   const first = newClient();
   t.teardown(() => first.close());
   await t.rejects(first.connect(transport), UnauthorizedError, 'the first connect stops for the login');
   t.equal(pages.length, 1, 'the client sent its user to log in once');
   const asked = new URL(pages[0]!);
-  t.equal(`${asked.origin}${asked.pathname}`, `${as.issuer}/auth`, "at the authorization server's authorization endpoint");
+  t.equal(
+    `${asked.origin}${asked.pathname}`,
+    `${as.issuer}/auth`,
+    "at the authorization server's authorization endpoint",
+  );
   t.same(
-    [asked.searchParams.get('response_type'), asked.searchParams.get('client_id'), asked.searchParams.get('resource'), asked.searchParams.get('code_challenge_method')],
+    [
+      asked.searchParams.get('response_type'),
+      asked.searchParams.get('client_id'),
+      asked.searchParams.get('resource'),
+      asked.searchParams.get('code_challenge_method'),
+    ],
     ['code', 'desktop-app', resource, 'S256'],
     'for a code for this resource, with an S256 challenge',
   );
@@ -219,18 +250,35 @@ t.test('authorization code with PKCE: a scripted login, finishAuth, then a tool 
   t.equal(grant.codeChallengeMethod, 'S256', 'by PKCE S256');
   t.equal(grant.codeChallenge, asked.searchParams.get('code_challenge'), 'the challenge is the one the client sent');
   t.ok(grant.codeVerifier, 'the token request carried a code_verifier');
-  t.equal(createHash('sha256').update(grant.codeVerifier ?? '').digest('base64url'), grant.codeChallenge, 'whose S256 is the challenge');
+  t.equal(
+    createHash('sha256')
+      .update(grant.codeVerifier ?? '')
+      .digest('base64url'),
+    grant.codeChallenge,
+    'whose S256 is the challenge',
+  );
   const token = provider.tokens()!.access_token;
-  t.same([claims(token).aud, claims(token).sub], [resource, 'frank'], 'the token is for this resource, as the user who logged in');
+  t.same(
+    [claims(token).aud, claims(token).sub],
+    [resource, 'frank'],
+    'the token is for this resource, as the user who logged in',
+  );
 
   const client = await connect(t, provider, seen);
   assertDiscovery(t, seen);
-  t.same((await client.callTool({ name: 'echo', arguments: { text: 'code' } })).content, [{ type: 'text', text: 'code' }], 'the tool call is answered');
+  t.same(
+    (await client.callTool({ name: 'echo', arguments: { text: 'code' } })).content,
+    [{ type: 'text', text: 'code' }],
+    'the tool call is answered',
+  );
   assertBearer(t, seen, token);
   assertUpstreamClean(t);
 });
 
-/** The SDK's client-credentials provider with a DPoP key: its token request carries a proof, and so does every request with the token. */
+/**
+ * The SDK's client-credentials provider with a DPoP key: its token request carries a proof, and so does every request
+ * with the token.
+ */
 class DpopClientCredentialsProvider extends ClientCredentialsProvider {
   readonly session = DpopSession.create();
   dpop(): Promise<DpopSession> {
@@ -240,7 +288,11 @@ class DpopClientCredentialsProvider extends ClientCredentialsProvider {
 
 t.test('DPoP: a bound token from the 401 on, every call with Authorization: DPoP and a fresh proof', async (t) => {
   const seen: Seen[] = [];
-  const provider = new DpopClientCredentialsProvider({ clientId: 'bound-machine', clientSecret: as.secret('bound-machine'), expectedIssuer: as.issuer });
+  const provider = new DpopClientCredentialsProvider({
+    clientId: 'bound-machine',
+    clientSecret: as.secret('bound-machine'),
+    expectedIssuer: as.issuer,
+  });
   const client = await connect(t, provider, seen);
   assertDiscovery(t, seen);
   const tokenRequest = seen.find((s) => s.url === `${as.issuer}/token`)!;
@@ -249,33 +301,58 @@ t.test('DPoP: a bound token from the 401 on, every call with Authorization: DPoP
   t.equal(tokens.token_type, 'DPoP', 'the authorization server issued a DPoP token');
   t.same(claims(tokens.access_token).cnf, { jkt: (await provider.session).thumbprint }, "bound to the client's key");
 
-  t.same((await client.callTool({ name: 'echo', arguments: { text: 'bound' } })).content, [{ type: 'text', text: 'bound' }], 'the tool call is answered');
+  t.same(
+    (await client.callTool({ name: 'echo', arguments: { text: 'bound' } })).content,
+    [{ type: 'text', text: 'bound' }],
+    'the tool call is answered',
+  );
   const served = seen.filter((s) => s.url === causeway.url && s.status === 200);
   t.ok(served.length >= 2, 'server/discover and the call were served');
   const ath = createHash('sha256').update(tokens.access_token).digest('base64url');
   for (const s of served) {
     t.equal(s.authorization, `DPoP ${tokens.access_token}`, `${s.mcpMethod}: the token under the DPoP scheme`);
     const proof = claims(s.dpop ?? '..');
-    t.same([proof.htm, proof.htu, proof.ath], ['POST', resource, ath], `${s.mcpMethod}: a proof for this request and this token`);
+    t.same(
+      [proof.htm, proof.htu, proof.ath],
+      ['POST', resource, ath],
+      `${s.mcpMethod}: a proof for this request and this token`,
+    );
   }
   const jtis = served.map((s) => claims(s.dpop!).jti);
   t.equal(new Set(jtis).size, jtis.length, 'a fresh proof for each request');
   assertUpstreamClean(t);
 });
 
-t.test('DPoP with server nonces: the client takes the nonce from the 401 use_dpop_nonce, and each proof carries one Causeway issued', async (t) => {
-  const strict = await startCauseway({ ...jwtFace(as, nonced.port, nonced.resource), 'upstream.url': upstream.url, 'auth.dpopNonces': 'true' });
-  t.teardown(() => strict.close());
-  const seen: Seen[] = [];
-  const provider = new DpopClientCredentialsProvider({ clientId: 'bound-machine', clientSecret: as.secret('bound-machine'), expectedIssuer: as.issuer });
-  const client = await connect(t, provider, seen, strict.url);
-  t.same((await client.callTool({ name: 'echo', arguments: { text: 'nonce' } })).content, [{ type: 'text', text: 'nonce' }], 'the tool call is answered');
-  const atCauseway = seen.filter((s) => s.url === strict.url && s.dpop !== null);
-  const asked = atCauseway.findIndex((s) => s.status === 401);
-  t.ok(asked >= 0 && atCauseway[asked]!.nonce, 'the first proof without a nonce got a 401 carrying one');
-  const issued = new Set(atCauseway.map((s) => s.nonce).filter((n) => n !== null));
-  const served = atCauseway.filter((s) => s.status === 200);
-  t.ok(served.length >= 2, 'server/discover and the call were served');
-  for (const s of served) t.ok(issued.has(claims(s.dpop!).nonce as string), `${s.mcpMethod}: its proof carried a nonce Causeway issued`);
-  assertUpstreamClean(t);
-});
+t.test(
+  'DPoP with server nonces: the client takes the nonce from the ' +
+    '401 use_dpop_nonce, and each proof carries one Causeway issued',
+  async (t) => {
+    const strict = await startCauseway({
+      ...jwtFace(as, nonced.port, nonced.resource),
+      'upstream.url': upstream.url,
+      'auth.dpopNonces': 'true',
+    });
+    t.teardown(() => strict.close());
+    const seen: Seen[] = [];
+    const provider = new DpopClientCredentialsProvider({
+      clientId: 'bound-machine',
+      clientSecret: as.secret('bound-machine'),
+      expectedIssuer: as.issuer,
+    });
+    const client = await connect(t, provider, seen, strict.url);
+    t.same(
+      (await client.callTool({ name: 'echo', arguments: { text: 'nonce' } })).content,
+      [{ type: 'text', text: 'nonce' }],
+      'the tool call is answered',
+    );
+    const atCauseway = seen.filter((s) => s.url === strict.url && s.dpop !== null);
+    const asked = atCauseway.findIndex((s) => s.status === 401);
+    t.ok(asked >= 0 && atCauseway[asked]!.nonce, 'the first proof without a nonce got a 401 carrying one');
+    const issued = new Set(atCauseway.map((s) => s.nonce).filter((n) => n !== null));
+    const served = atCauseway.filter((s) => s.status === 200);
+    t.ok(served.length >= 2, 'server/discover and the call were served');
+    for (const s of served)
+      t.ok(issued.has(claims(s.dpop!).nonce as string), `${s.mcpMethod}: its proof carried a nonce Causeway issued`);
+    assertUpstreamClean(t);
+  },
+);

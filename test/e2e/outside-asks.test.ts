@@ -22,7 +22,9 @@ const caps = { roots: {} };
 /** causeway_outside_asks_total of one outcome, from a replica's /metrics. */
 async function outsideAsks(adminUrl: string | undefined, outcome: string): Promise<number> {
   const text = await (await fetch(`${adminUrl}/metrics`)).text();
-  const line = new RegExp(`^causeway_outside_asks_total\\{upstream="[^"]+",outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text);
+  const line = new RegExp(`^causeway_outside_asks_total\\{upstream="[^"]+",outcome="${outcome}"\\} (\\d+)$`, 'm').exec(
+    text,
+  );
   return Number(line?.[1] ?? 0);
 }
 
@@ -49,13 +51,23 @@ async function streamable(t: Test): Promise<Upstream> {
 async function sse(t: Test): Promise<Upstream> {
   const upstream = await startLegacyServer({ transport: 'sse' });
   t.teardown(() => upstream.close());
-  return { settings: { 'upstream.transport': 'sse', 'upstream.url': upstream.url }, stats: async () => upstream.stats(), ready: async () => undefined };
+  return {
+    settings: { 'upstream.transport': 'sse', 'upstream.url': upstream.url },
+    stats: async () => upstream.stats(),
+    ready: async () => undefined,
+  };
 }
 
 async function stdio(): Promise<Upstream> {
   return {
-    settings: { 'upstream.transport': 'stdio', 'upstream.command': process.execPath, 'upstream.args': `${FIXTURE},--stdio` },
-    stats: async (url) => (JSON.parse(textOf(await callTool(url, 'fixture_stats', {}, { caps })) ?? '{}') as { stats: LegacyServerStats }).stats,
+    settings: {
+      'upstream.transport': 'stdio',
+      'upstream.command': process.execPath,
+      'upstream.args': `${FIXTURE},--stdio`,
+    },
+    stats: async (url) =>
+      (JSON.parse(textOf(await callTool(url, 'fixture_stats', {}, { caps })) ?? '{}') as { stats: LegacyServerStats })
+        .stats,
     ready: async () => undefined,
   };
 }
@@ -65,7 +77,11 @@ const UPSTREAMS: Record<string, (t: Test) => Promise<Upstream>> = { streamable_h
 for (const [name, make] of Object.entries(UPSTREAMS)) {
   t.test(`outside_asks-${name}_upstream`, async (t) => {
     const upstream = await make(t);
-    const causeway = await startCauseway({ ...upstream.settings, 'upstream.name': 'fixture', 'upstream.requestTimeoutMs': 3_600_000 });
+    const causeway = await startCauseway({
+      ...upstream.settings,
+      'upstream.name': 'fixture',
+      'upstream.requestTimeoutMs': 3_600_000,
+    });
     t.teardown(() => causeway.close());
     const url = causeway.url;
 
@@ -76,11 +92,20 @@ for (const [name, make] of Object.entries(UPSTREAMS)) {
       const list = await rpc(url, 'prompts/list', {}, { caps });
       t.equal(list.status, 200, 'a call that cannot ask is not taken for the ask');
       let answers: LegacyServerStats['outsideAnswers'] = [];
-      await until(async () => (answers = (await upstream.stats(url)).outsideAnswers).length > 0, { what: 'the answer to the outside ask' });
+      await until(async () => (answers = (await upstream.stats(url)).outsideAnswers).length > 0, {
+        what: 'the answer to the outside ask',
+      });
       t.equal(answers.length, 1);
       t.match(answers[0], { error: { code: -32601 } }, 'answered with an error');
       // On a channel the call in flight (prompts/list) is the one that refuses it, saying so.
-      t.match(answers[0], { error: { message: name === 'streamable_http' ? /No call in flight can take this request/ : /roots\/list is not available during prompts\/list/ } });
+      t.match(answers[0], {
+        error: {
+          message:
+            name === 'streamable_http'
+              ? /No call in flight can take this request/
+              : /roots\/list is not available during prompts\/list/,
+        },
+      });
     });
 
     await t.test('one call in flight: the ask is a round of that call', async (t) => {
@@ -93,7 +118,12 @@ for (const [name, make] of Object.entries(UPSTREAMS)) {
       t.equal(keys.length, 1);
       t.same(result.inputRequests[keys[0]!], { method: 'roots/list', params: {} });
       const answer = { [keys[0]!]: { roots: [{ uri: 'file:///work', name: 'work' }] } };
-      const done = await callTool(url, 'roots_outside', { inputResponses: answer, requestState: result.requestState }, { caps });
+      const done = await callTool(
+        url,
+        'roots_outside',
+        { inputResponses: answer, requestState: result.requestState },
+        { caps },
+      );
       t.equal(done.body.result?.resultType, 'complete');
       t.equal(textOf(done), 'roots=1; first=file:///work', "the tool got the client's answer");
     });
@@ -104,16 +134,24 @@ for (const [name, make] of Object.entries(UPSTREAMS)) {
         await upstream.ready();
         const before = (await upstream.stats(url)).toolCalls['slow'] ?? 0;
         const stop = new AbortController();
-        const slow = callTool(url, 'slow', { arguments: { ms: 3_600_000 } }, { caps, signal: stop.signal }).catch(() => undefined);
+        const slow = callTool(url, 'slow', { arguments: { ms: 3_600_000 } }, { caps, signal: stop.signal }).catch(
+          () => undefined,
+        );
         t.teardown(() => {
           stop.abort();
           return slow;
         });
-        await until(async () => ((await upstream.stats(url)).toolCalls['slow'] ?? 0) > before, { what: 'the slow call upstream' });
+        await until(async () => ((await upstream.stats(url)).toolCalls['slow'] ?? 0) > before, {
+          what: 'the slow call upstream',
+        });
         const r = await callTool(url, 'roots_outside', {}, { caps });
         t.not(r.body.result?.resultType, 'input_required', 'no round for either call');
         // The tool fails with the refusal it got (-32601, which a 2026 answer carries as 404).
-        t.match(r.body.error, { code: -32601, message: /No call in flight can take this request/ }, 'the tool saw the ask refused');
+        t.match(
+          r.body.error,
+          { code: -32601, message: /No call in flight can take this request/ },
+          'the tool saw the ask refused',
+        );
       });
 
       await t.test('each ask from the GET stream is counted by where it went', async (t) => {
@@ -172,37 +210,59 @@ t.test('outside_asks-across_replicas', async (t) => {
     t.same(r1.body.result?.inputRequests?.[keys[0]!], { method: 'roots/list', params: {} });
     // The retry lands on A, which hands it to B, whose call answers the upstream.
     const answer = { [keys[0]!]: { roots: [{ uri: 'file:///work', name: 'work' }] } };
-    const done = await callTool(a.url, 'roots_outside', { inputResponses: answer, requestState: r1.body.result.requestState }, { caps });
+    const done = await callTool(
+      a.url,
+      'roots_outside',
+      { inputResponses: answer, requestState: r1.body.result.requestState },
+      { caps },
+    );
     t.equal(done.body.result?.resultType, 'complete');
     t.equal(textOf(done), 'roots=1; first=file:///work', "the tool got the client's answer");
     t.equal(upstream.stats().getStreamsOpened, openedByA, 'the stream is still the one A opened');
     t.equal(await outsideAsks(a.adminUrl, 'handed'), 1, 'A counts the ask it handed to B');
-    t.equal(await outsideAsks(b.adminUrl, 'handed') + (await outsideAsks(b.adminUrl, 'given')), 0, 'B held no stream, so counted none');
+    t.equal(
+      (await outsideAsks(b.adminUrl, 'handed')) + (await outsideAsks(b.adminUrl, 'given')),
+      0,
+      'B held no stream, so counted none',
+    );
   });
 
   await t.test('one call on each replica: which one asked is unknown, refused at once', async (t) => {
     const before = upstream.stats().toolCalls['slow'] ?? 0;
     const stop = new AbortController();
-    const slow = callTool(a.url, 'slow', { arguments: { ms: 3_600_000 } }, { caps, signal: stop.signal }).catch(() => undefined);
+    const slow = callTool(a.url, 'slow', { arguments: { ms: 3_600_000 } }, { caps, signal: stop.signal }).catch(
+      () => undefined,
+    );
     t.teardown(() => {
       stop.abort();
       return slow;
     });
     await until(() => (upstream.stats().toolCalls['slow'] ?? 0) > before, { what: 'the slow call upstream' });
     const r = await callTool(b.url, 'roots_outside', {}, { caps });
-    t.match(r.body.error, { code: -32601, message: /No call in flight can take this request/ }, 'the tool saw the ask refused');
+    t.match(
+      r.body.error,
+      { code: -32601, message: /No call in flight can take this request/ },
+      'the tool saw the ask refused',
+    );
   });
 
   await t.test('the holder is killed: the other replica takes the stream, and the asks, over', async (t) => {
     const opened = upstream.stats().getStreamsOpened;
     a.child.kill('SIGKILL');
     await new Promise((r) => a.child.once('exit', r));
-    await until(() => upstream.stats().getStreamsOpened > opened && upstream.stats().getStreamsOpen === 1, { what: 'B to open the GET stream' });
+    await until(() => upstream.stats().getStreamsOpened > opened && upstream.stats().getStreamsOpen === 1, {
+      what: 'B to open the GET stream',
+    });
     const r1 = await callTool(b.url, 'roots_outside', {}, { caps });
     t.equal(r1.body.result?.resultType, 'input_required', 'the ask came on the stream B holds now');
     const keys = Object.keys(r1.body.result?.inputRequests ?? {});
     const answer = { [keys[0]!]: { roots: [] } };
-    const done = await callTool(b.url, 'roots_outside', { inputResponses: answer, requestState: r1.body.result.requestState }, { caps });
+    const done = await callTool(
+      b.url,
+      'roots_outside',
+      { inputResponses: answer, requestState: r1.body.result.requestState },
+      { caps },
+    );
     t.equal(textOf(done), 'roots=0; first=none');
   });
 });
@@ -225,7 +285,9 @@ t.test('outside_asks-across_replicas-holding_the_stream_does_not_keep_the_sessio
   t.equal((await rpc(b.url, 'tools/list', {}, { caps })).status, 200);
   await until(() => upstream.stats().getStreamsOpened >= 1, { what: 'the GET stream' });
   // Nobody uses the session now: it is ended as idle, stream and all.
-  await until(() => upstream.stats().sessionsOpen === 0 && upstream.stats().getStreamsOpen === 0, { what: 'the idle session to end' });
+  await until(() => upstream.stats().sessionsOpen === 0 && upstream.stats().getStreamsOpen === 0, {
+    what: 'the idle session to end',
+  });
   t.ok(upstream.stats().sessionsDeleted >= 1, 'the idle session was ended upstream, and its stream with it');
   const opened = upstream.stats().initializeCount;
   const again = await rpc(b.url, 'tools/list', {}, { caps });

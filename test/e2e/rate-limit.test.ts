@@ -23,21 +23,33 @@ const limited = {
 };
 
 let nextId = 1;
-async function discover(cw: RunningCauseway, user: string): Promise<{ status: number; retryAfter: string | null; body: any }> {
+async function discover(
+  cw: RunningCauseway,
+  user: string,
+): Promise<{ status: number; retryAfter: string | null; body: any }> {
   const res = await fetch(cw.url, {
     method: 'POST',
     headers: { ...modernHeaders('server/discover'), 'x-user': user },
     body: JSON.stringify(modernBody('server/discover', {}, nextId++)),
   });
   const text = await res.text();
-  return { status: res.status, retryAfter: res.headers.get('retry-after'), body: text.startsWith('{') ? JSON.parse(text) : text };
+  return {
+    status: res.status,
+    retryAfter: res.headers.get('retry-after'),
+    body: text.startsWith('{') ? JSON.parse(text) : text,
+  };
 }
 
 async function legacyPost(cw: RunningCauseway, user: string): Promise<{ status: number; retryAfter: string | null }> {
   const res = await fetch(cw.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-user': user },
-    body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'rate-test', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: nextId++,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'rate-test', version: '1' } },
+    }),
   });
   await res.text();
   return { status: res.status, retryAfter: res.headers.get('retry-after') };
@@ -45,25 +57,32 @@ async function legacyPost(cw: RunningCauseway, user: string): Promise<{ status: 
 
 const initializeCount = async () => (await fixture.stats()).initializeCount;
 
-t.test('in memory: a principal gets its burst, then 429 with Retry-After; another principal is not held back', async (t) => {
-  const cw = await startCauseway(limited);
-  t.teardown(() => cw.close());
-  t.equal((await discover(cw, 'alice')).status, 200);
-  t.equal((await discover(cw, 'alice')).status, 200);
-  const before = await initializeCount();
-  const over = await discover(cw, 'alice');
-  t.equal(over.status, 429, 'third request of the burst of two');
-  t.equal(over.body.error.code, -32000);
-  t.match(over.body.error.message, /Rate limit exceeded/);
-  t.ok(Number(over.retryAfter) >= 1, `Retry-After in whole seconds (${over.retryAfter})`);
-  const legacy = await legacyPost(cw, 'alice');
-  t.equal(legacy.status, 429, 'a legacy request spends the same bucket');
-  t.equal(await initializeCount(), before, 'nothing refused reached the upstream');
-  t.equal((await discover(cw, 'bob')).status, 200, 'another principal has its own bucket');
-});
+t.test(
+  'in memory: a principal gets its burst, then 429 with Retry-After; another principal is not held back',
+  async (t) => {
+    const cw = await startCauseway(limited);
+    t.teardown(() => cw.close());
+    t.equal((await discover(cw, 'alice')).status, 200);
+    t.equal((await discover(cw, 'alice')).status, 200);
+    const before = await initializeCount();
+    const over = await discover(cw, 'alice');
+    t.equal(over.status, 429, 'third request of the burst of two');
+    t.equal(over.body.error.code, -32000);
+    t.match(over.body.error.message, /Rate limit exceeded/);
+    t.ok(Number(over.retryAfter) >= 1, `Retry-After in whole seconds (${over.retryAfter})`);
+    const legacy = await legacyPost(cw, 'alice');
+    t.equal(legacy.status, 429, 'a legacy request spends the same bucket');
+    t.equal(await initializeCount(), before, 'nothing refused reached the upstream');
+    t.equal((await discover(cw, 'bob')).status, 200, 'another principal has its own bucket');
+  },
+);
 
 t.test('per method: a bucket for tools/call that other methods do not spend, modern and legacy alike', async (t) => {
-  const cw = await startCauseway({ ...limited, 'limits.ratePerSecond': 0, 'limits.rateMethods': JSON.stringify({ 'tools/call': { ratePerSecond: 0.001, burst: 2 } }) });
+  const cw = await startCauseway({
+    ...limited,
+    'limits.ratePerSecond': 0,
+    'limits.rateMethods': JSON.stringify({ 'tools/call': { ratePerSecond: 0.001, burst: 2 } }),
+  });
   t.teardown(() => cw.close());
   const call = async (user: string, method = 'tools/call') => {
     const params: Record<string, Json> = method === 'tools/call' ? { name: 'echo', arguments: { text: 'x' } } : {};
@@ -86,14 +105,30 @@ t.test('per method: a bucket for tools/call that other methods do not spend, mod
   const session = await fetch(cw.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-user': 'frank' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'rate-test', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: nextId++,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'rate-test', version: '1' } },
+    }),
   });
   t.equal(session.status, 200, 'a legacy initialize spends no tools/call token');
   await session.text();
   const legacyCall = await fetch(cw.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-user': 'frank', 'mcp-session-id': session.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 77, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' } } }),
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'x-user': 'frank',
+      'mcp-session-id': session.headers.get('mcp-session-id')!,
+      'mcp-protocol-version': '2025-11-25',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 77,
+      method: 'tools/call',
+      params: { name: 'echo', arguments: { text: 'x' } },
+    }),
   });
   t.equal(legacyCall.status, 429, 'a legacy tools/call spends the same bucket');
   t.match(await legacyCall.json(), { id: 77, error: { code: -32000 } });

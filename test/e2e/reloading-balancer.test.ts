@@ -45,7 +45,8 @@ const shared = {
   'log.level': 'info',
 };
 /** A replica of the deployment; `delayMs` is its drain.delayMs. Given time to drain when its test ends. */
-const replica = (delayMs: number) => spawnCauseway({ ...shared, 'drain.delayMs': delayMs }, { t, graceMs: 30_000 }) as Promise<Replica>;
+const replica = (delayMs: number) =>
+  spawnCauseway({ ...shared, 'drain.delayMs': delayMs }, { t, graceMs: 30_000 }) as Promise<Replica>;
 
 // Started together: the three serving now, and the two that replace A and B. Only A and B drain
 // under load; the others drain when the test ends, with no balancer to wait for.
@@ -62,13 +63,20 @@ function balancer(endpoints: Replica[]): (port: number) => string {
   return (port) => {
     let rewritten = 0;
     const withServers = SHIPPED.replace(UPSTREAM_SERVERS, (_, head: string) => (rewritten++, head + servers));
-    if (rewritten === 0 || rewritten !== SHIPPED.split('\nupstream ').length - 1) throw new Error('not every upstream block of the shipped config starts with its server lines');
+    if (rewritten === 0 || rewritten !== SHIPPED.split('\nupstream ').length - 1)
+      throw new Error('not every upstream block of the shipped config starts with its server lines');
     const at = withServers.indexOf('\nserver {');
     const [upstreams, server] = [withServers.slice(0, at), withServers.slice(at)];
     once(server, 'listen 8080;');
     once(server, 'keepalive_timeout 60s;');
-    if (!server.includes('proxy_next_upstream error timeout;')) throw new Error('the shipped config no longer says proxy_next_upstream error timeout');
-    return upstreams + server.replace('listen 8080;', `listen 127.0.0.1:${port};`).replace('keepalive_timeout 60s;', 'keepalive_timeout 0;');
+    if (!server.includes('proxy_next_upstream error timeout;'))
+      throw new Error('the shipped config no longer says proxy_next_upstream error timeout');
+    return (
+      upstreams +
+      server
+        .replace('listen 8080;', `listen 127.0.0.1:${port};`)
+        .replace('keepalive_timeout 60s;', 'keepalive_timeout 0;')
+    );
   };
 }
 
@@ -156,8 +164,10 @@ async function replace(t: Test, old: Replica, next: Replica): Promise<void> {
     const onNext = await answered(next);
 
     t.comment(
-      `${calls} calls, ${failures.length} failed; ${atSigterm} by the SIGTERM, ${atReload.calls} by the reload (a new worker ` +
-        `${atReload.ms} ms after the SIGTERM), ${atExit} by the exit (${exit.ms} ms after); ${onNext} answered by the new replica`,
+      `${calls} calls, ${failures.length} failed; ${atSigterm} by ` +
+        `the SIGTERM, ${atReload.calls} by the reload (a new worker ` +
+        `${atReload.ms} ms after the SIGTERM), ${atExit} by the exit ` +
+        `(${exit.ms} ms after); ${onNext} answered by the new replica`,
     );
     if (failures.length > 0) {
       t.comment(`nginx error.log:\n${readFileSync(join(nginx.dir, 'error.log'), 'utf8')}`);

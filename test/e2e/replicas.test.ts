@@ -50,7 +50,11 @@ const settings = {
   'subscriptions.takeoverMs': 600_000,
   'subscriptions.keepAliveMs': 600_000,
 };
-const replicas: RunningCauseway[] = await Promise.all([spawnCauseway(settings), spawnCauseway(settings), spawnCauseway(settings)]);
+const replicas: RunningCauseway[] = await Promise.all([
+  spawnCauseway(settings),
+  spawnCauseway(settings),
+  spawnCauseway(settings),
+]);
 t.teardown(async () => {
   await Promise.all(replicas.map((r) => r.close()));
   await killFixture();
@@ -73,7 +77,9 @@ async function counter(principal: string, caps: JsonObject = {}, replica = rr++ 
     const res = await fetch(replicas[replica]!.url, {
       method: 'POST',
       headers: { ...modernHeaders('tools/call', 'counter'), 'x-causeway-principal': principal },
-      body: JSON.stringify(modernBody('tools/call', { name: 'counter', arguments: {} }, id, { [META_CAPABILITIES]: caps as WireObject })),
+      body: JSON.stringify(
+        modernBody('tools/call', { name: 'counter', arguments: {} }, id, { [META_CAPABILITIES]: caps as WireObject }),
+      ),
     });
     const text = await res.text();
     const body = (text.startsWith('{') ? JSON.parse(text) : (sseMessages(text)[0] ?? {})) as {
@@ -102,7 +108,10 @@ async function load(
       while (i < total) {
         const n = i++;
         const [who, caps] = pick(n);
-        out.push({ ...(await counter(who, caps, replicaOf(n))), who: caps && Object.keys(caps).length ? `${who}+caps` : who });
+        out.push({
+          ...(await counter(who, caps, replicaOf(n))),
+          who: caps && Object.keys(caps).length ? `${who}+caps` : who,
+        });
       }
     }),
   );
@@ -142,12 +151,18 @@ const all: Array<Outcome & { who: string }> = [];
 t.test('a warm request sends no Redis command', async (t) => {
   // Open alice's session, then make it warm on every replica.
   for (let r = 0; r < replicas.length; r++) all.push({ ...(await counter('alice', {}, r)), who: 'alice' });
-  t.ok(all.every((o) => o.ok), 'warm-up requests succeeded');
+  t.ok(
+    all.every((o) => o.ok),
+    'warm-up requests succeeded',
+  );
   const before = await redis.commandStats();
   const warm = await load(90, 6, () => ['alice']);
   const after = await redis.commandStats();
   all.push(...warm);
-  t.ok(warm.every((o) => o.ok), '90 warm requests succeeded');
+  t.ok(
+    warm.every((o) => o.ok),
+    '90 warm requests succeeded',
+  );
   const delta: Record<string, number> = {};
   for (const [cmd, n] of Object.entries(after)) if (n - (before[cmd] ?? 0) > 0) delta[cmd] = n - (before[cmd] ?? 0);
   delete delta.info; // this test's own INFO commandstats
@@ -156,27 +171,37 @@ t.test('a warm request sends no Redis command', async (t) => {
   const other = Object.entries(delta).filter(([cmd]) => cmd !== 'zadd' && cmd !== 'pexpire');
   t.same(other, [], `no Redis command but the periodic touch batch (touch commands seen: ${touch})`);
   t.ok(touch <= 6, 'at most one touch batch per replica in the window');
-  t.comment(`redis commands during 90 warm requests: ${JSON.stringify(delta)} -> ${(Object.values(delta).reduce((a, b) => a + b, 0) / 90).toFixed(3)} per request (touch batch only)`);
+  t.comment(
+    `redis commands during 90 warm requests: ${JSON.stringify(delta)} ` +
+      `-> ${(Object.values(delta).reduce((a, b) => a + b, 0) / 90).toFixed(3)} per request (touch batch only)`,
+  );
 });
 
-t.test('a few hundred requests round-robin: one initialize per (principal, capability set), counters gapless', async (t) => {
-  const statsBefore = await fixtureStats();
-  t.equal(statsBefore.initializeCount, 1, 'alice was opened once by three replicas');
-  const who = (i: number): [string, JsonObject?] =>
-    i % 3 === 0 ? ['alice'] : i % 3 === 1 ? ['bob'] : ['alice', { elicitation: {} }];
-  // Each principal goes round all three replicas.
-  const outs = await load(300, 12, who, (i) => (i + Math.floor(i / 3)) % 3);
-  all.push(...outs);
-  const failed = outs.filter((o) => !o.ok);
-  t.same(failed, [], 'every request succeeded');
-  const stats = await fixtureStats();
-  t.equal(stats.initializeCount, 3, 'alice, bob, alice+elicitation: three initializes in all');
-  t.same(countsOf(all, 'alice'), oneToN(93 + 100), 'alice counts 1..193 with no gap or repeat, across replicas');
-  t.same(countsOf(outs, 'bob'), oneToN(100), 'bob has his own session: 1..100');
-  t.same(countsOf(outs, 'alice+caps'), oneToN(100), 'another capability set is another session');
-  for (let r = 0; r < replicas.length; r++) t.ok(outs.some((o) => o.replica === r && o.who === 'bob'), `replica ${r} served bob`);
-  t.comment(`fixture initializeCount after ${all.length} requests: ${stats.initializeCount}`);
-});
+t.test(
+  'a few hundred requests round-robin: one initialize per (principal, capability set), counters gapless',
+  async (t) => {
+    const statsBefore = await fixtureStats();
+    t.equal(statsBefore.initializeCount, 1, 'alice was opened once by three replicas');
+    const who = (i: number): [string, JsonObject?] =>
+      i % 3 === 0 ? ['alice'] : i % 3 === 1 ? ['bob'] : ['alice', { elicitation: {} }];
+    // Each principal goes round all three replicas.
+    const outs = await load(300, 12, who, (i) => (i + Math.floor(i / 3)) % 3);
+    all.push(...outs);
+    const failed = outs.filter((o) => !o.ok);
+    t.same(failed, [], 'every request succeeded');
+    const stats = await fixtureStats();
+    t.equal(stats.initializeCount, 3, 'alice, bob, alice+elicitation: three initializes in all');
+    t.same(countsOf(all, 'alice'), oneToN(93 + 100), 'alice counts 1..193 with no gap or repeat, across replicas');
+    t.same(countsOf(outs, 'bob'), oneToN(100), 'bob has his own session: 1..100');
+    t.same(countsOf(outs, 'alice+caps'), oneToN(100), 'another capability set is another session');
+    for (let r = 0; r < replicas.length; r++)
+      t.ok(
+        outs.some((o) => o.replica === r && o.who === 'bob'),
+        `replica ${r} served bob`,
+      );
+    t.comment(`fixture initializeCount after ${all.length} requests: ${stats.initializeCount}`);
+  },
+);
 
 t.test('upstream restart under load: one new initialize per key, not per replica', async (t) => {
   let restartedAt = Infinity;
@@ -212,9 +237,14 @@ t.test('upstream restart under load: one new initialize per key, not per replica
     t.ok(c.length > 5, `${who}: ${c.length} requests after the restart`);
     t.same(c, oneToN(c.length), `${who}: the new session counts 1..${c.length} across replicas`);
   }
-  for (let r = 0; r < replicas.length; r++) t.ok(after.some((o) => o.ok && o.replica === r), `replica ${r} recovered`);
+  for (let r = 0; r < replicas.length; r++)
+    t.ok(
+      after.some((o) => o.ok && o.replica === r),
+      `replica ${r} recovered`,
+    );
   t.comment(
-    `during the restart: ${outs.filter((o) => !o.ok).length} of ${outs.length} requests failed (upstream down); initializeCount after restart: ${stats.initializeCount}`,
+    `during the restart: ${outs.filter((o) => !o.ok).length} of ${outs.length} requests ` +
+      `failed (upstream down); initializeCount after restart: ${stats.initializeCount}`,
   );
 });
 
@@ -242,22 +272,36 @@ t.test('Redis killed under load: no request fails; restarted: sharing resumes', 
 
   // Every replica reconnects (and republishes what it holds).
   // Not caught up by then: the assertions below say which replica did not.
-  await until(() => replicas.every((r) => r.logs.some((l) => l.includes('redis reachable again'))), { what: 'every replica to reconnect', everyMs: 50 }).catch(
-    () => undefined,
-  );
+  await until(() => replicas.every((r) => r.logs.some((l) => l.includes('redis reachable again'))), {
+    what: 'every replica to reconnect',
+    everyMs: 50,
+  }).catch(() => undefined);
   for (const [i, r] of replicas.entries()) {
     t.equal(r.logs.filter((l) => l.includes('redis unreachable')).length, 1, `replica ${i} logged the outage once`);
-    t.ok(r.logs.some((l) => l.includes('redis reachable again')), `replica ${i} reconnected`);
+    t.ok(
+      r.logs.some((l) => l.includes('redis reachable again')),
+      `replica ${i} reconnected`,
+    );
   }
-  await until(async () => (await redis.admin.exists(storeKey('alice'), storeKey('bob'))) === 2, { what: 'the sessions to be republished' });
+  await until(async () => (await redis.admin.exists(storeKey('alice'), storeKey('bob'))) === 2, {
+    what: 'the sessions to be republished',
+  });
   t.equal(await redis.admin.exists(storeKey('alice')), 1, 'the sessions Redis lost were republished');
   t.equal(await redis.admin.exists(storeKey('bob')), 1);
 
   const c = await load(30, 6, () => ['carol']);
-  t.same(c.filter((o) => !o.ok), [], 'carol’s requests succeeded');
+  t.same(
+    c.filter((o) => !o.ok),
+    [],
+    'carol’s requests succeeded',
+  );
   t.equal((await fixtureStats()).initializeCount, initBefore + 1, 'a new principal’s session is opened once');
   t.same(countsOf(c, 'carol'), oneToN(30), 'and shared by all replicas: 1..30');
-  for (let r = 0; r < replicas.length; r++) t.ok(c.some((o) => o.replica === r), `replica ${r} served carol`);
+  for (let r = 0; r < replicas.length; r++)
+    t.ok(
+      c.some((o) => o.replica === r),
+      `replica ${r} served carol`,
+    );
   t.equal(await redis.admin.exists(storeKey('carol')), 1, 'carol’s session is in Redis');
 });
 
@@ -266,13 +310,20 @@ t.test('Redis holds no raw principal', async (t) => {
   const values = await Promise.all(keys.filter((k) => k.includes(':session:')).map((k) => redis.admin.hgetall(k)));
   const dump = JSON.stringify([keys, values]);
   for (const who of ['alice', 'bob', 'carol']) t.notOk(dump.includes(who), `no "${who}" in Redis`);
-  t.ok(keys.every((k) => k.startsWith('causeway:')), 'every key carries the prefix');
+  t.ok(
+    keys.every((k) => k.startsWith('causeway:')),
+    'every key carries the prefix',
+  );
 });
 
 t.test('a replica shutting down leaves the shared sessions to the others', async (t) => {
-  const before = await fetch(`http://127.0.0.1:${fixturePort}/__stats`).then((r) => r.json() as Promise<{ sessionsDeleted: number }>);
+  const before = await fetch(`http://127.0.0.1:${fixturePort}/__stats`).then(
+    (r) => r.json() as Promise<{ sessionsDeleted: number }>,
+  );
   await replicas[0]!.close();
-  const after = await fetch(`http://127.0.0.1:${fixturePort}/__stats`).then((r) => r.json() as Promise<{ sessionsDeleted: number }>);
+  const after = await fetch(`http://127.0.0.1:${fixturePort}/__stats`).then(
+    (r) => r.json() as Promise<{ sessionsDeleted: number }>,
+  );
   t.equal(after.sessionsDeleted, before.sessionsDeleted, 'no DELETE sent upstream on graceful shutdown');
   const next = await counter('carol', {}, 1);
   t.equal(next.count, 31, 'another replica carries on with the same session');

@@ -21,7 +21,12 @@ let nextId = 1;
 
 interface Reply {
   status: number;
-  result?: { resultType?: string; inputRequests?: Record<string, unknown>; requestState?: string; content?: Array<{ text?: string }> };
+  result?: {
+    resultType?: string;
+    inputRequests?: Record<string, unknown>;
+    requestState?: string;
+    content?: Array<{ text?: string }>;
+  };
   error?: { code: number; message: string };
 }
 
@@ -29,7 +34,11 @@ async function call(url: string, extra: Record<string, unknown> = {}): Promise<R
   const res = await fetch(url, {
     method: 'POST',
     headers: modernHeaders('tools/call', TOOL),
-    body: JSON.stringify(modernBody('tools/call', { name: TOOL, arguments: {}, ...extra } as JsonObject, nextId++, { [META_CAPABILITIES]: CAPS })),
+    body: JSON.stringify(
+      modernBody('tools/call', { name: TOOL, arguments: {}, ...extra } as JsonObject, nextId++, {
+        [META_CAPABILITIES]: CAPS,
+      }),
+    ),
   });
   return { status: res.status, ...((await res.json()) as Omit<Reply, 'status'>) };
 }
@@ -38,7 +47,9 @@ const accept = (content: Record<string, string>) => ({ action: 'accept', content
 
 async function retries(replica: RunningCauseway, via: string): Promise<number> {
   const text = await (await fetch(new URL('/metrics', replica.adminUrl))).text();
-  const line = text.split('\n').find((l) => l.startsWith(`causeway_mrtr_retries_total{upstream="default",method="tools/call",via="${via}"}`));
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`causeway_mrtr_retries_total{upstream="default",method="tools/call",via="${via}"}`));
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
@@ -48,7 +59,10 @@ interface Setup {
   b: RunningCauseway;
 }
 
-/** Redis, the fixture (with `args`) and replicas A and B sharing the store and the state keys; all stopped when `t` ends. */
+/**
+ * Redis, the fixture (with `args`) and replicas A and B sharing the store and the state keys; all stopped when `t`
+ * ends.
+ */
 async function setup(t: Test, args: string[] = []): Promise<Setup> {
   const redis = await startRedis(t);
   t.teardown(() => redis.stop());
@@ -78,7 +92,10 @@ async function finishOnB(t: Test, s: Setup, state: string): Promise<string | und
   t.equal(r2.result?.resultType, 'input_required', 'round 2 comes from B');
   t.ok(r2.result?.inputRequests?.['second'], 'the second question');
   t.notOk(r2.result?.inputRequests?.['first'], 'the first one was answered');
-  const r3 = await call(s.b.url, { inputResponses: { second: accept({ color: 'red' }) }, requestState: r2.result?.requestState });
+  const r3 = await call(s.b.url, {
+    inputResponses: { second: accept({ color: 'red' }) },
+    requestState: r2.result?.requestState,
+  });
   return r3.result?.content?.[0]?.text;
 }
 
@@ -86,7 +103,11 @@ t.test('modern_client-to-legacy_upstream-holder-killed-between-rounds-resumes-th
   const s = await setup(t);
   const state = await firstRound(t, s);
   await stopProcess(s.a.child, { signal: 'SIGKILL' });
-  t.equal(await finishOnB(t, s, state), 'name=Ann; color=red; side effects=1', 'the call completes, its side effect counted once');
+  t.equal(
+    await finishOnB(t, s, state),
+    'name=Ann; color=red; side effects=1',
+    'the call completes, its side effect counted once',
+  );
   const stats = await s.fixture.stats();
   t.equal(stats.sideEffects, 1, 'the tool had its side effect once');
   t.equal(stats.toolCalls[TOOL], 1, 'the tool was called once');
@@ -103,7 +124,11 @@ t.test('modern_client-to-legacy_upstream-holder-drained-between-rounds-lets-go-a
   const state = await firstRound(t, s);
   await s.a.close();
   t.equal((await s.fixture.stats()).cancelled, 0, 'the draining replica did not cancel the held call');
-  t.equal(await finishOnB(t, s, state), 'name=Ann; color=red; side effects=1', 'the call completes on B, its side effect counted once');
+  t.equal(
+    await finishOnB(t, s, state),
+    'name=Ann; color=red; side effects=1',
+    'the call completes on B, its side effect counted once',
+  );
   t.equal((await s.fixture.stats()).sideEffects, 1);
   t.equal(await retries(s.b, 'resume'), 1, 'counted as a resume');
 });

@@ -77,12 +77,19 @@ interface Reply {
 let nextId = 1;
 const ASKING = { elicitation: { form: {} } };
 
-async function call(name: string, args: JsonObject = {}, extra: JsonObject = {}, capabilities: JsonObject = ASKING): Promise<Reply> {
+async function call(
+  name: string,
+  args: JsonObject = {},
+  extra: JsonObject = {},
+  capabilities: JsonObject = ASKING,
+): Promise<Reply> {
   const res = await fetch(MCP, {
     method: 'POST',
     headers: modernHeaders('tools/call', name),
     body: JSON.stringify(
-      modernBody('tools/call', { name, arguments: args, ...extra } as JsonObject, nextId++, { [META_CAPABILITIES]: capabilities }),
+      modernBody('tools/call', { name, arguments: args, ...extra } as JsonObject, nextId++, {
+        [META_CAPABILITIES]: capabilities,
+      }),
     ),
     // A call that hangs is a failure, not a stuck test.
     signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
@@ -106,12 +113,24 @@ async function gauge(c: RunningCauseway, name: string): Promise<number> {
 /** The three rounds of the fixture's multi-round tool; what went wrong, or undefined. */
 async function multiRound(who: string): Promise<string | undefined> {
   const round = (n: number, extra: JsonObject) =>
-    call(MULTI_ROUND, {}, extra).catch((err: Error) => ({ status: 0, error: { code: 0, message: `round ${n} at ${new Date().toISOString()}: ${err.message}` } }) as Reply);
+    call(MULTI_ROUND, {}, extra).catch(
+      (err: Error) =>
+        ({
+          status: 0,
+          error: { code: 0, message: `round ${n} at ${new Date().toISOString()}: ${err.message}` },
+        }) as Reply,
+    );
   const r1 = await round(1, {});
   if (r1.result?.resultType !== 'input_required') return `round 1: ${JSON.stringify(r1)}`;
-  const r2 = await round(2, { inputResponses: { step1: { action: 'accept', content: { name: who } } }, requestState: r1.result.requestState! });
+  const r2 = await round(2, {
+    inputResponses: { step1: { action: 'accept', content: { name: who } } },
+    requestState: r1.result.requestState!,
+  });
   if (r2.result?.resultType !== 'input_required') return `round 2: ${JSON.stringify(r2)}`;
-  const r3 = await round(3, { inputResponses: { step2: { action: 'accept', content: { color: 'blue' } } }, requestState: r2.result.requestState! });
+  const r3 = await round(3, {
+    inputResponses: { step2: { action: 'accept', content: { color: 'blue' } } },
+    requestState: r2.result.requestState!,
+  });
   const text = r3.result?.content?.[0]?.text;
   return text === `Multi-round complete for ${who} who likes blue` ? undefined : `round 3: ${JSON.stringify(r3)}`;
 }
@@ -139,7 +158,9 @@ async function listenOnce(id: string): Promise<{ reader: SseReader; abort: Abort
   const res = await fetch(MCP, {
     method: 'POST',
     headers: modernHeaders('subscriptions/listen'),
-    body: JSON.stringify(modernBody('subscriptions/listen', { notifications: { toolsListChanged: true } } as JsonObject, id)),
+    body: JSON.stringify(
+      modernBody('subscriptions/listen', { notifications: { toolsListChanged: true } } as JsonObject, id),
+    ),
     signal: abort.signal,
     dispatcher,
   });
@@ -183,7 +204,8 @@ t.test('modern_client-to-nginx-to-two-replicas-sigterm-one-mid-load-loses-nothin
     for (let n = 0; n < MAX_ITERATIONS && !stop; n++) {
       try {
         const r = await call('echo', { text: `c${i}-${n}` });
-        if (r.result?.content?.[0]?.text !== `c${i}-${n}`) failures.push(`echo c${i}-${n}: ${r.status} ${JSON.stringify(r.error ?? r.result)}`);
+        if (r.result?.content?.[0]?.text !== `c${i}-${n}`)
+          failures.push(`echo c${i}-${n}: ${r.status} ${JSON.stringify(r.error ?? r.result)}`);
       } catch (err) {
         failures.push(`echo c${i}-${n}: ${(err as Error).message}`);
       }
@@ -215,7 +237,9 @@ t.test('modern_client-to-nginx-to-two-replicas-sigterm-one-mid-load-loses-nothin
   const exit = await exited;
   const atExit = { calls, multiRounds };
   // Load goes on a little on the remaining replica, then stops.
-  await until(() => calls >= atExit.calls + 100, { what: '100 calls after the exit', everyMs: 25 }).catch(() => undefined);
+  await until(() => calls >= atExit.calls + 100, { what: '100 calls after the exit', everyMs: 25 }).catch(
+    () => undefined,
+  );
   stop = true;
   await Promise.all(load);
 
@@ -227,7 +251,9 @@ t.test('modern_client-to-nginx-to-two-replicas-sigterm-one-mid-load-loses-nothin
     // No capabilities, as the listen declared none: the same pooled session.
     const r = await call('test_trigger_tool_change', {}, {}, {});
     if (r.status !== 200) failures.push(`trigger: ${r.status}`);
-    await until(() => heard > heardBefore, { what: 'the change to reach the listener', everyMs: 25 }).catch(() => undefined);
+    await until(() => heard > heardBefore, { what: 'the change to reach the listener', everyMs: 25 }).catch(
+      () => undefined,
+    );
     if (heard > heardBefore) reached++;
     seen.push(`${Date.now() - t0} trigger ${i} answered ${r.status}`);
   }
@@ -237,7 +263,8 @@ t.test('modern_client-to-nginx-to-two-replicas-sigterm-one-mid-load-loses-nothin
 
   const toolRuns = ((await upstream.stats()).toolCalls[MULTI_ROUND] ?? 0) - toolRunsBefore;
   t.comment(
-    `${calls} calls and ${multiRounds} multi-round calls; ${atExit.calls} / ${atExit.multiRounds} by the time A exited; ` +
+    `${calls} calls and ${multiRounds} multi-round calls; ${atExit.calls} ` +
+      `/ ${atExit.multiRounds} by the time A exited; ` +
       `the listener listened again ${relistens} time(s); ${failures.length} failure(s)`,
   );
   if (failures.length > 0) {
@@ -249,8 +276,13 @@ t.test('modern_client-to-nginx-to-two-replicas-sigterm-one-mid-load-loses-nothin
   t.same(failures.slice(0, 10), [], 'no request failed');
   t.ok(calls > atExit.calls, 'calls went on after the drained replica exited');
   t.equal(toolRuns, multiRounds, 'each multi-round call ran its tool once: none lost, none replayed');
-  if (listenedOnA) t.ok(relistens >= 1, 'the listen stream on the drained replica ended, and the client listened again');
+  if (listenedOnA)
+    t.ok(relistens >= 1, 'the listen stream on the drained replica ended, and the client listened again');
   else t.comment('the listen stream was on the other replica');
-  if (reached !== 3) t.comment(`the listener saw:\n${seen.join('\n')}\nB logged:\n${b.logs.filter((l) => !l.includes('"level":30')).join('\n')}`);
+  if (reached !== 3)
+    t.comment(
+      `the listener saw:\n${seen.join('\n')}\nB ` +
+        `logged:\n${b.logs.filter((l) => !l.includes('"level":30')).join('\n')}`,
+    );
   t.equal(reached, 3, 'the listener got every change made after the drain');
 });

@@ -27,7 +27,11 @@ const EVERYTHING = join(dirname(pkg), 'dist', 'index.js');
 /** server-everything in an HTTP mode on a free port (it reads PORT), stopped when `t` ends; once it says `ready`. */
 async function everythingOverHttp(t: Test, mode: string, ready: string): Promise<number> {
   const port = await freePort();
-  const child = spawnOwned(process.execPath, [EVERYTHING, mode], { t, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawnOwned(process.execPath, [EVERYTHING, mode], {
+    t,
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   await new Promise<void>((resolve, reject) => {
     let said = '';
     const onData = (d: Buffer): void => {
@@ -43,9 +47,18 @@ async function everythingOverHttp(t: Test, mode: string, ready: string): Promise
 }
 
 const MODES: Record<string, (t: Test) => Promise<Settings>> = {
-  stdio: async () => ({ 'upstream.transport': 'stdio', 'upstream.command': process.execPath, 'upstream.args': `${EVERYTHING},stdio` }),
-  sse: async (t) => ({ 'upstream.transport': 'sse', 'upstream.url': `http://127.0.0.1:${await everythingOverHttp(t, 'sse', 'Server is running on port')}/sse` }),
-  streamableHttp: async (t) => ({ 'upstream.url': `http://127.0.0.1:${await everythingOverHttp(t, 'streamableHttp', 'MCP Streamable HTTP Server listening on port')}/mcp` }),
+  stdio: async () => ({
+    'upstream.transport': 'stdio',
+    'upstream.command': process.execPath,
+    'upstream.args': `${EVERYTHING},stdio`,
+  }),
+  sse: async (t) => ({
+    'upstream.transport': 'sse',
+    'upstream.url': `http://127.0.0.1:${await everythingOverHttp(t, 'sse', 'Server is running on port')}/sse`,
+  }),
+  streamableHttp: async (t) => ({
+    'upstream.url': `http://127.0.0.1:${await everythingOverHttp(t, 'streamableHttp', 'MCP Streamable HTTP Server listening on port')}/mcp`,
+  }),
 };
 
 async function echoSamplingElicitation(t: Test, url: string): Promise<void> {
@@ -68,12 +81,20 @@ async function echoSamplingElicitation(t: Test, url: string): Promise<void> {
 
   t.equal(client.getServerVersion()?.name, 'mcp-servers/everything', 'serverInfo from the server');
   const names = (await client.listTools()).tools.map((x) => x.name);
-  t.ok(names.includes('echo') && names.includes('trigger-sampling-request') && names.includes('trigger-elicitation-request'), 'its tools');
+  t.ok(
+    names.includes('echo') &&
+      names.includes('trigger-sampling-request') &&
+      names.includes('trigger-elicitation-request'),
+    'its tools',
+  );
 
   const echo = await client.callTool({ name: 'echo', arguments: { message: 'through Causeway' } });
   t.match(JSON.stringify(echo.content), /through Causeway/);
 
-  const sampling = await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'hello', maxTokens: 20 } });
+  const sampling = await client.callTool({
+    name: 'trigger-sampling-request',
+    arguments: { prompt: 'hello', maxTokens: 20 },
+  });
   t.equal(sampled, 1, 'the sampling request reached the client once');
   t.match(JSON.stringify(sampling.content), /a sampled answer/, "the server's result carries the client's answer");
 
@@ -82,7 +103,11 @@ async function echoSamplingElicitation(t: Test, url: string): Promise<void> {
   t.match(JSON.stringify(elicitation.content), /Ada Lovelace/, "the server's result carries the client's answer");
 }
 
-const rootsClient = () => new Client({ name: 'e2e-everything-roots', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { roots: {} } });
+const rootsClient = () =>
+  new Client(
+    { name: 'e2e-everything-roots', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { roots: {} } },
+  );
 
 /** Its roots/list is a round of the call (a hang would be this test's timeout: requestTimeoutMs is huge). */
 async function rootsList(t: Test, url: string): Promise<void> {
@@ -104,7 +129,11 @@ async function listenHearsResourceListChange(t: Test, url: string): Promise<void
   t.equal(listen.status, 200);
   t.equal((await listen.next())?.method, 'notifications/subscriptions/acknowledged');
   // The tool registers a session resource: the server announces its resource list changed.
-  const { body, headers } = toolCall('gzip-file-as-resource', { name: 'hello.txt.gz', data: 'data:text/plain;base64,aGVsbG8=' }, 'gzip');
+  const { body, headers } = toolCall(
+    'gzip-file-as-resource',
+    { name: 'hello.txt.gz', data: 'data:text/plain;base64,aGVsbG8=' },
+    'gzip',
+  );
   const call = await post(url, body, headers);
   t.equal(call.status, 200, `the tool ran: ${call.text.slice(0, 200)}`);
   const change = await listen.next();
@@ -116,39 +145,79 @@ const TASKS = 'io.modelcontextprotocol/tasks';
 async function researchAsTask(t: Test, url: string): Promise<void> {
   let id = 1;
   const rpc = (method: string, params: JsonObject, name: string, caps: JsonObject) =>
-    post(url, modernBody(method, params, `research-${id++}`, { [META_CAPABILITIES]: caps }), modernHeaders(method, name));
+    post(
+      url,
+      modernBody(method, params, `research-${id++}`, { [META_CAPABILITIES]: caps }),
+      modernHeaders(method, name),
+    );
   const caps: JsonObject = { elicitation: { form: {} }, extensions: { [TASKS]: {} } };
   const args = { topic: 'python', ambiguous: true };
 
-  const refused = await rpc('tools/call', { name: 'simulate-research-query', arguments: args }, 'simulate-research-query', { elicitation: { form: {} } });
+  const refused = await rpc(
+    'tools/call',
+    { name: 'simulate-research-query', arguments: args },
+    'simulate-research-query',
+    { elicitation: { form: {} } },
+  );
   t.equal(refused.json?.error?.code, -32021, 'without the extension the tool cannot run');
   t.ok(refused.json?.error?.data?.requiredCapabilities?.extensions?.[TASKS], 'the error names the extension');
 
-  const created = await rpc('tools/call', { name: 'simulate-research-query', arguments: args }, 'simulate-research-query', caps);
+  const created = await rpc(
+    'tools/call',
+    { name: 'simulate-research-query', arguments: args },
+    'simulate-research-query',
+    caps,
+  );
   t.equal(created.json?.result?.resultType, 'task', `a task: ${created.text.slice(0, 200)}`);
   const taskId = created.json.result.taskId as string;
   const task = async () => (await rpc('tasks/get', { taskId }, taskId, caps)).json?.result;
   let asking: any;
-  await until(async () => (asking = await task())?.status === 'input_required', { what: 'the clarifying question', timeoutMs: 60_000, everyMs: 100 });
+  await until(async () => (asking = await task())?.status === 'input_required', {
+    what: 'the clarifying question',
+    timeoutMs: 60_000,
+    everyMs: 100,
+  });
   const [key, ask] = Object.entries(asking.inputRequests as Record<string, any>)[0]!;
   t.equal(ask.method, 'elicitation/create', "the server's question, as an input request");
   t.notOk(JSON.stringify(ask.params).includes('related-task'), 'without the legacy related-task tag');
-  const ack = await rpc('tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { interpretation: 'programming' } } } }, taskId, caps);
+  const ack = await rpc(
+    'tasks/update',
+    { taskId, inputResponses: { [key]: { action: 'accept', content: { interpretation: 'programming' } } } },
+    taskId,
+    caps,
+  );
   t.same(ack.json?.result, { resultType: 'complete' });
   let done: any;
-  await until(async () => (done = await task())?.status === 'completed', { what: 'the research to finish', timeoutMs: 60_000, everyMs: 100 });
+  await until(async () => (done = await task())?.status === 'completed', {
+    what: 'the research to finish',
+    timeoutMs: 60_000,
+    everyMs: 100,
+  });
   t.match(done.result.content[0].text, /python \(programming\)/, "the report carries the client's answer");
 }
 
 for (const [mode, settings] of Object.entries(MODES)) {
   t.test(`server-everything in its ${mode} mode`, async (t) => {
-    const causeway = await startCauseway({ ...(await settings(t)), 'upstream.name': 'everything', 'log.level': 'warn', 'upstream.requestTimeoutMs': 3_600_000 });
+    const causeway = await startCauseway({
+      ...(await settings(t)),
+      'upstream.name': 'everything',
+      'log.level': 'warn',
+      'upstream.requestTimeoutMs': 3_600_000,
+    });
     t.teardown(() => causeway.close());
-    await t.test(`modern_client-to-server_everything_${mode}-echo-sampling-elicitation`, (t) => echoSamplingElicitation(t, causeway.url));
+    await t.test(`modern_client-to-server_everything_${mode}-echo-sampling-elicitation`, (t) =>
+      echoSamplingElicitation(t, causeway.url),
+    );
     await t.test(`modern_client-to-server_everything_${mode}-get_roots_list`, (t) => rootsList(t, causeway.url));
-    await t.test(`modern_client-to-server_everything_${mode}-listen-hears-a-resource-list-change`, (t) => listenHearsResourceListChange(t, causeway.url));
-    // The sse mode shares its channel code with stdio: the research (four seconds a run) runs on stdio and streamableHttp.
-    if (mode !== 'sse') await t.test(`raw_client-to-server_everything_${mode}-research-runs-as-a-task`, (t) => researchAsTask(t, causeway.url));
+    await t.test(`modern_client-to-server_everything_${mode}-listen-hears-a-resource-list-change`, (t) =>
+      listenHearsResourceListChange(t, causeway.url),
+    );
+    // The sse mode shares its channel code with stdio: the research (four seconds a run) runs on stdio and
+    // streamableHttp.
+    if (mode !== 'sse')
+      await t.test(`raw_client-to-server_everything_${mode}-research-runs-as-a-task`, (t) =>
+        researchAsTask(t, causeway.url),
+      );
   });
 }
 
@@ -173,5 +242,7 @@ t.test('server-everything in its streamableHttp mode, behind two replicas sharin
   await opener.connect(new StreamableHTTPClientTransport(new URL(a.url)));
   t.teardown(() => opener.close());
   await opener.listTools();
-  await t.test('modern_client-to-server_everything_streamableHttp-get_roots_list-on-the-other-replica', (t) => rootsList(t, b.url));
+  await t.test('modern_client-to-server_everything_streamableHttp-get_roots_list-on-the-other-replica', (t) =>
+    rootsList(t, b.url),
+  );
 });

@@ -8,7 +8,15 @@
 import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { META_CAPABILITIES, firstText, modernBody, modernHeaders, post, type JsonObject, type WireResponse } from './wire.js';
+import {
+  META_CAPABILITIES,
+  firstText,
+  modernBody,
+  modernHeaders,
+  post,
+  type JsonObject,
+  type WireResponse,
+} from './wire.js';
 
 const upstream = await startLegacyServer({ stateless: true });
 const causeway = await startCauseway({ 'upstream.url': upstream.url, 'upstream.requestTimeoutMs': 60_000 });
@@ -19,7 +27,11 @@ t.teardown(async () => {
 
 const ALL = { elicitation: { form: {} }, sampling: {}, roots: {} };
 const call = (tool: string, args: JsonObject = {}): Promise<WireResponse> =>
-  post(causeway.url, modernBody('tools/call', { name: tool, arguments: args }, tool, { [META_CAPABILITIES]: ALL }), modernHeaders('tools/call', tool));
+  post(
+    causeway.url,
+    modernBody('tools/call', { name: tool, arguments: args }, tool, { [META_CAPABILITIES]: ALL }),
+    modernHeaders('tools/call', tool),
+  );
 
 for (const [tool, ask, args] of [
   ['test_input_required_result_elicitation', 'elicitation/create', {}],

@@ -11,7 +11,12 @@ import { META_CAPABILITIES, MODERN_VERSION, modernBody, modernHeaders, type Json
 
 const V = MODERN_VERSION;
 
-function modern(url: string, method: string, params: JsonObject, opts: { id?: string | number; caps?: JsonObject; name?: string; headers?: Record<string, string> } = {}) {
+function modern(
+  url: string,
+  method: string,
+  params: JsonObject,
+  opts: { id?: string | number; caps?: JsonObject; name?: string; headers?: Record<string, string> } = {},
+) {
   const { _meta, ...rest } = params as { _meta?: JsonObject };
   const headers: Record<string, string> = { ...modernHeaders(method), ...opts.headers };
   if (opts.name !== undefined) headers['mcp-name'] = opts.name;
@@ -25,11 +30,16 @@ function modern(url: string, method: string, params: JsonObject, opts: { id?: st
 /** The messages of a response: its JSON body, or the data of each SSE event. */
 async function replyMessages(res: Response): Promise<Array<Record<string, unknown>>> {
   const text = await res.text();
-  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return [JSON.parse(text) as Record<string, unknown>];
+  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream'))
+    return [JSON.parse(text) as Record<string, unknown>];
   return sseMessages(text) as Array<Record<string, unknown>>;
 }
 
-async function withStack(t: Test, upstreamOpts: Parameters<typeof startLegacyServer>[0], settings: Record<string, string | number> = {}) {
+async function withStack(
+  t: Test,
+  upstreamOpts: Parameters<typeof startLegacyServer>[0],
+  settings: Record<string, string | number> = {},
+) {
   const upstream = await startLegacyServer(upstreamOpts);
   const causeway = await startCauseway({ 'upstream.url': upstream.url, ...settings });
   t.teardown(async () => {
@@ -39,7 +49,6 @@ async function withStack(t: Test, upstreamOpts: Parameters<typeof startLegacySer
   return { upstream, causeway };
 }
 
-
 function text(msg: Record<string, unknown>): string | undefined {
   const result = msg.result as { content?: Array<{ text?: string }> } | undefined;
   return result?.content?.[0]?.text;
@@ -48,20 +57,45 @@ function text(msg: Record<string, unknown>): string | undefined {
 t.test('one upstream session per capability set, declared exactly as the client declared it', async (t) => {
   const { upstream, causeway } = await withStack(t, {});
   const caps = { sampling: {}, roots: {}, elicitation: { form: {} }, extensions: { 'x.example/ext': {} } };
-  const [a] = await replyMessages(await modern(causeway.url, 'tools/call', { name: 'whoami', arguments: {} }, { caps, name: 'whoami' }));
+  const [a] = await replyMessages(
+    await modern(causeway.url, 'tools/call', { name: 'whoami', arguments: {} }, { caps, name: 'whoami' }),
+  );
   const seen = JSON.parse(text(a!)!) as { clientCapabilities: unknown };
-  t.same(seen.clientCapabilities, { sampling: {}, roots: {}, elicitation: { form: {} } }, 'roots without listChanged, no extensions');
-  for (let i = 0; i < 3; i++) await modern(causeway.url, 'tools/call', { name: 'counter', arguments: {} }, { caps, name: 'counter' });
+  t.same(
+    seen.clientCapabilities,
+    { sampling: {}, roots: {}, elicitation: { form: {} } },
+    'roots without listChanged, no extensions',
+  );
+  for (let i = 0; i < 3; i++)
+    await modern(causeway.url, 'tools/call', { name: 'counter', arguments: {} }, { caps, name: 'counter' });
   t.equal(upstream.stats().initializeCount, 1, 'same capability set, same session');
   await modern(causeway.url, 'tools/call', { name: 'counter', arguments: {} }, { caps: {}, name: 'counter' });
   t.equal(upstream.stats().initializeCount, 2, 'another capability set, another session');
 });
 
 t.test('principals never share a session', async (t) => {
-  const { upstream, causeway } = await withStack(t, {}, { 'principal.mode': 'bearer', 'principal.hashSecret': 'test-secret-0123456789' });
+  const { upstream, causeway } = await withStack(
+    t,
+    {},
+    { 'principal.mode': 'bearer', 'principal.hashSecret': 'test-secret-0123456789' },
+  );
   const count = async (token: string) =>
-    text((await replyMessages(await modern(causeway.url, 'tools/call', { name: 'counter', arguments: {} }, { name: 'counter', headers: { authorization: `Bearer ${token}` } })))[0]!);
-  t.same([await count('alice'), await count('alice'), await count('bob'), await count('alice'), await count('bob')], ['1', '2', '1', '3', '2']);
+    text(
+      (
+        await replyMessages(
+          await modern(
+            causeway.url,
+            'tools/call',
+            { name: 'counter', arguments: {} },
+            { name: 'counter', headers: { authorization: `Bearer ${token}` } },
+          ),
+        )
+      )[0]!,
+    );
+  t.same(
+    [await count('alice'), await count('alice'), await count('bob'), await count('alice'), await count('bob')],
+    ['1', '2', '1', '3', '2'],
+  );
   t.equal(upstream.stats().initializeCount, 2);
   t.notMatch(causeway.logs.join('\n'), /alice|bob/, 'tokens never logged');
 });
@@ -70,21 +104,37 @@ t.test('concurrent requests with the same id and progress token do not collide',
   const { upstream, causeway } = await withStack(t, {});
   const replies = await Promise.all(
     Array.from({ length: 24 }, () =>
-      modern(causeway.url, 'tools/call', { name: 'progress_many', arguments: { steps: 3 }, _meta: { progressToken: 'same' } }, { id: 1, name: 'progress_many' }).then(replyMessages),
+      modern(
+        causeway.url,
+        'tools/call',
+        { name: 'progress_many', arguments: { steps: 3 }, _meta: { progressToken: 'same' } },
+        { id: 1, name: 'progress_many' },
+      ).then(replyMessages),
     ),
   );
   for (const messages of replies) {
     const progress = messages.filter((m) => m.method === 'notifications/progress');
     t.equal(progress.length, 3, 'each stream gets its own three progress notifications');
-    t.ok(progress.every((m) => (m.params as { progressToken?: unknown }).progressToken === 'same'), 'the client token comes back');
+    t.ok(
+      progress.every((m) => (m.params as { progressToken?: unknown }).progressToken === 'same'),
+      'the client token comes back',
+    );
     const final = messages[messages.length - 1]!;
     t.equal(final.id, 1, 'the client id comes back');
     t.equal((final.result as { resultType?: string }).resultType, 'complete');
   }
   const echoes = await Promise.all(
-    Array.from({ length: 24 }, (_, i) => modern(causeway.url, 'tools/call', { name: 'echo', arguments: { text: `n${i}` } }, { id: 7, name: 'echo' }).then(replyMessages)),
+    Array.from({ length: 24 }, (_, i) =>
+      modern(causeway.url, 'tools/call', { name: 'echo', arguments: { text: `n${i}` } }, { id: 7, name: 'echo' }).then(
+        replyMessages,
+      ),
+    ),
   );
-  t.same(echoes.map((m) => text(m[0]!)), Array.from({ length: 24 }, (_, i) => `n${i}`), 'every request gets its own answer');
+  t.same(
+    echoes.map((m) => text(m[0]!)),
+    Array.from({ length: 24 }, (_, i) => `n${i}`),
+    'every request gets its own answer',
+  );
   t.equal(upstream.stats().initializeCount, 1);
 });
 
@@ -97,10 +147,11 @@ for (const [label, opts, settings] of [
     const { upstream, causeway } = await withStack(t, opts, settings);
     const [d] = await replyMessages(await modern(causeway.url, 'server/discover', {}));
     t.same((d!.result as { supportedVersions?: unknown }).supportedVersions, [V]);
-    const [e] = await replyMessages(await modern(causeway.url, 'tools/call', { name: 'echo', arguments: { text: 'hi' } }, { name: 'echo' }));
+    const [e] = await replyMessages(
+      await modern(causeway.url, 'tools/call', { name: 'echo', arguments: { text: 'hi' } }, { name: 'echo' }),
+    );
     t.equal(text(e!), 'hi');
     const init = upstream.stats().lastInitializeParams as { protocolVersion?: string } | undefined;
     t.equal(init?.protocolVersion, (settings as Record<string, string>)['upstream.protocolVersion'] ?? '2025-11-25');
   });
 }
-

@@ -21,7 +21,10 @@ import { until } from '../helpers/until.js';
 const base = await mkdtemp(join(tmpdir(), 'causeway-skills-'));
 const dir = join(base, 'skills');
 const files: Record<string, string | Buffer> = {
-  'git-workflow/SKILL.md': '---\nname: git-workflow\ndescription: Follow the team\'s Git conventions\nlicense: Apache-2.0\nmetadata:\n  version: "1.2"\n---\n\n# Git\n\nSee references/GUIDE.md and pick from templates/.\n',
+  'git-workflow/SKILL.md':
+    "---\nname: git-workflow\ndescription: Follow the team's Git " +
+    'conventions\nlicense: Apache-2.0\nmetadata:\n  version: "1.2"\n---\n\n# ' +
+    'Git\n\nSee references/GUIDE.md and pick from templates/.\n',
   'git-workflow/references/GUIDE.md': '# Guide\n\nRebase, then merge. ✓\n',
   'git-workflow/scripts/check.py': 'print("ok")\n',
   'git-workflow/templates/Q&A notes.md': 'Questions & answers\n',
@@ -60,68 +63,97 @@ const GIT = 'skill://acme/git-workflow/SKILL.md';
 const sha256 = (bytes: Uint8Array) => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 
 async function modernClient(): Promise<{ client: Client; skills: SkillsClient }> {
-  const client = new Client({ name: 'e2e-skills', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} });
+  const client = new Client(
+    { name: 'e2e-skills', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
+  );
   await client.connect(new StreamableHTTPClientTransport(new URL(causeway.url)));
   t.teardown(() => client.close());
   return { client, skills: new SkillsClient(client) };
 }
 
-t.test('modern_client-to-legacy_upstream-skills-discover: the extension beside the upstream\'s capabilities', async (t) => {
-  const { client, skills } = await modernClient();
-  const d = await client.discover();
-  const caps = d.capabilities as Record<string, unknown>;
-  t.same((caps.extensions as Record<string, unknown>)['io.modelcontextprotocol/skills'], { directoryRead: true });
-  t.ok(caps.resources, 'resources declared');
-  t.ok(caps.tools, "the upstream's tools stay");
-  t.ok(skills.supported && skills.directoryRead, 'the SDK client sees the extension and directoryRead');
-  const tools = await client.listTools();
-  t.ok(tools.tools.some((x) => x.name === 'test_simple_text'), "the upstream's tools are still listed");
-});
+t.test(
+  "modern_client-to-legacy_upstream-skills-discover: the extension beside the upstream's capabilities",
+  async (t) => {
+    const { client, skills } = await modernClient();
+    const d = await client.discover();
+    const caps = d.capabilities as Record<string, unknown>;
+    t.same((caps.extensions as Record<string, unknown>)['io.modelcontextprotocol/skills'], { directoryRead: true });
+    t.ok(caps.resources, 'resources declared');
+    t.ok(caps.tools, "the upstream's tools stay");
+    t.ok(skills.supported && skills.directoryRead, 'the SDK client sees the extension and directoryRead');
+    const tools = await client.listTools();
+    t.ok(
+      tools.tools.some((x) => x.name === 'test_simple_text'),
+      "the upstream's tools are still listed",
+    );
+  },
+);
 
-t.test('modern_client-to-legacy_upstream-skills-list-get-read: every file read matches its digest and size', async (t) => {
-  const { skills } = await modernClient();
-  const listing = await skills.list();
-  t.same(listing.skills.map((s) => s.uri), [GIT, 'skill://acme/pdf-tools/SKILL.md'], 'the two good skills, over pages of two');
-  t.equal(listing.cacheScope, 'public');
-  t.equal(typeof listing.ttlMs, 'number');
-  const git = listing.skills[0]!;
-  t.same(git.frontmatter, { name: 'git-workflow', description: "Follow the team's Git conventions", license: 'Apache-2.0', metadata: { version: '1.2' } }, 'frontmatter verbatim');
-  const resources = git.resources as Array<{ uri: string; digest: string; size: number }>;
-  t.same(
-    resources.map((r) => r.uri).sort(),
-    [
-      GIT,
-      'skill://acme/git-workflow/assets/logo.png',
-      'skill://acme/git-workflow/references/GUIDE.md',
-      'skill://acme/git-workflow/scripts/check.py',
-      'skill://acme/git-workflow/templates/Q&A%20notes.md',
-    ],
-    'every file, the symlink out of the folder left out',
-  );
-  let read = 0;
-  for (const skill of listing.skills) {
-    for (const r of skill.resources as Array<{ uri: string; digest: string; size: number }>) {
-      const file = await skills.read(skill, r.uri);
-      t.ok(file.verified, `${r.uri} verified by the SDK client`);
-      t.equal(sha256(file.bytes), r.digest, `${r.uri}: digest of the bytes read`);
-      t.equal(file.bytes.byteLength, r.size, `${r.uri}: size of the bytes read`);
-      const path = r.uri.replace('skill://acme/', '').replace('%20', ' ');
-      t.same(Buffer.from(file.bytes), Buffer.from(files[path]!), `${r.uri}: the bytes on disk`);
-      read++;
+t.test(
+  'modern_client-to-legacy_upstream-skills-list-get-read: every file read matches its digest and size',
+  async (t) => {
+    const { skills } = await modernClient();
+    const listing = await skills.list();
+    t.same(
+      listing.skills.map((s) => s.uri),
+      [GIT, 'skill://acme/pdf-tools/SKILL.md'],
+      'the two good skills, over pages of two',
+    );
+    t.equal(listing.cacheScope, 'public');
+    t.equal(typeof listing.ttlMs, 'number');
+    const git = listing.skills[0]!;
+    t.same(
+      git.frontmatter,
+      {
+        name: 'git-workflow',
+        description: "Follow the team's Git conventions",
+        license: 'Apache-2.0',
+        metadata: { version: '1.2' },
+      },
+      'frontmatter verbatim',
+    );
+    const resources = git.resources as Array<{ uri: string; digest: string; size: number }>;
+    t.same(
+      resources.map((r) => r.uri).sort(),
+      [
+        GIT,
+        'skill://acme/git-workflow/assets/logo.png',
+        'skill://acme/git-workflow/references/GUIDE.md',
+        'skill://acme/git-workflow/scripts/check.py',
+        'skill://acme/git-workflow/templates/Q&A%20notes.md',
+      ],
+      'every file, the symlink out of the folder left out',
+    );
+    let read = 0;
+    for (const skill of listing.skills) {
+      for (const r of skill.resources as Array<{ uri: string; digest: string; size: number }>) {
+        const file = await skills.read(skill, r.uri);
+        t.ok(file.verified, `${r.uri} verified by the SDK client`);
+        t.equal(sha256(file.bytes), r.digest, `${r.uri}: digest of the bytes read`);
+        t.equal(file.bytes.byteLength, r.size, `${r.uri}: size of the bytes read`);
+        const path = r.uri.replace('skill://acme/', '').replace('%20', ' ');
+        t.same(Buffer.from(file.bytes), Buffer.from(files[path]!), `${r.uri}: the bytes on disk`);
+        read++;
+      }
     }
-  }
-  t.equal(read, 7);
-  const png = await skills.read(git, 'assets/logo.png');
-  t.equal(png.text, undefined, 'a binary file comes as a blob');
-  t.equal(png.mimeType, 'image/png');
-  const manifest = await skills.read(git);
-  t.same(manifest.frontmatter, git.frontmatter, "SKILL.md's frontmatter equals the entry's");
-  const got = await skills.get('skill://acme/pdf-tools/SKILL.md');
-  t.same(got.skill, listing.skills[1], 'skills/get answers the same entry');
-  t.equal(got.cacheScope, 'public');
-  await t.rejects(skills.get('skill://acme/nope/SKILL.md'), { code: -32602 }, 'unknown skill: -32602');
-  await t.rejects(skills.get('skill://acme/no-frontmatter/SKILL.md'), { code: -32602 }, 'a broken skill is not served');
-});
+    t.equal(read, 7);
+    const png = await skills.read(git, 'assets/logo.png');
+    t.equal(png.text, undefined, 'a binary file comes as a blob');
+    t.equal(png.mimeType, 'image/png');
+    const manifest = await skills.read(git);
+    t.same(manifest.frontmatter, git.frontmatter, "SKILL.md's frontmatter equals the entry's");
+    const got = await skills.get('skill://acme/pdf-tools/SKILL.md');
+    t.same(got.skill, listing.skills[1], 'skills/get answers the same entry');
+    t.equal(got.cacheScope, 'public');
+    await t.rejects(skills.get('skill://acme/nope/SKILL.md'), { code: -32602 }, 'unknown skill: -32602');
+    await t.rejects(
+      skills.get('skill://acme/no-frontmatter/SKILL.md'),
+      { code: -32602 },
+      'a broken skill is not served',
+    );
+  },
+);
 
 t.test('modern_client-to-legacy_upstream-skills-directory', async (t) => {
   const { client, skills } = await modernClient();
@@ -138,18 +170,31 @@ t.test('modern_client-to-legacy_upstream-skills-directory', async (t) => {
     'direct children over three pages, subfolders as directories',
   );
   const deep = await skills.readDirectory('skill://acme/pdf-tools/forms');
-  t.same(deep.resources.map((r) => r.uri), ['skill://acme/pdf-tools/forms/nested']);
+  t.same(
+    deep.resources.map((r) => r.uri),
+    ['skill://acme/pdf-tools/forms/nested'],
+  );
   const top = await skills.readDirectory('skill://acme');
-  t.same(top.resources.map((r) => r.uri), ['skill://acme/git-workflow', 'skill://acme/pdf-tools'], 'the prefix level lists the skills');
+  t.same(
+    top.resources.map((r) => r.uri),
+    ['skill://acme/git-workflow', 'skill://acme/pdf-tools'],
+    'the prefix level lists the skills',
+  );
   await t.rejects(skills.readDirectory(GIT), { code: -32602 }, 'a file is not a directory');
   await t.rejects(skills.readDirectory('skill://acme/nope'), { code: -32602 }, 'no such directory');
   const all = await client.listResources();
   const uris = all.resources.map((r) => r.uri);
   t.ok(uris.includes('test://static-text'), "the upstream's own resources stay");
-  t.ok(uris.includes(GIT) && uris.includes('skill://acme/pdf-tools/forms/nested/deep.txt'), 'with every skill file after them');
+  t.ok(
+    uris.includes(GIT) && uris.includes('skill://acme/pdf-tools/forms/nested/deep.txt'),
+    'with every skill file after them',
+  );
   t.equal(new Set(uris).size, uris.length, 'each once');
   const md = all.resources.find((r) => r.uri === GIT);
-  t.same({ name: md?.name, description: md?.description, mimeType: md?.mimeType }, { name: 'git-workflow', description: "Follow the team's Git conventions", mimeType: 'text/markdown' });
+  t.same(
+    { name: md?.name, description: md?.description, mimeType: md?.mimeType },
+    { name: 'git-workflow', description: "Follow the team's Git conventions", mimeType: 'text/markdown' },
+  );
 });
 
 t.test('modern_client-to-legacy_upstream-skills-traversal: refused, never resolved', async (t) => {
@@ -165,10 +210,18 @@ t.test('modern_client-to-legacy_upstream-skills-traversal: refused, never resolv
   ]) {
     await t.rejects(client.readResource({ uri }), { code: -32602 }, `resources/read ${uri}`);
   }
-  await t.rejects(skills.get('skill://acme/git-workflow/../pdf-tools/SKILL.md'), { code: -32602 }, 'skills/get with ..');
+  await t.rejects(
+    skills.get('skill://acme/git-workflow/../pdf-tools/SKILL.md'),
+    { code: -32602 },
+    'skills/get with ..',
+  );
   await t.rejects(skills.readDirectory('skill://acme/git-workflow/..'), { code: -32602 }, 'directory read with ..');
   const ok = await client.readResource({ uri: 'skill://acme/git-workflow/templates/Q%26A%20notes.md' });
-  t.equal((ok.contents[0] as { text?: string }).text, 'Questions & answers\n', 'another spelling of the same name is the same file');
+  t.equal(
+    (ok.contents[0] as { text?: string }).text,
+    'Questions & answers\n',
+    'another spelling of the same name is the same file',
+  );
 });
 
 t.test('modern_client-to-legacy_upstream-skills-edited: a new digest without a restart', async (t) => {
@@ -192,13 +245,23 @@ t.test('modern_client-to-legacy_upstream-skills-edited: a new digest without a r
   await mkdir(join(dir, 'added'));
   await writeFile(join(dir, 'added/SKILL.md'), '---\nname: added\ndescription: Added while running\n---\n');
   await rm(join(dir, 'pdf-tools'), { recursive: true });
-  await until(async () => (await skills.list()).skills.map((s) => s.uri).join() === `skill://acme/added/SKILL.md,${GIT}`, { what: 'the added skill listed, the removed one gone' });
+  await until(
+    async () => (await skills.list()).skills.map((s) => s.uri).join() === `skill://acme/added/SKILL.md,${GIT}`,
+    { what: 'the added skill listed, the removed one gone' },
+  );
 });
 
 t.test('answers the folder gives alone are counted, the refused ones by their reason', async (t) => {
   const text = await (await fetch(`${causeway.adminUrl!}/metrics`)).text();
   const line = (method: string, outcome: string) =>
-    text.split('\n').find((l) => l.startsWith('causeway_modern_requests_total{') && l.includes(`method="${method}"`) && l.includes(`outcome="${outcome}"`));
+    text
+      .split('\n')
+      .find(
+        (l) =>
+          l.startsWith('causeway_modern_requests_total{') &&
+          l.includes(`method="${method}"`) &&
+          l.includes(`outcome="${outcome}"`),
+      );
   t.ok(line('skills/list', 'ok'), 'skills/list ok');
   t.ok(line('resources/read', 'invalid_params'), 'a refused read, by its reason');
 });
@@ -228,11 +291,18 @@ t.test('legacy_client-to-legacy_upstream-skills: SKILL.md as a plain resource', 
   const content = read.contents[0] as { text?: string; mimeType?: string };
   t.equal(content.mimeType, 'text/markdown');
   t.equal(content.text, files['git-workflow/SKILL.md']);
-  await t.rejects(client.readResource({ uri: 'skill://acme/git-workflow/../x' }), { code: -32602 }, 'traversal refused');
-  t.ok((await client.listTools()).tools.some((x) => x.name === 'test_simple_text'), "the upstream's tools");
+  await t.rejects(
+    client.readResource({ uri: 'skill://acme/git-workflow/../x' }),
+    { code: -32602 },
+    'traversal refused',
+  );
+  t.ok(
+    (await client.listTools()).tools.some((x) => x.name === 'test_simple_text'),
+    "the upstream's tools",
+  );
 });
 
-t.test('modern_client-to-federated_legacy_upstreams-skills: each member\'s skills under its name', async (t) => {
+t.test("modern_client-to-federated_legacy_upstreams-skills: each member's skills under its name", async (t) => {
   const fedDir = join(base, 'federated');
   const alpha = '---\nname: alpha\ndescription: For the first member\n---\nalpha\n';
   const beta = '---\nname: beta\ndescription: For the second member\n---\nbeta\n';
@@ -249,13 +319,22 @@ t.test('modern_client-to-federated_legacy_upstreams-skills: each member\'s skill
     await fed.close();
     await second.close();
   });
-  const client = new Client({ name: 'e2e-fed', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} });
+  const client = new Client(
+    { name: 'e2e-fed', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
+  );
   await client.connect(new StreamableHTTPClientTransport(new URL(fed.url)));
   t.teardown(() => client.close());
   const skills = new SkillsClient(client);
   t.ok(skills.supported, 'the merged discover declares the extension');
   const { skills: list } = await skills.list();
-  t.same(list.map((s) => s.uri), ['skill://one/alpha/SKILL.md', 'skill://two/beta/SKILL.md']);
+  t.same(
+    list.map((s) => s.uri),
+    ['skill://one/alpha/SKILL.md', 'skill://two/beta/SKILL.md'],
+  );
   t.equal((await skills.read(list[1]!)).text, beta, 'read and verified');
-  t.ok((await client.listTools()).tools.some((x) => x.name === 'two__test_simple_text'), "the members' tools, prefixed");
+  t.ok(
+    (await client.listTools()).tools.some((x) => x.name === 'two__test_simple_text'),
+    "the members' tools, prefixed",
+  );
 });

@@ -16,7 +16,11 @@ import { spawnFixture } from './upstreams.js';
 import { post, toolCall } from './wire.js';
 
 const upstream = await startLegacyServer({ transport: 'sse' });
-const causeway = await startCauseway({ 'upstream.transport': 'sse', 'upstream.url': upstream.url, 'upstream.name': 'old' });
+const causeway = await startCauseway({
+  'upstream.transport': 'sse',
+  'upstream.url': upstream.url,
+  'upstream.name': 'old',
+});
 t.teardown(async () => {
   await causeway.close();
   await upstream.close();
@@ -43,10 +47,17 @@ t.test('modern_client-to-sse_upstream-discover-lists-call-progress-elicitation',
   const r = await client.callTool({ name: 'echo', arguments: { text: 'over sse' } });
   t.same(r.content, [{ type: 'text', text: 'over sse' }]);
   const seen: number[] = [];
-  await client.callTool({ name: 'test_tool_with_progress', arguments: {} }, { onprogress: (p) => seen.push(p.progress) });
+  await client.callTool(
+    { name: 'test_tool_with_progress', arguments: {} },
+    { onprogress: (p) => seen.push(p.progress) },
+  );
   t.same(seen, [0, 50, 100], 'progress routed by its token');
   const asked = await client.callTool({ name: 'test_input_required_result_elicitation', arguments: {} });
-  t.same(asked.content, [{ type: 'text', text: 'Hello, Ada!' }], 'the upstream asked, the client answered in a second round');
+  t.same(
+    asked.content,
+    [{ type: 'text', text: 'Hello, Ada!' }],
+    'the upstream asked, the client answered in a second round',
+  );
   t.ok(upstream.stats().getStreamsOpened >= 1, 'the upstream saw its SSE stream opened');
 });
 
@@ -69,7 +80,12 @@ async function counter(causeway: RunningCauseway, series: string): Promise<numbe
 t.test('modern_client-to-sse_upstream-dropped-stream-is-counted-and-the-next-call-opens-a-new-session', async (t) => {
   const port = await freePort();
   const first = await spawnFixture(port, { t, args: ['--sse'] });
-  const dropping = await startCauseway({ 'upstream.transport': 'sse', 'upstream.url': first.url, 'upstream.name': 'dropping', 'log.level': 'warn' });
+  const dropping = await startCauseway({
+    'upstream.transport': 'sse',
+    'upstream.url': first.url,
+    'upstream.name': 'dropping',
+    'log.level': 'warn',
+  });
   t.teardown(() => dropping.close());
   const echo = (id: string) => {
     const { body, headers } = toolCall('echo', { text: id }, id);
@@ -87,6 +103,10 @@ t.test('modern_client-to-sse_upstream-dropped-stream-is-counted-and-the-next-cal
   t.equal(after.status, 200, 'the next call is served');
   t.match(after.json, { id: 'after', result: { content: [{ type: 'text', text: 'after' }] } });
   t.equal((await second.stats()).initializeCount, 1, 'on a session opened on the new process');
-  t.equal(await counter(dropping, 'causeway_upstream_initialize_total{upstream="dropping",reason="expired"}'), 1, 're-initialized once, as for a 404');
+  t.equal(
+    await counter(dropping, 'causeway_upstream_initialize_total{upstream="dropping",reason="expired"}'),
+    1,
+    're-initialized once, as for a 404',
+  );
   t.equal(await counter(dropping, drops), 1, 'one drop');
 });

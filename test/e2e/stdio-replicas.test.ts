@@ -42,12 +42,16 @@ async function twoReplicas(t: Test, prefix: string): Promise<[RunningCauseway, R
   return [a!, b!];
 }
 
-const as = (principal: string, extra: CallOptions = {}): CallOptions => ({ ...extra, headers: { 'x-causeway-principal': principal, ...extra.headers } });
+const as = (principal: string, extra: CallOptions = {}): CallOptions => ({
+  ...extra,
+  headers: { 'x-causeway-principal': principal, ...extra.headers },
+});
 
 async function count(url: string, principal: string): Promise<number> {
   const r = await callTool(url, 'counter', {}, as(principal));
   const n = Number(textOf(r));
-  if (r.status !== 200 || !Number.isInteger(n)) throw new Error(`counter failed: ${r.status} ${JSON.stringify(r.body)}`);
+  if (r.status !== 200 || !Number.isInteger(n))
+    throw new Error(`counter failed: ${r.status} ${JSON.stringify(r.body)}`);
   return n;
 }
 
@@ -80,9 +84,17 @@ t.test('progress, a multi-round call and a listen cross over to the replica runn
   const [owner, other] = shared;
   t.equal(await count(owner.url, 'cyd'), 1, 'the session opens on the first replica');
 
-  const call = envelope('tools/call', { name: 'progress_many', arguments: { steps: 3 }, _meta: { progressToken: 'p1' } }, as('cyd'));
+  const call = envelope(
+    'tools/call',
+    { name: 'progress_many', arguments: { steps: 3 }, _meta: { progressToken: 'p1' } },
+    as('cyd'),
+  );
   const res = await fetch(other.url, { method: 'POST', headers: call.headers, body: call.body });
-  const messages = sseMessages(await res.text()) as Array<{ method?: string; params?: { progress?: number }; result?: unknown }>;
+  const messages = sseMessages(await res.text()) as Array<{
+    method?: string;
+    params?: { progress?: number };
+    result?: unknown;
+  }>;
   t.same(
     messages.filter((m) => m.method === 'notifications/progress').map((m) => m.params?.progress),
     [1, 2, 3],
@@ -94,16 +106,31 @@ t.test('progress, a multi-round call and a listen cross over to the replica runn
   t.equal(first.body?.result?.resultType, 'input_required', 'the ask crossed back from the process');
   const state = first.body.result.requestState as string;
   const inputKey = Object.keys(first.body.result.inputRequests as object)[0]!;
-  const second = await callTool(owner.url, ELICIT, { inputResponses: { [inputKey]: nameAnswer('Ada') }, requestState: state }, as('cyd'));
+  const second = await callTool(
+    owner.url,
+    ELICIT,
+    { inputResponses: { [inputKey]: nameAnswer('Ada') }, requestState: state },
+    as('cyd'),
+  );
   t.equal(textOf(second), 'Hello, Ada!', 'its answer given on the other replica reached the same process');
 
   const before = await Promise.all([owner, other].map(processes));
-  const listen = await rawListen(t, other.url, 'cross-listen', { toolsListChanged: true }, { init: { headers: { ...modernHeaders('subscriptions/listen'), 'x-causeway-principal': 'cyd' } } });
+  const listen = await rawListen(
+    t,
+    other.url,
+    'cross-listen',
+    { toolsListChanged: true },
+    { init: { headers: { ...modernHeaders('subscriptions/listen'), 'x-causeway-principal': 'cyd' } } },
+  );
   t.equal(listen.status, 200);
   t.equal((await listen.next())?.method, 'notifications/subscriptions/acknowledged');
   const { body, headers } = toolCall('test_trigger_tool_change', {}, 'trigger');
   t.equal((await post(owner.url, body, { ...headers, 'x-causeway-principal': 'cyd' })).status, 200);
-  t.equal((await listen.next())?.method, 'notifications/tools/list_changed', 'the change reached the listener on the other replica');
+  t.equal(
+    (await listen.next())?.method,
+    'notifications/tools/list_changed',
+    'the change reached the listener on the other replica',
+  );
   // The listen (and the trigger, sent with the same capabilities) is a session of its own, opened
   // where the listen landed: the trigger sent to the first replica crossed to its process.
   const after = await Promise.all([owner, other].map(processes));
@@ -120,51 +147,77 @@ t.test('the owner killed: the next call starts a process where it landed', async
   t.equal(await count(other.url, 'ada'), 2, 'and it is kept');
 });
 
-t.test('the owner drained: the sessions of its processes leave the store; the other replica opens its own', async (t) => {
-  const [owner, other] = await twoReplicas(t, 'drain:');
-  t.equal(await count(owner.url, 'ada'), 1);
-  t.equal(await count(other.url, 'ada'), 2, 'served by the owner');
-  t.equal((await redis.admin.keys('drain:session:*')).length, 1, 'one session record');
-  await owner.close();
-  t.same(await redis.admin.keys('drain:session:*'), [], 'gone with the process it named');
-  t.equal(await count(other.url, 'ada'), 1, 'a fresh session, here');
-  t.equal(await processes(other), 1);
-});
+t.test(
+  'the owner drained: the sessions of its processes leave the store; the other replica opens its own',
+  async (t) => {
+    const [owner, other] = await twoReplicas(t, 'drain:');
+    t.equal(await count(owner.url, 'ada'), 1);
+    t.equal(await count(other.url, 'ada'), 2, 'served by the owner');
+    t.equal((await redis.admin.keys('drain:session:*')).length, 1, 'one session record');
+    await owner.close();
+    t.same(await redis.admin.keys('drain:session:*'), [], 'gone with the process it named');
+    t.equal(await count(other.url, 'ada'), 1, 'a fresh session, here');
+    t.equal(await processes(other), 1);
+  },
+);
 
-t.test('a legacy client\'s session is served by either replica, on the one process its initialize started', async (t) => {
-  const [a, b] = shared;
-  const headers = { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': '2025-11-25', 'x-causeway-principal': 'old' };
-  const init = await fetch(a.url, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } } }),
-  });
-  t.equal(init.status, 200);
-  const session = init.headers.get('mcp-session-id')!;
-  t.ok(session, 'a session id');
-  const counts: string[] = [];
-  for (let i = 1; i <= 4; i++) {
-    const res = await fetch((i % 2 ? b : a).url, {
+t.test(
+  "a legacy client's session is served by either replica, on the one process its initialize started",
+  async (t) => {
+    const [a, b] = shared;
+    const headers = {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'mcp-protocol-version': '2025-11-25',
+      'x-causeway-principal': 'old',
+    };
+    const init = await fetch(a.url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } },
+      }),
+    });
+    t.equal(init.status, 200);
+    const session = init.headers.get('mcp-session-id')!;
+    t.ok(session, 'a session id');
+    const counts: string[] = [];
+    for (let i = 1; i <= 4; i++) {
+      const res = await fetch((i % 2 ? b : a).url, {
+        method: 'POST',
+        headers: { ...headers, 'mcp-session-id': session },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: i,
+          method: 'tools/call',
+          params: { name: 'counter', arguments: {} },
+        }),
+      });
+      const body = (await res.json()) as { result?: { content?: Array<{ text?: string }> } };
+      counts.push(body.result?.content?.[0]?.text ?? `HTTP ${res.status}`);
+    }
+    t.same(counts, ['1', '2', '3', '4'], 'one upstream session, whichever replica answered');
+    const other = await fetch(b.url, {
+      method: 'POST',
+      headers: { ...headers, 'x-causeway-principal': 'mallory', 'mcp-session-id': session },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'counter', arguments: {} } }),
+    });
+    t.equal(other.status, 404, 'another principal cannot use it on either replica');
+    const ended = await fetch(b.url, { method: 'DELETE', headers: { ...headers, 'mcp-session-id': session } });
+    t.equal(ended.status, 200, 'DELETE on the other replica ends it');
+    const after = await fetch(a.url, {
       method: 'POST',
       headers: { ...headers, 'mcp-session-id': session },
-      body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'counter', arguments: {} } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 10,
+        method: 'tools/call',
+        params: { name: 'counter', arguments: {} },
+      }),
     });
-    const body = (await res.json()) as { result?: { content?: Array<{ text?: string }> } };
-    counts.push(body.result?.content?.[0]?.text ?? `HTTP ${res.status}`);
-  }
-  t.same(counts, ['1', '2', '3', '4'], 'one upstream session, whichever replica answered');
-  const other = await fetch(b.url, {
-    method: 'POST',
-    headers: { ...headers, 'x-causeway-principal': 'mallory', 'mcp-session-id': session },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'counter', arguments: {} } }),
-  });
-  t.equal(other.status, 404, 'another principal cannot use it on either replica');
-  const ended = await fetch(b.url, { method: 'DELETE', headers: { ...headers, 'mcp-session-id': session } });
-  t.equal(ended.status, 200, 'DELETE on the other replica ends it');
-  const after = await fetch(a.url, {
-    method: 'POST',
-    headers: { ...headers, 'mcp-session-id': session },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'counter', arguments: {} } }),
-  });
-  t.equal(after.status, 404, 'and it is gone on the replica that opened it');
-});
+    t.equal(after.status, 404, 'and it is gone on the replica that opened it');
+  },
+);

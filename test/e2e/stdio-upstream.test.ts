@@ -50,78 +50,118 @@ function stopsChildren(t: Test, causeway: { close(): Promise<void> }, pids: Set<
   });
 }
 
-t.test('the modern client through Causeway to a stdio legacy server: discover, lists, a call, a multi-round elicitation', async (t) => {
-  const causeway = await startCauseway(stdioSettings());
-  const pids = new Set<number>();
-  stopsChildren(t, causeway, pids);
-  const client = new Client(
-    { name: 'stdio-e2e', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: { form: {} } } },
-  );
-  client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { name: 'Ada' } }));
-  await client.connect(new StreamableHTTPClientTransport(new URL(causeway.url)));
-  t.teardown(() => client.close());
+t.test(
+  'the modern client through Causeway to a stdio legacy server: discover, lists, a call, a multi-round elicitation',
+  async (t) => {
+    const causeway = await startCauseway(stdioSettings());
+    const pids = new Set<number>();
+    stopsChildren(t, causeway, pids);
+    const client = new Client(
+      { name: 'stdio-e2e', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: { form: {} } } },
+    );
+    client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { name: 'Ada' } }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(causeway.url)));
+    t.teardown(() => client.close());
 
-  const d = await client.discover();
-  t.ok(d.capabilities.tools, 'tools advertised');
-  t.equal(client.getServerVersion()?.name, 'causeway-legacy-fixture', 'serverInfo from the child initialize');
-  const tools = await client.listTools();
-  t.ok(tools.tools.some((x) => x.name === 'echo'));
-  const prompts = await client.listPrompts();
-  t.ok(prompts.prompts.some((p) => p.name === 'test_simple_prompt'));
-  const resources = await client.listResources();
-  t.ok(resources.resources.some((r) => r.uri === 'test://static-text'));
-  const echoed = await client.callTool({ name: 'echo', arguments: { text: 'héllo over stdio' } });
-  t.same(echoed.content, [{ type: 'text', text: 'héllo over stdio' }]);
-  const progress: number[] = [];
-  await client.callTool({ name: 'test_tool_with_progress', arguments: {} }, { onprogress: (p) => progress.push(p.progress) });
-  t.same(progress, [0, 50, 100], 'progress routed to its call by token');
-  const asked = await client.callTool({ name: ELICIT, arguments: {} });
-  t.same(asked.content, [{ type: 'text', text: 'Hello, Ada!' }], 'the ask on the channel became an input_required round and back');
-  const multi = await callTool(causeway.url, 'test_input_required_result_multi_round');
-  t.equal(multi.body?.result?.resultType, 'input_required', 'first round of a two-round tool');
+    const d = await client.discover();
+    t.ok(d.capabilities.tools, 'tools advertised');
+    t.equal(client.getServerVersion()?.name, 'causeway-legacy-fixture', 'serverInfo from the child initialize');
+    const tools = await client.listTools();
+    t.ok(tools.tools.some((x) => x.name === 'echo'));
+    const prompts = await client.listPrompts();
+    t.ok(prompts.prompts.some((p) => p.name === 'test_simple_prompt'));
+    const resources = await client.listResources();
+    t.ok(resources.resources.some((r) => r.uri === 'test://static-text'));
+    const echoed = await client.callTool({ name: 'echo', arguments: { text: 'héllo over stdio' } });
+    t.same(echoed.content, [{ type: 'text', text: 'héllo over stdio' }]);
+    const progress: number[] = [];
+    await client.callTool(
+      { name: 'test_tool_with_progress', arguments: {} },
+      { onprogress: (p) => progress.push(p.progress) },
+    );
+    t.same(progress, [0, 50, 100], 'progress routed to its call by token');
+    const asked = await client.callTool({ name: ELICIT, arguments: {} });
+    t.same(
+      asked.content,
+      [{ type: 'text', text: 'Hello, Ada!' }],
+      'the ask on the channel became an input_required round and back',
+    );
+    const multi = await callTool(causeway.url, 'test_input_required_result_multi_round');
+    t.equal(multi.body?.result?.resultType, 'input_required', 'first round of a two-round tool');
 
-  const stats = await fixtureStats(causeway.url, { elicitation: { form: {} } });
-  pids.add(stats.pid);
-  t.ok(causeway.logs.some((l) => l.includes('upstream stderr') && l.includes('serving one session on stdio') && l.includes('"upstream":"fixture"')), 'the child stderr is logged, tagged with the upstream');
+    const stats = await fixtureStats(causeway.url, { elicitation: { form: {} } });
+    pids.add(stats.pid);
+    t.ok(
+      causeway.logs.some(
+        (l) =>
+          l.includes('upstream stderr') &&
+          l.includes('serving one session on stdio') &&
+          l.includes('"upstream":"fixture"'),
+      ),
+      'the child stderr is logged, tagged with the upstream',
+    );
 
-  const legacy = await fetch(causeway.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'old', version: '1' } } }),
-  });
-  t.equal(legacy.status, 200, 'a legacy client on the same mount gets a session of its own (test/e2e/legacy-channel.test.ts)');
-  t.ok(legacy.headers.get('mcp-session-id'));
-  t.equal(((await legacy.json()) as Json).result.serverInfo.name, 'causeway-legacy-fixture');
+    const legacy = await fetch(causeway.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'old', version: '1' } },
+      }),
+    });
+    t.equal(
+      legacy.status,
+      200,
+      'a legacy client on the same mount gets a session of its own (test/e2e/legacy-channel.test.ts)',
+    );
+    t.ok(legacy.headers.get('mcp-session-id'));
+    t.equal(((await legacy.json()) as Json).result.serverInfo.name, 'causeway-legacy-fixture');
 
-  await client.close();
-  await causeway.close();
-  t.notOk(alive(stats.pid), 'the drain stopped the child');
-});
+    await client.close();
+    await causeway.close();
+    t.notOk(alive(stats.pid), 'the drain stopped the child');
+  },
+);
 
-t.test('listen over stdio: list_changed and resources/updated reach the listener once each, and the drain ends the stream', async (t) => {
-  const causeway = await startCauseway(stdioSettings());
-  const pids = new Set<number>();
-  stopsChildren(t, causeway, pids);
-  const client = new Client({ name: 'stdio-listen', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} });
-  await client.connect(new StreamableHTTPClientTransport(new URL(causeway.url)));
-  t.teardown(() => client.close());
-  const seen = { tools: 0, updated: [] as string[] };
-  client.setNotificationHandler('notifications/tools/list_changed', () => void (seen.tools += 1));
-  client.setNotificationHandler('notifications/resources/updated', (n) => void seen.updated.push(n.params.uri));
-  const sub = await client.listen({ toolsListChanged: true, resourceSubscriptions: ['test://watched-resource'] });
-  await client.callTool({ name: 'test_trigger_tool_change', arguments: {} });
-  t.ok(await until(() => seen.tools === 1, { what: 'tools/list_changed' }), 'tools/list_changed reached the listener');
-  await client.callTool({ name: 'test_trigger_resource_update', arguments: {} });
-  t.ok(await until(() => seen.updated.length === 1, { what: 'resources/updated' }), 'resources/updated reached the listener');
-  t.same(seen.updated, ['test://watched-resource']);
-  await client.callTool({ name: 'test_trigger_tool_change', arguments: {} });
-  t.ok(await until(() => seen.tools === 2, { what: 'the second tools/list_changed' }), 'the second change too');
-  await new Promise((r) => setTimeout(r, 100)); // negative check: no second copy follows
-  t.equal(seen.tools, 2, 'each change once, not once per path');
-  await causeway.close();
-  t.equal(await sub.closed, 'graceful');
-});
+t.test(
+  'listen over stdio: list_changed and resources/updated ' +
+    'reach the listener once each, and the drain ends the stream',
+  async (t) => {
+    const causeway = await startCauseway(stdioSettings());
+    const pids = new Set<number>();
+    stopsChildren(t, causeway, pids);
+    const client = new Client(
+      { name: 'stdio-listen', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
+    );
+    await client.connect(new StreamableHTTPClientTransport(new URL(causeway.url)));
+    t.teardown(() => client.close());
+    const seen = { tools: 0, updated: [] as string[] };
+    client.setNotificationHandler('notifications/tools/list_changed', () => void (seen.tools += 1));
+    client.setNotificationHandler('notifications/resources/updated', (n) => void seen.updated.push(n.params.uri));
+    const sub = await client.listen({ toolsListChanged: true, resourceSubscriptions: ['test://watched-resource'] });
+    await client.callTool({ name: 'test_trigger_tool_change', arguments: {} });
+    t.ok(
+      await until(() => seen.tools === 1, { what: 'tools/list_changed' }),
+      'tools/list_changed reached the listener',
+    );
+    await client.callTool({ name: 'test_trigger_resource_update', arguments: {} });
+    t.ok(
+      await until(() => seen.updated.length === 1, { what: 'resources/updated' }),
+      'resources/updated reached the listener',
+    );
+    t.same(seen.updated, ['test://watched-resource']);
+    await client.callTool({ name: 'test_trigger_tool_change', arguments: {} });
+    t.ok(await until(() => seen.tools === 2, { what: 'the second tools/list_changed' }), 'the second change too');
+    await new Promise((r) => setTimeout(r, 100)); // negative check: no second copy follows
+    t.equal(seen.tools, 2, 'each change once, not once per path');
+    await causeway.close();
+    t.equal(await sub.closed, 'graceful');
+  },
+);
 
 t.test('50 calls at once on one stdio process are all in flight together', async (t) => {
   const causeway = await startCauseway(stdioSettings());
@@ -129,7 +169,9 @@ t.test('50 calls at once on one stdio process are all in flight together', async
   stopsChildren(t, causeway, pids);
   const first = await fixtureStats(causeway.url);
   pids.add(first.pid);
-  const replies = await Promise.all(Array.from({ length: 50 }, () => callTool(causeway.url, 'slow', { arguments: { ms: 1500 } })));
+  const replies = await Promise.all(
+    Array.from({ length: 50 }, () => callTool(causeway.url, 'slow', { arguments: { ms: 1500 } })),
+  );
   t.same(
     replies.map((r) => textOf(r)),
     Array.from({ length: 50 }, () => 'done'),
@@ -189,7 +231,10 @@ t.test('a child unused for store.idleTtlMs is stopped; the next request starts a
   stopsChildren(t, causeway, pids);
   const first = await fixtureStats(causeway.url);
   pids.add(first.pid);
-  t.ok(await until(() => !alive(first.pid), { what: 'the idle process to be reaped', everyMs: 50 }), 'reaped once idle');
+  t.ok(
+    await until(() => !alive(first.pid), { what: 'the idle process to be reaped', everyMs: 50 }),
+    'reaped once idle',
+  );
   const next = await fixtureStats(causeway.url);
   pids.add(next.pid);
   t.not(next.pid, first.pid);
@@ -207,7 +252,12 @@ t.test('Causeway as its own process: SIGTERM drains it and stops its children', 
 });
 
 t.test('two stdio upstreams federated on one mount, configured per entry of upstreams', async (t) => {
-  const entry = (label: string) => ({ transport: 'stdio', command: process.execPath, args: [FIXTURE, '--stdio', '--label', label], maxProcesses: 2 });
+  const entry = (label: string) => ({
+    transport: 'stdio',
+    command: process.execPath,
+    args: [FIXTURE, '--stdio', '--label', label],
+    maxProcesses: 2,
+  });
   const causeway = await startCauseway({
     upstreams: JSON.stringify({ left: entry('L'), right: entry('R') }),
     mounts: JSON.stringify({ '/mcp': { upstreams: ['left', 'right'] } }),
@@ -224,7 +274,10 @@ t.test('two stdio upstreams federated on one mount, configured per entry of upst
 });
 
 t.test('config: stdio needs a command; url is not used with it', async (t) => {
-  await t.rejects(startCauseway({ 'upstream.transport': 'stdio' }), /upstream\.command: required when transport is stdio/);
+  await t.rejects(
+    startCauseway({ 'upstream.transport': 'stdio' }),
+    /upstream\.command: required when transport is stdio/,
+  );
   await t.rejects(
     startCauseway({ ...stdioSettings(), 'upstream.url': 'http://127.0.0.1:1/mcp' }),
     /url and urls are not used when transport is stdio/,

@@ -44,7 +44,9 @@ t.teardown(async () => {
 
 let nextId = 1;
 const rpc = (r: RunningCauseway, method: string, params: JsonObject, name?: string, caps: JsonObject = CAPS) =>
-  post(r.url, modernBody(method, params, nextId++, { [META_CAPABILITIES]: caps }), modernHeaders(method, name), { timeoutMs: 30_000 });
+  post(r.url, modernBody(method, params, nextId++, { [META_CAPABILITIES]: caps }), modernHeaders(method, name), {
+    timeoutMs: 30_000,
+  });
 const call = (r: RunningCauseway, tool: string, args: JsonObject, caps?: JsonObject, extra: JsonObject = {}) =>
   rpc(r, 'tools/call', { name: tool, arguments: args, ...extra }, tool, caps);
 
@@ -63,7 +65,10 @@ const calls = (tool: string) => upstream.stats().toolCalls[tool] ?? 0;
 
 t.test('discover advertises the extension for tools that say they are tasks', async (t) => {
   t.ok((await rpc(a, 'server/discover', {})).json?.result?.capabilities?.extensions?.[TASKS], 'by default');
-  t.notOk((await rpc(off, 'server/discover', {})).json?.result?.capabilities?.extensions?.[TASKS], 'not with upstream.taskSupport off');
+  t.notOk(
+    (await rpc(off, 'server/discover', {})).json?.result?.capabilities?.extensions?.[TASKS],
+    'not with upstream.taskSupport off',
+  );
 });
 
 t.test('a tool that says it is a task runs as one held here; without the extension, a plain call', async (t) => {
@@ -113,7 +118,12 @@ t.test('a question after the work started is the task’s inputRequest', async (
   const taskId = created.json.result.taskId as string;
   const asking = await taskOn(b, taskId, (x) => x?.status === 'input_required');
   t.same(Object.keys(asking.inputRequests), ['confirm']);
-  await rpc(b, 'tasks/update', { taskId, inputResponses: { confirm: { action: 'accept', content: { confirm: true } } } }, taskId);
+  await rpc(
+    b,
+    'tasks/update',
+    { taskId, inputResponses: { confirm: { action: 'accept', content: { confirm: true } } } },
+    taskId,
+  );
   const done = await taskOn(a, taskId, (x) => x?.status !== 'working' && x?.status !== 'input_required');
   t.equal(done.result.content[0].text, 'Deleted x.txt');
 });
@@ -165,7 +175,12 @@ t.test('tasks.firstAskMs 0: the task at once, its first question an inputRequest
   const taskId = created.json.result.taskId as string;
   const asking = await taskOn(atOnce, taskId, (x) => x?.status === 'input_required');
   t.same(Object.keys(asking.inputRequests), ['user_name']);
-  await rpc(atOnce, 'tasks/update', { taskId, inputResponses: { user_name: { action: 'accept', content: { name: 'Bo' } } } }, taskId);
+  await rpc(
+    atOnce,
+    'tasks/update',
+    { taskId, inputResponses: { user_name: { action: 'accept', content: { name: 'Bo' } } } },
+    taskId,
+  );
   const done = await taskOn(atOnce, taskId, (x) => x?.status === 'completed');
   t.equal(done.result.content[0].text, 'Hello, Bo!');
 });

@@ -186,10 +186,18 @@ t.test('tasks/list pages a long list, oldest first', async (t) => {
   const ids: string[] = [];
   for (let i = 0; i < 21; i++) ids.push((await createTask(client, 'slow_task', { ms: 0 })).taskId);
   const first = await client.experimental.tasks.listTasks();
-  t.same(first.tasks.map((task) => task.taskId), ids.slice(0, 20), 'the first page: twenty');
+  t.same(
+    first.tasks.map((task) => task.taskId),
+    ids.slice(0, 20),
+    'the first page: twenty',
+  );
   t.type(first.nextCursor, 'string');
   const second = await client.experimental.tasks.listTasks(first.nextCursor);
-  t.same(second.tasks.map((task) => task.taskId), ids.slice(20), 'the second: the rest');
+  t.same(
+    second.tasks.map((task) => task.taskId),
+    ids.slice(20),
+    'the second: the rest',
+  );
   t.notOk(second.nextCursor, 'and no more');
 });
 

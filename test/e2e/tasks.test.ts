@@ -43,8 +43,10 @@ async function rpc(replica: RunningCauseway, principal: string, method: string, 
   });
   return res;
 }
-const create = (r: RunningCauseway, principal: string, tool: string, args: JsonObject) => rpc(r, principal, 'tools/call', { name: tool, arguments: args }, tool);
-const taskGet = (r: RunningCauseway, principal: string, taskId: string) => rpc(r, principal, 'tasks/get', { taskId }, taskId);
+const create = (r: RunningCauseway, principal: string, tool: string, args: JsonObject) =>
+  rpc(r, principal, 'tools/call', { name: tool, arguments: args }, tool);
+const taskGet = (r: RunningCauseway, principal: string, taskId: string) =>
+  rpc(r, principal, 'tasks/get', { taskId }, taskId);
 
 async function created(r: RunningCauseway, principal: string, tool: string, args: JsonObject): Promise<string> {
   const res = await create(r, principal, tool, args);
@@ -73,7 +75,13 @@ t.test('a task created on one replica is answered and finished on another after 
   a.child.kill('SIGKILL');
   await new Promise((r) => a.child.once('exit', r));
 
-  const ack = await rpc(b, 'alice', 'tasks/update', { taskId, inputResponses: { confirm: { action: 'accept', content: { confirm: true } } } }, taskId);
+  const ack = await rpc(
+    b,
+    'alice',
+    'tasks/update',
+    { taskId, inputResponses: { confirm: { action: 'accept', content: { confirm: true } } } },
+    taskId,
+  );
   t.same(ack.json?.result, { resultType: 'complete' }, 'an empty ack');
   const done = await reaches(c, 'alice', taskId, 'completed');
   t.equal(done.result.content[0].text, 'Deleted a.txt', "the tool's own result, inlined");
@@ -104,7 +112,11 @@ t.test('a listen stream naming the task hears it move, from the replica that fol
   const res = await fetch(b.url, {
     method: 'POST',
     headers: { ...modernHeaders('subscriptions/listen'), 'x-causeway-principal': 'alice' },
-    body: JSON.stringify(modernBody('subscriptions/listen', { notifications: { taskIds: [taskId] } }, 'listen-1', { [META_CAPABILITIES]: CAPS })),
+    body: JSON.stringify(
+      modernBody('subscriptions/listen', { notifications: { taskIds: [taskId] } }, 'listen-1', {
+        [META_CAPABILITIES]: CAPS,
+      }),
+    ),
     signal: abort.signal,
   });
   t.equal(res.status, 200);
@@ -120,14 +132,24 @@ t.test('a listen stream naming the task hears it move, from the replica that fol
     if (n === undefined) break;
     seen.push(n);
   }
-  t.ok(seen.every((n) => n.method === 'notifications/tasks' && n.params.taskId === taskId), 'only notifications/tasks of this task');
+  t.ok(
+    seen.every((n) => n.method === 'notifications/tasks' && n.params.taskId === taskId),
+    'only notifications/tasks of this task',
+  );
   t.equal(seen.at(-1)?.params?.status, 'completed', 'the end, heard on the stream');
   t.equal(seen.at(-1)?.params?.result?.content?.[0]?.text, 'Kept b.txt', 'with its result');
-  t.equal(seen.at(-1)?.params?._meta?.['io.modelcontextprotocol/subscriptionId'], 'listen-1', 'tagged with the subscription');
+  t.equal(
+    seen.at(-1)?.params?._meta?.['io.modelcontextprotocol/subscriptionId'],
+    'listen-1',
+    'tagged with the subscription',
+  );
 });
 
 t.test('tasks.maxFollowedPerPrincipal bounds one principal on a replica, not another', async (t) => {
-  const ids = [await created(b, 'carol', 'slow_compute', { seconds: 60 }), await created(b, 'carol', 'slow_compute', { seconds: 60 })];
+  const ids = [
+    await created(b, 'carol', 'slow_compute', { seconds: 60 }),
+    await created(b, 'carol', 'slow_compute', { seconds: 60 }),
+  ];
   const third = await create(b, 'carol', 'slow_compute', { seconds: 60 });
   t.equal(third.status, 503, 'a third task for carol is refused');
   t.equal(third.json?.error?.code, -32603);
@@ -137,5 +159,9 @@ t.test('tasks.maxFollowedPerPrincipal bounds one principal on a replica, not ano
     await rpc(b, who, 'tasks/cancel', { taskId: id }, id);
     await reaches(b, who, id, 'cancelled');
   }
-  await until(async () => (await create(b, 'carol', 'slow_compute', { seconds: 0 })).status === 200, { what: 'carol may start a task again', timeoutMs: PATIENCE_MS, everyMs: 100 });
+  await until(async () => (await create(b, 'carol', 'slow_compute', { seconds: 0 })).status === 200, {
+    what: 'carol may start a task again',
+    timeoutMs: PATIENCE_MS,
+    everyMs: 100,
+  });
 });

@@ -69,7 +69,8 @@ export async function spawnFixture(port = 0, opts: FixtureOptions = {}): Promise
     child,
     stats: async () => (await (await fetch(new URL('/__stats', base))).json()) as LegacyServerStats,
     expireSessions: async () =>
-      ((await (await fetch(new URL('/__expire-sessions', base), { method: 'POST' })).json()) as { expired: number }).expired,
+      ((await (await fetch(new URL('/__expire-sessions', base), { method: 'POST' })).json()) as { expired: number })
+        .expired,
     kill: stopWith('SIGKILL'),
     stop: stopWith('SIGTERM'),
   };
@@ -120,7 +121,11 @@ export async function rawUpstream(opts: { onCall?: CallBehaviour; hangAll?: bool
             {
               jsonrpc: '2.0',
               id: msg.id,
-              result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'raw', version: '1.0.0' } },
+              result: {
+                protocolVersion: '2025-11-25',
+                capabilities: { tools: {} },
+                serverInfo: { name: 'raw', version: '1.0.0' },
+              },
             },
             { 'mcp-session-id': SESSION_ID },
           );
@@ -163,7 +168,10 @@ export async function callStreamUpstream(t: { teardown(fn: () => unknown): void 
   let flipped = false;
   const geo = () => ({
     name: 'geo',
-    inputSchema: { type: 'object', properties: { region: flipped ? { type: 'string' } : { type: 'string', 'x-mcp-header': 'Region' } } },
+    inputSchema: {
+      type: 'object',
+      properties: { region: flipped ? { type: 'string' } : { type: 'string', 'x-mcp-header': 'Region' } },
+    },
   });
   const sse = (res: http.ServerResponse, ...messages: unknown[]) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -174,7 +182,11 @@ export async function callStreamUpstream(t: { teardown(fn: () => unknown): void 
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
-      const msg = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number; method: string; params?: { name?: string } };
+      const msg = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        id?: number;
+        method: string;
+        params?: { name?: string };
+      };
       if (msg.id === undefined) return void res.writeHead(202).end();
       const result = (r: unknown) => ({ jsonrpc: '2.0', id: msg.id, result: r });
       const headers = { 'content-type': 'application/json', 'mcp-session-id': 'call-stream-session' };

@@ -26,7 +26,12 @@ export function modernMeta(extra: JsonObject = {}): JsonObject {
 }
 
 /** A well-formed modern request body. */
-export function modernBody(method: string, params: JsonObject = {}, id: string | number = 1, meta: JsonObject = {}): JsonObject {
+export function modernBody(
+  method: string,
+  params: JsonObject = {},
+  id: string | number = 1,
+  meta: JsonObject = {},
+): JsonObject {
   return { jsonrpc: '2.0', id, method, params: { ...params, _meta: modernMeta(meta) } };
 }
 
@@ -44,7 +49,10 @@ export function modernHeaders(method: string, name?: string): Record<string, str
 
 /** Body plus headers for a modern tools/call. */
 export function toolCall(name: string, args: JsonObject, id: string | number = 1, meta: JsonObject = {}) {
-  return { body: modernBody('tools/call', { name, arguments: args }, id, meta), headers: modernHeaders('tools/call', name) };
+  return {
+    body: modernBody('tools/call', { name, arguments: args }, id, meta),
+    headers: modernHeaders('tools/call', name),
+  };
 }
 
 export interface WireResponse {
@@ -91,7 +99,8 @@ export function send(url: string, opts: SendOptions = {}): Promise<WireResponse>
         : Buffer.from(typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body), 'utf8');
   const headers: OutgoingHttpHeaders = { ...(opts.headers ?? {}) };
   if (opts.trickle) headers['content-length'] = String(opts.trickle.contentLength);
-  else if (bodyBuf && !opts.chunked && headers['content-length'] === undefined) headers['content-length'] = String(bodyBuf.length);
+  else if (bodyBuf && !opts.chunked && headers['content-length'] === undefined)
+    headers['content-length'] = String(bodyBuf.length);
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
@@ -109,7 +118,13 @@ export function send(url: string, opts: SendOptions = {}): Promise<WireResponse>
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: parse(text), ms: Date.now() - started });
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            text,
+            json: parse(text),
+            ms: Date.now() - started,
+          });
           // An early answer (413, 408) leaves the request body unfinished: stop sending it.
           req.destroy();
         });
@@ -144,7 +159,12 @@ export function send(url: string, opts: SendOptions = {}): Promise<WireResponse>
 }
 
 /** POST a modern request (body + headers) to Causeway. */
-export function post(url: string, body: unknown, headers: Record<string, string>, extra: Omit<SendOptions, 'body' | 'headers'> = {}) {
+export function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  extra: Omit<SendOptions, 'body' | 'headers'> = {},
+) {
   return send(url, { ...extra, method: 'POST', body, headers });
 }
 
@@ -206,7 +226,9 @@ export function assertRpcError(t: Assertions, res: WireResponse, want: ExpectedE
   t.equal(res.status, want.status, `HTTP ${want.status}`);
   t.notOk(res.text.includes('    at '), 'no stack trace in the body');
   if (want.code === undefined && res.text === '') return;
-  const body = res.json as { jsonrpc?: unknown; id?: unknown; error?: { code?: unknown; message?: unknown; data?: unknown } } | undefined;
+  const body = res.json as
+    | { jsonrpc?: unknown; id?: unknown; error?: { code?: unknown; message?: unknown; data?: unknown } }
+    | undefined;
   t.ok(body && typeof body === 'object', `a JSON body (got ${JSON.stringify(res.text.slice(0, 200))})`);
   if (!body) return;
   t.equal(body.jsonrpc, '2.0', 'jsonrpc 2.0');

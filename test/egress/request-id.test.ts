@@ -52,17 +52,20 @@ async function h1Get(port: number, path: string): Promise<IncomingHttpHeaders> {
   });
 }
 
-t.test('HTTP/1.1: every way of writing a head carries the id, and a shared header object is left as it was', async (t) => {
-  const server = http.createServer({ ServerResponse: H1Response as typeof http.ServerResponse }, handler);
-  t.teardown(() => server.close());
-  const port = await listen(server);
-  for (const path of Object.keys(WRITERS)) {
-    const h = await h1Get(port, path);
-    t.equal(h['x-request-id'], `id${path}`, `${path}: the id`);
-    t.equal(h['x-writer'], path === '/object' ? 'shared' : path.slice(1), `${path}: the writer's own header`);
-  }
-  t.same(Object.keys(SHARED), ['content-type', 'x-writer'], 'the frozen header object was copied, not changed');
-});
+t.test(
+  'HTTP/1.1: every way of writing a head carries the id, and a shared header object is left as it was',
+  async (t) => {
+    const server = http.createServer({ ServerResponse: H1Response as typeof http.ServerResponse }, handler);
+    t.teardown(() => server.close());
+    const port = await listen(server);
+    for (const path of Object.keys(WRITERS)) {
+      const h = await h1Get(port, path);
+      t.equal(h['x-request-id'], `id${path}`, `${path}: the id`);
+      t.equal(h['x-writer'], path === '/object' ? 'shared' : path.slice(1), `${path}: the writer's own header`);
+    }
+    t.same(Object.keys(SHARED), ['content-type', 'x-writer'], 'the frozen header object was copied, not changed');
+  },
+);
 
 t.test('HTTP/2: the same', async (t) => {
   const server = http2.createServer({ Http2ServerResponse: H2Response as typeof http2.Http2ServerResponse }, handler);

@@ -1,5 +1,12 @@
 import t from 'tap';
-import { checkParamHeaders, decodeHeaderValue, encodeHeaderValue, mayNeedParamHeaders, paramHeaders, readParamHeaders } from '../../src/envelope/headers.js';
+import {
+  checkParamHeaders,
+  decodeHeaderValue,
+  encodeHeaderValue,
+  mayNeedParamHeaders,
+  paramHeaders,
+  readParamHeaders,
+} from '../../src/envelope/headers.js';
 import type { JsonObject } from '../../src/jsonrpc.js';
 import { checkOrigin, originPolicy } from '../../src/envelope/origin.js';
 
@@ -9,7 +16,7 @@ t.test('header value decoding', async (t) => {
   t.equal(decodeHeaderValue(`=?base64?${Buffer.from('héllo wörld').toString('base64')}?=`), 'héllo wörld');
   t.equal(decodeHeaderValue('=?base64?aGk=?='), 'hi');
   t.equal(decodeHeaderValue('=?BASE64?aGk=?='), '=?BASE64?aGk=?=', 'markers are case-sensitive: no decoding');
-  t.equal(decodeHeaderValue('=?base64?a?=' ), undefined, 'bad padding');
+  t.equal(decodeHeaderValue('=?base64?a?='), undefined, 'bad padding');
   t.equal(decodeHeaderValue('caf\u00e9'), undefined, 'raw non-ASCII refused');
   t.equal(decodeHeaderValue('a\tb'), undefined, 'control characters refused');
   t.equal(decodeHeaderValue(''), '', 'empty is empty');
@@ -44,13 +51,24 @@ const schema = {
 t.test('x-mcp-header annotations', async (t) => {
   const ph = paramHeaders(schema)!;
   t.same(ph.map((p) => p.header).sort(), ['Count', 'Deep', 'Flag', 'Region']);
-  t.equal(paramHeaders({ type: 'object', properties: { x: { type: 'number', 'x-mcp-header': 'X' } } }), undefined, 'number refused');
   t.equal(
-    paramHeaders({ type: 'object', properties: { a: { type: 'string', 'x-mcp-header': 'A' }, b: { type: 'string', 'x-mcp-header': 'a' } } }),
+    paramHeaders({ type: 'object', properties: { x: { type: 'number', 'x-mcp-header': 'X' } } }),
+    undefined,
+    'number refused',
+  );
+  t.equal(
+    paramHeaders({
+      type: 'object',
+      properties: { a: { type: 'string', 'x-mcp-header': 'A' }, b: { type: 'string', 'x-mcp-header': 'a' } },
+    }),
     undefined,
     'case-insensitive duplicate refused',
   );
-  t.equal(paramHeaders({ type: 'object', properties: { a: { type: 'string', 'x-mcp-header': 'bad name' } } }), undefined, 'non-token refused');
+  t.equal(
+    paramHeaders({ type: 'object', properties: { a: { type: 'string', 'x-mcp-header': 'bad name' } } }),
+    undefined,
+    'non-token refused',
+  );
 });
 
 t.test('why annotations give no headers: the property and the fault, for causeway doctor', async (t) => {
@@ -59,7 +77,9 @@ t.test('why annotations give no headers: the property and the fault, for causewa
   t.same(one({ type: 'number', 'x-mcp-header': 'X' }), {
     problem: 'x: x-mcp-header on a "number" property (string, integer or boolean only)',
   });
-  t.same(one({ type: 'string', 'x-mcp-header': 'bad name' }), { problem: 'x: x-mcp-header is not a header name token' });
+  t.same(one({ type: 'string', 'x-mcp-header': 'bad name' }), {
+    problem: 'x: x-mcp-header is not a header name token',
+  });
   const twice = { a: { type: 'string', 'x-mcp-header': 'A' }, b: { type: 'string', 'x-mcp-header': 'a' } };
   t.same(readParamHeaders({ type: 'object', properties: twice }), { problem: 'b: x-mcp-header a is used twice' });
 });

@@ -53,7 +53,10 @@ export interface InteractiveClient {
   confidential?: boolean;
 }
 
-/** An authorization code redeemed: the PKCE challenge of its authorization request and the verifier the token request carried. */
+/**
+ * An authorization code redeemed: the PKCE challenge of its authorization request and the verifier the token request
+ * carried.
+ */
 export interface CodeGrant {
   client: string;
   codeChallenge?: string;
@@ -129,7 +132,10 @@ async function signingKey(): Promise<JWK> {
   return { ...jwk, alg: 'RS256', use: 'sig', kid: `k-${Math.random().toString(36).slice(2, 10)}` };
 }
 
-export async function startAuthorizationServer(t: Owner, opts: AuthorizationServerOptions): Promise<AuthorizationServer> {
+export async function startAuthorizationServer(
+  t: Owner,
+  opts: AuthorizationServerOptions,
+): Promise<AuthorizationServer> {
   let provider: Provider | undefined;
   let jwksFetches = 0;
   let introspections = 0;
@@ -146,7 +152,10 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const confidential = [...opts.clients, ...(opts.interactive ?? []).filter((c) => c.confidential).map((c) => c.client)];
+  const confidential = [
+    ...opts.clients,
+    ...(opts.interactive ?? []).filter((c) => c.confidential).map((c) => c.client),
+  ];
   const secrets = new Map(confidential.map((c) => [c, `secret-of-${c}-${Math.random().toString(36).slice(2)}`]));
   let keys: JWK[] = [await signingKey()];
 
@@ -155,7 +164,9 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
       ...opts.clients.map((client_id) => ({
         client_id,
         client_secret: secrets.get(client_id)!,
-        grant_types: opts.exchangers?.includes(client_id) ? ['client_credentials', TOKEN_EXCHANGE] : ['client_credentials'],
+        grant_types: opts.exchangers?.includes(client_id)
+          ? ['client_credentials', TOKEN_EXCHANGE]
+          : ['client_credentials'],
         redirect_uris: [] as string[],
         response_types: [] as string[],
         token_endpoint_auth_method: 'client_secret_basic',
@@ -163,7 +174,11 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
       ...(opts.interactive ?? []).map(({ client, redirectUri, confidential }) => ({
         client_id: client,
         ...(confidential
-          ? { application_type: 'web', client_secret: secrets.get(client)!, token_endpoint_auth_method: 'client_secret_basic' }
+          ? {
+              application_type: 'web',
+              client_secret: secrets.get(client)!,
+              token_endpoint_auth_method: 'client_secret_basic',
+            }
           : { application_type: 'native', token_endpoint_auth_method: 'none' }),
         grant_types: opts.refreshTokens ? ['authorization_code', 'refresh_token'] : ['authorization_code'],
         redirect_uris: [redirectUri],
@@ -184,9 +199,15 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
       : {}),
     ...(opts.refreshTokens ? { issueRefreshToken: () => true } : {}),
     features: {
-      devInteractions: { enabled: opts.interactive !== undefined || opts.registration === true || opts.clientMetadataDocuments !== undefined },
+      devInteractions: {
+        enabled:
+          opts.interactive !== undefined || opts.registration === true || opts.clientMetadataDocuments !== undefined,
+      },
       registration: { enabled: opts.registration === true },
-      clientIdMetadataDocument: { enabled: opts.clientMetadataDocuments !== undefined, ...(opts.clientMetadataDocuments ? { ack: 'draft-02' } : {}) },
+      clientIdMetadataDocument: {
+        enabled: opts.clientMetadataDocuments !== undefined,
+        ...(opts.clientMetadataDocuments ? { ack: 'draft-02' } : {}),
+      },
       clientCredentials: { enabled: true },
       introspection: { enabled: true },
       resourceIndicators: {
@@ -196,16 +217,23 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
         getResourceServerInfo: (_ctx, indicator) => {
           const format = opts.resources[indicator];
           if (format === undefined) throw new errors.InvalidTarget();
-          return { scope: opts.scopes.join(' '), audience: indicator, accessTokenTTL: opts.lifetimes?.[indicator] ?? 300, accessTokenFormat: format };
+          return {
+            scope: opts.scopes.join(' '),
+            audience: indicator,
+            accessTokenTTL: opts.lifetimes?.[indicator] ?? 300,
+            accessTokenFormat: format,
+          };
         },
       },
     },
     // The subject of a token exchange, put on the token by exchange() below.
-    extraTokenClaims: (ctx: Context & { exchangedFor?: string }) => (ctx.exchangedFor === undefined ? undefined : { exchangedFor: ctx.exchangedFor }),
+    extraTokenClaims: (ctx: Context & { exchangedFor?: string }) =>
+      ctx.exchangedFor === undefined ? undefined : { exchangedFor: ctx.exchangedFor },
     formats: {
       customizers: {
         jwt: (_ctx, _token, jwt) => {
-          if (opts.expiring?.includes(jwt.payload.client_id as string)) jwt.payload.exp = (jwt.payload.iat as number) - 120;
+          if (opts.expiring?.includes(jwt.payload.client_id as string))
+            jwt.payload.exp = (jwt.payload.iat as number) - 120;
           const exchanged = jwt.payload.exchangedFor;
           if (typeof exchanged === 'string') {
             jwt.payload.sub = exchanged;
@@ -224,19 +252,34 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
       const code = ctx.oidc.entities.AuthorizationCode;
       if (code) {
         const codeVerifier = ctx.oidc.params?.code_verifier as string | undefined;
-        codeGrants.push({ client: code.clientId, codeChallenge: code.codeChallenge, codeChallengeMethod: code.codeChallengeMethod, codeVerifier });
+        codeGrants.push({
+          client: code.clientId,
+          codeChallenge: code.codeChallenge,
+          codeChallengeMethod: code.codeChallengeMethod,
+          codeVerifier,
+        });
       }
     });
-    p.registerGrantType(TOKEN_EXCHANGE, (ctx) => exchange(p, ctx), ['subject_token', 'subject_token_type', 'requested_token_type', 'resource', 'audience', 'scope']);
+    p.registerGrantType(TOKEN_EXCHANGE, (ctx) => exchange(p, ctx), [
+      'subject_token',
+      'subject_token_type',
+      'requested_token_type',
+      'resource',
+      'audience',
+      'scope',
+    ]);
     provider = p;
   };
   // RFC 8693 §2: the subject token must be one of ours, unexpired; the new one is for `resource`.
   const exchange = async (p: Provider, ctx: Context) => {
     const params = ctx.oidc.params as Record<string, string | undefined>;
-    if (params.subject_token_type !== ACCESS_TOKEN || params.subject_token === undefined) throw new errors.InvalidRequest('subject_token_type');
+    if (params.subject_token_type !== ACCESS_TOKEN || params.subject_token === undefined)
+      throw new errors.InvalidRequest('subject_token_type');
     let subject: string;
     try {
-      const { payload } = await jwtVerify(params.subject_token, createLocalJWKSet({ keys: keys.map(publicOf) }), { issuer });
+      const { payload } = await jwtVerify(params.subject_token, createLocalJWKSet({ keys: keys.map(publicOf) }), {
+        issuer,
+      });
       subject = payload.sub!;
     } catch {
       throw new errors.InvalidGrant('subject_token');
@@ -245,7 +288,12 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
     if (resource === undefined || opts.resources[resource] !== 'jwt') throw new errors.InvalidTarget();
     (ctx as Context & { exchangedFor?: string }).exchangedFor = subject;
     const token = new p.ClientCredentials({ client: ctx.oidc.client, scope: params.scope ?? opts.scopes.join(' ') });
-    token.resourceServer = new p.ResourceServer(resource, { scope: opts.scopes.join(' '), audience: resource, accessTokenTTL: 300, accessTokenFormat: 'jwt' });
+    token.resourceServer = new p.ResourceServer(resource, {
+      scope: opts.scopes.join(' '),
+      audience: resource,
+      accessTokenTTL: 300,
+      accessTokenFormat: 'jwt',
+    });
     const value = await token.save();
     ctx.body = { access_token: value, issued_token_type: ACCESS_TOKEN, token_type: 'Bearer', expires_in: 300 };
   };
@@ -272,7 +320,11 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
     issued: (grant, client) => issued.get(`${grant} ${client}`) ?? 0,
     codeGrants,
     async token(req) {
-      const body = new URLSearchParams({ grant_type: 'client_credentials', resource: req.resource, scope: req.scope ?? opts.scopes.join(' ') });
+      const body = new URLSearchParams({
+        grant_type: 'client_credentials',
+        resource: req.resource,
+        scope: req.scope ?? opts.scopes.join(' '),
+      });
       const res = await fetch(`${issuer}/token`, {
         method: 'POST',
         headers: {
@@ -282,9 +334,15 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
         },
         body,
       });
-      const json = (await res.json()) as { access_token?: string; token_type?: string; error?: string; error_description?: string };
+      const json = (await res.json()) as {
+        access_token?: string;
+        token_type?: string;
+        error?: string;
+        error_description?: string;
+      };
       if (!json.access_token) throw new Error(`no token: ${json.error}: ${json.error_description}`);
-      if (req.dpop && json.token_type !== 'DPoP') throw new Error(`a DPoP proof was sent, the token is ${json.token_type}`);
+      if (req.dpop && json.token_type !== 'DPoP')
+        throw new Error(`a DPoP proof was sent, the token is ${json.token_type}`);
       return json.access_token;
     },
     async rotate(keepOld) {
@@ -296,7 +354,12 @@ export async function startAuthorizationServer(t: Owner, opts: AuthorizationServ
 }
 
 /** A resource on a free loopback port (Causeway listens there), another one elsewhere, and its metadata URL. */
-export async function protectedResource(): Promise<{ port: number; resource: string; elsewhere: string; metadataUrl: string }> {
+export async function protectedResource(): Promise<{
+  port: number;
+  resource: string;
+  elsewhere: string;
+  metadataUrl: string;
+}> {
   const port = await freePort();
   return {
     port,
@@ -307,7 +370,11 @@ export async function protectedResource(): Promise<{ port: number; resource: str
 }
 
 /** Causeway's settings for a JWT resource server of `as` at `resource`, listening on `port`. */
-export function jwtFace(as: Pick<AuthorizationServer, 'issuer' | 'jwksUrl'>, port: number, resource: string): Record<string, string | number> {
+export function jwtFace(
+  as: Pick<AuthorizationServer, 'issuer' | 'jwksUrl'>,
+  port: number,
+  resource: string,
+): Record<string, string | number> {
   return {
     'listen.port': port,
     'principal.hashSecret': 'a-test-secret-of-32-characters!!',

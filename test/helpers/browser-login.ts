@@ -5,7 +5,11 @@
  * cookies they set, fills the login form (any account, any password), approves the consent
  * form, and stops at the redirect to the client (`redirectUri`), returning it and the forms' prompts.
  */
-export async function scriptedLogin(authorizationUrl: URL, account: string, redirectUri: string): Promise<{ callback: URL; prompts: string[] }> {
+export async function scriptedLogin(
+  authorizationUrl: URL,
+  account: string,
+  redirectUri: string,
+): Promise<{ callback: URL; prompts: string[] }> {
   const prompts: string[] = [];
   const jar = new Map<string, string>();
   let url = authorizationUrl;
@@ -14,7 +18,10 @@ export async function scriptedLogin(authorizationUrl: URL, account: string, redi
     const res = await fetch(url, {
       method: form ? 'POST' : 'GET',
       redirect: 'manual',
-      headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '), ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+      headers: {
+        cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '),
+        ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+      },
       body: form,
     });
     for (const line of res.headers.getSetCookie()) {
@@ -39,7 +46,8 @@ export async function scriptedLogin(authorizationUrl: URL, account: string, redi
     const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
     if (action === undefined) throw new Error(`no form on the page: ${html.slice(0, 500)}`);
     form = new URLSearchParams();
-    for (const input of html.matchAll(/<input[^>]*type="hidden"[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g)) form.set(input[1]!, input[2]!);
+    for (const input of html.matchAll(/<input[^>]*type="hidden"[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g))
+      form.set(input[1]!, input[2]!);
     if (/name="login"/.test(html)) {
       form.set('login', account);
       form.set('password', 'any password');

@@ -41,7 +41,14 @@ export async function startCauseway(settings: Settings): Promise<RunningCauseway
   const config = loadConfig(flags({ ...TEST_DEFAULTS, 'log.level': 'debug', ...settings }), {});
   const app = createApp(config, createLogger(config.log.level, sink));
   const addr = await app.listen();
-  return { app, url: app.url!, port: addr.port, adminUrl: app.adminUrl, logs, close: () => app.drain().then(() => strictLogs(logs)) };
+  return {
+    app,
+    url: app.url!,
+    port: addr.port,
+    adminUrl: app.adminUrl,
+    logs,
+    close: () => app.drain().then(() => strictLogs(logs)),
+  };
 }
 
 /** Every line Causeway wrote must be one a strict JSON parser takes: no key twice in one object. */
@@ -70,14 +77,23 @@ export interface SpawnOptions {
  * The built bin as a child process; it must log at info or chattier to announce its URL. The
  * child is stopped when its test ends (see processes.ts), whether or not close() was called.
  */
-export async function spawnCauseway(settings: Settings, options: SpawnOptions = {}): Promise<RunningCauseway & { child: ChildProcess }> {
+export async function spawnCauseway(
+  settings: Settings,
+  options: SpawnOptions = {},
+): Promise<RunningCauseway & { child: ChildProcess }> {
   const graceMs = options.graceMs ?? 10_000;
   const args = [options.main ?? MAIN, ...flags({ ...TEST_DEFAULTS, 'log.level': 'info', ...settings })];
   const [command, argv] =
     options.nofile === undefined
       ? [process.execPath, args]
       : ['bash', ['-c', `ulimit -n ${options.nofile} && exec "$0" "$@"`, process.execPath, ...args]];
-  const child = spawnOwned(command, argv, { t: options.t, graceMs, env: { PATH: process.env.PATH, ...options.env }, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnOwned(command, argv, {
+    t: options.t,
+    graceMs,
+    env: { PATH: process.env.PATH, ...options.env },
+    cwd: options.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const logs: string[] = [];
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));

@@ -53,7 +53,10 @@ export interface ConformanceCheck {
 
 export interface ScenarioReport {
   scenario: string;
-  /** true: in the revision's scored `server:` list; false: listed under `not_scored`; null: not in the requirement file at all. */
+  /**
+   * true: in the revision's scored `server:` list; false: listed under `not_scored`; null: not in the requirement file
+   * at all.
+   */
   scored: boolean | null;
   /** `not_scored` reason (extension | pending | added-after-release) when scored === false. */
   notScoredReason?: string;
@@ -110,7 +113,9 @@ export interface RunConformanceOptions {
   expectedFailuresFile?: string;
   /** Where the suite writes results. Default: a fresh temp dir, removed after parsing. */
   outDir?: string;
-  /** Hard deadline for the whole CLI run; the child is killed after it. Default 120000 (scenario) / 300000 (full set). */
+  /**
+   * Hard deadline for the whole CLI run; the child is killed after it. Default 120000 (scenario) / 300000 (full set).
+   */
   timeoutMs?: number;
   /** The suite's own per-scenario `--timeout`. Default: the suite's (30000). */
   scenarioTimeoutMs?: number;
@@ -241,7 +246,13 @@ export async function readConformanceResults(
       }
       report.checks = Array.isArray(parsed)
         ? parsed.map(toCheck)
-        : [toCheck({ id: 'harness-unexpected-checks-json', status: 'FAILURE', errorMessage: 'checks.json is not an array' })];
+        : [
+            toCheck({
+              id: 'harness-unexpected-checks-json',
+              status: 'FAILURE',
+              errorMessage: 'checks.json is not an array',
+            }),
+          ];
     } else {
       report.missingChecksFile = true;
     }
@@ -295,7 +306,12 @@ export async function runConformance(opts: RunConformanceOptions): Promise<Confo
   const started = Date.now();
   const child = spawnOwned(process.execPath, args, {
     t: opts.t,
-    env: { ...process.env, ...opts.env, NODE_OPTIONS: nodeOptionsWithHook(opts.env?.NODE_OPTIONS ?? process.env.NODE_OPTIONS), NO_COLOR: '1' },
+    env: {
+      ...process.env,
+      ...opts.env,
+      NODE_OPTIONS: nodeOptionsWithHook(opts.env?.NODE_OPTIONS ?? process.env.NODE_OPTIONS),
+      NO_COLOR: '1',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

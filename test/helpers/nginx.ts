@@ -33,7 +33,10 @@ export function findNginx(): string {
   const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin'];
   const found = dirs.map((d) => join(d, 'nginx')).find((p) => existsSync(p));
   if (found === undefined) {
-    throw new Error('nginx not found on PATH nor in /usr/sbin: this test needs it (apt-get install nginx, or NGINX=/path/to/nginx)');
+    throw new Error(
+      'nginx not found on PATH nor in /usr/sbin: this test ' +
+        'needs it (apt-get install nginx, or NGINX=/path/to/nginx)',
+    );
   }
   return found;
 }
@@ -68,7 +71,10 @@ http {
 }
 `,
   );
-  const child = spawnOwned(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { t, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnOwned(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], {
+    t,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   // Teardowns run in the order they were registered: nginx is stopped first, then its dir goes.
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   let output = '';
@@ -76,7 +82,10 @@ http {
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   let gone: Error | undefined;
   child.once('error', (err: NodeJS.ErrnoException) => {
-    gone ??= err.code === 'ENOENT' ? new Error(`nginx not found at ${bin}: this test needs it (apt-get install nginx, or NGINX=/path/to/nginx)`) : err;
+    gone ??=
+      err.code === 'ENOENT'
+        ? new Error(`nginx not found at ${bin}: this test needs it (apt-get install nginx, or NGINX=/path/to/nginx)`)
+        : err;
   });
   child.once('exit', (code) => {
     const log = existsSync(join(dir, 'error.log')) ? readFileSync(join(dir, 'error.log'), 'utf8') : '';
@@ -95,7 +104,11 @@ http {
       });
     });
   // A child that is gone ends the wait at once.
-  await until(async () => gone ?? (await listening()), { what: `nginx to listen on ${port}`, timeoutMs: 10_000, everyMs: 25 }).catch((err: Error) => {
+  await until(async () => gone ?? (await listening()), {
+    what: `nginx to listen on ${port}`,
+    timeoutMs: 10_000,
+    everyMs: 25,
+  }).catch((err: Error) => {
     throw new Error(`${err.message}: ${output}`);
   });
   if (gone) throw gone;
@@ -115,7 +128,10 @@ http {
       });
     },
     oldWorkersGone: async () => {
-      await until(async () => !(await workersOf(master)).some((w) => oldWorkers.has(w)), { what: 'the old nginx workers to exit', everyMs: 25 });
+      await until(async () => !(await workersOf(master)).some((w) => oldWorkers.has(w)), {
+        what: 'the old nginx workers to exit',
+        everyMs: 25,
+      });
     },
   };
 }
@@ -123,11 +139,15 @@ http {
 /** `nginx -s reload` for the instance in `dir`: the master re-reads its config and replaces its workers. */
 function signalMaster(bin: string, dir: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const p = spawn(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-s', 'reload'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-s', 'reload'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     p.once('error', reject);
-    p.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`nginx -s reload exited with ${code}: ${err}`))));
+    p.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`nginx -s reload exited with ${code}: ${err}`)),
+    );
   });
 }
 

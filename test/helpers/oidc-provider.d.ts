@@ -34,17 +34,31 @@ declare module 'oidc-provider' {
         getResourceServerInfo(ctx: Context, indicator: string, client: unknown): ResourceServer;
       };
     };
-    formats?: { customizers: { jwt(ctx: Context | undefined, token: unknown, jwt: { header: unknown; payload: Record<string, unknown> }): void } };
+    formats?: {
+      customizers: {
+        jwt(ctx: Context | undefined, token: unknown, jwt: { header: unknown; payload: Record<string, unknown> }): void;
+      };
+    };
   };
 
-  export const errors: { InvalidTarget: new () => Error; InvalidGrant: new (detail: string) => Error; InvalidRequest: new (detail: string) => Error };
+  export const errors: {
+    InvalidTarget: new () => Error;
+    InvalidGrant: new (detail: string) => Error;
+    InvalidRequest: new (detail: string) => Error;
+  };
 
   export default class Provider {
     constructor(issuer: string, configuration: Configuration);
     callback(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
     on(event: 'grant.success', listener: (ctx: Context) => void): void;
     registerGrantType(name: string, handler: (ctx: Context) => Promise<void>, params: string[]): void;
-    ClientCredentials: new (init: { client: unknown; scope?: string }) => IssuedToken;
-    ResourceServer: new (identifier: string, info: ResourceServer) => unknown;
+    ClientCredentials: new (init: {
+      client: unknown;
+      scope?: string;
+    }) => IssuedToken;
+    ResourceServer: new (
+      identifier: string,
+      info: ResourceServer,
+    ) => unknown;
   }
 }

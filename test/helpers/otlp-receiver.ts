@@ -82,7 +82,11 @@ interface OtlpExport {
 function attributes(list: OtlpAttribute[] | undefined): Record<string, string | number | boolean> {
   const out: Record<string, string | number | boolean> = {};
   for (const { key, value } of list ?? []) {
-    const v = value.stringValue ?? value.boolValue ?? value.doubleValue ?? (value.intValue === undefined ? undefined : Number(value.intValue));
+    const v =
+      value.stringValue ??
+      value.boolValue ??
+      value.doubleValue ??
+      (value.intValue === undefined ? undefined : Number(value.intValue));
     if (v !== undefined) out[key] = v;
   }
   return out;
@@ -97,7 +101,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       requests.push({ method: req.method ?? '', path: req.url ?? '', contentType: req.headers['content-type'] });
-      if (req.method !== 'POST' || (req.url !== '/v1/traces' && req.url !== '/v1/metrics') || !/json/.test(req.headers['content-type'] ?? '')) {
+      if (
+        req.method !== 'POST' ||
+        (req.url !== '/v1/traces' && req.url !== '/v1/metrics') ||
+        !/json/.test(req.headers['content-type'] ?? '')
+      ) {
         res.writeHead(415).end();
         return;
       }
@@ -108,7 +116,14 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
           for (const sm of rm.scopeMetrics ?? []) {
             for (const m of sm.metrics ?? []) {
               for (const p of m.histogram?.dataPoints ?? []) {
-                histograms.push({ service: typeof service === 'string' ? service : undefined, metric: m.name, unit: m.unit, count: Number(p.count), sum: p.sum, attributes: attributes(p.attributes) });
+                histograms.push({
+                  service: typeof service === 'string' ? service : undefined,
+                  metric: m.name,
+                  unit: m.unit,
+                  count: Number(p.count),
+                  sum: p.sum,
+                  attributes: attributes(p.attributes),
+                });
               }
             }
           }
@@ -130,7 +145,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               kind: s.kind,
               attributes: attributes(s.attributes),
               status: s.status?.code ?? 0,
-              links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId, attributes: attributes(l.attributes) })),
+              links: (s.links ?? []).map((l) => ({
+                traceId: l.traceId,
+                spanId: l.spanId,
+                attributes: attributes(l.attributes),
+              })),
             });
           }
         }

@@ -49,7 +49,10 @@ t.test('a child is stopped when its test ends; SIGKILL after the grace period', 
 });
 
 t.test('stopProcess: a graceful exit, and a child already gone', async (t) => {
-  const child = spawnOwned(process.execPath, ['-e', "setInterval(() => {}, 1000); console.log('ready');"], { t, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawnOwned(process.execPath, ['-e', "setInterval(() => {}, 1000); console.log('ready');"], {
+    t,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await ready(child);
   t.same(await stopProcess(child), { code: null, signal: 'SIGTERM' });
   t.same(await stopProcess(child), { code: null, signal: 'SIGTERM' }, 'again: at once');
@@ -64,7 +67,10 @@ t.test('whatever is left is SIGKILLed when the test process exits', async (t) =>
     const child = spawnOwned(process.execPath, ['-e', ${JSON.stringify(STUBBORN)}], { stdio: ['ignore', 'pipe', 'inherit'] });
     child.stdout.once('data', () => { process.stderr.write(child.pid + '\\n'); process.exit(3); });
   `;
-  const parent = spawnOwned(process.execPath, ['--input-type=module', '-e', script], { t, stdio: ['ignore', 'ignore', 'pipe'] });
+  const parent = spawnOwned(process.execPath, ['--input-type=module', '-e', script], {
+    t,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   const pid = await new Promise<number>((resolve, reject) => {
     let err = '';
     parent.stderr!.on('data', (d: Buffer) => {

@@ -56,7 +56,10 @@ export function exitOf(child: ChildProcess): Promise<Exit> {
  * Sends `signal` (SIGTERM unless told) and waits for the exit; still running after `graceMs`,
  * the child is SIGKILLed. A child already gone resolves at once.
  */
-export async function stopProcess(child: ChildProcess, opts: { signal?: NodeJS.Signals; graceMs?: number } = {}): Promise<Exit> {
+export async function stopProcess(
+  child: ChildProcess,
+  opts: { signal?: NodeJS.Signals; graceMs?: number } = {},
+): Promise<Exit> {
   if (!isRunning(child)) return exitOf(child);
   const exited = exitOf(child);
   const signal = opts.signal ?? 'SIGTERM';

@@ -38,7 +38,10 @@ export async function freePort(): Promise<number> {
 
 const BINARY = process.env.REDIS_SERVER ?? 'redis-server';
 
-/** A redis-server of its own for `t` (the root tap, i.e. the whole file, when none is given); it is stopped when that test ends. */
+/**
+ * A redis-server of its own for `t` (the root tap, i.e. the whole file, when none is given); it is stopped when that
+ * test ends.
+ */
 export async function startRedis(t?: Owner): Promise<RunningRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'causeway-redis-'));
@@ -48,7 +51,22 @@ export async function startRedis(t?: Owner): Promise<RunningRedis> {
     const node = launchNode(
       t,
       BINARY,
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--protected-mode', 'no', '--loglevel', 'warning'],
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--protected-mode',
+        'no',
+        '--loglevel',
+        'warning',
+      ],
       port,
     );
     child = node.child;
@@ -111,7 +129,14 @@ export interface RedisNode {
 
 /** A client of one node that never queues and gives up quickly. */
 function nodeClient(port: number): Redis {
-  const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 1000, retryStrategy: (n) => (n > 20 ? null : 100) });
+  const c = new Redis({
+    port,
+    host: '127.0.0.1',
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    connectTimeout: 1000,
+    retryStrategy: (n) => (n > 20 ? null : 100),
+  });
   c.on('error', () => undefined);
   return c;
 }
@@ -120,12 +145,21 @@ function nodeClient(port: number): Redis {
 async function answering(port: number, child: ChildProcess, output: () => string): Promise<void> {
   let gone: Error | undefined;
   child.once('error', (err: NodeJS.ErrnoException) => {
-    gone ??= err.code === 'ENOENT' ? new Error(`${String(child.spawnfile)} not found; these tests need redis-server and redis-cli on PATH`) : err;
+    gone ??=
+      err.code === 'ENOENT'
+        ? new Error(`${String(child.spawnfile)} not found; these tests need redis-server and redis-cli on PATH`)
+        : err;
   });
   const onExit = (code: number | null) => (gone ??= new Error(`redis on ${port} exited with ${code}: ${output()}`));
   child.once('exit', onExit);
   const ping = async () => {
-    const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const c = new Redis({
+      port,
+      host: '127.0.0.1',
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     c.on('error', () => undefined);
     try {
       await c.connect();
@@ -136,7 +170,11 @@ async function answering(port: number, child: ChildProcess, output: () => string
   };
   try {
     // A child that is gone ends the wait at once.
-    await until(async () => gone ?? (await ping()), { what: `redis to answer on ${port}`, timeoutMs: 10_000, everyMs: 25 });
+    await until(async () => gone ?? (await ping()), {
+      what: `redis to answer on ${port}`,
+      timeoutMs: 10_000,
+      everyMs: 25,
+    });
   } catch (err) {
     throw new Error(`${(err as Error).message}: ${output()}`);
   } finally {
@@ -145,7 +183,12 @@ async function answering(port: number, child: ChildProcess, output: () => string
   if (gone) throw gone;
 }
 
-function launchNode(t: Owner | undefined, command: string, args: string[], port: number): { child: ChildProcess; up: Promise<void> } {
+function launchNode(
+  t: Owner | undefined,
+  command: string,
+  args: string[],
+  port: number,
+): { child: ChildProcess; up: Promise<void> } {
   const child = spawnOwned(command, args, { t, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
@@ -167,7 +210,18 @@ function node(port: number, child: ChildProcess): RedisNode {
   };
 }
 
-const SERVER_ARGS = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'warning'];
+const SERVER_ARGS = [
+  '--bind',
+  '127.0.0.1',
+  '--save',
+  '',
+  '--appendonly',
+  'no',
+  '--protected-mode',
+  'no',
+  '--loglevel',
+  'warning',
+];
 // A replica syncs straight off the socket: no RDB file between them.
 const SYNC_ARGS = ['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'];
 
@@ -191,12 +245,29 @@ export interface SentinelSet {
 export async function startSentinelSet(t?: Owner, name = 'mymaster'): Promise<SentinelSet> {
   const dir = mkdtempSync(join(tmpdir(), 'causeway-sentinel-'));
   const [pp, rp, ...sp] = await distinctFreePorts(5);
-  const p = launchNode(t, BINARY, ['--port', String(pp), '--dir', dir, '--dbfilename', `dump-${pp}.rdb`, ...SERVER_ARGS, ...SYNC_ARGS], pp!);
+  const p = launchNode(
+    t,
+    BINARY,
+    ['--port', String(pp), '--dir', dir, '--dbfilename', `dump-${pp}.rdb`, ...SERVER_ARGS, ...SYNC_ARGS],
+    pp!,
+  );
   await p.up;
   const r = launchNode(
     t,
     BINARY,
-    ['--port', String(rp), '--dir', dir, '--dbfilename', `dump-${rp}.rdb`, '--replicaof', '127.0.0.1', String(pp), ...SERVER_ARGS, ...SYNC_ARGS],
+    [
+      '--port',
+      String(rp),
+      '--dir',
+      dir,
+      '--dbfilename',
+      `dump-${rp}.rdb`,
+      '--replicaof',
+      '127.0.0.1',
+      String(pp),
+      ...SERVER_ARGS,
+      ...SYNC_ARGS,
+    ],
     rp!,
   );
   await r.up;
@@ -230,7 +301,10 @@ export async function startSentinelSet(t?: Owner, name = 'mymaster'): Promise<Se
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await until(async () => /master_link_status:up/.test(await replica.admin.info('replication')), { what: 'the replica in sync', everyMs: 100 });
+    await until(async () => /master_link_status:up/.test(await replica.admin.info('replication')), {
+      what: 'the replica in sync',
+      everyMs: 100,
+    });
     await until(
       async () => {
         for (const s of sentinels) {
@@ -254,7 +328,9 @@ export async function startSentinelSet(t?: Owner, name = 'mymaster'): Promise<Se
     sentinels,
     sentinelAddrs: sentinels.map((s) => s.addr),
     async masterPort(i = 0) {
-      const addr = (await sentinels[i]!.admin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name).catch(() => null)) as string[] | null;
+      const addr = (await sentinels[i]!.admin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name).catch(() => null)) as
+        | string[]
+        | null;
       return addr ? Number(addr[1]) : undefined;
     },
     stop,
@@ -345,10 +421,14 @@ export async function startCluster(t?: Owner): Promise<RunningCluster> {
   const view = async (from: RedisNode) => parseClusterNodes(String(await from.admin.call('CLUSTER', 'NODES')));
   try {
     await new Promise<void>((resolve, reject) => {
-      const cli = spawnOwned(CLI, ['--cluster', 'create', ...nodes.map((n) => n.addr), '--cluster-replicas', '1', '--cluster-yes'], {
-        t,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const cli = spawnOwned(
+        CLI,
+        ['--cluster', 'create', ...nodes.map((n) => n.addr), '--cluster-replicas', '1', '--cluster-yes'],
+        {
+          t,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
       let out = '';
       cli.stdout!.on('data', (d: Buffer) => (out += d.toString()));
       cli.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -372,7 +452,8 @@ export async function startCluster(t?: Owner): Promise<RunningCluster> {
           if (!/cluster_state:ok/.test(String(await n.admin.call('CLUSTER', 'INFO')))) return false;
           const v = await view(n);
           if (v.length !== 6 || v.filter((x) => x.flags.includes('master')).length !== 3) return false;
-          if (v.some((x) => x.flags.includes('fail') || x.flags.includes('fail?') || x.flags.includes('handshake'))) return false;
+          if (v.some((x) => x.flags.includes('fail') || x.flags.includes('fail?') || x.flags.includes('handshake')))
+            return false;
         }
         for (const n of nodes) {
           const info = await n.admin.info('replication');
@@ -380,7 +461,11 @@ export async function startCluster(t?: Owner): Promise<RunningCluster> {
         }
         return true;
       },
-      { what: 'every cluster node ok and seeing six nodes, three primaries each with a replica in sync', timeoutMs: 45_000, everyMs: 200 },
+      {
+        what: 'every cluster node ok and seeing six nodes, three primaries each with a replica in sync',
+        timeoutMs: 45_000,
+        everyMs: 200,
+      },
     );
   } catch (err) {
     await stop();
@@ -392,7 +477,10 @@ export async function startCluster(t?: Owner): Promise<RunningCluster> {
     view,
     async primaryOf(key, from) {
       const slot = Number(await from.admin.call('CLUSTER', 'KEYSLOT', key));
-      return (await view(from)).find((v) => v.flags.includes('master') && !v.flags.includes('fail') && v.slots.some(([a, b]) => slot >= a && slot <= b));
+      return (await view(from)).find(
+        (v) =>
+          v.flags.includes('master') && !v.flags.includes('fail') && v.slots.some(([a, b]) => slot >= a && slot <= b),
+      );
     },
     stop,
   };

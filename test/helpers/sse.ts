@@ -173,7 +173,9 @@ export class SseReader {
     }
   }
 
-  /** The next event with data, its data JSON-parsed (throws when it is not JSON); undefined once the stream has ended. */
+  /**
+   * The next event with data, its data JSON-parsed (throws when it is not JSON); undefined once the stream has ended.
+   */
   async nextMessage(): Promise<any | undefined> {
     for (;;) {
       const e = await this.next();

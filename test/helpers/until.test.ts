@@ -20,9 +20,12 @@ t.test('a check that throws counts as not yet', async (t) => {
 });
 
 t.test('on timeout it names what it waited for and the last thing it saw', async (t) => {
-  await t.rejects(until(() => ({ count: 1 }).count > 2 && 'never', { what: 'two more', timeoutMs: 30, everyMs: 5 }), {
-    message: /timed out after 30 ms waiting for two more; last value false/,
-  });
+  await t.rejects(
+    until(() => ({ count: 1 }).count > 2 && 'never', { what: 'two more', timeoutMs: 30, everyMs: 5 }),
+    {
+      message: /timed out after 30 ms waiting for two more; last value false/,
+    },
+  );
   await t.rejects(
     until(
       () => {

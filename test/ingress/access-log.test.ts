@@ -16,18 +16,31 @@ t.teardown(() => upstream.close());
 const TOKEN = 'secret-token-value-never-logged';
 
 async function post(url: string, body: string, headers: Record<string, string>, reqId: string): Promise<number> {
-  const res = await fetch(url, { method: 'POST', headers: { ...headers, 'x-request-id': reqId, authorization: `Bearer ${TOKEN}` }, body });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { ...headers, 'x-request-id': reqId, authorization: `Bearer ${TOKEN}` },
+    body,
+  });
   await res.text();
   return res.status;
 }
 
-const accessLines = (logs: string[]) => logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
+const accessLines = (logs: string[]) =>
+  logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
 
 t.test('with log.accessSample 1: one line per request, success and failure alike', async (t) => {
-  const cw = await startCauseway({ 'upstream.url': upstream.url, 'log.accessSample': 1, 'principal.mode': 'bearer', 'principal.hashSecret': 'access-log-test-secret-0123456789' });
+  const cw = await startCauseway({
+    'upstream.url': upstream.url,
+    'log.accessSample': 1,
+    'principal.mode': 'bearer',
+    'principal.hashSecret': 'access-log-test-secret-0123456789',
+  });
   t.teardown(() => cw.close());
   const call = modernBody('tools/call', { name: 'echo', arguments: { text: 'hi' } });
-  const traced = { ...modernHeaders('tools/call', 'echo'), traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+  const traced = {
+    ...modernHeaders('tools/call', 'echo'),
+    traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+  };
   t.equal(await post(cw.url, JSON.stringify(call), traced, 'req-ok'), 200);
   t.equal(await post(cw.url, '{not json', modernHeaders('tools/call', 'echo'), 'req-bad'), 400);
   const unknown = modernBody('tools/call', { name: 'no_such_tool', arguments: {} });
@@ -51,7 +64,17 @@ t.test('with log.accessSample 1: one line per request, success and failure alike
       traceId: '0af7651916cd43dd8448eb211c80319c',
     },
     { level: 30, reqId: 'req-bad', era: 'rejected', status: 400, code: -32700 },
-    { level: 30, reqId: 'req-unknown', era: 'modern', method: 'tools/call', name: 'no_such_tool', status: 200, upstream: 'default', resultType: 'error', code: -32602 },
+    {
+      level: 30,
+      reqId: 'req-unknown',
+      era: 'modern',
+      method: 'tools/call',
+      name: 'no_such_tool',
+      status: 200,
+      upstream: 'default',
+      resultType: 'error',
+      code: -32602,
+    },
     { level: 30, reqId: 'req-again', session: 'reused', resultType: 'complete' },
   ]);
   t.notOk('code' in lines[0]!, 'no error code on a success');
@@ -60,11 +83,20 @@ t.test('with log.accessSample 1: one line per request, success and failure alike
   const caps = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
   const ask = modernBody('tools/call', { name: 'test_input_required_result_elicitation', arguments: {} }, 'r1', caps);
   const headers = modernHeaders('tools/call', 'test_input_required_result_elicitation');
-  const first = await fetch(cw.url, { method: 'POST', headers: { ...headers, 'x-request-id': 'req-round-1', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(ask) });
+  const first = await fetch(cw.url, {
+    method: 'POST',
+    headers: { ...headers, 'x-request-id': 'req-round-1', authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify(ask),
+  });
   const round = (await first.json()) as { result: { requestState: string } };
   const retry = modernBody(
     'tools/call',
-    { name: 'test_input_required_result_elicitation', arguments: {}, requestState: round.result.requestState, inputResponses: { user_name: { action: 'accept', content: { name: 'Ada' } } } },
+    {
+      name: 'test_input_required_result_elicitation',
+      arguments: {},
+      requestState: round.result.requestState,
+      inputResponses: { user_name: { action: 'accept', content: { name: 'Ada' } } },
+    },
     'r2',
     caps,
   );
@@ -76,22 +108,36 @@ t.test('with log.accessSample 1: one line per request, success and failure alike
     { reqId: 'req-round-2', resultType: 'complete', round: 1 },
   ]);
   t.notOk('round' in rounds[0]!, 'the first call answers no round');
-  t.ok(lines.every((l) => typeof l.ms === 'number' && (l.ms as number) >= 0), 'each line has its duration');
-  t.notOk(cw.logs.some((l) => l.includes(TOKEN)), 'the bearer token is in no log line');
+  t.ok(
+    lines.every((l) => typeof l.ms === 'number' && (l.ms as number) >= 0),
+    'each line has its duration',
+  );
+  t.notOk(
+    cw.logs.some((l) => l.includes(TOKEN)),
+    'the bearer token is in no log line',
+  );
 });
 
-t.test('every answer carries its request id: the client\'s x-request-id, else a new UUID', async (t) => {
+t.test("every answer carries its request id: the client's x-request-id, else a new UUID", async (t) => {
   const cw = await startCauseway({ 'upstream.url': upstream.url });
   t.teardown(() => cw.close());
   const echoed = async (what: string, path: string, init: RequestInit, reqId?: string) => {
-    const headers = { ...(init.headers as Record<string, string>), ...(reqId === undefined ? {} : { 'x-request-id': reqId }) };
+    const headers = {
+      ...(init.headers as Record<string, string>),
+      ...(reqId === undefined ? {} : { 'x-request-id': reqId }),
+    };
     const res = await fetch(new URL(path, cw.url), { ...init, headers });
     await res.arrayBuffer();
     return { what, status: res.status, id: res.headers.get('x-request-id') };
   };
   const call = JSON.stringify(modernBody('tools/call', { name: 'echo', arguments: { text: 'hi' } }));
   const callHeaders = modernHeaders('tools/call', 'echo');
-  const initialize = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+  const initialize = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+  });
   const legacyHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
   const seen = [
     // The pipeline (the first call reads the tools), then the warm lane (the same call again).
@@ -111,9 +157,17 @@ t.test('every answer carries its request id: the client\'s x-request-id, else a 
       ['legacy face', true, 'id-legacy'],
     ],
   );
-  t.same(seen.map((s) => s.status), [200, 200, 400, 404, 200], 'each answered as it should be');
+  t.same(
+    seen.map((s) => s.status),
+    [200, 200, 400, 404, 200],
+    'each answered as it should be',
+  );
   const fresh = await echoed('warm lane, no id sent', cw.url, { method: 'POST', headers: callHeaders, body: call });
-  t.match(fresh.id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'a new UUID when the client sent none');
+  t.match(
+    fresh.id,
+    /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    'a new UUID when the client sent none',
+  );
 });
 
 t.test('by default (log.accessSample 0) no access line is written', async (t) => {
@@ -130,7 +184,12 @@ t.test('with debug on, the upstream client writes its lines with the request id'
   t.teardown(() => cw.close());
   const call = modernBody('tools/call', { name: 'echo', arguments: { text: 'hi' } });
   t.equal(await post(cw.url, JSON.stringify(call), modernHeaders('tools/call', 'echo'), 'req-debug'), 200);
-  const upstreamLines = cw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.stage === 'upstream' && l.msg === 'upstream request');
+  const upstreamLines = cw.logs
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((l) => l.stage === 'upstream' && l.msg === 'upstream request');
   t.ok(upstreamLines.length > 0, 'the upstream client logged the request');
-  t.ok(upstreamLines.every((l) => l.reqId === 'req-debug'), 'each with the request id');
+  t.ok(
+    upstreamLines.every((l) => l.reqId === 'req-debug'),
+    'each with the request id',
+  );
 });

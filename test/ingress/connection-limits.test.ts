@@ -91,7 +91,8 @@ interface Attack {
 }
 
 const SLOW_H1_HEAD = Buffer.from(
-  'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n' +
+  'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: ' +
+    'application/json\r\nAccept: application/json, text/event-stream\r\n' +
     'Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nContent-Length: 2\r\n\r\n{}',
   'latin1',
 );
@@ -147,7 +148,10 @@ function within(what: string, cond: () => boolean, ms: number): Promise<boolean>
 t.test('flood of idle and slow sockets under ulimit -n 1024: attackers closed, keep-alive client served', async (t) => {
   // This process opens ~1,100 sockets of its own.
   const ulimit = spawnSync('bash', ['-c', 'ulimit -n'], { encoding: 'utf8' }).stdout.trim();
-  t.ok(ulimit === 'unlimited' || Number(ulimit) >= 4_000, `the test process may open enough descriptors (ulimit -n ${ulimit})`);
+  t.ok(
+    ulimit === 'unlimited' || Number(ulimit) >= 4_000,
+    `the test process may open enough descriptors (ulimit -n ${ulimit})`,
+  );
 
   const causeway = await spawnCauseway(
     {
@@ -182,7 +186,13 @@ t.test('flood of idle and slow sockets under ulimit -n 1024: attackers closed, k
   t.match(limits, new RegExp(`^Max open files\\s+${NOFILE}\\s+`, 'm'), `causeway runs with ${NOFILE} descriptors`);
 
   // The established keep-alive client: one connection, opened before the flood.
-  client = new Client(origin, { pipelining: 1, keepAliveTimeout: 600_000, keepAliveMaxTimeout: 600_000, headersTimeout: 30_000, bodyTimeout: 30_000 });
+  client = new Client(origin, {
+    pipelining: 1,
+    keepAliveTimeout: 600_000,
+    keepAliveMaxTimeout: 600_000,
+    headersTimeout: 30_000,
+    bodyTimeout: 30_000,
+  });
   let connects = 0;
   const disconnects: string[] = [];
   client.on('connect', () => (connects += 1));
@@ -236,16 +246,25 @@ t.test('flood of idle and slow sockets under ulimit -n 1024: attackers closed, k
   // headers timeout. Then the idle flood, in batches, past maxConnections.
   const port = causeway.port;
   for (let i = 0; i < SLOW_SOCKETS; i++) {
-    const kind: Kind = i < SLOW_H1 ? 'slow-h1' : i < SLOW_H1 + SLOW_H2_PREFACE ? 'slow-h2-preface' : 'h2-settings-then-nothing';
+    const kind: Kind =
+      i < SLOW_H1 ? 'slow-h1' : i < SLOW_H1 + SLOW_H2_PREFACE ? 'slow-h2-preface' : 'h2-settings-then-nothing';
     attack(port, kind, attacks, destroying);
   }
-  await within('slow sockets connected', () => attacks.every((a) => a.connectedAt !== undefined || a.connectError !== undefined), 10_000);
+  await within(
+    'slow sockets connected',
+    () => attacks.every((a) => a.connectedAt !== undefined || a.connectError !== undefined),
+    10_000,
+  );
   for (let i = 0; i < IDLE_SOCKETS; i++) {
     attack(port, 'idle', attacks, destroying);
     if (i % 100 === 99) await sleep(20);
   }
   const deadline = HEADERS_TIMEOUT_MS + MARGIN_MS;
-  const allClosed = await within('every attack socket closed', () => attacks.every((a) => a.closedAt !== undefined), deadline + 2_000);
+  const allClosed = await within(
+    'every attack socket closed',
+    () => attacks.every((a) => a.closedAt !== undefined),
+    deadline + 2_000,
+  );
   calling = false;
   sampling = false;
   await caller;
@@ -253,17 +272,34 @@ t.test('flood of idle and slow sockets under ulimit -n 1024: attackers closed, k
 
   // Every attack socket was closed by the server, each within headersTimeoutMs + margin.
   const open = attacks.filter((a) => a.closedAt === undefined);
-  t.ok(allClosed, `every one of ${attacks.length} attack sockets was closed by the server (${open.length} still open: ${[...new Set(open.map((a) => a.kind))].join(', ')})`);
+  t.ok(
+    allClosed,
+    `every one of ${attacks.length} attack sockets was closed by the server ` +
+      `(${open.length} still open: ${[...new Set(open.map((a) => a.kind))].join(', ')})`,
+  );
   const late = attacks.filter((a) => a.closedAt !== undefined && a.closedAt - a.openedAt > deadline);
-  t.equal(late.length, 0, `each closed within headersTimeoutMs + ${MARGIN_MS} ms (slowest of the closed ${Math.round(Math.max(0, ...attacks.filter((a) => a.closedAt !== undefined).map((a) => a.closedAt! - a.openedAt)))} ms)`);
-  t.equal(attacks.filter((a) => a.connectError !== undefined).length, 0, 'every attack socket was accepted at TCP level (no connect error)');
+  t.equal(
+    late.length,
+    0,
+    `each closed within headersTimeoutMs + ${MARGIN_MS} ms (slowest of the closed ${Math.round(Math.max(0, ...attacks.filter((a) => a.closedAt !== undefined).map((a) => a.closedAt! - a.openedAt)))} ms)`,
+  );
+  t.equal(
+    attacks.filter((a) => a.connectError !== undefined).length,
+    0,
+    'every attack socket was accepted at TCP level (no connect error)',
+  );
   for (const kind of ['slow-h1', 'slow-h2-preface', 'h2-settings-then-nothing'] as const) {
     const mine = attacks.filter((a) => a.kind === kind);
     const closed = mine.filter((a) => a.closedAt !== undefined);
     t.equal(closed.length, mine.length, `${kind}: all ${mine.length} closed`);
     // Opened with room to spare, so nothing but the headers timeout may close them, and not before it.
     const early = closed.filter((a) => a.closedAt! - a.openedAt < HEADERS_TIMEOUT_MS - 250);
-    t.equal(early.length, 0, `${kind}: none closed before headersTimeoutMs (earliest ${Math.round(Math.min(...closed.map((a) => a.closedAt! - a.openedAt)))} ms)`);
+    t.equal(
+      early.length,
+      0,
+      `${kind}: none closed before headersTimeoutMs ` +
+        `(earliest ${Math.round(Math.min(...closed.map((a) => a.closedAt! - a.openedAt)))} ms)`,
+    );
   }
 
   // The established client was never starved nor cut off.
@@ -278,10 +314,20 @@ t.test('flood of idle and slow sockets under ulimit -n 1024: attackers closed, k
   const byMax = metric(text, 'causeway_connections_closed_total', { reason: 'max_connections' }) ?? 0;
   const byHeaders = metric(text, 'causeway_connections_closed_total', { reason: 'headers_timeout' }) ?? 0;
   t.ok(byMax > 0, `closes over maxConnections counted (reason="max_connections" ${byMax})`);
-  t.ok(byHeaders >= SLOW_SOCKETS, `headers-timeout closes counted, the ${SLOW_SOCKETS} slow sockets at least (reason="headers_timeout" ${byHeaders})`);
-  t.ok(byMax + byHeaders >= attacks.length, `every attack socket's close is counted under one of the two (${byMax} + ${byHeaders} of ${attacks.length})`);
+  t.ok(
+    byHeaders >= SLOW_SOCKETS,
+    `headers-timeout closes counted, the ${SLOW_SOCKETS} slow ` +
+      `sockets at least (reason="headers_timeout" ${byHeaders})`,
+  );
+  t.ok(
+    byMax + byHeaders >= attacks.length,
+    `every attack socket's close is counted under one of ` + `the two (${byMax} + ${byHeaders} of ${attacks.length})`,
+  );
   t.ok(openSeen.length > 0, `causeway_connections_open was sampled during the flood (${openSeen.length} samples)`);
-  t.ok(Math.max(...openSeen) <= MAX_CONNECTIONS, `causeway_connections_open never above maxConnections (peak ${Math.max(...openSeen)})`);
+  t.ok(
+    Math.max(...openSeen) <= MAX_CONNECTIONS,
+    `causeway_connections_open never above maxConnections (peak ${Math.max(...openSeen)})`,
+  );
   let openNow: number | undefined;
   await until(
     async () => {
@@ -290,7 +336,10 @@ t.test('flood of idle and slow sockets under ulimit -n 1024: attackers closed, k
     },
     { what: 'causeway_connections_open back to the keep-alive client', everyMs: 250 },
   ).catch(() => undefined);
-  t.ok(openNow !== undefined && openNow <= 2, `after the flood causeway_connections_open is back to the keep-alive client (${openNow})`);
+  t.ok(
+    openNow !== undefined && openNow <= 2,
+    `after the flood causeway_connections_open is back to the keep-alive client (${openNow})`,
+  );
 
   // Afterwards a fresh connection is served, and so is the old one.
   const fresh = toolCall('echo', { text: 'after the flood' }, 'fresh');
@@ -337,7 +386,12 @@ class RawH1 {
   }
 
   /** Writes one modern request; resolves with the status and body once the response is complete. */
-  async request(port: number, body: JsonObject, headers: Record<string, string>, ms = 20_000): Promise<{ status: number; text: string; at: number }> {
+  async request(
+    port: number,
+    body: JsonObject,
+    headers: Record<string, string>,
+    ms = 20_000,
+  ): Promise<{ status: number; text: string; at: number }> {
     const payload = Buffer.from(JSON.stringify(body), 'utf8');
     const head =
       `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n` +
@@ -351,7 +405,10 @@ class RawH1 {
     for (;;) {
       const done = this.complete();
       if (done) return { ...done, at: now() };
-      if (this.closedAt !== undefined) throw new Error(`connection closed before the response was complete: ${this.buf.toString('latin1').slice(0, 300)}`);
+      if (this.closedAt !== undefined)
+        throw new Error(
+          `connection closed before the response was complete: ${this.buf.toString('latin1').slice(0, 300)}`,
+        );
       if (now() > end) throw new Error('no complete response in time');
       await new Promise<void>((r) => {
         this.waiters.push(r);
@@ -440,7 +497,11 @@ const parseJson = (text: string): any => {
 
 /** An in-process Causeway with this idle timeout; the connections pushed on `conns` are closed with it. */
 async function idleCauseway(t: { teardown(fn: () => unknown): void }, idleTimeoutMs: number) {
-  const causeway = await startCauseway({ 'upstream.url': upstream.url, 'limits.idleTimeoutMs': idleTimeoutMs, 'log.level': 'warn' });
+  const causeway = await startCauseway({
+    'upstream.url': upstream.url,
+    'limits.idleTimeoutMs': idleTimeoutMs,
+    'log.level': 'warn',
+  });
   const conns: Array<{ destroy(): void }> = [];
   t.teardown(async () => {
     for (const c of conns) c.destroy();
@@ -483,10 +544,16 @@ t.test('limits.idleTimeoutMs: idle keep-alive connections closed, busy ones kept
   // A request in progress for 3x idleTimeoutMs: its connection stays, and the answer arrives on it.
   t.equal(busyH1Res.status, 200, `h1: a ${SLOW_TOOL_MS} ms call on its connection is answered`);
   t.equal(firstText({ json: parseJson(busyH1Res.text) }), 'done');
-  t.ok(busyH1.closedAt === undefined || busyH1.closedAt >= busyH1Res.at, 'h1: not closed while its request was in progress');
+  t.ok(
+    busyH1.closedAt === undefined || busyH1.closedAt >= busyH1Res.at,
+    'h1: not closed while its request was in progress',
+  );
   t.equal(busyH2Res.status, 200, `h2c: a ${SLOW_TOOL_MS} ms stream on its session is answered`);
   t.equal(firstText(busyH2Res), 'done');
-  t.ok(busyH2.closedAt === undefined || busyH2.closedAt >= busyH2Res.at, `h2c: no GOAWAY nor close while its stream was in progress (${busyH2.how ?? 'open'})`);
+  t.ok(
+    busyH2.closedAt === undefined || busyH2.closedAt >= busyH2Res.at,
+    `h2c: no GOAWAY nor close while its stream was in progress (${busyH2.how ?? 'open'})`,
+  );
 
   // The idle ones were closed by the server, after idling (not before idleTimeoutMs less timer slack).
   for (const [name, c, answeredAt] of [
@@ -534,6 +601,10 @@ t.test('a long limits.idleTimeoutMs is honoured: idle connections are not closed
     h1.request(port, echo('long-h1-2').body, echo('long-h1-2').headers),
     h2Post(h2.session, path, echo('long-h2-2').headers, echo('long-h2-2').body),
   ]);
-  t.equal(firstText({ json: parseJson(b1.text) }), 'long-h1-2', 'h1: a second request on the same connection is answered');
+  t.equal(
+    firstText({ json: parseJson(b1.text) }),
+    'long-h1-2',
+    'h1: a second request on the same connection is answered',
+  );
   t.equal(firstText(b2), 'long-h2-2', 'h2c: a second stream on the same session is answered');
 });

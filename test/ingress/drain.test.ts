@@ -7,7 +7,16 @@ import net from 'node:net';
 import t from 'tap';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway, type RunningCauseway } from '../helpers/causeway.js';
-import { firstText, MODERN_VERSION, modernHeaders, parseRawResponses, post, send, sleep, toolCall } from '../e2e/wire.js';
+import {
+  firstText,
+  MODERN_VERSION,
+  modernHeaders,
+  parseRawResponses,
+  post,
+  send,
+  sleep,
+  toolCall,
+} from '../e2e/wire.js';
 import { until } from '../helpers/until.js';
 import { connectH2, h2Post, h2Request } from './h2.js';
 
@@ -42,7 +51,10 @@ function logged(causeway: RunningCauseway, text: string, timeoutMs?: number): Pr
 t.test('modern_client-to-causeway-sigterm-drains-in-phases', async (t) => {
   const upstream = await startLegacyServer();
   t.teardown(() => upstream.close());
-  const causeway = await spawnCauseway({ 'upstream.url': upstream.url, 'drain.delayMs': DELAY_MS, 'drain.timeoutMs': 5000 }, { t });
+  const causeway = await spawnCauseway(
+    { 'upstream.url': upstream.url, 'drain.delayMs': DELAY_MS, 'drain.timeoutMs': 5000 },
+    { t },
+  );
   t.teardown(() => causeway.close());
   const path = new URL(causeway.url).pathname;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
@@ -55,20 +67,35 @@ t.test('modern_client-to-causeway-sigterm-drains-in-phases', async (t) => {
   const { session: early } = await connectH2(`http://127.0.0.1:${causeway.port}`);
   early.on('error', () => undefined);
   t.teardown(() => early.destroy());
-  t.equal((await h2Request(early, { ':method': 'GET', ':path': '/readyz' })).status, 200, '/readyz 200 before the drain');
+  t.equal(
+    (await h2Request(early, { ':method': 'GET', ':path': '/readyz' })).status,
+    200,
+    '/readyz 200 before the drain',
+  );
 
   causeway.child.kill('SIGTERM');
   t.ok(await logged(causeway, '"msg":"draining"'), 'the process logged that it is draining');
 
   // Phase 1: not ready, but serving, on new connections too.
   t.equal((await send(causeway.url, { method: 'GET', path: '/readyz' })).status, 503, '/readyz: 503 at once');
-  t.equal((await send(causeway.adminUrl!, { method: 'GET', path: '/readyz' })).status, 503, 'admin /readyz: 503 at once');
+  t.equal(
+    (await send(causeway.adminUrl!, { method: 'GET', path: '/readyz' })).status,
+    503,
+    'admin /readyz: 503 at once',
+  );
   const during = toolCall('echo', { text: 'still served' }, 'during-delay');
   const served = await post(causeway.url, during.body, during.headers);
   t.equal(served.status, 200, 'a request on a new connection during drain.delayMs is served');
   t.equal(firstText(served), 'still served');
-  t.equal((await h2Request(early, { ':method': 'GET', ':path': '/healthz' })).status, 200, 'the open h2 session still takes streams');
-  t.notOk(causeway.logs.some((l) => l.includes(LISTENER_CLOSED)), `all of the above within drain.delayMs (${DELAY_MS} ms)`);
+  t.equal(
+    (await h2Request(early, { ':method': 'GET', ':path': '/healthz' })).status,
+    200,
+    'the open h2 session still takes streams',
+  );
+  t.notOk(
+    causeway.logs.some((l) => l.includes(LISTENER_CLOSED)),
+    `all of the above within drain.delayMs (${DELAY_MS} ms)`,
+  );
 
   // A slow call started in phase 1 is in flight when the listener closes.
   const slow = toolCall('slow', { ms: SLOW_MS + DELAY_MS }, 'in-flight');
@@ -113,9 +140,16 @@ t.test('modern_client-to-causeway-sigterm-keep-alive-connection-served-then-clos
   const slow = JSON.stringify(toolCall('slow', { ms: SLOW_MS }, 'kept-alive').body);
   const host = `Host: 127.0.0.1:${causeway.port}`;
   const call = (name: string, body: string) => [
-    'POST /mcp HTTP/1.1', host, 'Content-Type: application/json', 'Accept: application/json, text/event-stream',
-    `MCP-Protocol-Version: ${MODERN_VERSION}`, 'Mcp-Method: tools/call', `Mcp-Name: ${name}`,
-    `Content-Length: ${Buffer.byteLength(body)}`, '', body,
+    'POST /mcp HTTP/1.1',
+    host,
+    'Content-Type: application/json',
+    'Accept: application/json, text/event-stream',
+    `MCP-Protocol-Version: ${MODERN_VERSION}`,
+    'Mcp-Method: tools/call',
+    `Mcp-Name: ${name}`,
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    '',
+    body,
   ];
   socket.write(call('slow', slow).join('\r\n'));
   await until(() => (upstream.stats().toolCalls['slow'] ?? 0) > 0, { what: 'the slow call upstream' });
@@ -125,7 +159,10 @@ t.test('modern_client-to-causeway-sigterm-keep-alive-connection-served-then-clos
   socket.write(['GET /readyz HTTP/1.1', host, '', ...call('echo', late)].join('\r\n'));
   await Promise.race([closed, sleep(5000)]);
   const responses = parseRawResponses(received);
-  t.comment(`on the kept-alive connection: ${responses.map((r) => `${r.status} ${r.headers.connection ?? ''} ${r.body}`).join(' | ')}`);
+  t.comment(
+    `on the kept-alive ` +
+      `connection: ${responses.map((r) => `${r.status} ${r.headers.connection ?? ''} ${r.body}`).join(' | ')}`,
+  );
   t.equal(responses.length, 3, 'three answers on the one connection');
   t.equal(responses[0]?.status, 200, 'the in-flight call completed on its connection');
   t.match(responses[0]?.body, /"text":"done"/, 'with its result');

@@ -197,15 +197,35 @@ interface ToolPick {
 
 function toolPick(p: Pick): ToolPick {
   return p.weighted<() => ToolPick>([
-    [8, () => ({ name: 'echo', args: { text: p.one(['hi', p.word(p.int(0, 40)), 'ünïcödé ☃', 'a"b\\c', '\u0000\u001f', '']) } })],
+    [
+      8,
+      () => ({
+        name: 'echo',
+        args: { text: p.one(['hi', p.word(p.int(0, 40)), 'ünïcödé ☃', 'a"b\\c', '\u0000\u001f', '']) },
+      }),
+    ],
     [3, () => ({ name: 'test_simple_text', args: {} })],
     [2, () => ({ name: 'test_image_content', args: {} })],
     [1, () => ({ name: 'test_audio_content', args: {} })],
     [1, () => ({ name: 'test_embedded_resource', args: {} })],
     [1, () => ({ name: 'test_multiple_content_types', args: {} })],
     [2, () => ({ name: 'test_error_handling', args: {} })],
-    [2, () => ({ name: 'test_tool_with_progress', args: {}, meta: { progressToken: p.chance(0.5) ? p.word(8) : p.int(0, 1e6) } })],
-    [1, () => ({ name: 'test_tool_with_logging', args: {}, meta: p.chance(0.5) ? { 'io.modelcontextprotocol/logLevel': 'info' } : {} })],
+    [
+      2,
+      () => ({
+        name: 'test_tool_with_progress',
+        args: {},
+        meta: { progressToken: p.chance(0.5) ? p.word(8) : p.int(0, 1e6) },
+      }),
+    ],
+    [
+      1,
+      () => ({
+        name: 'test_tool_with_logging',
+        args: {},
+        meta: p.chance(0.5) ? { 'io.modelcontextprotocol/logLevel': 'info' } : {},
+      }),
+    ],
     [2, () => ({ name: 'counter', args: {} })],
     [2, () => ({ name: 'whoami', args: {} })],
     [2, () => ({ name: 'no_such_tool', args: {} })],
@@ -289,17 +309,32 @@ function modernRequest(p: Pick, ctx: FuzzContext, family: string): Draft {
       if (p.chance(0.15)) ps = { cursor: p.one(['', 'garbage', 'MA==', p.word(30)]) };
       break;
     case 'resources/read':
-      name = p.one(['test://static-text', 'test://static-binary', 'test://watched-resource', 'test://template/7/data', 'test://nope']);
+      name = p.one([
+        'test://static-text',
+        'test://static-binary',
+        'test://watched-resource',
+        'test://template/7/data',
+        'test://nope',
+      ]);
       ps = { uri: name };
       break;
     case 'prompts/get':
-      name = p.one(['test_simple_prompt', 'test_prompt_with_arguments', 'test_prompt_with_image', 'test_prompt_with_embedded_resource', 'no_such_prompt']);
+      name = p.one([
+        'test_simple_prompt',
+        'test_prompt_with_arguments',
+        'test_prompt_with_image',
+        'test_prompt_with_embedded_resource',
+        'no_such_prompt',
+      ]);
       ps = { name };
       if (name === 'test_prompt_with_arguments' && p.chance(0.8)) ps.arguments = { arg1: 'a', arg2: p.word(3) };
       if (name === 'test_prompt_with_embedded_resource') ps.arguments = { resourceUri: 'test://static-text' };
       break;
     case 'completion/complete':
-      ps = { ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' }, argument: { name: 'arg1', value: p.word(2) } };
+      ps = {
+        ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' },
+        argument: { name: 'arg1', value: p.word(2) },
+      };
       break;
     default:
       break;
@@ -327,8 +362,12 @@ function remirror(d: Draft): void {
 // Value pools.
 
 type Valuer = (p: Pick, d: Draft) => { v: Json; label: string };
-const raw = (text: string, label = text): Valuer => (_p, d) => ({ v: hole(d, text), label });
-const val = (v: Json, label = JSON.stringify(v)): Valuer => () => ({ v, label });
+const raw =
+  (text: string, label = text): Valuer =>
+  (_p, d) => ({ v: hole(d, text), label });
+const val =
+  (v: Json, label = JSON.stringify(v)): Valuer =>
+  () => ({ v, label });
 
 const ID_VALUES: Valuer[] = [
   val({ a: 1 }),
@@ -428,7 +467,15 @@ export const CAPABILITY_SHAPES: Json[] = [
   { elicitation: { form: {}, url: {} } },
 ];
 
-const CLIENT_INFO_VALUES: Json[] = ['x', null, 5, {}, { name: 5 }, { name: 'a', version: [] }, { name: 'a', version: '1', icons: 'x' }];
+const CLIENT_INFO_VALUES: Json[] = [
+  'x',
+  null,
+  5,
+  {},
+  { name: 5 },
+  { name: 'a', version: [] },
+  { name: 'a', version: '1', icons: 'x' },
+];
 
 // ---------------------------------------------------------------------------------------------
 // Mutations of the JSON tree.
@@ -627,7 +674,16 @@ const mutateExtra: Mutation = (p, d) => {
 
 /** Where a deep or wide value goes. */
 type Target = 'arguments' | 'meta' | 'caps' | 'caps.experimental' | 'caps.elicitation' | 'id' | 'params' | 'name';
-const TARGETS: readonly Target[] = ['arguments', 'meta', 'caps', 'caps.experimental', 'caps.elicitation', 'id', 'params', 'name'];
+const TARGETS: readonly Target[] = [
+  'arguments',
+  'meta',
+  'caps',
+  'caps.experimental',
+  'caps.elicitation',
+  'id',
+  'params',
+  'name',
+];
 
 function place(p: Pick, d: Draft, target: Target, token: string): boolean {
   if (!isObj(d.body)) return false;
@@ -848,7 +904,13 @@ function batch(p: Pick, ctx: FuzzContext, d: Draft): void {
   for (let i = 0; i < n; i++) items.push(serialize(modernRequest(p, ctx, 'x'))!.toString('utf8'));
   const shape = p.int(0, 3);
   const text =
-    shape === 0 ? `[${items.join(',')}]` : shape === 1 ? `[[${items.join(',')}]]` : shape === 2 ? `[${items.join(',')},1,null]` : `[${items.join(',')},{"jsonrpc":"2.0","method":"notifications/initialized"}]`;
+    shape === 0
+      ? `[${items.join(',')}]`
+      : shape === 1
+        ? `[[${items.join(',')}]]`
+        : shape === 2
+          ? `[${items.join(',')},1,null]`
+          : `[${items.join(',')},{"jsonrpc":"2.0","method":"notifications/initialized"}]`;
   d.bytes = Buffer.from(text, 'utf8');
   d.labels.push(`batch:${n}:shape${shape}`);
 }
@@ -902,7 +964,16 @@ function mutateHead(p: Pick, d: Draft): void {
       return set('accept', v, `accept:${v ?? 'drop'}`);
     }
     case 2: {
-      const v = p.one<string | undefined>([undefined, 'prompts/list', 'TOOLS/CALL', 'tools/call ', '', 'x'.repeat(300), 'tools/list, tools/call', '=?base64?dG9vbHMvbGlzdA==?=']);
+      const v = p.one<string | undefined>([
+        undefined,
+        'prompts/list',
+        'TOOLS/CALL',
+        'tools/call ',
+        '',
+        'x'.repeat(300),
+        'tools/list, tools/call',
+        '=?base64?dG9vbHMvbGlzdA==?=',
+      ]);
       return set('mcp-method', v, `mcp-method:${v === undefined ? 'drop' : JSON.stringify(v.slice(0, 30))}`);
     }
     case 3: {
@@ -936,8 +1007,22 @@ function mutateHead(p: Pick, d: Draft): void {
     }
     case 5:
     case 6: {
-      const v = p.one<string | undefined>([undefined, LEGACY_VERSION, '2025-06-18', '1900-01-01', 'garbage', '', ` ${MODERN_VERSION} `, `${MODERN_VERSION}, ${MODERN_VERSION}`, 'x'.repeat(4000)]);
-      return set('mcp-protocol-version', v, `mcp-protocol-version:${v === undefined ? 'drop' : JSON.stringify(v.slice(0, 30))}`);
+      const v = p.one<string | undefined>([
+        undefined,
+        LEGACY_VERSION,
+        '2025-06-18',
+        '1900-01-01',
+        'garbage',
+        '',
+        ` ${MODERN_VERSION} `,
+        `${MODERN_VERSION}, ${MODERN_VERSION}`,
+        'x'.repeat(4000),
+      ]);
+      return set(
+        'mcp-protocol-version',
+        v,
+        `mcp-protocol-version:${v === undefined ? 'drop' : JSON.stringify(v.slice(0, 30))}`,
+      );
     }
     case 7: {
       const v = garbageSessionId(p);
@@ -978,8 +1063,23 @@ function garbageSessionId(p: Pick): string {
 // ---------------------------------------------------------------------------------------------
 // Host and Origin: the spec's DNS-rebinding rule (403) and RFC 9112 §3.2 (400).
 
-const LOOPBACK_HOSTS = (port: number) => [`127.0.0.1:${port}`, `localhost:${port}`, 'localhost', `[::1]:${port}`, `LOCALHOST:${port}`, '127.0.0.1'];
-const FOREIGN_HOSTS = (port: number) => ['evil.com', `evil.com:${port}`, '127.0.0.1.evil.com', `localhost.evil.com:${port}`, '10.0.0.1', '[::2]:80', 'xn--e1afmkfd.xn--p1ai'];
+const LOOPBACK_HOSTS = (port: number) => [
+  `127.0.0.1:${port}`,
+  `localhost:${port}`,
+  'localhost',
+  `[::1]:${port}`,
+  `LOCALHOST:${port}`,
+  '127.0.0.1',
+];
+const FOREIGN_HOSTS = (port: number) => [
+  'evil.com',
+  `evil.com:${port}`,
+  '127.0.0.1.evil.com',
+  `localhost.evil.com:${port}`,
+  '10.0.0.1',
+  '[::2]:80',
+  'xn--e1afmkfd.xn--p1ai',
+];
 /** Not `uri-host [ ":" port ]` [RFC 9110 §7.2, RFC 3986 §3.2]. */
 const MALFORMED_HOSTS = (port: number) => [
   '[::1]evil.com',
@@ -1012,7 +1112,14 @@ function mutateHost(p: Pick, d: Draft, ctx: FuzzContext): void {
     d.headers.host = h;
     d.labels.push(`host:loopback:${h}`);
   } else {
-    const o = p.one(['http://evil.com', 'null', 'garbage', `http://127.0.0.1.evil.com:${ctx.port}`, `http://localhost:${ctx.port}`, `http://127.0.0.1:${ctx.port}`]);
+    const o = p.one([
+      'http://evil.com',
+      'null',
+      'garbage',
+      `http://127.0.0.1.evil.com:${ctx.port}`,
+      `http://localhost:${ctx.port}`,
+      `http://127.0.0.1:${ctx.port}`,
+    ]);
     d.headers.origin = o;
     const ok = o === `http://localhost:${ctx.port}` || o === `http://127.0.0.1:${ctx.port}`;
     if (!ok) d.expect = { status: 403, why: `Origin ${o} is present and not allowed => 403 [SHTTP]` };
@@ -1028,7 +1135,17 @@ function legacyInitialize(p: Pick, ctx: FuzzContext): Draft {
   d.headers['content-type'] = 'application/json';
   d.headers.accept = 'application/json, text/event-stream';
   const ps: JsonObject = {
-    protocolVersion: p.one<Json>([LEGACY_VERSION, '2025-06-18', '2025-03-26', '2024-11-05', MODERN_VERSION, '1900-01-01', 5, null, '']),
+    protocolVersion: p.one<Json>([
+      LEGACY_VERSION,
+      '2025-06-18',
+      '2025-03-26',
+      '2024-11-05',
+      MODERN_VERSION,
+      '1900-01-01',
+      5,
+      null,
+      '',
+    ]),
     capabilities: p.chance(0.5) ? {} : p.one(CAPABILITY_SHAPES),
     clientInfo: p.chance(0.7) ? { name: 'causeway-fuzz', version: '1.0.0' } : p.one(CLIENT_INFO_VALUES),
   };
@@ -1078,7 +1195,13 @@ function legacyRequest(p: Pick, ctx: FuzzContext, family: string, sessionId: str
     [1, ['resources/read', { uri: 'test://static-text' }]],
     [1, ['ping', undefined]],
     [1, ['logging/setLevel', { level: p.one(['debug', 'loud']) }]],
-    [1, ['completion/complete', { ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' }, argument: { name: 'arg1', value: 'a' } }]],
+    [
+      1,
+      [
+        'completion/complete',
+        { ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' }, argument: { name: 'arg1', value: 'a' } },
+      ],
+    ],
   ]);
   const body: JsonObject = { jsonrpc: '2.0', id, method };
   if (ps !== undefined) body.params = ps;
@@ -1121,7 +1244,21 @@ function methodOrPath(p: Pick, ctx: FuzzContext): Draft {
     }
     d.labels.push(`http-method:${method}${d.body === undefined ? '' : '+body'}`);
   } else {
-    const path = p.one(['/mcp/', '/MCP', '/mcp?x=1', '/mcp?', '//mcp', '/mcp/../mcp', '/%6dcp', '/mcp%00', '/', '/mcp;x', '/mcpx', `/${'a'.repeat(5000)}`, '/mcp#frag']);
+    const path = p.one([
+      '/mcp/',
+      '/MCP',
+      '/mcp?x=1',
+      '/mcp?',
+      '//mcp',
+      '/mcp/../mcp',
+      '/%6dcp',
+      '/mcp%00',
+      '/',
+      '/mcp;x',
+      '/mcpx',
+      `/${'a'.repeat(5000)}`,
+      '/mcp#frag',
+    ]);
     d.path = path;
     d.labels.push(`path:${path.slice(0, 30)}`);
   }
@@ -1137,9 +1274,18 @@ function headLines(d: Draft, skip: ReadonlySet<string> = new Set()): string[] {
     .map(([k, v]) => `${k}: ${v}`);
 }
 
-function rawFrom(d: Draft, body: Buffer, lines: string[], requestLine = `${d.method} ${d.path} HTTP/1.1`, framing?: string[]): Buffer {
+function rawFrom(
+  d: Draft,
+  body: Buffer,
+  lines: string[],
+  requestLine = `${d.method} ${d.path} HTTP/1.1`,
+  framing?: string[],
+): Buffer {
   const frame = framing ?? [`Content-Length: ${body.length}`];
-  return Buffer.concat([Buffer.from([requestLine, ...lines, ...frame, 'Connection: close', '', ''].join('\r\n'), 'latin1'), body]);
+  return Buffer.concat([
+    Buffer.from([requestLine, ...lines, ...frame, 'Connection: close', '', ''].join('\r\n'), 'latin1'),
+    body,
+  ]);
 }
 
 interface RawBuilt {
@@ -1186,9 +1332,16 @@ function rawCase(p: Pick, ctx: FuzzContext, d: Draft, legacy: boolean): RawBuilt
         ['utf8', [0xc3, 0xa9]],
         ['bare-cr', [0x0d]],
       ]);
-      const bad = Buffer.concat([Buffer.from(`Host: 127.0.0.1`, 'latin1'), Buffer.from(bytes), Buffer.from(`:${ctx.port}`, 'latin1')]);
+      const bad = Buffer.concat([
+        Buffer.from(`Host: 127.0.0.1`, 'latin1'),
+        Buffer.from(bytes),
+        Buffer.from(`:${ctx.port}`, 'latin1'),
+      ]);
       const headText = Buffer.from(`${d.method} ${d.path} HTTP/1.1\r\n`, 'latin1');
-      const rest = Buffer.from(`\r\n${[...base, `Content-Length: ${body.length}`, 'Connection: close', '', ''].join('\r\n')}`, 'latin1');
+      const rest = Buffer.from(
+        `\r\n${[...base, `Content-Length: ${body.length}`, 'Connection: close', '', ''].join('\r\n')}`,
+        'latin1',
+      );
       return {
         raw: Buffer.concat([headText, bad, rest, body]),
         label: `raw:host-bad-byte:${name}`,
@@ -1206,16 +1359,36 @@ function rawCase(p: Pick, ctx: FuzzContext, d: Draft, legacy: boolean): RawBuilt
       const key = header.toLowerCase();
       const value = d.headers[key] ?? 'tools/list';
       const lines = base.filter((l) => !l.toLowerCase().startsWith(`${key}:`));
-      const head = Buffer.from([`${d.method} ${d.path} HTTP/1.1`, hostLine, ...lines, `${header}: `].join('\r\n'), 'latin1');
-      const tail = Buffer.from(`\r\n${[`Content-Length: ${body.length}`, 'Connection: close', '', ''].join('\r\n')}`, 'latin1');
+      const head = Buffer.from(
+        [`${d.method} ${d.path} HTTP/1.1`, hostLine, ...lines, `${header}: `].join('\r\n'),
+        'latin1',
+      );
+      const tail = Buffer.from(
+        `\r\n${[`Content-Length: ${body.length}`, 'Connection: close', '', ''].join('\r\n')}`,
+        'latin1',
+      );
       return {
         raw: Buffer.concat([head, Buffer.from(value, 'latin1'), Buffer.from(bytes), tail, body]),
         label: `raw:${key}-bytes:${bytes.map((b) => b.toString(16)).join('-')}`,
-        expect: legacy ? undefined : { status: 400, why: `${header} with characters that are not plain visible ASCII (must be base64) => 400 [SHTTP]` },
+        expect: legacy
+          ? undefined
+          : {
+              status: 400,
+              why: `${header} with characters that are not plain visible ASCII (must be base64) => 400 [SHTTP]`,
+            },
       };
     }
     case 4: {
-      const line = p.one(['Mcp Method: tools/list', 'Mcp-Method\u0000: x', '(bad): x', 'Host : x', ': empty-name', 'NoColon', ' folded: x', 'X-Ok: a\r\n continued']);
+      const line = p.one([
+        'Mcp Method: tools/list',
+        'Mcp-Method\u0000: x',
+        '(bad): x',
+        'Host : x',
+        ': empty-name',
+        'NoColon',
+        ' folded: x',
+        'X-Ok: a\r\n continued',
+      ]);
       return { raw: rawFrom(d, body, [hostLine, ...base, line]), label: `raw:bad-header-line:${JSON.stringify(line)}` };
     }
     case 5: {
@@ -1233,7 +1406,10 @@ function rawCase(p: Pick, ctx: FuzzContext, d: Draft, legacy: boolean): RawBuilt
         `POST ${d.path}\u0000 HTTP/1.1`,
         `BREW ${d.path} HTTP/1.1`,
       ]);
-      return { raw: rawFrom(d, body, [hostLine, ...base], rl), label: `raw:request-line:${JSON.stringify(rl.slice(0, 40))}` };
+      return {
+        raw: rawFrom(d, body, [hostLine, ...base], rl),
+        label: `raw:request-line:${JSON.stringify(rl.slice(0, 40))}`,
+      };
     }
     case 6: {
       const framing = p.one<string[]>([
@@ -1246,7 +1422,10 @@ function rawCase(p: Pick, ctx: FuzzContext, d: Draft, legacy: boolean): RawBuilt
         [`Content-Length: ${body.length}, ${body.length}`],
         [`Content-Length: +${body.length}`],
       ]);
-      return { raw: rawFrom(d, body, [hostLine, ...base], undefined, framing), label: `raw:framing:${framing.join('|')}` };
+      return {
+        raw: rawFrom(d, body, [hostLine, ...base], undefined, framing),
+        label: `raw:framing:${framing.join('|')}`,
+      };
     }
     case 7: {
       // Chunked bodies: well-formed, bad size, missing terminator (the body timeout answers).
@@ -1263,26 +1442,40 @@ function rawCase(p: Pick, ctx: FuzzContext, d: Draft, legacy: boolean): RawBuilt
                 ? `ffffffffffffffffff\r\n${body.toString('latin1')}\r\n0\r\n\r\n`
                 : `${hex};name=value\r\n${body.toString('latin1')}\r\n0\r\n\r\n`;
       return {
-        raw: Buffer.concat([rawFrom(d, Buffer.alloc(0), [hostLine, ...base], undefined, ['Transfer-Encoding: chunked']), Buffer.from(chunks, 'latin1')]),
+        raw: Buffer.concat([
+          rawFrom(d, Buffer.alloc(0), [hostLine, ...base], undefined, ['Transfer-Encoding: chunked']),
+          Buffer.from(chunks, 'latin1'),
+        ]),
         label: `raw:chunked:${kind}`,
       };
     }
     case 8: {
       // Content-Length longer than the body: the body timeout must answer (408), not hang.
       const cl = body.length + p.int(1, 100);
-      return { raw: rawFrom(d, body, [hostLine, ...base], undefined, [`Content-Length: ${cl}`]), label: `raw:short-body:${body.length}/${cl}` };
+      return {
+        raw: rawFrom(d, body, [hostLine, ...base], undefined, [`Content-Length: ${cl}`]),
+        label: `raw:short-body:${body.length}/${cl}`,
+      };
     }
     case 9: {
       // Content-Length shorter than the body: truncated JSON, then junk the parser sees as the next request.
       const cl = Math.max(0, body.length - p.int(1, Math.max(1, body.length - 1)));
-      return { raw: rawFrom(d, body, [hostLine, ...base], undefined, [`Content-Length: ${cl}`]), label: `raw:long-body:${body.length}/${cl}` };
+      return {
+        raw: rawFrom(d, body, [hostLine, ...base], undefined, [`Content-Length: ${cl}`]),
+        label: `raw:long-body:${body.length}/${cl}`,
+      };
     }
     case 10:
       return { raw: rawFrom(d, body, [hostLine, ...base, 'Expect: 100-continue']), label: 'raw:expect-100-continue' };
     case 11: {
       // Two requests back to back on one connection (the second closes it).
-      const first = rawFrom(d, body, [hostLine, ...base], undefined, [`Content-Length: ${body.length}`]).toString('latin1').replace('Connection: close\r\n', '');
-      return { raw: Buffer.concat([Buffer.from(first, 'latin1'), rawFrom(d, body, [hostLine, ...base])]), label: 'raw:pipelined' };
+      const first = rawFrom(d, body, [hostLine, ...base], undefined, [`Content-Length: ${body.length}`])
+        .toString('latin1')
+        .replace('Connection: close\r\n', '');
+      return {
+        raw: Buffer.concat([Buffer.from(first, 'latin1'), rawFrom(d, body, [hostLine, ...base])]),
+        label: 'raw:pipelined',
+      };
     }
     case 12:
       return {
@@ -1292,18 +1485,41 @@ function rawCase(p: Pick, ctx: FuzzContext, d: Draft, legacy: boolean): RawBuilt
     case 13:
       return {
         raw: Buffer.concat([
-          Buffer.from([`${d.method} ${d.path} HTTP/1.0`, hostLine, ...base, `Content-Length: ${body.length}`, '', ''].join('\r\n'), 'latin1'),
+          Buffer.from(
+            [`${d.method} ${d.path} HTTP/1.0`, hostLine, ...base, `Content-Length: ${body.length}`, '', ''].join(
+              '\r\n',
+            ),
+            'latin1',
+          ),
           body,
         ]),
         label: 'raw:http-1.0',
       };
     case 14:
       return {
-        raw: Buffer.from([`${d.method} ${d.path} HTTP/1.1`, hostLine, ...base, `Content-Length: ${body.length}`, 'Connection: close', '', ''].join('\n') + body.toString('latin1'), 'latin1'),
+        raw: Buffer.from(
+          [
+            `${d.method} ${d.path} HTTP/1.1`,
+            hostLine,
+            ...base,
+            `Content-Length: ${body.length}`,
+            'Connection: close',
+            '',
+            '',
+          ].join('\n') + body.toString('latin1'),
+          'latin1',
+        ),
         label: 'raw:bare-lf',
       };
     default: {
-      const line = p.one(['Connection: keep-alive, Upgrade', 'Upgrade: h2c', 'Upgrade: websocket', 'Transfer-Encoding: identity', 'TE: trailers', 'Content-Encoding: gzip']);
+      const line = p.one([
+        'Connection: keep-alive, Upgrade',
+        'Upgrade: h2c',
+        'Upgrade: websocket',
+        'Transfer-Encoding: identity',
+        'TE: trailers',
+        'Content-Encoding: gzip',
+      ]);
       return { raw: rawFrom(d, body, [hostLine, ...base, line]), label: `raw:header:${line}` };
     }
   }
@@ -1368,7 +1584,9 @@ function finish(seed: number, index: number, d: Draft, rawBuilt?: RawBuilt): Fuz
   const headers: Record<string, string> = { ...d.headers, 'x-request-id': requestId };
   let transport: 'http' | 'raw' = 'http';
   let rawBytes = rawBuilt?.raw;
-  const unsafe = Object.entries(headers).some(([k, v]) => !HTTP_SAFE.test(v) || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k)) || !/^[\x21-\x7e]+$/.test(d.path);
+  const unsafe =
+    Object.entries(headers).some(([k, v]) => !HTTP_SAFE.test(v) || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k)) ||
+    !/^[\x21-\x7e]+$/.test(d.path);
   if (rawBytes || unsafe) {
     transport = 'raw';
     if (!rawBytes) {
@@ -1419,7 +1637,13 @@ export function expectedLegacy(method: string, headers: Record<string, string>, 
   const ps = o.params;
   if (typeof ps === 'object' && ps !== null && !Array.isArray(ps)) {
     const m = (ps as { _meta?: unknown })._meta;
-    if (typeof m === 'object' && m !== null && !Array.isArray(m) && (m as Record<string, unknown>)[META_VERSION] !== undefined) return false;
+    if (
+      typeof m === 'object' &&
+      m !== null &&
+      !Array.isArray(m) &&
+      (m as Record<string, unknown>)[META_VERSION] !== undefined
+    )
+      return false;
   }
   if (o.method === 'initialize') return true;
   const v = h['mcp-protocol-version']?.trim();
@@ -1435,7 +1659,7 @@ export function requestIdOf(seed: number, index: number): string {
 export function makeCase(seed: number, index: number, ctx: FuzzContext): FuzzCase {
   const p = new Pick(caseRng(seed, index));
   let family = p.weighted(FAMILY_WEIGHTS);
-  if ((family === 'legacy/in-session') && ctx.sessionId === undefined) family = 'legacy/garbage-session';
+  if (family === 'legacy/in-session' && ctx.sessionId === undefined) family = 'legacy/garbage-session';
   let d: Draft;
   let rawBuilt: RawBuilt | undefined;
   switch (family) {
@@ -1444,7 +1668,15 @@ export function makeCase(seed: number, index: number, ctx: FuzzContext): FuzzCas
       break;
     case 'modern/structure':
       d = modernRequest(p, ctx, family);
-      structural(p, d, p.weighted([[6, 1], [3, 2], [1, 3]] as const));
+      structural(
+        p,
+        d,
+        p.weighted([
+          [6, 1],
+          [3, 2],
+          [1, 3],
+        ] as const),
+      );
       if (p.chance(0.5)) remirror(d);
       break;
     case 'modern/meta':
@@ -1519,8 +1751,14 @@ export function makeCase(seed: number, index: number, ctx: FuzzContext): FuzzCas
       break;
   }
   // A mutated head goes with a small body: an early refusal then never races a big upload.
-  if ((family === 'modern/head' || family === 'http/host-origin' || family === 'http/method-path') && (serialize(d)?.length ?? 0) > SMALL_BODY) {
-    d.bytes = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: modernMeta() } }), 'utf8');
+  if (
+    (family === 'modern/head' || family === 'http/host-origin' || family === 'http/method-path') &&
+    (serialize(d)?.length ?? 0) > SMALL_BODY
+  ) {
+    d.bytes = Buffer.from(
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: modernMeta() } }),
+      'utf8',
+    );
     d.labels.push('body:replaced-small');
   }
   return finish(seed, index, d, rawBuilt);
@@ -1529,7 +1767,11 @@ export function makeCase(seed: number, index: number, ctx: FuzzContext): FuzzCas
 /** A case for a failure message: what was sent, cut to a readable length, and how to replay it. */
 export function describeCase(c: FuzzCase, maxBody = 600): string {
   const bytes = c.transport === 'raw' ? c.raw : c.body;
-  const shown = bytes === undefined ? '(none)' : `${bytes.length} bytes: ${JSON.stringify(bytes.subarray(0, maxBody).toString('latin1'))}${bytes.length > maxBody ? ' …' : ''}`;
+  const shown =
+    bytes === undefined
+      ? '(none)'
+      : `${bytes.length} ` +
+        `bytes: ${JSON.stringify(bytes.subarray(0, maxBody).toString('latin1'))}${bytes.length > maxBody ? ' …' : ''}`;
   return [
     `seed=${c.seed} case=${c.index} family=${c.family} [${c.labels.join(', ')}]`,
     `replay: FUZZ_REPLAY=${c.seed}:${c.index} npx tap dist/test/ingress/fuzz.test.js (or npm run fuzz)`,

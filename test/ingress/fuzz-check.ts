@@ -54,7 +54,16 @@ function rawSend(port: number, bytes: Buffer, timeoutMs: number): Promise<Answer
     const tryParse = (closed: boolean) => {
       const res = parseRawResponse(buf, closed);
       if (res) finish(() => resolve({ ...res, ms: Date.now() - started }));
-      else if (closed) finish(() => reject(new Error(buf.length === 0 ? 'connection closed without a response' : `unparsable response: ${JSON.stringify(buf.subarray(0, 200).toString('latin1'))}`)));
+      else if (closed)
+        finish(() =>
+          reject(
+            new Error(
+              buf.length === 0
+                ? 'connection closed without a response'
+                : `unparsable response: ${JSON.stringify(buf.subarray(0, 200).toString('latin1'))}`,
+            ),
+          ),
+        );
     };
     socket.on('connect', () => socket.write(bytes));
     socket.on('data', (c: Buffer) => {
@@ -100,7 +109,8 @@ export function parseRawResponse(buf: Buffer, closed: boolean): Omit<Answer, 'ms
         const size = Number.parseInt(buf.subarray(p, nl).toString('latin1'), 16);
         if (!Number.isFinite(size)) return { status, headers, text: Buffer.concat(chunks).toString('utf8') };
         if (size === 0) return { status, headers, text: Buffer.concat(chunks).toString('utf8') };
-        if (buf.length < nl + 2 + size + 2) return closed ? { status, headers, text: Buffer.concat(chunks).toString('utf8') } : undefined;
+        if (buf.length < nl + 2 + size + 2)
+          return closed ? { status, headers, text: Buffer.concat(chunks).toString('utf8') } : undefined;
         chunks.push(buf.subarray(nl + 2, nl + 2 + size));
         p = nl + 2 + size + 2;
       }
@@ -108,7 +118,8 @@ export function parseRawResponse(buf: Buffer, closed: boolean): Omit<Answer, 'ms
     const length = headers['content-length'];
     if (length !== undefined) {
       const n = Number(length);
-      if (buf.length < bodyStart + n) return closed ? { status, headers, text: buf.subarray(bodyStart).toString('utf8') } : undefined;
+      if (buf.length < bodyStart + n)
+        return closed ? { status, headers, text: buf.subarray(bodyStart).toString('utf8') } : undefined;
       return { status, headers, text: buf.subarray(bodyStart, bodyStart + n).toString('utf8') };
     }
     // No framing: the body runs to the close (or there is none, e.g. 204/304).
@@ -133,7 +144,10 @@ export async function deliver(target: Target, c: FuzzCase, timeoutMs: number): P
     });
     return { answer: { status: res.status, headers: res.headers, text: res.text, ms: res.ms } };
   } catch (err) {
-    return { error: `${(err as NodeJS.ErrnoException).code ?? ''} ${(err as Error).message}`.trim(), ms: Date.now() - started };
+    return {
+      error: `${(err as NodeJS.ErrnoException).code ?? ''} ${(err as Error).message}`.trim(),
+      ms: Date.now() - started,
+    };
   }
 }
 
@@ -202,13 +216,21 @@ function lower(headers: Answer['headers'], name: string): string {
 }
 
 /** Problems with one JSON-RPC message a server sent; `asError` when the HTTP status is an error. */
-function rpcProblems(msg: unknown, c: FuzzCase, status: number, rid: ReadId, out: Violation[], where: string): 'response' | 'notification' | 'request' | 'invalid' {
+function rpcProblems(
+  msg: unknown,
+  c: FuzzCase,
+  status: number,
+  rid: ReadId,
+  out: Violation[],
+  where: string,
+): 'response' | 'notification' | 'request' | 'invalid' {
   if (typeof msg !== 'object' || msg === null || Array.isArray(msg)) {
     out.push({ rule: 'rpc-not-an-object', detail: `${where}: ${JSON.stringify(msg)?.slice(0, 200)}` });
     return 'invalid';
   }
   const m = msg as Record<string, unknown>;
-  if (m.jsonrpc !== '2.0') out.push({ rule: 'rpc-jsonrpc-not-2.0', detail: `${where}: jsonrpc=${JSON.stringify(m.jsonrpc)}` });
+  if (m.jsonrpc !== '2.0')
+    out.push({ rule: 'rpc-jsonrpc-not-2.0', detail: `${where}: jsonrpc=${JSON.stringify(m.jsonrpc)}` });
   const hasResult = 'result' in m;
   const hasError = 'error' in m;
   if (!hasResult && !hasError) {
@@ -221,11 +243,15 @@ function rpcProblems(msg: unknown, c: FuzzCase, status: number, rid: ReadId, out
   if (hasResult && hasError) out.push({ rule: 'rpc-both-result-and-error', detail: where });
   if (hasError) {
     const e = m.error as { code?: unknown; message?: unknown } | null;
-    if (typeof e !== 'object' || e === null) out.push({ rule: 'rpc-error-not-an-object', detail: `${where}: ${JSON.stringify(e)}` });
+    if (typeof e !== 'object' || e === null)
+      out.push({ rule: 'rpc-error-not-an-object', detail: `${where}: ${JSON.stringify(e)}` });
     else {
-      if (!Number.isInteger(e.code)) out.push({ rule: 'rpc-error-code-not-integer', detail: `${where}: code=${JSON.stringify(e.code)}` });
-      if (typeof e.message !== 'string') out.push({ rule: 'rpc-error-message-not-string', detail: `${where}: message=${JSON.stringify(e.message)}` });
-      if (!c.legacy && (e.code === -32002 || e.code === -32042)) out.push({ rule: 'rpc-never-emit-code', detail: `${where}: code ${e.code} must not reach a modern client` });
+      if (!Number.isInteger(e.code))
+        out.push({ rule: 'rpc-error-code-not-integer', detail: `${where}: code=${JSON.stringify(e.code)}` });
+      if (typeof e.message !== 'string')
+        out.push({ rule: 'rpc-error-message-not-string', detail: `${where}: message=${JSON.stringify(e.message)}` });
+      if (!c.legacy && (e.code === -32002 || e.code === -32042))
+        out.push({ rule: 'rpc-never-emit-code', detail: `${where}: code ${e.code} must not reach a modern client` });
     }
   }
   // The id.
@@ -234,24 +260,41 @@ function rpcProblems(msg: unknown, c: FuzzCase, status: number, rid: ReadId, out
   const want = rid.id;
   if (hasResult && !hasError) {
     if (want === undefined) {
-      if (!(rid.alt !== undefined && got === rid.alt)) out.push({ rule: 'result-for-unreadable-id', detail: `${where}: id=${JSON.stringify(got)}` });
-    } else if (got !== want) out.push({ rule: 'result-id-not-echoed', detail: `${where}: sent ${JSON.stringify(want)?.slice(0, 60)}, got ${JSON.stringify(got)?.slice(0, 60)}` });
+      if (!(rid.alt !== undefined && got === rid.alt))
+        out.push({ rule: 'result-for-unreadable-id', detail: `${where}: id=${JSON.stringify(got)}` });
+    } else if (got !== want)
+      out.push({
+        rule: 'result-id-not-echoed',
+        detail: `${where}: sent ${JSON.stringify(want)?.slice(0, 60)}, got ${JSON.stringify(got)?.slice(0, 60)}`,
+      });
     if (!c.legacy) {
       const rt = (m.result as { resultType?: unknown } | null)?.resultType;
-      if (typeof rt !== 'string') out.push({ rule: 'modern-result-without-resultType', detail: `${where}: resultType=${JSON.stringify(rt)}` });
+      if (typeof rt !== 'string')
+        out.push({ rule: 'modern-result-without-resultType', detail: `${where}: resultType=${JSON.stringify(rt)}` });
     }
     return 'response';
   }
   if (want !== undefined) {
     if (got === want) return 'response';
     if (mayLackId(c, status) && (!has || got === null)) return 'response';
-    if (!has) out.push({ rule: 'error-id-absent', detail: `${where}: sent id ${JSON.stringify(want)?.slice(0, 60)}, the error has no "id"` });
-    else out.push({ rule: 'error-id-not-echoed', detail: `${where}: sent ${JSON.stringify(want)?.slice(0, 60)}, got ${JSON.stringify(got)?.slice(0, 60)}` });
+    if (!has)
+      out.push({
+        rule: 'error-id-absent',
+        detail: `${where}: sent id ${JSON.stringify(want)?.slice(0, 60)}, the error has no "id"`,
+      });
+    else
+      out.push({
+        rule: 'error-id-not-echoed',
+        detail: `${where}: sent ${JSON.stringify(want)?.slice(0, 60)}, got ${JSON.stringify(got)?.slice(0, 60)}`,
+      });
     return 'response';
   }
   if (rid.alt !== undefined && got === rid.alt) return 'response';
   if (has && !(got === null && c.legacy)) {
-    out.push({ rule: 'error-id-for-unreadable-id', detail: `${where}: the id could not be read, so the error has none; got ${JSON.stringify(got)?.slice(0, 60)}` });
+    out.push({
+      rule: 'error-id-for-unreadable-id',
+      detail: `${where}: the id could not be read, so the error has none; got ${JSON.stringify(got)?.slice(0, 60)}`,
+    });
   }
   return 'response';
 }
@@ -261,22 +304,33 @@ const SERVER_FAULTS_RAW_OK = new Set([501, 505]);
 export function judge(c: FuzzCase, outcome: Outcome): Violation[] {
   const out: Violation[] = [];
   if ('error' in outcome) {
-    out.push({ rule: /no answer within|abort|timeout/i.test(outcome.error) ? 'no-answer(timeout)' : 'no-answer', detail: `${outcome.error} after ${outcome.ms} ms` });
+    out.push({
+      rule: /no answer within|abort|timeout/i.test(outcome.error) ? 'no-answer(timeout)' : 'no-answer',
+      detail: `${outcome.error} after ${outcome.ms} ms`,
+    });
     return out;
   }
   const a = outcome.answer;
   const { status } = a;
-  if (!Number.isInteger(status) || status < 100) out.push({ rule: 'no-status', detail: `status ${status}: ${JSON.stringify(a.text.slice(0, 200))}` });
+  if (!Number.isInteger(status) || status < 100)
+    out.push({ rule: 'no-status', detail: `status ${status}: ${JSON.stringify(a.text.slice(0, 200))}` });
   else if (status === 500) out.push({ rule: 'status-500', detail: a.text.slice(0, 300) });
   else if (status >= 500 && status !== 503 && !(c.transport === 'raw' && SERVER_FAULTS_RAW_OK.has(status))) {
-    out.push({ rule: `status-${status}`, detail: `a client fault answered as a server fault: ${a.text.slice(0, 300)}` });
-  } else if (status < 200 || (status >= 300 && status < 400)) out.push({ rule: `status-${status}`, detail: a.text.slice(0, 200) });
-  if (c.expect && status !== c.expect.status) out.push({ rule: `expected-${c.expect.status}`, detail: `got ${status}: ${c.expect.why}` });
-  if (a.text.includes('    at ') || /\bat [\w.<>]+ \(\/.*:\d+:\d+\)/.test(a.text)) out.push({ rule: 'stack-in-body', detail: a.text.slice(0, 300) });
+    out.push({
+      rule: `status-${status}`,
+      detail: `a client fault answered as a server fault: ${a.text.slice(0, 300)}`,
+    });
+  } else if (status < 200 || (status >= 300 && status < 400))
+    out.push({ rule: `status-${status}`, detail: a.text.slice(0, 200) });
+  if (c.expect && status !== c.expect.status)
+    out.push({ rule: `expected-${c.expect.status}`, detail: `got ${status}: ${c.expect.why}` });
+  if (a.text.includes('    at ') || /\bat [\w.<>]+ \(\/.*:\d+:\d+\)/.test(a.text))
+    out.push({ rule: 'stack-in-body', detail: a.text.slice(0, 300) });
 
   const rid = readId(c);
   const ct = lower(a.headers, 'content-type');
-  if (!c.legacy && lower(a.headers, 'mcp-session-id') !== '' && status < 300) out.push({ rule: 'modern-answer-with-session-id', detail: lower(a.headers, 'mcp-session-id') });
+  if (!c.legacy && lower(a.headers, 'mcp-session-id') !== '' && status < 300)
+    out.push({ rule: 'modern-answer-with-session-id', detail: lower(a.headers, 'mcp-session-id') });
   if (c.method === 'HEAD') return out;
 
   if (status === 202 || status === 204) {
@@ -294,14 +348,20 @@ export function judge(c: FuzzCase, outcome: Outcome): Violation[] {
         }
         const kind = rpcProblems(msg, c, status, rid, out, `SSE message ${i}`);
         if (kind === 'response') responses++;
-        if (kind === 'request' && !c.legacy) out.push({ rule: 'modern-sse-carries-a-request', detail: JSON.stringify(msg).slice(0, 200) });
+        if (kind === 'request' && !c.legacy)
+          out.push({ rule: 'modern-sse-carries-a-request', detail: JSON.stringify(msg).slice(0, 200) });
       });
-      if (!c.legacy && responses !== 1) out.push({ rule: 'modern-sse-not-one-response', detail: `${responses} responses in ${msgs.length} messages` });
-      if (c.legacy && responses > 1) out.push({ rule: 'legacy-sse-several-responses', detail: `${responses} responses` });
+      if (!c.legacy && responses !== 1)
+        out.push({ rule: 'modern-sse-not-one-response', detail: `${responses} responses in ${msgs.length} messages` });
+      if (c.legacy && responses > 1)
+        out.push({ rule: 'legacy-sse-several-responses', detail: `${responses} responses` });
       return out;
     }
     if (!ct.startsWith('application/json')) {
-      out.push({ rule: 'success-not-json-or-sse', detail: `content-type ${JSON.stringify(ct)}: ${JSON.stringify(a.text.slice(0, 200))}` });
+      out.push({
+        rule: 'success-not-json-or-sse',
+        detail: `content-type ${JSON.stringify(ct)}: ${JSON.stringify(a.text.slice(0, 200))}`,
+      });
       return out;
     }
     let body: unknown;
@@ -312,7 +372,8 @@ export function judge(c: FuzzCase, outcome: Outcome): Violation[] {
       return out;
     }
     const kind = rpcProblems(body, c, status, rid, out, 'body');
-    if (kind !== 'response' && kind !== 'invalid') out.push({ rule: 'success-not-a-response', detail: JSON.stringify(body).slice(0, 200) });
+    if (kind !== 'response' && kind !== 'invalid')
+      out.push({ rule: 'success-not-a-response', detail: JSON.stringify(body).slice(0, 200) });
     return out;
   }
   // An error status: empty, or a JSON-RPC error.
@@ -321,7 +382,10 @@ export function judge(c: FuzzCase, outcome: Outcome): Violation[] {
   try {
     body = JSON.parse(a.text);
   } catch {
-    out.push({ rule: 'error-body-not-json', detail: `content-type ${JSON.stringify(ct)}: ${JSON.stringify(a.text.slice(0, 200))}` });
+    out.push({
+      rule: 'error-body-not-json',
+      detail: `content-type ${JSON.stringify(ct)}: ${JSON.stringify(a.text.slice(0, 200))}`,
+    });
     return out;
   }
   const before = out.length;
@@ -331,7 +395,8 @@ export function judge(c: FuzzCase, outcome: Outcome): Violation[] {
   }
   if (c.expect?.code !== undefined) {
     const code = (body as { error?: { code?: unknown } }).error?.code;
-    if (code !== c.expect.code) out.push({ rule: `expected-code-${c.expect.code}`, detail: `got ${JSON.stringify(code)}: ${c.expect.why}` });
+    if (code !== c.expect.code)
+      out.push({ rule: `expected-code-${c.expect.code}`, detail: `got ${JSON.stringify(code)}: ${c.expect.why}` });
   }
   return out;
 }
@@ -427,7 +492,16 @@ export async function openLegacySession(target: Target): Promise<string | undefi
   const init = await send(target.url, {
     method: 'POST',
     headers: base,
-    body: { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'causeway-fuzz', version: '1.0.0' } } },
+    body: {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'causeway-fuzz', version: '1.0.0' },
+      },
+    },
     timeoutMs: 10_000,
   });
   const sid = init.headers['mcp-session-id'];
@@ -480,7 +554,15 @@ function failureOf(c: FuzzCase, outcome: Outcome, violations: Violation[]): Case
     'error' in outcome
       ? `no answer: ${outcome.error}`
       : `answer: ${outcome.answer.status} ${String(outcome.answer.headers['content-type'] ?? '')} ${JSON.stringify(outcome.answer.text.slice(0, 400))}`;
-  return { seed: c.seed, index: c.index, family: c.family, requestId: c.requestId, violations, request: describeCase(c, 300), answer };
+  return {
+    seed: c.seed,
+    index: c.index,
+    family: c.family,
+    requestId: c.requestId,
+    violations,
+    request: describeCase(c, 300),
+    answer,
+  };
 }
 
 export interface RunSummary {
@@ -549,7 +631,8 @@ export async function runFuzz(opts: RunOptions): Promise<RunSummary> {
       summary.byFamily.set(c.family, fam);
       summary.statuses.set(statusKey, (summary.statuses.get(statusKey) ?? 0) + 1);
       const ms = 'error' in outcome ? outcome.ms : outcome.answer.ms;
-      if (!summary.slowest || ms > summary.slowest.ms) summary.slowest = { ms, seed: c.seed, index: c.index, labels: c.labels };
+      if (!summary.slowest || ms > summary.slowest.ms)
+        summary.slowest = { ms, seed: c.seed, index: c.index, labels: c.labels };
       const violations = judge(c, outcome);
       if (violations.length > 0) summary.failures.push(failureOf(c, outcome, violations));
       if (violations.some((v) => v.rule.startsWith('no-answer'))) {
@@ -582,7 +665,11 @@ export function summaryLines(s: RunSummary): string[] {
   for (const [family, f] of [...s.byFamily.entries()].sort(([a], [b]) => a.localeCompare(b))) {
     lines.push(`  ${family.padEnd(24)} ${String(f.count).padStart(6)}  ${statusLine(f.statuses)}`);
   }
-  if (s.slowest) lines.push(`slowest answer ${s.slowest.ms} ms: seed=${s.slowest.seed} case=${s.slowest.index} [${s.slowest.labels.join(', ')}]`);
+  if (s.slowest)
+    lines.push(
+      `slowest answer ${s.slowest.ms} ms: seed=${s.slowest.seed} ` +
+        `case=${s.slowest.index} [${s.slowest.labels.join(', ')}]`,
+    );
   if (s.aborted) lines.push(`ABORTED: ${s.aborted}`);
   return lines;
 }

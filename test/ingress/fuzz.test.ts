@@ -78,11 +78,17 @@ t.test('causeway-survives-mutated-requests-of-both-eras', async (t) => {
   const logs = logsByRequest(cw.logs);
   const seeds = `seeds ${FIXED_SEED} (fixed) and ${RANDOM_SEED}`;
   for (const g of groupFailures(summary.failures)) {
-    t.fail(`${g.rule} in ${g.count} ${g.family} case(s); first:\n${g.examples.map((f) => describeFailure(f, g.rule, logs)).join('\n---\n')}`);
+    t.fail(
+      `${g.rule} in ${g.count} ${g.family} case(s); ` +
+        `first:\n${g.examples.map((f) => describeFailure(f, g.rule, logs)).join('\n---\n')}`,
+    );
   }
   t.equal(summary.failures.length, 0, `no violations in ${summary.sent} cases (${seeds})`);
   if (process.env.FUZZ_DUMP) {
-    writeFileSync(process.env.FUZZ_DUMP, summary.failures.map((f) => `${describeFailure(f, undefined, logs)}\n`).join('\n'));
+    writeFileSync(
+      process.env.FUZZ_DUMP,
+      summary.failures.map((f) => `${describeFailure(f, undefined, logs)}\n`).join('\n'),
+    );
     t.comment(`failures written to ${process.env.FUZZ_DUMP}`);
   }
   t.notOk(summary.aborted, summary.aborted ?? 'every case was sent');
@@ -91,7 +97,10 @@ t.test('causeway-survives-mutated-requests-of-both-eras', async (t) => {
   const stacks = errorLogsWithStack(cw.logs);
   for (const s of stacks.slice(0, 5)) {
     const c = caseOfReqId(s.reqId, ctx);
-    t.fail(`an error-level log line with a stack for a client's fault:\n${s.line.slice(0, 1500)}${c ? `\n${describeCase(c)}` : ''}`);
+    t.fail(
+      `an error-level log line with a stack for a client's ` +
+        `fault:\n${s.line.slice(0, 1500)}${c ? `\n${describeCase(c)}` : ''}`,
+    );
   }
   t.equal(stacks.length, 0, `no log line at level >= 50 with a stack (${cw.logs.length} lines)`);
   const plain = errorLogsWithoutStack(cw.logs);
@@ -100,7 +109,11 @@ t.test('causeway-survives-mutated-requests-of-both-eras', async (t) => {
   // Still serving: both eras.
   const health = await send(healthUrls[0]!, { method: 'GET' });
   t.equal(health.status, 200, '/healthz after the run');
-  const after = await post(cw.url, toolCall('echo', { text: 'after the fuzz' }, 'after').body, modernHeaders('tools/call', 'echo'));
+  const after = await post(
+    cw.url,
+    toolCall('echo', { text: 'after the fuzz' }, 'after').body,
+    modernHeaders('tools/call', 'echo'),
+  );
   t.equal(after.status, 200, 'a modern tools/call after the run');
   t.equal(firstText(after), 'after the fuzz');
 });

@@ -43,7 +43,11 @@ async function servedOverH2(): Promise<number> {
   session.on('error', () => undefined);
   try {
     const call = toolCall('echo', { text: 'beside a flood' });
-    const res = await h2Request(session, { ':method': 'POST', ':path': '/mcp', ...modernHeaders('tools/call', 'echo') }, call.body);
+    const res = await h2Request(
+      session,
+      { ':method': 'POST', ':path': '/mcp', ...modernHeaders('tools/call', 'echo') },
+      call.body,
+    );
     return res.status;
   } finally {
     session.destroy();
@@ -79,7 +83,11 @@ for (const [kind, make] of Object.entries(FLOODS)) {
     });
     socket.resume();
     const timer = new Promise<'open'>((r) => setTimeout(() => r('open'), 30_000).unref());
-    t.not(await Promise.race([closed.then(() => 'closed' as const), timer]), 'open', 'the flooding connection is closed by Causeway');
+    t.not(
+      await Promise.race([closed.then(() => 'closed' as const), timer]),
+      'open',
+      'the flooding connection is closed by Causeway',
+    );
     t.ok(goaway, 'with a GOAWAY first');
     t.equal(await servedOverH2(), 200, 'and Causeway still serves afterwards');
   });

@@ -3,7 +3,12 @@
 
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import http2, { type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders, type Settings } from 'node:http2';
+import http2, {
+  type ClientHttp2Session,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+  type Settings,
+} from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -14,7 +19,11 @@ export interface H2Response {
   json: any;
 }
 
-export function h2Request(session: ClientHttp2Session, headers: OutgoingHttpHeaders, body?: unknown): Promise<H2Response> {
+export function h2Request(
+  session: ClientHttp2Session,
+  headers: OutgoingHttpHeaders,
+  body?: unknown,
+): Promise<H2Response> {
   return new Promise((resolve, reject) => {
     const stream = session.request(headers, { endStream: body === undefined });
     let status = 0;
@@ -41,7 +50,12 @@ export function h2Request(session: ClientHttp2Session, headers: OutgoingHttpHead
 }
 
 /** A POST of a modern body on an h2 session. */
-export function h2Post(session: ClientHttp2Session, path: string, headers: Record<string, string>, body: unknown): Promise<H2Response> {
+export function h2Post(
+  session: ClientHttp2Session,
+  path: string,
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<H2Response> {
   return h2Request(session, { ':method': 'POST', ':path': path, ...headers }, body);
 }
 
@@ -81,9 +95,23 @@ export function selfSignedCert(): TestCert | undefined {
   execFileSync(
     'openssl',
     [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=localhost',
-      '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
     ],
     { stdio: 'ignore' },
   );

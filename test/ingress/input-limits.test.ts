@@ -8,7 +8,17 @@ import t from 'tap';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { spawnFixture } from '../e2e/upstreams.js';
 import { startCauseway } from '../helpers/causeway.js';
-import { assertRpcError, META_CAPABILITIES, modernBody, modernHeaders, post, rawExchange, rawStatus, toolCall, type JsonObject } from '../e2e/wire.js';
+import {
+  assertRpcError,
+  META_CAPABILITIES,
+  modernBody,
+  modernHeaders,
+  post,
+  rawExchange,
+  rawStatus,
+  toolCall,
+  type JsonObject,
+} from '../e2e/wire.js';
 
 const fixture = await spawnFixture();
 const causeway = await startCauseway({ 'upstream.url': fixture.url });
@@ -25,12 +35,15 @@ const deepObject = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(d
 function callText(argumentsJson: string, metaJson = '{}', capabilitiesJson = '{}'): string {
   return (
     `{"jsonrpc":"2.0","id":"deep-1","method":"tools/call","params":{"name":"echo","arguments":${argumentsJson},` +
-    `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":${capabilitiesJson},"x.example/extra":${metaJson}}}}`
+    `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+    `"io.modelcontextprotocol/clientCapabilities":${capabilitiesJson},"x.example/extra":${metaJson}}}}`
   );
 }
 
 const noClientFaultErrors = (t: Tap, from: number) => {
-  const lines = causeway.logs.slice(from).map((l) => JSON.parse(l) as { level: number; msg: string; err?: { stack?: string } });
+  const lines = causeway.logs
+    .slice(from)
+    .map((l) => JSON.parse(l) as { level: number; msg: string; err?: { stack?: string } });
   t.same(
     lines.filter((l) => l.level >= 50 || l.err?.stack !== undefined).map((l) => l.msg),
     [],
@@ -39,40 +52,55 @@ const noClientFaultErrors = (t: Tap, from: number) => {
 };
 type Tap = Pick<typeof t, 'same' | 'equal' | 'ok'>;
 
-t.test('100k-deep nesting in arguments, _meta and clientCapabilities: 400 -32600, id echoed, nothing upstream', async (t) => {
-  const before = (await fixture.stats()).requestsByMethod;
-  const logsFrom = causeway.logs.length;
-  const cases: Array<[string, string]> = [
-    ['arguments (arrays)', callText(`{"text":${deepArray(100_000)}}`)],
-    ['arguments (objects)', callText(`{"text":${deepObject(100_000)}}`)],
-    ['_meta', callText('{"text":"x"}', deepArray(100_000))],
-    ['clientCapabilities', callText('{"text":"x"}', '{}', `{"experimental":{"x":${deepObject(100_000)}}}`)],
-  ];
-  for (const [where, text] of cases) {
-    const started = performance.now();
-    const res = await post(causeway.url, text, modernHeaders('tools/call', 'echo'));
-    const ms = performance.now() - started;
-    assertRpcError(t, res, { status: 400, code: -32600, id: 'deep-1' });
-    t.match(res.json?.error?.message, /deeper than 64/, `${where}: the message names the limit`);
-    // The message names the limit: the reader stopped at level 65, it did not walk 100k levels.
-    t.comment(`${where}: answered in ${ms.toFixed(1)} ms`);
-  }
-  t.same((await fixture.stats()).requestsByMethod, before, 'the upstream saw none of them');
-  noClientFaultErrors(t, logsFrom);
-});
+t.test(
+  '100k-deep nesting in arguments, _meta and clientCapabilities: 400 -32600, id echoed, nothing upstream',
+  async (t) => {
+    const before = (await fixture.stats()).requestsByMethod;
+    const logsFrom = causeway.logs.length;
+    const cases: Array<[string, string]> = [
+      ['arguments (arrays)', callText(`{"text":${deepArray(100_000)}}`)],
+      ['arguments (objects)', callText(`{"text":${deepObject(100_000)}}`)],
+      ['_meta', callText('{"text":"x"}', deepArray(100_000))],
+      ['clientCapabilities', callText('{"text":"x"}', '{}', `{"experimental":{"x":${deepObject(100_000)}}}`)],
+    ];
+    for (const [where, text] of cases) {
+      const started = performance.now();
+      const res = await post(causeway.url, text, modernHeaders('tools/call', 'echo'));
+      const ms = performance.now() - started;
+      assertRpcError(t, res, { status: 400, code: -32600, id: 'deep-1' });
+      t.match(res.json?.error?.message, /deeper than 64/, `${where}: the message names the limit`);
+      // The message names the limit: the reader stopped at level 65, it did not walk 100k levels.
+      t.comment(`${where}: answered in ${ms.toFixed(1)} ms`);
+    }
+    t.same((await fixture.stats()).requestsByMethod, before, 'the upstream saw none of them');
+    noClientFaultErrors(t, logsFrom);
+  },
+);
 
 t.test('nesting at the limit passes; one more level does not', async (t) => {
   // The envelope itself is 3 levels deep (body, params, arguments); text then adds its own.
-  const at = await post(causeway.url, callText(`{"text":"x","n":${deepArray(64 - 3)}}`), modernHeaders('tools/call', 'echo'));
+  const at = await post(
+    causeway.url,
+    callText(`{"text":"x","n":${deepArray(64 - 3)}}`),
+    modernHeaders('tools/call', 'echo'),
+  );
   t.equal(at.status, 200, 'depth 64 is accepted');
-  const over = await post(causeway.url, callText(`{"text":"x","n":${deepArray(64 - 2)}}`), modernHeaders('tools/call', 'echo'));
+  const over = await post(
+    causeway.url,
+    callText(`{"text":"x","n":${deepArray(64 - 2)}}`),
+    modernHeaders('tools/call', 'echo'),
+  );
   assertRpcError(t, over, { status: 400, code: -32600, id: 'deep-1' });
 });
 
 t.test('deep JSON that does not parse is a parse error; a legacy session does not get it forwarded', async (t) => {
   const res = await post(causeway.url, deepArray(100_000).slice(0, -1), modernHeaders('tools/call', 'echo'));
   assertRpcError(t, res, { status: 400, code: -32700, id: null });
-  const legacy = await post(causeway.url, deepArray(100_000), { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': 'any' });
+  const legacy = await post(causeway.url, deepArray(100_000), {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-session-id': 'any',
+  });
   assertRpcError(t, legacy, { status: 400, code: -32600, id: null });
 });
 
@@ -99,7 +127,10 @@ t.test('a body with more items than limits.maxJsonItems is refused; a wide body 
   t.equal(res.status, 200, 'the wide call is answered');
   t.match(res.text, /wide/);
   const maxMs = delay.max / 1e6;
-  t.comment(`event-loop delay while serving it: max ${maxMs.toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms`);
+  t.comment(
+    `event-loop delay while serving it: max ${maxMs.toFixed(1)} ` +
+      `ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms`,
+  );
   // This process runs Causeway and the test client: about 90 ms cold and under 15 ms warm on an
   // idle machine. A figure, not an assertion: on a busy machine any bound here fails (547 ms seen).
 });
@@ -123,8 +154,14 @@ t.test('a clientCapabilities that is not the 2026 shape: 400 -32602, no upstream
     assertRpcError(t, res, { status: 400, code: -32602, id: 'caps-1' });
     t.match(res.json?.error?.message, /clientCapabilities/, `${JSON.stringify(caps)}: the message says what is wrong`);
   }
-  const fine = toolCall('echo', { text: 'x' }, 'caps-2', { [META_CAPABILITIES]: { elicitation: { form: {} }, roots: { listChanged: true }, future: 1 } });
-  t.equal((await post(causeway.url, fine.body, fine.headers)).status, 200, 'a well-formed one (with a member 2026 does not name) is served');
+  const fine = toolCall('echo', { text: 'x' }, 'caps-2', {
+    [META_CAPABILITIES]: { elicitation: { form: {} }, roots: { listChanged: true }, future: 1 },
+  });
+  t.equal(
+    (await post(causeway.url, fine.body, fine.headers)).status,
+    200,
+    'a well-formed one (with a member 2026 does not name) is served',
+  );
   t.equal((await fixture.stats()).initializeCount, before + 1, 'only the well-formed one opened an upstream session');
   noClientFaultErrors(t, logsFrom);
 });
@@ -132,12 +169,22 @@ t.test('a clientCapabilities that is not the 2026 shape: 400 -32602, no upstream
 t.test('exactly one Host, a valid host[:port]', async (t) => {
   const body = JSON.stringify(modernBody('server/discover', {}, 'h-1'));
   const head = (hosts: string[]) =>
-    `POST /mcp HTTP/1.1\r\n${hosts.map((h) => `Host: ${h}\r\n`).join('')}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
-    `MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: server/discover\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+    `POST /mcp HTTP/1.1\r\n${hosts.map((h) => `Host: ${h}\r\n`).join('')}Content-Type: ` +
+    `application/json\r\nAccept: application/json, text/event-stream\r\n` +
+    `MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: ` +
+    `server/discover\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
   const port = causeway.port;
   t.equal(rawStatus(await rawExchange(port, head([`127.0.0.1:${port}`]))), 200, 'one valid Host is served');
   t.equal(rawStatus(await rawExchange(port, head([`[::1]:${port}`]))), 200, 'an IPv6 literal with a port is served');
-  for (const hosts of [['127.0.0.1', '127.0.0.1'], ['localhost', 'evil.example'], ['[::1]evil.com'], ['[::1'], ['local host'], ['127.0.0.1:80x'], ['a@b']]) {
+  for (const hosts of [
+    ['127.0.0.1', '127.0.0.1'],
+    ['localhost', 'evil.example'],
+    ['[::1]evil.com'],
+    ['[::1'],
+    ['local host'],
+    ['127.0.0.1:80x'],
+    ['a@b'],
+  ]) {
     const raw = await rawExchange(port, head(hosts));
     t.equal(rawStatus(raw), 400, `Host ${JSON.stringify(hosts)}: 400`);
     t.match(raw, /"code":-32600/, 'a JSON-RPC error');

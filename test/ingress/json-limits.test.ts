@@ -75,7 +75,9 @@ t.test('random texts: the same answer as the reading by bytes', async (t) => {
     seed ^= seed << 5;
     return (seed >>> 0) / 0x100000000;
   };
-  const pieces: Buffer[] = ['{', '}', '[', ']', ',', '"', '\\', '\\\\', '\\"', ' ', '\n', 'a', '1', ':', 'é', '日'].map((p) => Buffer.from(p));
+  const pieces: Buffer[] = ['{', '}', '[', ']', ',', '"', '\\', '\\\\', '\\"', ' ', '\n', 'a', '1', ':', 'é', '日'].map(
+    (p) => Buffer.from(p),
+  );
   pieces.push(Buffer.from([0xff]), Buffer.from([0xc3]), Buffer.from([0x80]));
   let compared = 0;
   for (let n = 0; n < 20_000; n++) {
@@ -88,7 +90,10 @@ t.test('random texts: the same answer as the reading by bytes', async (t) => {
     const got = scan(bytes, limits);
     const want = byBytes(bytes, limits);
     if (got !== want) {
-      t.fail(`seed ${at}: ${JSON.stringify(bytes.toString('latin1'))} ${JSON.stringify(limits)}: ${got} instead of ${want}`);
+      t.fail(
+        `seed ${at}: ${JSON.stringify(bytes.toString('latin1'))} ${JSON.stringify(limits)}: ${got} ` +
+          `instead of ${want}`,
+      );
       return;
     }
     compared++;

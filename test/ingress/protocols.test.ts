@@ -78,7 +78,11 @@ t.test('cleartext: HTTP/1.1 and h2c on one port', async (t) => {
         return h2Post(session, path, r.headers, r.body);
       }),
     );
-    t.same(many.map((r) => firstText(r)), ['a', 'b', 'c', 'd'], 'concurrent streams');
+    t.same(
+      many.map((r) => firstText(r)),
+      ['a', 'b', 'c', 'd'],
+      'concurrent streams',
+    );
     const rejected = await h2Post(session, path, { ...headers, 'mcp-method': 'tools/list' }, body);
     t.equal(rejected.status, 400, 'envelope errors over h2 too');
     t.equal(rejected.json?.error?.code, -32020);
@@ -188,20 +192,17 @@ t.test('TLS with ALPN h2 and http/1.1', async (t) => {
         agent: false,
         headers: { ...headers, 'content-length': String(Buffer.byteLength(text)) },
       };
-      const req = https.request(
-        options,
-        (r) => {
-          const chunks: Buffer[] = [];
-          r.on('data', (c: Buffer) => chunks.push(c));
-          r.on('end', () => {
-            const s = Buffer.concat(chunks).toString('utf8');
-            resolve({
-              res: { status: r.statusCode ?? 0, headers: r.headers, text: s, json: JSON.parse(s) },
-              alpn: (r.socket as TLSSocket).alpnProtocol,
-            });
+      const req = https.request(options, (r) => {
+        const chunks: Buffer[] = [];
+        r.on('data', (c: Buffer) => chunks.push(c));
+        r.on('end', () => {
+          const s = Buffer.concat(chunks).toString('utf8');
+          resolve({
+            res: { status: r.statusCode ?? 0, headers: r.headers, text: s, json: JSON.parse(s) },
+            alpn: (r.socket as TLSSocket).alpnProtocol,
           });
-        },
-      );
+        });
+      });
       req.on('error', reject);
       req.end(text);
     });
@@ -231,9 +232,21 @@ t.test('TLS connections are bounded too: no handshake, no head, no first h2 stre
   t.teardown(() => sockets.forEach((s) => s.destroy()));
 
   const bare = net.connect(causeway.port, '127.0.0.1');
-  const h1 = tls.connect({ host: '127.0.0.1', port: causeway.port, ca: cert.cert, ALPNProtocols: ['http/1.1'], servername: 'localhost' });
+  const h1 = tls.connect({
+    host: '127.0.0.1',
+    port: causeway.port,
+    ca: cert.cert,
+    ALPNProtocols: ['http/1.1'],
+    servername: 'localhost',
+  });
   h1.once('secureConnect', () => h1.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n'));
-  const h2 = tls.connect({ host: '127.0.0.1', port: causeway.port, ca: cert.cert, ALPNProtocols: ['h2'], servername: 'localhost' });
+  const h2 = tls.connect({
+    host: '127.0.0.1',
+    port: causeway.port,
+    ca: cert.cert,
+    ALPNProtocols: ['h2'],
+    servername: 'localhost',
+  });
   for (const s of [bare, h1, h2]) {
     s.on('error', () => undefined);
     // Read whatever the server sends (a 408, a GOAWAY), or its closing is never seen.
@@ -242,7 +255,10 @@ t.test('TLS connections are bounded too: no handshake, no head, no first h2 stre
   }
   // No speed is asserted: each must simply be closed by the server, not left open.
   await Promise.all([closed(bare), closed(h1), closed(h2)]);
-  t.pass('a socket that never starts TLS, a TLS HTTP/1.1 head never finished and a TLS h2 session with no stream are all closed');
+  t.pass(
+    'a socket that never starts TLS, a TLS HTTP/1.1 head never ' +
+      'finished and a TLS h2 session with no stream are all closed',
+  );
   const metrics = await (await fetch(`${causeway.adminUrl}/metrics`)).text();
   const count = Number(/causeway_connections_closed_total\{reason="headers_timeout"\} (\d+)/.exec(metrics)?.[1] ?? 0);
   t.equal(count, 3, 'each counted as a headers_timeout');

@@ -15,7 +15,11 @@ t.test('admin.port accepts -1, 0 and port numbers only', async (t) => {
   for (const bad of ['-2', '65536', '1.5', 'x']) {
     t.throws(() => loadConfig([...base, '--admin.port', bad], {}), ConfigError, `rejects ${bad}`);
   }
-  t.throws(() => loadConfig([...base, '--listen.port', '9000', '--admin.port', '9000'], {}), ConfigError, 'not the data port');
+  t.throws(
+    () => loadConfig([...base, '--listen.port', '9000', '--admin.port', '9000'], {}),
+    ConfigError,
+    'not the data port',
+  );
 });
 
 t.test('admin.port -1 serves no admin port', async (t) => {
@@ -34,7 +38,10 @@ t.test('the admin port reports not ready while draining, and closes last', async
   t.match(app.adminUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
   t.equal((await fetch(`${app.adminUrl}/readyz`)).status, 200);
   const drained = app.drain();
-  const during = await fetch(`${app.adminUrl}/readyz`).then((r) => r.status, () => 'closed');
+  const during = await fetch(`${app.adminUrl}/readyz`).then(
+    (r) => r.status,
+    () => 'closed',
+  );
   t.ok(during === 503 || during === 'closed', `readyz while draining: ${during}`);
   await drained;
   await t.rejects(fetch(`${app.adminUrl}/healthz`), 'closed after the drain');

@@ -11,13 +11,19 @@ function twins() {
   const make = () => {
     const registry = new Registry();
     const counter = new Counter({ name: 'c_total', help: 'c', labelNames: ['a', 'b'] as const, registers: [registry] });
-    const histogram = new Histogram({ name: 'h_seconds', help: 'h', labelNames: ['a'] as const, buckets: BUCKETS, registers: [registry] });
+    const histogram = new Histogram({
+      name: 'h_seconds',
+      help: 'h',
+      labelNames: ['a'] as const,
+      buckets: BUCKETS,
+      registers: [registry],
+    });
     return { registry, counter, histogram };
   };
   return { bound: make(), plain: make() };
 }
 
-t.test('what a scrape reads is what prom-client\'s own children record', async (t) => {
+t.test("what a scrape reads is what prom-client's own children record", async (t) => {
   const { bound, plain } = twins();
   const bc = boundCounter(bound.counter, ['x', 'y']);
   const bc2 = boundCounter(bound.counter, ['x', 'z']);

@@ -37,17 +37,24 @@ t.test('10,000 distinct bogus tool names add no series', async (t) => {
   const N = 10_000;
   const BATCH = 200;
   for (let i = 0; i < N; i += BATCH) {
-    await Promise.all(Array.from({ length: BATCH }, (_, j) => send('tools/call', { name: `bogus_${i + j}`, arguments: {} })));
+    await Promise.all(
+      Array.from({ length: BATCH }, (_, j) => send('tools/call', { name: `bogus_${i + j}`, arguments: {} })),
+    );
   }
   for (let i = 0; i < 200; i++) {
-    await Promise.all([send('prompts/get', { name: `bogus_prompt_${i}` }), send('resources/read', { uri: `test://bogus/${i}` })]);
+    await Promise.all([
+      send('prompts/get', { name: `bogus_prompt_${i}` }),
+      send('resources/read', { uri: `test://bogus/${i}` }),
+    ]);
   }
 
   const text = await scrape();
   const after = series(text);
   t.equal(after.length, before.length, 'no new series');
   t.notMatch(text, /bogus_\d/, 'no bogus name leaks into a label');
-  const other = after.find((l) => l.startsWith('causeway_modern_requests_total{') && l.includes('method="tools/call",name="_other"'));
+  const other = after.find(
+    (l) => l.startsWith('causeway_modern_requests_total{') && l.includes('method="tools/call",name="_other"'),
+  );
   t.ok(other, 'bogus tools count as _other');
   t.equal(Number(other?.split(' ')[1]), N + 1);
 });

@@ -9,7 +9,17 @@ import { createMetrics } from '../../src/metrics/index.js';
 const file = fileURLToPath(new URL('../../../deploy/grafana-dashboard.json', import.meta.url));
 
 async function exported(): Promise<{ series: Set<string>; causeway: string[] }> {
-  const metrics = createMetrics({ pendingCalls: () => 0, listenStreams: () => 0, tasksFollowed: () => 0, federationConflicts: () => [['/all', 0]], openConnections: () => 0, inFlight: () => 0, pooledSessions: () => [['default', 0]], storeUp: () => true, cacheBytes: () => [] });
+  const metrics = createMetrics({
+    pendingCalls: () => 0,
+    listenStreams: () => 0,
+    tasksFollowed: () => 0,
+    federationConflicts: () => [['/all', 0]],
+    openConnections: () => 0,
+    inFlight: () => 0,
+    pooledSessions: () => [['default', 0]],
+    storeUp: () => true,
+    cacheBytes: () => [],
+  });
   const series = new Set<string>();
   const causeway: string[] = [];
   for (const m of await metrics.registry.getMetricsAsJSON()) {
@@ -42,7 +52,9 @@ function metricNames(expr: string): string[] {
 }
 
 t.test('the dashboard parses and queries only exported metrics', async (t) => {
-  const dashboard = JSON.parse(readFileSync(file, 'utf8')) as { panels: { type: string; targets?: { expr: string }[] }[] };
+  const dashboard = JSON.parse(readFileSync(file, 'utf8')) as {
+    panels: { type: string; targets?: { expr: string }[] }[];
+  };
   const { series, causeway } = await exported();
   const exprs = queries(dashboard);
   t.ok(exprs.length >= 20, `${exprs.length} queries`);

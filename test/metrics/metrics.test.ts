@@ -19,7 +19,8 @@ t.teardown(async () => {
 
 const admin = causeway.adminUrl!;
 /** Requests declare ALL_CAPS (one upstream session) unless they say otherwise. */
-const call = (method: string, params: Record<string, unknown>): Promise<Reply> => rpc(causeway.url, method, params, { caps: ALL_CAPS });
+const call = (method: string, params: Record<string, unknown>): Promise<Reply> =>
+  rpc(causeway.url, method, params, { caps: ALL_CAPS });
 
 async function scrape(): Promise<string> {
   const res = await fetch(`${admin}/metrics`);
@@ -33,7 +34,8 @@ function value(text: string, series: string): number {
 }
 
 const modern = (method: string, name: string, resultType: string, outcome: string) =>
-  `causeway_modern_requests_total{upstream="default",method="${method}",name="${name}",result_type="${resultType}",outcome="${outcome}"}`;
+  `causeway_modern_requests_total{upstream="default",method="${method}",` +
+  `name="${name}",result_type="${resultType}",outcome="${outcome}"}`;
 
 t.test('the admin port answers probes and 404s the rest; the data port has no /metrics', async (t) => {
   t.equal((await fetch(`${admin}/healthz`)).status, 200);
@@ -50,11 +52,17 @@ t.test('the admin port answers probes and 404s the rest; the data port has no /m
 
 t.test('a scripted run gives exact counts', async (t) => {
   // tools/call: three known, one the upstream never listed, one refused locally.
-  for (let i = 0; i < 3; i++) t.equal((await call('tools/call', { name: 'echo', arguments: { text: 'x' } })).status, 200);
+  for (let i = 0; i < 3; i++)
+    t.equal((await call('tools/call', { name: 'echo', arguments: { text: 'x' } })).status, 200);
   t.equal((await call('tools/list', {})).status, 200);
   const unknown = await call('tools/call', { name: 'no_such_tool', arguments: {} });
   t.equal(unknown.body.error?.code, -32602, 'the upstream refuses an unknown tool in-band');
-  const refused = await rpc(causeway.url, 'tools/call', { name: 'test_missing_capability', arguments: {} }, { caps: {} });
+  const refused = await rpc(
+    causeway.url,
+    'tools/call',
+    { name: 'test_missing_capability', arguments: {} },
+    { caps: {} },
+  );
   t.equal(refused.body.error?.code, -32021, 'an undeclared ask is refused locally');
 
   // One multi-round call: a round, then the retry on the held call.
@@ -65,7 +73,11 @@ t.test('a scripted run gives exact counts', async (t) => {
   t.equal(value(held, 'causeway_pooled_sessions{upstream="default"}'), 2, 'two capability sets, two pooled sessions');
   t.match(held, /^causeway_requests_in_flight 0$/m, 'nothing in flight between rounds (the scrape is no MCP request)');
   t.equal(value(held, 'causeway_session_store_up'), 1, 'the memory store always answers');
-  t.equal(value(held, `causeway_build_info{version="${VERSION}",node="${process.version}"}`), 1, 'build info names the running version');
+  t.equal(
+    value(held, `causeway_build_info{version="${VERSION}",node="${process.version}"}`),
+    1,
+    'build info names the running version',
+  );
   const key = Object.keys(first.body.result.inputRequests)[0]!;
   const second = await call('tools/call', {
     name: ELICIT,
@@ -89,7 +101,12 @@ t.test('a scripted run gives exact counts', async (t) => {
   const legacy = await fetch(causeway.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'l', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'l', version: '1' } },
+    }),
   });
   await legacy.arrayBuffer();
 
@@ -106,7 +123,11 @@ t.test('a scripted run gives exact counts', async (t) => {
   t.equal(value(m, modern('resources/read', 'test://template/{id}/data', 'complete', 'ok')), 1, 'read by template');
   t.equal(value(m, modern('resources/read', '_other', 'complete', 'ok')), 1, 'a static resource matches no template');
   t.equal(
-    value(m, 'causeway_modern_request_duration_seconds_count{upstream="default",method="tools/call",name="echo",result_type="complete"}'),
+    value(
+      m,
+      'causeway_modern_request_duration_seconds_count{upstream="default",' +
+        'method="tools/call",name="echo",result_type="complete"}',
+    ),
     3,
   );
 
@@ -115,23 +136,50 @@ t.test('a scripted run gives exact counts', async (t) => {
   t.equal(value(m, 'causeway_mrtr_pending_calls'), 0, 'nothing held after the last round');
 
   // Upstream latency: every call except those on which the upstream asked the client.
-  t.equal(value(m, 'causeway_upstream_request_duration_seconds_count{upstream="default",method="tools/call",result="ok"}'), 3, 'echo x3');
-  t.equal(value(m, 'causeway_upstream_request_duration_seconds_count{upstream="default",method="tools/call",result="error"}'), 1, 'the unlisted tool');
+  t.equal(
+    value(m, 'causeway_upstream_request_duration_seconds_count{upstream="default",method="tools/call",result="ok"}'),
+    3,
+    'echo x3',
+  );
+  t.equal(
+    value(m, 'causeway_upstream_request_duration_seconds_count{upstream="default",method="tools/call",result="error"}'),
+    1,
+    'the unlisted tool',
+  );
   t.equal(
     value(m, 'causeway_upstream_request_duration_seconds_count{upstream="default",method="tools/list",result="ok"}'),
     2,
-    "tools/list, and the first session's schema fetch (the other session's call has no argument an annotation could name)",
+    "tools/list, and the first session's schema fetch (the other " +
+      "session's call has no argument an annotation could name)",
   );
-  t.equal(value(m, 'causeway_upstream_request_duration_seconds_count{upstream="default",method="prompts/get",result="error"}'), 1);
+  t.equal(
+    value(
+      m,
+      'causeway_upstream_request_duration_seconds_count{upstream="default",method="prompts/get",result="error"}',
+    ),
+    1,
+  );
 
-  t.equal(value(m, 'causeway_requests_total{era="modern",method="tools/call",outcome="ok"}'), 6, 'front door: tools/call answered 200');
-  t.equal(value(m, 'causeway_requests_total{era="modern",method="tools/call",outcome="client_error"}'), 1, 'the -32602 of the unlisted tool');
+  t.equal(
+    value(m, 'causeway_requests_total{era="modern",method="tools/call",outcome="ok"}'),
+    6,
+    'front door: tools/call answered 200',
+  );
+  t.equal(
+    value(m, 'causeway_requests_total{era="modern",method="tools/call",outcome="client_error"}'),
+    1,
+    'the -32602 of the unlisted tool',
+  );
   t.equal(value(m, 'causeway_requests_total{era="rejected",method="none",outcome="client_error"}'), 1);
   t.equal(value(m, 'causeway_requests_total{era="legacy",method="initialize",outcome="ok"}'), 1);
   t.equal(value(m, 'causeway_client_revision_requests_total{era="modern",revision="2026-07-28"}'), 14);
   t.equal(value(m, 'causeway_client_revision_requests_total{era="rejected",revision="2026-07-28"}'), 1);
   t.equal(value(m, 'causeway_client_revision_requests_total{era="legacy",revision="2025-06-18"}'), 1);
-  t.equal(value(m, 'causeway_upstream_initialize_total{upstream="default",reason="new"}'), 2, 'one pooled session per capability set');
+  t.equal(
+    value(m, 'causeway_upstream_initialize_total{upstream="default",reason="new"}'),
+    2,
+    'one pooled session per capability set',
+  );
   t.match(m, /process_cpu_seconds_total/, 'Node process metrics');
   t.match(m, /nodejs_eventloop_lag_p99_seconds/);
 });
@@ -141,7 +189,11 @@ t.test('a listen stream shows in the gauge while open and is counted when it end
   const res = await fetch(causeway.url, {
     method: 'POST',
     headers: modernHeaders('subscriptions/listen'),
-    body: JSON.stringify(modernBody('subscriptions/listen', { notifications: { toolsListChanged: true } }, 'listen-1', { [META_CAPABILITIES]: ALL_CAPS })),
+    body: JSON.stringify(
+      modernBody('subscriptions/listen', { notifications: { toolsListChanged: true } }, 'listen-1', {
+        [META_CAPABILITIES]: ALL_CAPS,
+      }),
+    ),
     signal: abort.signal,
   });
   t.equal(res.status, 200);

@@ -49,7 +49,11 @@ t.test('adjacent expressions do not backtrack without bound', async (t) => {
   names.learn('resources/templates/list', { resourceTemplates: [{ uriTemplate: 'x://{a}{b}{c}{d}{e}{f}!' }] });
   // Six like expressions in a row compile to the pattern of one, which cannot backtrack against
   // itself; were they kept apart, the matches below would take longer than the test may run.
-  t.equal(compileTemplate('x://{a}{b}{c}{d}{e}{f}!')?.pattern.source, compileTemplate('x://{a}!')?.pattern.source, 'merged into one');
+  t.equal(
+    compileTemplate('x://{a}{b}{c}{d}{e}{f}!')?.pattern.source,
+    compileTemplate('x://{a}!')?.pattern.source,
+    'merged into one',
+  );
   const started = performance.now();
   t.equal(names.label('resources/read', 'x://' + 'a'.repeat(1000)), OTHER_NAME);
   t.equal(names.label('resources/read', 'x://' + 'a'.repeat(5000) + '!'), OTHER_NAME, 'over-long URIs are not matched');

@@ -5,7 +5,12 @@ import t from 'tap';
 import { askKey, INPUT_KEY_META, toAsk, validAnswer } from '../../src/mrtr/asks.js';
 import type { JsonObject, JsonRpcRequest } from '../../src/jsonrpc.js';
 
-const elicit = (params: JsonObject, id: string | number = 1): JsonRpcRequest => ({ jsonrpc: '2.0', id, method: 'elicitation/create', params });
+const elicit = (params: JsonObject, id: string | number = 1): JsonRpcRequest => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'elicitation/create',
+  params,
+});
 const form = (message: string): JsonObject => ({
   message,
   requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
@@ -23,7 +28,11 @@ t.test('askKey uses the hint', async (t) => {
   );
   const derived = askKey(elicit(form('What?')));
   t.equal(askKey(elicit({ ...form('What?'), _meta: { [INPUT_KEY_META]: '' } })), derived, 'empty hint: derived key');
-  t.equal(askKey(elicit({ ...form('What?'), _meta: { [INPUT_KEY_META]: 42 } })), derived, 'non-string hint: derived key');
+  t.equal(
+    askKey(elicit({ ...form('What?'), _meta: { [INPUT_KEY_META]: 42 } })),
+    derived,
+    'non-string hint: derived key',
+  );
 });
 
 t.test('askKey without a hint: a stable digest of method and content', async (t) => {
@@ -31,14 +40,27 @@ t.test('askKey without a hint: a stable digest of method and content', async (t)
   t.match(a, /^elicitation-[A-Za-z0-9_-]{12}$/);
   t.equal(askKey(elicit(form('What is your name?'), 77)), a, 'the upstream id does not matter');
   t.equal(
-    askKey(elicit({ requestedSchema: { required: ['name'], properties: { name: { type: 'string' } }, type: 'object' }, message: 'What is your name?' })),
+    askKey(
+      elicit({
+        requestedSchema: { required: ['name'], properties: { name: { type: 'string' } }, type: 'object' },
+        message: 'What is your name?',
+      }),
+    ),
     a,
     'key order does not matter',
   );
-  t.equal(askKey(elicit({ ...form('What is your name?'), _meta: { other: 1 } })), askKey(elicit({ ...form('What is your name?'), _meta: { other: 1 } })));
+  t.equal(
+    askKey(elicit({ ...form('What is your name?'), _meta: { other: 1 } })),
+    askKey(elicit({ ...form('What is your name?'), _meta: { other: 1 } })),
+  );
   t.not(askKey(elicit(form('What is your quest?'))), a, 'a different question: a different key');
   t.not(askKey(elicit({ ...form('What is your name?'), _meta: { other: 1 } })), a, 'other _meta is content');
-  const url = (id: string): JsonObject => ({ mode: 'url', message: 'Sign in', url: 'https://example.com/login', elicitationId: id });
+  const url = (id: string): JsonObject => ({
+    mode: 'url',
+    message: 'Sign in',
+    url: 'https://example.com/login',
+    elicitationId: id,
+  });
   t.equal(askKey(elicit(url('e-1'))), askKey(elicit(url('e-2'))), 'url elicitationId is not part of the key');
   const sample: JsonRpcRequest = {
     jsonrpc: '2.0',
@@ -48,7 +70,10 @@ t.test('askKey without a hint: a stable digest of method and content', async (t)
   };
   t.match(askKey(sample), /^sampling-/);
   t.match(askKey({ jsonrpc: '2.0', id: 4, method: 'roots/list' }), /^roots-/, 'no params at all');
-  t.equal(askKey({ jsonrpc: '2.0', id: 4, method: 'roots/list' }), askKey({ jsonrpc: '2.0', id: 5, method: 'roots/list', params: {} }));
+  t.equal(
+    askKey({ jsonrpc: '2.0', id: 4, method: 'roots/list' }),
+    askKey({ jsonrpc: '2.0', id: 5, method: 'roots/list', params: {} }),
+  );
   // Same content under two methods must not collide.
   t.not(
     askKey({ jsonrpc: '2.0', id: 1, method: 'roots/list', params: {} }).slice(6),
@@ -70,11 +95,23 @@ t.test('toAsk: 2026 shape, hint stripped, url elicitationId stripped', async (t)
   const kept = toAsk(elicit({ ...form('What?'), _meta: { [INPUT_KEY_META]: 'k', 'x/y': 1 } }), new Set());
   t.same((kept.input.params as JsonObject)._meta, { 'x/y': 1 }, 'other _meta keys stay');
 
-  const url = toAsk(elicit({ mode: 'url', message: 'Sign in', url: 'https://example.com/a', elicitationId: 'e-9' }), new Set());
-  t.same(url.input.params, { mode: 'url', message: 'Sign in', url: 'https://example.com/a' }, 'elicitationId removed [CHG minor 11]');
+  const url = toAsk(
+    elicit({ mode: 'url', message: 'Sign in', url: 'https://example.com/a', elicitationId: 'e-9' }),
+    new Set(),
+  );
+  t.same(
+    url.input.params,
+    { mode: 'url', message: 'Sign in', url: 'https://example.com/a' },
+    'elicitationId removed [CHG minor 11]',
+  );
 
   const notElicit = toAsk(
-    { jsonrpc: '2.0', id: 2, method: 'sampling/createMessage', params: { messages: [], maxTokens: 1, elicitationId: 'keep' } },
+    {
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'sampling/createMessage',
+      params: { messages: [], maxTokens: 1, elicitationId: 'keep' },
+    },
     new Set(),
   );
   t.equal((notElicit.input.params as JsonObject).elicitationId, 'keep', 'only elicitation loses elicitationId');
@@ -111,7 +148,9 @@ t.test('validAnswer: elicitation', async (t) => {
 
 t.test('validAnswer: sampling', async (t) => {
   const m = 'sampling/createMessage';
-  t.ok(validAnswer(m, { role: 'assistant', content: { type: 'text', text: 'Paris' }, model: 'm', stopReason: 'endTurn' }));
+  t.ok(
+    validAnswer(m, { role: 'assistant', content: { type: 'text', text: 'Paris' }, model: 'm', stopReason: 'endTurn' }),
+  );
   t.ok(validAnswer(m, { role: 'assistant', content: { type: 'text', text: 'Paris' }, model: 'm' }));
   t.notOk(validAnswer(m, { role: 'assistant', content: { type: 'text', text: 'Paris' } }), 'no model');
   t.notOk(validAnswer(m, { content: { type: 'text', text: 'Paris' }, model: 'm' }), 'no role');

@@ -28,7 +28,10 @@ type Tap = { teardown(fn: () => unknown): void };
 
 t.test('the holder answers', async (t) => {
   const caller = await pair(t, async () => ({ kind: 'input', result: { resultType: 'input_required' } }));
-  t.same(await caller.forward('holder', round, new AbortController().signal, 1_000), { kind: 'input', result: { resultType: 'input_required' } });
+  t.same(await caller.forward('holder', round, new AbortController().signal, 1_000), {
+    kind: 'input',
+    result: { resultType: 'input_required' },
+  });
 });
 
 t.test('no holder acknowledges: unreachable, so the caller may replay', async (t) => {
@@ -63,10 +66,16 @@ t.test('closing the caller ends its waits at once: unreachable, so the round may
     return new Promise(() => undefined);
   });
   t.teardown(() => holder.close());
-  const waits = [1, 2].map((n) => caller.forward('holder', { ...round, round: n }, new AbortController().signal, 60_000));
+  const waits = [1, 2].map((n) =>
+    caller.forward('holder', { ...round, round: n }, new AbortController().signal, 60_000),
+  );
   await serving;
   await caller.close();
-  t.same(await Promise.all(waits), ['unreachable', 'unreachable'], 'both waits ended by the close, long before their reply timeout');
+  t.same(
+    await Promise.all(waits),
+    ['unreachable', 'unreachable'],
+    'both waits ended by the close, long before their reply timeout',
+  );
 });
 
 t.test('closing the holder lets a round it is serving send its reply first', async (t) => {
@@ -91,6 +100,10 @@ t.test('closing the holder lets a round it is serving send its reply first', asy
   // bus let go, and the reply lost.
   await new Promise((r) => setImmediate(r));
   answer();
-  t.same(await reply, { kind: 'input', result: { resultType: 'input_required' } }, 'the reply went out before the bus was let go');
+  t.same(
+    await reply,
+    { kind: 'input', result: { resultType: 'input_required' } },
+    'the reply went out before the bus was let go',
+  );
   await closed;
 });

@@ -17,12 +17,22 @@ const elicit = (id: number, key?: string, message = 'What is your name?'): JsonR
     ...(key === undefined ? {} : { _meta: { [INPUT_KEY_META]: key } }),
   },
 });
-const roots = (id: number, key: string): JsonRpcRequest => ({ jsonrpc: '2.0', id, method: 'roots/list', params: { _meta: { [INPUT_KEY_META]: key } } });
+const roots = (id: number, key: string): JsonRpcRequest => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'roots/list',
+  params: { _meta: { [INPUT_KEY_META]: key } },
+});
 const accept = (name: string): JsonObject => ({ action: 'accept', content: { name } });
 
 function newCall(principal = 'p'): { call: PendingCall; sent: Array<[string | number, JsonObject]> } {
   const sent: Array<[string | number, JsonObject]> = [];
-  const call = new PendingCall(principal, 'tools/call', () => 'digest', (id, r) => sent.push([id, r]));
+  const call = new PendingCall(
+    principal,
+    'tools/call',
+    () => 'digest',
+    (id, r) => sent.push([id, r]),
+  );
   return { call, sent };
 }
 
@@ -52,7 +62,12 @@ t.test('answers: valid ones go upstream by key, invalid and unknown ones do not'
   t.same(sent, [[8, { roots: [{ uri: 'file:///a' }] }]], 'only the well-formed answer to an outstanding ask');
   const out = await call.next(0, LONG, never);
   t.equal(out.kind, 'input');
-  if (out.kind === 'input') t.same(out.asks.map((a) => a.key), ['user_name'], 'the ill-formed one is asked again');
+  if (out.kind === 'input')
+    t.same(
+      out.asks.map((a) => a.key),
+      ['user_name'],
+      'the ill-formed one is asked again',
+    );
   call.answer({ user_name: accept('Ada') });
   t.same(sent[1], [7, accept('Ada')]);
   call.answer({ user_name: accept('Again') });
@@ -186,52 +201,52 @@ class CountingMap<K, V> extends Map<K, V> {
   }
 }
 
-t.test(
-  'HeldCalls: a call that never handed out a state leaves no replay record',
-  async (t) => {
-    const held = new HeldCalls(10, 10);
-    const c = newCall().call;
-    held.release(c, Date.now() + 300_000);
-    t.notOk(held.wasFinished(c.id), 'round 0: no state names this call');
-  },
-);
-
-t.test(
-  'HeldCalls: release stays cheap beyond 4 x maxPending remembered calls',
-  async (t) => {
-    const held = new HeldCalls(10, 10);
-    const finished = new CountingMap<string, number>();
-    (held as unknown as { finished: Map<string, number> }).finished = finished;
-    const N = 2000;
-    for (let i = 0; i < N; i++) {
-      const c = newCall().call;
-      c.round = 1;
-      held.hold(c);
-      held.release(c, Date.now() + 300_000);
-    }
-    t.ok(finished.visited <= 4 * N, `entries visited by ${N} releases: ${finished.visited} (amortised O(1) would be <= ${4 * N})`);
-  },
-);
-
-t.test('resumePoint: resume after the event before the first outstanding ask, skip to the last event read', async (t) => {
-  const { call } = newCall();
-  t.equal(call.resumePoint(), undefined, 'nothing to resume before the call is known upstream');
-  call.upstream = { id: 'cw-x-1', token: 'cw-x-p2', session: 'digest-of-session' };
-  call.event('e1'); // priming
-  call.event('e2');
-  call.ask(elicit(7, 'first'));
-  call.answer({ first: accept('Ann') });
-  call.event('e3');
-  call.ask(elicit(8, 'second', 'Second?'));
-  call.event('e4');
-  call.ask(roots(9, 'roots'));
-  call.event('e5'); // a progress notification, say
-  t.same(call.resumePoint(), { s: 'digest-of-session', i: 'cw-x-1', k: 'cw-x-p2', l: 'e2', t: 'e5', q: [8, 9] });
-  call.answer({ second: accept('red') });
-  t.same(call.resumePoint()?.l, 'e3', 'the first ask still outstanding decides where to resume');
-  call.event(undefined);
-  t.equal(call.resumePoint(), undefined, 'an event without an id: its place on the stream cannot be named');
+t.test('HeldCalls: a call that never handed out a state leaves no replay record', async (t) => {
+  const held = new HeldCalls(10, 10);
+  const c = newCall().call;
+  held.release(c, Date.now() + 300_000);
+  t.notOk(held.wasFinished(c.id), 'round 0: no state names this call');
 });
+
+t.test('HeldCalls: release stays cheap beyond 4 x maxPending remembered calls', async (t) => {
+  const held = new HeldCalls(10, 10);
+  const finished = new CountingMap<string, number>();
+  (held as unknown as { finished: Map<string, number> }).finished = finished;
+  const N = 2000;
+  for (let i = 0; i < N; i++) {
+    const c = newCall().call;
+    c.round = 1;
+    held.hold(c);
+    held.release(c, Date.now() + 300_000);
+  }
+  t.ok(
+    finished.visited <= 4 * N,
+    `entries visited by ${N} releases: ${finished.visited} (amortised O(1) would be <= ${4 * N})`,
+  );
+});
+
+t.test(
+  'resumePoint: resume after the event before the first outstanding ask, skip to the last event read',
+  async (t) => {
+    const { call } = newCall();
+    t.equal(call.resumePoint(), undefined, 'nothing to resume before the call is known upstream');
+    call.upstream = { id: 'cw-x-1', token: 'cw-x-p2', session: 'digest-of-session' };
+    call.event('e1'); // priming
+    call.event('e2');
+    call.ask(elicit(7, 'first'));
+    call.answer({ first: accept('Ann') });
+    call.event('e3');
+    call.ask(elicit(8, 'second', 'Second?'));
+    call.event('e4');
+    call.ask(roots(9, 'roots'));
+    call.event('e5'); // a progress notification, say
+    t.same(call.resumePoint(), { s: 'digest-of-session', i: 'cw-x-1', k: 'cw-x-p2', l: 'e2', t: 'e5', q: [8, 9] });
+    call.answer({ second: accept('red') });
+    t.same(call.resumePoint()?.l, 'e3', 'the first ask still outstanding decides where to resume');
+    call.event(undefined);
+    t.equal(call.resumePoint(), undefined, 'an event without an id: its place on the stream cannot be named');
+  },
+);
 
 t.test('detachAll lets held calls go without cancelling them; cancelAll cancels', async (t) => {
   const held = new HeldCalls(10, 10);
@@ -259,9 +274,17 @@ t.test('a call held as a task: progress ends the wait, and its questions go to t
   t.equal((await next).kind, 'working', 'progress: the call works, whatever it asked before');
   const diverted: JsonRpcRequest[] = [];
   call.divert((r) => diverted.push(r));
-  t.same(diverted.map((r) => r.id), [1], 'the question still outstanding goes first');
+  t.same(
+    diverted.map((r) => r.id),
+    [1],
+    'the question still outstanding goes first',
+  );
   call.ask(elicit(2, 'later'));
-  t.same(diverted.map((r) => r.id), [1, 2], 'and each later one');
+  t.same(
+    diverted.map((r) => r.id),
+    [1, 2],
+    'and each later one',
+  );
   call.answer({ early: accept('x') });
   t.same(sent, [], 'answers for diverted questions are the task’s to send, not the round’s');
 });

@@ -50,14 +50,19 @@ function get(url: string, agent: http.Agent): Promise<{ status: number; text: st
   });
 }
 
-async function fixtureStats(): Promise<{ toolCalls: Record<string, number>; responsesReceived: number; cancelled: number }> {
+async function fixtureStats(): Promise<{
+  toolCalls: Record<string, number>;
+  responsesReceived: number;
+  cancelled: number;
+}> {
   return JSON.parse((await get(`${fixtureBase}/__stats`, onceAgent)).text);
 }
 
 /** Causeway's own event-loop delay since the last scrape (prom-client resets the histogram per scrape). */
 async function causewayLag(): Promise<{ p99: number; max: number }> {
   const text = (await get(`${causeway.adminUrl}/metrics`, onceAgent)).text;
-  const read = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000;
+  const read = (name: string) =>
+    Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000;
   return { p99: read('nodejs_eventloop_lag_p99_seconds'), max: read('nodejs_eventloop_lag_max_seconds') };
 }
 
@@ -88,11 +93,16 @@ function prober(everyMs: number): { stop(): Promise<number[]> } {
   };
 }
 
-const fmt = (xs: number[]) => `n=${xs.length} p50=${percentile(xs, 50).toFixed(1)}ms p99=${percentile(xs, 99).toFixed(1)}ms max=${Math.max(...xs).toFixed(1)}ms`;
+const fmt = (xs: number[]) =>
+  `n=${xs.length} p50=${percentile(xs, 50).toFixed(1)}ms ` +
+  `p99=${percentile(xs, 99).toFixed(1)}ms max=${Math.max(...xs).toFixed(1)}ms`;
 
 t.test(`${HELD} calls held at once without stalling Causeway`, async (t) => {
-  const call = (extra: Record<string, unknown> = {}, name = ELICIT, args: Record<string, unknown> = {}): Promise<Reply> =>
-    rpcHttp(causeway.url, 'tools/call', { name, arguments: args, ...extra }, { agent: loadAgent });
+  const call = (
+    extra: Record<string, unknown> = {},
+    name = ELICIT,
+    args: Record<string, unknown> = {},
+  ): Promise<Reply> => rpcHttp(causeway.url, 'tools/call', { name, arguments: args, ...extra }, { agent: loadAgent });
 
   // Warm up: the upstream session, connections, JIT.
   const warm = await call();
@@ -109,7 +119,8 @@ t.test(`${HELD} calls held at once without stalling Causeway`, async (t) => {
   for (let i = 0; i < HELD; i += BATCH) {
     const replies = await Promise.all(Array.from({ length: Math.min(BATCH, HELD - i) }, () => call()));
     for (const r of replies) {
-      if (r.body?.result?.resultType !== 'input_required') throw new Error(`round 1: ${JSON.stringify(r.body).slice(0, 300)}`);
+      if (r.body?.result?.resultType !== 'input_required')
+        throw new Error(`round 1: ${JSON.stringify(r.body).slice(0, 300)}`);
       states.push(r.body.result.requestState);
     }
   }
@@ -117,7 +128,10 @@ t.test(`${HELD} calls held at once without stalling Causeway`, async (t) => {
   const rampLat = await ramp.stop();
   const rampLag = await causewayLag();
   t.equal(states.length, HELD, `${HELD} input_required rounds in ${rampMs.toFixed(0)} ms`);
-  t.comment(`ramp: ${HELD} round-1 requests in ${rampMs.toFixed(0)} ms; healthz ${fmt(rampLat)}; causeway event-loop lag p99=${rampLag.p99.toFixed(1)}ms max=${rampLag.max.toFixed(1)}ms`);
+  t.comment(
+    `ramp: ${HELD} round-1 requests in ${rampMs.toFixed(0)} ms; healthz ${fmt(rampLat)}; ` +
+      `causeway event-loop lag p99=${rampLag.p99.toFixed(1)}ms max=${rampLag.max.toFixed(1)}ms`,
+  );
 
   const held = await fixtureStats();
   t.equal((held.toolCalls[ELICIT] ?? 0) - (before.toolCalls[ELICIT] ?? 0), HELD, 'every call is open upstream');
@@ -136,7 +150,10 @@ t.test(`${HELD} calls held at once without stalling Causeway`, async (t) => {
   }
   const holdLat = await hold.stop();
   const holdLag = await causewayLag();
-  t.comment(`hold: healthz ${fmt(holdLat)}; echo ${fmt(echoLat)}; causeway event-loop lag p99=${holdLag.p99.toFixed(1)}ms max=${holdLag.max.toFixed(1)}ms`);
+  t.comment(
+    `hold: healthz ${fmt(holdLat)}; echo ${fmt(echoLat)}; causeway event-loop ` +
+      `lag p99=${holdLag.p99.toFixed(1)}ms max=${holdLag.max.toFixed(1)}ms`,
+  );
   // What is asserted is that Causeway keeps answering while it holds the calls (a probe that gets
   // anything but 200 fails the test); how fast is the benchmarks' business, so it is only shown.
   t.ok(holdLat.length > 0, 'healthz answered 200 throughout the hold');
@@ -148,7 +165,9 @@ t.test(`${HELD} calls held at once without stalling Causeway`, async (t) => {
   let ok = 0;
   for (let i = 0; i < HELD; i += BATCH) {
     const replies = await Promise.all(
-      states.slice(i, i + BATCH).map((s, j) => call({ inputResponses: { user_name: nameAnswer(`u${i + j}`) }, requestState: s })),
+      states
+        .slice(i, i + BATCH)
+        .map((s, j) => call({ inputResponses: { user_name: nameAnswer(`u${i + j}`) }, requestState: s })),
     );
     replies.forEach((r, j) => {
       if (r.body?.result?.content?.[0]?.text === `Hello, u${i + j}!`) ok++;
@@ -159,8 +178,14 @@ t.test(`${HELD} calls held at once without stalling Causeway`, async (t) => {
   const doneLag = await causewayLag();
   localLag.disable();
   t.equal(ok, HELD, `every held call completed with its own answer (${completeMs.toFixed(0)} ms)`);
-  t.comment(`complete: ${HELD} retries in ${completeMs.toFixed(0)} ms; healthz ${fmt(doneLat)}; causeway event-loop lag p99=${doneLag.p99.toFixed(1)}ms max=${doneLag.max.toFixed(1)}ms`);
-  t.comment(`test process event-loop delay over the whole run: p99=${(localLag.percentile(99) / 1e6).toFixed(1)}ms max=${(localLag.max / 1e6).toFixed(1)}ms`);
+  t.comment(
+    `complete: ${HELD} retries in ${completeMs.toFixed(0)} ms; healthz ${fmt(doneLat)}; ` +
+      `causeway event-loop lag p99=${doneLag.p99.toFixed(1)}ms max=${doneLag.max.toFixed(1)}ms`,
+  );
+  t.comment(
+    `test process event-loop delay over the whole run: ` +
+      `p99=${(localLag.percentile(99) / 1e6).toFixed(1)}ms max=${(localLag.max / 1e6).toFixed(1)}ms`,
+  );
   const after = await fixtureStats();
   t.equal(after.responsesReceived - before.responsesReceived, HELD, 'one answer upstream per call');
   t.equal(after.cancelled, before.cancelled, 'nothing cancelled');

@@ -12,7 +12,15 @@ const k2 = key();
 const k3 = key();
 
 // `as`: the claim set grows (e.g. h, the holding replica) without this test having to follow.
-const claims = { p: 'principal-hash', m: 'tools/call', d: 'digest-abc', c: 'call-id-1', r: 1, h: 'replica-1', e: 1_900_000_000_000 } as StateClaims;
+const claims = {
+  p: 'principal-hash',
+  m: 'tools/call',
+  d: 'digest-abc',
+  c: 'call-id-1',
+  r: 1,
+  h: 'replica-1',
+  e: 1_900_000_000_000,
+} as StateClaims;
 
 t.test('seal then open gives the claims back', async (t) => {
   const s = new StateSealer([k1]);
@@ -126,7 +134,11 @@ t.test('paramsDigest names the request, not its envelope or round', async (t) =>
     d,
     'ignores _meta, inputResponses and requestState',
   );
-  t.equal(paramsDigest({ arguments: { b: [1, 2, { c: 'x' }], a: 1 }, name: base.name }), d, 'ignores key order, nested too');
+  t.equal(
+    paramsDigest({ arguments: { b: [1, 2, { c: 'x' }], a: 1 }, name: base.name }),
+    d,
+    'ignores key order, nested too',
+  );
   t.not(paramsDigest({ ...base, arguments: { a: 2, b: [1, 2, { c: 'x' }] } }), d, 'other arguments');
   t.not(paramsDigest({ ...base, arguments: { a: 1, b: [2, 1, { c: 'x' }] } }), d, 'array order matters');
   t.not(paramsDigest({ ...base, name: 'echo' }), d, 'other tool');

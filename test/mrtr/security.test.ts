@@ -42,11 +42,36 @@ t.test('a tampered requestState is refused and nothing is answered upstream', as
   const state = await round1();
   const before = upstream.stats();
   for (const at of [0, 5, Math.floor(state.length / 2), state.length - 5]) {
-    refused(t, await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Mallory') }, requestState: flipChar(state, at) }), `char ${at} flipped`);
+    refused(
+      t,
+      await callTool(url, ELICIT, {
+        inputResponses: { user_name: nameAnswer('Mallory') },
+        requestState: flipChar(state, at),
+      }),
+      `char ${at} flipped`,
+    );
   }
-  refused(t, await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Mallory') }, requestState: state.slice(0, -3) }), 'truncated');
-  refused(t, await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Mallory') }, requestState: '' }), 'empty');
-  refused(t, await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Mallory') }, requestState: 'not*base64url' }), 'not base64url');
+  refused(
+    t,
+    await callTool(url, ELICIT, {
+      inputResponses: { user_name: nameAnswer('Mallory') },
+      requestState: state.slice(0, -3),
+    }),
+    'truncated',
+  );
+  refused(
+    t,
+    await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Mallory') }, requestState: '' }),
+    'empty',
+  );
+  refused(
+    t,
+    await callTool(url, ELICIT, {
+      inputResponses: { user_name: nameAnswer('Mallory') },
+      requestState: 'not*base64url',
+    }),
+    'not base64url',
+  );
   await settle(); // negative check
   const after = upstream.stats();
   t.equal(after.responsesReceived, before.responsesReceived, 'the fixture received no answer');
@@ -60,8 +85,16 @@ t.test('a replayed state is refused', async (t) => {
   const done = await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state });
   t.equal(textOf(done), 'Hello, Ada!');
   const before = upstream.stats();
-  refused(t, await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }), 'replay after completion');
-  refused(t, await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Eve') }, requestState: state }), 'replay with other answers');
+  refused(
+    t,
+    await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }),
+    'replay after completion',
+  );
+  refused(
+    t,
+    await callTool(url, ELICIT, { inputResponses: { user_name: nameAnswer('Eve') }, requestState: state }),
+    'replay with other answers',
+  );
   refused(t, await callTool(url, ELICIT, { requestState: state }), 'replay without answers');
   await settle(); // negative check
   const after = upstream.stats();
@@ -88,17 +121,28 @@ t.test('a state used with other params or another method is refused', async (t) 
   const before = upstream.stats();
   refused(
     t,
-    await callTool(url, ELICIT, { arguments: { extra: 'x' }, inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }),
+    await callTool(url, ELICIT, {
+      arguments: { extra: 'x' },
+      inputResponses: { user_name: nameAnswer('Ada') },
+      requestState: state,
+    }),
     'other arguments',
   );
   refused(
     t,
-    await callTool(url, 'test_input_required_result_tampered_state', { inputResponses: { confirm: { action: 'accept', content: { ok: true } } }, requestState: state }),
+    await callTool(url, 'test_input_required_result_tampered_state', {
+      inputResponses: { confirm: { action: 'accept', content: { ok: true } } },
+      requestState: state,
+    }),
     'another tool',
   );
   refused(
     t,
-    await rpc(url, 'prompts/get', { name: ELICIT, inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }),
+    await rpc(url, 'prompts/get', {
+      name: ELICIT,
+      inputResponses: { user_name: nameAnswer('Ada') },
+      requestState: state,
+    }),
     'another method',
   );
   await settle(); // negative check
@@ -113,7 +157,11 @@ t.test('an expired state is refused', async (t) => {
   const state = await round1(short.url);
   await sleep(400); // lower bound: past stateTtlMs, read off the clock when the state is opened
   const before = upstream.stats();
-  refused(t, await callTool(short.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }), 'expired');
+  refused(
+    t,
+    await callTool(short.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }),
+    'expired',
+  );
   await settle(); // negative check
   t.equal(upstream.stats().responsesReceived, before.responsesReceived);
   t.equal(upstream.stats().toolCalls[ELICIT], before.toolCalls[ELICIT], 'not replayed either');
@@ -131,16 +179,34 @@ t.test("another principal's state is refused", async (t) => {
   const bob = { headers: { 'x-causeway-principal': 'bob' } };
   const state = await round1(multi.url, alice);
   const before = upstream.stats();
-  refused(t, await callTool(multi.url, ELICIT, { inputResponses: { user_name: nameAnswer('Bob') }, requestState: state }, bob), 'bob');
-  refused(t, await callTool(multi.url, ELICIT, { inputResponses: { user_name: nameAnswer('Anon') }, requestState: state }), 'no principal header');
   refused(
     t,
-    await callTool(multi.url, ELICIT, { inputResponses: { user_name: nameAnswer('Al') }, requestState: state }, { headers: { 'x-causeway-principal': 'Alice' } }),
+    await callTool(multi.url, ELICIT, { inputResponses: { user_name: nameAnswer('Bob') }, requestState: state }, bob),
+    'bob',
+  );
+  refused(
+    t,
+    await callTool(multi.url, ELICIT, { inputResponses: { user_name: nameAnswer('Anon') }, requestState: state }),
+    'no principal header',
+  );
+  refused(
+    t,
+    await callTool(
+      multi.url,
+      ELICIT,
+      { inputResponses: { user_name: nameAnswer('Al') }, requestState: state },
+      { headers: { 'x-causeway-principal': 'Alice' } },
+    ),
     'Alice (case differs)',
   );
   await settle(); // negative check
   t.equal(upstream.stats().responsesReceived, before.responsesReceived, 'nothing answered upstream');
-  const done = await callTool(multi.url, ELICIT, { inputResponses: { user_name: nameAnswer('Alice') }, requestState: state }, alice);
+  const done = await callTool(
+    multi.url,
+    ELICIT,
+    { inputResponses: { user_name: nameAnswer('Alice') }, requestState: state },
+    alice,
+  );
   t.equal(textOf(done), 'Hello, Alice!', 'alice completes her own call');
 });
 
@@ -150,66 +216,111 @@ t.test('a state from an instance with other keys is refused', async (t) => {
   t.teardown(() => Promise.all([a.close(), b.close()]));
   const state = await round1(a.url);
   const before = upstream.stats();
-  refused(t, await callTool(b.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }), 'foreign key');
+  refused(
+    t,
+    await callTool(b.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }),
+    'foreign key',
+  );
   await settle(); // negative check
   t.equal(upstream.stats().toolCalls[ELICIT], before.toolCalls[ELICIT], 'no upstream call from B');
   const unkeyed = await startCauseway({ 'upstream.url': upstream.url, 'log.level': 'warn' });
   t.teardown(() => unkeyed.close());
-  refused(t, await callTool(unkeyed.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }), 'random per-process key');
-});
-
-t.test('with the same keys, a retry sent to another instance completes (holder lost: replay with answers)', async (t) => {
-  const k1 = stateKey();
-  const k2 = stateKey();
-  const a = await startCauseway({ 'upstream.url': upstream.url, 'mrtr.stateKeys': k1, 'log.level': 'warn' });
-  // B has rotated: k2 is newest, k1 still opens.
-  const b = await startCauseway({ 'upstream.url': upstream.url, 'mrtr.stateKeys': `${k2},${k1}`, 'log.level': 'warn' });
-  t.teardown(() => Promise.all([a.close(), b.close()]));
-
-  const state = await round1(a.url);
-  const before = upstream.stats();
-  const done = await callTool(b.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state });
-  t.equal(done.body.result?.resultType, 'complete');
-  t.equal(textOf(done), 'Hello, Ada!', 'the right result');
-  const after = upstream.stats();
-  t.equal(after.toolCalls[ELICIT]! - before.toolCalls[ELICIT]!, 1, 'B replayed the call upstream once');
-  t.equal(after.responsesReceived - before.responsesReceived, 1, "and answered the repeated ask from the retry's answers");
-
-  // Multi-round on B: the round-2 state carries only step2's answer, so B asks step1 again.
-  const mr = 'test_input_required_result_multi_round';
-  const r1 = await callTool(a.url, mr);
-  const r2 = await callTool(a.url, mr, { inputResponses: { step1: nameAnswer('Ada') }, requestState: r1.body.result.requestState });
-  t.same(Object.keys(r2.body.result.inputRequests), ['step2']);
-  const onB = await callTool(b.url, mr, { inputResponses: { step2: { action: 'accept', content: { color: 'red' } } }, requestState: r2.body.result.requestState });
-  t.equal(onB.body.result?.resultType, 'input_required', 'B cannot know step1');
-  t.same(Object.keys(onB.body.result?.inputRequests ?? {}), ['step1']);
-  const fin = await callTool(b.url, mr, { inputResponses: { step1: nameAnswer('Ada') }, requestState: onB.body.result.requestState });
-  t.equal(textOf(fin), 'Multi-round complete for Ada who likes red', "step2's answer from the earlier retry was kept");
+  refused(
+    t,
+    await callTool(unkeyed.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }),
+    'random per-process key',
+  );
 });
 
 t.test(
-  'a state whose holder is lost cannot be replayed twice on the same instance',
+  'with the same keys, a retry sent to another instance completes (holder lost: replay with answers)',
   async (t) => {
-    const k = stateKey();
-    const a = await startCauseway({ 'upstream.url': upstream.url, 'mrtr.stateKeys': k, 'log.level': 'warn' });
-    const b = await startCauseway({ 'upstream.url': upstream.url, 'mrtr.stateKeys': k, 'log.level': 'warn' });
+    const k1 = stateKey();
+    const k2 = stateKey();
+    const a = await startCauseway({ 'upstream.url': upstream.url, 'mrtr.stateKeys': k1, 'log.level': 'warn' });
+    // B has rotated: k2 is newest, k1 still opens.
+    const b = await startCauseway({
+      'upstream.url': upstream.url,
+      'mrtr.stateKeys': `${k2},${k1}`,
+      'log.level': 'warn',
+    });
     t.teardown(() => Promise.all([a.close(), b.close()]));
+
     const state = await round1(a.url);
-    const first = await callTool(b.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state });
-    t.equal(textOf(first), 'Hello, Ada!');
     const before = upstream.stats();
-    const again = await callTool(b.url, ELICIT, { inputResponses: { user_name: nameAnswer('Eve') }, requestState: state });
-    t.equal(again.body.error?.code, -32602, 'the second use of the state on B is a replay');
-    await settle(); // negative check
-    t.equal(upstream.stats().toolCalls[ELICIT], before.toolCalls[ELICIT], 'and does not run the tool again');
+    const done = await callTool(b.url, ELICIT, {
+      inputResponses: { user_name: nameAnswer('Ada') },
+      requestState: state,
+    });
+    t.equal(done.body.result?.resultType, 'complete');
+    t.equal(textOf(done), 'Hello, Ada!', 'the right result');
+    const after = upstream.stats();
+    t.equal(after.toolCalls[ELICIT]! - before.toolCalls[ELICIT]!, 1, 'B replayed the call upstream once');
+    t.equal(
+      after.responsesReceived - before.responsesReceived,
+      1,
+      "and answered the repeated ask from the retry's answers",
+    );
+
+    // Multi-round on B: the round-2 state carries only step2's answer, so B asks step1 again.
+    const mr = 'test_input_required_result_multi_round';
+    const r1 = await callTool(a.url, mr);
+    const r2 = await callTool(a.url, mr, {
+      inputResponses: { step1: nameAnswer('Ada') },
+      requestState: r1.body.result.requestState,
+    });
+    t.same(Object.keys(r2.body.result.inputRequests), ['step2']);
+    const onB = await callTool(b.url, mr, {
+      inputResponses: { step2: { action: 'accept', content: { color: 'red' } } },
+      requestState: r2.body.result.requestState,
+    });
+    t.equal(onB.body.result?.resultType, 'input_required', 'B cannot know step1');
+    t.same(Object.keys(onB.body.result?.inputRequests ?? {}), ['step1']);
+    const fin = await callTool(b.url, mr, {
+      inputResponses: { step1: nameAnswer('Ada') },
+      requestState: onB.body.result.requestState,
+    });
+    t.equal(
+      textOf(fin),
+      'Multi-round complete for Ada who likes red',
+      "step2's answer from the earlier retry was kept",
+    );
   },
 );
+
+t.test('a state whose holder is lost cannot be replayed twice on the same instance', async (t) => {
+  const k = stateKey();
+  const a = await startCauseway({ 'upstream.url': upstream.url, 'mrtr.stateKeys': k, 'log.level': 'warn' });
+  const b = await startCauseway({ 'upstream.url': upstream.url, 'mrtr.stateKeys': k, 'log.level': 'warn' });
+  t.teardown(() => Promise.all([a.close(), b.close()]));
+  const state = await round1(a.url);
+  const first = await callTool(b.url, ELICIT, {
+    inputResponses: { user_name: nameAnswer('Ada') },
+    requestState: state,
+  });
+  t.equal(textOf(first), 'Hello, Ada!');
+  const before = upstream.stats();
+  const again = await callTool(b.url, ELICIT, {
+    inputResponses: { user_name: nameAnswer('Eve') },
+    requestState: state,
+  });
+  t.equal(again.body.error?.code, -32602, 'the second use of the state on B is a replay');
+  await settle(); // negative check
+  t.equal(upstream.stats().toolCalls[ELICIT], before.toolCalls[ELICIT], 'and does not run the tool again');
+});
 
 t.test('a state is accepted only for its own held call: refused after that call was cancelled by TTL', async (t) => {
   const short = await startCauseway({ 'upstream.url': upstream.url, 'mrtr.stateTtlMs': 200, 'log.level': 'warn' });
   t.teardown(() => short.close());
   const cancelled = upstream.stats().cancelled;
   const state = await round1(short.url);
-  t.ok(await until(() => upstream.stats().cancelled > cancelled, { what: 'the held call to be cancelled' }), 'the held call was cancelled upstream');
-  refused(t, await callTool(short.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }), 'after TTL');
+  t.ok(
+    await until(() => upstream.stats().cancelled > cancelled, { what: 'the held call to be cancelled' }),
+    'the held call was cancelled upstream',
+  );
+  refused(
+    t,
+    await callTool(short.url, ELICIT, { inputResponses: { user_name: nameAnswer('Ada') }, requestState: state }),
+    'after TTL',
+  );
 });

@@ -20,12 +20,26 @@ t.test('declared url elicitation: a url-mode round, then the re-issued call comp
   t.equal(r1.status, 200);
   const result = r1.body.result;
   t.equal(result.resultType, 'input_required');
-  const asks = Object.values(result.inputRequests as Record<string, { method: string; params: Record<string, unknown> }>);
+  const asks = Object.values(
+    result.inputRequests as Record<string, { method: string; params: Record<string, unknown> }>,
+  );
   t.equal(asks.length, 1);
-  t.same(asks[0], { method: 'elicitation/create', params: { mode: 'url', url: 'https://auth.example/sign-in', message: 'Please sign in' } }, 'no elicitationId');
+  t.same(
+    asks[0],
+    {
+      method: 'elicitation/create',
+      params: { mode: 'url', url: 'https://auth.example/sign-in', message: 'Please sign in' },
+    },
+    'no elicitationId',
+  );
   t.notMatch(JSON.stringify(r1.body), /-32042/);
   const key = Object.keys(result.inputRequests)[0]!;
-  const r2 = await callTool(causeway.url, 'url_sign_in', { inputResponses: { [key]: { action: 'accept' } }, requestState: result.requestState }, { caps });
+  const r2 = await callTool(
+    causeway.url,
+    'url_sign_in',
+    { inputResponses: { [key]: { action: 'accept' } }, requestState: result.requestState },
+    { caps },
+  );
   t.equal(textOf(r2), 'signed in');
 });
 

@@ -33,10 +33,16 @@ let nextId = 1;
 export const nameAnswer = (name: string): Json => ({ action: 'accept', content: { name } });
 
 /** A modern request (all client capabilities unless `opts.caps`), its Mcp-Name from params.name or params.uri. */
-export function envelope(method: string, params: Record<string, unknown>, opts: CallOptions = {}): { body: string; headers: Record<string, string> } {
+export function envelope(
+  method: string,
+  params: Record<string, unknown>,
+  opts: CallOptions = {},
+): { body: string; headers: Record<string, string> } {
   const { _meta, ...rest } = params as { _meta?: JsonObject };
   const caps = (opts.caps ?? ALL_CAPS) as JsonObject;
-  const body = JSON.stringify(modernBody(method, rest as JsonObject, opts.id ?? nextId++, { ..._meta, [META_CAPABILITIES]: caps }));
+  const body = JSON.stringify(
+    modernBody(method, rest as JsonObject, opts.id ?? nextId++, { ..._meta, [META_CAPABILITIES]: caps }),
+  );
   const headers: Record<string, string> = { ...modernHeaders(method), ...opts.headers };
   const name = typeof params.name === 'string' ? params.name : typeof params.uri === 'string' ? params.uri : undefined;
   if (name !== undefined) headers['mcp-name'] = name;
@@ -52,7 +58,12 @@ function decode(contentType: string, text: string): Json {
 }
 
 /** One request with fetch (keep-alive through the global dispatcher). */
-export async function rpc(url: string, method: string, params: Record<string, unknown>, opts: CallOptions = {}): Promise<Reply> {
+export async function rpc(
+  url: string,
+  method: string,
+  params: Record<string, unknown>,
+  opts: CallOptions = {},
+): Promise<Reply> {
   const { body, headers } = envelope(method, params, opts);
   const res = await fetch(url, { method: 'POST', headers, body, signal: opts.signal });
   const contentType = res.headers.get('content-type') ?? '';
@@ -60,29 +71,47 @@ export async function rpc(url: string, method: string, params: Record<string, un
 }
 
 /** One request with node:http and a given keep-alive agent (for the load test's connection accounting). */
-export function rpcHttp(url: string, method: string, params: Record<string, unknown>, opts: CallOptions = {}): Promise<Reply> {
+export function rpcHttp(
+  url: string,
+  method: string,
+  params: Record<string, unknown>,
+  opts: CallOptions = {},
+): Promise<Reply> {
   const { body, headers } = envelope(method, params, opts);
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: opts.agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const contentType = String(res.headers['content-type'] ?? '');
-        try {
-          resolve({ status: res.statusCode ?? 0, contentType, body: decode(contentType, Buffer.concat(chunks).toString('utf8')) });
-        } catch (err) {
-          reject(err);
-        }
-      });
-      res.on('error', reject);
-    });
+    const req = http.request(
+      url,
+      { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: opts.agent },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const contentType = String(res.headers['content-type'] ?? '');
+          try {
+            resolve({
+              status: res.statusCode ?? 0,
+              contentType,
+              body: decode(contentType, Buffer.concat(chunks).toString('utf8')),
+            });
+          } catch (err) {
+            reject(err);
+          }
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 
 /** tools/call with the given arguments and multi-round fields. */
-export function callTool(url: string, name: string, extra: Record<string, unknown> = {}, opts: CallOptions = {}): Promise<Reply> {
+export function callTool(
+  url: string,
+  name: string,
+  extra: Record<string, unknown> = {},
+  opts: CallOptions = {},
+): Promise<Reply> {
   return rpc(url, 'tools/call', { name, arguments: {}, ...extra }, opts);
 }
 
@@ -104,4 +133,3 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 export function stateKey(): string {
   return randomBytes(32).toString('base64');
 }
-

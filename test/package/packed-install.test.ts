@@ -33,7 +33,9 @@ const work = mkdtempSync(join(tmpdir(), 'causeway-pack-'));
 t.teardown(() => rmSync(work, { recursive: true, force: true }));
 
 // `npm test` has just built dist/; prepack would build it again (and is checked below).
-const packed = JSON.parse((await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: REPO })).stdout) as Array<{
+const packed = JSON.parse(
+  (await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: REPO })).stdout,
+) as Array<{
   filename: string;
   files: Array<{ path: string }>;
 }>;
@@ -42,7 +44,10 @@ const tarball = join(work, packed[0]!.filename);
 /** The Dockerfile's instructions of its last (runtime) stage, and of all stages. */
 function dockerfile(): { all: string[]; runtime: string[] } {
   const text = readFileSync(join(REPO, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
-  const all = text.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+  const all = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
   const lastFrom = all.map((l) => l.startsWith('FROM ')).lastIndexOf(true);
   return { all, runtime: all.slice(lastFrom) };
 }
@@ -54,8 +59,16 @@ t.test('the package has a free name, a bin, a build before packing, and ships on
   const paths = packed[0]!.files.map((f) => f.path);
   t.ok(paths.includes('dist/src/main.js'), 'the bin is in the tarball');
   t.ok(paths.includes('LICENSE') && paths.includes('README.md') && paths.includes('package.json'));
-  t.same(paths.filter((p) => p.startsWith('dist/') && !p.startsWith('dist/src/')), [], 'no tests, bench or demo');
-  t.same(paths.filter((p) => p.endsWith('.ts') || p.endsWith('.map')), [], 'no sources or source maps');
+  t.same(
+    paths.filter((p) => p.startsWith('dist/') && !p.startsWith('dist/src/')),
+    [],
+    'no tests, bench or demo',
+  );
+  t.same(
+    paths.filter((p) => p.endsWith('.ts') || p.endsWith('.map')),
+    [],
+    'no sources or source maps',
+  );
 });
 
 t.test('the runtime stage, outside a container: production dependencies only, serving a modern client', async (t) => {
@@ -66,7 +79,8 @@ t.test('the runtime stage, outside a container: production dependencies only, se
   await run('npm', ['ci', '--omit=dev', '--ignore-scripts', ...npmQuiet], { cwd: app });
   const installed = readdirSync(join(app, 'node_modules'));
   for (const dep of Object.keys(pkg.dependencies)) t.ok(existsSync(join(app, 'node_modules', dep)), `${dep} installed`);
-  for (const dev of ['typescript', 'tap', '@modelcontextprotocol']) t.notOk(installed.includes(dev), `dev dependency ${dev} absent`);
+  for (const dev of ['typescript', 'tap', '@modelcontextprotocol'])
+    t.notOk(installed.includes(dev), `dev dependency ${dev} absent`);
 
   // The image's own environment (ENV of the runtime stage), as the container would have it.
   const env: Record<string, string> = {};
@@ -76,11 +90,17 @@ t.test('the runtime stage, outside a container: production dependencies only, se
   t.equal(env.CAUSEWAY_LISTEN_HOST, '0.0.0.0', 'the image listens beyond loopback');
 
   const upstream = await spawnFixture(0, { t });
-  const causeway = await spawnCauseway({ 'upstream.url': upstream.url }, { t, env, main: join(app, 'dist/src/main.js'), cwd: app });
+  const causeway = await spawnCauseway(
+    { 'upstream.url': upstream.url },
+    { t, env, main: join(app, 'dist/src/main.js'), cwd: app },
+  );
   const url = new URL(causeway.url);
   url.hostname = '127.0.0.1';
 
-  const client = new Client({ name: 'packed', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} });
+  const client = new Client(
+    { name: 'packed', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
+  );
   await client.connect(new StreamableHTTPClientTransport(url));
   t.teardown(() => client.close());
   t.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
@@ -110,18 +130,28 @@ t.test('the Dockerfile: pinned Node 20 slim, non-root, both ports, SIGTERM, exec
   const base = all.find((l) => l.startsWith('ARG NODE_IMAGE='))?.split('=')[1] ?? '';
   t.match(base, /^node:20\.\d+\.\d+-[a-z]+-slim(@sha256:[0-9a-f]{64})?$/, 'official Node 20 slim image, exact version');
   t.equal(all.filter((l) => l.startsWith('FROM ')).length, 2, 'a build stage and a runtime stage');
-  t.ok(all.some((l) => /npm ci --omit=dev/.test(l)), 'runtime dependencies installed without dev dependencies');
+  t.ok(
+    all.some((l) => /npm ci --omit=dev/.test(l)),
+    'runtime dependencies installed without dev dependencies',
+  );
   const user = runtime.find((l) => l.startsWith('USER '))?.slice(5) ?? '';
   t.match(user, /^[1-9]\d*:[1-9]\d*$/, 'numeric non-root user and group');
   const listenPort = SETTINGS.find((s) => s.path === 'listen.port')!.default;
   const adminPort = SETTINGS.find((s) => s.path === 'admin.port')!.default;
   t.ok(runtime.includes(`EXPOSE ${listenPort} ${adminPort}`), 'both default ports exposed');
   t.ok(runtime.includes('STOPSIGNAL SIGTERM'));
-  t.match(runtime.find((l) => l.startsWith('HEALTHCHECK ')) ?? '', `|| ${adminPort}) + '/healthz'`, 'health check on the admin port');
+  t.match(
+    runtime.find((l) => l.startsWith('HEALTHCHECK ')) ?? '',
+    `|| ${adminPort}) + '/healthz'`,
+    'health check on the admin port',
+  );
   const entry = JSON.parse(runtime.find((l) => l.startsWith('ENTRYPOINT '))!.slice('ENTRYPOINT '.length)) as string[];
   t.same(entry, ['node', `/app/${pkg.bin.causeway}`], 'exec form, the package bin');
   const ignored = readFileSync(join(REPO, '.dockerignore'), 'utf8').split('\n');
-  t.ok(ignored.includes('node_modules') && ignored.includes('dist'), 'the build context leaves local installs and builds out');
+  t.ok(
+    ignored.includes('node_modules') && ignored.includes('dist'),
+    'the build context leaves local installs and builds out',
+  );
 });
 
 /** `causeway --help` and `--version` from an installed bin. */
@@ -133,7 +163,10 @@ async function checkBin(t: Test, bin: string, args: string[] = [], cwd = work): 
     const at = help.stdout.indexOf(`  ${flagName(s.path)} <`);
     t.ok(at >= 0, `--help lists ${s.path}`);
     const block = help.stdout.slice(at, at + 600);
-    t.ok(block.includes(`env ${envName(s.path)}, default ${JSON.stringify(s.default)}`), `${s.path}: env name and default`);
+    t.ok(
+      block.includes(`env ${envName(s.path)}, default ${JSON.stringify(s.default)}`),
+      `${s.path}: env name and default`,
+    );
     t.ok(block.includes(s.doc), `${s.path}: its doc`);
   }
 }

@@ -35,17 +35,31 @@ async function seenOnBothPaths(t: Test, url: string, extra: Record<string, strin
   t.equal(modern.status, 200, 'modern call answered');
   const modernSeen = { ...upstream.stats().lastHeaders };
 
-  const legacyHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...CLIENT_HEADERS, ...extra };
+  const legacyHeaders = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    ...CLIENT_HEADERS,
+    ...extra,
+  };
   const init = await post(
     url,
-    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'legacy', version: '1' } } },
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'legacy', version: '1' } },
+    },
     legacyHeaders,
   );
   t.equal(init.status, 200, 'legacy initialize answered');
   const session = String(init.headers['mcp-session-id']);
   const withSession = { ...legacyHeaders, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
   await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, withSession);
-  const legacy = await post(url, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' } } }, withSession);
+  const legacy = await post(
+    url,
+    { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' } } },
+    withSession,
+  );
   t.equal(legacy.status, 200, 'legacy call answered');
   const legacySeen = { ...upstream.stats().lastHeaders };
   return { modern: modernSeen, legacy: legacySeen };
@@ -92,7 +106,10 @@ t.test('configured credential headers and the principal header are credentials t
 });
 
 t.test("the operator's upstream.headers win over a forwarded client header; hop-by-hop never goes", async (t) => {
-  const c = await causewayWith(t, { 'upstream.forwardHeaders': 'authorization,te,connection,keep-alive', 'upstream.headers': 'authorization=Bearer upstream-own' });
+  const c = await causewayWith(t, {
+    'upstream.forwardHeaders': 'authorization,te,connection,keep-alive',
+    'upstream.headers': 'authorization=Bearer upstream-own',
+  });
   const seen = await seenOnBothPaths(t, c.url, { 'keep-alive': 'timeout=5' });
   for (const [path, headers] of Object.entries(seen)) {
     t.equal(headers.authorization, 'Bearer upstream-own', `${path}: upstream.headers wins`);
@@ -110,23 +127,36 @@ t.test('a forwardHeaders entry that is no header name stops start-up', async (t)
       return (err as Error).message;
     }
   };
-  const one = (list: string) => problems(['--upstream.url', 'http://127.0.0.1:1/mcp', '--upstream.forwardHeaders', list]);
+  const one = (list: string) =>
+    problems(['--upstream.url', 'http://127.0.0.1:1/mcp', '--upstream.forwardHeaders', list]);
   t.match(one('traceparent,x tenant'), /upstream\.forwardHeaders: .*x tenant/);
   t.match(one('x-*-id'), /upstream\.forwardHeaders: .*x-\*-id/);
   t.equal(one('traceparent,x-*,*'), '', 'names, prefixes and * are accepted');
   const upstreams = JSON.stringify({ a: { url: 'http://127.0.0.1:1/mcp', forwardHeaders: ['ok', 'not ok'] } });
-  t.match(problems(['--upstreams', upstreams, '--mounts', JSON.stringify({ '/mcp': { upstreams: ['a'] } })]), /upstreams\.a\.forwardHeaders: .*not ok/);
+  t.match(
+    problems(['--upstreams', upstreams, '--mounts', JSON.stringify({ '/mcp': { upstreams: ['a'] } })]),
+    /upstreams\.a\.forwardHeaders: .*not ok/,
+  );
 });
 
-t.test('Expect: 100-continue (curl sends it on bodies over 1 KiB) is not passed on, and the request is served', async (t) => {
-  // Named in the list, it is still not passed on: it is about this hop.
-  const c = await causewayWith(t, { 'upstream.forwardHeaders': 'traceparent,expect' });
-  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'curl', version: '8' } } });
-  const raw = await rawExchange(
-    c.port,
-    `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${c.port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
-      `Expect: 100-continue\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
-  t.match(raw, /HTTP\/1\.1 200 OK/, 'the initialize is answered 200');
-  t.notOk('expect' in upstream.stats().lastHeaders, 'the upstream did not get Expect');
-});
+t.test(
+  'Expect: 100-continue (curl sends it on bodies over 1 KiB) is not passed on, and the request is served',
+  async (t) => {
+    // Named in the list, it is still not passed on: it is about this hop.
+    const c = await causewayWith(t, { 'upstream.forwardHeaders': 'traceparent,expect' });
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'curl', version: '8' } },
+    });
+    const raw = await rawExchange(
+      c.port,
+      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${c.port}\r\nContent-Type: ` +
+        `application/json\r\nAccept: application/json, text/event-stream\r\n` +
+        `Expect: 100-continue\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    t.match(raw, /HTTP\/1\.1 200 OK/, 'the initialize is answered 200');
+    t.notOk('expect' in upstream.stats().lastHeaders, 'the upstream did not get Expect');
+  },
+);

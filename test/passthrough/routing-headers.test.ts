@@ -27,7 +27,10 @@ const upstream = http.createServer((req, res) => {
       msg.method === 'initialize'
         ? { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'raw', version: '1' } }
         : { content: [{ type: 'text', text: 'ok' }] };
-    res.writeHead(200, { 'content-type': 'application/json', ...(msg.method === 'initialize' ? { 'mcp-session-id': 'raw-session' } : {}) });
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      ...(msg.method === 'initialize' ? { 'mcp-session-id': 'raw-session' } : {}),
+    });
     res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
   });
 });
@@ -44,13 +47,22 @@ const last = (method: string) => [...seen].reverse().find((s) => s.method === me
 t.test('legacy passthrough', async (t) => {
   const res = await fetch(causeway.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': 'raw-session', 'mcp-protocol-version': '2025-11-25' },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': 'raw-session',
+      'mcp-protocol-version': '2025-11-25',
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'héllo', arguments: {} } }),
   });
   t.equal(res.status, 200);
   const up = last('tools/call')!;
   t.equal(up.headers['mcp-method'], 'tools/call');
-  t.equal(up.headers['mcp-name'], `=?base64?${Buffer.from('héllo').toString('base64')}?=`, 'non-ASCII names are base64-encoded');
+  t.equal(
+    up.headers['mcp-name'],
+    `=?base64?${Buffer.from('héllo').toString('base64')}?=`,
+    'non-ASCII names are base64-encoded',
+  );
   t.equal(up.headers['mcp-session-id'], 'raw-session', 'the legacy session passes through');
 });
 

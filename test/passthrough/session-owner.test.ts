@@ -36,29 +36,44 @@ const legacyHeaders = (extra: Record<string, string>) => ({
   'mcp-session-id': aliceSession,
   ...extra,
 });
-const echo = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: 'mine' } } });
+const echo = (id: number) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name: 'echo', arguments: { text: 'mine' } },
+});
 
 t.test('the owner uses her session; the id handed out is bound, the upstream id is not shown', async (t) => {
   const r = await alice.callTool({ name: 'echo', arguments: { text: 'hello' } });
   t.match(JSON.stringify(r.content), /hello/);
   t.match(aliceSession, /\.[A-Za-z0-9_-]{22}$/, 'the session id carries its binding');
-  t.equal(upstream.stats().lastHeaders['mcp-session-id'], aliceSession.slice(0, aliceSession.lastIndexOf('.')), 'the upstream gets its own id back');
+  t.equal(
+    upstream.stats().lastHeaders['mcp-session-id'],
+    aliceSession.slice(0, aliceSession.lastIndexOf('.')),
+    'the upstream gets its own id back',
+  );
 });
 
-t.test("bob, a tokenless client and a forged tag get 404 and the upstream sees nothing", async (t) => {
+t.test('bob, a tokenless client and a forged tag get 404 and the upstream sees nothing', async (t) => {
   upstream.resetStats();
   const forged = aliceSession.slice(0, -2) + (aliceSession.endsWith('AA') ? 'BB' : 'AA');
   const attempts: Array<[string, Record<string, string>]> = [
     ['bob', bearer('bob')],
     ['no token', {}],
     ['a forged tag', { ...bearer('alice'), 'mcp-session-id': forged }],
-    ['the bare upstream id', { ...bearer('alice'), 'mcp-session-id': aliceSession.slice(0, aliceSession.lastIndexOf('.')) }],
+    [
+      'the bare upstream id',
+      { ...bearer('alice'), 'mcp-session-id': aliceSession.slice(0, aliceSession.lastIndexOf('.')) },
+    ],
   ];
   for (const [who, extra] of attempts) {
     const res = await post(replicaA.url, echo(7), legacyHeaders(extra));
     t.equal(res.status, 404, `${who}: POST is an unknown session`);
     t.equal(res.json?.error?.code, -32600, `${who}: a JSON-RPC error`);
-    const get = await send(replicaA.url, { method: 'GET', headers: { ...legacyHeaders(extra), accept: 'text/event-stream' } });
+    const get = await send(replicaA.url, {
+      method: 'GET',
+      headers: { ...legacyHeaders(extra), accept: 'text/event-stream' },
+    });
     t.equal(get.status, 404, `${who}: GET is an unknown session`);
     const del = await send(replicaA.url, { method: 'DELETE', headers: legacyHeaders(extra) });
     t.equal(del.status, 404, `${who}: DELETE is an unknown session`);

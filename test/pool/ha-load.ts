@@ -14,7 +14,15 @@ import { spawnCauseway, type RunningCauseway, type Settings } from '../helpers/c
 import { SseReader } from '../helpers/sse.js';
 import { until } from '../helpers/until.js';
 import { spawnFixture, type FixtureProcess } from '../e2e/upstreams.js';
-import { META_CAPABILITIES, modernBody, modernHeaders, post, toolCall, type JsonObject, type WireResponse } from '../e2e/wire.js';
+import {
+  META_CAPABILITIES,
+  modernBody,
+  modernHeaders,
+  post,
+  toolCall,
+  type JsonObject,
+  type WireResponse,
+} from '../e2e/wire.js';
 
 const PRINCIPAL = 'x-causeway-principal';
 const ELICIT = { [META_CAPABILITIES]: { elicitation: { form: {} } } };
@@ -48,13 +56,24 @@ export interface FailoverReport {
   /** Cold keys opened on one replica that the other did not find in Redis. */
   unshared: number;
   unsharedAfterRecovery: number;
-  /** Multi-round calls whose tool ran again (the retry was not handed to the holder), in all and outside the failover. */
+  /**
+   * Multi-round calls whose tool ran again (the retry was not handed to the holder), in all and outside the failover.
+   */
   replays: number;
   /** Calls over before the kill. */
   replaysBeforeKill: number;
   replaysAfterRecovery: number;
-  /** Per listener: messages read, whether it ended, ms from a change after recovery to its arrival, and from a change made during the failover. */
-  listeners: Array<{ replica: 'A' | 'B'; messages: number; ended: boolean; deliveredMs: number | undefined; duringMs: number | undefined }>;
+  /**
+   * Per listener: messages read, whether it ended, ms from a change after recovery to its arrival, and from a change
+   * made during the failover.
+   */
+  listeners: Array<{
+    replica: 'A' | 'B';
+    messages: number;
+    ended: boolean;
+    deliveredMs: number | undefined;
+    duringMs: number | undefined;
+  }>;
 }
 
 export interface FailoverOptions {
@@ -80,13 +99,16 @@ async function listen(t: Test, replica: 'A' | 'B', url: string, principal: strin
   const res = await fetch(url, {
     method: 'POST',
     headers: { ...modernHeaders('subscriptions/listen'), [PRINCIPAL]: principal },
-    body: JSON.stringify(modernBody('subscriptions/listen', { notifications: { toolsListChanged: true } }, `listen-${replica}`)),
+    body: JSON.stringify(
+      modernBody('subscriptions/listen', { notifications: { toolsListChanged: true } }, `listen-${replica}`),
+    ),
     signal: abort.signal,
   });
   if (res.status !== 200) throw new Error(`listen on ${replica} answered ${res.status}`);
   const reader = new SseReader(res.body!, { endOnError: true });
   const first = (await reader.nextMessage()) as { method?: string } | undefined;
-  if (first?.method !== 'notifications/subscriptions/acknowledged') throw new Error(`listen on ${replica} began with ${JSON.stringify(first)}`);
+  if (first?.method !== 'notifications/subscriptions/acknowledged')
+    throw new Error(`listen on ${replica} began with ${JSON.stringify(first)}`);
   const l: Listener = { replica, received: [], ended: false, close: () => abort.abort() };
   t.teardown(l.close);
   void (async () => {
@@ -120,7 +142,14 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
   const keys = new Set<string>();
   const outcomes: Outcome[] = [];
 
-  const call = async (kind: Outcome['kind'], replica: 'A' | 'B', principal: string, name: string, extra: JsonObject = {}, meta: JsonObject = {}) => {
+  const call = async (
+    kind: Outcome['kind'],
+    replica: 'A' | 'B',
+    principal: string,
+    name: string,
+    extra: JsonObject = {},
+    meta: JsonObject = {},
+  ) => {
     keys.add(`${principal}|${Object.keys(meta).length > 0 ? 'elicit' : 'plain'}`);
     const { body, headers } = toolCall(name, {}, `${kind}-${outcomes.length}-${randomBytes(3).toString('hex')}`, meta);
     (body.params as JsonObject).arguments = (extra.arguments as JsonObject | undefined) ?? {};
@@ -138,7 +167,8 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
     o.end = Date.now();
     return { o, res };
   };
-  const text = (res: WireResponse | undefined) => (res?.json?.result?.content as Array<{ text?: string }> | undefined)?.[0]?.text;
+  const text = (res: WireResponse | undefined) =>
+    (res?.json?.result?.content as Array<{ text?: string }> | undefined)?.[0]?.text;
 
   let fresh = 0;
   let unshared = 0;
@@ -149,7 +179,7 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
     const principal = `${kind}-${fresh++}`;
     const one = await call(kind, first, principal, 'counter');
     if (!one.o.ok || text(one.res) !== '1') {
-      if (one.o.ok) ((one.o.ok = false), (one.o.detail = `counter said ${text(one.res)} on a new key`));
+      if (one.o.ok) (one.o.ok = false), (one.o.detail = `counter said ${text(one.res)} on a new key`);
       return false;
     }
     const two = await call(kind, other(first), principal, 'counter');
@@ -179,7 +209,7 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
     const r1 = await call('mrtr-1', first, principal, MRTR_TOOL, {}, ELICIT);
     const state = r1.res?.json?.result?.requestState as string | undefined;
     if (!r1.o.ok || r1.res?.json?.result?.resultType !== 'input_required' || !state) {
-      if (r1.o.ok) ((r1.o.ok = false), (r1.o.detail = `round 1: ${r1.res?.text.slice(0, 200)}`));
+      if (r1.o.ok) (r1.o.ok = false), (r1.o.detail = `round 1: ${r1.res?.text.slice(0, 200)}`);
       return;
     }
     const r2 = await call(
@@ -190,7 +220,8 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
       { inputResponses: { user_name: { action: 'accept', content: { name: 'Bob' } } }, requestState: state },
       ELICIT,
     );
-    if (r2.o.ok && text(r2.res) !== 'Hello, Bob!') ((r2.o.ok = false), (r2.o.detail = `round 2: ${r2.res?.text.slice(0, 200)}`));
+    if (r2.o.ok && text(r2.res) !== 'Hello, Bob!')
+      (r2.o.ok = false), (r2.o.detail = `round 2: ${r2.res?.text.slice(0, 200)}`);
   };
 
   // Listen streams on both replicas, on the warm principal's session: one holds the GET stream,
@@ -223,10 +254,13 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
   };
   try {
     // Some load before the kill, counted: every kind has gone through at least a few times.
-    await until(() => ['warm', 'cold', 'mrtr-2'].every((k) => outcomes.filter((o) => o.kind === k && o.end > 0).length >= 4), {
-      what: 'the load to get going before the kill',
-      everyMs: 50,
-    });
+    await until(
+      () => ['warm', 'cold', 'mrtr-2'].every((k) => outcomes.filter((o) => o.kind === k && o.end > 0).length >= 4),
+      {
+        what: 'the load to get going before the kill',
+        everyMs: 50,
+      },
+    );
     const before = [...outcomes];
     t.same(
       before.filter((o) => o.end > 0 && !o.ok).map((o) => `${o.kind}@${o.replica}: ${o.detail}`),
@@ -258,7 +292,10 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
     recoveredAt = Date.now();
 
     const heardDuring = (l: Listener) => l.received.find((r) => r >= changedAt);
-    await until(() => listeners.every(heardDuring), { what: 'the change made during the failover on both streams', timeoutMs: 20_000 }).catch(() => undefined);
+    await until(() => listeners.every(heardDuring), {
+      what: 'the change made during the failover on both streams',
+      timeoutMs: 20_000,
+    }).catch(() => undefined);
     const during = new Map(listeners.map((l) => [l, heardDuring(l)]));
 
     // A change after recovery reaches both listen streams (one of them over pub/sub).
@@ -267,19 +304,29 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
       const at = Date.now();
       await call('trigger', i % 2 ? 'A' : 'B', 'warm-0', 'test_trigger_tool_change');
       // Not heard within a second: the next round triggers another change.
-      await until(() => listeners.every((l) => delivered.has(l) || l.received.some((r) => r >= at)), { what: 'the change on both streams', timeoutMs: 1_000, everyMs: 50 }).catch(
-        () => undefined,
-      );
-      for (const l of listeners) if (!delivered.has(l) && l.received.some((r) => r >= at)) delivered.set(l, l.received.find((r) => r >= at)! - at);
+      await until(() => listeners.every((l) => delivered.has(l) || l.received.some((r) => r >= at)), {
+        what: 'the change on both streams',
+        timeoutMs: 1_000,
+        everyMs: 50,
+      }).catch(() => undefined);
+      for (const l of listeners)
+        if (!delivered.has(l) && l.received.some((r) => r >= at))
+          delivered.set(l, l.received.find((r) => r >= at)! - at);
     }
 
     // Load after recovery: every kind again a few times.
     // What did not get through by then is reported by the counts below.
-    await until(() => ['warm', 'cold', 'mrtr-2'].every((k) => afterStart(recoveredAt).filter((o) => o.kind === k && o.end > 0).length >= 6), {
-      what: 'load after the recovery',
-      timeoutMs: 15_000,
-      everyMs: 50,
-    }).catch(() => undefined);
+    await until(
+      () =>
+        ['warm', 'cold', 'mrtr-2'].every(
+          (k) => afterStart(recoveredAt).filter((o) => o.kind === k && o.end > 0).length >= 6,
+        ),
+      {
+        what: 'load after the recovery',
+        timeoutMs: 15_000,
+        everyMs: 50,
+      },
+    ).catch(() => undefined);
     await finish();
 
     const after = await fixture.stats();
@@ -303,12 +350,19 @@ export async function runFailover(t: Test, opts: FailoverOptions): Promise<Failo
       replaysAfterRecovery: replayed.filter((r) => r.start >= recoveredAt).length,
       listeners: listeners.map((l) => {
         const at = during.get(l);
-        return { replica: l.replica, messages: l.received.length, ended: l.ended, deliveredMs: delivered.get(l), duringMs: at === undefined ? undefined : at - changedAt };
+        return {
+          replica: l.replica,
+          messages: l.received.length,
+          ended: l.ended,
+          deliveredMs: delivered.get(l),
+          duringMs: at === undefined ? undefined : at - changedAt,
+        };
       }),
     };
   } catch (err) {
     for (const w of warningsOf(replicas, killAt)) t.comment(`log ${w}`);
-    for (const o of outcomes.filter((x) => !x.ok || x.detail).slice(-12)) t.comment(`last trouble: ${o.kind}@${o.replica} +${o.start - killAt} ms: ${o.detail}`);
+    for (const o of outcomes.filter((x) => !x.ok || x.detail).slice(-12))
+      t.comment(`last trouble: ${o.kind}@${o.replica} +${o.start - killAt} ms: ${o.detail}`);
     throw err;
   } finally {
     await finish();
@@ -347,14 +401,22 @@ export function assertRecovered(t: Test, topology: string, r: FailoverReport): v
   const kinds = ['warm', 'cold', 'mrtr-1', 'mrtr-2', 'probe', 'trigger'] as const;
   const by = kinds.map((k) => `${k} ${r.outcomes.filter((o) => o.kind === k).length}`).join(', ');
   t.comment(`${topology}: ${r.outcomes.length} requests (${by})`);
-  t.comment(`${topology}: promotion seen ${r.promotedAt - r.killAt} ms after the kill; Causeway recovered ${r.recoveredAt - r.killAt} ms after the kill`);
   t.comment(
-    `${topology}: failed ${r.failed.length} (in flight at the kill: ${r.inFlightAtKill}, during the failover: ${r.inFlightDuring}; after recovery: ${r.failedAfterRecovery.length}); ` +
-      `re-initialized upstream sessions ${r.reinitialized}; cold keys not shared ${r.unshared} (after recovery ${r.unsharedAfterRecovery}); multi-round replays ${r.replays} (before the kill ${r.replaysBeforeKill}, after recovery ${r.replaysAfterRecovery})`,
+    `${topology}: promotion seen ${r.promotedAt - r.killAt} ms after the ` +
+      `kill; Causeway recovered ${r.recoveredAt - r.killAt} ms after the kill`,
+  );
+  t.comment(
+    `${topology}: failed ${r.failed.length} (in flight at the kill: ${r.inFlightAtKill}, during ` +
+      `the failover: ${r.inFlightDuring}; after recovery: ${r.failedAfterRecovery.length}); ` +
+      `re-initialized upstream sessions ${r.reinitialized}; cold keys not shared ${r.unshared} ` +
+      `(after recovery ${r.unsharedAfterRecovery}); multi-round replays ${r.replays} (before ` +
+      `the kill ${r.replaysBeforeKill}, after recovery ${r.replaysAfterRecovery})`,
   );
   for (const l of r.listeners) {
     t.comment(
-      `${topology}: listen on ${l.replica}: ${l.messages} changes heard, ended ${l.ended}, a change during the failover arrived in ${l.duringMs ?? 'never'} ms, a change after recovery in ${l.deliveredMs ?? 'never'} ms`,
+      `${topology}: listen on ${l.replica}: ${l.messages} changes heard, ` +
+        `ended ${l.ended}, a change during the failover arrived in ${l.duringMs ?? 'never'} ` +
+        `ms, a change after recovery in ${l.deliveredMs ?? 'never'} ms`,
     );
   }
   const phases: Array<[string, (o: Outcome) => boolean]> = [
@@ -365,15 +427,21 @@ export function assertRecovered(t: Test, topology: string, r: FailoverReport): v
   for (const [phase, inPhase] of phases) {
     const line = kinds
       .map((k) => {
-        const ms = r.outcomes.filter((o) => o.kind === k && inPhase(o)).map((o) => o.end - o.start).sort((x, y) => x - y);
-        return ms.length ? `${k} n=${ms.length} median ${ms[Math.floor(ms.length / 2)]} max ${ms[ms.length - 1]}` : undefined;
+        const ms = r.outcomes
+          .filter((o) => o.kind === k && inPhase(o))
+          .map((o) => o.end - o.start)
+          .sort((x, y) => x - y);
+        return ms.length
+          ? `${k} n=${ms.length} median ${ms[Math.floor(ms.length / 2)]} max ${ms[ms.length - 1]}`
+          : undefined;
       })
       .filter(Boolean)
       .join('; ');
     t.comment(`${topology}: ${phase}, ms: ${line}`);
   }
   for (const w of r.warnings) t.comment(`${topology}: log ${w}`);
-  for (const f of r.failed) t.comment(`${topology}: failed ${f.kind}@${f.replica} +${f.start - r.killAt} ms: ${f.detail}`);
+  for (const f of r.failed)
+    t.comment(`${topology}: failed ${f.kind}@${f.replica} +${f.start - r.killAt} ms: ${f.detail}`);
 
   t.same(
     r.failedAfterRecovery.map((o) => `${o.kind}@${o.replica}: ${o.detail}`),
@@ -382,8 +450,15 @@ export function assertRecovered(t: Test, topology: string, r: FailoverReport): v
   );
   // A request in flight during the failover may fail (e.g. a multi-round retry whose handoff
   // could not be published while Redis had no primary); one over before the kill may not.
-  t.same(r.failed.filter((o) => o.end <= r.killAt).map((o) => `${o.kind}@${o.replica}: ${o.detail}`), [], 'nothing failed before the kill');
-  t.ok(r.failed.length <= r.inFlightDuring, `failures (${r.failed.length}) at most the requests in flight during the failover (${r.inFlightDuring})`);
+  t.same(
+    r.failed.filter((o) => o.end <= r.killAt).map((o) => `${o.kind}@${o.replica}: ${o.detail}`),
+    [],
+    'nothing failed before the kill',
+  );
+  t.ok(
+    r.failed.length <= r.inFlightDuring,
+    `failures (${r.failed.length}) at most the requests in flight during the failover (${r.inFlightDuring})`,
+  );
   t.ok(
     r.outcomes.some((o) => o.start >= r.recoveredAt && o.kind === 'mrtr-2' && o.ok),
     'multi-round calls crossing replicas completed after recovery',
@@ -392,7 +467,11 @@ export function assertRecovered(t: Test, topology: string, r: FailoverReport): v
   t.equal(r.unsharedAfterRecovery, 0, 'every cold key opened after recovery was shared through Redis');
   for (const l of r.listeners) {
     t.notOk(l.ended, `the listen stream on ${l.replica} stayed open through the failover`);
-    t.ok(l.duringMs !== undefined, `a change made during the failover reached the listen stream on ${l.replica} (nothing published during the failover is lost)`);
+    t.ok(
+      l.duringMs !== undefined,
+      `a change made during the failover reached the listen stream ` +
+        `on ${l.replica} (nothing published during the failover is lost)`,
+    );
     t.ok(l.deliveredMs !== undefined, `a change after recovery reached the listen stream on ${l.replica}`);
   }
 }

@@ -7,7 +7,14 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../src/log.js';
 import { CausewayError } from '../../src/errors.js';
 import type { JsonObject } from '../../src/jsonrpc.js';
-import { MemorySessionStore, SessionPool, type PoolEvents, type PoolOptions, type SessionRecord, type SessionStore } from '../../src/pool/index.js';
+import {
+  MemorySessionStore,
+  SessionPool,
+  type PoolEvents,
+  type PoolOptions,
+  type SessionRecord,
+  type SessionStore,
+} from '../../src/pool/index.js';
 import { SessionExpiredError } from '../../src/upstream/core/errors.js';
 import type { UpstreamClient } from '../../src/upstream/http/legacy-client.js';
 import { sessionKeyFor } from '../../src/routing/index.js';
@@ -24,7 +31,12 @@ class StubUpstream {
   async initialize(_p: { protocolVersion: string; capabilities: JsonObject; clientInfo: JsonObject }) {
     const n = ++this.initialized;
     await sleep(30);
-    return { sessionId: `s${n}`, target: this.target, protocolVersion: '2025-11-25', initializeResult: { capabilities: { tools: {} } } as JsonObject };
+    return {
+      sessionId: `s${n}`,
+      target: this.target,
+      protocolVersion: '2025-11-25',
+      initializeResult: { capabilities: { tools: {} } } as JsonObject,
+    };
   }
   async terminate(ref: { sessionId: string | undefined }) {
     this.terminated.push(ref.sessionId);
@@ -92,7 +104,12 @@ const OPTS: PoolOptions = {
   retireGraceMs: 50,
 };
 
-function replica(store: SessionStore, upstream: StubUpstream, opts: Partial<PoolOptions> = {}, events: PoolEvents = {}) {
+function replica(
+  store: SessionStore,
+  upstream: StubUpstream,
+  opts: Partial<PoolOptions> = {},
+  events: PoolEvents = {},
+) {
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _e, cb) {
@@ -100,7 +117,13 @@ function replica(store: SessionStore, upstream: StubUpstream, opts: Partial<Pool
       cb();
     },
   });
-  const pool = new SessionPool(store, new Map([['up', { client: upstream as unknown as UpstreamClient, protocolVersion: '2025-11-25' }]]), { ...OPTS, ...opts }, createLogger('debug', sink), events);
+  const pool = new SessionPool(
+    store,
+    new Map([['up', { client: upstream as unknown as UpstreamClient, protocolVersion: '2025-11-25' }]]),
+    { ...OPTS, ...opts },
+    createLogger('debug', sink),
+    events,
+  );
   t.teardown(() => pool.close());
   return { pool, logs };
 }
@@ -149,7 +172,11 @@ t.test('a 404 is replaced once, not once per replica', async (t) => {
   });
   t.equal(r, 's3', 'withSession replaces on SessionExpiredError and runs again');
   t.equal(calls, 2);
-  t.equal((await pools[1]!.replace(fresh[2]!)).record.sessionId, 's3', 'another replica holding the stale one adopts the replacement');
+  t.equal(
+    (await pools[1]!.replace(fresh[2]!)).record.sessionId,
+    's3',
+    'another replica holding the stale one adopts the replacement',
+  );
   t.equal(up.initialized, 3);
 });
 
@@ -172,11 +199,16 @@ t.test('store down: replica-local sessions, counted and logged once; back: conve
   await sleep(200); // negative check: the background touches that fail meanwhile log no second warning
   const warns = a.logs.filter((l) => l.includes('"level":40') && l.includes('session store unavailable'));
   t.equal(warns.length, 1, 'logged once per outage');
-  t.notOk(a.logs.some((l) => l.includes('principal-hash') && l.includes('"level":40')), 'no key in the warning');
+  t.notOk(
+    a.logs.some((l) => l.includes('principal-hash') && l.includes('"level":40')),
+    'no key in the warning',
+  );
 
   store.down = false;
   // Each replica's next touch finds the store back and reconciles its replica-local session.
-  await until(() => [a, b].every((r) => r.logs.some((l) => l.includes('replica-local sessions reconciled'))), { what: 'both replicas to reconcile' });
+  await until(() => [a, b].every((r) => r.logs.some((l) => l.includes('replica-local sessions reconciled'))), {
+    what: 'both replicas to reconcile',
+  });
   const [ra, rb] = [await a.pool.acquire(KEY), await b.pool.acquire(KEY)];
   t.equal(ra.record.sessionId, rb.record.sessionId, 'both replicas use one session again');
   t.notOk(ra.localOnly || rb.localOnly);
@@ -205,10 +237,13 @@ t.test('a replacement made during an outage is published over the dead record it
   t.ok(local.localOnly);
   t.equal(local.record.sessionId, 's2');
   store.down = false;
-  const stored = await until(async () => {
-    const r = await store.get(KEY.id);
-    return r?.sessionId === 's2' && r;
-  }, { what: 'the replacement to be stored' });
+  const stored = await until(
+    async () => {
+      const r = await store.get(KEY.id);
+      return r?.sessionId === 's2' && r;
+    },
+    { what: 'the replacement to be stored' },
+  );
   t.equal(stored?.sessionId, 's2', 'the live replacement replaced the dead record (CAS), not the other way round');
   t.equal(stored?.generation, 2);
   t.notOk((await a.acquire(KEY)).localOnly, 'and is shared now');
@@ -265,7 +300,10 @@ t.test('idle sweep ends an idle session once, whichever replica sweeps', async (
   const up = new StubUpstream();
   const pools = [replica(store, up, { idleTtlMs: 100 }).pool, replica(store, up, { idleTtlMs: 100 }).pool];
   await Promise.all(pools.map((p) => p.acquire(KEY)));
-  await until(async () => up.terminated.length > 0 && (await store.count()) === 0 && pools[0]!.size + pools[1]!.size === 0, { what: 'both replicas to sweep' });
+  await until(
+    async () => up.terminated.length > 0 && (await store.count()) === 0 && pools[0]!.size + pools[1]!.size === 0,
+    { what: 'both replicas to sweep' },
+  );
   t.same(up.terminated, ['s1'], 'DELETE sent once');
   t.equal(await store.count(), 0);
   t.equal(pools[0]!.size + pools[1]!.size, 0);
@@ -287,39 +325,55 @@ t.test('maxSessions bounds the shared store: the least recently used session is 
   t.equal(await store.get(sessionKeyFor('up', 'p1', {}).id), undefined);
 });
 
-t.test('maxSessions bounds a replica: the session used least recently is ended, not the one opened first', async (t) => {
-  const up = new StubUpstream();
-  const { pool } = replica(new MemorySessionStore(), up, { maxSessions: 2 });
-  const [p1, p2, p3] = ['p1', 'p2', 'p3'].map((p) => sessionKeyFor('up', p, {}));
-  await pool.acquire(p1!);
-  await sleep(5); // lower bound: each use on a later millisecond
-  await pool.acquire(p2!);
-  await sleep(5); // lower bound
-  const again = await pool.acquire(p1!);
-  t.equal(again.record.sessionId, 's1', 'p1 warm again, so now used after p2');
-  await sleep(5); // lower bound
-  await pool.acquire(p3!);
-  t.ok(await until(() => up.terminated.length > 0, { what: 'a session to be ended for room' }));
-  t.same(up.terminated, ['s2'], 'p2, used least recently, is ended');
-  t.equal(pool.warm(p1!)?.record.sessionId, 's1', 'p1 is still held');
-  t.equal(pool.warm(p2!), undefined);
-  t.equal(pool.size, 2);
-});
+t.test(
+  'maxSessions bounds a replica: the session used least recently is ended, not the one opened first',
+  async (t) => {
+    const up = new StubUpstream();
+    const { pool } = replica(new MemorySessionStore(), up, { maxSessions: 2 });
+    const [p1, p2, p3] = ['p1', 'p2', 'p3'].map((p) => sessionKeyFor('up', p, {}));
+    await pool.acquire(p1!);
+    await sleep(5); // lower bound: each use on a later millisecond
+    await pool.acquire(p2!);
+    await sleep(5); // lower bound
+    const again = await pool.acquire(p1!);
+    t.equal(again.record.sessionId, 's1', 'p1 warm again, so now used after p2');
+    await sleep(5); // lower bound
+    await pool.acquire(p3!);
+    t.ok(await until(() => up.terminated.length > 0, { what: 'a session to be ended for room' }));
+    t.same(up.terminated, ['s2'], 'p2, used least recently, is ended');
+    t.equal(pool.warm(p1!)?.record.sessionId, 's1', 'p1 is still held');
+    t.equal(pool.warm(p2!), undefined);
+    t.equal(pool.size, 2);
+  },
+);
 
-t.test('a session whose URL is ejected moves before use, once across replicas, and is ended on its old URL later', async (t) => {
-  const store = new SharedStore();
-  const up = new StubUpstream();
-  const pools = [replica(store, up).pool, replica(store, up).pool];
-  const before = await Promise.all(pools.map((p) => p.acquire(KEY)));
-  t.same(before.map((s) => s.record.target), ['url-0', 'url-0']);
-  up.ejected.add('url-0');
-  up.target = 'url-1';
-  const after = await Promise.all([...pools, ...pools].map((p) => p.acquire(KEY)));
-  t.same(new Set(after.map((s) => `${s.record.sessionId}@${s.record.target}`)), new Set(['s2@url-1']), 'every replica ends up on the one moved session');
-  t.equal(up.initialized, 2, 'moved once, not once per replica');
-  t.equal((await store.get(KEY.id))?.target, 'url-1', 'the store knows where it lives now');
-  t.ok(await until(() => up.terminated.includes('s1'), { what: 'the old session to be ended' }), 'the old session is ended on its URL after the grace period, should that URL live');
-});
+t.test(
+  'a session whose URL is ejected moves before use, once across replicas, and is ended on its old URL later',
+  async (t) => {
+    const store = new SharedStore();
+    const up = new StubUpstream();
+    const pools = [replica(store, up).pool, replica(store, up).pool];
+    const before = await Promise.all(pools.map((p) => p.acquire(KEY)));
+    t.same(
+      before.map((s) => s.record.target),
+      ['url-0', 'url-0'],
+    );
+    up.ejected.add('url-0');
+    up.target = 'url-1';
+    const after = await Promise.all([...pools, ...pools].map((p) => p.acquire(KEY)));
+    t.same(
+      new Set(after.map((s) => `${s.record.sessionId}@${s.record.target}`)),
+      new Set(['s2@url-1']),
+      'every replica ends up on the one moved session',
+    );
+    t.equal(up.initialized, 2, 'moved once, not once per replica');
+    t.equal((await store.get(KEY.id))?.target, 'url-1', 'the store knows where it lives now');
+    t.ok(
+      await until(() => up.terminated.includes('s1'), { what: 'the old session to be ended' }),
+      'the old session is ended on its URL after the grace period, should that URL live',
+    );
+  },
+);
 
 t.test('a session lost again right after its replacement is upstream_unavailable, not a loop', async (t) => {
   const store = new SharedStore();
@@ -338,19 +392,23 @@ t.test('a session lost again right after its replacement is upstream_unavailable
   t.equal(up.initialized, 2);
 });
 
-t.test('sessions that end with this process (a child process here) are shared, and leave the store when the replica closes', async (t) => {
-  const store = new SharedStore();
-  const upstream = new StubUpstream();
-  const ownHere = Object.assign(upstream, { endsHere: (target: string | undefined) => target === 'url-0' });
-  const pool = new SessionPool(
-    store,
-    new Map([['up', { client: ownHere as unknown as UpstreamClient, protocolVersion: '2025-11-25' }]]),
-    OPTS,
-    createLogger('silent'),
-  );
-  const s = await pool.acquire(KEY);
-  t.equal((await store.get(KEY.id))?.sessionId, s.record.sessionId, 'recorded in the store for the other replicas');
-  await pool.close();
-  t.equal(await store.inner.get(KEY.id), undefined, 'its record removed on close');
-  t.same(upstream.terminated, [s.record.sessionId], 'and the session ended');
-});
+t.test(
+  'sessions that end with this process (a child process here) ' +
+    'are shared, and leave the store when the replica closes',
+  async (t) => {
+    const store = new SharedStore();
+    const upstream = new StubUpstream();
+    const ownHere = Object.assign(upstream, { endsHere: (target: string | undefined) => target === 'url-0' });
+    const pool = new SessionPool(
+      store,
+      new Map([['up', { client: ownHere as unknown as UpstreamClient, protocolVersion: '2025-11-25' }]]),
+      OPTS,
+      createLogger('silent'),
+    );
+    const s = await pool.acquire(KEY);
+    t.equal((await store.get(KEY.id))?.sessionId, s.record.sessionId, 'recorded in the store for the other replicas');
+    await pool.close();
+    t.equal(await store.inner.get(KEY.id), undefined, 'its record removed on close');
+    t.same(upstream.terminated, [s.record.sessionId], 'and the session ended');
+  },
+);

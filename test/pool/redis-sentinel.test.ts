@@ -35,7 +35,12 @@ t.test('sentinel-primary-killed-under-load-replica-promoted-causeway-carries-on'
 t.test('sentinel-client-ended-by-a-switch-master-mid-reconnect-connects-again', async (t) => {
   const set = await startSentinelSet(t);
   t.teardown(() => set.stop());
-  const client = createRedisClient({ url: 'redis://ignored:1', sentinels: set.sentinelAddrs, sentinelName: set.name, commandTimeoutMs: 500 }) as Redis;
+  const client = createRedisClient({
+    url: 'redis://ignored:1',
+    sentinels: set.sentinelAddrs,
+    sentinelName: set.name,
+    commandTimeoutMs: 500,
+  }) as Redis;
   client.on('error', () => undefined);
   t.teardown(() => client.disconnect());
   await until(() => client.status === 'ready', { what: 'the client ready', timeoutMs: 15_000 });
@@ -43,13 +48,24 @@ t.test('sentinel-client-ended-by-a-switch-master-mid-reconnect-connects-again', 
   client.on('end', () => ended++);
   client.once('connecting', () => (client as unknown as { connector: { disconnect(): void } }).connector.disconnect());
   await set.primary.kill();
-  await until(async () => (await set.masterPort()) === set.replica.port, { what: 'the replica promoted', timeoutMs: 30_000, everyMs: 100 });
+  await until(async () => (await set.masterPort()) === set.replica.port, {
+    what: 'the replica promoted',
+    timeoutMs: 30_000,
+    everyMs: 100,
+  });
   const started = Date.now();
-  const writing = await until(() => client.set('k', 'v').then(() => true), { what: 'the client writing to the new primary', timeoutMs: 20_000, everyMs: 200 }).then(
+  const writing = await until(() => client.set('k', 'v').then(() => true), {
+    what: 'the client writing to the new primary',
+    timeoutMs: 20_000,
+    everyMs: 200,
+  }).then(
     () => true,
     () => false,
   );
-  t.comment(`ended by ioredis ${ended} time(s); writing again ${writing} (${Date.now() - started} ms after the promotion was seen)`);
+  t.comment(
+    `ended by ioredis ${ended} time(s); writing again ${writing} ` +
+      `(${Date.now() - started} ms after the promotion was seen)`,
+  );
   t.equal(ended, 1, 'ioredis ended the client (the race took place)');
   t.ok(writing, 'and it connected again, to the new primary');
 });

@@ -7,7 +7,15 @@ import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
-import { createRedisClient, createStore, MemorySessionStore, recordTtlMs, RedisSessionStore, type SessionRecord, type SessionStore } from '../../src/pool/index.js';
+import {
+  createRedisClient,
+  createStore,
+  MemorySessionStore,
+  recordTtlMs,
+  RedisSessionStore,
+  type SessionRecord,
+  type SessionStore,
+} from '../../src/pool/index.js';
 import { freePort, startRedis } from '../helpers/redis.js';
 
 const redis = await startRedis();
@@ -18,7 +26,11 @@ let prefixes = 0;
 const RECORD_TTL = 60_000;
 
 function unconnected(prefix: string, commandTimeoutMs = 1000): RedisSessionStore {
-  const store = new RedisSessionStore(createRedisClient({ url: redis.url, commandTimeoutMs }), { keyPrefix: prefix, recordTtlMs: RECORD_TTL }, log);
+  const store = new RedisSessionStore(
+    createRedisClient({ url: redis.url, commandTimeoutMs }),
+    { keyPrefix: prefix, recordTtlMs: RECORD_TTL },
+    log,
+  );
   t.teardown(() => store.close());
   return store;
 }
@@ -35,7 +47,11 @@ function rec(key: string, over: Partial<SessionRecord> = {}): SessionRecord {
     key,
     sessionId: `sid-${key}`,
     protocolVersion: '2025-11-25',
-    initializeResult: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'fx', version: '1' } },
+    initializeResult: {
+      protocolVersion: '2025-11-25',
+      capabilities: { tools: {} },
+      serverInfo: { name: 'fx', version: '1' },
+    },
     createdAt: 1_700_000_000_000,
     lastUsedAt: 1_700_000_000_000,
     generation: 1,
@@ -123,12 +139,24 @@ function contract(name: string, make: () => Promise<SessionStore>): void {
       const g1 = rec('k');
       t.same(await s.insert(g1, 'A'), g1, 'A stores the record');
       t.same(await s.claim('k', 'B', 5000), { state: 'live', record: g1 }, 'B finds the record');
-      t.same(await s.claim('k', 'B', 5000, 1), { state: 'claimed', record: g1 }, 'the record known dead: B takes the lock, and sees it');
+      t.same(
+        await s.claim('k', 'B', 5000, 1),
+        { state: 'claimed', record: g1 },
+        'the record known dead: B takes the lock, and sees it',
+      );
       t.same(await s.claim('k', 'A', 5000, 1), { state: 'locked', record: g1 }, 'A cannot while B holds it');
       const g2 = rec('k', { sessionId: 'two', generation: 2 });
       t.same(await s.replace(1, g2, 'B'), g2, 'B replaces it');
-      t.same(await s.claim('k', 'A', 5000, 1), { state: 'live', record: g2 }, 'a newer record than the dead one is live');
-      t.same(await s.claim('other', 'A', 5000), { state: 'claimed', record: undefined }, 'the insert and replace released their locks');
+      t.same(
+        await s.claim('k', 'A', 5000, 1),
+        { state: 'live', record: g2 },
+        'a newer record than the dead one is live',
+      );
+      t.same(
+        await s.claim('other', 'A', 5000),
+        { state: 'claimed', record: undefined },
+        'the insert and replace released their locks',
+      );
       t.equal(await s.lock('k', 'A', 5000), true, "B's replace released the lock of k");
       await s.unlock('k', 'A');
       t.equal(await s.count(), 1, 'locks are not records');
@@ -153,16 +181,33 @@ function contract(name: string, make: () => Promise<SessionStore>): void {
       await s.insert(rec('b', { lastUsedAt: 200 }));
       await s.insert(rec('c', { lastUsedAt: 300 }));
       await s.insert(rec('d', { lastUsedAt: 10_000 }));
-      t.same((await s.idle(250, 10)).map((r) => r.key), ['a', 'b']);
-      t.same((await s.idle(250, 1)).map((r) => r.key), ['a']);
-      t.same((await s.idle(100, 10)).map((r) => r.key), [], 'strictly before');
+      t.same(
+        (await s.idle(250, 10)).map((r) => r.key),
+        ['a', 'b'],
+      );
+      t.same(
+        (await s.idle(250, 1)).map((r) => r.key),
+        ['a'],
+      );
+      t.same(
+        (await s.idle(100, 10)).map((r) => r.key),
+        [],
+        'strictly before',
+      );
       await s.touch([{ key: 'a', lastUsedAt: 400 }]);
-      t.same((await s.idle(250, 10)).map((r) => r.key), ['b'], 'a touch takes a record out of idle');
+      t.same(
+        (await s.idle(250, 10)).map((r) => r.key),
+        ['b'],
+        'a touch takes a record out of idle',
+      );
       const [b] = await s.idle(250, 10);
       t.same(b, rec('b', { lastUsedAt: 200 }), 'whole records');
       t.equal(await s.count(), 4);
       await s.remove('b', 1);
-      t.same((await s.idle(250, 10)).map((r) => r.key), []);
+      t.same(
+        (await s.idle(250, 10)).map((r) => r.key),
+        [],
+      );
       t.equal(await s.count(), 3);
     });
   });
@@ -191,7 +236,11 @@ t.test('redis: key layout, hash tags and prefix', async (t) => {
     'sessionId',
   ]);
   t.equal(await redis.admin.get(`app1:lock:{${id}}`), 'A', 'the lock holds its owner token');
-  t.equal(await redis.admin.zscore(s.indexKey(id), id), String(rec(id).lastUsedAt), 'the idle index scores by last use');
+  t.equal(
+    await redis.admin.zscore(s.indexKey(id), id),
+    String(rec(id).lastUsedAt),
+    'the idle index scores by last use',
+  );
 
   const other = await redisStore('app2:');
   t.equal(await other.get(id), undefined, 'another prefix sees nothing');
@@ -268,7 +317,11 @@ t.test('redis: ACL user and password from the URL or settings', async (t) => {
 
 t.test('redis: fails fast when unreachable, times out when stalled', async (t) => {
   const port = await freePort();
-  const dead = new RedisSessionStore(createRedisClient({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 300 }), { keyPrefix: 'x:', recordTtlMs: 1000 }, log);
+  const dead = new RedisSessionStore(
+    createRedisClient({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 300 }),
+    { keyPrefix: 'x:', recordTtlMs: 1000 },
+    log,
+  );
   t.teardown(() => dead.close());
   let started = Date.now();
   await t.rejects(dead.get('k'), /enableOfflineQueue|Connection|ECONNREFUSED/);
@@ -293,8 +346,10 @@ t.test('createStore follows the config', async (t) => {
   const mem = createStore(loadConfig(base, {}), log);
   t.equal(mem.kind, 'memory', 'memory by default');
   const cfg = loadConfig(
-    [...base, '--store.kind', 'redis', '--store.keyPrefix', 'cfg:', '--store.idleTtlMs', '60000']
-      .concat(['--mrtr.stateKeys', stateKey]),
+    [...base, '--store.kind', 'redis', '--store.keyPrefix', 'cfg:', '--store.idleTtlMs', '60000'].concat([
+      '--mrtr.stateKeys',
+      stateKey,
+    ]),
     { CAUSEWAY_STORE_REDIS_URL: redis.url },
   );
   t.equal(cfg.store.redisUrl, redis.url, 'CAUSEWAY_STORE_REDIS_URL is store.redisUrl');
@@ -312,7 +367,12 @@ t.test('createStore follows the config', async (t) => {
   t.equal((tls.options as { username?: string }).username, 'u');
   t.equal((tls.options as { db?: number }).db, 2);
   tls.disconnect();
-  const sentinel = createRedisClient({ url: 'redis://:pw@ignored:1', sentinels: ['127.0.0.1:1', '[::1]:2'], sentinelName: 'cw', commandTimeoutMs: 100 });
+  const sentinel = createRedisClient({
+    url: 'redis://:pw@ignored:1',
+    sentinels: ['127.0.0.1:1', '[::1]:2'],
+    sentinelName: 'cw',
+    commandTimeoutMs: 100,
+  });
   sentinel.on('error', () => undefined);
   t.same((sentinel.options as { sentinels?: unknown }).sentinels, [
     { host: '127.0.0.1', port: 1 },
@@ -326,5 +386,8 @@ t.test('createStore follows the config', async (t) => {
   cluster.on('error', () => undefined);
   cluster.disconnect();
   t.throws(() => createRedisClient({ url: 'http://x', commandTimeoutMs: 1 }), /redis:\/\//);
-  t.throws(() => createRedisClient({ url: 'redis://x', cluster: ['a:1'], sentinels: ['b:2'], commandTimeoutMs: 1 }), /exclude/);
+  t.throws(
+    () => createRedisClient({ url: 'redis://x', cluster: ['a:1'], sentinels: ['b:2'], commandTimeoutMs: 1 }),
+    /exclude/,
+  );
 });

@@ -52,7 +52,10 @@ const names = async (params = {}): Promise<string[]> => {
 
 t.test('20 merged tools/list cost each member one upstream list', async (t) => {
   const first = await names();
-  t.ok(['a__', 'b__', 'c__'].every((p) => first.some((n) => n.startsWith(p))), 'every member listed, the 2026 one too');
+  t.ok(
+    ['a__', 'b__', 'c__'].every((p) => first.some((n) => n.startsWith(p))),
+    'every member listed, the 2026 one too',
+  );
   for (let i = 1; i < 20; i++) t.same(await names(), first, `merge ${i + 1} is the same list`);
   // Since each member started: the mount's start-up check of names lists for the anonymous
   // principal too, and shares what it read with these merges.

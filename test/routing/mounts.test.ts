@@ -16,7 +16,12 @@ const b = await startLegacyServer({ label: 'b' });
 const causeway = await startCauseway({
   upstreams: JSON.stringify({
     alpha: { url: a.url, headers: { 'x-upstream-key': 'key-a' }, cache: { ttlMs: 1000 } },
-    beta: { url: b.url, headers: { 'x-upstream-key': 'key-b' }, requestTimeoutMs: 5000, cache: { ttlMs: 2000, scope: 'public' } },
+    beta: {
+      url: b.url,
+      headers: { 'x-upstream-key': 'key-b' },
+      requestTimeoutMs: 5000,
+      cache: { ttlMs: 2000, scope: 'public' },
+    },
   }),
   mounts: JSON.stringify({ '/alpha/mcp': { upstreams: ['alpha'] }, '/beta/mcp': { upstreams: ['beta'] } }),
 });
@@ -28,7 +33,10 @@ t.teardown(async () => {
 const origin = causeway.app.origin!;
 
 async function modernClient(path: string): Promise<Client> {
-  const client = new Client({ name: 'mounts', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} });
+  const client = new Client(
+    { name: 'mounts', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
+  );
   await client.connect(new StreamableHTTPClientTransport(new URL(path, origin)));
   t.teardown(() => client.close());
   return client;
@@ -55,7 +63,10 @@ t.test('each upstream gets its own headers and cache hints', async (t) => {
   const ra = await post(new URL('/alpha/mcp', origin).href, modernBody('tools/list'), modernHeaders('tools/list'));
   t.equal(a.stats().lastHeaders['x-upstream-key'], 'key-a');
   // Kept by the gateway since the first test listed alpha: served with what is left of its ttlMs, never more.
-  t.ok(ra.json.result.ttlMs > 0 && ra.json.result.ttlMs <= 1000, `alpha's ttlMs, or what is left of it (${ra.json.result.ttlMs})`);
+  t.ok(
+    ra.json.result.ttlMs > 0 && ra.json.result.ttlMs <= 1000,
+    `alpha's ttlMs, or what is left of it (${ra.json.result.ttlMs})`,
+  );
   t.equal(ra.json.result.cacheScope, 'private', 'the global default scope where the upstream sets none');
 });
 
@@ -76,13 +87,23 @@ t.test('a path that is no mount is 404', async (t) => {
 t.test('the metrics carry the upstream of each answer', async (t) => {
   const text = await (await fetch(`${causeway.adminUrl}/metrics`)).text();
   // The name label is `_other` here: about_b was called before any client listed beta's tools.
-  t.match(text, /causeway_modern_requests_total\{upstream="beta",method="tools\/call",name="_other",result_type="complete",outcome="ok"\} 1\b/);
-  t.notMatch(text, /causeway_modern_requests_total\{upstream="alpha",method="tools\/call"/, 'no tools/call was answered by alpha for a modern client');
+  t.match(
+    text,
+    /causeway_modern_requests_total\{upstream="beta",method="tools\/call",name="_other",result_type="complete",outcome="ok"\} 1\b/,
+  );
+  t.notMatch(
+    text,
+    /causeway_modern_requests_total\{upstream="alpha",method="tools\/call"/,
+    'no tools/call was answered by alpha for a modern client',
+  );
 });
 
 t.test('topology mistakes are reported at start-up, all at once', async (t) => {
   const bad = (settings: Record<string, unknown>) => {
-    const argv = Object.entries(settings).flatMap(([k, v]) => [`--${k}`, typeof v === 'string' ? v : JSON.stringify(v)]);
+    const argv = Object.entries(settings).flatMap(([k, v]) => [
+      `--${k}`,
+      typeof v === 'string' ? v : JSON.stringify(v),
+    ]);
     try {
       loadConfig(argv, {});
       return [];
@@ -90,14 +111,25 @@ t.test('topology mistakes are reported at start-up, all at once', async (t) => {
       return (err as { problems: string[] }).problems;
     }
   };
-  t.same(bad({ upstreams: { x: { url: 'http://127.0.0.1:1/mcp' }, y: { url: 'http://127.0.0.1:2/mcp' } } }), ['mounts: required when several upstreams are configured']);
+  t.same(bad({ upstreams: { x: { url: 'http://127.0.0.1:1/mcp' }, y: { url: 'http://127.0.0.1:2/mcp' } } }), [
+    'mounts: required when several upstreams are configured',
+  ]);
   const problems = bad({
-    upstreams: { x: { urls: ['http://127.0.0.1:1/mcp', 'ftp://nope'], bogus: 1 }, 'bad|name': { url: 'http://127.0.0.1:2/mcp' } },
-    mounts: { '/m': { upstreams: ['x', 'nope'], routes: [{ method: 'tools/call', upstream: 'z' }] }, healthz: { upstreams: ['x'] } },
+    upstreams: {
+      x: { urls: ['http://127.0.0.1:1/mcp', 'ftp://nope'], bogus: 1 },
+      'bad|name': { url: 'http://127.0.0.1:2/mcp' },
+    },
+    mounts: {
+      '/m': { upstreams: ['x', 'nope'], routes: [{ method: 'tools/call', upstream: 'z' }] },
+      healthz: { upstreams: ['x'] },
+    },
   });
   t.ok(problems.includes('upstreams.x: unknown setting bogus'), 'unknown upstream setting');
   t.ok(problems.includes('upstreams.x.urls[1]: must be http(s)'), 'bad URL in a pool');
-  t.ok(problems.some((p) => p.startsWith('upstreams.bad|name: a name is')), 'names are restricted');
+  t.ok(
+    problems.some((p) => p.startsWith('upstreams.bad|name: a name is')),
+    'names are restricted',
+  );
   t.ok(problems.includes('mounts./m.upstreams: no upstream named nope'));
   t.ok(problems.includes('mounts./m.routes[0].upstream: must name a member of the mount'));
   t.ok(problems.includes('mounts.healthz: a mount path must start with /'));

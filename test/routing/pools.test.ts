@@ -53,16 +53,39 @@ t.test('pool: spread, eject a killed replica with no failed request, re-admit it
   for (let round = 0; round < 3; round++) {
     for (const p of principals) {
       const r = await callAs(causeway.url, p, `again ${p} ${round}`);
-      if (r.status !== 200 || r.json?.result?.content?.[0]?.text !== `again ${p} ${round}`) failures.push(`${p}#${round}: ${r.status} ${r.text.slice(0, 200)}`);
+      if (r.status !== 200 || r.json?.result?.content?.[0]?.text !== `again ${p} ${round}`)
+        failures.push(`${p}#${round}: ${r.status} ${r.text.slice(0, 200)}`);
     }
   }
   t.same(failures, [], 'no request failed once the replica was gone');
-  t.equal((await a.stats()).initializeCount, 6, 'the three sessions of the dead replica moved to the live one, once each');
-  t.ok(causeway.logs.some((l) => l.includes('upstream URL ejected')), 'the ejection is logged');
-  t.match(await scrape(causeway.adminUrl!), /causeway_upstream_ejections_total\{upstream="replicas",target="1"\} 1\b/, 'and counted, by position');
-  t.match(await scrape(causeway.adminUrl!), /causeway_upstream_initialize_total\{upstream="replicas",reason="unreachable"\} 1\b/, 'the first session to find it dead counts as unreachable');
-  t.match(await scrape(causeway.adminUrl!), /causeway_upstream_initialize_total\{upstream="replicas",reason="ejected"\} 2\b/, 'the others moved before being tried');
-  t.notOk(causeway.logs.some((l) => l.includes(b.url)), 'URLs are logged by position only');
+  t.equal(
+    (await a.stats()).initializeCount,
+    6,
+    'the three sessions of the dead replica moved to the live one, once each',
+  );
+  t.ok(
+    causeway.logs.some((l) => l.includes('upstream URL ejected')),
+    'the ejection is logged',
+  );
+  t.match(
+    await scrape(causeway.adminUrl!),
+    /causeway_upstream_ejections_total\{upstream="replicas",target="1"\} 1\b/,
+    'and counted, by position',
+  );
+  t.match(
+    await scrape(causeway.adminUrl!),
+    /causeway_upstream_initialize_total\{upstream="replicas",reason="unreachable"\} 1\b/,
+    'the first session to find it dead counts as unreachable',
+  );
+  t.match(
+    await scrape(causeway.adminUrl!),
+    /causeway_upstream_initialize_total\{upstream="replicas",reason="ejected"\} 2\b/,
+    'the others moved before being tried',
+  );
+  t.notOk(
+    causeway.logs.some((l) => l.includes(b.url)),
+    'URLs are logged by position only',
+  );
 
   b = await spawnFixture(bPort, { t });
   // Re-admission is read off the clock at the next pick, and a timer never fires early.
@@ -79,7 +102,9 @@ t.test('pool: a legacy client keeps its session on one URL, and starts over when
     await a.kill();
     await b.kill();
   });
-  const causeway = await startCauseway({ upstreams: JSON.stringify({ replicas: { urls: [a.url, b.url], ejectMs: 60_000 } }) });
+  const causeway = await startCauseway({
+    upstreams: JSON.stringify({ replicas: { urls: [a.url, b.url], ejectMs: 60_000 } }),
+  });
   t.teardown(() => causeway.close());
 
   const clients: LegacyClient[] = [];
@@ -95,26 +120,37 @@ t.test('pool: a legacy client keeps its session on one URL, and starts over when
   t.match(transports[0]!.sessionId, /^0\./, 'the first session lives on URL 0, and says so in its id');
   t.match(transports[1]!.sessionId, /^1\./, 'the second on URL 1');
   for (let i = 0; i < 3; i++) {
-    for (const c of clients) t.same((await c.callTool({ name: 'echo', arguments: { text: `x${i}` } })).content, [{ type: 'text', text: `x${i}` }]);
+    for (const c of clients)
+      t.same((await c.callTool({ name: 'echo', arguments: { text: `x${i}` } })).content, [
+        { type: 'text', text: `x${i}` },
+      ]);
   }
   t.equal((await a.stats()).toolCalls['echo'], 3, 'each legacy session stays on its URL');
   t.equal((await b.stats()).toolCalls['echo'], 3);
 
   await b.kill();
-  const r = await post(causeway.url, { jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} }, {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': '2025-11-25',
-    'mcp-session-id': transports[1]!.sessionId!,
-  });
-  t.equal(r.status, 404, 'a session on the dead URL is gone: 404 tells the legacy client to initialize again');
-  for (const forged of ['no-index', '7.beyond-the-list', 'x.not-a-number']) {
-    const f = await post(causeway.url, { jsonrpc: '2.0', id: 10, method: 'tools/list', params: {} }, {
+  const r = await post(
+    causeway.url,
+    { jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} },
+    {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
       'mcp-protocol-version': '2025-11-25',
-      'mcp-session-id': forged,
-    });
+      'mcp-session-id': transports[1]!.sessionId!,
+    },
+  );
+  t.equal(r.status, 404, 'a session on the dead URL is gone: 404 tells the legacy client to initialize again');
+  for (const forged of ['no-index', '7.beyond-the-list', 'x.not-a-number']) {
+    const f = await post(
+      causeway.url,
+      { jsonrpc: '2.0', id: 10, method: 'tools/list', params: {} },
+      {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+        'mcp-session-id': forged,
+      },
+    );
     t.equal(f.status, 404, `a session id Causeway did not hand out (${forged}) is an unknown session`);
   }
   const again = new LegacyClient({ name: 'legacy-again', version: '1.0.0' });
@@ -122,43 +158,60 @@ t.test('pool: a legacy client keeps its session on one URL, and starts over when
   await again.connect(transport);
   t.teardown(() => again.close());
   t.match(transport.sessionId, /^0\./, 'the new session lands on the live URL');
-  t.same((await again.callTool({ name: 'echo', arguments: { text: 'back' } })).content, [{ type: 'text', text: 'back' }]);
+  t.same((await again.callTool({ name: 'echo', arguments: { text: 'back' } })).content, [
+    { type: 'text', text: 'back' },
+  ]);
 });
 
-t.test('pool across Causeway replicas sharing Redis: a session moved by one replica is adopted by the other', async (t) => {
-  const redis = await startRedis(t);
-  const a = await spawnFixture(0, { t });
-  const b = await spawnFixture(0, { t });
-  const settings = {
-    upstreams: JSON.stringify({ replicas: { urls: [a.url, b.url], ejectMs: 60_000 } }),
-    'store.kind': 'redis',
-    'store.redisUrl': redis.url,
-    'mrtr.stateKeys': randomBytes(32).toString('base64'),
-    'principal.mode': 'header',
-    'principal.hashSecret': 'pool-test-secret-0123456789',
-  };
-  const one = await startCauseway(settings);
-  const two = await startCauseway(settings);
-  t.teardown(async () => {
-    await Promise.all([one.close(), two.close()]);
-    await Promise.all([a.kill(), b.kill()]);
-    await redis.stop();
-  });
-  const counter = async (via: string, principal: string) => {
-    const { body, headers } = toolCall('counter', {});
-    const r = await post(via, body, { ...headers, 'x-causeway-principal': principal });
-    return r.status === 200 ? String(r.json?.result?.content?.[0]?.text) : `HTTP ${r.status}`;
-  };
-  // u1 lands on URL 0, u2 on URL 1; both replicas then share those sessions through Redis.
-  t.same([await counter(one.url, 'u1'), await counter(one.url, 'u2')], ['1', '1']);
-  t.same([await counter(two.url, 'u1'), await counter(two.url, 'u2')], ['2', '2'], 'the other replica uses the same sessions');
+t.test(
+  'pool across Causeway replicas sharing Redis: a session moved by one replica is adopted by the other',
+  async (t) => {
+    const redis = await startRedis(t);
+    const a = await spawnFixture(0, { t });
+    const b = await spawnFixture(0, { t });
+    const settings = {
+      upstreams: JSON.stringify({ replicas: { urls: [a.url, b.url], ejectMs: 60_000 } }),
+      'store.kind': 'redis',
+      'store.redisUrl': redis.url,
+      'mrtr.stateKeys': randomBytes(32).toString('base64'),
+      'principal.mode': 'header',
+      'principal.hashSecret': 'pool-test-secret-0123456789',
+    };
+    const one = await startCauseway(settings);
+    const two = await startCauseway(settings);
+    t.teardown(async () => {
+      await Promise.all([one.close(), two.close()]);
+      await Promise.all([a.kill(), b.kill()]);
+      await redis.stop();
+    });
+    const counter = async (via: string, principal: string) => {
+      const { body, headers } = toolCall('counter', {});
+      const r = await post(via, body, { ...headers, 'x-causeway-principal': principal });
+      return r.status === 200 ? String(r.json?.result?.content?.[0]?.text) : `HTTP ${r.status}`;
+    };
+    // u1 lands on URL 0, u2 on URL 1; both replicas then share those sessions through Redis.
+    t.same([await counter(one.url, 'u1'), await counter(one.url, 'u2')], ['1', '1']);
+    t.same(
+      [await counter(two.url, 'u1'), await counter(two.url, 'u2')],
+      ['2', '2'],
+      'the other replica uses the same sessions',
+    );
 
-  await b.kill();
-  t.equal(await counter(two.url, 'u2'), '1', 'replica two finds URL 1 dead: a new session on URL 0, the request not lost');
-  t.equal(await counter(one.url, 'u2'), '2', 'replica one, which saw nothing fail, adopts that session instead of opening another');
-  t.equal(await counter(one.url, 'u1'), '3', 'sessions on the live URL are untouched');
-  t.equal((await a.stats()).initializeCount, 2, 'one new session for the moved key, across both replicas');
-});
+    await b.kill();
+    t.equal(
+      await counter(two.url, 'u2'),
+      '1',
+      'replica two finds URL 1 dead: a new session on URL 0, the request not lost',
+    );
+    t.equal(
+      await counter(one.url, 'u2'),
+      '2',
+      'replica one, which saw nothing fail, adopts that session instead of opening another',
+    );
+    t.equal(await counter(one.url, 'u1'), '3', 'sessions on the live URL are untouched');
+    t.equal((await a.stats()).initializeCount, 2, 'one new session for the moved key, across both replicas');
+  },
+);
 
 t.test('pool: a URL that answers initialize with 503 is passed over and ejected', async (t) => {
   const good = await spawnFixture(0, { t });
@@ -198,7 +251,11 @@ t.test('pool: every URL down is a prompt 502, and nothing is left half-open', as
   // wait for one hangs the test), and the ejection of each URL that both were tried.
   const causeway = await startCauseway({
     upstreams: JSON.stringify({
-      replicas: { urls: ports.map((p) => `http://127.0.0.1:${p}/mcp`), connectTimeoutMs: 600_000, requestTimeoutMs: 600_000 },
+      replicas: {
+        urls: ports.map((p) => `http://127.0.0.1:${p}/mcp`),
+        connectTimeoutMs: 600_000,
+        requestTimeoutMs: 600_000,
+      },
     }),
   });
   t.teardown(() => causeway.close());
@@ -207,7 +264,9 @@ t.test('pool: every URL down is a prompt 502, and nothing is left half-open', as
   t.equal(r.status, 502);
   t.equal(r.json.error.code, -32603);
   t.comment(`502 after ${Date.now() - started} ms`);
-  const ejected = causeway.logs.filter((l) => l.includes('upstream URL ejected')).map((l) => JSON.parse(l).target as unknown);
+  const ejected = causeway.logs
+    .filter((l) => l.includes('upstream URL ejected'))
+    .map((l) => JSON.parse(l).target as unknown);
   t.same(ejected.sort(), [0, 1], 'both URLs tried, each ejected once');
   t.equal((await callAs(causeway.url, 'anyone', 'x')).status, 502, 'and again while they stay down');
 });

@@ -11,16 +11,24 @@ const URLS = ['http://a/mcp', 'http://b/mcp', 'http://c/mcp'];
 function set(ejectAfterFailures = 2, ejectMs = 1000) {
   let now = 0;
   const events: string[] = [];
-  const targets = new TargetSet(URLS, { ejectAfterFailures, ejectMs }, {
-    onEject: (_u, i) => events.push(`eject ${i}`),
-    onReadmit: (_u, i) => events.push(`readmit ${i}`),
-  }, () => now);
+  const targets = new TargetSet(
+    URLS,
+    { ejectAfterFailures, ejectMs },
+    {
+      onEject: (_u, i) => events.push(`eject ${i}`),
+      onReadmit: (_u, i) => events.push(`readmit ${i}`),
+    },
+    () => now,
+  );
   return { targets, events, advance: (ms: number) => (now += ms) };
 }
 
 t.test('new sessions go round-robin', async (t) => {
   const { targets } = set();
-  t.same([1, 2, 3, 4, 5, 6].map(() => targets.pick()), [...URLS, ...URLS]);
+  t.same(
+    [1, 2, 3, 4, 5, 6].map(() => targets.pick()),
+    [...URLS, ...URLS],
+  );
 });
 
 t.test('consecutive failures eject; success resets the count', async (t) => {
@@ -32,7 +40,11 @@ t.test('consecutive failures eject; success resets the count', async (t) => {
   targets.failed(URLS[1]!);
   t.notOk(targets.admits(URLS[1]), 'two in a row eject');
   t.same(events, ['eject 1']);
-  t.same([1, 2, 3, 4].map(() => targets.pick()), [URLS[0], URLS[2], URLS[0], URLS[2]], 'new sessions skip it');
+  t.same(
+    [1, 2, 3, 4].map(() => targets.pick()),
+    [URLS[0], URLS[2], URLS[0], URLS[2]],
+    'new sessions skip it',
+  );
   advance(999);
   t.notOk(targets.admits(URLS[1]));
   advance(1);
@@ -81,7 +93,10 @@ t.test('route rules: first match wins, `*` is the only wildcard', async (t) => {
 
 t.test('template patterns find the owner of a URI', async (t) => {
   t.ok(templatePattern('test://template/{id}/data').test('test://template/42/data'));
-  t.notOk(templatePattern('test://template/{id}/data').test('test://template/4/2/data'), 'a simple variable stops at /');
+  t.notOk(
+    templatePattern('test://template/{id}/data').test('test://template/4/2/data'),
+    'a simple variable stops at /',
+  );
   t.ok(templatePattern('file:///{+path}').test('file:///a/b/c'));
   t.ok(templatePattern('search://q{?term,limit}').test('search://q?term=x&limit=2'));
   t.ok(templatePattern('search://q{?term,limit}').test('search://q'));

@@ -16,7 +16,8 @@ const skillMd = (name: string, description: string) => `---\nname: ${name}\ndesc
 t.test('a ConfigMap volume: followed through ..data, and an update swapped in is served', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'causeway-cm-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  // What the kubelet writes: a timestamped folder, ..data pointing at it, each item's top folder a symlink through ..data.
+  // What the kubelet writes: a timestamped folder, ..data pointing at it, each item's top folder a symlink through
+  // ..data.
   const version = async (stamp: string, description: string) => {
     await mkdir(join(dir, stamp, 'triage', 'references'), { recursive: true });
     await writeFile(join(dir, stamp, 'triage', 'SKILL.md'), skillMd('triage', description));
@@ -30,13 +31,18 @@ t.test('a ConfigMap volume: followed through ..data, and an update swapped in is
   await folder.start();
   const first = folder.current.skills.get('skill://triage/SKILL.md');
   t.equal(first?.frontmatter.description, 'first', 'the skill behind ..data');
-  t.same(first?.files.map((f) => f.path), ['SKILL.md', 'references/p.md']);
+  t.same(
+    first?.files.map((f) => f.path),
+    ['SKILL.md', 'references/p.md'],
+  );
   t.same(folder.current.problems, [], 'the ..-names are not skills');
   // The update: a new timestamped folder, then ..data replaced by one rename.
   await version('..2026_12_04_2', 'second');
   await symlink('..2026_12_04_2', join(dir, '..data_tmp'));
   await rename(join(dir, '..data_tmp'), join(dir, '..data'));
-  await until(() => folder.current.skills.get('skill://triage/SKILL.md')?.frontmatter.description === 'second', { what: 'the swapped-in version' });
+  await until(() => folder.current.skills.get('skill://triage/SKILL.md')?.frontmatter.description === 'second', {
+    what: 'the swapped-in version',
+  });
 });
 
 t.test('symlinks: inside the folder followed, outside not; a loop walked once', async (t) => {
@@ -52,7 +58,10 @@ t.test('symlinks: inside the folder followed, outside not; a loop walked once', 
   await writeFile(join(base, 'secret'), 'secret\n');
   await symlink(join(base, 'secret'), join(dir, 'one', 'secret'));
   const catalog = await loadCatalog([{ dir, prefix: 'p' }]);
-  t.same(catalog.skills.get('skill://p/one/SKILL.md')?.files.map((f) => f.path), ['SKILL.md', 'common.md']);
+  t.same(
+    catalog.skills.get('skill://p/one/SKILL.md')?.files.map((f) => f.path),
+    ['SKILL.md', 'common.md'],
+  );
   t.match(catalog.problems.join('\n'), 'skill p/shared: no SKILL.md', 'a folder without SKILL.md is named');
 });
 
@@ -74,7 +83,14 @@ t.test('limits and frontmatter rules: each broken skill named, the rest served',
   const catalog = await loadCatalog([{ dir, prefix: '' }]);
   t.same([...catalog.skills.keys()], ['skill://good/SKILL.md']);
   const said = catalog.problems.join('\n');
-  for (const name of ['big: more than', 'Upper: a name is', 'nodesc: the frontmatter needs a description', 'aliases: the frontmatter is not YAML', 'meta: frontmatter metadata', 'unclosed: the frontmatter has no closing']) {
+  for (const name of [
+    'big: more than',
+    'Upper: a name is',
+    'nodesc: the frontmatter needs a description',
+    'aliases: the frontmatter is not YAML',
+    'meta: frontmatter metadata',
+    'unclosed: the frontmatter has no closing',
+  ]) {
     t.match(said, `skill ${name}`);
   }
   const missing = await loadCatalog([{ dir: join(dir, 'nope'), prefix: '' }]);

@@ -18,7 +18,12 @@ import { until } from '../helpers/until.js';
 
 /** A tools/list page whose one tool has an x-mcp-header annotation. */
 const ANNOTATED_TOOLS = {
-  tools: [{ name: 'search', inputSchema: { type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' } } } }],
+  tools: [
+    {
+      name: 'search',
+      inputSchema: { type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' } } },
+    },
+  ],
 };
 
 const log = createLogger('silent');
@@ -39,7 +44,11 @@ class FakeClient {
   /** Scripted outcomes of the next requests; default: an empty result. */
   answers: Array<Error | 'refuse'> = [];
 
-  async openStream(ref: SessionRef, handlers: StreamHandlers, signal: AbortSignal): Promise<'unsupported' | { done: Promise<void> }> {
+  async openStream(
+    ref: SessionRef,
+    handlers: StreamHandlers,
+    signal: AbortSignal,
+  ): Promise<'unsupported' | { done: Promise<void> }> {
     const next = this.opens.shift();
     if (next instanceof Error) throw next;
     if (next === 'unsupported') return 'unsupported';
@@ -78,7 +87,9 @@ function pooled(sessionId: string): PooledSession {
       key: KEY.id,
       sessionId,
       protocolVersion: '2025-11-25',
-      initializeResult: { capabilities: { tools: { listChanged: true }, resources: { subscribe: true } } } as JsonObject,
+      initializeResult: {
+        capabilities: { tools: { listChanged: true }, resources: { subscribe: true } },
+      } as JsonObject,
       createdAt: generation,
       lastUsedAt: 0,
       generation,
@@ -107,7 +118,13 @@ function setup(first = pooled('s1')) {
   const pool = new FakePool(first);
   const bus = new InProcessSessionEventBus();
   let ended = 0;
-  const deps = { pool: pool as unknown as SessionPool, client: client as unknown as UpstreamClient, ids: new IdMinter(), bus, log };
+  const deps = {
+    pool: pool as unknown as SessionPool,
+    client: client as unknown as UpstreamClient,
+    ids: new IdMinter(),
+    bus,
+    log,
+  };
   const channel = new SessionChannel(KEY, first, deps, () => (ended += 1));
   return { client, pool, bus, channel, deps, first, ended: () => ended };
 }
@@ -118,7 +135,11 @@ function member(): ChannelMember & { got: JsonRpcNotification[]; lostErrors: unk
   return { got, lostErrors, deliver: (x) => void got.push(x), lost: (err) => void lostErrors.push(err) };
 }
 
-const n = (method: string, params?: JsonObject): JsonRpcNotification => ({ jsonrpc: '2.0', method, ...(params ? { params } : {}) });
+const n = (method: string, params?: JsonObject): JsonRpcNotification => ({
+  jsonrpc: '2.0',
+  method,
+  ...(params ? { params } : {}),
+});
 
 t.test('one GET stream and one upstream subscription per URI, however many members', async (t) => {
   const { client, bus, channel, first, ended } = setup();
@@ -136,17 +157,31 @@ t.test('one GET stream and one upstream subscription per URI, however many membe
   first.facts.loggingEnabled = true;
   client.streams[0]!.handlers.onNotification!(n('notifications/tools/list_changed'));
   client.streams[0]!.handlers.onNotification!(n('notifications/message', { level: 'info', data: 'x' }));
-  t.same(a.got.map((x) => x.method), ['notifications/tools/list_changed'], 'changes only');
-  t.same(b.got.map((x) => x.method), ['notifications/tools/list_changed']);
+  t.same(
+    a.got.map((x) => x.method),
+    ['notifications/tools/list_changed'],
+    'changes only',
+  );
+  t.same(
+    b.got.map((x) => x.method),
+    ['notifications/tools/list_changed'],
+  );
   t.equal(first.facts.toolHeaders('search'), undefined, 'the tool annotations are forgotten');
   t.notOk(first.facts.toolsComplete, 'and must be listed again');
   t.ok(first.facts.loggingEnabled, 'what the change does not touch is kept');
 
   await channel.detach(a);
-  t.same(client.calls.filter((c) => c.method === 'resources/unsubscribe').map((c) => c.uri), ['test://x'], 'x had one holder');
+  t.same(
+    client.calls.filter((c) => c.method === 'resources/unsubscribe').map((c) => c.uri),
+    ['test://x'],
+    'x had one holder',
+  );
   t.equal(client.open.length, 1, 'stream kept for b');
   await channel.detach(b);
-  t.same(client.calls.filter((c) => c.method === 'resources/unsubscribe').map((c) => c.uri), ['test://x', 'test://w']);
+  t.same(
+    client.calls.filter((c) => c.method === 'resources/unsubscribe').map((c) => c.uri),
+    ['test://x', 'test://w'],
+  );
   t.equal(client.open.length, 0, 'stream closed after the last member');
   t.equal(bus.keys, 0, 'left the bus');
   t.equal(ended(), 1);
@@ -166,38 +201,54 @@ t.test('a refused subscription is left out of what the member holds', async (t) 
 
 t.test('changes seen on call streams reach the listeners and stale the session facts', async (t) => {
   const { channel, first, deps } = setup();
-  const subs = new Subscriptions({ ...deps, clientOf: () => deps.client }, { maxListeners: 10, maxPerPrincipal: 10, keepAliveMs: 0, maxUrisPerListen: 10 });
+  const subs = new Subscriptions(
+    { ...deps, clientOf: () => deps.client },
+    { maxListeners: 10, maxPerPrincipal: 10, keepAliveMs: 0, maxUrisPerListen: 10 },
+  );
   const a = member();
   await channel.attach(a, []);
   first.facts.learnTools(toolFacts(ANNOTATED_TOOLS));
   t.ok(first.facts.toolHeaders('search'), 'the annotations were learned');
   subs.publishChange(first, n('notifications/tools/list_changed'));
   subs.publishChange(first, n('notifications/progress', { progressToken: 1, progress: 1 }));
-  t.same(a.got.map((x) => x.method), ['notifications/tools/list_changed']);
+  t.same(
+    a.got.map((x) => x.method),
+    ['notifications/tools/list_changed'],
+  );
   t.equal(first.facts.toolHeaders('search'), undefined);
   await channel.detach(a);
 });
 
-t.test('the upstream forgets the session: stream and subscriptions re-made on the replacement, gap announced', async (t) => {
-  const { client, pool, channel } = setup();
-  const a = member();
-  await channel.attach(a, ['test://w']);
-  client.streams[0]!.fail(new SessionExpiredError('up'));
-  await until(() => client.open.length === 1 && client.open[0]!.ref.sessionId === 's2' && a.got.length >= 4, { what: 'the stream on the new session' });
-  t.equal(pool.replaced, 1);
-  t.same(
-    client.calls.filter((c) => c.method === 'resources/subscribe').map((c) => c.sessionId),
-    ['s1', 's2'],
-    'subscription renewed on the new session',
-  );
-  t.same(
-    a.got.map((x) => x.method),
-    ['notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed', 'notifications/resources/updated'],
-    'everything may have changed during the gap',
-  );
-  await channel.detach(a);
-  t.same(client.calls.at(-1), { method: 'resources/unsubscribe', uri: 'test://w', sessionId: 's2' });
-});
+t.test(
+  'the upstream forgets the session: stream and subscriptions re-made on the replacement, gap announced',
+  async (t) => {
+    const { client, pool, channel } = setup();
+    const a = member();
+    await channel.attach(a, ['test://w']);
+    client.streams[0]!.fail(new SessionExpiredError('up'));
+    await until(() => client.open.length === 1 && client.open[0]!.ref.sessionId === 's2' && a.got.length >= 4, {
+      what: 'the stream on the new session',
+    });
+    t.equal(pool.replaced, 1);
+    t.same(
+      client.calls.filter((c) => c.method === 'resources/subscribe').map((c) => c.sessionId),
+      ['s1', 's2'],
+      'subscription renewed on the new session',
+    );
+    t.same(
+      a.got.map((x) => x.method),
+      [
+        'notifications/tools/list_changed',
+        'notifications/prompts/list_changed',
+        'notifications/resources/list_changed',
+        'notifications/resources/updated',
+      ],
+      'everything may have changed during the gap',
+    );
+    await channel.detach(a);
+    t.same(client.calls.at(-1), { method: 'resources/unsubscribe', uri: 'test://w', sessionId: 's2' });
+  },
+);
 
 t.test('the first GET finds the session gone: a replacement is opened before the member joins', async (t) => {
   const { client, pool, channel } = setup();
@@ -206,7 +257,10 @@ t.test('the first GET finds the session gone: a replacement is opened before the
   await channel.attach(a, ['test://w']);
   t.equal(pool.replaced, 1);
   t.equal(client.open[0]!.ref.sessionId, 's2');
-  t.same(client.calls.map((c) => c.sessionId), ['s2']);
+  t.same(
+    client.calls.map((c) => c.sessionId),
+    ['s2'],
+  );
   await channel.detach(a);
 });
 
@@ -221,7 +275,11 @@ t.test('a stream that cannot be re-opened ends the members (they re-listen); not
   t.match(a.lostErrors[0], { reason: 'upstream_unavailable' }, 'told why');
   await channel.detach(a);
   t.equal(client.count('resources/unsubscribe'), 0, 'a lost session took its subscriptions with it');
-  await t.rejects(channel.attach(member(), []), { reason: 'upstream_unavailable' } as never, 'a broken channel takes no one');
+  await t.rejects(
+    channel.attach(member(), []),
+    { reason: 'upstream_unavailable' } as never,
+    'a broken channel takes no one',
+  );
 });
 
 t.test('a first GET that keeps failing fails the attach and ends the channel', async (t) => {
@@ -239,11 +297,14 @@ t.test('an upstream without a GET stream still gets members and subscriptions', 
   client.opens = ['unsupported'];
   const a = member();
   t.same(await channel.attach(a, ['test://w']), ['test://w']);
-  new Subscriptions({ ...deps, clientOf: () => deps.client }, { maxListeners: 1, maxPerPrincipal: 1, keepAliveMs: 0, maxUrisPerListen: 1 }).publishChange(
-    first,
-    n('notifications/resources/updated', { uri: 'test://w' }),
+  new Subscriptions(
+    { ...deps, clientOf: () => deps.client },
+    { maxListeners: 1, maxPerPrincipal: 1, keepAliveMs: 0, maxUrisPerListen: 1 },
+  ).publishChange(first, n('notifications/resources/updated', { uri: 'test://w' }));
+  t.same(
+    a.got.map((x) => x.method),
+    ['notifications/resources/updated'],
   );
-  t.same(a.got.map((x) => x.method), ['notifications/resources/updated']);
   await channel.detach(a);
 });
 
@@ -253,8 +314,13 @@ t.test('touch follows the pool to a new session for the key', async (t) => {
   await channel.attach(a, ['test://w']);
   pool.current = pooled('s9');
   channel.touch();
-  await until(() => client.open.length === 1 && client.open[0]!.ref.sessionId === 's9', { what: 'the stream on the new session' });
-  t.same(client.calls.map((c) => `${c.method}@${c.sessionId}`), ['resources/subscribe@s1', 'resources/subscribe@s9']);
+  await until(() => client.open.length === 1 && client.open[0]!.ref.sessionId === 's9', {
+    what: 'the stream on the new session',
+  });
+  t.same(
+    client.calls.map((c) => `${c.method}@${c.sessionId}`),
+    ['resources/subscribe@s1', 'resources/subscribe@s9'],
+  );
   await until(() => a.got.length === 4, { what: 'the member to be told' });
   await channel.detach(a);
 });

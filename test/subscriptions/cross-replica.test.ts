@@ -48,7 +48,11 @@ async function replicaOn(prefix: string, url = redis.url): Promise<Replica> {
   const c = createRedisClient({ url, commandTimeoutMs: 500 });
   c.on('error', () => undefined);
   clients.push(c);
-  const liveness = new ReplicaLiveness(c, { key: `${prefix}replicas`, replicaId: randomUUID(), ttlMs: TTL, beatMs: BEAT }, log);
+  const liveness = new ReplicaLiveness(
+    c,
+    { key: `${prefix}replicas`, replicaId: randomUUID(), ttlMs: TTL, beatMs: BEAT },
+    log,
+  );
   livenesses.push(liveness);
   const heard: string[] = [];
   liveness.on({ lapsed: (r) => heard.push(...r) });
@@ -56,7 +60,13 @@ async function replicaOn(prefix: string, url = redis.url): Promise<Replica> {
     await new Promise((r) => c.once('ready', r));
     await liveness.start();
   }
-  return { coordinator: new RedisListenCoordinator(c, liveness, { keyPrefix: prefix }, log), liveness, heard, crash: () => c.disconnect(), recover: () => void c.connect().catch(() => undefined) };
+  return {
+    coordinator: new RedisListenCoordinator(c, liveness, { keyPrefix: prefix }, log),
+    liveness,
+    heard,
+    crash: () => c.disconnect(),
+    recover: () => void c.connect().catch(() => undefined),
+  };
 }
 async function coordinator(prefix: string, url = redis.url): Promise<RedisListenCoordinator> {
   return (await replicaOn(prefix, url)).coordinator;
@@ -68,7 +78,10 @@ t.teardown(async () => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const sorted = (x: { subscribe: string[]; unsubscribe: string[] }) => ({ subscribe: [...x.subscribe].sort(), unsubscribe: [...x.unsubscribe].sort() });
+const sorted = (x: { subscribe: string[]; unsubscribe: string[] }) => ({
+  subscribe: [...x.subscribe].sort(),
+  unsubscribe: [...x.unsubscribe].sort(),
+});
 const counts = (o: Record<string, number>) => new Map(Object.entries(o));
 
 t.test('the GET-stream lease: one holder, restated, released only by its holder', async (t) => {
@@ -109,7 +122,11 @@ t.test('subscription counts are summed over channels; 0 <-> n transitions report
   t.same((await b.uris()).sort(), ['u', 'v']);
   t.same(await b.held(['u', 'w']), ['u']);
   t.same(sorted(await a.sync(counts({ v: 1 }), true)), { subscribe: [], unsubscribe: [] }, 'u still held by b');
-  t.same(sorted(await b.sync(counts({}), true)), { subscribe: [], unsubscribe: ['u'] }, 'the last holder of u anywhere');
+  t.same(
+    sorted(await b.sync(counts({}), true)),
+    { subscribe: [], unsubscribe: ['u'] },
+    'the last holder of u anywhere',
+  );
   t.same(sorted(await a.leave()), { subscribe: [], unsubscribe: ['v'] });
   await b.leave();
   t.same(await a.uris(), []);
@@ -122,10 +139,18 @@ t.test('a lapsed replica’s counts are dropped: its URIs go to 0', async (t) =>
   const l = live.coordinator.join('k');
   await d.sync(counts({ shared: 1, orphan: 1 }), true);
   await l.sync(counts({ shared: 1 }), true);
-  t.same(sorted(await l.sync(counts({ shared: 1 }), true)), { subscribe: [], unsubscribe: [] }, 'kept while its replica lives');
+  t.same(
+    sorted(await l.sync(counts({ shared: 1 }), true)),
+    { subscribe: [], unsubscribe: [] },
+    'kept while its replica lives',
+  );
   dead.crash();
   await until(() => live.heard.includes(dead.liveness.replicaId), { what: 'the dead replica to lapse' });
-  t.same(sorted(await l.sync(counts({ shared: 1 }), true)), { subscribe: [], unsubscribe: ['orphan'] }, 'the lapsed replica’s URI is released by a live one, once');
+  t.same(
+    sorted(await l.sync(counts({ shared: 1 }), true)),
+    { subscribe: [], unsubscribe: ['orphan'] },
+    'the lapsed replica’s URI is released by a live one, once',
+  );
   t.same(sorted(await l.sync(counts({ shared: 1 }), true)), { subscribe: [], unsubscribe: [] });
   t.same(await l.uris(), ['shared']);
 });
@@ -145,7 +170,10 @@ t.test('the GET-stream cursor: written only by the lease holder, kept with the l
   await sleep(50); // negative check: the write b may not make
   t.equal(await a.cursor(), 's e-50', 'a channel without the lease writes nothing');
   const [cursorTtl, leaseTtl] = await Promise.all([redis.admin.pttl(k.cursor), redis.admin.pttl(k.holder)]);
-  t.ok(cursorTtl > 3600_000 && leaseTtl > 3600_000, `lease and cursor live long, nobody renews them (${leaseTtl}, ${cursorTtl} ms)`);
+  t.ok(
+    cursorTtl > 3600_000 && leaseTtl > 3600_000,
+    `lease and cursor live long, nobody renews them (${leaseTtl}, ${cursorTtl} ms)`,
+  );
   a.mark(undefined);
   await until(async () => (await b.cursor()) === undefined, { what: 'the cursor to be forgotten' });
   t.equal(await b.cursor(), undefined, 'forgotten');
@@ -158,7 +186,11 @@ t.test('a Redis that is away: nothing known, each channel acts on its own counts
   t.same(await away.sync(counts({ u: 1 }), true), { subscribe: ['u'], unsubscribe: [] });
   t.ok(away.behind, 'what did not land is to be stated again');
   t.same(await away.sync(counts({ u: 2 }), true), { subscribe: [], unsubscribe: [] });
-  t.same(await away.sync(counts({}), true), { subscribe: [], unsubscribe: [] }, 'never unsubscribes what another replica may hold');
+  t.same(
+    await away.sync(counts({}), true),
+    { subscribe: [], unsubscribe: [] },
+    'never unsubscribes what another replica may hold',
+  );
   t.same(await away.uris(), []);
   t.equal(await away.cursor(), undefined);
   away.mark('s e-1');
@@ -181,10 +213,17 @@ class FakeClient {
   readonly calls: Array<{ method: string; uri: unknown }> = [];
   /** Resumes refused so far (when refusing). */
   refused = 0;
-  /** Like a legacy server (the SDK answers 409), one stream per session; `beforeConflict` runs before each such refusal. */
+  /**
+   * Like a legacy server (the SDK answers 409), one stream per session; `beforeConflict` runs before each such refusal.
+   */
   oneStream?: { conflicts: number; beforeConflict(n: number): Promise<void> };
   constructor(private readonly refuseResume = false) {}
-  async openStream(_ref: SessionRef, handlers: StreamHandlers, signal: AbortSignal, from?: string): Promise<{ done: Promise<void> }> {
+  async openStream(
+    _ref: SessionRef,
+    handlers: StreamHandlers,
+    signal: AbortSignal,
+    from?: string,
+  ): Promise<{ done: Promise<void> }> {
     if (from !== undefined && this.refuseResume) {
       this.refused += 1;
       throw new Error('HTTP 400: unknown event id');
@@ -235,10 +274,20 @@ async function twoReplicas(prefix: string, client = new FakeClient()) {
   const replica = async (id: string) => {
     const bus = new SharedSessionEventBus(wire, { keyPrefix: prefix, replicaId: id, subscribeTimeoutMs: 500 }, log);
     const r = await replicaOn(prefix);
-    const deps = { pool, client: client as unknown as UpstreamClient, ids: new IdMinter(), bus, log, coordinator: r.coordinator };
+    const deps = {
+      pool,
+      client: client as unknown as UpstreamClient,
+      ids: new IdMinter(),
+      bus,
+      log,
+      coordinator: r.coordinator,
+    };
     const channels: SessionChannel[] = [];
     // What Subscriptions does with the replica's liveness: lapsed replicas free what they held.
-    r.liveness.on({ lapsed: (gone) => channels.forEach((c) => c.freed(gone)), resumed: () => channels.forEach((c) => c.resumed()) });
+    r.liveness.on({
+      lapsed: (gone) => channels.forEach((c) => c.freed(gone)),
+      resumed: () => channels.forEach((c) => c.resumed()),
+    });
     await bus.subscribe(RELEASED_KEY, () => channels.forEach((c) => c.released()));
     const channel = () => {
       const c = new SessionChannel(KEY, session, deps, () => undefined);
@@ -265,11 +314,15 @@ t.test('two replicas: one GET stream, one subscription per URI, changes everywhe
 
   client.streams[0]!.handlers.onNotification!(change('notifications/tools/list_changed'));
   await until(() => mB.got.length === 1, { what: 'the change on B' });
-  t.same([mA.got, mB.got], [['notifications/tools/list_changed'], ['notifications/tools/list_changed']], 'a change on A’s stream reaches B');
-  new Subscriptions({ ...b.deps, clientOf: () => b.deps.client }, { maxListeners: 1, maxPerPrincipal: 1, keepAliveMs: 0, maxUrisPerListen: 1 }).publishChange(
-    session,
-    change('notifications/prompts/list_changed'),
+  t.same(
+    [mA.got, mB.got],
+    [['notifications/tools/list_changed'], ['notifications/tools/list_changed']],
+    'a change on A’s stream reaches B',
   );
+  new Subscriptions(
+    { ...b.deps, clientOf: () => b.deps.client },
+    { maxListeners: 1, maxPerPrincipal: 1, keepAliveMs: 0, maxUrisPerListen: 1 },
+  ).publishChange(session, change('notifications/prompts/list_changed'));
   await until(() => mA.got.length === 2, { what: 'the change on A' });
   t.same(mA.got[1], 'notifications/prompts/list_changed', 'one seen on a call stream on B reaches A');
 
@@ -280,7 +333,12 @@ t.test('two replicas: one GET stream, one subscription per URI, changes everywhe
   await until(() => mB.got.length >= 6, { what: 'B to tell its members' });
   t.same(
     mB.got.slice(2),
-    ['notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed', 'notifications/resources/updated'],
+    [
+      'notifications/tools/list_changed',
+      'notifications/prompts/list_changed',
+      'notifications/resources/list_changed',
+      'notifications/resources/updated',
+    ],
     'and told its members everything may have changed meanwhile',
   );
   await chB.detach(mB);
@@ -300,35 +358,46 @@ t.test('two replicas: a holder whose replica lapses is replaced, its counts drop
   await until(() => chB.holdsStream && client.streams.length === 2, { what: 'B to open its stream' });
   t.ok(b.replica.heard.includes(a.replica.liveness.replicaId), 'B took the stream over once A’s replica lapsed');
   await until(() => client.count('resources/unsubscribe') === 1, { what: 'the unsubscribe' });
-  t.same(client.calls.at(-1), { method: 'resources/unsubscribe', uri: 'test://only-a' }, 'what only the lapsed replica held is released');
+  t.same(
+    client.calls.at(-1),
+    { method: 'resources/unsubscribe', uri: 'test://only-a' },
+    'what only the lapsed replica held is released',
+  );
   await chB.detach(mB);
   t.same(client.calls.at(-1), { method: 'resources/unsubscribe', uri: 'test://w' });
   t.equal(client.count('resources/unsubscribe'), 2);
 });
 
-t.test('two replicas: a lapsed holder’s successor resumes from the shared event id, without over-notifying', async (t) => {
-  const { client, a, b } = await twoReplicas('h3:');
-  const [chA, chB] = [a.channel(), b.channel()];
-  const [mA, mB] = [member(), member()];
-  await chA.attach(mA, ['test://w']);
-  await chB.attach(mB, ['test://w']);
-  t.equal(client.streams[0]!.from, undefined, 'the first holder opens a fresh stream');
-  const stream = client.streams[0]!;
-  stream.handlers.onNotification!(change('notifications/tools/list_changed'));
-  stream.handlers.afterEvent!('ev-7');
-  await until(() => mB.got.length === 1, { what: 'the change on B' });
-  const k = listenKeys('h3:', KEY.id);
-  await until(async () => (await redis.admin.get(k.cursor))?.endsWith(' ev-7'), { what: 'the shared event id' });
-  t.match(await redis.admin.get(k.cursor), /^[0-9a-f]{16} ev-7$/, 'A shared the id once the change was published');
-  // A "dies"; B takes over when it hears A's replica lapsed. B holds the lease a moment before
-  // its stream is opened: wait for both.
-  a.replica.crash();
-  await until(() => chB.holdsStream && client.streams.length === 2, { what: 'B to open its stream' });
-  t.equal(client.streams[1]!.from, 'ev-7', 'with the Last-Event-ID A shared');
-  await sleep(100); // negative check: nothing more reaches B
-  t.same(mB.got, ['notifications/tools/list_changed'], 'no "everything may have changed": the upstream replays the gap');
-  await chB.detach(mB);
-});
+t.test(
+  'two replicas: a lapsed holder’s successor resumes from the shared event id, without over-notifying',
+  async (t) => {
+    const { client, a, b } = await twoReplicas('h3:');
+    const [chA, chB] = [a.channel(), b.channel()];
+    const [mA, mB] = [member(), member()];
+    await chA.attach(mA, ['test://w']);
+    await chB.attach(mB, ['test://w']);
+    t.equal(client.streams[0]!.from, undefined, 'the first holder opens a fresh stream');
+    const stream = client.streams[0]!;
+    stream.handlers.onNotification!(change('notifications/tools/list_changed'));
+    stream.handlers.afterEvent!('ev-7');
+    await until(() => mB.got.length === 1, { what: 'the change on B' });
+    const k = listenKeys('h3:', KEY.id);
+    await until(async () => (await redis.admin.get(k.cursor))?.endsWith(' ev-7'), { what: 'the shared event id' });
+    t.match(await redis.admin.get(k.cursor), /^[0-9a-f]{16} ev-7$/, 'A shared the id once the change was published');
+    // A "dies"; B takes over when it hears A's replica lapsed. B holds the lease a moment before
+    // its stream is opened: wait for both.
+    a.replica.crash();
+    await until(() => chB.holdsStream && client.streams.length === 2, { what: 'B to open its stream' });
+    t.equal(client.streams[1]!.from, 'ev-7', 'with the Last-Event-ID A shared');
+    await sleep(100); // negative check: nothing more reaches B
+    t.same(
+      mB.got,
+      ['notifications/tools/list_changed'],
+      'no "everything may have changed": the upstream replays the gap',
+    );
+    await chB.detach(mB);
+  },
+);
 
 t.test('two replicas: a resume the upstream refuses falls back to a fresh stream and over-notifies', async (t) => {
   const client = new FakeClient(true);
@@ -345,7 +414,11 @@ t.test('two replicas: a resume the upstream refuses falls back to a fresh stream
   t.ok(client.refused > 0, `the resume was tried (${client.refused} times)`);
   t.equal(client.streams[1]!.from, undefined, 'then a fresh stream');
   await until(() => mB.got.length >= 3, { what: 'the over-notification on B' });
-  t.same(mB.got.slice(0, 3), ['notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed'], 'and the gap is over-notified');
+  t.same(
+    mB.got.slice(0, 3),
+    ['notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed'],
+    'and the gap is over-notified',
+  );
   await chB.detach(mB);
 });
 
@@ -353,36 +426,43 @@ t.test('two replicas: a resume the upstream refuses falls back to a fresh stream
 // up by then (the upstream refused a second stream while the old one was open), and the old
 // holder, told the lease is taken, lets its stream go. Someone must take it back: here the old
 // holder stops just before the taker's last refused attempt.
-t.test('two replicas: a take-over the upstream refuses hands the stream back; the old holder, which let it go meanwhile, takes it again', async (t) => {
-  const client = new FakeClient();
-  const { a, b } = await twoReplicas('h5:', client);
-  const [chA, chB] = [a.channel(), b.channel()];
-  const [mA, mB] = [member(), member()];
-  await chA.attach(mA, []);
-  await chB.attach(mB, []);
-  t.ok(chA.holdsStream, 'A holds the stream');
-  const first = client.streams[0]!;
-  client.oneStream = {
-    conflicts: 0,
-    // B's attempts are refused while A's stream is open. Before the last of them, A's Redis comes
-    // back; on its next beat A finds itself lapsed and the lease B's, and lets its stream go.
-    beforeConflict: async (n) => {
-      if (n !== 4) return;
-      a.replica.recover();
-      await until(() => first.signal.aborted, { what: 'A to let its stream go' });
-    },
-  };
-  a.replica.crash();
-  await until(() => first.signal.aborted, { what: 'A to let its first stream go, once B tried to take it over' });
-  t.ok(client.oneStream.conflicts >= 4, `B's take-over was refused (${client.oneStream.conflicts} times)`);
-  await until(() => client.open.length === 1, { what: 'somebody to hold the stream again', timeoutMs: 10_000 });
-  t.ok(chA.holdsStream || chB.holdsStream, 'a channel holds the stream');
-  t.equal(client.open.length, 1, 'one stream');
-  client.open[0]!.handlers.onNotification!(change('notifications/tools/list_changed'));
-  await until(() => mA.got.includes('notifications/tools/list_changed') && mB.got.includes('notifications/tools/list_changed'), { what: 'a change on both replicas' });
-  await chA.detach(mA);
-  await chB.detach(mB);
-});
+t.test(
+  'two replicas: a take-over the upstream refuses hands the stream ' +
+    'back; the old holder, which let it go meanwhile, takes it again',
+  async (t) => {
+    const client = new FakeClient();
+    const { a, b } = await twoReplicas('h5:', client);
+    const [chA, chB] = [a.channel(), b.channel()];
+    const [mA, mB] = [member(), member()];
+    await chA.attach(mA, []);
+    await chB.attach(mB, []);
+    t.ok(chA.holdsStream, 'A holds the stream');
+    const first = client.streams[0]!;
+    client.oneStream = {
+      conflicts: 0,
+      // B's attempts are refused while A's stream is open. Before the last of them, A's Redis comes
+      // back; on its next beat A finds itself lapsed and the lease B's, and lets its stream go.
+      beforeConflict: async (n) => {
+        if (n !== 4) return;
+        a.replica.recover();
+        await until(() => first.signal.aborted, { what: 'A to let its stream go' });
+      },
+    };
+    a.replica.crash();
+    await until(() => first.signal.aborted, { what: 'A to let its first stream go, once B tried to take it over' });
+    t.ok(client.oneStream.conflicts >= 4, `B's take-over was refused (${client.oneStream.conflicts} times)`);
+    await until(() => client.open.length === 1, { what: 'somebody to hold the stream again', timeoutMs: 10_000 });
+    t.ok(chA.holdsStream || chB.holdsStream, 'a channel holds the stream');
+    t.equal(client.open.length, 1, 'one stream');
+    client.open[0]!.handlers.onNotification!(change('notifications/tools/list_changed'));
+    await until(
+      () => mA.got.includes('notifications/tools/list_changed') && mB.got.includes('notifications/tools/list_changed'),
+      { what: 'a change on both replicas' },
+    );
+    await chA.detach(mA);
+    await chB.detach(mB);
+  },
+);
 
 t.test('quiet channels cost Redis nothing: only each replica’s own beat runs, however many keys', async (t) => {
   const { client, a, b } = await twoReplicas('h5:');
@@ -400,11 +480,22 @@ t.test('quiet channels cost Redis nothing: only each replica’s own beat runs, 
   }
   const after = await redis.commandStats();
   const elapsed = Date.now() - started;
-  const delta = Object.fromEntries(Object.entries(after).map(([k, n]) => [k, n - (before[k] ?? 0)]).filter(([k, d]) => (d as number) > 0 && k !== 'info'));
-  t.same(Object.keys(delta).sort(), ['evalsha', 'time', 'zadd', 'zrangebyscore'].filter((k) => k in delta), 'nothing but the beat script and what it runs');
+  const delta = Object.fromEntries(
+    Object.entries(after)
+      .map(([k, n]) => [k, n - (before[k] ?? 0)])
+      .filter(([k, d]) => (d as number) > 0 && k !== 'info'),
+  );
+  t.same(
+    Object.keys(delta).sort(),
+    ['evalsha', 'time', 'zadd', 'zrangebyscore'].filter((k) => k in delta),
+    'nothing but the beat script and what it runs',
+  );
   // Every replica of this file beats (earlier tests' too): at most one beat per replica per BEAT ms.
   const replicas = livenesses.length;
-  t.ok((delta.evalsha ?? 0) <= replicas * (elapsed / BEAT + 2), `${delta.evalsha} beats from ${replicas} replicas in ${elapsed} ms`);
+  t.ok(
+    (delta.evalsha ?? 0) <= replicas * (elapsed / BEAT + 2),
+    `${delta.evalsha} beats from ${replicas} replicas in ${elapsed} ms`,
+  );
   t.ok(chA.holdsStream, 'A still holds it');
   t.notOk(chB.holdsStream);
   t.equal(client.streams.length, 1, 'no take-over while the holder’s replica lives');

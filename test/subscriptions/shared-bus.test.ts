@@ -18,7 +18,16 @@ function replicas() {
   const wire = new LocalBus();
   const stale: Array<[string, string, string]> = [];
   const make = (id: string) =>
-    new SharedSessionEventBus(wire, { keyPrefix: 'p:', replicaId: id, subscribeTimeoutMs: 500, onStale: (k, m) => void stale.push([id, k ?? '*', m]) }, log);
+    new SharedSessionEventBus(
+      wire,
+      {
+        keyPrefix: 'p:',
+        replicaId: id,
+        subscribeTimeoutMs: 500,
+        onStale: (k, m) => void stale.push([id, k ?? '*', m]),
+      },
+      log,
+    );
   return { wire, a: make('A'), b: make('B'), c: make('C'), stale };
 }
 
@@ -32,12 +41,20 @@ t.test('an event reaches every replica subscribed to its key, once each', async 
   t.same(got, ['A:notifications/prompts/list_changed'], 'the publishing replica hears it at once');
   await sent;
   await until(() => got.length >= 2, { what: 'the event on B' });
-  t.same(got, ['A:notifications/prompts/list_changed', 'B:notifications/prompts/list_changed'], 'the other once; not echoed back to A; not on another key');
+  t.same(
+    got,
+    ['A:notifications/prompts/list_changed', 'B:notifications/prompts/list_changed'],
+    'the other once; not echoed back to A; not on another key',
+  );
 
   await offB();
   await b.publish('k1', n('notifications/tools/list_changed'));
   await until(() => got.length >= 3, { what: 'the event on A' });
-  t.same(got.slice(2), ['A:notifications/tools/list_changed'], 'a replica that left publishes still, and hears nothing');
+  t.same(
+    got.slice(2),
+    ['A:notifications/tools/list_changed'],
+    'a replica that left publishes still, and hears nothing',
+  );
   t.equal(b.keys, 0);
   await offA();
   await offA();
@@ -65,7 +82,11 @@ t.test('a change that stales session facts reaches every other replica, listener
 });
 
 t.test('a subscription that never completes does not hold the listener up', async (t) => {
-  const never = { publish: async () => undefined, subscribe: () => new Promise<never>(() => undefined), close: async () => undefined };
+  const never = {
+    publish: async () => undefined,
+    subscribe: () => new Promise<never>(() => undefined),
+    close: async () => undefined,
+  };
   const bus = new SharedSessionEventBus(never, { keyPrefix: 'p:', replicaId: 'A', subscribeTimeoutMs: 50 }, log);
   const got: string[] = [];
   const started = Date.now();

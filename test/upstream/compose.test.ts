@@ -22,9 +22,22 @@ async function refusingUrl(): Promise<string> {
   return `http://127.0.0.1:${port}/mcp`;
 }
 
-function client(t: Test, urls: string[], credentials?: UpstreamAuthorization, ejected: number[] = []): { http: UpstreamHttp; targets: TargetSet } {
-  const targets = new TargetSet(urls, { ejectAfterFailures: 1, ejectMs: 60_000 }, { onEject: (_url, i) => ejected.push(i) });
-  const http = new UpstreamHttp({ connectTimeoutMs: 1000, requestTimeoutMs: 3000, upstream: { name: 'up', targets, credentials } });
+function client(
+  t: Test,
+  urls: string[],
+  credentials?: UpstreamAuthorization,
+  ejected: number[] = [],
+): { http: UpstreamHttp; targets: TargetSet } {
+  const targets = new TargetSet(
+    urls,
+    { ejectAfterFailures: 1, ejectMs: 60_000 },
+    { onEject: (_url, i) => ejected.push(i) },
+  );
+  const http = new UpstreamHttp({
+    connectTimeoutMs: 1000,
+    requestTimeoutMs: 3000,
+    upstream: { name: 'up', targets, credentials },
+  });
   t.teardown(() => http.destroy());
   return { http, targets };
 }
@@ -48,38 +61,45 @@ function tokens(onRefused?: (sent: string | undefined, last: boolean) => Promise
   return { credentials, refusals };
 }
 
-t.test('a new session fails over past a URL that refuses connections; the one that answered is its target', async (t) => {
-  const down = await refusingUrl();
-  const up = await rawServer(t, (_req, res) => json(res, 200, { ok: true }));
-  const ejected: number[] = [];
-  const { http, targets } = client(t, [down, up.url], undefined, ejected);
-  const req = post({ failover: true, movable: true });
-  const res = await http.request(req);
-  t.equal(res.statusCode, 200);
-  t.same(await res.body.json(), { ok: true });
-  t.equal(req.target, up.url, 'the URL that answered is the request’s target');
-  t.same(ejected, [0], 'the refusing URL was ejected');
-  t.equal(targets.admits(down), false);
-  t.equal(up.seen.length, 1, 'the request was sent once');
-});
+t.test(
+  'a new session fails over past a URL that refuses connections; the one that answered is its target',
+  async (t) => {
+    const down = await refusingUrl();
+    const up = await rawServer(t, (_req, res) => json(res, 200, { ok: true }));
+    const ejected: number[] = [];
+    const { http, targets } = client(t, [down, up.url], undefined, ejected);
+    const req = post({ failover: true, movable: true });
+    const res = await http.request(req);
+    t.equal(res.statusCode, 200);
+    t.same(await res.body.json(), { ok: true });
+    t.equal(req.target, up.url, 'the URL that answered is the request’s target');
+    t.same(ejected, [0], 'the refusing URL was ejected');
+    t.equal(targets.admits(down), false);
+    t.equal(up.seen.length, 1, 'the request was sent once');
+  },
+);
 
-t.test('an unreachable target: TargetUnreachableError when the session may move, the transport error otherwise', async (t) => {
-  const down = await refusingUrl();
-  const { http } = client(t, [down]);
-  const moved = await http.request(post({ target: down, movable: true })).catch((err: unknown) => err);
-  t.ok(moved instanceof TargetUnreachableError, 'movable');
-  t.equal((moved as { cause?: { code?: string } }).cause?.code, 'ECONNREFUSED');
-  const raw = await http.request(post({ target: down })).catch((err: unknown) => err);
-  t.notOk(raw instanceof TargetUnreachableError, 'not movable');
-  t.equal((raw as { code?: string }).code, 'ECONNREFUSED');
-  const unknown = await http.request(post({ target: 'http://127.0.0.1:1/elsewhere' })).catch((err: unknown) => err);
-  t.ok(unknown instanceof TargetUnreachableError, 'a URL the upstream does not list');
-});
+t.test(
+  'an unreachable target: TargetUnreachableError when the session may move, the transport error otherwise',
+  async (t) => {
+    const down = await refusingUrl();
+    const { http } = client(t, [down]);
+    const moved = await http.request(post({ target: down, movable: true })).catch((err: unknown) => err);
+    t.ok(moved instanceof TargetUnreachableError, 'movable');
+    t.equal((moved as { cause?: { code?: string } }).cause?.code, 'ECONNREFUSED');
+    const raw = await http.request(post({ target: down })).catch((err: unknown) => err);
+    t.notOk(raw instanceof TargetUnreachableError, 'not movable');
+    t.equal((raw as { code?: string }).code, 'ECONNREFUSED');
+    const unknown = await http.request(post({ target: 'http://127.0.0.1:1/elsewhere' })).catch((err: unknown) => err);
+    t.ok(unknown instanceof TargetUnreachableError, 'a URL the upstream does not list');
+  },
+);
 
 t.test('a 401 earns one retry with a new token; a second 401 is the answer', async (t) => {
   let refuse = 'Bearer t1';
   const server = await rawServer(t, (req, res) => {
-    if (req.headers.authorization === refuse || refuse === '*') void res.writeHead(401, { 'content-type': 'text/plain' }).end('no');
+    if (req.headers.authorization === refuse || refuse === '*')
+      void res.writeHead(401, { 'content-type': 'text/plain' }).end('no');
     else json(res, 200, { ok: true });
   });
   const { credentials, refusals } = tokens();
@@ -88,7 +108,11 @@ t.test('a 401 earns one retry with a new token; a second 401 is the answer', asy
   const res = await http.request(post({ target: server.url, principal: 'p1' }));
   t.equal(res.statusCode, 200);
   await res.body.dump();
-  t.same(server.seen.map((s) => s.headers.authorization), ['Bearer t1', 'Bearer t2'], 'the retry carries the new token');
+  t.same(
+    server.seen.map((s) => s.headers.authorization),
+    ['Bearer t1', 'Bearer t2'],
+    'the retry carries the new token',
+  );
   t.same(refusals, [{ principal: 'p1', sent: 'Bearer t1', last: false }]);
 
   refuse = '*';
@@ -97,12 +121,16 @@ t.test('a 401 earns one retry with a new token; a second 401 is the answer', asy
   t.equal(relayed.statusCode, 401, 'the second 401 reaches the caller');
   t.equal(await relayed.body.text(), 'no', 'with its body');
   t.equal(server.seen.length, 2, 'one retry, not a loop');
-  t.same(refusals.slice(1).map((r) => r.last), [false, true]);
+  t.same(
+    refusals.slice(1).map((r) => r.last),
+    [false, true],
+  );
 });
 
 t.test('a 401 too long to read away: its connection is dropped, and the retry still goes', async (t) => {
   const server = await rawServer(t, (req, res) => {
-    if (req.headers.authorization === 'Bearer t1') void res.writeHead(401, { 'content-type': 'text/plain' }).end('x'.repeat(512 * 1024));
+    if (req.headers.authorization === 'Bearer t1')
+      void res.writeHead(401, { 'content-type': 'text/plain' }).end('x'.repeat(512 * 1024));
     else json(res, 200, { ok: true });
   });
   const { credentials } = tokens();
@@ -124,19 +152,25 @@ t.test('a credential that answers a 401 with its own error fails the request wit
   t.equal(server.seen.length, 1);
 });
 
-t.test('an abort while the credential weighs a 401 ends the request with the abort reason, and no retry goes', async (t) => {
-  const server = await rawServer(t, (_req, res) => void res.writeHead(401, { 'content-type': 'text/plain' }).end('no'));
-  const ac = new AbortController();
-  const reason = new Error('the client went away');
-  const { credentials } = tokens(async () => {
-    ac.abort(reason);
-    return true;
-  });
-  const { http } = client(t, [server.url], credentials);
-  const err = await http.request(post({ target: server.url, signal: ac.signal })).catch((e: unknown) => e);
-  t.equal(err, reason);
-  t.equal(server.seen.length, 1);
-});
+t.test(
+  'an abort while the credential weighs a 401 ends the request with the abort reason, and no retry goes',
+  async (t) => {
+    const server = await rawServer(
+      t,
+      (_req, res) => void res.writeHead(401, { 'content-type': 'text/plain' }).end('no'),
+    );
+    const ac = new AbortController();
+    const reason = new Error('the client went away');
+    const { credentials } = tokens(async () => {
+      ac.abort(reason);
+      return true;
+    });
+    const { http } = client(t, [server.url], credentials);
+    const err = await http.request(post({ target: server.url, signal: ac.signal })).catch((e: unknown) => e);
+    t.equal(err, reason);
+    t.equal(server.seen.length, 1);
+  },
+);
 
 t.test('a request to no URL of the upstream’s passes untouched: no credential, no health kept', async (t) => {
   const server = await rawServer(t, (_req, res) => json(res, 200, {}));

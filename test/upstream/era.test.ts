@@ -8,53 +8,92 @@ import { eraOf, MemoryEraMemo, UpstreamEra, type ProbeAnswer } from '../../src/u
 import { createLogger } from '../../src/log.js';
 
 const log = createLogger('silent');
-const discover = { jsonrpc: '2.0', id: 1, result: { resultType: 'complete', supportedVersions: ['2026-07-28'], capabilities: {} } };
-const unsupported = (supported: string[]) => ({ jsonrpc: '2.0', id: 1, error: { code: -32022, message: 'Unsupported protocol version', data: { supported } } });
+const discover = {
+  jsonrpc: '2.0',
+  id: 1,
+  result: { resultType: 'complete', supportedVersions: ['2026-07-28'], capabilities: {} },
+};
+const unsupported = (supported: string[]) => ({
+  jsonrpc: '2.0',
+  id: 1,
+  error: { code: -32022, message: 'Unsupported protocol version', data: { supported } },
+});
 
 t.test('eraOf reads a probe answer as a dual-era client would', async (t) => {
   t.equal(eraOf({ status: 200, message: discover }), 'modern', 'a DiscoverResult');
   t.equal(eraOf({ status: 400, message: unsupported(['2026-07-28']) }), 'modern', 'a -32022 naming 2026-07-28');
-  t.equal(eraOf({ status: 400, message: unsupported(['2025-11-25']) }), 'legacy', 'a -32022 naming only legacy versions');
-  t.equal(eraOf({ status: 400, message: { jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Bad Request: Server not initialized' } } }), 'legacy');
+  t.equal(
+    eraOf({ status: 400, message: unsupported(['2025-11-25']) }),
+    'legacy',
+    'a -32022 naming only legacy versions',
+  );
+  t.equal(
+    eraOf({
+      status: 400,
+      message: { jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Bad Request: Server not initialized' } },
+    }),
+    'legacy',
+  );
   t.equal(eraOf({ status: 404, message: undefined }), 'legacy');
   t.equal(eraOf({ status: 405, message: undefined }), 'legacy');
-  for (const status of [401, 403, 429, 500, 502, 503]) t.equal(eraOf({ status, message: undefined }), undefined, `${status} says nothing`);
+  for (const status of [401, 403, 429, 500, 502, 503])
+    t.equal(eraOf({ status, message: undefined }), undefined, `${status} says nothing`);
 });
 
-t.test('UpstreamEra probes once, shares the era through the store, serves the last known one when a probe says nothing', async (t) => {
-  const memo = new MemoryEraMemo();
-  const answers: Array<ProbeAnswer | Error> = [{ status: 503, message: undefined }, { status: 200, message: discover }];
-  let probes = 0;
-  const probe = async (): Promise<ProbeAnswer> => {
-    probes++;
-    const a = answers.shift()!;
-    if (a instanceof Error) throw a;
-    return a;
-  };
-  const found: string[] = [];
-  const era = new UpstreamEra({ upstream: 'u', setting: 'auto', probe, memo, log, retryMs: 0, onEra: (e) => found.push(e) });
-  t.equal(await era.era(), 'legacy', 'no evidence yet: served as legacy');
-  t.equal(era.current, undefined, 'and not remembered');
-  const [a, b] = await Promise.all([era.era(), era.era()]);
-  t.same([a, b], ['modern', 'modern'], 'found');
-  t.equal(probes, 2, 'concurrent callers shared one probe');
-  t.equal(await memo.get('u'), 'modern', 'stored for the other replicas');
-  const other = new UpstreamEra({ upstream: 'u', setting: 'auto', probe, memo, log });
-  t.equal(await other.era(), 'modern', 'another replica takes the stored era');
-  t.equal(probes, 2, 'without probing');
+t.test(
+  'UpstreamEra probes once, shares the era through the store, serves the last known one when a probe says nothing',
+  async (t) => {
+    const memo = new MemoryEraMemo();
+    const answers: Array<ProbeAnswer | Error> = [
+      { status: 503, message: undefined },
+      { status: 200, message: discover },
+    ];
+    let probes = 0;
+    const probe = async (): Promise<ProbeAnswer> => {
+      probes++;
+      const a = answers.shift()!;
+      if (a instanceof Error) throw a;
+      return a;
+    };
+    const found: string[] = [];
+    const era = new UpstreamEra({
+      upstream: 'u',
+      setting: 'auto',
+      probe,
+      memo,
+      log,
+      retryMs: 0,
+      onEra: (e) => found.push(e),
+    });
+    t.equal(await era.era(), 'legacy', 'no evidence yet: served as legacy');
+    t.equal(era.current, undefined, 'and not remembered');
+    const [a, b] = await Promise.all([era.era(), era.era()]);
+    t.same([a, b], ['modern', 'modern'], 'found');
+    t.equal(probes, 2, 'concurrent callers shared one probe');
+    t.equal(await memo.get('u'), 'modern', 'stored for the other replicas');
+    const other = new UpstreamEra({ upstream: 'u', setting: 'auto', probe, memo, log });
+    t.equal(await other.era(), 'modern', 'another replica takes the stored era');
+    t.equal(probes, 2, 'without probing');
 
-  answers.push(new Error('connect ECONNREFUSED'));
-  t.ok(era.refused(), 'a refusal forgets the era');
-  t.equal(await era.era(), 'modern', 'a probe that fails serves the last known era');
-  answers.push({ status: 400, message: undefined });
-  t.equal(await era.era(), 'legacy', 'the next probe finds the new era, not the stored one');
-  t.equal(await memo.get('u'), 'legacy', 'and stores it');
-  t.same(found, ['modern', 'legacy']);
-});
+    answers.push(new Error('connect ECONNREFUSED'));
+    t.ok(era.refused(), 'a refusal forgets the era');
+    t.equal(await era.era(), 'modern', 'a probe that fails serves the last known era');
+    answers.push({ status: 400, message: undefined });
+    t.equal(await era.era(), 'legacy', 'the next probe finds the new era, not the stored one');
+    t.equal(await memo.get('u'), 'legacy', 'and stores it');
+    t.same(found, ['modern', 'legacy']);
+  },
+);
 
 t.test('a configured era is never probed or refused', async (t) => {
   let probes = 0;
-  const era = new UpstreamEra({ upstream: 'u', setting: 'modern', probe: async () => (probes++, { status: 200, message: discover }), memo: new MemoryEraMemo(), log });
+  const era = new UpstreamEra({
+    upstream: 'u',
+    setting: 'modern',
+    probe: async () => (probes++, { status: 200, message: discover }),
+    memo: new MemoryEraMemo(),
+    log,
+  });
   t.equal(await era.era(), 'modern');
   t.notOk(era.refused());
   t.equal(probes, 0);

@@ -120,20 +120,23 @@ t.test('legacy_client-to-raw_upstream-timeout: upstream_timeout within requestTi
   }
 });
 
-t.test('legacy_client-to-raw_upstream-refused: the session must move (never sent), initialize is upstream_unavailable', async (t) => {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as import('node:net').AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  const { client } = rawClient(t, `http://127.0.0.1:${port}/mcp`);
+t.test(
+  'legacy_client-to-raw_upstream-refused: the session must move (never sent), initialize is upstream_unavailable',
+  async (t) => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as import('node:net').AddressInfo;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const { client } = rawClient(t, `http://127.0.0.1:${port}/mcp`);
 
-  const err = await failure(client.request(SESSION, LIST, {}));
-  t.type(err, TargetUnreachableError, 'the pool re-opens the session elsewhere and sends the request again');
-  t.match((err as Error).cause, { code: 'ECONNREFUSED' });
-  t.equal(reasonOf(await failure(client.initialize(INIT))), 'upstream_unavailable');
-  await client.terminate(SESSION);
-  t.pass('terminate never throws');
-});
+    const err = await failure(client.request(SESSION, LIST, {}));
+    t.type(err, TargetUnreachableError, 'the pool re-opens the session elsewhere and sends the request again');
+    t.match((err as Error).cause, { code: 'ECONNREFUSED' });
+    t.equal(reasonOf(await failure(client.initialize(INIT))), 'upstream_unavailable');
+    await client.terminate(SESSION);
+    t.pass('terminate never throws');
+  },
+);
 
 t.test('legacy_client-to-raw_upstream-oversized: upstream_bad_response', async (t) => {
   const big = { jsonrpc: '2.0', id: 5, result: { pad: 'x'.repeat(4096) } };

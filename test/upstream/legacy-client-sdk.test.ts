@@ -260,7 +260,9 @@ t.test('legacy_client-to-sdk_upstream-close: in-flight calls finish, new calls r
   const { fx, client } = await setup(t);
   const hs = await client.initialize(INIT);
   const inflight = client.request(hs, call('c', 'poll'), {});
-  await until(() => fx.seen.some((s) => (s.body as { id?: unknown } | undefined)?.id === 'c'), { what: 'the call to reach the upstream' });
+  await until(() => fx.seen.some((s) => (s.body as { id?: unknown } | undefined)?.id === 'c'), {
+    what: 'the call to reach the upstream',
+  });
   const closed = client.close();
   await t.rejects(client.request(hs, call('d', 'echo'), {}), CausewayError);
   t.equal(firstText(await inflight), 'polled');

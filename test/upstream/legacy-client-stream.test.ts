@@ -1,16 +1,6 @@
 import t from 'tap';
 import type { JsonRpcNotification, JsonRpcRequest } from '../../src/jsonrpc.js';
-import {
-  event,
-  isPost,
-  json,
-  RAW_SECRET,
-  rawClient,
-  rawServer,
-  reasonOf,
-  SESSION,
-  startSse,
-} from './raw-server.js';
+import { event, isPost, json, RAW_SECRET, rawClient, rawServer, reasonOf, SESSION, startSse } from './raw-server.js';
 import { until } from '../helpers/until.js';
 import { SessionExpiredError } from '../../src/upstream/core/errors.js';
 
@@ -123,9 +113,13 @@ t.test('legacy_client-to-raw_upstream-batch: 2025-03-26 arrays in SSE data and i
   const old = { sessionId: 'sess-old', protocolVersion: '2025-03-26' };
   const notes: JsonRpcNotification[] = [];
 
-  const viaSse = await client.request(old, { jsonrpc: '2.0', id: 7, method: 'tools/list' }, {
-    onNotification: (n) => notes.push(n),
-  });
+  const viaSse = await client.request(
+    old,
+    { jsonrpc: '2.0', id: 7, method: 'tools/list' },
+    {
+      onNotification: (n) => notes.push(n),
+    },
+  );
   t.same(viaSse, { jsonrpc: '2.0', id: 7, result: { via: 'sse' } });
   t.equal(notes.length, 2, 'every message of the batch is routed');
 
@@ -180,7 +174,9 @@ t.test('legacy_client-to-raw_upstream-get_stream: resumes with Last-Event-ID, en
 
   const stream = await client.openStream(SESSION, { onNotification: (n) => notes.push(n) }, ac.signal);
   if (stream === 'unsupported') throw new Error('expected a stream');
-  await until(() => notes.length === 2 && seen.some((s) => isPost(s.body, 'result')), { what: 'both notes and the answer upstream' });
+  await until(() => notes.length === 2 && seen.some((s) => isPost(s.body, 'result')), {
+    what: 'both notes and the answer upstream',
+  });
 
   t.same(
     notes.map((n) => n.method),

@@ -7,10 +7,20 @@ import { legacyParams } from '../../src/upstream/http/index.js';
 
 t.test('2026-only params and _meta keys are left out; the rest goes as it is', async (t) => {
   const params = JSON.parse(
-    '{"name":"echo","arguments":{"text":"hi"},"inputResponses":{},"requestState":"s","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"client","x.example/trace":"k"}}',
+    '{"name":"echo","arguments":{"text":"hi"},"inputResponses":{},"requestState":"s",' +
+      '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",' +
+      '"progressToken":"client","x.example/trace":"k"}}',
   );
-  t.same(legacyParams(params, undefined), { name: 'echo', arguments: { text: 'hi' }, _meta: { 'x.example/trace': 'k' } });
-  t.same(legacyParams(params, 'up-1')._meta, { 'x.example/trace': 'k', progressToken: 'up-1' }, "the call's own token, not the client's");
+  t.same(legacyParams(params, undefined), {
+    name: 'echo',
+    arguments: { text: 'hi' },
+    _meta: { 'x.example/trace': 'k' },
+  });
+  t.same(
+    legacyParams(params, 'up-1')._meta,
+    { 'x.example/trace': 'k', progressToken: 'up-1' },
+    "the call's own token, not the client's",
+  );
 });
 
 t.test('no _meta when nothing is left for it', async (t) => {
@@ -25,5 +35,9 @@ t.test('a __proto__ member stays a member, and sets no prototype', async (t) => 
   const out = legacyParams(params, undefined);
   t.equal(Object.getPrototypeOf(out), Object.prototype);
   t.equal((out as { polluted?: unknown }).polluted, undefined);
-  t.same(JSON.parse(JSON.stringify(out)), JSON.parse('{"name":"echo","arguments":{},"__proto__":{"polluted":true}}'), 'sent upstream as the client sent it');
+  t.same(
+    JSON.parse(JSON.stringify(out)),
+    JSON.parse('{"name":"echo","arguments":{},"__proto__":{"polluted":true}}'),
+    'sent upstream as the client sent it',
+  );
 });

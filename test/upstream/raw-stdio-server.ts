@@ -4,7 +4,14 @@
 
 import { createInterface } from 'node:readline';
 
-type Msg = { jsonrpc: '2.0'; id?: string | number | null; method?: string; params?: Record<string, unknown>; result?: unknown; error?: unknown };
+type Msg = {
+  jsonrpc: '2.0';
+  id?: string | number | null;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: unknown;
+  error?: unknown;
+};
 
 const stubborn = process.argv.includes('--stubborn');
 const send = (m: Msg): void => void process.stdout.write(`${JSON.stringify(m)}\n`);
@@ -29,12 +36,16 @@ const TOOLS: Record<string, (req: Msg, args: Record<string, unknown>) => Promise
     return { content: [{ type: 'text', text: `pong ${JSON.stringify(pong.result)}` }] };
   },
   async elicit() {
-    const answer = await ask('elicitation/create', { message: 'name?', requestedSchema: { type: 'object', properties: {} } });
+    const answer = await ask('elicitation/create', {
+      message: 'name?',
+      requestedSchema: { type: 'object', properties: {} },
+    });
     return { content: [{ type: 'text', text: `answer ${JSON.stringify(answer.result ?? answer.error)}` }] };
   },
   async notify(req) {
     const token = (req.params?._meta as Record<string, unknown> | undefined)?.progressToken;
-    if (token !== undefined) send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: 1 } });
+    if (token !== undefined)
+      send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: 1 } });
     send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'someone-else', progress: 1 } });
     send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'hi' } });
     send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
@@ -74,7 +85,15 @@ async function handle(m: Msg): Promise<void> {
   }
   if (m.id === undefined) return;
   if (m.method === 'initialize') {
-    send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'raw-stdio', version: '1' } } });
+    send({
+      jsonrpc: '2.0',
+      id: m.id,
+      result: {
+        protocolVersion: '2025-06-18',
+        capabilities: { tools: {} },
+        serverInfo: { name: 'raw-stdio', version: '1' },
+      },
+    });
     return;
   }
   if (m.method === 'tools/call') {

@@ -1,10 +1,10 @@
 // ReplicaAsks between "replicas" in one process (a LocalBus between them, which, like Redis on one
 // node, says how many subscribers heard a message): an ask that arrives on the replica holding a
 // session's GET stream goes to the one call that can take it, on whichever replica (given here,
-// or handed to another); with none or several anywhere it is refused. The count ends as soon as every replica that heard the query
-// answered (the window is set far out of reach where that is what is shown); a replica that
-// never answers counts as having no call once the window passes; a bus that cannot publish leaves
-// the holder with its own calls.
+// or handed to another); with none or several anywhere it is refused. The count ends as soon as every replica that
+// heard the query answered (the window is set far out of reach where that is what is shown); a replica that never
+// answers counts as having no call once the window passes; a bus that cannot publish leaves the holder with its own
+// calls.
 
 import t, { type Test } from 'tap';
 import { LocalBus, type MessageBus } from '../../src/bus/message-bus.js';
@@ -41,7 +41,11 @@ async function replica(t: Test, id: string, bus: MessageBus, waitMs = FOREVER): 
     given,
     call(name, session = SESSION) {
       given.set(name, []);
-      const ctx = { session: { sessionId: session }, handlers: { onServerRequest: (r: JsonRpcRequest) => given.get(name)!.push(r) }, id: name } as unknown as Exchange;
+      const ctx = {
+        session: { sessionId: session },
+        handlers: { onServerRequest: (r: JsonRpcRequest) => given.get(name)!.push(r) },
+        id: name,
+      } as unknown as Exchange;
       const leave = calls.enter(ctx, 'tools/call');
       t.teardown(() => leave?.());
     },
@@ -144,7 +148,11 @@ t.test('the call ended between the count and the hand-over: refused', async (t) 
   const bus = new LocalBus();
   const a = await replica(t, 'a', bus);
   const b = await replica(t, 'b', bus);
-  const ctx = { session: { sessionId: SESSION }, handlers: { onServerRequest: () => t.fail('an ended call was given the ask') }, id: 'gone' } as unknown as Exchange;
+  const ctx = {
+    session: { sessionId: SESSION },
+    handlers: { onServerRequest: () => t.fail('an ended call was given the ask') },
+    id: 'gone',
+  } as unknown as Exchange;
   const leave = b.calls.enter(ctx, 'tools/call')!;
   // B counted the call; it leaves as B's count reaches A, before A hands the ask over.
   const unsubscribe = await bus.subscribe('test:asks:a', (text) => {

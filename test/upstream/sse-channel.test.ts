@@ -6,7 +6,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Pool } from 'undici';
 import { CausewayError } from '../../src/errors.js';
 import type { JsonRpcMessage, JsonRpcResponse } from '../../src/jsonrpc.js';
-import { detectTransport, SseChannelOpener, TransportMemo, type MessageChannel, type SseChannelOptions } from '../../src/upstream/index.js';
+import {
+  detectTransport,
+  SseChannelOpener,
+  TransportMemo,
+  type MessageChannel,
+  type SseChannelOptions,
+} from '../../src/upstream/index.js';
 import { startLegacyServer, type LegacyServerHandle, type LegacyServerOptions } from '../fixtures/legacy-server.js';
 import { spawnFixture } from '../e2e/upstreams.js';
 import { logSink, type LogSink } from './log-sink.js';
@@ -36,9 +42,19 @@ interface Opened {
   response(id: number | string): Promise<JsonRpcResponse>;
 }
 
-function opener(tt: HasTeardown, url: string, options: Partial<SseChannelOptions> = {}): { opener: SseChannelOpener; sink: LogSink } {
+function opener(
+  tt: HasTeardown,
+  url: string,
+  options: Partial<SseChannelOptions> = {},
+): { opener: SseChannelOpener; sink: LogSink } {
   const sink = logSink();
-  const o = new SseChannelOpener({ url, headers: { Authorization: SECRET }, connectTimeoutMs: 1000, log: sink.log, ...options });
+  const o = new SseChannelOpener({
+    url,
+    headers: { Authorization: SECRET },
+    connectTimeoutMs: 1000,
+    log: sink.log,
+    ...options,
+  });
   tt.teardown(() => o.close());
   return { opener: o, sink };
 }
@@ -52,7 +68,8 @@ async function open(tt: HasTeardown, url: string, options: Partial<SseChannelOpt
   channel.onMessage((m) => messages.push(m));
   channel.onClose((r) => closes.push(r));
   const response = async (id: number | string): Promise<JsonRpcResponse> => {
-    const find = () => messages.find((m) => 'id' in m && m.id === id && !('method' in m)) as JsonRpcResponse | undefined;
+    const find = () =>
+      messages.find((m) => 'id' in m && m.id === id && !('method' in m)) as JsonRpcResponse | undefined;
     return until(find, { what: `the answer to ${id}` });
   };
   return { channel, sink, messages, closes, response };
@@ -67,7 +84,12 @@ async function initialized(tt: HasTeardown, url: string, options: Partial<SseCha
 }
 
 /** The promise rejects with an error matching `wanted` (a CausewayError's reason, its message). */
-async function rejectsWith(tt: Test, p: Promise<unknown>, wanted: { reason?: string; message?: RegExp | string }, msg = 'rejects as expected'): Promise<void> {
+async function rejectsWith(
+  tt: Test,
+  p: Promise<unknown>,
+  wanted: { reason?: string; message?: RegExp | string },
+  msg = 'rejects as expected',
+): Promise<void> {
   const err = await p.then(
     () => undefined,
     (e: unknown) => e,
@@ -95,7 +117,12 @@ t.test('a session over the SDK SSE server: initialize, initialized, a tool call'
   t.equal(init['protocolVersion'], '2024-11-05', 'the server took our version');
   t.match(init['serverInfo'], { name: 'causeway-legacy-fixture' });
   await o.channel.send(INITIALIZED);
-  await o.channel.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'over sse' } } });
+  await o.channel.send({
+    jsonrpc: '2.0',
+    id: 2,
+    method: 'tools/call',
+    params: { name: 'echo', arguments: { text: 'over sse' } },
+  });
   t.equal(textOf(await o.response(2)), 'over sse');
   const stats = fx.stats();
   t.equal(stats.initializeCount, 1);
@@ -112,7 +139,12 @@ t.test('over a Pool the caller owns', async (t) => {
   const pool = new Pool(new URL(fx.url).origin, { connections: 4 });
   t.teardown(() => pool.close());
   const o = await initialized(t, fx.url, { dispatcher: pool });
-  await o.channel.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'pooled' } } });
+  await o.channel.send({
+    jsonrpc: '2.0',
+    id: 2,
+    method: 'tools/call',
+    params: { name: 'echo', arguments: { text: 'pooled' } },
+  });
   t.equal(textOf(await o.response(2)), 'pooled');
   await o.channel.close();
   t.equal(pool.closed, false, 'the pool is left to its owner');
@@ -147,13 +179,25 @@ t.test('two requests in flight at once are answered by id', async (t) => {
   const fx = await fixture(t);
   const o = await initialized(t, fx.url);
   await Promise.all([
-    o.channel.send({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: { name: 'slow', arguments: { ms: 200 } } }),
-    o.channel.send({ jsonrpc: '2.0', id: 'fast', method: 'tools/call', params: { name: 'echo', arguments: { text: 'fast' } } }),
+    o.channel.send({
+      jsonrpc: '2.0',
+      id: 'slow',
+      method: 'tools/call',
+      params: { name: 'slow', arguments: { ms: 200 } },
+    }),
+    o.channel.send({
+      jsonrpc: '2.0',
+      id: 'fast',
+      method: 'tools/call',
+      params: { name: 'echo', arguments: { text: 'fast' } },
+    }),
   ]);
   const [slow, fast] = await Promise.all([o.response('slow'), o.response('fast')]);
   t.equal(textOf(fast), 'fast');
   t.ok(resultOf(slow)['content'], 'the slow one answered too');
-  const order = o.messages.filter((m) => 'id' in m && (m.id === 'slow' || m.id === 'fast')).map((m) => (m as JsonRpcResponse).id);
+  const order = o.messages
+    .filter((m) => 'id' in m && (m.id === 'slow' || m.id === 'fast'))
+    .map((m) => (m as JsonRpcResponse).id);
   t.same(order, ['fast', 'slow'], 'each answer came as it was ready');
 });
 
@@ -289,21 +333,50 @@ t.test('nothing listening: upstream_unavailable', async (t) => {
 });
 
 t.test('the GET refused or answered with something else', async (t) => {
-  const refused = await rawServer(t, (_req, res) => void res.writeHead(404, { 'content-type': 'text/plain' }).end('nope'));
+  const refused = await rawServer(
+    t,
+    (_req, res) => void res.writeHead(404, { 'content-type': 'text/plain' }).end('nope'),
+  );
   await rejectsWith(t, opener(t, refused.url).opener.open(), { reason: 'upstream_unavailable', message: /HTTP 404/ });
-  const redirect = await rawServer(t, (_req, res) => void res.writeHead(302, { location: 'http://127.0.0.1:1/sse' }).end());
-  await rejectsWith(t, opener(t, redirect.url).opener.open(), { reason: 'upstream_unavailable', message: /HTTP 302/ }, 'a redirect is not followed');
-  const json = await rawServer(t, (_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  const redirect = await rawServer(
+    t,
+    (_req, res) => void res.writeHead(302, { location: 'http://127.0.0.1:1/sse' }).end(),
+  );
+  await rejectsWith(
+    t,
+    opener(t, redirect.url).opener.open(),
+    { reason: 'upstream_unavailable', message: /HTTP 302/ },
+    'a redirect is not followed',
+  );
+  const json = await rawServer(
+    t,
+    (_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{}'),
+  );
   await rejectsWith(t, opener(t, json.url).opener.open(), { reason: 'upstream_bad_response' });
-  const ended = await rawServer(t, (_req, res) => void res.writeHead(200, { 'content-type': 'text/event-stream' }).end('data: {}\n\n'));
-  await rejectsWith(t, opener(t, ended.url).opener.open(), { reason: 'upstream_bad_response', message: /before its endpoint/ });
+  const ended = await rawServer(
+    t,
+    (_req, res) => void res.writeHead(200, { 'content-type': 'text/event-stream' }).end('data: {}\n\n'),
+  );
+  await rejectsWith(t, opener(t, ended.url).opener.open(), {
+    reason: 'upstream_bad_response',
+    message: /before its endpoint/,
+  });
 });
 
 t.test('an endpoint on another origin is refused', async (t) => {
-  for (const endpoint of ['http://127.0.0.2:9/messages?sessionId=x', 'https://127.0.0.1/messages', '//evil.example/messages']) {
+  for (const endpoint of [
+    'http://127.0.0.2:9/messages?sessionId=x',
+    'https://127.0.0.1/messages',
+    '//evil.example/messages',
+  ]) {
     let posted = false;
     const raw = await rawSse(t, `event: endpoint\ndata: ${endpoint}\n\n`, () => (posted = true));
-    await rejectsWith(t, opener(t, raw.url).opener.open(), { reason: 'upstream_bad_response', message: /another origin/ }, endpoint);
+    await rejectsWith(
+      t,
+      opener(t, raw.url).opener.open(),
+      { reason: 'upstream_bad_response', message: /another origin/ },
+      endpoint,
+    );
     t.notOk(posted);
   }
 });
@@ -341,7 +414,10 @@ t.test('invalid events are dropped with a warning; the channel goes on', async (
   t.same(resultOf(r), { ok: true });
   t.equal(o.messages.length, 1, 'only the good one');
   t.equal(o.channel.closed, false);
-  const warns = o.sink.lines().filter((l) => l['level'] === 40).map((l) => l['msg']);
+  const warns = o.sink
+    .lines()
+    .filter((l) => l['level'] === 40)
+    .map((l) => l['msg']);
   t.equal(warns.length, 3, `three dropped: ${JSON.stringify(warns)}`);
 });
 
@@ -359,11 +435,17 @@ t.test('a single event above maxEventBytes ends the channel as a bad response', 
 
 t.test('messages sent before onMessage is called are kept for it', async (t) => {
   // The event of another type after the message is logged once read: proof the message came first.
-  const raw = await rawSse(t, `event: endpoint\ndata: /messages\n\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\nevent: marker\ndata: x\n\n`);
+  const raw = await rawSse(
+    t,
+    `event: endpoint\ndata: /messages\n\ndata: ` +
+      `{"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\nevent: marker\ndata: x\n\n`,
+  );
   const { opener: o, sink } = opener(t, raw.url);
   const channel = await o.open();
   t.teardown(() => channel.close());
-  await until(() => sink.lines().some((l) => l['msg'] === 'upstream SSE event of another type ignored'), { what: 'the marker event to be read' });
+  await until(() => sink.lines().some((l) => l['msg'] === 'upstream SSE event of another type ignored'), {
+    what: 'the marker event to be read',
+  });
   const got: JsonRpcMessage[] = [];
   channel.onMessage((m) => got.push(m));
   t.equal(got.length, 1);
@@ -384,7 +466,10 @@ t.test('detectTransport', async (t) => {
     t.teardown(() => fx.close());
     const sink = logSink();
     const memo = new TransportMemo();
-    t.same(await detectTransport(fx.url, { memo, log: sink.log, timeoutMs: 2000, headers: { Authorization: SECRET } }), { transport: 'streamable-http', url: fx.url });
+    t.same(
+      await detectTransport(fx.url, { memo, log: sink.log, timeoutMs: 2000, headers: { Authorization: SECRET } }),
+      { transport: 'streamable-http', url: fx.url },
+    );
     t.equal(fx.stats().initializeCount, 1);
     t.equal(fx.stats().lastHeaders['authorization'], SECRET);
     await until(() => fx.stats().sessionsOpen === 0, { what: 'the upstream to see the session go' });
@@ -416,23 +501,41 @@ t.test('detectTransport', async (t) => {
       res.writeHead(404, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32601, message: 'Method not found' } }));
     });
-    t.equal((await detectTransport(raw.url, { memo: new TransportMemo(), log: logSink().log, timeoutMs: 1000 })).transport, 'streamable-http');
-    t.same(raw.seen.map((s) => s.method), ['POST']);
+    t.equal(
+      (await detectTransport(raw.url, { memo: new TransportMemo(), log: logSink().log, timeoutMs: 1000 })).transport,
+      'streamable-http',
+    );
+    t.same(
+      raw.seen.map((s) => s.method),
+      ['POST'],
+    );
   });
 
   t.test('a /mcp URL whose server only speaks HTTP+SSE: found at the conventional /sse beside it', async (t) => {
     const fx = await fixture(t);
     const base = fx.url.replace('/sse', '/mcp');
-    t.same(await detectTransport(base, { memo: new TransportMemo(), log: logSink().log, timeoutMs: 1000 }), { transport: 'sse', url: fx.url });
+    t.same(await detectTransport(base, { memo: new TransportMemo(), log: logSink().log, timeoutMs: 1000 }), {
+      transport: 'sse',
+      url: fx.url,
+    });
   });
 
   t.test('neither: the probe fails and nothing is remembered', async (t) => {
     const raw = await rawServer(t, (_req, res) => void res.writeHead(405, { 'content-type': 'text/plain' }).end('no'));
     const memo = new TransportMemo();
-    await rejectsWith(t, detectTransport(raw.url, { memo, log: logSink().log, timeoutMs: 1000 }), { reason: 'upstream_unavailable' });
+    await rejectsWith(t, detectTransport(raw.url, { memo, log: logSink().log, timeoutMs: 1000 }), {
+      reason: 'upstream_unavailable',
+    });
     t.equal(memo.get(raw.url), undefined);
-    t.same(raw.seen.map((s) => s.method), ['POST', 'GET', 'GET'], 'the URL, then the conventional /sse beside it');
+    t.same(
+      raw.seen.map((s) => s.method),
+      ['POST', 'GET', 'GET'],
+      'the URL, then the conventional /sse beside it',
+    );
     const down = await rawServer(t, (_req, res) => void res.writeHead(503).end());
-    await rejectsWith(t, detectTransport(down.url, { memo, log: logSink().log, timeoutMs: 1000 }), { reason: 'upstream_unavailable', message: /HTTP 503/ });
+    await rejectsWith(t, detectTransport(down.url, { memo, log: logSink().log, timeoutMs: 1000 }), {
+      reason: 'upstream_unavailable',
+      message: /HTTP 503/,
+    });
   });
 });

@@ -51,7 +51,10 @@ t.test('a Bearer token: its value, lifetime and refresh token; the client in Bas
 });
 
 t.test('a public client (no secret) is named in the form, with no Authorization', async (t) => {
-  const { result } = ask({ status: 200, body: { access_token: 'tok-2', token_type: 'bearer' } }, { id: 'doc', secret: '' });
+  const { result } = ask(
+    { status: 200, body: { access_token: 'tok-2', token_type: 'bearer' } },
+    { id: 'doc', secret: '' },
+  );
   t.same(await result, { token: 'tok-2', expiresInS: undefined, refreshToken: undefined });
   t.equal(seen?.authorization, undefined);
   t.equal(seen?.form.get('client_id'), 'doc');
@@ -106,6 +109,8 @@ t.test('a server that cannot be reached, and plain http off this machine, are no
     message: /could not be reached$/,
   });
   const remote = tokenEndpoint('http://as.example/token');
-  await t.rejects(tokenRequest(remote, client, 'client_credentials', form(), sink.log), { message: /could not be reached$/ });
+  await t.rejects(tokenRequest(remote, client, 'client_credentials', form(), sink.log), {
+    message: /could not be reached$/,
+  });
   t.match(sink.text(), /HTTPS/, 'the log says why: only https leaves this machine');
 });

@@ -25,7 +25,8 @@ export interface SessionRecord {
  * and whether the caller now holds the key's creation lock (`claimed`) or another does (`locked`).
  */
 export type Claim =
-  { state: 'live'; record: SessionRecord } | { state: 'claimed' | 'locked'; record: SessionRecord | undefined };
+  | { state: 'live'; record: SessionRecord }
+  | { state: 'claimed' | 'locked'; record: SessionRecord | undefined };
 
 /**
  * What a store that replicas share keeps beside the sessions, on its connection, for the stages that share state too.

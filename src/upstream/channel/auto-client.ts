@@ -64,7 +64,10 @@ export class AutoClient implements UpstreamSessionClient {
     if (this.found) return this.found;
     if (this.closed) throw closedError();
     const { url, memo, headers, connectTimeoutMs, probeTimeoutMs, log, dispatcher } = this.opts;
-    const detected = await untilAborted(detectTransport(url, { memo, log, headers, connectTimeoutMs, timeoutMs: probeTimeoutMs, dispatcher }), signal);
+    const detected = await untilAborted(
+      detectTransport(url, { memo, log, headers, connectTimeoutMs, timeoutMs: probeTimeoutMs, dispatcher }),
+      signal,
+    );
     if (this.closed) throw closedError();
     this.found ??= { transport: detected.transport, client: this.opts.build(detected) };
     return this.found;
@@ -108,7 +111,12 @@ export class AutoClient implements UpstreamSessionClient {
     return (await this.use()).client.respond(session, r);
   }
 
-  async openStream(session: SessionRef, handlers: StreamHandlers, signal: AbortSignal, lastEventId?: string): Promise<'unsupported' | { done: Promise<void> }> {
+  async openStream(
+    session: SessionRef,
+    handlers: StreamHandlers,
+    signal: AbortSignal,
+    lastEventId?: string,
+  ): Promise<'unsupported' | { done: Promise<void> }> {
     return (await this.use(signal)).client.openStream(session, handlers, signal, lastEventId);
   }
 

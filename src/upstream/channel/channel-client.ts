@@ -209,9 +209,14 @@ export class ChannelClient implements UpstreamSessionClient {
       const s = this.live(session);
       const scope = this.scope(signal, timeoutMs ?? this.opts.requestTimeoutMs);
       const asked = { value: false };
-      return timedRequest(signal, scope, () => this.exchange(s, msg, handlers, scope, asked), (result, seconds) => {
-        if (!asked.value) this.opts.onRequest?.(msg.method, result, seconds);
-      });
+      return timedRequest(
+        signal,
+        scope,
+        () => this.exchange(s, msg, handlers, scope, asked),
+        (result, seconds) => {
+          if (!asked.value) this.opts.onRequest?.(msg.method, result, seconds);
+        },
+      );
     });
   }
 
@@ -234,8 +239,15 @@ export class ChannelClient implements UpstreamSessionClient {
     return this.oneWay(session, r);
   }
 
-  /** Registers `handlers` for the session's messages that belong to no call; done rejects with SessionExpiredError when the session is lost. */
-  openStream(session: SessionRef, handlers: StreamHandlers, signal: AbortSignal): Promise<'unsupported' | { done: Promise<void> }> {
+  /**
+   * Registers `handlers` for the session's messages that belong to no call; done rejects with SessionExpiredError when
+   * the session is lost.
+   */
+  openStream(
+    session: SessionRef,
+    handlers: StreamHandlers,
+    signal: AbortSignal,
+  ): Promise<'unsupported' | { done: Promise<void> }> {
     return this.work.track(true, async () => {
       const s = this.live(session);
       let end!: (err?: unknown) => void;
@@ -296,7 +308,8 @@ export class ChannelClient implements UpstreamSessionClient {
     this.sessions.set(s.id, s);
     channel.onMessage((m) => s.route(m));
     channel.onClose((reason) => this.lose(s, reason));
-    if (channel.closed) this.lose(s, new CausewayError('upstream_unavailable', `Upstream ${this.name}: its channel closed`));
+    if (channel.closed)
+      this.lose(s, new CausewayError('upstream_unavailable', `Upstream ${this.name}: its channel closed`));
     return s;
   }
 
@@ -315,7 +328,8 @@ export class ChannelClient implements UpstreamSessionClient {
       this.restartOwed = true;
       this.log.warn({ err: reason, callsInFlight: s.pending.size }, 'upstream channel lost');
     }
-    const error = reason ?? new CausewayError('upstream_unavailable', `Upstream ${this.name}: the session's channel was closed`);
+    const error =
+      reason ?? new CausewayError('upstream_unavailable', `Upstream ${this.name}: the session's channel was closed`);
     for (const p of s.pending.values()) p.settle({ error });
     for (const stream of [...s.streams]) stream.end(new SessionExpiredError(this.name, { cause: error }));
   }
@@ -329,8 +343,13 @@ export class ChannelClient implements UpstreamSessionClient {
   private async makeRoom(): Promise<void> {
     while (this.sessions.size + this.opening > this.opts.maxChannels) {
       let oldest: ChannelSession | undefined;
-      for (const s of this.sessions.values()) if (s.idle && (oldest === undefined || s.lastUsedAt < oldest.lastUsedAt)) oldest = s;
-      if (oldest === undefined) throw new CausewayError('overloaded', `Upstream ${this.name}: all ${this.opts.maxChannels} of its processes are busy`);
+      for (const s of this.sessions.values())
+        if (s.idle && (oldest === undefined || s.lastUsedAt < oldest.lastUsedAt)) oldest = s;
+      if (oldest === undefined)
+        throw new CausewayError(
+          'overloaded',
+          `Upstream ${this.name}: all ${this.opts.maxChannels} of its processes are busy`,
+        );
       this.log.info('closing the least recently used idle upstream process to start another');
       await this.end(oldest);
     }
@@ -355,7 +374,13 @@ export class ChannelClient implements UpstreamSessionClient {
     return s;
   }
 
-  private exchange(s: ChannelSession, msg: JsonRpcRequest, handlers: StreamHandlers, scope: CallScope, asked?: { value: boolean }): Promise<JsonRpcResponse> {
+  private exchange(
+    s: ChannelSession,
+    msg: JsonRpcRequest,
+    handlers: StreamHandlers,
+    scope: CallScope,
+    asked?: { value: boolean },
+  ): Promise<JsonRpcResponse> {
     return new Promise<JsonRpcResponse>((resolve, reject) => {
       const key = idKey(msg.id);
       if (s.pending.has(key)) {
@@ -369,7 +394,9 @@ export class ChannelClient implements UpstreamSessionClient {
         method: msg.method,
         handlers,
         progressToken: typeof token === 'string' || typeof token === 'number' ? token : undefined,
-        ...(msg.method === 'tasks/result' && isObject(msg.params) && typeof msg.params.taskId === 'string' ? { followsTask: msg.params.taskId } : {}),
+        ...(msg.method === 'tasks/result' && isObject(msg.params) && typeof msg.params.taskId === 'string'
+          ? { followsTask: msg.params.taskId }
+          : {}),
         asked: false,
         outstanding: new Set(),
         settle: (outcome) => {
@@ -406,5 +433,4 @@ export class ChannelClient implements UpstreamSessionClient {
   private changed(): void {
     this.opts.onChannels?.(this.sessions.size);
   }
-
 }

@@ -12,7 +12,14 @@
 //   call it belongs to; one that names its task (related-task _meta) goes to the tasks/result
 //   following that task; pings are answered at once.
 
-import { isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../../jsonrpc.js';
+import {
+  isObject,
+  type JsonRpcMessage,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+  type RequestId,
+} from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { InFlightByKey } from '../../in-flight.js';
 import { refusal, classify } from '../http/index.js';
@@ -119,7 +126,12 @@ export class ChannelSession {
     const rank = (p: Pending): number => (ASKING_METHODS.has(p.method) ? 0 : 2) + (p.outstanding.size > 0 ? 1 : 0);
     const target =
       task === undefined
-        ? askers.filter((p) => p.followsTask === undefined).reduce<Pending | undefined>((best, p) => (best === undefined || rank(p) < rank(best) ? p : best), undefined)
+        ? askers
+            .filter((p) => p.followsTask === undefined)
+            .reduce<Pending | undefined>(
+              (best, p) => (best === undefined || rank(p) < rank(best) ? p : best),
+              undefined,
+            )
         : askers.find((p) => p.followsTask === task);
     if (target === undefined) {
       this.reply(refusal(r.id, 'No call in flight can take this request'), r.method);
@@ -133,7 +145,9 @@ export class ChannelSession {
   }
 
   private reply(r: JsonRpcResponse, method: string): void {
-    this.channel.send(r).catch((err: unknown) => this.log.warn({ err, method }, 'could not answer an upstream request'));
+    this.channel
+      .send(r)
+      .catch((err: unknown) => this.log.warn({ err, method }, 'could not answer an upstream request'));
   }
 
   private deliver(fn: () => void, method: string): void {

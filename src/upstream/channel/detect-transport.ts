@@ -81,7 +81,10 @@ export async function detectTransport(url: string, options: DetectOptions): Prom
       const found = await probeUrl(url, options, options.dispatcher ?? own!.dispatcher);
       memo.set(url, found);
       // The path only: a URL may carry credentials.
-      options.log.info({ transport: found.transport, path: new URL(found.url).pathname }, 'upstream transport detected');
+      options.log.info(
+        { transport: found.transport, path: new URL(found.url).pathname },
+        'upstream transport detected',
+      );
       return found;
     } catch (err) {
       options.log.warn({ err }, 'upstream transport probe failed; the next caller probes again');
@@ -115,13 +118,20 @@ async function probeUrl(url: string, options: DetectOptions, dispatcher: Dispatc
     jsonrpc: '2.0',
     id: PROBE_ID,
     method: 'initialize',
-    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'causeway-transport-probe', version: '1' } },
+    params: {
+      protocolVersion: '2025-11-25',
+      capabilities: {},
+      clientInfo: { name: 'causeway-transport-probe', version: '1' },
+    },
   });
   const res = await request(dispatcher, options, {
     origin: target.origin,
     path: `${target.pathname}${target.search}`,
     method: 'POST',
-    headers: withHeaders(options.headers, { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }),
+    headers: withHeaders(options.headers, {
+      accept: 'application/json, text/event-stream',
+      'content-type': 'application/json',
+    }),
     body,
   });
   if (res.statusCode >= 200 && res.statusCode <= 299) {
@@ -180,12 +190,23 @@ async function request(
     return await dispatcher.request({ ...req, signal, headersTimeout: 0, bodyTimeout: 0 });
   } catch (err) {
     if (options.signal?.aborted) throw options.signal.reason;
-    if (signal.aborted) throw new CausewayError('upstream_timeout', `Upstream transport probe got no answer within ${options.timeoutMs} ms`, undefined, { cause: err });
+    if (signal.aborted)
+      throw new CausewayError(
+        'upstream_timeout',
+        `Upstream transport probe got no answer within ${options.timeoutMs} ms`,
+        undefined,
+        { cause: err },
+      );
     throw toUpstreamError(err);
   }
 }
 
-async function endProbeSession(dispatcher: Dispatcher, options: DetectOptions, target: URL, sessionId: string): Promise<void> {
+async function endProbeSession(
+  dispatcher: Dispatcher,
+  options: DetectOptions,
+  target: URL,
+  sessionId: string,
+): Promise<void> {
   try {
     const res = await dispatcher.request({
       origin: target.origin,

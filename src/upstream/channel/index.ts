@@ -4,7 +4,13 @@
 
 export { AutoClient, type AutoClientOptions, type FoundTransport } from './auto-client.js';
 export { ChannelClient } from './channel-client.js';
-export { type Detected, type DetectOptions, detectTransport, type LegacyTransport, TransportMemo } from './detect-transport.js';
+export {
+  type Detected,
+  type DetectOptions,
+  detectTransport,
+  type LegacyTransport,
+  TransportMemo,
+} from './detect-transport.js';
 export type { ChannelOpener, MessageChannel } from './message-channel.js';
 export { SseChannelOpener, type SseChannelOptions } from './sse-channel.js';
 export { StdioOpener } from './stdio-channel.js';

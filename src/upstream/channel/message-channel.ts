@@ -11,7 +11,10 @@ export interface MessageChannel {
   send(message: JsonRpcMessage): Promise<void>;
   /** Every message the server sends, parsed, in order; invalid ones are dropped and logged by the channel. */
   onMessage(handler: (message: JsonRpcMessage) => void): void;
-  /** Called once when the channel ends: closed by us (reason undefined), or lost (the process exited, the stream dropped). */
+  /**
+   * Called once when the channel ends: closed by us (reason undefined), or lost (the process exited, the stream
+   * dropped).
+   */
   onClose(handler: (reason: Error | undefined) => void): void;
   readonly closed: boolean;
   /** Ends the channel: stdin closed then the process signalled after a grace period, or the SSE stream closed. */

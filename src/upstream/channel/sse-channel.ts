@@ -38,7 +38,10 @@ export interface SseChannelOptions {
   requestTimeoutMs?: number;
   maxEventBytes?: number;
   log: Logger;
-  /** The upstream's composed client (or any undici Dispatcher) to use; without one the opener makes (and close() ends) its own. */
+  /**
+   * The upstream's composed client (or any undici Dispatcher) to use; without one the opener makes (and close() ends)
+   * its own.
+   */
   dispatcher?: Dispatcher;
   /** A session's stream ended without us closing it (the server closed it, the connection dropped). */
   onDrop?(): void;
@@ -55,7 +58,10 @@ function pathOf(url: URL): string {
 }
 
 /** Lower-cased configured headers, then the protocol's own, which win. */
-export function withHeaders(configured: Record<string, string> | undefined, own: Record<string, string>): Record<string, string> {
+export function withHeaders(
+  configured: Record<string, string> | undefined,
+  own: Record<string, string>,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(configured ?? {})) out[k.toLowerCase()] = v;
   return { ...out, ...own };
@@ -127,7 +133,9 @@ export class SseChannelOpener implements ChannelOpener {
         void discard(res.body);
         throw badResponse(`the SSE endpoint answered ${type || 'no Content-Type'}, not text/event-stream`);
       }
-      events = parseSse(res.body, { maxEventBytes: this.options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES })[Symbol.asyncIterator]();
+      events = parseSse(res.body, { maxEventBytes: this.options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES })[
+        Symbol.asyncIterator
+      ]();
       const endpoint = await firstEndpoint(events, this.url, log);
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
@@ -143,7 +151,12 @@ export class SseChannelOpener implements ChannelOpener {
       void events?.return?.(undefined).catch(() => undefined);
       if (signal?.aborted) throw signal.reason;
       if (timedOut) {
-        throw new CausewayError('upstream_timeout', `Upstream sent no endpoint event within ${connectTimeoutMs} ms`, undefined, { cause: err });
+        throw new CausewayError(
+          'upstream_timeout',
+          `Upstream sent no endpoint event within ${connectTimeoutMs} ms`,
+          undefined,
+          { cause: err },
+        );
       }
       throw toUpstreamError(err);
     }
@@ -244,7 +257,10 @@ class SseChannel implements MessageChannel {
       reason = new CausewayError('upstream_unavailable', 'The upstream closed its HTTP+SSE stream');
     } catch (err) {
       const mapped = toUpstreamError(err);
-      reason = mapped instanceof Error ? mapped : new CausewayError('upstream_unavailable', undefined, undefined, { cause: err });
+      reason =
+        mapped instanceof Error
+          ? mapped
+          : new CausewayError('upstream_unavailable', undefined, undefined, { cause: err });
     }
     if (!this.ended) {
       this.options.log.debug({ err: reason }, 'upstream HTTP+SSE stream lost');

@@ -32,7 +32,25 @@ export interface StdioCommand {
  * that may carry Causeway's own secrets (a Redis password, the principal hash key). Anything else
  * it needs goes in upstream.env.
  */
-export const INHERITED_ENV: readonly string[] = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'TERM', 'LANG', 'TMPDIR', 'TZ', 'SystemRoot', 'ComSpec', 'PATHEXT', 'APPDATA', 'LOCALAPPDATA', 'TEMP', 'TMP', 'USERPROFILE'];
+export const INHERITED_ENV: readonly string[] = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'TERM',
+  'LANG',
+  'TMPDIR',
+  'TZ',
+  'SystemRoot',
+  'ComSpec',
+  'PATHEXT',
+  'APPDATA',
+  'LOCALAPPDATA',
+  'TEMP',
+  'TMP',
+  'USERPROFILE',
+];
 
 const DEFAULT_STOP_GRACE_MS = 2_000;
 const DEFAULT_STDERR_LINES_PER_SECOND = 20;
@@ -40,7 +58,10 @@ const MAX_STDERR_LINE_CHARS = 2_000;
 /** After `exit`, how long to wait for stdout to end (a grandchild may hold it open). */
 const CLOSE_AFTER_EXIT_MS = 200;
 
-export function childEnv(extra: Readonly<Record<string, string>>, from: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function childEnv(
+  extra: Readonly<Record<string, string>>,
+  from: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const k of INHERITED_ENV) {
     const v = from[k];
@@ -90,7 +111,12 @@ export class StdioOpener implements ChannelOpener {
 
 function cannotStart(upstream: string, err: unknown): CausewayError {
   const code = errorCode(err);
-  return new CausewayError('upstream_unavailable', `Upstream ${upstream}: cannot start its command${code === undefined ? '' : ` (${code})`}`, undefined, { cause: err });
+  return new CausewayError(
+    'upstream_unavailable',
+    `Upstream ${upstream}: cannot start its command${code === undefined ? '' : ` (${code})`}`,
+    undefined,
+    { cause: err },
+  );
 }
 
 class StdioChannel implements MessageChannel {
@@ -113,7 +139,11 @@ class StdioChannel implements MessageChannel {
     this.stderr = new StderrLog(log, cmd.stderrLinesPerSecond ?? DEFAULT_STDERR_LINES_PER_SECOND);
     child.stdout.on('data', (chunk: Buffer) => this.read(chunk));
     child.stderr.on('data', (chunk: Buffer) => this.stderr.write(chunk));
-    child.stdin.on('error', (err) => this.lose(new CausewayError('upstream_unavailable', `Upstream ${upstream}: its stdin failed`, undefined, { cause: err })));
+    child.stdin.on('error', (err) =>
+      this.lose(
+        new CausewayError('upstream_unavailable', `Upstream ${upstream}: its stdin failed`, undefined, { cause: err }),
+      ),
+    );
     child.on('error', (err) => log.warn({ err }, 'upstream process error'));
     this.exited = new Promise<void>((resolve) => {
       let done = false;
@@ -140,10 +170,22 @@ class StdioChannel implements MessageChannel {
   }
 
   send(message: JsonRpcMessage): Promise<void> {
-    if (this.state !== 'open') return Promise.reject(this.lostReason ?? new CausewayError('upstream_unavailable', `Upstream ${this.upstream}: its process is stopped`));
+    if (this.state !== 'open')
+      return Promise.reject(
+        this.lostReason ??
+          new CausewayError('upstream_unavailable', `Upstream ${this.upstream}: its process is stopped`),
+      );
     return new Promise((resolve, reject) => {
       this.child.stdin.write(`${JSON.stringify(message)}\n`, (err) => {
-        if (err) reject(new CausewayError('upstream_unavailable', `Upstream ${this.upstream}: writing to its stdin failed`, undefined, { cause: err }));
+        if (err)
+          reject(
+            new CausewayError(
+              'upstream_unavailable',
+              `Upstream ${this.upstream}: writing to its stdin failed`,
+              undefined,
+              { cause: err },
+            ),
+          );
         else resolve();
       });
     });
@@ -246,7 +288,11 @@ class StdioChannel implements MessageChannel {
 
   private finish(): void {
     if (this.state === 'closed') return;
-    const reason = this.state === 'open' ? (this.lostReason ?? new CausewayError('upstream_unavailable', `Upstream ${this.upstream}: its process exited`)) : undefined;
+    const reason =
+      this.state === 'open'
+        ? (this.lostReason ??
+          new CausewayError('upstream_unavailable', `Upstream ${this.upstream}: its process exited`))
+        : undefined;
     this.state = 'closed';
     for (const h of this.closeHandlers.splice(0)) {
       try {
@@ -303,6 +349,9 @@ class StderrLog {
       return;
     }
     this.inWindow += 1;
-    this.log.info({ stderr: line.length > MAX_STDERR_LINE_CHARS ? `${line.slice(0, MAX_STDERR_LINE_CHARS)}…` : line }, 'upstream stderr');
+    this.log.info(
+      { stderr: line.length > MAX_STDERR_LINE_CHARS ? `${line.slice(0, MAX_STDERR_LINE_CHARS)}…` : line },
+      'upstream stderr',
+    );
   }
 }

@@ -51,16 +51,26 @@ export class OutsideAsks implements LocalAsks {
     routing?.replicas?.register(routing.upstream, this);
   }
 
-  /** Counts `call` as in flight on its session until the function returned is called; undefined when it cannot take asks. */
+  /**
+   * Counts `call` as in flight on its session until the function returned is called; undefined when it cannot take
+   * asks.
+   */
   enter(call: AskingCall, method: string | undefined): (() => void) | undefined {
     const entry = this.add(call, method);
     return entry && (() => this.remove(entry));
   }
 
-  /** enter() without the closure: counts `call` until remove() of what this returns; undefined when it cannot take asks. */
+  /**
+   * enter() without the closure: counts `call` until remove() of what this returns; undefined when it cannot take asks.
+   */
   add(call: AskingCall, method: string | undefined): AskEntry | undefined {
     const id = call.session.sessionId;
-    if (id === undefined || call.handlers.onServerRequest === undefined || (method !== undefined && !ASKING_METHODS.has(method))) return undefined;
+    if (
+      id === undefined ||
+      call.handlers.onServerRequest === undefined ||
+      (method !== undefined && !ASKING_METHODS.has(method))
+    )
+      return undefined;
     let calls = this.calls.get(id);
     if (!calls) this.calls.set(id, (calls = new InFlight()));
     return calls.add(call);
@@ -78,7 +88,10 @@ export class OutsideAsks implements LocalAsks {
     return this.deliver(sessionId === undefined ? undefined : this.calls.get(sessionId), r);
   }
 
-  /** An ask from the session's GET stream, to its one asking call on any replica; `refuse` answers the upstream when there is none. */
+  /**
+   * An ask from the session's GET stream, to its one asking call on any replica; `refuse` answers the upstream when
+   * there is none.
+   */
   route(sessionId: string | undefined, r: JsonRpcRequest, refuse: () => void): void {
     const settle = (outcome: OutsideAskOutcome): void => {
       if (outcome === 'refused') refuse();

@@ -66,7 +66,11 @@ function copyHeaders(out: Record<string, string>, from: Record<string, string>):
  * header-routing balancer between Causeway and the servers can use them), after the client
  * headers that upstream may get.
  */
-export function callHeaders(method: string, name: string | undefined, forwarded: Record<string, string> = {}): Record<string, string> {
+export function callHeaders(
+  method: string,
+  name: string | undefined,
+  forwarded: Record<string, string> = {},
+): Record<string, string> {
   const h: Record<string, string> = {};
   for (const k in forwarded) h[k] = forwarded[k]!;
   h['mcp-method'] = method;

@@ -1,8 +1,8 @@
 // The equivalent URLs of one logical upstream (replicas of one legacy deployment). New sessions
 // are spread over them round-robin; a URL that cannot be reached (or answers an initialize with
-// 502, 503 or 504) `ejectAfterFailures` times in a row is ejected for `ejectMs`, then re-admitted on probation (one more failure ejects it again).
-// Any answer from a URL re-admits it at once. Health is passive and per replica: only real
-// traffic tells a URL is down or back. A lone URL is never ejected: there is nowhere else to go.
+// 502, 503 or 504) `ejectAfterFailures` times in a row is ejected for `ejectMs`, then re-admitted on probation (one
+// more failure ejects it again). Any answer from a URL re-admits it at once. Health is passive and per replica: only
+// real traffic tells a URL is down or back. A lone URL is never ejected: there is nowhere else to go.
 
 import { errorCode } from './errors.js';
 
@@ -25,7 +25,14 @@ export interface TargetEvents {
 }
 
 /** Failures that prove the request never reached the upstream, so it may be sent elsewhere. */
-const NOT_DELIVERED = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const NOT_DELIVERED = new Set([
+  'ECONNREFUSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 
 export function neverDelivered(err: unknown): boolean {
   const code = errorCode(err) ?? errorCode((err as { cause?: unknown } | null)?.cause);
@@ -69,7 +76,9 @@ export class TargetSet {
     return pool.reduce((a, b) => (b.ejectedUntil < a.ejectedUntil ? b : a)).url;
   }
 
-  /** False while the URL is ejected. An unknown URL (say, from a record written under another config) is not admitted. */
+  /**
+   * False while the URL is ejected. An unknown URL (say, from a record written under another config) is not admitted.
+   */
   admits(url: string | undefined): boolean {
     const t = this.find(url);
     if (!t) return false;

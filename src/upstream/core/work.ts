@@ -42,7 +42,9 @@ export class Work {
   }
 }
 
-/** How an upstream request ended, for its metric: answered, answered with an error, failed, or given up by the caller. */
+/**
+ * How an upstream request ended, for its metric: answered, answered with an error, failed, or given up by the caller.
+ */
 export type RequestResult = 'ok' | 'error' | 'failed' | 'cancelled';
 
 /** A request's deadline and cancellation: what a failure becomes, and the timers let go of once it ends. */

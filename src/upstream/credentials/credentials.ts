@@ -93,7 +93,8 @@ export class UpstreamCredentials implements UpstreamAuthorization {
     const grant = spec.grant === 'client_credentials' ? spec.grant : TOKEN_EXCHANGE;
     if (grant === TOKEN_EXCHANGE) {
       const subject = this.subjects?.subject(key);
-      if (!subject || subject.expiresAt <= Date.now()) throw credentialError('No live client token to exchange for the upstream’s');
+      if (!subject || subject.expiresAt <= Date.now())
+        throw credentialError('No live client token to exchange for the upstream’s');
       // The upstream's token speaks for the client no longer than the client's own does.
       notAfter = subject.expiresAt;
       form.set('subject_token', subject.token);
@@ -109,7 +110,11 @@ export class UpstreamCredentials implements UpstreamAuthorization {
     const lifetime = answer.expiresInS === undefined ? DEFAULT_LIFETIME_MS : answer.expiresInS * 1000;
     const expiresAt = Math.min(sent + lifetime, notAfter);
     // Fetched again once 80% of its life is spent, and never in its last 10 s without waiting.
-    const held: Held = { value: answer.token, expiresAt: expiresAt - Math.min(10_000, lifetime / 10), refreshAt: sent + lifetime * 0.8 };
+    const held: Held = {
+      value: answer.token,
+      expiresAt: expiresAt - Math.min(10_000, lifetime / 10),
+      refreshAt: sent + lifetime * 0.8,
+    };
     this.held.delete(key);
     this.held.set(key, held);
     return held;

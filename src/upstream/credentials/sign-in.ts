@@ -128,7 +128,11 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     const form = new URLSearchParams({ code, redirect_uri: this.opts.callbackUrl, code_verifier: state.v });
     if (this.opts.spec.resource !== '') form.set('resource', this.opts.spec.resource);
     const client = await this.clientById(state.c);
-    if (!client) return { status: 400, text: 'The client this sign-in was made as is no longer known: call the tool again for a new link.' };
+    if (!client)
+      return {
+        status: 400,
+        text: 'The client this sign-in was made as is no longer known: call the tool again for a new link.',
+      };
     let answer: TokenAnswer;
     try {
       answer = await tokenRequest(md, client, 'authorization_code', form, this.opts.log);
@@ -137,7 +141,10 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     }
     await this.keep(`${this.opts.upstream}|${state.p}`, grantOf(client.id, answer, undefined));
     this.opts.log.info('user signed in at the upstream');
-    return { status: 200, text: `Signed in to ${this.opts.upstream}. You can close this window and go back to your client.` };
+    return {
+      status: 200,
+      text: `Signed in to ${this.opts.upstream}. You can close this window and go back to your client.`,
+    };
   }
 
   private async grant(principal: string): Promise<Grant | undefined> {
@@ -195,10 +202,16 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     try {
       sealed = await this.opts.grants.getGrant(key);
     } catch (err) {
-      this.opts.log.warn({ err: (err as Error).message }, 'the grant store is unreachable; the user is asked to sign in');
+      this.opts.log.warn(
+        { err: (err as Error).message },
+        'the grant store is unreachable; the user is asked to sign in',
+      );
       return undefined;
     }
-    const grant = sealed === undefined ? undefined : (this.opts.sealer.openFor(`${GRANT_PURPOSE} ${key}`, sealed) as Grant | undefined);
+    const grant =
+      sealed === undefined
+        ? undefined
+        : (this.opts.sealer.openFor(`${GRANT_PURPOSE} ${key}`, sealed) as Grant | undefined);
     if (grant) this.remember(key, grant);
     return grant;
   }
@@ -227,7 +240,10 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     const documents = md.client_id_metadata_document_supported === true;
     if (documents && clientMetadataUrl !== '') return { id: clientMetadataUrl, secret: '' };
     if (md.registration_endpoint === undefined) {
-      throw credentialError('The upstream’s authorization server takes neither client metadata documents nor registrations, and no clientId is configured');
+      throw credentialError(
+        'The upstream’s authorization server takes neither client metadata ' +
+          'documents nor registrations, and no clientId is configured',
+      );
     }
     this.registration ??= this.register(md).catch((err: unknown) => {
       this.registration = undefined;
@@ -245,7 +261,9 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     if (mine?.id === id) return mine;
     // Registered by another replica: each keeps its registration in the store, by issuer and id.
     const sealed = await this.opts.grants.getGrant(this.clientKey(id)).catch(() => undefined);
-    return sealed === undefined ? undefined : (this.opts.sealer.openFor(`${CLIENT_PURPOSE} ${this.clientKey(id)}`, sealed) as OAuthClient | undefined);
+    return sealed === undefined
+      ? undefined
+      : (this.opts.sealer.openFor(`${CLIENT_PURPOSE} ${this.clientKey(id)}`, sealed) as OAuthClient | undefined);
   }
 
   /** Dynamic client registration [RFC 7591], the fallback: deprecated in 2026-07-28, still common. */
@@ -274,7 +292,13 @@ export class UpstreamSignIn implements UpstreamAuthorization {
     const md = await this.metadata();
     const client = await this.clientFor(md);
     const verifier = oauth.generateRandomCodeVerifier();
-    const state: SignInState = { u: this.opts.upstream, c: client.id, p: principal, v: verifier, e: Date.now() + STATE_TTL_MS };
+    const state: SignInState = {
+      u: this.opts.upstream,
+      c: client.id,
+      p: principal,
+      v: verifier,
+      e: Date.now() + STATE_TTL_MS,
+    };
     const url = new URL(md.authorization_endpoint!);
     const q = url.searchParams;
     q.set('response_type', 'code');
@@ -332,14 +356,22 @@ export class SignInCallback {
     this.client =
       clientMetadataUrl === ''
         ? undefined
-        : { path: new URL(clientMetadataUrl).pathname, document: { client_id: clientMetadataUrl, ...clientMetadata(callbackUrl), token_endpoint_auth_method: 'none' } };
+        : {
+            path: new URL(clientMetadataUrl).pathname,
+            document: {
+              client_id: clientMetadataUrl,
+              ...clientMetadata(callbackUrl),
+              token_endpoint_auth_method: 'none',
+            },
+          };
   }
 
   async handle(query: URLSearchParams): Promise<{ status: number; text: string }> {
     const sealed = query.get('state');
     const state = sealed === null ? undefined : (this.sealer.openFor(STATE_PURPOSE, sealed) as SignInState | undefined);
     if (!state) return { status: 400, text: 'This sign-in link is not one of Causeway’s.' };
-    if (state.e <= Date.now()) return { status: 400, text: 'This sign-in link has expired: call the tool again for a new one.' };
+    if (state.e <= Date.now())
+      return { status: 400, text: 'This sign-in link has expired: call the tool again for a new one.' };
     const signIn = this.upstreams.get(state.u);
     if (!signIn) return { status: 400, text: 'This sign-in link is for an upstream Causeway no longer serves.' };
     return signIn.redeem(state, query);

@@ -60,7 +60,8 @@ export class CallScope {
     if (caller !== undefined && borrowed === undefined) this.link(caller);
     this.places = lifetimes.map((l) => l.add(this));
     if (this.places.includes(undefined)) this.abort('lifetime', undefined);
-    if (timeoutMs !== undefined && !this.aborted) this.timer = setTimeout(() => this.abort('deadline', undefined), timeoutMs);
+    if (timeoutMs !== undefined && !this.aborted)
+      this.timer = setTimeout(() => this.abort('deadline', undefined), timeoutMs);
   }
 
   get aborted(): boolean {

@@ -2,7 +2,15 @@
 // progress token, 2026-only fields stripped, this call's notifications handed back with the
 // client's token, and on abort a notifications/cancelled so the upstream stops the work.
 
-import { copyObject, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from '../../jsonrpc.js';
+import {
+  copyObject,
+  isObject,
+  type JsonObject,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+  type RequestId,
+} from '../../jsonrpc.js';
 import { CausewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { type IdMinter, type UpstreamSessionClient, tracedRequest } from '../core/index.js';
@@ -96,7 +104,15 @@ export async function relayCall(
   };
   observer.onIds?.(upstreamId, upstreamToken);
   try {
-    return await tracedRequest(client, session, request, callHandlers(observer, upstreamToken, call.progressToken), signal, call.headers, call.timeoutMs);
+    return await tracedRequest(
+      client,
+      session,
+      request,
+      callHandlers(observer, upstreamToken, call.progressToken),
+      signal,
+      call.headers,
+      call.timeoutMs,
+    );
   } catch (err) {
     cancelOnAbort(client, session, upstreamId, log, signal);
     throw err;
@@ -117,18 +133,34 @@ export async function resumeRelayedCall(
   signal: AbortSignal,
 ): Promise<JsonRpcResponse> {
   try {
-    return await client.resumeCall(session, at.id, at.lastEventId, callHandlers(observer, at.upstreamToken, call.progressToken), signal, call.timeoutMs);
+    return await client.resumeCall(
+      session,
+      at.id,
+      at.lastEventId,
+      callHandlers(observer, at.upstreamToken, call.progressToken),
+      signal,
+      call.timeoutMs,
+    );
   } catch (err) {
     cancelOnAbort(client, session, at.id, log, signal);
     throw err;
   }
 }
 
-function callHandlers(observer: CallObserver, upstreamToken: string | undefined, clientToken: string | number | undefined): StreamHandlers {
+function callHandlers(
+  observer: CallObserver,
+  upstreamToken: string | undefined,
+  clientToken: string | number | undefined,
+): StreamHandlers {
   return {
     onNotification(n: JsonRpcNotification) {
       if (n.method === 'notifications/progress') {
-        if (upstreamToken !== undefined && clientToken !== undefined && isObject(n.params) && n.params.progressToken === upstreamToken) {
+        if (
+          upstreamToken !== undefined &&
+          clientToken !== undefined &&
+          isObject(n.params) &&
+          n.params.progressToken === upstreamToken
+        ) {
           observer.onProgress?.({ ...n, params: { ...n.params, progressToken: clientToken } });
         }
       } else if (n.method === 'notifications/message') observer.onLog?.(n);
@@ -145,7 +177,13 @@ function callHandlers(observer: CallObserver, upstreamToken: string | undefined,
  * A call its caller aborted is cancelled upstream, unless it was only detached (CallDetached). A
  * lent signal its own scope aborted (deadline, client shut down) carries a CausewayError: not the caller's.
  */
-function cancelOnAbort(client: UpstreamSessionClient, session: SessionRef, id: RequestId, log: Logger, signal: AbortSignal | undefined): void {
+function cancelOnAbort(
+  client: UpstreamSessionClient,
+  session: SessionRef,
+  id: RequestId,
+  log: Logger,
+  signal: AbortSignal | undefined,
+): void {
   if (!signal?.aborted || signal.reason instanceof CallDetached || signal.reason instanceof CausewayError) return;
   cancelUpstream(client, session, id, log);
 }

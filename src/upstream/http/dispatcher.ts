@@ -6,7 +6,13 @@
 import { CausewayError } from '../../errors.js';
 import type { JsonRpcErrorResponse } from '../../jsonrpc.js';
 import { readRefusal, type ResponseBody } from './body.js';
-import { REFUSAL_BODY_LIMIT, upstreamHeaders, type SessionRef, type TargetSet, type UpstreamRequestKind } from '../core/index.js';
+import {
+  REFUSAL_BODY_LIMIT,
+  upstreamHeaders,
+  type SessionRef,
+  type TargetSet,
+  type UpstreamRequestKind,
+} from '../core/index.js';
 import { decodeMessages } from './inbound.js';
 import type { Handler, Response, UpstreamHttp } from './compose/index.js';
 
@@ -121,7 +127,12 @@ export class UpstreamDispatcher {
     this.first = targets.at(0)!;
   }
 
-  headers(kind: UpstreamRequestKind, session: SessionRef | undefined, extra?: Record<string, string>, lastEventId?: string): Record<string, string> {
+  headers(
+    kind: UpstreamRequestKind,
+    session: SessionRef | undefined,
+    extra?: Record<string, string>,
+    lastEventId?: string,
+  ): Record<string, string> {
     return upstreamHeaders(kind, session, this.configured, extra, lastEventId);
   }
 
@@ -155,7 +166,13 @@ export class UpstreamDispatcher {
   }
 
   /** A POST read by `handler` as it comes (UpstreamHttp.dispatch); `how` as for send(). */
-  post(session: Pick<SessionRef, 'target' | 'principal'>, headers: Record<string, string>, body: string, handler: Handler, how = 0): void {
+  post(
+    session: Pick<SessionRef, 'target' | 'principal'>,
+    headers: Record<string, string>,
+    body: string,
+    handler: Handler,
+    how = 0,
+  ): void {
     this.http.dispatch(
       {
         method: 'POST',

@@ -143,8 +143,20 @@ function cut(post: Post): void {
 }
 
 /** POSTs a notification or a response. */
-export async function postOneWay(c: StreamContext, scope: CallScope, session: SessionRef, message: JsonRpcNotification | JsonRpcResponse): Promise<void> {
-  const res = await c.dispatcher.send('POST', session, c.dispatcher.headers('post', session), JSON.stringify(message), scope.signal, MOVABLE);
+export async function postOneWay(
+  c: StreamContext,
+  scope: CallScope,
+  session: SessionRef,
+  message: JsonRpcNotification | JsonRpcResponse,
+): Promise<void> {
+  const res = await c.dispatcher.send(
+    'POST',
+    session,
+    c.dispatcher.headers('post', session),
+    JSON.stringify(message),
+    scope.signal,
+    MOVABLE,
+  );
   const status = res.statusCode;
   if (status === 202 || status === 200 || status === 204) {
     await discard(res.body);

@@ -34,7 +34,12 @@ export interface HandshakeHost {
 const INITIALIZE_ID = 0;
 
 /** Initializes on the first URL that takes it; errors are settled against `scope` by the caller. */
-export async function initializeOn(host: HandshakeHost, params: InitializeParams, scope: CallScope, principal?: string): Promise<HandshakeResult> {
+export async function initializeOn(
+  host: HandshakeHost,
+  params: InitializeParams,
+  scope: CallScope,
+  principal?: string,
+): Promise<HandshakeResult> {
   const tried = new Set<string>();
   for (;;) {
     const target = host.targets.pick(tried);
@@ -50,7 +55,12 @@ export async function initializeOn(host: HandshakeHost, params: InitializeParams
   }
 }
 
-async function handshake(host: HandshakeHost, params: InitializeParams, at: Pick<SessionRef, 'target' | 'principal'>, scope: CallScope): Promise<HandshakeResult> {
+async function handshake(
+  host: HandshakeHost,
+  params: InitializeParams,
+  at: Pick<SessionRef, 'target' | 'principal'>,
+  scope: CallScope,
+): Promise<HandshakeResult> {
   const ctx: Exchange = {
     session: { sessionId: undefined, protocolVersion: params.protocolVersion, ...at },
     handlers: {},

@@ -42,7 +42,10 @@ export interface Inbound {
   log: Logger;
   /** POSTs an answer to a server->client request; never throws. */
   reply(session: SessionRef, r: JsonRpcResponse, method: string): void;
-  /** A request from the session's standalone GET stream, answered by no call of its own: given to a call in flight, or refused. */
+  /**
+   * A request from the session's standalone GET stream, answered by no call of its own: given to a call in flight, or
+   * refused.
+   */
   outside?(session: SessionRef, r: JsonRpcRequest): void;
 }
 

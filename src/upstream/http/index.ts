@@ -4,10 +4,33 @@
 // request with what belongs to it, and the upstream's one composed HTTP client (compose/) that
 // every HTTP request to the upstream goes through.
 
-export { abandon, checkContentLength, discard, finish, mediaType, readRefusal, readText, type ResponseBody } from './body.js';
+export {
+  abandon,
+  checkContentLength,
+  discard,
+  finish,
+  mediaType,
+  readRefusal,
+  readText,
+  type ResponseBody,
+} from './body.js';
 export { CallScope, lendSignal, ScopeSet } from './call-scope.js';
-export { CallDetached, type CallObserver, cancelUpstream, legacyParams, relayCall, type ResumePoint, resumeRelayedCall } from './call.js';
-export { type Dispatcher, type Response, UpstreamHttp, type UpstreamHttpOptions, type UpstreamRequest } from './compose/index.js';
+export {
+  CallDetached,
+  type CallObserver,
+  cancelUpstream,
+  legacyParams,
+  relayCall,
+  type ResumePoint,
+  resumeRelayedCall,
+} from './call.js';
+export {
+  type Dispatcher,
+  type Response,
+  UpstreamHttp,
+  type UpstreamHttpOptions,
+  type UpstreamRequest,
+} from './compose/index.js';
 export {
   httpRefusal,
   LONG_LIVED,

@@ -38,7 +38,10 @@ export interface UpstreamEndpoint {
   connectTimeoutMs: number;
   requestTimeoutMs: number;
   maxResponseBytes: number;
-  /** The upstream's composed client, built from the fields above and shared with its passthrough; without one the client makes (and closes) its own. */
+  /**
+   * The upstream's composed client, built from the fields above and shared with its passthrough; without one the client
+   * makes (and closes) its own.
+   */
   http?: UpstreamHttp;
 }
 
@@ -56,7 +59,9 @@ export interface UpstreamClientOptions {
    * asked the client something (their duration is the client's).
    */
   onRequest?(method: string, result: RequestResult, seconds: number): void;
-  /** Where asks from a GET stream go (core/asking-calls.ts, across replicas too); this replica's own calls only without. */
+  /**
+   * Where asks from a GET stream go (core/asking-calls.ts, across replicas too); this replica's own calls only without.
+   */
   asks?: OutsideAsks;
 }
 
@@ -119,14 +124,17 @@ export class UpstreamClient implements UpstreamSessionClient {
         });
       },
       // An ask from the GET stream that no handler of the stream's own takes: to a call in flight, or refused.
-      outside: (session, r) => this.asking.route(session.sessionId, r, () => this.io.reply(session, refusal(r.id, NO_CALL), r.method)),
+      outside: (session, r) =>
+        this.asking.route(session.sessionId, r, () => this.io.reply(session, refusal(r.id, NO_CALL), r.method)),
     };
     const { onRequest, asks, ...tuning } = options;
     this.asking = asks ?? new OutsideAsks(log);
     this.opts = { ...UPSTREAM_CLIENT_DEFAULTS, ...tuning };
     this.onRequest = onRequest;
     const { name, targets, credentials, connectTimeoutMs, requestTimeoutMs } = endpoint;
-    this.ownHttp = endpoint.http ? undefined : new UpstreamHttp({ connectTimeoutMs, requestTimeoutMs, upstream: { name, targets, credentials } });
+    this.ownHttp = endpoint.http
+      ? undefined
+      : new UpstreamHttp({ connectTimeoutMs, requestTimeoutMs, upstream: { name, targets, credentials } });
     this.dispatcher = new UpstreamDispatcher((endpoint.http ?? this.ownHttp)!, targets, endpoint.headers, name);
     this.streams = {
       upstream: name,
@@ -216,7 +224,13 @@ export class UpstreamClient implements UpstreamSessionClient {
     if (this.work.state !== 'open') return false;
     call.tally = { direct: this.direct.add(call), ask: this.asking.add(call, method) };
     try {
-      this.dispatcher.post(call.session, this.dispatcher.headers('post', call.session, extraHeaders), body, call, LONG_LIVED | MOVABLE);
+      this.dispatcher.post(
+        call.session,
+        this.dispatcher.headers('post', call.session, extraHeaders),
+        body,
+        call,
+        LONG_LIVED | MOVABLE,
+      );
     } catch (err) {
       this.settled(call, method, 'failed', undefined);
       throw err;
@@ -270,8 +284,15 @@ export class UpstreamClient implements UpstreamSessionClient {
     return this.oneWay(session, r);
   }
 
-  /** `lastEventId`: resume a stream another client of the session read up to there (the upstream replays what followed). */
-  openStream(session: SessionRef, handlers: StreamHandlers, signal: AbortSignal, lastEventId?: string): Promise<'unsupported' | { done: Promise<void> }> {
+  /**
+   * `lastEventId`: resume a stream another client of the session read up to there (the upstream replays what followed).
+   */
+  openStream(
+    session: SessionRef,
+    handlers: StreamHandlers,
+    signal: AbortSignal,
+    lastEventId?: string,
+  ): Promise<'unsupported' | { done: Promise<void> }> {
     return this.work.track(true, async () => {
       const scope = new CallScope(signal, [this.lifetime, this.quiesce], undefined);
       const cursor: Cursor = { lastEventId, retryMs: undefined };
@@ -297,7 +318,13 @@ export class UpstreamClient implements UpstreamSessionClient {
     await this.work.track(false, async () => {
       const scope = this.scope(undefined, this.endpoint.requestTimeoutMs);
       try {
-        const res = await this.dispatcher.send('DELETE', session, this.dispatcher.headers('delete', session), undefined, scope.signal);
+        const res = await this.dispatcher.send(
+          'DELETE',
+          session,
+          this.dispatcher.headers('delete', session),
+          undefined,
+          scope.signal,
+        );
         void discard(res.body);
         this.log.debug({ status: res.statusCode }, 'upstream session terminated');
       } catch (err) {
@@ -308,7 +335,10 @@ export class UpstreamClient implements UpstreamSessionClient {
     });
   }
 
-  /** Refuses new work, ends standalone streams, lets in-flight calls finish, then closes its own sockets (a shared client is its owner's to close). */
+  /**
+   * Refuses new work, ends standalone streams, lets in-flight calls finish, then closes its own sockets (a shared
+   * client is its owner's to close).
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.work.refuseNew();
@@ -346,5 +376,4 @@ export class UpstreamClient implements UpstreamSessionClient {
   private scope(signal: AbortSignal | undefined, timeoutMs: number): CallScope {
     return new CallScope(signal, [this.lifetime], timeoutMs);
   }
-
 }

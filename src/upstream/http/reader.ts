@@ -253,7 +253,12 @@ export async function consume(
 }
 
 /** How an answer is read: by its status and content type (Refusal: a 4xx or 5xx, see refused()). */
-const enum Reading { Waiting, Json, Sse, Refusal }
+const enum Reading {
+  Waiting,
+  Json,
+  Sse,
+  Refusal,
+}
 
 /** The most an answer may hold: the client's (UpstreamClient's) or the session's stream context's. */
 export interface AnswerLimits {

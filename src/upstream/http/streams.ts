@@ -65,7 +65,11 @@ function read(c: StreamContext, ctx: Exchange, res: Response, cursor: Cursor): P
  * tried again after the retry delay; any other refusal is a ResumeRefusedError. Nothing of the
  * stream was read in those cases.
  */
-export async function resumeRequestStream(c: StreamContext, ctx: Exchange, lastEventId: string): Promise<JsonRpcResponse> {
+export async function resumeRequestStream(
+  c: StreamContext,
+  ctx: Exchange,
+  lastEventId: string,
+): Promise<JsonRpcResponse> {
   const cursor: Cursor = { lastEventId, retryMs: undefined };
   for (let attempt = 1; ; attempt++) {
     const headers = c.dispatcher.headers('get', ctx.session, undefined, lastEventId);
@@ -116,7 +120,14 @@ async function resume(c: StreamContext, ctx: Exchange, cursor: Cursor): Promise<
   let res: Response;
   try {
     const headers = c.dispatcher.headers('get', ctx.session, undefined, cursor.lastEventId);
-    res = await c.dispatcher.send('GET', ctx.session, headers, undefined, ctx.scope.signal, ctx.patient === true ? LONG_LIVED : 0);
+    res = await c.dispatcher.send(
+      'GET',
+      ctx.session,
+      headers,
+      undefined,
+      ctx.scope.signal,
+      ctx.patient === true ? LONG_LIVED : 0,
+    );
   } catch (err) {
     if (ctx.scope.aborted || !isConnectionDrop(err)) throw err;
     return { dropped: err, events: 0 };
@@ -124,7 +135,10 @@ async function resume(c: StreamContext, ctx: Exchange, cursor: Cursor): Promise<
   const status = res.statusCode;
   if (await lostSession(ctx.session, res)) {
     // The call may have run before the session went away: never let the pool replay it.
-    throw new CausewayError('upstream_unavailable', 'Upstream session ended while the call was running; its outcome is unknown');
+    throw new CausewayError(
+      'upstream_unavailable',
+      'Upstream session ended while the call was running; its outcome is unknown',
+    );
   }
   if (status >= 500) {
     void discard(res.body);
@@ -139,7 +153,12 @@ async function resume(c: StreamContext, ctx: Exchange, cursor: Cursor): Promise<
 }
 
 /** Opens (or re-opens) a session's standalone GET stream; 'unsupported' when the upstream has none (405). */
-export async function connectStream(c: StreamContext, session: SessionRef, cursor: Cursor, scope: CallScope): Promise<Response | 'unsupported'> {
+export async function connectStream(
+  c: StreamContext,
+  session: SessionRef,
+  cursor: Cursor,
+  scope: CallScope,
+): Promise<Response | 'unsupported'> {
   const lastEventId = cursor.lastEventId === '' ? undefined : cursor.lastEventId;
   const headers = c.dispatcher.headers('get', session, undefined, lastEventId);
   const res = await c.dispatcher.send('GET', session, headers, undefined, scope.signal, LONG_LIVED | MOVABLE);

@@ -43,7 +43,8 @@ export function eraOf(answer: ProbeAnswer): Era | undefined {
   }
   if (isObject(message) && isObject(message.error)) {
     const { data } = message.error;
-    if (refusesEra(message.error) && isObject(data) && Array.isArray(data.supported)) return data.supported.includes(MODERN_VERSION) ? 'modern' : 'legacy';
+    if (refusesEra(message.error) && isObject(data) && Array.isArray(data.supported))
+      return data.supported.includes(MODERN_VERSION) ? 'modern' : 'legacy';
   }
   if (status === 400 || status === 404 || status === 405) return 'legacy';
   return undefined;
@@ -176,7 +177,9 @@ export class UpstreamEra {
       return this.last ?? 'legacy';
     }
     this.forgetInStore = false;
-    await this.opts.memo.set(this.opts.upstream, era).catch((err: unknown) => this.opts.log.warn({ err }, 'the era found could not be stored'));
+    await this.opts.memo
+      .set(this.opts.upstream, era)
+      .catch((err: unknown) => this.opts.log.warn({ err }, 'the era found could not be stored'));
     return this.learn(era, true, answer);
   }
 

@@ -2,7 +2,20 @@
 // stateless client of a modern upstream (modern-client.ts), the body of an answer written here
 // (answer-body.ts).
 
-export { ERAS, eraOf, isEraRefusal, MemoryEraMemo, MODERN_VERSION, probeRequest, RedisEraMemo, UpstreamEra, type Era, type EraMemo, type EraSetting, type ProbeAnswer } from './era.js';
+export {
+  ERAS,
+  eraOf,
+  isEraRefusal,
+  MemoryEraMemo,
+  MODERN_VERSION,
+  probeRequest,
+  RedisEraMemo,
+  UpstreamEra,
+  type Era,
+  type EraMemo,
+  type EraSetting,
+  type ProbeAnswer,
+} from './era.js';
 export {
   httpWire,
   ModernClient,

@@ -93,10 +93,15 @@ export class ModernClient {
   }
 
   /** Sends one request and reads its answer: the JSON-RPC response, an error response included. */
-  async request(msg: JsonRpcRequest, name: string | undefined, opts: ModernRequestOptions): Promise<{ status: number; response: JsonRpcResponse }> {
+  async request(
+    msg: JsonRpcRequest,
+    name: string | undefined,
+    opts: ModernRequestOptions,
+  ): Promise<{ status: number; response: JsonRpcResponse }> {
     const res = await this.post(JSON.stringify(msg), msg.method, name, opts);
     const type = mediaType(res.headers['content-type']);
-    if (type === 'text/event-stream') return { status: res.statusCode, response: await this.readStream(res, msg.id, opts) };
+    if (type === 'text/event-stream')
+      return { status: res.statusCode, response: await this.readStream(res, msg.id, opts) };
     if (type !== 'application/json') {
       if (res.statusCode >= 300) throw await refusalOf(res);
       void discard(res.body);
@@ -104,7 +109,8 @@ export class ModernClient {
     }
     checkContentLength(res.body, res.headers['content-length'], this.maxResponseBytes);
     const [m] = decodeMessages(await readText(res.body, this.maxResponseBytes));
-    if (m?.kind !== 'response') throw causewayError('upstream_bad_response', `Upstream answered ${msg.method} with no response`);
+    if (m?.kind !== 'response')
+      throw causewayError('upstream_bad_response', `Upstream answered ${msg.method} with no response`);
     return { status: res.statusCode, response: m.message };
   }
 

@@ -75,17 +75,35 @@ export class RelayOwner {
     if (counted) this.inFlight.count++;
     await this.publish(from, { t: 'ack', id });
     const relayed = (names: Handler[]): StreamHandlers =>
-      Object.fromEntries(names.filter((h) => HANDLERS.includes(h)).map((h) => [h, (arg: unknown) => void this.publish(from, { t: 'event', id, h, arg })]));
+      Object.fromEntries(
+        names
+          .filter((h) => HANDLERS.includes(h))
+          .map((h) => [h, (arg: unknown) => void this.publish(from, { t: 'event', id, h, arg })]),
+      );
     const ref: SessionRef = { ...msg.ref, target: this.replicaId };
     let stream: Promise<void> | undefined;
     try {
       let value: unknown;
       switch (msg.op) {
         case 'request':
-          value = await this.local.request(ref, msg.msg, relayed(msg.handlers), abort.signal, msg.headers, msg.timeoutMs);
+          value = await this.local.request(
+            ref,
+            msg.msg,
+            relayed(msg.handlers),
+            abort.signal,
+            msg.headers,
+            msg.timeoutMs,
+          );
           break;
         case 'resume':
-          value = await this.local.resumeCall(ref, msg.callId, msg.lastEventId, relayed(msg.handlers), abort.signal, msg.timeoutMs);
+          value = await this.local.resumeCall(
+            ref,
+            msg.callId,
+            msg.lastEventId,
+            relayed(msg.handlers),
+            abort.signal,
+            msg.timeoutMs,
+          );
           break;
         case 'notify':
           await this.local.notify(ref, msg.msg);

@@ -5,7 +5,13 @@
 
 import { CausewayError, causewayError, type ErrorReason } from '../../errors.js';
 import type { JsonRpcNotification, JsonValue, JsonRpcRequest, JsonRpcResponse, RequestId } from '../../jsonrpc.js';
-import { ResumeRefusedError, SessionExpiredError, TargetUnreachableError, type SessionRef, type StreamHandlers } from '../core/index.js';
+import {
+  ResumeRefusedError,
+  SessionExpiredError,
+  TargetUnreachableError,
+  type SessionRef,
+  type StreamHandlers,
+} from '../core/index.js';
 
 export type Handler = keyof StreamHandlers;
 /** Operations remembered for repeats, by id: far more than a replica serves within a failover. */

@@ -17,7 +17,6 @@ import { sessionDigest, type AskRelay, type LocalAsks } from '../core/index.js';
 import { BoundedMap } from '../../bounded.js';
 import type { OutsideAskOutcome } from '../../metrics/index.js';
 
-
 /** Hand-overs remembered for repeats. */
 const REMEMBERED = 1_000;
 
@@ -67,7 +66,10 @@ export class ReplicaAsks implements AskRelay {
   /** Starts hearing queries and hand-overs; until then asks go to this replica's own calls only. */
   async start(bus: MessageBus): Promise<void> {
     const handle = (text: string): void => void this.onMessage(text);
-    this.unsubscribe = [await bus.subscribe(this.everyone, handle), await bus.subscribe(this.inbox(this.replicaId), handle)];
+    this.unsubscribe = [
+      await bus.subscribe(this.everyone, handle),
+      await bus.subscribe(this.inbox(this.replicaId), handle),
+    ];
     if (this.closed) return this.close();
     this.bus = bus;
   }
@@ -112,7 +114,10 @@ export class ReplicaAsks implements AskRelay {
     });
     this.tallies.set(id, tally);
     try {
-      const heard = await bus.publish(this.everyone, JSON.stringify({ t: 'q', id, from: this.replicaId, u: upstream, s } satisfies Wire));
+      const heard = await bus.publish(
+        this.everyone,
+        JSON.stringify({ t: 'q', id, from: this.replicaId, u: upstream, s } satisfies Wire),
+      );
       // The replicas have waitMs from when the query went out (the bus holds it while Redis fails over).
       timer = setTimeout(done, this.waitMs);
       tally.expected = heard;
@@ -131,7 +136,13 @@ export class ReplicaAsks implements AskRelay {
     return total === 1 ? owner : undefined;
   }
 
-  private async handOver(bus: MessageBus, owner: string, upstream: string, s: string, r: JsonRpcRequest): Promise<boolean> {
+  private async handOver(
+    bus: MessageBus,
+    owner: string,
+    upstream: string,
+    s: string,
+    r: JsonRpcRequest,
+  ): Promise<boolean> {
     const id = randomUUID();
     let timer: NodeJS.Timeout | undefined;
     let settle!: (ok: boolean) => void;
@@ -139,7 +150,10 @@ export class ReplicaAsks implements AskRelay {
       this.takes.set(id, (settle = resolve));
     });
     try {
-      await bus.publish(this.inbox(owner), JSON.stringify({ t: 'take', id, from: this.replicaId, u: upstream, s, r } satisfies Wire));
+      await bus.publish(
+        this.inbox(owner),
+        JSON.stringify({ t: 'take', id, from: this.replicaId, u: upstream, s, r } satisfies Wire),
+      );
       timer = setTimeout(() => settle(false), this.waitMs);
       return await took;
     } catch (err) {
@@ -182,6 +196,8 @@ export class ReplicaAsks implements AskRelay {
   }
 
   private async reply(to: string, msg: Wire): Promise<void> {
-    await this.bus?.publish(this.inbox(to), JSON.stringify(msg)).catch((err: unknown) => this.log.debug({ err }, 'answering another replica about an outside ask failed'));
+    await this.bus
+      ?.publish(this.inbox(to), JSON.stringify(msg))
+      .catch((err: unknown) => this.log.debug({ err }, 'answering another replica about an outside ask failed'));
   }
 }

@@ -83,20 +83,36 @@ export class ReplicaRelay implements UpstreamSessionClient {
     this.ackTimeoutMs = opts.ackTimeoutMs ?? 1_000;
     this.heartbeatMs = opts.heartbeatMs ?? 1_000;
     this.deadAfterMs = opts.deadAfterMs ?? this.heartbeatMs * 5;
-    this.owner = new RelayOwner(local, replicaId, (replica, msg) => this.publish(replica, msg), () => this.tick(), opts.inFlight ?? { count: 0 });
+    this.owner = new RelayOwner(
+      local,
+      replicaId,
+      (replica, msg) => this.publish(replica, msg),
+      () => this.tick(),
+      opts.inFlight ?? { count: 0 },
+    );
   }
 
   /** Starts taking operations on this replica's sessions from the others, and their answers. */
   start(): Promise<void> {
-    this.starting ??= this.bus.subscribe(this.channel(this.replicaId), (text) => this.onMessage(text), () => this.sendAgain()).then((u) => {
-      this.unsubscribe = u;
-    });
+    this.starting ??= this.bus
+      .subscribe(
+        this.channel(this.replicaId),
+        (text) => this.onMessage(text),
+        () => this.sendAgain(),
+      )
+      .then((u) => {
+        this.unsubscribe = u;
+      });
     return this.starting;
   }
 
-  /** This replica's channel was down: answers sent to it meanwhile are lost, so operations not yet done are sent again (the owner runs each once). */
+  /**
+   * This replica's channel was down: answers sent to it meanwhile are lost, so operations not yet done are sent again
+   * (the owner runs each once).
+   */
   private sendAgain(): void {
-    for (const w of this.outgoing.values()) if (w.wire && !w.done) void this.bus.publish(w.wire.channel, w.wire.text).catch(() => undefined);
+    for (const w of this.outgoing.values())
+      if (w.wire && !w.done) void this.bus.publish(w.wire.channel, w.wire.text).catch(() => undefined);
   }
 
   admits(): boolean {
@@ -140,12 +156,25 @@ export class ReplicaRelay implements UpstreamSessionClient {
     await this.send(session, { op: 'respond', msg: r }, {});
   }
 
-  async openStream(session: SessionRef, handlers: StreamHandlers, signal: AbortSignal, lastEventId?: string): Promise<'unsupported' | { done: Promise<void> }> {
+  async openStream(
+    session: SessionRef,
+    handlers: StreamHandlers,
+    signal: AbortSignal,
+    lastEventId?: string,
+  ): Promise<'unsupported' | { done: Promise<void> }> {
     if (this.isLocal(session)) return this.local.openStream(session, handlers, signal, lastEventId);
     let done!: Promise<void>;
-    const opened = await this.send(session, { op: 'stream', handlers: handlerNames(handlers), lastEventId }, handlers, signal, (w) => {
-      done = new Promise<void>((resolve, reject) => (w.ended = (err) => (err === undefined ? resolve() : reject(err))));
-    });
+    const opened = await this.send(
+      session,
+      { op: 'stream', handlers: handlerNames(handlers), lastEventId },
+      handlers,
+      signal,
+      (w) => {
+        done = new Promise<void>(
+          (resolve, reject) => (w.ended = (err) => (err === undefined ? resolve() : reject(err))),
+        );
+      },
+    );
     return opened === 'unsupported' ? 'unsupported' : { done };
   }
 
@@ -171,7 +200,8 @@ export class ReplicaRelay implements UpstreamSessionClient {
     const unsubscribe = this.unsubscribe;
     this.unsubscribe = undefined;
     await unsubscribe?.().catch(() => undefined);
-    for (const [id, w] of this.outgoing) this.fail(id, w, causewayError('upstream_unavailable', `Upstream ${this.name}: this replica is stopping`));
+    for (const [id, w] of this.outgoing)
+      this.fail(id, w, causewayError('upstream_unavailable', `Upstream ${this.name}: this replica is stopping`));
     this.owner.abortAll();
     this.tick();
   }
@@ -188,11 +218,20 @@ export class ReplicaRelay implements UpstreamSessionClient {
    * Sends an operation to the session's owner and settles with its value. `onOpen` is called,
    * before the value is handed on, when the operation is a stream that the owner opened.
    */
-  private async send(session: SessionRef, op: Operation, handlers: StreamHandlers, signal?: AbortSignal, onOpen?: (w: Outgoing) => void): Promise<unknown> {
+  private async send(
+    session: SessionRef,
+    op: Operation,
+    handlers: StreamHandlers,
+    signal?: AbortSignal,
+    onOpen?: (w: Outgoing) => void,
+  ): Promise<unknown> {
     // Answers come on this replica's channel: a relay made after start-up (auto) waits for it, a while.
     if (!this.unsubscribe && this.starting) {
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([this.starting.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, this.ackTimeoutMs)))]);
+      await Promise.race([
+        this.starting.catch(() => undefined),
+        new Promise((r) => (timer = setTimeout(r, this.ackTimeoutMs))),
+      ]);
       clearTimeout(timer);
     }
     if (signal?.aborted) throw signal.reason;
@@ -231,7 +270,10 @@ export class ReplicaRelay implements UpstreamSessionClient {
       }
     });
     this.tick();
-    const wire = { channel: this.channel(owner), text: JSON.stringify({ t: 'op', id, from: this.replicaId, ref: session, ...op } satisfies Wire) };
+    const wire = {
+      channel: this.channel(owner),
+      text: JSON.stringify({ t: 'op', id, from: this.replicaId, ref: session, ...op } satisfies Wire),
+    };
     const out = this.outgoing.get(id);
     if (out) out.wire = wire;
     // The owner has ackTimeoutMs from when the operation went out, not from when Redis was asked to take it.
@@ -301,7 +343,9 @@ export class ReplicaRelay implements UpstreamSessionClient {
   }
 
   private async publish(replica: string, msg: Wire): Promise<void> {
-    await this.bus.publish(this.channel(replica), JSON.stringify(msg)).catch((err: unknown) => this.log.warn({ err }, 'replica relay publish failed'));
+    await this.bus
+      .publish(this.channel(replica), JSON.stringify(msg))
+      .catch((err: unknown) => this.log.warn({ err }, 'replica relay publish failed'));
   }
 
   /** One timer while anything is in flight either way: heartbeats out, owners that went quiet failed. */
@@ -321,9 +365,16 @@ export class ReplicaRelay implements UpstreamSessionClient {
     const now = Date.now();
     for (const [id, w] of this.outgoing) {
       if (!w.acked && now - w.sentAt >= this.ackTimeoutMs) {
-        this.fail(id, w, new TargetUnreachableError(this.name, new Error('the replica holding the session did not answer')));
+        this.fail(
+          id,
+          w,
+          new TargetUnreachableError(this.name, new Error('the replica holding the session did not answer')),
+        );
       } else if (w.acked && now - w.heardAt >= this.deadAfterMs) {
-        const err = causewayError('upstream_unavailable', `Upstream ${this.name}: the replica running the session went away`);
+        const err = causewayError(
+          'upstream_unavailable',
+          `Upstream ${this.name}: the replica running the session went away`,
+        );
         this.fail(id, w, w.ended ? new SessionExpiredError(this.name, { cause: err }) : err);
       }
     }

@@ -28,7 +28,10 @@ import {
 const OPEN_ATTEMPTS = 4;
 const OPEN_BACKOFF_MS = 100;
 
-/** What a server may ask a client outside a call; only a session whose client declared one of them has anything to hear there. */
+/**
+ * What a server may ask a client outside a call; only a session whose client declared one of them has anything to hear
+ * there.
+ */
 const ASKABLE = ['roots', 'sampling', 'elicitation'] as const;
 
 /**
@@ -92,7 +95,12 @@ export class StandingStreams implements UpstreamSessionClient {
     if (wantsStandingStream(this.opts.policy, params.capabilities)) {
       // Servers ask right after initialize, or in the first call: the stream should be up by then.
       // A server slow to answer a GET holds the session's opening up to waitMs, no longer.
-      const up = this.hold({ sessionId: hs.sessionId, protocolVersion: hs.protocolVersion, target: hs.target, principal });
+      const up = this.hold({
+        sessionId: hs.sessionId,
+        protocolVersion: hs.protocolVersion,
+        target: hs.target,
+        principal,
+      });
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([up, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.opts.waitMs)))]);
       clearTimeout(timer);
@@ -117,7 +125,12 @@ export class StandingStreams implements UpstreamSessionClient {
   }
 
   /** A listen hears the stream held for the session, if there is one; a resume (`lastEventId`) opens its own. */
-  openStream(session: SessionRef, handlers: StreamHandlers, signal: AbortSignal, lastEventId?: string): Promise<Opened> {
+  openStream(
+    session: SessionRef,
+    handlers: StreamHandlers,
+    signal: AbortSignal,
+    lastEventId?: string,
+  ): Promise<Opened> {
     const shared = lastEventId === undefined ? this.share(session.sessionId, handlers, signal) : undefined;
     return shared ? Promise.resolve(shared) : this.inner.openStream(session, handlers, signal, lastEventId);
   }
@@ -154,20 +167,21 @@ export class StandingStreams implements UpstreamSessionClient {
       else if (err !== undefined) this.opts.log.debug({ err }, 'the standing GET stream of a session ended');
       for (const s of [...h.sharers]) s.end(err);
     };
-    return this.connect(session, fanOut, h.running.signal).then(
-      (opened) => {
-        if (opened === 'unsupported') gone();
-        else opened.done.then(() => gone(), gone);
-      },
-      gone,
-    );
+    return this.connect(session, fanOut, h.running.signal).then((opened) => {
+      if (opened === 'unsupported') gone();
+      else opened.done.then(() => gone(), gone);
+    }, gone);
   }
 
   /**
    * The session's messages that belong to no call, from its standing stream, until `signal`
    * aborts: done rejects when the stream is lost (the caller opens another). Undefined when none is held.
    */
-  private share(sessionId: string | undefined, handlers: StreamHandlers, signal: AbortSignal): { done: Promise<void> } | undefined {
+  private share(
+    sessionId: string | undefined,
+    handlers: StreamHandlers,
+    signal: AbortSignal,
+  ): { done: Promise<void> } | undefined {
     const h = sessionId === undefined ? undefined : this.held.get(sessionId);
     if (h === undefined || signal.aborted) return undefined;
     let sharer!: Sharer;

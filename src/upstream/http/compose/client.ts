@@ -31,14 +31,21 @@ export class UpstreamHttp {
   private readonly agent: Agent;
 
   constructor(options: UpstreamHttpOptions) {
-    const timeout = options.requestTimeoutMs === undefined ? undefined : Math.max(1, Math.ceil(options.requestTimeoutMs));
+    const timeout =
+      options.requestTimeoutMs === undefined ? undefined : Math.max(1, Math.ceil(options.requestTimeoutMs));
     this.agent = new Agent({
       connect: { timeout: Math.max(1, Math.ceil(options.connectTimeoutMs)) },
       ...(timeout === undefined ? {} : { headersTimeout: timeout, bodyTimeout: timeout }),
     });
     const u = options.upstream;
     // compose() wraps in the order given: the last interceptor runs first.
-    this.chain = u ? this.agent.compose([targetsInterceptor(u.name, u.targets), ...(u.credentials ? [credentialsInterceptor(u.credentials)] : []), traceInterceptor()]) : this.agent;
+    this.chain = u
+      ? this.agent.compose([
+          targetsInterceptor(u.name, u.targets),
+          ...(u.credentials ? [credentialsInterceptor(u.credentials)] : []),
+          traceInterceptor(),
+        ])
+      : this.agent;
     this.dispatcher = u ? new RequestEntry(this.chain) : this.agent;
   }
 

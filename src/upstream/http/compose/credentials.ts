@@ -6,7 +6,15 @@
 // first, one not retried reaches the caller as it came.
 
 import type { UpstreamAuthorization } from '../../credentials/index.js';
-import { addressed, Decorator, type Controller, type Dispatch, type Handler, type Interceptor, type UpstreamRequest } from './dispatch.js';
+import {
+  addressed,
+  Decorator,
+  type Controller,
+  type Dispatch,
+  type Handler,
+  type Interceptor,
+  type UpstreamRequest,
+} from './dispatch.js';
 
 /** The most of a refused answer read away; past it the connection is dropped instead. */
 const READ_AWAY_LIMIT = 128 * 1024;
@@ -106,7 +114,12 @@ class Authorized extends Decorator implements Controller {
     }
   }
 
-  override onResponseStart(controller: Controller, statusCode: number, headers: Held['headers'], statusMessage?: string): void {
+  override onResponseStart(
+    controller: Controller,
+    statusCode: number,
+    headers: Held['headers'],
+    statusMessage?: string,
+  ): void {
     if (statusCode !== 401) {
       this.next.onResponseStart?.(this, statusCode, headers, statusMessage);
       return;
@@ -119,7 +132,8 @@ class Authorized extends Decorator implements Controller {
   override onResponseData(controller: Controller, chunk: Buffer): void {
     const away = this.readingAway;
     if (away === undefined) this.next.onResponseData?.(this, chunk);
-    else if ((away.bytes += chunk.length) > READ_AWAY_LIMIT) controller.abort(new Error('refused answer too long to read away'));
+    else if ((away.bytes += chunk.length) > READ_AWAY_LIMIT)
+      controller.abort(new Error('refused answer too long to read away'));
   }
 
   override onResponseEnd(controller: Controller, trailers: Held['headers']): void {

@@ -25,7 +25,10 @@ export interface UpstreamRequest extends Omit<Dispatcher.RequestOptions<unknown>
   headers: Record<string, string>;
   /** The URL it goes to: one of the upstream's (a session's). */
   target?: string;
-  /** No target yet (a new legacy session): the next admitted URL, the one after while one cannot be reached; `target` is set once one answers. */
+  /**
+   * No target yet (a new legacy session): the next admitted URL, the one after while one cannot be reached; `target` is
+   * set once one answers.
+   */
   failover?: boolean;
   /** Whose upstream credential it is sent with (a principal hash). */
   principal?: string;
@@ -46,7 +49,12 @@ export class Decorator implements Handler {
     this.next.onRequestStart?.(controller, context);
   }
 
-  onResponseStart(controller: Controller, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
+  onResponseStart(
+    controller: Controller,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusMessage?: string,
+  ): void {
     this.next.onResponseStart?.(controller, statusCode, headers, statusMessage);
   }
 

@@ -29,9 +29,15 @@ class Bridge implements Handler {
     this.handler.onConnect?.((reason) => controller.abort(reason as Error), context);
   }
 
-  onResponseStart(controller: Controller, statusCode: number, headers: Parameters<NonNullable<Handler['onResponseStart']>>[2], statusMessage?: string): void {
+  onResponseStart(
+    controller: Controller,
+    statusCode: number,
+    headers: Parameters<NonNullable<Handler['onResponseStart']>>[2],
+    statusMessage?: string,
+  ): void {
     const raw = Array.isArray(controller.rawHeaders) ? (controller.rawHeaders as Buffer[]) : rawOf(headers);
-    if (this.handler.onHeaders?.(statusCode, raw, () => controller.resume(), statusMessage as string) === false) controller.pause();
+    if (this.handler.onHeaders?.(statusCode, raw, () => controller.resume(), statusMessage as string) === false)
+      controller.pause();
   }
 
   onResponseData(controller: Controller, chunk: Buffer): void {
@@ -39,7 +45,11 @@ class Bridge implements Handler {
   }
 
   onResponseEnd(controller: Controller, trailers: Parameters<NonNullable<Handler['onResponseEnd']>>[1]): void {
-    this.handler.onComplete?.(Array.isArray(controller.rawTrailers) ? (controller.rawTrailers as string[]) : (rawOf(trailers) as unknown as string[]));
+    this.handler.onComplete?.(
+      Array.isArray(controller.rawTrailers)
+        ? (controller.rawTrailers as string[])
+        : (rawOf(trailers) as unknown as string[]),
+    );
   }
 
   onResponseError(_controller: Controller, err: Error): void {
@@ -52,7 +62,8 @@ function rawOf(headers: Record<string, string | string[] | undefined>): Buffer[]
   const raw: Buffer[] = [];
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
-    for (const v of Array.isArray(value) ? value : [value]) raw.push(Buffer.from(name, 'latin1'), Buffer.from(v, 'latin1'));
+    for (const v of Array.isArray(value) ? value : [value])
+      raw.push(Buffer.from(name, 'latin1'), Buffer.from(v, 'latin1'));
   }
   return raw;
 }

@@ -6,7 +6,15 @@
 // interceptors outside it counts toward the URL's health.
 
 import { neverDelivered, TargetUnreachableError, type TargetSet } from '../../core/index.js';
-import { addressed, Decorator, type Controller, type Dispatch, type Handler, type Interceptor, type UpstreamRequest } from './dispatch.js';
+import {
+  addressed,
+  Decorator,
+  type Controller,
+  type Dispatch,
+  type Handler,
+  type Interceptor,
+  type UpstreamRequest,
+} from './dispatch.js';
 
 /** One upstream's URLs, parsed once, and the dispatch a request is sent on (and failed over on). */
 interface Routes {
@@ -31,7 +39,11 @@ export function targetsInterceptor(upstream: string, targets: TargetSet): Interc
       if (!addressed(req)) return dispatch(opts, handler);
       const picked = req.target === undefined;
       const url = req.target ?? targets.pick(NONE);
-      if (!aim(routes, req, url)) throw new TargetUnreachableError(upstream, new Error('the session lives on a URL this upstream no longer lists'));
+      if (!aim(routes, req, url))
+        throw new TargetUnreachableError(
+          upstream,
+          new Error('the session lives on a URL this upstream no longer lists'),
+        );
       return dispatch(opts, new Routed(handler, routes, req, url, picked));
     };
   };
@@ -67,7 +79,12 @@ class Routed extends Decorator {
     super.onRequestStart(controller, context);
   }
 
-  override onResponseStart(controller: Controller, statusCode: number, headers: Parameters<Decorator['onResponseStart']>[2], statusMessage?: string): void {
+  override onResponseStart(
+    controller: Controller,
+    statusCode: number,
+    headers: Parameters<Decorator['onResponseStart']>[2],
+    statusMessage?: string,
+  ): void {
     this.routes.targets.succeeded(this.url);
     if (this.picked) this.req.target = this.url;
     super.onResponseStart(controller, statusCode, headers, statusMessage);
