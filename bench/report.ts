@@ -149,7 +149,9 @@ export function evaluateTargets(res: BenchResults): TargetRow[] {
     rows.push({
       name: `Causeway allocation / minimal Node translator allocation per warm small tools/call, c=${c}, raw upstream`,
       target: '<= 1.3x',
-      value: `${(alloc[0] / alloc[1]).toFixed(2)}x (${kb(alloc[0])} KB vs ${kb(alloc[1])} KB, ${how}${scavenges ? `; scavenges per 10k ${scavenges[0].toFixed(0)} vs ${scavenges[1].toFixed(0)}` : ''})`,
+      value:
+        `${(alloc[0] / alloc[1]).toFixed(2)}x (${kb(alloc[0])} KB vs ${kb(alloc[1])} KB, ${how}` +
+        `${scavenges ? `; scavenges per 10k ${scavenges[0].toFixed(0)} vs ${scavenges[1].toFixed(0)}` : ''})`,
       met: alloc[0] <= 1.3 * alloc[1],
     });
   }
@@ -448,7 +450,10 @@ function scaleSection(res: BenchResults): string[] {
               .map((t) => `${t.name} ${f(t.perSecond)}`)
               .join(', ') || 'none'
           })`,
-        `${r.replicaStats.map((x) => f(x.rssPerSessionKb)).join(' / ')} (${r.replicaStats.map((x) => (x.rawRssPerSessionKb === undefined ? '–' : f(x.rawRssPerSessionKb))).join(' / ')})`,
+        `${r.replicaStats.map((x) => f(x.rssPerSessionKb)).join(' / ')} ` +
+          `(${r.replicaStats
+            .map((x) => (x.rawRssPerSessionKb === undefined ? '–' : f(x.rawRssPerSessionKb)))
+            .join(' / ')})`,
         r.replicaStats.map((x) => String(x.upstreamSockets)).join(' / '),
         String(r.fill.errors + r.firstTouch.errors + (r.warm?.errors ?? 0)),
       ]),
@@ -494,7 +499,8 @@ function scaleSection(res: BenchResults): string[] {
       `- ${r.phase}, ${int(r.sessions)} principals: filled ` +
         `in ${f(r.fill.seconds)} s at concurrency ${r.concurrency}; ` +
         `settle ${f(r.idle.settleMs / 1000)} s, idle window ${f(r.idle.seconds)} s; ` +
-        `client capabilities \`${JSON.stringify(r.clientCapabilities)}\`; extra settings: ${extra}${r.skippedSettings.length ? ` (not in this build, left out: ${r.skippedSettings.join(', ')})` : ''}; ` +
+        `client capabilities \`${JSON.stringify(r.clientCapabilities)}\`; extra settings: ${extra}` +
+        `${r.skippedSettings.length ? ` (not in this build, left out: ${r.skippedSettings.join(', ')})` : ''}; ` +
         `upstream (${r.upstreamTools} tools): ${int(r.upstream.initialize)} ` +
         `initialize, ${r.upstream.sessionsOpen ?? '?'} sessions ` +
         `and ${r.upstream.getStreamsOpen ?? '?'} GET streams open at the end; ` +
@@ -594,8 +600,16 @@ function generated(res: BenchResults, jsonPath: string): string {
   out.push(
     `Each timed run lasts ${res.settings.runMs} ms (multi-round ${res.settings.multiRoundRunMs} ` +
       `ms) after a ${res.settings.warmupMs} ms warm-up at the same concurrency` +
-      `${res.settings.processWarmupMs ? `, and each proxy process first serves ${res.settings.processWarmupMs} ms of small calls at c=16, untimed (a process just started runs unoptimised code)` : ''}` +
-      `${res.settled?.length ? ', then 1 s windows of small calls at c=1 until two in a row cost within 5% of each other (code a quieter load runs often is still unoptimised after the c=16 warm-up, and its compilation would land in the first timed windows)' : ''}; ` +
+      (res.settings.processWarmupMs
+        ? `, and each proxy process first serves ${res.settings.processWarmupMs} ms of small calls at c=16, ` +
+          'untimed (a process just started runs unoptimised code)'
+        : '') +
+      (res.settled?.length
+        ? ', then 1 s windows of small calls at c=1 until two in a row cost within 5% of each other (code a ' +
+          'quieter load runs often is still unoptimised after the c=16 warm-up, and its compilation would land in ' +
+          'the first timed windows)'
+        : '') +
+      '; ' +
       'the load generator, the proxy, the upstream (and redis-server) all share the same cores, so ' +
       'requests per second are what this machine does with all of them busy, not a proxy in isolation.',
   );

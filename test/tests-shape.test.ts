@@ -16,8 +16,10 @@ const TEST = fileURLToPath(new URL('../../test/', import.meta.url));
 const HELPER = join('helpers', 'until.ts');
 
 /** A local definition under one of the names a poll-until helper goes by. */
-const NAMED =
-  /\b(?:function\s*\*?\s*|(?:const|let|var)\s+)(?:until|eventually|waitFor|waitUntil|poll|pollUntil|retryUntil)\b\s*[=(<:]/;
+const NAMED = new RegExp(
+  String.raw`\b(?:function\s*\*?\s*|(?:const|let|var)\s+)` +
+    String.raw`(?:until|eventually|waitFor|waitUntil|poll|pollUntil|retryUntil)\b\s*[=(<:]`,
+);
 /** A loop whose whole body is a sleep: `for (...; !done; ...) await sleep(10);`. */
 const SLEEPY_LOOP = /^\s*(?:for|while)\s*\(.*\)\s*await\s+(?:sleep|delay|new Promise)\b/;
 /** A deadline that ends a wait: `if (Date.now() > deadline) throw ...`. */

@@ -121,6 +121,7 @@ export class DpopNonces {
   }
 
   private make(window: number): string {
-    return `${window.toString(36)}.${createHmac('sha256', this.key).update(String(window)).digest('base64url').slice(0, 22)}`;
+    const mac = createHmac('sha256', this.key).update(String(window)).digest('base64url');
+    return `${window.toString(36)}.${mac.slice(0, 22)}`;
   }
 }

@@ -49,9 +49,8 @@ export async function loadCatalog(roots: readonly SkillRoot[]): Promise<Catalog>
       try {
         skills.push(await loadSkill(top, dir, name, prefix));
       } catch (err) {
-        problems.push(
-          `skill ${[...prefix, name].join('/')}: ${err instanceof Broken ? err.message : `cannot be read (${(err as Error).message})`}`,
-        );
+        const why = err instanceof Broken ? err.message : `cannot be read (${(err as Error).message})`;
+        problems.push(`skill ${[...prefix, name].join('/')}: ${why}`);
       }
     }
   }

@@ -95,7 +95,10 @@ async function twoReplicas(t: Test, url = upstream.url): Promise<{ url: string; 
 upstream causeways { server 127.0.0.1:${a.port}; server 127.0.0.1:${b.port}; }
 server {
   listen 127.0.0.1:${port};
-  location / { proxy_pass http://causeways; proxy_http_version 1.1; proxy_set_header Host $http_host; proxy_set_header Connection ""; proxy_buffering off; }
+  location / {
+    proxy_pass http://causeways; proxy_http_version 1.1; proxy_set_header Host $http_host;
+    proxy_set_header Connection ""; proxy_buffering off;
+  }
 }
 `,
   );

@@ -257,9 +257,12 @@ t.test(
           );
         } else if (msg.method === 'tools/call') {
           res.writeHead(200, { 'content-type': 'text/event-stream' });
-          res.end(
-            `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } })}\n\n`,
-          );
+          const progress = {
+            jsonrpc: '2.0',
+            method: 'notifications/progress',
+            params: { progressToken: 1, progress: 1 },
+          };
+          res.end(`event: message\ndata: ${JSON.stringify(progress)}\n\n`);
         } else {
           res.writeHead(200, { 'content-type': 'text/html' });
           res.end('<html>not MCP</html>');

@@ -143,8 +143,11 @@ const countsOf = (outs: Array<Outcome & { who: string }>, who: string) =>
     .map((o) => o.count!)
     .sort((a, b) => a - b);
 const oneToN = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
-const storeKey = (principal: string, caps: JsonObject = {}) =>
-  `causeway:session:{${sessionKeyFor('default', principalHash({ mode: 'header', header: 'x-causeway-principal', hashSecret: SECRET }, { 'x-causeway-principal': principal }), caps).id}}`;
+const storeKey = (principal: string, caps: JsonObject = {}) => {
+  const mode = { mode: 'header', header: 'x-causeway-principal', hashSecret: SECRET } as const;
+  const hash = principalHash(mode, { 'x-causeway-principal': principal });
+  return `causeway:session:{${sessionKeyFor('default', hash, caps).id}}`;
+};
 
 const all: Array<Outcome & { who: string }> = [];
 

@@ -57,7 +57,11 @@ const MODES: Record<string, (t: Test) => Promise<Settings>> = {
     'upstream.url': `http://127.0.0.1:${await everythingOverHttp(t, 'sse', 'Server is running on port')}/sse`,
   }),
   streamableHttp: async (t) => ({
-    'upstream.url': `http://127.0.0.1:${await everythingOverHttp(t, 'streamableHttp', 'MCP Streamable HTTP Server listening on port')}/mcp`,
+    'upstream.url': `http://127.0.0.1:${await everythingOverHttp(
+      t,
+      'streamableHttp',
+      'MCP Streamable HTTP Server listening on port',
+    )}/mcp`,
   }),
 };
 

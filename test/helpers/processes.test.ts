@@ -64,7 +64,9 @@ t.test('whatever is left is SIGKILLed when the test process exits', async (t) =>
   const helper = fileURLToPath(new URL('./processes.js', import.meta.url));
   const script = `
     const { spawnOwned } = await import(${JSON.stringify(helper)});
-    const child = spawnOwned(process.execPath, ['-e', ${JSON.stringify(STUBBORN)}], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawnOwned(process.execPath, ['-e', ${JSON.stringify(STUBBORN)}], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     child.stdout.once('data', () => { process.stderr.write(child.pid + '\\n'); process.exit(3); });
   `;
   const parent = spawnOwned(process.execPath, ['--input-type=module', '-e', script], {

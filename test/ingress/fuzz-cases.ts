@@ -1775,7 +1775,9 @@ export function describeCase(c: FuzzCase, maxBody = 600): string {
   return [
     `seed=${c.seed} case=${c.index} family=${c.family} [${c.labels.join(', ')}]`,
     `replay: FUZZ_REPLAY=${c.seed}:${c.index} npx tap dist/test/ingress/fuzz.test.js (or npm run fuzz)`,
-    `${c.transport === 'raw' ? 'raw ' : ''}${c.method} ${c.path.slice(0, 80)}${c.transport === 'http' ? ` headers=${JSON.stringify(c.headers).slice(0, 600)}` : ''}${c.chunked ? ' (chunked)' : ''}`,
+    `${c.transport === 'raw' ? 'raw ' : ''}${c.method} ${c.path.slice(0, 80)}` +
+      (c.transport === 'http' ? ` headers=${JSON.stringify(c.headers).slice(0, 600)}` : '') +
+      (c.chunked ? ' (chunked)' : ''),
     `${c.transport === 'raw' ? 'bytes' : 'body'} ${shown}`,
   ].join('\n');
 }

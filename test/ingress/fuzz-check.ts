@@ -553,7 +553,8 @@ function failureOf(c: FuzzCase, outcome: Outcome, violations: Violation[]): Case
   const answer =
     'error' in outcome
       ? `no answer: ${outcome.error}`
-      : `answer: ${outcome.answer.status} ${String(outcome.answer.headers['content-type'] ?? '')} ${JSON.stringify(outcome.answer.text.slice(0, 400))}`;
+      : `answer: ${outcome.answer.status} ${String(outcome.answer.headers['content-type'] ?? '')} ` +
+        JSON.stringify(outcome.answer.text.slice(0, 400));
   return {
     seed: c.seed,
     index: c.index,
