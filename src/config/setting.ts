@@ -128,10 +128,11 @@ function valueProblem(s: Setting, where: string, v: unknown, whole = false): str
       return typeof v === 'boolean' ? undefined : bad('true or false');
     case 'list':
       return Array.isArray(v) && v.every((x) => typeof x === 'string') ? undefined : bad('a list of strings');
-    case 'map':
+    case 'map': {
       const isObject = typeof v === 'object' && v !== null && !Array.isArray(v);
       if (!isObject || !Object.values(v).every((x) => typeof x === 'string')) return bad('an object of strings');
       return Object.keys(v).some((k) => k.trim() === '') ? `${where}: a name is empty` : undefined;
+    }
     case 'json':
       return typeof v === 'object' && v !== null && !Array.isArray(v) ? undefined : bad('a JSON object');
   }

@@ -42,7 +42,7 @@ export const MODERN_METHODS: Readonly<Record<string, MethodSpec>> = {
 };
 
 export function methodSpec(method: string): MethodSpec | undefined {
-  return Object.prototype.hasOwnProperty.call(MODERN_METHODS, method) ? MODERN_METHODS[method] : undefined;
+  return Object.hasOwn(MODERN_METHODS, method) ? MODERN_METHODS[method] : undefined;
 }
 
 /**

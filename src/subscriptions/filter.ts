@@ -42,7 +42,7 @@ const LIST_CAPABILITY: Readonly<Record<ListKind, 'tools' | 'prompts' | 'resource
 
 /** The notifications a listen stream can carry; every other upstream notification is dropped. */
 export function isChange(method: string): boolean {
-  return method === RESOURCE_UPDATED || Object.prototype.hasOwnProperty.call(LIST_CHANGES, method);
+  return method === RESOURCE_UPDATED || Object.hasOwn(LIST_CHANGES, method);
 }
 
 /** params.notifications, checked against the schema; duplicate URIs are folded. */
@@ -136,7 +136,7 @@ export function admits(filter: ListenFilter, n: JsonRpcNotification): boolean {
     const uri = isObject(n.params) ? n.params.uri : undefined;
     return typeof uri === 'string' && (filter.resourceSubscriptions ?? []).some((s) => covers(s, uri));
   }
-  const kind = Object.prototype.hasOwnProperty.call(LIST_CHANGES, n.method) ? LIST_CHANGES[n.method] : undefined;
+  const kind = Object.hasOwn(LIST_CHANGES, n.method) ? LIST_CHANGES[n.method] : undefined;
   return kind !== undefined && filter[kind] === true;
 }
 

@@ -136,7 +136,7 @@ class Authorized extends Decorator implements Controller {
       controller.abort(new Error('refused answer too long to read away'));
   }
 
-  override onResponseEnd(controller: Controller, trailers: Held['headers']): void {
+  override onResponseEnd(_controller: Controller, trailers: Held['headers']): void {
     if (this.readingAway) this.readAway();
     else this.next.onResponseEnd?.(this, trailers);
   }
