@@ -5,7 +5,8 @@
 
 import { AUTH_ALGORITHMS, SETTINGS, type Config } from './schema.js';
 import { parseRules } from './scope-rules.js';
-import { safeForSecrets, type Topology } from './topology.js';
+import type { Topology } from './topology.js';
+import { safeForSecrets } from './credentials.js';
 
 /** Headers that carry the client's token for Causeway; an upstream never gets them then. */
 const TOKEN_HEADERS = ['authorization', 'dpop'];
@@ -92,32 +93,7 @@ export function authProblems(c: Config, topology: Topology): string[] {
   if (badDpop.length > 0)
     problems.push(`auth.dpopAlgorithms: not accepted (only ${AUTH_ALGORITHMS.join(', ')}): ${badDpop.join(', ')}`);
   problems.push(...parseRules(a.rules).problems);
-  if (signIns.length > 0) {
-    if (a.callbackUrl === '')
-      problems.push(`auth.callbackUrl: required: upstream ${signIns[0]!.name} has users sign in`);
-    else {
-      const p = urlProblem('callbackUrl', a.callbackUrl);
-      if (p) problems.push(p);
-    }
-    const taken = topology.mounts.map((m) => m.path);
-    for (const key of ['callbackUrl', 'clientMetadataUrl'] as const) {
-      const path = URL.canParse(a[key]) ? new URL(a[key]).pathname : undefined;
-      if (path !== undefined && taken.includes(path))
-        problems.push(`auth.${key}: its path ${path} is already served (a mount, or the callback)`);
-      if (path !== undefined) taken.push(path);
-    }
-    if (a.clientMetadataUrl !== '') {
-      // draft-ietf-oauth-client-id-metadata-document: an https URL with a path, the client id itself.
-      const u = URL.canParse(a.clientMetadataUrl) ? new URL(a.clientMetadataUrl) : undefined;
-      if (u?.protocol !== 'https:' || u.pathname === '/' || u.search !== '' || a.clientMetadataUrl.includes('#')) {
-        problems.push('auth.clientMetadataUrl: must be an https URL with a path, no query or fragment');
-      }
-    }
-  } else {
-    for (const key of ['callbackUrl', 'clientMetadataUrl'] as const) {
-      if (a[key] !== '') problems.push(`auth.${key}: set, but no upstream has credentials grant authorization_code`);
-    }
-  }
+  problems.push(...signInProblems(a, topology, signIns));
   if (c.principal.mode !== 'none')
     problems.push('principal.mode: must be none when auth.mode is set: the principal is then the token’s iss and sub');
   if (c.principal.hashSecret.length < 16)
@@ -131,4 +107,39 @@ export function authProblems(c: Config, topology: Topology): string[] {
       );
   }
   return problems;
+}
+
+/** The settings of the users' sign-in at upstreams (grant authorization_code): needed, or not to be set. */
+function signInProblems(
+  a: Config['auth'],
+  topology: Topology,
+  signIns: readonly Topology['upstreams'][number][],
+): string[] {
+  const out: string[] = [];
+  if (signIns.length > 0) {
+    if (a.callbackUrl === '') out.push(`auth.callbackUrl: required: upstream ${signIns[0]!.name} has users sign in`);
+    else {
+      const p = urlProblem('callbackUrl', a.callbackUrl);
+      if (p) out.push(p);
+    }
+    const taken = topology.mounts.map((m) => m.path);
+    for (const key of ['callbackUrl', 'clientMetadataUrl'] as const) {
+      const path = URL.canParse(a[key]) ? new URL(a[key]).pathname : undefined;
+      if (path !== undefined && taken.includes(path))
+        out.push(`auth.${key}: its path ${path} is already served (a mount, or the callback)`);
+      if (path !== undefined) taken.push(path);
+    }
+    if (a.clientMetadataUrl !== '') {
+      // draft-ietf-oauth-client-id-metadata-document: an https URL with a path, the client id itself.
+      const u = URL.canParse(a.clientMetadataUrl) ? new URL(a.clientMetadataUrl) : undefined;
+      if (u?.protocol !== 'https:' || u.pathname === '/' || u.search !== '' || a.clientMetadataUrl.includes('#')) {
+        out.push('auth.clientMetadataUrl: must be an https URL with a path, no query or fragment');
+      }
+    }
+  } else {
+    for (const key of ['callbackUrl', 'clientMetadataUrl'] as const) {
+      if (a[key] !== '') out.push(`auth.${key}: set, but no upstream has credentials grant authorization_code`);
+    }
+  }
+  return out;
 }

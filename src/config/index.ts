@@ -5,12 +5,10 @@ export { parseRules, type ScopeRule } from './scope-rules.js';
 export {
   resolveTopology,
   type CachePolicy,
-  type CredentialGrant,
-  type CredentialSpec,
   type UpstreamSpec,
   type RouteRule,
   type SkillRoot,
   type MountSpec,
   type Topology,
 } from './topology.js';
-export { safeForSecrets } from './topology.js';
+export { safeForSecrets, type CredentialGrant, type CredentialSpec } from './credentials.js';

@@ -87,18 +87,7 @@ export function createIngress(
     s.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') onClosed('headers_timeout');
     });
-  const h1Limits = (s: Http1Timeouts) => {
-    s.headersTimeout = opts.headersTimeoutMs;
-    s.requestTimeout = 0;
-    s.keepAliveTimeout = opts.idleTimeoutMs;
-    // Node checks header deadlines on this interval (30 s by default): check often enough to hold them.
-    s.connectionsCheckingInterval = checkingInterval(opts.headersTimeoutMs);
-    // A keep-alive socket idle past keepAliveTimeout: Node emits 'timeout' and leaves it to us.
-    s.on('timeout', (socket: Socket) => {
-      onClosed('idle_timeout');
-      socket.destroy();
-    });
-  };
+  const h1Limits = (s: Http1Timeouts) => limitH1(s, opts, onClosed);
   const trackSessions = (s: http2.Http2Server | http2.Http2SecureServer) =>
     s.on('session', (session: Http2Session) => {
       const entry = sessions.add(session);
@@ -162,6 +151,20 @@ export function createIngress(
     else if (which === 'idle') h1.closeIdleConnections();
     for (const s of sessions.values()) which === 'all' ? s.destroy() : s.close();
     if (which === 'all') for (const s of sockets.values()) s.destroy();
+  });
+}
+
+/** An HTTP/1.1 server's head deadline and keep-alive idle time, each closing counted. */
+function limitH1(s: Http1Timeouts, opts: IngressOptions, onClosed: (reason: ConnectionCloseReason) => void): void {
+  s.headersTimeout = opts.headersTimeoutMs;
+  s.requestTimeout = 0;
+  s.keepAliveTimeout = opts.idleTimeoutMs;
+  // Node checks header deadlines on this interval (30 s by default): check often enough to hold them.
+  s.connectionsCheckingInterval = checkingInterval(opts.headersTimeoutMs);
+  // A keep-alive socket idle past keepAliveTimeout: Node emits 'timeout' and leaves it to us.
+  s.on('timeout', (socket: Socket) => {
+    onClosed('idle_timeout');
+    socket.destroy();
   });
 }
 

@@ -8,15 +8,8 @@
 
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { SessionRef } from '../upstream/index.js';
-import {
-  listenerFor,
-  nextRound,
-  start,
-  urlElicitationRound,
-  type BridgeDeps,
-  type RoundExchange,
-  type RoundResult,
-} from './call.js';
+import { listenerFor, nextRound, start, type BridgeDeps, type RoundExchange, type RoundResult } from './call.js';
+import { urlElicitationRound } from './url-rounds.js';
 import type { PendingCall } from './holder.js';
 import { paramsDigest } from './request-state.js';
 import { invalid, routeRetry } from './retry.js';

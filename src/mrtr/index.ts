@@ -4,8 +4,6 @@ export {
   heldCallTimeoutMs,
   listenerFor,
   nextRound,
-  signInRound,
-  urlElicitationRound,
   type BridgeDeps,
   type CallStop,
   type RoundExchange,
@@ -13,6 +11,7 @@ export {
   type ReplicaBridge,
 } from './call.js';
 export { serveHandedRounds } from './retry.js';
+export { signInRound, urlElicitationRound } from './url-rounds.js';
 export { Handoff } from './handoff.js';
 export { HeldCalls, type HeldAsTask, type PendingCall, type RunningCall } from './holder.js';
 export { StateSealer } from './request-state.js';

@@ -3,9 +3,11 @@
 // what a legacy server would send (clean.ts); and the request's headers as one bag.
 
 import type { IncomingHttpHeaders } from 'node:http';
-import { sendJson, SseStream, type HttpResponse } from '../egress/index.js';
+import { errorBody, sendCausewayError, sendJson, SseStream, type HttpResponse } from '../egress/index.js';
 import type { HeaderBag } from '../envelope/index.js';
-import type { JsonRpcMessage, JsonRpcResponse } from '../jsonrpc.js';
+import { CausewayError, toCausewayError } from '../errors.js';
+import type { JsonRpcMessage, JsonRpcResponse, RequestId } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
 import { keepAlive } from '../passthrough/index.js';
 import { legacyMessage } from './clean.js';
 
@@ -55,4 +57,16 @@ export class CallStream {
   close(): void {
     this.stopKeepAlive();
   }
+}
+
+/**
+ * A legacy request that failed: its JSON-RPC error, on its stream when one started; failures of
+ * Causeway's own logged.
+ */
+export function refuse(res: HttpResponse, err: unknown, id: RequestId | null, log: Logger): void {
+  const e = toCausewayError(err);
+  if (!(err instanceof CausewayError)) log.error({ err }, 'legacy request failed');
+  else if (e.status >= 500) log.warn({ reason: e.reason, message: e.message, err: e.cause }, 'legacy request failed');
+  if (res.headersSent) new SseStream(res).end(errorBody(id, { code: e.code, message: e.message }));
+  else sendCausewayError(res, e, id);
 }

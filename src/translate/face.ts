@@ -12,9 +12,9 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { errorBody, sendCausewayError, sendJson, sendStatus, SseStream, type HttpResponse } from '../egress/index.js';
+import { sendJson, sendStatus, type HttpResponse } from '../egress/index.js';
 import { callName, type HeaderBag } from '../envelope/index.js';
-import { CausewayError, causewayError, toCausewayError } from '../errors.js';
+import { CausewayError, causewayError } from '../errors.js';
 import { InFlightByKey } from '../in-flight.js';
 import {
   copyObject,
@@ -34,7 +34,6 @@ import { declaresTasks } from '../dialect/index.js';
 import type { ForwardPolicy, ModernClient } from '../upstream/index.js';
 import {
   acceptsSse,
-  keepAlive,
   readLegacyMessage,
   sessionGone,
   type LegacyFace,
@@ -45,7 +44,8 @@ import type { AskRounds } from './rounds.js';
 import { clientInfoOf, newSessionId, type FactsStore, type Session, type SessionRecord } from './sessions.js';
 import { LegacyTasks, type TaskRequest } from './tasks.js';
 import { ToolHeaders } from './tools.js';
-import { bag, CallStream } from './call-stream.js';
+import { bag, CallStream, refuse } from './call-stream.js';
+import { GetStreams } from './get-streams.js';
 import { declared, initializeResult, legacyResponse, modernRequest, negotiate, withTasks } from './wire.js';
 
 export interface TranslatedFaceOptions {
@@ -66,9 +66,6 @@ export interface TranslatedFaceOptions {
 /** The ids Causeway mints (sessions.ts): anything else names no session, and is never looked up. */
 const SESSION_ID = /^[A-Za-z0-9_-]{22}$/;
 
-/** Pages of tools/list read at most to learn a tool's annotations. */
-const MAX_LIST_PAGES = 20;
-
 const ASK_CAPABILITY: Readonly<Record<string, string>> = {
   'elicitation/create': 'elicitation',
   'sampling/createMessage': 'sampling',
@@ -78,18 +75,18 @@ const ASK_CAPABILITY: Readonly<Record<string, string>> = {
 export class TranslatedFace implements LegacyFace {
   /** Calls in flight here, by session and client request id: a notifications/cancelled ends one. */
   private readonly calls = new InFlightByKey<AbortController>();
-  /** GET streams open here, by session id: a change of its subscriptions restarts its listen. */
-  private readonly streams = new Map<string, { restart(): void; end(): void }>();
   private seq = 0;
   private readonly idPrefix = randomUUID().slice(0, 8);
   private readonly tools = new ToolHeaders();
   private readonly tasks: LegacyTasks;
+  private readonly getStreams: GetStreams;
 
   constructor(
     private readonly opts: TranslatedFaceOptions,
     private readonly log: Logger,
   ) {
     this.tasks = new LegacyTasks(opts.facts);
+    this.getStreams = new GetStreams(opts, log, () => this.nextId());
   }
 
   async forward(req: LegacyRequest): Promise<void> {
@@ -111,10 +108,10 @@ export class TranslatedFace implements LegacyFace {
       if (record === undefined || record.principal !== principal || record.upstream !== this.opts.upstream)
         return sessionGone(res, id);
       const session: Session = { id: clientId, record };
-      if (method === 'GET') return await this.listen(session, principal, hb, res, signal);
+      if (method === 'GET') return await this.getStreams.serve(session, principal, hb, res, signal);
       if (method === 'DELETE') {
         await this.opts.facts.end(session.id);
-        this.streams.get(session.id)?.end();
+        this.getStreams.end(session.id);
         // A GET stream held on another replica reads the session again, finds it gone, and ends.
         this.opts.rounds.changed(session.id);
         return sendStatus(res, 200);
@@ -135,12 +132,12 @@ export class TranslatedFace implements LegacyFace {
       }
       return await this.request(session, message as JsonRpcRequest, principal, headers, hb, res, signal, access);
     } catch (err) {
-      if (!signal.aborted) this.refuse(res, err, id);
+      if (!signal.aborted) refuse(res, err, id, this.log);
     }
   }
 
   endStreams(): void {
-    for (const s of this.streams.values()) s.end();
+    this.getStreams.endAll();
   }
 
   async close(): Promise<void> {
@@ -315,7 +312,11 @@ export class TranslatedFace implements LegacyFace {
     if (msg.method === 'tools/call' && typeof params.name === 'string') {
       const args = isObject(params.arguments) ? params.arguments : undefined;
       if (!this.tools.has(params.name) && args !== undefined && Object.keys(args).length > 0)
-        await this.learnTools(session, principal, upstreamHeaders, signal);
+        await this.tools.read(this.opts.client, session.record, () => this.nextId(), {
+          headers: upstreamHeaders,
+          principal,
+          signal,
+        });
       if (this.tools.invalid(params.name))
         throw causewayError(
           'invalid_params',
@@ -442,104 +443,5 @@ export class TranslatedFace implements LegacyFace {
       ask: (asks) => this.ask(session, asks, sse, out, signal),
       waiting: () => (sse ? void out.open() : undefined),
     };
-  }
-
-  /** Reads the upstream's tools/list, page by page, to learn the tools' Mcp-Param-* annotations. */
-  private async learnTools(
-    session: Session,
-    principal: string,
-    headers: Record<string, string>,
-    signal: AbortSignal,
-  ): Promise<void> {
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const request = modernRequest(
-        { jsonrpc: '2.0', id: 0, method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) },
-        this.nextId(),
-        session.record,
-        undefined,
-      );
-      const { response } = await this.opts.client.request(request, undefined, { headers, principal, signal });
-      if (!('result' in response)) return;
-      this.tools.learn(response.result);
-      cursor = typeof response.result.nextCursor === 'string' ? response.result.nextCursor : undefined;
-      if (cursor === undefined) return;
-    }
-  }
-
-  /** The session's GET stream: a subscriptions/listen upstream, opened again when its subscriptions change. */
-  private async listen(
-    session: Session,
-    principal: string,
-    headers: HeaderBag,
-    res: HttpResponse,
-    signal: AbortSignal,
-  ): Promise<void> {
-    if (!acceptsSse(headers)) throw causewayError('not_acceptable', 'A GET stream needs Accept: text/event-stream');
-    this.streams.get(session.id)?.end();
-    const ended = new AbortController();
-    let restart = new AbortController();
-    const entry = { restart: () => restart.abort(), end: () => ended.abort() };
-    this.streams.set(session.id, entry);
-    const stream = new SseStream(res);
-    stream.start();
-    const stopKeepAlive = keepAlive(stream, this.opts.keepAliveMs);
-    const unwatch = this.opts.rounds.watch(session.id, () => entry.restart());
-    try {
-      while (!signal.aborted && !ended.signal.aborted) {
-        const facts = await this.opts.facts.get(session.id);
-        if (facts === undefined || facts.principal !== principal) break;
-        restart = new AbortController();
-        const notifications = {
-          toolsListChanged: true,
-          promptsListChanged: true,
-          resourcesListChanged: true,
-          resourceSubscriptions: facts.uris,
-        };
-        const request = modernRequest(
-          { jsonrpc: '2.0', id: 0, method: 'subscriptions/listen', params: { notifications } },
-          this.nextId(),
-          facts,
-          undefined,
-        );
-        try {
-          await this.opts.client.request(request, undefined, {
-            headers: this.opts.forward.pick(headers),
-            principal,
-            signal: AbortSignal.any([signal, ended.signal, restart.signal]),
-            longLived: true,
-            onNotification: (n) => {
-              if (n.method === 'notifications/subscriptions/acknowledged') return;
-              this.opts.cache?.changed(n);
-              // Without the listen's subscriptionId and any other 2026 key (clean.ts).
-              const legacy = legacyMessage(n);
-              if (legacy !== undefined) stream.send(legacy);
-            },
-          });
-          // The upstream ended the listen: the legacy client's stream ends too; it may GET again.
-          break;
-        } catch (err) {
-          if (restart.signal.aborted && !signal.aborted && !ended.signal.aborted) continue;
-          throw err;
-        }
-      }
-    } catch (err) {
-      if (!signal.aborted && !ended.signal.aborted)
-        this.log.debug({ err: (err as Error).message }, 'a legacy GET stream ended');
-    } finally {
-      stopKeepAlive();
-      unwatch();
-      if (this.streams.get(session.id) === entry) this.streams.delete(session.id);
-      stream.end();
-    }
-  }
-
-  private refuse(res: HttpResponse, err: unknown, id: RequestId | null): void {
-    const e = toCausewayError(err);
-    if (!(err instanceof CausewayError)) this.log.error({ err }, 'legacy request failed');
-    else if (e.status >= 500)
-      this.log.warn({ reason: e.reason, message: e.message, err: e.cause }, 'legacy request failed');
-    if (res.headersSent) new SseStream(res).end(errorBody(id, { code: e.code, message: e.message }));
-    else sendCausewayError(res, e, id);
   }
 }

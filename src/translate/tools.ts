@@ -7,9 +7,14 @@
 import { mirroredParamHeaders, paramHeaders, type ParamHeader } from '../envelope/index.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import { BoundedMap } from '../bounded.js';
+import type { ModernCallOptions, ModernClient } from '../upstream/index.js';
+import type { SessionRecord } from './sessions.js';
+import { modernRequest } from './wire.js';
 
 /** Bound on tools remembered; past it the oldest are forgotten (relearned from the next lists). */
 const MAX_TOOLS = 10_000;
+/** Pages of tools/list read at most to learn a tool's annotations. */
+const MAX_LIST_PAGES = 20;
 
 export class ToolHeaders {
   /** Tool name -> its annotations; null when they are invalid. */
@@ -42,5 +47,18 @@ export class ToolHeaders {
   headersFor(name: string, args: JsonObject | undefined): Record<string, string> {
     const params = this.tools.get(name);
     return params ? mirroredParamHeaders(params, args) : {};
+  }
+
+  /** Reads the upstream's tools/list, page by page (at most MAX_LIST_PAGES), to learn the tools' annotations. */
+  async read(client: ModernClient, facts: SessionRecord, nextId: () => string, opts: ModernCallOptions): Promise<void> {
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      const list = { jsonrpc: '2.0' as const, id: 0, method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) };
+      const { response } = await client.request(modernRequest(list, nextId(), facts, undefined), undefined, opts);
+      if (!('result' in response)) return;
+      this.learn(response.result);
+      cursor = typeof response.result.nextCursor === 'string' ? response.result.nextCursor : undefined;
+      if (cursor === undefined) return;
+    }
   }
 }

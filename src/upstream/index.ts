@@ -71,7 +71,7 @@ export {
   type EraSetting,
   type ProbeAnswer,
 } from './modern/index.js';
-export { httpWire, type ModernAnswer, type ModernWire } from './modern/index.js';
+export { httpWire, type ModernAnswer, type ModernCallOptions, type ModernWire } from './modern/index.js';
 export { UpstreamDispatcher } from './http/index.js';
 export { ModernStdioPool, type ModernStdioOptions } from './modern-stdio/index.js';
 export { AnswerBody } from './modern/index.js';
