@@ -209,3 +209,20 @@ t.test('a legacy client’s task-augmented call on the mount runs as the 2026 me
   t.equal(textOf(result as Json), 'slow_task finished after 0ms', 'tasks/result: the member’s result');
   t.equal((await client.experimental.tasks.getTask(task.taskId)).status, 'completed');
 });
+
+t.test(
+  'through the translated face, an error the merged view makes reaches the legacy client as JSON-RPC',
+  async (t) => {
+    const client = new LegacyClient({ name: 'federation-eras-errors', version: '1.0.0' }, { capabilities: {} });
+    await client.connect(new LegacyTransport(mountUrl, { requestInit: { headers: USER } }));
+    t.teardown(() => client.close());
+    const refused = await client.callTool({ name: 'nobody__no_such_tool', arguments: {} }).then(
+      () => undefined,
+      (err: unknown) => err as { code?: number; message?: string },
+    );
+    t.equal(refused?.code, -32602, 'a name no member owns: -32602, made in the loopback, not a hang or a 5xx');
+    t.match(refused?.message, /Unknown tool/);
+    const served = await client.callTool({ name: 'old__about_old', arguments: {} });
+    t.equal(textOf(served as Json), 'served by old', 'the session goes on after the error');
+  },
+);
