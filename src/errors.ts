@@ -36,6 +36,7 @@ export const ERROR_TABLE = {
   insufficient_scope: { code: -32600, status: 403, message: 'Insufficient scope' },
   // limits.ratePerSecond: this principal's bucket is empty; Retry-After says when a token is due.
   rate_limited: { code: -32000, status: 429, message: 'Rate limit exceeded' },
+  quota_exceeded: { code: -32000, status: 429, message: 'Quota exceeded' },
   // As an upstream answers an unknown tool, prompt or resource: in-band, on HTTP 200 [RES].
   unknown_name: { code: -32602, status: 200, message: 'Unknown name' },
   notification_not_accepted: { code: -32600, status: 400, message: 'Notification not accepted' },

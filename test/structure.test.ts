@@ -35,6 +35,7 @@ const FLOORS = [
   'parts',
   'doctor',
   'ingress',
+  'quotas',
   'audit',
   'warm',
   'translate',

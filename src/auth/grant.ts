@@ -12,12 +12,24 @@ export interface Identity {
   readonly subject: string;
   /** The OAuth client the token was issued to (client_id), when it says: for the audit record, not the principal. */
   readonly clientId?: string;
+  /** The claim quotas.tenantClaim names, when it is a non-empty string: whose quotas the request spends. */
+  readonly tenant?: string;
 }
 
-/** The client_id claim (RFC 9068 §2.2) or introspection member (RFC 7662 §2.2), when it is a non-empty string. */
-export function clientIdOf(claims: Readonly<Record<string, unknown>>): { clientId?: string } {
-  const id = claims.client_id;
-  return typeof id === 'string' && id !== '' ? { clientId: id } : {};
+/**
+ * The client_id claim (RFC 9068 §2.2) or introspection member (RFC 7662 §2.2), and the tenant claim, when each is a
+ * non-empty string.
+ */
+export function namedClaims(
+  claims: Readonly<Record<string, unknown>>,
+  tenantClaim: string,
+): { clientId?: string; tenant?: string } {
+  const named: { clientId?: string; tenant?: string } = {};
+  const { client_id: id } = claims;
+  if (typeof id === 'string' && id !== '') named.clientId = id;
+  const tenant = tenantClaim === '' ? undefined : claims[tenantClaim];
+  if (typeof tenant === 'string' && tenant !== '') named.tenant = tenant;
+  return named;
 }
 
 /** A token checked by a verifier: its identity and scopes, or why it is refused. */

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import { isObject } from '../jsonrpc.js';
-import { audiencesOf, bindingOf, clientIdOf, scopesOf, type TokenVerifier, type Verified } from './grant.js';
+import { audiencesOf, bindingOf, namedClaims, scopesOf, type TokenVerifier, type Verified } from './grant.js';
 import { BoundedMap } from '../bounded.js';
 
 export interface IntrospectionOptions {
@@ -16,6 +16,8 @@ export interface IntrospectionOptions {
   clientSecret: string;
   issuer: string;
   audiences: readonly string[];
+  /** The claim naming the tenant quotas count for (quotas.tenantClaim). */
+  tenantClaim: string;
   clockSkewMs: number;
   cacheMs: number;
   cacheSize: number;
@@ -106,7 +108,7 @@ export class IntrospectionVerifier implements TokenVerifier {
     const binding = bindingOf(a);
     if (binding === 'other') return { ok: false, failure: 'bound_token' };
     const expiresAt = typeof a.exp === 'number' ? a.exp * 1000 : undefined;
-    const identity = { issuer: this.opts.issuer, subject, ...clientIdOf(a) };
+    const identity = { issuer: this.opts.issuer, subject, ...namedClaims(a, this.opts.tenantClaim) };
     return { ok: true, identity, scopes: scopesOf(a), audiences, jkt: binding?.jkt, expiresAt };
   }
 }

@@ -4,7 +4,7 @@
 // (RFC 8707), exp / nbf within the clock skew, and a subject.
 
 import { createRemoteJWKSet, decodeJwt, errors, jwtVerify } from 'jose';
-import { audiencesOf, bindingOf, clientIdOf, scopesOf, type TokenVerifier, type Verified } from './grant.js';
+import { audiencesOf, bindingOf, namedClaims, scopesOf, type TokenVerifier, type Verified } from './grant.js';
 import type { AuthFailure } from '../metrics/index.js';
 
 export interface JwtOptions {
@@ -12,6 +12,8 @@ export interface JwtOptions {
   jwksUrl: string;
   /** Every audience accepted: the resources of the mounts. */
   audiences: readonly string[];
+  /** The claim naming the tenant quotas count for (quotas.tenantClaim). */
+  tenantClaim: string;
   algorithms: readonly string[];
   clockSkewMs: number;
   cooldownMs: number;
@@ -41,7 +43,11 @@ export class JwtVerifier implements TokenVerifier {
       if (typeof payload.sub !== 'string' || payload.sub === '') return { ok: false, failure: 'missing_subject' };
       const binding = bindingOf(payload);
       if (binding === 'other') return { ok: false, failure: 'bound_token' };
-      const identity = { issuer: this.opts.issuer, subject: payload.sub, ...clientIdOf(payload) };
+      const identity = {
+        issuer: this.opts.issuer,
+        subject: payload.sub,
+        ...namedClaims(payload, this.opts.tenantClaim),
+      };
       const audiences = audiencesOf(payload);
       const expiresAt = payload.exp! * 1000;
       return { ok: true, identity, scopes: scopesOf(payload), audiences, jkt: binding?.jkt, expiresAt };

@@ -73,6 +73,8 @@ export class ResourceServer {
       subjects?: SubjectTokens | undefined;
       /** How a verified identity is hashed; every replica derives its DPoP nonces from its hashSecret too. */
       principal: PrincipalPolicy;
+      /** The claim naming a request's tenant (quotas.tenantClaim). */
+      tenantClaim: string;
     },
   ) {
     this.subjects = more.subjects;
@@ -113,12 +115,14 @@ export class ResourceServer {
             clockSkewMs: settings.clockSkewMs,
             cacheMs: settings.introspectionCacheMs,
             cacheSize: settings.introspectionCacheSize,
+            tenantClaim: more.tenantClaim,
           })
         : new IssuerSet(issuers, {
             audiences,
             algorithms: settings.algorithms,
             clockSkewMs: settings.clockSkewMs,
             cooldownMs: settings.jwksCooldownMs,
+            tenantClaim: more.tenantClaim,
           });
     if (settings.dpop !== 'off') {
       if (settings.dpopNonces) this.nonces = new DpopNonces(more.principal.hashSecret, settings.dpopProofWindowMs);

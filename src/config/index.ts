@@ -1,6 +1,6 @@
 export { ConfigError, loadConfig } from './load.js';
 export { helpText } from './help.js';
-export { type Config, type PrincipalMode, type CacheScope, type StandingStream } from './schema.js';
+export { type Config, type PrincipalMode, type CacheScope, type QuotaRule, type StandingStream } from './schema.js';
 export { parseRules, type ScopeRule } from './scope-rules.js';
 export {
   resolveTopology,

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { authProblems } from './auth.js';
 import { deepFreeze } from './freeze.js';
 import { placeholderProblems } from './secrets.js';
-import { SETTINGS, type Config } from './schema.js';
+import { QUOTA_WINDOWS, SETTINGS, type Config } from './schema.js';
 import { holds, type NamedSetting, type Setting } from './setting.js';
 import { isHeaderName, resolveTopology } from './topology.js';
 
@@ -249,6 +249,7 @@ function crossChecks(c: Config): string[] {
       problems.push(`limits.rateMethods.${method}: expected {"ratePerSecond": > 0, "burst": integer >= 1 (optional)}`);
     }
   }
+  problems.push(...quotaProblems(c.quotas.rules));
   if (c.cache.store === 'redis' && c.store.kind !== 'redis') problems.push('cache.store: redis needs store.kind=redis');
   for (const [method, o] of Object.entries(c.cache.methods)) {
     if (!isObject(o)) {
@@ -323,4 +324,32 @@ function stateKeyProblems(c: Config): string[] {
   }
   const bad = keys.filter((k) => Buffer.from(k, 'base64').length !== 32).length;
   return bad === 0 ? [] : [`mrtr.stateKeys: every key must be 32 bytes, base64 (${bad} is not)`];
+}
+
+const QUOTA_KEYS = new Set(['limit', 'per', 'mount', 'name', 'methods']);
+
+/** What is wrong with `quotas.rules`, every problem named. */
+function quotaProblems(rules: Readonly<Record<string, unknown>>): string[] {
+  const problems: string[] = [];
+  for (const [name, o] of Object.entries(rules)) {
+    const at = `quotas.rules.${name}`;
+    if (!isObject(o)) {
+      problems.push(`${at}: expected an object`);
+      continue;
+    }
+    if (!(Number.isInteger(o.limit) && (o.limit as number) >= 1))
+      problems.push(`${at}.limit: expected an integer >= 1`);
+    if (!QUOTA_WINDOWS.includes(o.per as never)) problems.push(`${at}.per: expected minute, hour or day`);
+    if (o.mount !== undefined && !(typeof o.mount === 'string' && o.mount.startsWith('/'))) {
+      problems.push(`${at}.mount: expected a mount path`);
+    }
+    if (o.name !== undefined && typeof o.name !== 'string') problems.push(`${at}.name: expected a glob`);
+    const { methods } = o;
+    if (methods !== undefined && !(Array.isArray(methods) && methods.every((m) => typeof m === 'string'))) {
+      problems.push(`${at}.methods: expected a list of methods`);
+    }
+    const unknown = Object.keys(o).filter((k) => !QUOTA_KEYS.has(k));
+    if (unknown.length > 0) problems.push(`${at}: unknown ${unknown.join(', ')}`);
+  }
+  return problems;
 }

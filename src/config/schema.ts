@@ -21,6 +21,19 @@ export { AUTH_ALGORITHMS } from './schema-auth.js';
 
 const CACHE_SCOPES = ['public', 'private'] as const;
 export type CacheScope = (typeof CACHE_SCOPES)[number];
+export const QUOTA_WINDOWS = ['minute', 'hour', 'day'] as const;
+
+/** One of `quotas.rules`: at most `limit` calls per window, on a mount and for names matching a glob. */
+export interface QuotaRule {
+  limit: number;
+  per: (typeof QUOTA_WINDOWS)[number];
+  /** Only calls on this mount path count; absent: every mount. */
+  mount?: string;
+  /** Only calls whose name (tool, prompt, resource URI) matches this glob count; absent: every name. */
+  name?: string;
+  /** The methods counted; absent: tools/call. */
+  methods?: string[];
+}
 
 const TABLE = {
   listen: {
@@ -227,6 +240,18 @@ const TABLE = {
     'Path -> {"upstreams":[...],"prefix","pageSize","routes","skills"}; several ' +
       'upstreams on one path are federated. Empty: the one upstream at listen.path.',
   ),
+  quotas: {
+    rules: json<QuotaRule>(
+      'Quotas per tenant by name, e.g. {"calls":{"limit":1000,"per":"hour"},"images":{"limit":10,"per":"day",' +
+        '"mount":"/mcp","name":"*image*"}}; per: minute, hour or day; methods counted: tools/call unless ' +
+        '"methods" lists others. Shared through Redis with the Redis store. See Quotas.',
+    ),
+    tenantClaim: text(
+      'tenant',
+      "The access token's claim naming a call's tenant (tenant, azp, client_id...); without it, or " +
+        'without auth, the tenant is the principal.',
+    ),
+  },
   cache: {
     ttlMs: num(0, 'ttlMs put on cacheable results (discover, lists, resources/read).'),
     scope: oneOf(

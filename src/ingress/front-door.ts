@@ -16,8 +16,10 @@ import {
   auditCalls,
   classify,
   eraTags,
+  legacyQuota,
   legacyRate,
   legacyScopes,
+  modernQuota,
   modernRate,
   modernScopes,
   rejected,
@@ -78,10 +80,12 @@ const STEPS: readonly Step[] = [
   rejected, // the classifier's error
   legacyScopes, // insufficient_scope for a request of the message or batch
   legacyRate, // rate_limited for a request over its method's rate
+  legacyQuota, // quota_exceeded for a call that finds its tenant's quota spent
   forwardLegacy, // the legacy face answers
   acceptable, // not_acceptable
   modernScopes, // insufficient_scope
   modernRate, // rate_limited over the method's rate
+  modernQuota, // quota_exceeded
   serve, // the pipeline answers
 ];
 

@@ -19,6 +19,7 @@ import { causewayError, ERROR_TABLE } from '../errors.js';
 import { isObject, type JsonObject, type RequestId } from '../jsonrpc.js';
 import { legacyName } from '../passthrough/index.js';
 import type { RateLimiter } from './rate-limit.js';
+import type { Quotas } from '../quotas/index.js';
 import { ANSWERED, NEXT, refuse, type Visit } from './visit.js';
 
 type ModernVerdict = Extract<Classified, { era: 'modern' }>;
@@ -151,6 +152,41 @@ async function legacyOverRate(v: Visit, rate: RateLimiter): Promise<boolean> {
   }
   return NEXT;
 }
+
+export function legacyQuota(v: Visit): boolean | Promise<boolean> {
+  const { quotas } = v.deps;
+  if (v.verdict.era !== 'legacy' || quotas === undefined) return NEXT;
+  return legacyOverQuota(v, quotas);
+}
+
+/** The first call of a legacy POST that finds one of its tenant's quotas spent. */
+async function legacyOverQuota(v: Visit, quotas: Quotas): Promise<boolean> {
+  for (const { method, id, message } of requestsIn(v.json)) {
+    if (!quotas.methods.has(method)) continue;
+    const error = await quotas.refuse({ tenant: tenantOf(v), mount: v.mount.path, method, name: legacyName(message) });
+    if (error) return refuse(v, error, id);
+  }
+  return NEXT;
+}
+
+export function modernQuota(v: Visit): boolean | Promise<boolean> {
+  const { quotas } = v.deps;
+  const { verdict } = v;
+  if (verdict.era !== 'modern' || quotas === undefined || !quotas.methods.has(verdict.request.method)) return NEXT;
+  return modernOverQuota(v, quotas, verdict);
+}
+
+async function modernOverQuota(v: Visit, quotas: Quotas, { request }: ModernVerdict): Promise<boolean> {
+  const { method, name } = request;
+  const over = await quotas.refuse({ tenant: tenantOf(v), mount: v.mount.path, method, name });
+  return over ? refuse(v, over, request.id) : NEXT;
+}
+
+/** The tenant a quota counts for: the token's tenant claim, else the principal. */
+const tenantOf = (v: Visit): string => {
+  const tenant = v.access?.identity.tenant;
+  return tenant === undefined ? `principal:${v.principal}` : `tenant:${tenant}`;
+};
 
 /** The requests of a legacy POST (one message, or a 2025-03-26 batch): notifications and responses left out. */
 function requestsIn(body: unknown): Array<{ method: string; id: RequestId | null; message: JsonObject }> {

@@ -15,6 +15,7 @@ import type { Mount } from './mount.js';
 import type { OnceEach } from '../bounded.js';
 import type { JsonLimits } from './json-limits.js';
 import type { RateLimiter } from './rate-limit.js';
+import type { Quotas } from '../quotas/index.js';
 import type { BodyLimits } from './read-body.js';
 import type { IngressRequest } from './server.js';
 
@@ -34,6 +35,8 @@ export interface FrontDoorDeps {
   principal: PrincipalPolicy;
   /** Per-principal request rate; undefined when limits.ratePerSecond is 0. */
   rate: RateLimiter | undefined;
+  /** Quotas per tenant (quotas.rules); undefined when none is set. */
+  quotas: Quotas | undefined;
   log: Logger;
   /** Answers /readyz: why not ready (draining, the store unreachable), or undefined when ready. */
   notReady(): string | undefined;

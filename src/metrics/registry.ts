@@ -340,6 +340,18 @@ function cacheMetrics(registry: Registry, probes: Probes) {
         for (const [method, scope, n] of probes.cacheBytes()) this.labels(method, scope).set(n);
       },
     }),
+    quotaCalls: new Counter({
+      name: 'causeway_quota_calls_total',
+      help: 'Calls counted against a quota, by quota (quotas.rules); refused calls are not counted.',
+      labelNames: ['quota'] as const,
+      registers: [registry],
+    }),
+    quotaRefusals: new Counter({
+      name: 'causeway_quota_refusals_total',
+      help: 'Calls refused with 429 because a quota of their tenant was spent, by quota.',
+      labelNames: ['quota'] as const,
+      registers: [registry],
+    }),
     localSessions: new Counter({
       name: 'causeway_session_local_total',
       help: 'Upstream sessions opened replica-local because the shared store was unavailable.',

@@ -11,6 +11,7 @@ import { AuthMetrics, RequestMetrics, type Metrics } from '../metrics/index.js';
 import type { SessionStore } from '../pool/index.js';
 import type { SignInCallback } from '../upstream/index.js';
 import type { Ground } from './order.js';
+import { MemoryCounters, Quotas, RedisCounters } from '../quotas/index.js';
 
 /** Where the replica is in its life, as the ports tell it. */
 export interface Readiness {
@@ -59,7 +60,7 @@ export function ingressPart(ground: Ground, deps: FrontDeps) {
           topology.mounts.map((m) => m.path),
           (reason) => authMetrics.failure(reason),
           replayCacheFor(store),
-          { subjects, principal: config.principal },
+          { subjects, principal: config.principal, tenantClaim: config.quotas.tenantClaim },
         );
   const ingress = createIngress(
     {
@@ -84,6 +85,7 @@ export function ingressPart(ground: Ground, deps: FrontDeps) {
       signIn,
       principal: config.principal,
       rate: rateLimiter(ground, store),
+      quotas: quotas(ground, store, metrics),
       log,
       notReady: notReadyOf(store, readiness),
       closing: () => readiness.closing,
@@ -117,6 +119,23 @@ function rateLimiter({ config, log }: Ground, store: SessionStore): RateLimiter 
     { ratePerSecond, burst: burstOf(ratePerSecond, rateBurst), methods },
     store,
     log.child({ stage: 'rate' }),
+  );
+}
+
+/** The quotas per tenant, when any is set: counted in Redis with the Redis store. */
+function quotas({ config, log }: Ground, store: SessionStore, metrics: Metrics): Quotas | undefined {
+  const { rules } = config.quotas;
+  if (Object.keys(rules).length === 0) return undefined;
+  const { shared } = store;
+  return new Quotas(
+    rules,
+    shared ? new RedisCounters(shared.client) : new MemoryCounters(),
+    config.store.keyPrefix,
+    {
+      counted: (quota) => metrics.quotaCalls.labels(quota).inc(),
+      refused: (quota) => metrics.quotaRefusals.labels(quota).inc(),
+    },
+    log.child({ stage: 'quotas' }),
   );
 }
 

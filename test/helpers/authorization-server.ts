@@ -42,6 +42,8 @@ export interface AuthorizationServerOptions {
   clientMetadataDocuments?: (url: string) => string;
   /** Issue refresh tokens with every authorization code (for any scope, without offline_access). */
   refreshTokens?: boolean;
+  /** A `tenant` claim on the JWTs issued to these clients, by client. */
+  tenants?: Record<string, string>;
   /** Access token lifetimes in seconds by resource; 300 for the others. */
   lifetimes?: Record<string, number>;
 }
@@ -234,6 +236,8 @@ export async function startAuthorizationServer(
         jwt: (_ctx, _token, jwt) => {
           if (opts.expiring?.includes(jwt.payload.client_id as string))
             jwt.payload.exp = (jwt.payload.iat as number) - 120;
+          const tenant = opts.tenants?.[jwt.payload.client_id as string];
+          if (tenant !== undefined) jwt.payload.tenant = tenant;
           const exchanged = jwt.payload.exchangedFor;
           if (typeof exchanged === 'string') {
             jwt.payload.sub = exchanged;

@@ -37,6 +37,7 @@ async function frontDoorWith(forward: Forward) {
     signIn: undefined,
     principal: config.principal,
     rate: undefined,
+    quotas: undefined,
     log: createLogger('info', sink),
     notReady: () => undefined,
     closing: () => false,
