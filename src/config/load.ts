@@ -249,7 +249,7 @@ function crossChecks(c: Config): string[] {
       problems.push(`limits.rateMethods.${method}: expected {"ratePerSecond": > 0, "burst": integer >= 1 (optional)}`);
     }
   }
-  problems.push(...quotaProblems(c.quotas.rules));
+  problems.push(...quotaProblems(c.quotas.rules, new Set(topology.mounts.map((m) => m.path))));
   if (c.cache.store === 'redis' && c.store.kind !== 'redis') problems.push('cache.store: redis needs store.kind=redis');
   for (const [method, o] of Object.entries(c.cache.methods)) {
     if (!isObject(o)) {
@@ -329,7 +329,7 @@ function stateKeyProblems(c: Config): string[] {
 const QUOTA_KEYS = new Set(['limit', 'per', 'mount', 'name', 'methods']);
 
 /** What is wrong with `quotas.rules`, every problem named. */
-function quotaProblems(rules: Readonly<Record<string, unknown>>): string[] {
+function quotaProblems(rules: Readonly<Record<string, unknown>>, mounts: ReadonlySet<string>): string[] {
   const problems: string[] = [];
   for (const [name, o] of Object.entries(rules)) {
     const at = `quotas.rules.${name}`;
@@ -340,8 +340,8 @@ function quotaProblems(rules: Readonly<Record<string, unknown>>): string[] {
     if (!(Number.isInteger(o.limit) && (o.limit as number) >= 1))
       problems.push(`${at}.limit: expected an integer >= 1`);
     if (!QUOTA_WINDOWS.includes(o.per as never)) problems.push(`${at}.per: expected minute, hour or day`);
-    if (o.mount !== undefined && !(typeof o.mount === 'string' && o.mount.startsWith('/'))) {
-      problems.push(`${at}.mount: expected a mount path`);
+    if (o.mount !== undefined && !(typeof o.mount === 'string' && mounts.has(o.mount))) {
+      problems.push(`${at}.mount: not a mount path (${[...mounts].join(', ')})`);
     }
     if (o.name !== undefined && typeof o.name !== 'string') problems.push(`${at}.name: expected a glob`);
     const { methods } = o;

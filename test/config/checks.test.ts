@@ -156,6 +156,29 @@ t.test('stdio upstreams: a command instead of a URL, per entry too; auto takes o
   );
 });
 
+t.test('quotas: each rule checked, every problem named together', async (t) => {
+  const good = {
+    calls: { limit: 100, per: 'minute' },
+    images: { limit: 2, per: 'day', mount: '/mcp', name: '*image*' },
+  };
+  t.same(problems(['--upstream.url', 'http://127.0.0.1:1/mcp', '--quotas.rules', JSON.stringify(good)]), []);
+  const bad = {
+    a: { limit: 0, per: 'minute' },
+    b: { limit: 5, per: 'week', methods: 'tools/call' },
+    c: { limit: 5, per: 'hour', mount: '/nowhere', name: 3, every: 2 },
+    d: 7,
+  };
+  t.same(problems(['--upstream.url', 'http://127.0.0.1:1/mcp', '--quotas.rules', JSON.stringify(bad)]).sort(), [
+    'quotas.rules.a.limit: expected an integer >= 1',
+    'quotas.rules.b.methods: expected a list of methods',
+    'quotas.rules.b.per: expected minute, hour or day',
+    'quotas.rules.c.mount: not a mount path (/mcp)',
+    'quotas.rules.c.name: expected a glob',
+    'quotas.rules.c: unknown every',
+    'quotas.rules.d: expected an object',
+  ]);
+});
+
 t.test('per-method rate limits: a rate above 0 and a whole burst for each method', async (t) => {
   t.same(
     problems([
