@@ -1,6 +1,7 @@
 export { readMessage, RedisBus, type MessageBus } from './message-bus.js';
 export { FORGET_MS, ReplicaLiveness, type LivenessListener, type LivenessOptions } from './liveness.js';
 export {
+  COMPARE_AND_DELETE,
   createRedisClient,
   describeConnection,
   parseHostPort,

@@ -22,6 +22,17 @@ export interface RedisConnectionOptions {
 
 export type RedisClient = Redis | Cluster;
 
+/**
+ * A script (one key; ARGV token) that deletes its key while it holds the token, so that a lock or
+ * a lease is released by its holder only: 1 when deleted, 0 when another holds it or none does.
+ */
+export const COMPARE_AND_DELETE = {
+  keys: 1,
+  lua: `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`,
+} as const;
+
 const RETRY_CAP_MS = 1000;
 
 /** host:port (or [v6]:port) -> {host, port}. */

@@ -32,6 +32,7 @@ import { LegacySessions, type LegacySession } from './channel-sessions.js';
 import {
   acceptsSse,
   keepAlive,
+  readInitializeParams,
   readLegacyMessage,
   sessionGone,
   type LegacyFace,
@@ -111,16 +112,8 @@ export class ChannelLegacyFace implements LegacyFace {
     res: HttpResponse,
     signal: AbortSignal,
   ): Promise<void> {
-    const p = isObject(msg.params) ? msg.params : {};
-    const { protocolVersion, capabilities = {}, clientInfo } = p;
-    if (typeof protocolVersion !== 'string' || !isObject(capabilities) || !isObject(clientInfo)) {
-      throw causewayError(
-        'invalid_params',
-        'initialize needs params.protocolVersion, params.capabilities and params.clientInfo',
-      );
-    }
     // The upstream gets the client's own handshake; its notifications/initialized is sent here.
-    const opened = await this.opts.client.initialize({ protocolVersion, capabilities, clientInfo }, signal);
+    const opened = await this.opts.client.initialize(readInitializeParams(msg.params), signal);
     const ref = { sessionId: opened.sessionId, protocolVersion: opened.protocolVersion, target: opened.target };
     if (signal.aborted) {
       void this.opts.client.terminate(ref);

@@ -4,6 +4,7 @@ export { ChannelLegacyFace, type ChannelFaceOptions } from './channel-face.js';
 export {
   acceptsSse,
   keepAlive,
+  readInitializeParams,
   readLegacyMessage,
   sessionGone,
   type LegacyBody,

@@ -61,6 +61,22 @@ export function readLegacyMessage(body: LegacyBody | undefined): JsonRpcMessage 
   throw causewayError('invalid_request', 'Expected a JSON-RPC request, notification or response');
 }
 
+/**
+ * What a legacy client's initialize says of itself, from its params: its protocolVersion, capabilities (none when
+ * left out) and clientInfo; invalid_params when one is missing or of the wrong type.
+ */
+export function readInitializeParams(params: unknown) {
+  const p = isObject(params) ? params : {};
+  const { protocolVersion, capabilities = {}, clientInfo } = p;
+  if (typeof protocolVersion !== 'string' || !isObject(capabilities) || !isObject(clientInfo)) {
+    throw causewayError(
+      'invalid_params',
+      'initialize needs params.protocolVersion, params.capabilities and params.clientInfo',
+    );
+  }
+  return { protocolVersion, capabilities, clientInfo };
+}
+
 /** Whether a legacy request takes an SSE answer: its Accept lists text/event-stream (or anything). */
 export function acceptsSse(headers: IncomingHttpHeaders): boolean {
   const accept = headers.accept;

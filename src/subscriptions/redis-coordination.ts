@@ -27,7 +27,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import type { LivenessListener, ReplicaLiveness } from '../bus/index.js';
+import { COMPARE_AND_DELETE, type LivenessListener, type ReplicaLiveness } from '../bus/index.js';
 import type { Logger } from '../log.js';
 import {
   LEASE_TTL_MS,
@@ -81,12 +81,7 @@ if ARGV[2] == '' then redis.call('DEL', KEYS[2]) else redis.call('SET', KEYS[2],
 return 1`,
   },
   // KEYS holder; ARGV token. Compare-and-delete.
-  cwListenRelease: {
-    keys: 1,
-    lua: `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`,
-  },
+  cwListenRelease: COMPARE_AND_DELETE,
   // KEYS uris, channels; ARGV token, listening (1: listed in the channel set, 0: not), ttl, n
   // lapsed, lapsed..., then uri, count pairs. Drops the fields and set members of lapsed
   // replicas' channels and the caller's own fields, writes the caller's, and returns {URIs whose

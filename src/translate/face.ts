@@ -34,6 +34,7 @@ import { declaresTasks } from '../dialect/index.js';
 import type { ForwardPolicy, ModernClient } from '../upstream/index.js';
 import {
   acceptsSse,
+  readInitializeParams,
   readLegacyMessage,
   sessionGone,
   type LegacyFace,
@@ -157,14 +158,7 @@ export class TranslatedFace implements LegacyFace {
     res: HttpResponse,
     signal: AbortSignal,
   ): Promise<void> {
-    const p = isObject(msg.params) ? msg.params : {};
-    const { protocolVersion, capabilities = {}, clientInfo } = p;
-    if (typeof protocolVersion !== 'string' || !isObject(capabilities) || !isObject(clientInfo)) {
-      throw causewayError(
-        'invalid_params',
-        'initialize needs params.protocolVersion, params.capabilities and params.clientInfo',
-      );
-    }
+    const { protocolVersion, capabilities, clientInfo } = readInitializeParams(msg.params);
     const version = negotiate(protocolVersion);
     const facts = { clientInfo, capabilities: declared(capabilities) };
     const discover = modernRequest(

@@ -3,13 +3,8 @@
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log.js';
 import { MemorySessionStore } from './memory-store.js';
-import {
-  createRedisClient,
-  describeConnection,
-  readCa,
-  RedisSessionStore,
-  type RedisConnectionOptions,
-} from './redis-store.js';
+import { createRedisClient, describeConnection, readCa, type RedisConnectionOptions } from '../../bus/index.js';
+import { RedisSessionStore } from './redis-store.js';
 import type { SessionStore } from './session-store.js';
 
 /**

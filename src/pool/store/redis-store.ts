@@ -26,18 +26,9 @@
 import { Cluster } from 'ioredis';
 import type { JsonObject } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import type { RedisClient } from '../../bus/index.js';
+import { COMPARE_AND_DELETE, type RedisClient } from '../../bus/index.js';
 import type { Claim, SessionRecord, SessionStore, SharedParts } from './session-store.js';
 import { RedisBuckets, RedisGrants, tag } from './shared/index.js';
-
-export {
-  createRedisClient,
-  describeConnection,
-  parseHostPort,
-  readCa,
-  type RedisClient,
-  type RedisConnectionOptions,
-} from '../../bus/index.js';
 
 export interface RedisStoreOptions {
   keyPrefix: string;
@@ -128,12 +119,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARG
 return 0`,
   },
   // Compare-and-delete on the owner token.
-  cwUnlock: {
-    keys: 1,
-    lua: `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`,
-  },
+  cwUnlock: COMPARE_AND_DELETE,
 } as const;
 
 /** Shards of the idle index: enough for a Cluster to spread it, few enough for a sweep to read them all. */
@@ -325,9 +311,7 @@ export class RedisSessionStore implements SessionStore {
       owner,
       ...fields(record),
     );
-    if (existing.length > 0) return parse(record.key, pairs(existing), undefined)!;
-    await this.client.zadd(this.indexKey(record.key), record.lastUsedAt, record.key);
-    return record;
+    return this.written(record, existing);
   }
 
   async replace(expected: number, record: SessionRecord, owner = ''): Promise<SessionRecord> {
@@ -339,6 +323,11 @@ export class RedisSessionStore implements SessionStore {
       owner,
       ...fields(record),
     );
+    return this.written(record, existing);
+  }
+
+  /** What a write script answered: the record already there (the write lost), or `record`, then indexed. */
+  private async written(record: SessionRecord, existing: string[]): Promise<SessionRecord> {
     if (existing.length > 0) return parse(record.key, pairs(existing), undefined)!;
     await this.client.zadd(this.indexKey(record.key), record.lastUsedAt, record.key);
     return record;
