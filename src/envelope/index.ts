@@ -30,3 +30,4 @@ export {
   type RequestMeta,
 } from './meta.js';
 export { MODERN_VERSIONS, LEGACY_VERSIONS, sendsVersionHeader, revisionLabel } from './versions.js';
+export { invalidCursor, readCursorFields } from './cursor.js';

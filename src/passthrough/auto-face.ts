@@ -2,11 +2,9 @@
 // legacy request waits for the detection, then goes to the byte passthrough (Streamable HTTP) or
 // to the face serving a channel upstream (HTTP+SSE).
 
-import { sendCausewayError } from '../egress/index.js';
-import { toCausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FoundTransport } from '../upstream/index.js';
-import type { LegacyFace, LegacyRequest } from './legacy-face.js';
+import { refuseUnresolved, type LegacyFace, type LegacyRequest } from './legacy-face.js';
 
 export interface AutoFaceOptions {
   /** The transport found, probing first when not known yet. */
@@ -26,14 +24,11 @@ export class AutoLegacyFace implements LegacyFace {
   ) {}
 
   async forward(req: LegacyRequest): Promise<void> {
-    const { res, signal } = req;
     let found: FoundTransport;
     try {
-      found = await this.opts.use(signal);
+      found = await this.opts.use(req.signal);
     } catch (err) {
-      if (signal.aborted) return;
-      this.log.warn({ err: (err as Error).message }, 'legacy request: the upstream transport could not be found');
-      return sendCausewayError(res, toCausewayError(err), null);
+      return refuseUnresolved(req, err, this.log, 'legacy request: the upstream transport could not be found');
     }
     const face =
       found.transport === 'streamable-http' ? this.opts.passthrough : (this.channel ??= this.opts.channelFace(found));

@@ -3,11 +3,9 @@
 // Causeway serves over a modern upstream (translate/), as the upstream's era says (era.ts). A
 // refused legacy initialize has the era found again: the server may have been upgraded in place.
 
-import { sendCausewayError } from '../egress/index.js';
-import { toCausewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { UpstreamEra } from '../upstream/index.js';
-import type { LegacyFace, LegacyRequest } from './legacy-face.js';
+import { refuseUnresolved, type LegacyFace, type LegacyRequest } from './legacy-face.js';
 
 export class EraLegacyFace implements LegacyFace {
   constructor(
@@ -18,15 +16,13 @@ export class EraLegacyFace implements LegacyFace {
   ) {}
 
   async forward(req: LegacyRequest): Promise<void> {
-    const { res, signal } = req;
+    const { res } = req;
     let era = this.era.current;
     if (era === undefined) {
       try {
-        era = await this.era.era(signal);
+        era = await this.era.era(req.signal);
       } catch (err) {
-        if (signal.aborted) return;
-        this.log.warn({ err: (err as Error).message }, 'legacy request: the upstream era could not be found');
-        return sendCausewayError(res, toCausewayError(err), null);
+        return refuseUnresolved(req, err, this.log, 'legacy request: the upstream era could not be found');
       }
     }
     if (era === 'modern') return this.modern.forward(req);

@@ -4,8 +4,9 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { sendCausewayError, type HttpResponse, type SseStream } from '../egress/index.js';
-import { causewayError } from '../errors.js';
+import { causewayError, toCausewayError } from '../errors.js';
 import { isNotification, isObject, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
 import type { Access } from '../auth/index.js';
 
 /** A legacy POST's body: its bytes (passed on as they are), and what the front door parsed of them. */
@@ -44,6 +45,16 @@ export interface LegacyFace {
 /** 404 to a request on a session: a legacy client then starts a new one [L-TR]. */
 export function sessionGone(res: HttpResponse, id: RequestId | null): void {
   sendCausewayError(res, causewayError('not_found', 'Session not found'), id);
+}
+
+/**
+ * Answers a legacy request with `err`, what kept its upstream from being worked out (its transport, its era), and
+ * says `why` at warn; answers nothing when the client is gone already.
+ */
+export function refuseUnresolved(req: LegacyRequest, err: unknown, log: Logger, why: string): void {
+  if (req.signal.aborted) return;
+  log.warn({ err: (err as Error).message }, why);
+  sendCausewayError(req.res, toCausewayError(err), null);
 }
 
 /** The one JSON-RPC message of a POST body to a face Causeway serves itself, or the error that refuses it. */

@@ -15,6 +15,7 @@ import {
   type CacheHint,
 } from '../dialect/index.js';
 import { sendJson } from '../egress/index.js';
+import { invalidCursor, readCursorFields } from '../envelope/index.js';
 import { causewayError } from '../errors.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
@@ -392,26 +393,10 @@ function writeCursor(method: string, snapshot: string, offset: number): string {
 
 /** The snapshot and offset a cursor Causeway issued stands for; anything else is -32602 [PAGE]. */
 function readCursor(cursor: unknown, method: string): { snapshot: string; offset: number } | undefined {
-  if (cursor === undefined) return undefined;
-  const invalid = () => causewayError('invalid_params', 'Invalid cursor');
-  if (typeof cursor !== 'string' || cursor.length > 200) throw invalid();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    throw invalid();
-  }
-  if (
-    !isObject(parsed) ||
-    parsed.m !== method ||
-    typeof parsed.s !== 'string' ||
-    typeof parsed.o !== 'number' ||
-    !Number.isInteger(parsed.o) ||
-    parsed.o < 0
-  ) {
-    throw invalid();
-  }
-  return { snapshot: parsed.s, offset: parsed.o };
+  const f = readCursorFields(cursor, method, 200);
+  if (f === undefined) return undefined;
+  if (typeof f.s !== 'string' || typeof f.o !== 'number' || !Number.isInteger(f.o) || f.o < 0) throw invalidCursor();
+  return { snapshot: f.s, offset: f.o };
 }
 
 /** An RFC 6570 template as a pattern over the URIs it can expand to (good enough to find the owner). */

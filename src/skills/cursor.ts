@@ -1,7 +1,7 @@
 // The cursors of the lists the skills front pages: where a walk is in the folder's part (an
 // offset) or in the upstream's (its own cursor, carried inside). Anything else is -32602 [PAGE].
 
-import { causewayError } from '../errors.js';
+import { invalidCursor, readCursorFields } from '../envelope/index.js';
 
 export type Cursor = { at: 'folder'; offset: number } | { at: 'upstream'; cursor: string | undefined };
 
@@ -12,20 +12,12 @@ export function writeCursor(method: string, c: Cursor): string {
 
 /** The cursor of a request; undefined when it has none (the first page). */
 export function readCursor(value: unknown, method: string): Cursor | undefined {
-  if (value === undefined) return undefined;
-  const invalid = () => causewayError('invalid_params', 'Invalid cursor');
-  if (typeof value !== 'string' || value.length > 4096) throw invalid();
-  let v: unknown;
-  try {
-    v = JSON.parse(Buffer.from(value, 'base64url').toString('utf8'));
-  } catch {
-    throw invalid();
-  }
-  if (typeof v !== 'object' || v === null || (v as { m?: unknown }).m !== method) throw invalid();
-  const { o, u } = v as { o?: unknown; u?: unknown };
+  const v = readCursorFields(value, method, 4096);
+  if (v === undefined) return undefined;
+  const { o, u } = v;
   if (typeof o === 'number' && Number.isInteger(o) && o >= 0) return { at: 'folder', offset: o };
   if (u === null || typeof u === 'string') return { at: 'upstream', cursor: u ?? undefined };
-  throw invalid();
+  throw invalidCursor();
 }
 
 /** One page of `items` from `offset`, and the cursor of the next when there is one. */

@@ -22,7 +22,7 @@ import {
 } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { InFlightByKey } from '../../in-flight.js';
-import { refusal, classify } from '../http/index.js';
+import { refusal, classifyOrDrop } from '../http/index.js';
 import type { StreamHandlers } from '../core/index.js';
 import type { MessageChannel } from './message-channel.js';
 import { ASKING_METHODS } from '../core/index.js';
@@ -67,13 +67,8 @@ export class ChannelSession {
 
   /** One message the server sent: an answer to a call, a request of its own, or a notification. */
   route(raw: JsonRpcMessage): void {
-    let m;
-    try {
-      m = classify(raw);
-    } catch (err) {
-      this.log.warn({ err }, 'dropping an invalid upstream message');
-      return;
-    }
+    const m = classifyOrDrop(raw, this.log, 'dropping an invalid upstream message');
+    if (m === undefined) return;
     if (m.kind === 'response') {
       const id = m.message.id;
       if (id === null || id === undefined) {

@@ -173,6 +173,16 @@ export function classify(value: unknown): UpstreamMessage {
   throw badResponse('not a JSON-RPC message');
 }
 
+/** `value` classified; undefined, said at warn as `dropping`, when it is no well-formed JSON-RPC message. */
+export function classifyOrDrop(value: unknown, log: Logger, dropping: string): UpstreamMessage | undefined {
+  try {
+    return classify(value);
+  } catch (err) {
+    log.warn({ err }, dropping);
+    return undefined;
+  }
+}
+
 export function decodeMessages(text: string): UpstreamMessage[] {
   let parsed: unknown;
   try {

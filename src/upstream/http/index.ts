@@ -43,6 +43,6 @@ export {
 export { type Exchange, refusal } from './inbound.js';
 export { tooLarge } from './body.js';
 export { type DirectCall, type DirectTally, UPSTREAM_CLIENT_DEFAULTS, UpstreamClient } from './legacy-client.js';
-export { badResponse, classify, decodeMessages, type UpstreamMessage } from './inbound.js';
+export { badResponse, classify, classifyOrDrop, decodeMessages, type UpstreamMessage } from './inbound.js';
 export { AnswerReader, type AnswerLimits, DEFAULT_MAX_EVENT_BYTES } from './reader.js';
 export { parseSse, type SseEvent, sseMessages, sseTextMessages } from './reader.js';

@@ -17,7 +17,7 @@ import { isObject, type JsonObject, type JsonRpcMessage, type JsonRpcNotificatio
 import type { JsonRpcRequest, RequestId } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { MessageChannel } from '../channel/index.js';
-import { CallScope, classify, refusal, ScopeSet } from '../http/index.js';
+import { CallScope, classifyOrDrop, refusal, ScopeSet } from '../http/index.js';
 import { AnswerWriter } from './answer.js';
 import type { ModernAnswer } from '../modern/index.js';
 
@@ -136,13 +136,8 @@ export class ModernChild {
   }
 
   private route(raw: JsonRpcMessage): void {
-    let m;
-    try {
-      m = classify(raw);
-    } catch (err) {
-      this.log.warn({ err }, 'dropping an invalid message of the child');
-      return;
-    }
+    const m = classifyOrDrop(raw, this.log, 'dropping an invalid message of the child');
+    if (m === undefined) return;
     if (m.kind === 'response') {
       const ex = typeof m.message.id === 'string' ? this.exchanges.get(m.message.id) : undefined;
       if (ex === undefined) return this.log.debug('dropping a response of the child for no request in flight');
