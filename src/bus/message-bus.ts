@@ -5,7 +5,7 @@
 // Redis pub/sub keeps nothing: a message published while Redis fails over, or while a
 // subscriber's connection is being made again, is gone. RedisBus makes up for both sides:
 // - a publish Redis does not take (no primary, connection down) is held, in order, and sent once
-//   Redis takes it again, for up to HOLD_MS; its promise settles then (a Redis away for longer
+//   Redis takes it again, for up to TIMINGS.holdMs; its promise settles then (a Redis away for longer
 //   than that is an outage, not a failover: publishes fail at once until it is back);
 // - a subscription is made whenever the subscriber connection is (re)made, and one that was down
 //   tells its subscriber so (`onGap`), which re-reads what it may have missed; a subscription
@@ -63,14 +63,19 @@ export class LocalBus implements MessageBus {
   }
 }
 
-/** How long a message Redis did not take is held for another try (longer than a Sentinel or Cluster failover takes). */
-export const HOLD_MS = 60_000;
-/** Most messages held at once; beyond it a publish fails at once. */
-const MAX_HELD = 10_000;
-/** Held messages are tried again this often (and at once when the connection is ready again). */
-const RETRY_MS = 100;
-/** A subscription that failed on a live connection is tried again after this long. */
-const RESUBSCRIBE_MS = 500;
+/** How a RedisBus holds what Redis does not take, and tries again; a bus may be given others (tests shorten them). */
+const TIMINGS = {
+  /**
+   * How long a message Redis did not take is held for another try (longer than a Sentinel or Cluster failover takes).
+   */
+  holdMs: 60_000,
+  /** Most messages held at once; beyond it a publish fails at once. */
+  maxHeld: 10_000,
+  /** Held messages are tried again this often (and at once when the connection is ready again). */
+  retryMs: 100,
+  /** A subscription that failed on a live connection is tried again after this long. */
+  resubscribeMs: 500,
+};
 
 interface Held {
   channel: string;
@@ -110,14 +115,14 @@ export class RedisBus implements MessageBus {
   private retry: NodeJS.Timeout | undefined;
   private closed = false;
 
-  private readonly holdMs: number;
+  private readonly timings: typeof TIMINGS;
 
-  /** `holdMs`: how long a message Redis does not take is held (HOLD_MS; shorter in tests). */
+  /** `timings`: any of TIMINGS set otherwise (tests shorten holdMs). */
   constructor(
     private readonly pub: Redis | Cluster,
-    opts: { holdMs?: number } = {},
+    timings: Partial<typeof TIMINGS> = {},
   ) {
-    this.holdMs = opts.holdMs ?? HOLD_MS;
+    this.timings = { ...TIMINGS, ...timings };
     // A failed publish is held or rejects its own promise; the connection's errors need no other listener.
     pub.on('error', () => undefined);
     pub.on('ready', () => void this.flush());
@@ -147,12 +152,12 @@ export class RedisBus implements MessageBus {
         // it has been away longer than a failover takes; then a publish fails at once, as the
         // callers' own fallbacks expect, until Redis takes one again.
         this.downSince ??= Date.now();
-        if (Date.now() - this.downSince > this.holdMs) throw err;
+        if (Date.now() - this.downSince > this.timings.holdMs) throw err;
       }
     }
-    if (this.held.length >= MAX_HELD) throw new Error('too many messages held for Redis to come back');
+    if (this.held.length >= this.timings.maxHeld) throw new Error('too many messages held for Redis to come back');
     return new Promise((resolve, reject) => {
-      this.held.push({ channel, message, until: Date.now() + this.holdMs, resolve, reject });
+      this.held.push({ channel, message, until: Date.now() + this.timings.holdMs, resolve, reject });
       this.later();
     });
   }
@@ -166,7 +171,7 @@ export class RedisBus implements MessageBus {
         const m = this.held[0]!;
         if (Date.now() > m.until) {
           this.held.shift();
-          m.reject(new Error(`Redis did not take a message for ${this.holdMs} ms`));
+          m.reject(new Error(`Redis did not take a message for ${this.timings.holdMs} ms`));
           continue;
         }
         let heard: number;
@@ -203,7 +208,7 @@ export class RedisBus implements MessageBus {
     this.retry = setTimeout(() => {
       this.retry = undefined;
       void this.flush();
-    }, RETRY_MS);
+    }, this.timings.retryMs);
   }
 
   private heard(n: number): number | undefined {
@@ -249,7 +254,10 @@ export class RedisBus implements MessageBus {
       await this.link.subscribe(wanted);
     } catch {
       // The connection dropped (its next ready makes them) or the command failed: try again.
-      setTimeout(() => void this.make(wanted.filter((c) => this.subs.get(c)?.made === false)), RESUBSCRIBE_MS).unref();
+      setTimeout(
+        () => void this.make(wanted.filter((c) => this.subs.get(c)?.made === false)),
+        this.timings.resubscribeMs,
+      ).unref();
       return;
     }
     if (!this.link.ready) return;

@@ -12,24 +12,13 @@ export class Children<C> {
 
   /** Values in labelNames order; every call for one metric passes the same number of them. */
   get(a: string, b?: string, c?: string, d?: string, e?: string): C {
+    // The values are a path down the maps: every one but the last a branch, the last the child's key.
     let node = this.root;
-    let key = a;
-    if (b !== undefined) {
-      node = branch(node, key);
-      key = b;
-      if (c !== undefined) {
-        node = branch(node, key);
-        key = c;
-        if (d !== undefined) {
-          node = branch(node, key);
-          key = d;
-          if (e !== undefined) {
-            node = branch(node, key);
-            key = e;
-          }
-        }
-      }
-    }
+    if (b !== undefined) node = branch(node, a);
+    if (c !== undefined) node = branch(node, b!);
+    if (d !== undefined) node = branch(node, c!);
+    if (e !== undefined) node = branch(node, d!);
+    const key = e ?? d ?? c ?? b ?? a;
     let child = node.get(key) as C | undefined;
     if (child === undefined) {
       const values = [a, b, c, d, e].filter((v): v is string => v !== undefined);

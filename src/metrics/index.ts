@@ -1,9 +1,8 @@
 export { createMetrics, type Metrics, type Probes } from './registry.js';
 export {
-  AuthMetrics,
   CacheMetrics,
+  CountsBy,
   RequestMetrics,
-  StoreMetrics,
   UpstreamMetrics,
   type AnswerOutcome,
   type ResultType,

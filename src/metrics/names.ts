@@ -1,7 +1,7 @@
 // Bounded values for the `name` label of one upstream: a tool or prompt name only once the
 // upstream listed it to this replica, or to another that told it (tools/list, prompts/list results), resources/read by
 // the resources/templates/list template its URI matches; anything else is `_other`, so clients naming any number of
-// bogus tools add no series. At most MAX_NAMES per kind are learned.
+// bogus tools add no series. At most MAX.names per kind are learned.
 
 import { isObject, type JsonObject } from '../jsonrpc.js';
 
@@ -10,12 +10,15 @@ export const OTHER_NAME = '_other';
 /** Methods that name nothing. */
 export const NO_NAME = 'none';
 
-const MAX_NAMES = 500;
-const MAX_TEMPLATES = 100;
-const MAX_NAME_LENGTH = 128;
-const MAX_TEMPLATE_LENGTH = 256;
-/** Longer URIs are not matched against templates (each template is a backtracking regex). */
-const MAX_URI_LENGTH = 1024;
+/** The most learned of each kind, and the longest name, template and URI taken. */
+const MAX = {
+  names: 500,
+  templates: 100,
+  nameLength: 128,
+  templateLength: 256,
+  /** Longer URIs are not matched against templates (each template is a backtracking regex). */
+  uriLength: 1024,
+} as const;
 
 interface Template {
   template: string;
@@ -76,7 +79,7 @@ export class KnownNames {
   }
 
   private templateOf(uri: string): string {
-    if (uri.length > MAX_URI_LENGTH) return OTHER_NAME;
+    if (uri.length > MAX.uriLength) return OTHER_NAME;
     for (const t of this.templates) if (t.pattern.test(uri)) return t.template;
     return OTHER_NAME;
   }
@@ -84,8 +87,8 @@ export class KnownNames {
   private learnTemplates(list: readonly string[]): string[] {
     const added: string[] = [];
     for (const template of list) {
-      if (this.templates.length >= MAX_TEMPLATES) break;
-      if (template.length > MAX_TEMPLATE_LENGTH || this.templates.some((t) => t.template === template)) continue;
+      if (this.templates.length >= MAX.templates) break;
+      if (template.length > MAX.templateLength || this.templates.some((t) => t.template === template)) continue;
       const compiled = compileTemplate(template);
       if (!compiled) continue;
       this.templates.push({ template, ...compiled });
@@ -109,8 +112,8 @@ function templatesOf(list: unknown): string[] {
 function learnNames(known: Set<string>, list: readonly string[]): string[] {
   const added: string[] = [];
   for (const name of list) {
-    if (known.size >= MAX_NAMES) break;
-    if (name.length <= MAX_NAME_LENGTH && !known.has(name)) {
+    if (known.size >= MAX.names) break;
+    if (name.length <= MAX.nameLength && !known.has(name)) {
       known.add(name);
       added.push(name);
     }

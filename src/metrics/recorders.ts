@@ -17,7 +17,7 @@ import {
 import { Children } from './children.js';
 import { KnownNames } from './names.js';
 import type { Metrics } from './registry.js';
-import type { AuthFailure, CacheRecorder, CacheScope, DropReason, OutsideAskOutcome, RetryVia } from './labels.js';
+import type { CacheRecorder, CacheScope, DropReason, OutsideAskOutcome, RetryVia } from './labels.js';
 
 export type ResultType = 'complete' | 'input_required' | 'task' | 'error';
 /** ok: a result; upstream_error: the upstream's own JSON-RPC error, relayed; cancelled: the client went away first. */
@@ -173,20 +173,6 @@ export class UpstreamMetrics {
   }
 }
 
-/** The shared session store's failures (it serves every upstream). */
-export class StoreMetrics {
-  private readonly errors: Children<CounterChild>;
-
-  constructor(m: Metrics) {
-    this.errors = new Children((v) => m.storeErrors.labels(...v));
-  }
-
-  /** `op` is one of the pool's fixed words. */
-  storeError(op: string): void {
-    this.errors.get(op).inc();
-  }
-}
-
 /** The gateway cache's hits, misses and drops; methods are the six cacheable ones, scopes public and private. */
 export class CacheMetrics implements CacheRecorder {
   private readonly hits: Children<CounterChild>;
@@ -212,15 +198,18 @@ export class CacheMetrics implements CacheRecorder {
   }
 }
 
-/** The resource server's refusals; `reason` is one of its closed set (auth/grant.ts). */
-export class AuthMetrics {
-  private readonly failures: Children<CounterChild>;
+/**
+ * A counter by one label of a closed set: the shared session store's failures by the pool's fixed words for
+ * its operations (it serves every upstream), the resource server's refusals by reason (auth/grant.ts).
+ */
+export class CountsBy<L extends string> {
+  private readonly children: Children<CounterChild>;
 
-  constructor(m: Metrics) {
-    this.failures = new Children((v) => m.authFailures.labels(...v));
+  constructor(counter: { labels(...values: string[]): CounterChild }) {
+    this.children = new Children((v) => counter.labels(...v));
   }
 
-  failure(reason: AuthFailure): void {
-    this.failures.get(reason).inc();
+  count(label: L): void {
+    this.children.get(label).inc();
   }
 }

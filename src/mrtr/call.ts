@@ -27,7 +27,7 @@ import {
   type UpstreamSessionClient,
 } from '../upstream/index.js';
 import { levelAtLeast, type ModernRequest } from '../envelope/index.js';
-import type { Handoff } from './handoff.js';
+import type { Handoff, RoundOutcome } from './handoff.js';
 import {
   PendingCall,
   type HeldAsTask,
@@ -77,11 +77,7 @@ export interface RoundExchange {
   asTask?: HeldAsTask;
 }
 
-export type RoundResult =
-  | { kind: 'upstream'; response: JsonRpcResponse }
-  | { kind: 'input'; result: JsonObject }
-  /** A call held as a task: the tasks bridge took it over; its CreateTaskResult. */
-  | { kind: 'task'; created: JsonObject };
+export type RoundResult = RoundOutcome<JsonRpcResponse>;
 
 /**
  * The upstream progress token of a call held as a task whose client asked for no progress: its

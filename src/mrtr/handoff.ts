@@ -23,10 +23,17 @@ export interface ForwardedRound {
   traceparent?: string;
 }
 
-export type HandedResult =
-  | { kind: 'upstream'; response: JsonObject }
+/**
+ * What a round comes to: the upstream's answer (a `Response`), the questions of an input round, or a call
+ * held as a task (the tasks bridge took it over; its CreateTaskResult).
+ */
+export type RoundOutcome<Response> =
+  | { kind: 'upstream'; response: Response }
   | { kind: 'input'; result: JsonObject }
   | { kind: 'task'; created: JsonObject };
+
+/** A round's outcome as it crosses the bus, the upstream's answer a plain object. */
+export type HandedResult = RoundOutcome<JsonObject>;
 
 type Wire =
   | ({ t: 'round'; id: string; from: string } & ForwardedRound)

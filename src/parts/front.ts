@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { replayCacheFor, ResourceServer, type SubjectTokens } from '../auth/index.js';
 import { originPolicy } from '../envelope/index.js';
 import { createAdmin, createIngress, frontDoor, RateLimiter, type Mount } from '../ingress/index.js';
-import { AuthMetrics, RequestMetrics, type Metrics } from '../metrics/index.js';
+import { CountsBy, RequestMetrics, type AuthFailure, type Metrics } from '../metrics/index.js';
 import type { SessionStore } from '../pool/index.js';
 import type { SignInCallback } from '../upstream/index.js';
 import type { Ground } from './order.js';
@@ -51,14 +51,14 @@ export function ingressPart(ground: Ground, deps: FrontDeps) {
   const { mounts, store, metrics, readiness, listening, subjects, signIn } = deps;
   const { limits } = config;
   const requestMetrics = new RequestMetrics(metrics);
-  const authMetrics = new AuthMetrics(metrics);
+  const authFailures = new CountsBy<AuthFailure>(metrics.authFailures);
   const auth =
     config.auth.mode === 'none'
       ? undefined
       : new ResourceServer(
           config.auth,
           topology.mounts.map((m) => m.path),
-          (reason) => authMetrics.failure(reason),
+          (reason) => authFailures.count(reason),
           replayCacheFor(store),
           { subjects, principal: config.principal, tenantClaim: config.quotas.tenantClaim },
         );

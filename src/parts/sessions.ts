@@ -4,7 +4,7 @@
 
 import type { GatewayCache } from '../cache/index.js';
 import { globToRegExp } from '../glob.js';
-import { StoreMetrics, type Metrics } from '../metrics/index.js';
+import { CountsBy, type Metrics } from '../metrics/index.js';
 import type { BridgeDeps, ReplicaBridge } from '../mrtr/index.js';
 import { SessionPool, upstreamOf, type SessionStore } from '../pool/index.js';
 import type { ModernDeps } from '../routing/index.js';
@@ -26,7 +26,7 @@ export function poolPart(
   metrics: Metrics,
   on: { adopted(session: Parameters<Subscriptions['stand']>[0]): Promise<void>; cache: GatewayCache | undefined },
 ): SessionPool {
-  const storeMetrics = new StoreMetrics(metrics);
+  const storeErrors = new CountsBy(metrics.storeErrors);
   const of = (upstream: string) => partsOf(upstreams, upstream).metrics;
   const pool = new SessionPool(
     store,
@@ -43,7 +43,7 @@ export function poolPart(
       onInitialize: (upstream, ms, reason) => of(upstream).initialized(reason, ms / 1000),
       onHit: (upstream) => of(upstream).poolLookup('hit'),
       onMiss: (upstream) => of(upstream).poolLookup('miss'),
-      onStoreError: (op) => storeMetrics.storeError(op),
+      onStoreError: (op) => storeErrors.count(op),
       onLocalSession: (upstream) => of(upstream).localSession(),
       onAdopted: (session) => on.adopted(session),
       onReplaced: (key) => on.cache?.replaced(key.upstream, key.id),
