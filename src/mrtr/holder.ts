@@ -285,17 +285,16 @@ export class HeldCalls {
   private readonly finished = new Map<string, number>();
   private readonly perPrincipal = new Map<string, number>();
 
-  constructor(
-    private readonly maxTotal: number,
-    private readonly maxPerPrincipal: number,
-  ) {}
+  /** `bounds`: the most calls held in total (maxPending) and for one principal (maxPendingPerPrincipal). */
+  constructor(private readonly bounds: { maxPending: number; maxPendingPerPrincipal: number }) {}
 
   get size(): number {
     return this.calls.size;
   }
 
   hasRoom(principal: string): boolean {
-    return this.calls.size < this.maxTotal && (this.perPrincipal.get(principal) ?? 0) < this.maxPerPrincipal;
+    const { maxPending, maxPendingPerPrincipal } = this.bounds;
+    return this.calls.size < maxPending && (this.perPrincipal.get(principal) ?? 0) < maxPendingPerPrincipal;
   }
 
   hold(call: PendingCall): void {

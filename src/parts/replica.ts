@@ -117,7 +117,7 @@ export function heldPart(
   { parts, config, topology, replicaId, inFlight, log }: Ground,
   bridge: Omit<ReplicaBridge, 'replicaId' | 'handoff' | 'held' | 'collectWindowMs' | 'stateTtlMs'>,
 ): ReplicaBridge {
-  const held = new HeldCalls(config.mrtr.maxPending, config.mrtr.maxPendingPerPrincipal);
+  const held = new HeldCalls(config.mrtr);
   // With a shared store another replica can resume a held call on its upstream stream: let go, do not cancel.
   parts.onLetGo('held', () => (config.store.kind === 'redis' ? held.detachAll() : held.cancelAll()));
   const handoff =

@@ -185,7 +185,14 @@ export class LegacyPassthrough implements LegacyFace {
     if (binding && out['mcp-session-id'] !== undefined)
       out['mcp-session-id'] = binding.bind(out['mcp-session-id'], principal!);
     if (lists && upstream.statusCode === 200)
-      return relayFiltered(upstream.body, out, res, lists, access!, this.opts.maxResponseBytes);
+      return relayFiltered({
+        body: upstream.body,
+        headers: out,
+        res,
+        lists,
+        access: access!,
+        maxBytes: this.opts.maxResponseBytes,
+      });
     res.writeHead(upstream.statusCode, out);
     (res as { flushHeaders?: () => void }).flushHeaders?.();
     try {

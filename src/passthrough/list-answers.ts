@@ -50,21 +50,24 @@ function eventText(ev: SseEvent, data: string): string {
   return text === '' ? '' : `${text}\n`;
 }
 
-/**
- * Relays the upstream's 200 answer to list requests, filtered. `headers` are those the client
- * gets (hop-by-hop ones already gone).
- */
-export async function relayFiltered(
-  body: ResponseBody,
-  headers: Record<string, string>,
-  res: HttpResponse,
-  lists: ListRequests,
-  access: Access,
-  maxBytes: number,
-): Promise<void> {
+/** The upstream's 200 answer to list requests, and what relaying it filtered takes. */
+export interface ListAnswer {
+  body: ResponseBody;
+  /** Those the client gets (hop-by-hop ones already gone). */
+  headers: Record<string, string>;
+  res: HttpResponse;
+  lists: ListRequests;
+  access: Access;
+  /** The most read of the JSON body, or of one SSE event. */
+  maxBytes: number;
+}
+
+/** Relays the upstream's 200 answer to list requests, filtered. */
+export async function relayFiltered(answer: ListAnswer): Promise<void> {
+  const { body, headers, res, lists } = answer;
   const type = mediaType(headers['content-type']);
-  if (type === 'application/json') return relayJson(body, headers, res, lists, access, maxBytes);
-  if (type === 'text/event-stream') return relaySse(body, headers, res, lists, access, maxBytes);
+  if (type === 'application/json') return relayJson(answer);
+  if (type === 'text/event-stream') return relaySse(answer);
   abandon(body);
   sendCausewayError(
     res,
@@ -73,14 +76,7 @@ export async function relayFiltered(
   );
 }
 
-async function relayJson(
-  body: ResponseBody,
-  headers: Record<string, string>,
-  res: HttpResponse,
-  lists: ListRequests,
-  access: Access,
-  maxBytes: number,
-): Promise<void> {
+async function relayJson({ body, headers, res, lists, access, maxBytes }: ListAnswer): Promise<void> {
   let value: unknown;
   try {
     checkContentLength(body, headers['content-length'], maxBytes);
@@ -101,14 +97,7 @@ async function relayJson(
  * Event by event; event ids and retry hints are left out, so that a client cannot resume this
  * stream with a GET (Last-Event-ID) whose replay would carry the list unfiltered.
  */
-async function relaySse(
-  body: ResponseBody,
-  headers: Record<string, string>,
-  res: HttpResponse,
-  lists: ListRequests,
-  access: Access,
-  maxBytes: number,
-): Promise<void> {
+async function relaySse({ body, headers, res, lists, access, maxBytes }: ListAnswer): Promise<void> {
   delete headers['content-length'];
   res.writeHead(200, headers);
   (res as { flushHeaders?: () => void }).flushHeaders?.();

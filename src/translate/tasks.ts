@@ -20,9 +20,7 @@ const MAX_TASKS = 1_000;
 const PAGE = 20;
 const LIST_AT_ONCE = 5;
 /** tasks/result polls at the task's pollIntervalMs, within these bounds; at the default when it gives none. */
-const MIN_POLL_MS = 50;
-const MAX_POLL_MS = 5_000;
-const DEFAULT_POLL_MS = 1_000;
+const POLL_MS = { min: 50, max: 5_000, default: 1_000 } as const;
 
 /** One legacy tasks request as the face hands it over: its session, the upstream, the client. */
 export interface TaskRequest {
@@ -128,8 +126,8 @@ export class LegacyTasks {
         continue;
       }
       req.waiting();
-      const poll = typeof task.pollIntervalMs === 'number' ? task.pollIntervalMs : DEFAULT_POLL_MS;
-      await delay(Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, poll)), undefined, { signal: req.signal });
+      const poll = typeof task.pollIntervalMs === 'number' ? task.pollIntervalMs : POLL_MS.default;
+      await delay(Math.min(POLL_MS.max, Math.max(POLL_MS.min, poll)), undefined, { signal: req.signal });
     }
   }
 

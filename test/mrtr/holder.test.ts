@@ -135,7 +135,7 @@ t.test('expireAfter cancels the call and tells the owner; stopTimer prevents it'
 });
 
 t.test('HeldCalls: per-principal and total bounds, release frees the slot', async (t) => {
-  const held = new HeldCalls(3, 2);
+  const held = new HeldCalls({ maxPending: 3, maxPendingPerPrincipal: 2 });
   const a1 = newCall('a').call;
   const a2 = newCall('a').call;
   t.ok(held.hasRoom('a'));
@@ -158,7 +158,7 @@ t.test('HeldCalls: per-principal and total bounds, release frees the slot', asyn
 });
 
 t.test('HeldCalls: a released call is remembered until its state expires', async (t) => {
-  const held = new HeldCalls(10, 10);
+  const held = new HeldCalls({ maxPending: 10, maxPendingPerPrincipal: 10 });
   const c = newCall().call;
   c.round = 1;
   held.hold(c);
@@ -174,7 +174,7 @@ t.test('HeldCalls: a released call is remembered until its state expires', async
 });
 
 t.test('HeldCalls: cancelAll cancels and releases every held call', async (t) => {
-  const held = new HeldCalls(10, 10);
+  const held = new HeldCalls({ maxPending: 10, maxPendingPerPrincipal: 10 });
   let cancelled = 0;
   for (let i = 0; i < 3; i++) {
     const c = newCall(`p${i}`).call;
@@ -202,14 +202,14 @@ class CountingMap<K, V> extends Map<K, V> {
 }
 
 t.test('HeldCalls: a call that never handed out a state leaves no replay record', async (t) => {
-  const held = new HeldCalls(10, 10);
+  const held = new HeldCalls({ maxPending: 10, maxPendingPerPrincipal: 10 });
   const c = newCall().call;
   held.release(c, Date.now() + 300_000);
   t.notOk(held.wasFinished(c.id), 'round 0: no state names this call');
 });
 
 t.test('HeldCalls: release stays cheap beyond 4 x maxPending remembered calls', async (t) => {
-  const held = new HeldCalls(10, 10);
+  const held = new HeldCalls({ maxPending: 10, maxPendingPerPrincipal: 10 });
   const finished = new CountingMap<string, number>();
   (held as unknown as { finished: Map<string, number> }).finished = finished;
   const N = 2000;
@@ -249,7 +249,7 @@ t.test(
 );
 
 t.test('detachAll lets held calls go without cancelling them; cancelAll cancels', async (t) => {
-  const held = new HeldCalls(10, 10);
+  const held = new HeldCalls({ maxPending: 10, maxPendingPerPrincipal: 10 });
   const a = newCall().call;
   const b = newCall().call;
   const seen: string[] = [];

@@ -8,13 +8,7 @@ import type { JsonRpcNotification, JsonRpcResponse } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { Dispatcher } from '../http/index.js';
 import { detectTransport, type Detected, type LegacyTransport, type TransportMemo } from './detect-transport.js';
-import type {
-  HandshakeResult,
-  InitializeParams,
-  StreamHandlers,
-  SessionRef,
-  UpstreamSessionClient,
-} from '../core/index.js';
+import type { HandshakeResult, InitializeParams, SessionRef, UpstreamSessionClient } from '../core/index.js';
 
 export interface AutoClientOptions {
   url: string;
@@ -112,12 +106,9 @@ export class AutoClient implements UpstreamSessionClient {
   }
 
   async openStream(
-    session: SessionRef,
-    handlers: StreamHandlers,
-    signal: AbortSignal,
-    lastEventId?: string,
+    ...args: Parameters<UpstreamSessionClient['openStream']>
   ): Promise<'unsupported' | { done: Promise<void> }> {
-    return (await this.use(signal)).client.openStream(session, handlers, signal, lastEventId);
+    return (await this.use(args[2])).client.openStream(...args);
   }
 
   async terminate(session: SessionRef): Promise<void> {
