@@ -45,6 +45,33 @@ export type Verified =
     }
   | { ok: false; failure: AuthFailure };
 
+/** What every token verifier is told. */
+export interface VerifierOptions {
+  issuer: string;
+  /** Every audience accepted: the resources of the mounts. */
+  audiences: readonly string[];
+  clockSkewMs: number;
+  /** The claim naming the tenant quotas count for (quotas.tenantClaim). */
+  tenantClaim: string;
+}
+
+/**
+ * The verdict on a token whose signature (or introspection answer), times and audience are checked already: refused
+ * when bound to a key other than DPoP's, else its identity, scopes and binding.
+ */
+export function grantOf(
+  claims: Readonly<Record<string, unknown>>,
+  subject: string,
+  audiences: string[],
+  expiresAt: number | undefined,
+  opts: VerifierOptions,
+): Verified {
+  const binding = bindingOf(claims);
+  if (binding === 'other') return { ok: false, failure: 'bound_token' };
+  const identity = { issuer: opts.issuer, subject, ...namedClaims(claims, opts.tenantClaim) };
+  return { ok: true, identity, scopes: scopesOf(claims), audiences, jkt: binding?.jkt, expiresAt };
+}
+
 export interface TokenVerifier {
   verify(token: string): Promise<Verified>;
 }

@@ -7,25 +7,19 @@
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import { isObject } from '../jsonrpc.js';
-import { audiencesOf, bindingOf, namedClaims, scopesOf, type TokenVerifier, type Verified } from './grant.js';
+import { audiencesOf, grantOf, type TokenVerifier, type Verified, type VerifierOptions } from './grant.js';
 import { BoundedMap } from '../bounded.js';
 
-export interface IntrospectionOptions {
+export interface IntrospectionOptions extends VerifierOptions {
   url: string;
   clientId: string;
   clientSecret: string;
-  issuer: string;
-  audiences: readonly string[];
-  /** The claim naming the tenant quotas count for (quotas.tenantClaim). */
-  tenantClaim: string;
-  clockSkewMs: number;
   cacheMs: number;
   cacheSize: number;
 }
 
-const TIMEOUT_MS = 5_000;
-const MAX_NEGATIVE_MS = 5_000;
-const MAX_ANSWER_BYTES = 65_536;
+/** The introspection call's time and answer size, and how long at most an inactive answer is kept. */
+const BOUNDS = { timeoutMs: 5_000, answerBytes: 65_536, negativeMs: 5_000 } as const;
 
 interface Cached {
   expiresAt: number;
@@ -69,11 +63,11 @@ export class IntrospectionVerifier implements TokenVerifier {
           accept: 'application/json',
         },
         body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
-        headersTimeout: TIMEOUT_MS,
-        bodyTimeout: TIMEOUT_MS,
+        headersTimeout: BOUNDS.timeoutMs,
+        bodyTimeout: BOUNDS.timeoutMs,
       });
       const text = await res.body.text();
-      if (res.statusCode !== 200 || text.length > MAX_ANSWER_BYTES) return { ok: false, failure: 'unavailable' };
+      if (res.statusCode !== 200 || text.length > BOUNDS.answerBytes) return { ok: false, failure: 'unavailable' };
       answer = JSON.parse(text);
     } catch {
       return { ok: false, failure: 'unavailable' };
@@ -83,7 +77,7 @@ export class IntrospectionVerifier implements TokenVerifier {
     const exp = isObject(answer) && typeof answer.exp === 'number' ? answer.exp * 1000 : Infinity;
     const until = verdict.ok
       ? Math.min(now + this.opts.cacheMs, exp)
-      : now + Math.min(MAX_NEGATIVE_MS, this.opts.cacheMs);
+      : now + Math.min(BOUNDS.negativeMs, this.opts.cacheMs);
     if (verdict.ok || verdict.failure !== 'unavailable') this.cache.set(key, { expiresAt: until, verdict });
     return verdict;
   }
@@ -105,10 +99,7 @@ export class IntrospectionVerifier implements TokenVerifier {
           ? a.client_id
           : undefined;
     if (subject === undefined) return { ok: false, failure: 'missing_subject' };
-    const binding = bindingOf(a);
-    if (binding === 'other') return { ok: false, failure: 'bound_token' };
     const expiresAt = typeof a.exp === 'number' ? a.exp * 1000 : undefined;
-    const identity = { issuer: this.opts.issuer, subject, ...namedClaims(a, this.opts.tenantClaim) };
-    return { ok: true, identity, scopes: scopesOf(a), audiences, jkt: binding?.jkt, expiresAt };
+    return grantOf(a, subject, audiences, expiresAt, this.opts);
   }
 }

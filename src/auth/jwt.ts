@@ -4,18 +4,12 @@
 // (RFC 8707), exp / nbf within the clock skew, and a subject.
 
 import { createRemoteJWKSet, decodeJwt, errors, jwtVerify } from 'jose';
-import { audiencesOf, bindingOf, namedClaims, scopesOf, type TokenVerifier, type Verified } from './grant.js';
+import { audiencesOf, grantOf, type TokenVerifier, type Verified, type VerifierOptions } from './grant.js';
 import type { AuthFailure } from '../metrics/index.js';
 
-export interface JwtOptions {
-  issuer: string;
+export interface JwtOptions extends VerifierOptions {
   jwksUrl: string;
-  /** Every audience accepted: the resources of the mounts. */
-  audiences: readonly string[];
-  /** The claim naming the tenant quotas count for (quotas.tenantClaim). */
-  tenantClaim: string;
   algorithms: readonly string[];
-  clockSkewMs: number;
   cooldownMs: number;
 }
 
@@ -41,16 +35,7 @@ export class JwtVerifier implements TokenVerifier {
         requiredClaims: ['exp'],
       });
       if (typeof payload.sub !== 'string' || payload.sub === '') return { ok: false, failure: 'missing_subject' };
-      const binding = bindingOf(payload);
-      if (binding === 'other') return { ok: false, failure: 'bound_token' };
-      const identity = {
-        issuer: this.opts.issuer,
-        subject: payload.sub,
-        ...namedClaims(payload, this.opts.tenantClaim),
-      };
-      const audiences = audiencesOf(payload);
-      const expiresAt = payload.exp! * 1000;
-      return { ok: true, identity, scopes: scopesOf(payload), audiences, jkt: binding?.jkt, expiresAt };
+      return grantOf(payload, payload.sub, audiencesOf(payload), payload.exp! * 1000, this.opts);
     } catch (err) {
       return { ok: false, failure: failureOf(err) };
     }

@@ -16,11 +16,9 @@ import {
   auditCalls,
   classify,
   eraTags,
-  legacyQuota,
-  legacyRate,
+  legacyLimits,
   legacyScopes,
-  modernQuota,
-  modernRate,
+  modernLimits,
   modernScopes,
   rejected,
   tokenlessDiscover,
@@ -79,13 +77,11 @@ const STEPS: readonly Step[] = [
   accepted, // 202 for a notification or a response
   rejected, // the classifier's error
   legacyScopes, // insufficient_scope for a request of the message or batch
-  legacyRate, // rate_limited for a request over its method's rate
-  legacyQuota, // quota_exceeded for a call that finds its tenant's quota spent
+  legacyLimits, // rate_limited for a request over its method's rate; quota_exceeded for its tenant's spent quota
   forwardLegacy, // the legacy face answers
   acceptable, // not_acceptable
   modernScopes, // insufficient_scope
-  modernRate, // rate_limited over the method's rate
-  modernQuota, // quota_exceeded
+  modernLimits, // rate_limited over the method's rate; quota_exceeded
   serve, // the pipeline answers
 ];
 

@@ -138,47 +138,44 @@ export function legacyScopes(v: Visit): boolean {
   return NEXT;
 }
 
-export function legacyRate(v: Visit): boolean | Promise<boolean> {
-  const { rate } = v.deps;
-  if (v.verdict.era !== 'legacy' || rate === undefined) return NEXT;
-  return legacyOverRate(v, rate);
+export function legacyLimits(v: Visit): boolean | Promise<boolean> {
+  const { rate, quotas } = v.deps;
+  if (v.verdict.era !== 'legacy' || (rate === undefined && quotas === undefined)) return NEXT;
+  return legacyOverLimits(v, rate, quotas);
 }
 
-/** The first request of a legacy POST over its method's rate (limits.rateMethods). */
-async function legacyOverRate(v: Visit, rate: RateLimiter): Promise<boolean> {
-  for (const { method, id } of requestsIn(v.json)) {
-    const error = await rate.refuseMethod(v.principal, method);
-    if (error) return refuse(v, error, id);
-  }
-  return NEXT;
-}
-
-export function legacyQuota(v: Visit): boolean | Promise<boolean> {
-  const { quotas } = v.deps;
-  if (v.verdict.era !== 'legacy' || quotas === undefined) return NEXT;
-  return legacyOverQuota(v, quotas);
-}
-
-/** The first call of a legacy POST that finds one of its tenant's quotas spent. */
-async function legacyOverQuota(v: Visit, quotas: Quotas): Promise<boolean> {
+/** The first request of a legacy POST over its method's rate (limits.rateMethods) or its tenant's quota. */
+async function legacyOverLimits(v: Visit, rate: RateLimiter | undefined, quotas: Quotas | undefined): Promise<boolean> {
   for (const { method, id, message } of requestsIn(v.json)) {
-    if (!quotas.methods.has(method)) continue;
-    const error = await quotas.refuse({ tenant: tenantOf(v), mount: v.mount.path, method, name: legacyName(message) });
+    const error =
+      (await rate?.refuseMethod(v.principal, method)) ??
+      (quotas?.methods.has(method)
+        ? await quotas.refuse({ tenant: tenantOf(v), mount: v.mount.path, method, name: legacyName(message) })
+        : undefined);
     if (error) return refuse(v, error, id);
   }
   return NEXT;
 }
 
-export function modernQuota(v: Visit): boolean | Promise<boolean> {
-  const { quotas } = v.deps;
+export function modernLimits(v: Visit): boolean | Promise<boolean> {
+  const { rate, quotas } = v.deps;
   const { verdict } = v;
-  if (verdict.era !== 'modern' || quotas === undefined || !quotas.methods.has(verdict.request.method)) return NEXT;
-  return modernOverQuota(v, quotas, verdict);
+  if (verdict.era !== 'modern') return NEXT;
+  const counted = quotas?.methods.has(verdict.request.method) === true;
+  return rate === undefined && !counted ? NEXT : modernOverLimits(v, rate, counted ? quotas : undefined, verdict);
 }
 
-async function modernOverQuota(v: Visit, quotas: Quotas, { request }: ModernVerdict): Promise<boolean> {
+/** A modern request over its method's rate, or a call that finds its tenant's quota spent. */
+async function modernOverLimits(
+  v: Visit,
+  rate: RateLimiter | undefined,
+  quotas: Quotas | undefined,
+  { request }: ModernVerdict,
+): Promise<boolean> {
   const { method, name } = request;
-  const over = await quotas.refuse({ tenant: tenantOf(v), mount: v.mount.path, method, name });
+  const over =
+    (await rate?.refuseMethod(v.principal, method)) ??
+    (await quotas?.refuse({ tenant: tenantOf(v), mount: v.mount.path, method, name }));
   return over ? refuse(v, over, request.id) : NEXT;
 }
 
@@ -216,16 +213,4 @@ export function modernScopes(v: Visit): boolean {
   if (verdict.era !== 'modern' || auth === undefined || access === undefined) return NEXT;
   const denied = auth.authorize(access, v.mount.path, verdict.request.method, verdict.request.name);
   return denied ? refuse(v, denied, verdict.request.id) : NEXT;
-}
-
-export function modernRate(v: Visit): boolean | Promise<boolean> {
-  const { rate } = v.deps;
-  const { verdict } = v;
-  if (verdict.era !== 'modern' || rate === undefined) return NEXT;
-  return modernOverRate(v, rate, verdict);
-}
-
-async function modernOverRate(v: Visit, rate: RateLimiter, { request }: ModernVerdict): Promise<boolean> {
-  const over = await rate.refuseMethod(v.principal, request.method);
-  return over ? refuse(v, over, request.id) : NEXT;
 }
