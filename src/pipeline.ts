@@ -38,9 +38,10 @@ import {
 import { callHeaders, enableLogging, refuseAsk, relayCall, isEraRefusal, type CallObserver } from './upstream/index.js';
 import { runRound, signInRound, type HeldAsTask, type RoundResult } from './mrtr/index.js';
 import { answerTask, holdsTasks, refuseRequiredTask, taskPlan, upstreamTaskCreated } from './tasks/index.js';
-import type { AnswerOutcome, ResultType, UpstreamMetrics } from './metrics/index.js';
+import { OTHER_NAME, type AnswerOutcome, type ResultType, type UpstreamMetrics } from './metrics/index.js';
 import { inRequestSpan } from './tracing/index.js';
 import { refusedAnswer, relayModern } from './passthrough/index.js';
+import { viewedExchange } from './view/index.js';
 
 /** A modern request on a mount, as the front door hands it over. */
 export function serveModern(ex: ModernExchange, mount: ModernMount): Promise<void> {
@@ -49,7 +50,16 @@ export function serveModern(ex: ModernExchange, mount: ModernMount): Promise<voi
     const traced = span ? { ...ex, span } : ex;
     const serve = (e: ModernExchange) =>
       mount.federation ? handleFederated(e, mount.federation) : handleModern(e, mount.upstream);
-    return mount.front ? mount.front.serve(traced, serve) : serve(traced);
+    if (mount.view === undefined) return mount.front ? mount.front.serve(traced, serve) : serve(traced);
+    let seen: ModernExchange;
+    try {
+      seen = viewedExchange(traced, mount.view);
+    } catch (err) {
+      // A name the view hides: refused as an unknown one, nothing sent upstream, counted as one.
+      const hidden = { ...traced, shownName: OTHER_NAME };
+      return measured(hidden, (mount.federation ?? mount.upstream).metrics, () => Promise.reject(err));
+    }
+    return mount.front ? mount.front.serve(seen, serve) : serve(seen);
   });
 }
 
@@ -154,7 +164,8 @@ async function measured(
     outcome = fail(ex, err);
   }
   if (ex.notes) ex.notes.resultType = resultType;
-  metrics.answered(ex.request.method, ex.request.name, resultType, outcome, (performance.now() - started) / 1000);
+  const seconds = (performance.now() - started) / 1000;
+  metrics.answered(ex.request.method, ex.request.name, resultType, outcome, seconds, ex.shownName);
 }
 
 async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {

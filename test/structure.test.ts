@@ -26,10 +26,11 @@ const FRONT_DOOR = 'ingress/front-door.ts';
  * routing calls, the pool, the upstream clients, the dialect they translate with); below are the
  * ground floors every stage writes with: the metrics (which declare their own label values, so
  * that no stage's type reaches up into them), the reply writers, the parsed request, tracing, the
- * bus between replicas, and the settings. The audit record sits just under the front door, the
- * one stage that knows a request whole when it ends. On top, beside the composition root,
- * `causeway doctor`, which only main.ts runs: it checks a server with the upstream clients, the
- * envelope's and dialect's readings and the settings.
+ * bus between replicas, and the settings, and under them a mount's view (its tools, prompts and
+ * resources as its clients see them), which the settings check and every stage looks through. The
+ * audit record sits just under the front door, the one stage that knows a request whole when it
+ * ends. On top, beside the composition root, `causeway doctor`, which only main.ts runs: it checks
+ * a server with the upstream clients, the envelope's and dialect's readings and the settings.
  */
 const FLOORS = [
   'parts',
@@ -56,6 +57,7 @@ const FLOORS = [
   'tracing',
   'bus',
   'config',
+  'view',
 ];
 const IMPORT = /^(?:import|export)\s+(type\s+)?(?:\{([^}]*)\}|\*(?:\s+as\s+\w+)?)\s+from\s+'(\.[^']+)';/gms;
 

@@ -5,6 +5,7 @@
 import type { JsonObject } from '../jsonrpc.js';
 import type { AuthFailure } from '../metrics/index.js';
 import type { ScopeRule } from '../config/index.js';
+import type { ListLens } from '../view/index.js';
 import { FILTERED_LISTS, filterList, mayHide, missingScopes } from './rules.js';
 
 export interface Identity {
@@ -77,7 +78,7 @@ export interface TokenVerifier {
 }
 
 /** A request's access: its identity, and what its scopes let it see and call. */
-export class Access {
+export class Access implements ListLens {
   constructor(
     readonly identity: Identity,
     private readonly scopes: ReadonlySet<string>,

@@ -237,8 +237,9 @@ const TABLE = {
   ),
   /** Mount path -> what it serves; empty: the one upstream at listen.path. */
   mounts: json<Record<string, unknown>>(
-    'Path -> {"upstreams":[...],"prefix","pageSize","routes","skills"}; several ' +
-      'upstreams on one path are federated. Empty: the one upstream at listen.path.',
+    'Path -> {"upstreams":[...],"prefix","pageSize","routes","skills","tools","prompts","resources"}; several ' +
+      'upstreams on one path are federated; tools, prompts, resources make it a virtual server (see Virtual ' +
+      'servers). Empty: the one upstream at listen.path.',
   ),
   quotas: {
     rules: json<QuotaRule>(

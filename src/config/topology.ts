@@ -6,6 +6,7 @@ import { deepFreeze } from './freeze.js';
 import { UPSTREAM_SETTINGS, type CacheScope, type Config } from './schema.js';
 import { holds, type SectionValues, type Setting } from './setting.js';
 import { credentialSpec, type CredentialSpec } from './credentials.js';
+import { viewSpec, type ViewSpec } from '../view/index.js';
 
 /** An upstream's cache.* settings: its entry's over the global ones. */
 /** What an upstream's answers are told (ttlMs, cacheScope), by method: the cache.* hints, per upstream. */
@@ -49,6 +50,8 @@ export interface MountSpec {
    * subfolder per member (named as the member), its skills under <prefix>/<member>. Empty: none.
    */
   skills: SkillRoot[];
+  /** tools, prompts, resources: what the mount's clients see of what it serves (a virtual server); none: all of it. */
+  view?: ViewSpec;
 }
 
 export interface Topology {
@@ -72,7 +75,7 @@ const UPSTREAM_KEYS: ReadonlySet<string> = new Set([
   'urls',
   'cache',
 ]);
-const MOUNT_KEYS = new Set(['upstreams', 'prefix', 'pageSize', 'routes', 'skills']);
+const MOUNT_KEYS = new Set(['upstreams', 'prefix', 'pageSize', 'routes', 'skills', 'tools', 'prompts', 'resources']);
 /** A skills URI prefix: segments of URI-safe characters, the first one a valid authority (reg-name). */
 const SKILLS_PREFIX = /^[A-Za-z0-9._~-]+(?:\/[A-Za-z0-9._~-]+)*$/;
 
@@ -312,8 +315,11 @@ function mountSpec(path: string, raw: Raw, known: ReadonlySet<string>, c: Config
     pageSize: num(`${where}.pageSize`, raw.pageSize, DEFAULT_PAGE_SIZE, 1, problems),
     routes: routeRules(`${where}.routes`, raw.routes, upstreams, problems),
     skills: skillRoots(skills, c.skills.prefix, upstreams),
+    ...withView(viewSpec(where, raw, problems)),
   };
 }
+
+const withView = (view: ViewSpec | undefined): { view?: ViewSpec } => (view ? { view } : {});
 
 const resolved = new WeakMap<Config, Readonly<{ topology: Topology; problems: readonly string[] }>>();
 

@@ -9,8 +9,9 @@
 import type { LegacyFace } from '../passthrough/index.js';
 import type { Federation, ModernDeps, MountFront } from '../routing/index.js';
 import type { WarmLane } from '../warm/index.js';
+import type { ViewFilter } from '../view/index.js';
 
-export type Mount =
+export type Mount = (
   | {
       readonly path: string;
       readonly passthrough: LegacyFace;
@@ -27,4 +28,8 @@ export type Mount =
       readonly upstream?: undefined;
       readonly front?: MountFront;
       readonly warm?: undefined;
-    };
+    }
+) & {
+  /** mounts.<path>.tools, .prompts, .resources: what its clients see (a virtual server); no warm lane then. */
+  readonly view?: ViewFilter;
+};

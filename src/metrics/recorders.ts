@@ -100,15 +100,20 @@ export class UpstreamMetrics {
     if (added.length > 0) this.onLearned?.(method, added);
   }
 
-  /** A modern request answered; `method` is one of the modern registry, `name` its params.name / uri. */
+  /**
+   * A modern request answered; `method` is one of the modern registry, `name` its params.name / uri;
+   * `shown`, the name a mount's view shows for it (its label when `name` is one the upstream listed).
+   */
   answered(
     method: string,
     name: string | undefined,
     resultType: ResultType,
     outcome: AnswerOutcome,
     seconds: number,
+    shown?: string,
   ): void {
-    const label = this.names.label(method, name);
+    const known = this.names.label(method, name);
+    const label = shown !== undefined && known === name ? shown : known;
     this.answers.get(method, label, resultType, outcome).inc();
     this.answerDurations.get(method, label, resultType).observe(seconds);
     operationDone(this.upstream, method, label, outcome, seconds);

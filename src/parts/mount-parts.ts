@@ -2,7 +2,9 @@
 // face), or the federation of its upstreams, with the skills folder in front when it has one. A
 // federated mount's legacy clients get the translated legacy face over the mount's own modern
 // face (routing/loopback.ts): merged lists, routed calls and rounds from any member, whatever
-// each member's era. Part of the composition root: app.ts calls it once.
+// each member's era. A mount's view (mounts.<path>.tools, ...) is put where both eras meet it: on
+// its modern requests, which a federated mount's legacy face reaches too, and around a single
+// upstream's legacy face. Part of the composition root: app.ts calls it once.
 
 import type { CachePolicy, MountSpec } from '../config/index.js';
 import type { Mount } from '../ingress/index.js';
@@ -11,6 +13,8 @@ import { UpstreamMetrics, type Metrics } from '../metrics/index.js';
 import { compileRules, Federation, loopbackWire, type ModernDeps } from '../routing/index.js';
 import { serveModern } from '../pipeline.js';
 import { TranslatedFace, type AskRounds, type FactsStore } from '../translate/index.js';
+import { ViewLegacyFace } from '../passthrough/index.js';
+import { ViewFilter } from '../view/index.js';
 import { ForwardPolicy, ModernClient } from '../upstream/index.js';
 import { SkillFolder, SkillsFront, SkillsLegacyFace } from '../skills/index.js';
 import type { Subscriptions } from '../subscriptions/index.js';
@@ -46,6 +50,7 @@ export function mountParts(
       m.skills.length === 0 ? undefined : new SkillFolder(m.skills, log.child({ stage: 'skills', mount: m.path }));
     if (folder) folders.push(folder);
     const single = m.upstreams.length === 1 ? modern.get(m.upstreams[0]!)! : undefined;
+    const view = m.view && new ViewFilter(m.view);
     // A federation's merged answers are counted by its mount path.
     const mountMetrics = single ? single.metrics : new UpstreamMetrics(metrics, m.path);
     const skills = folder && { folder, prefixes: m.skills.map((r) => r.prefix), pageSize: m.pageSize };
@@ -61,14 +66,16 @@ export function mountParts(
       });
     if (single) {
       const parts = partsOf(single.upstreamName);
-      const face = parts.passthrough;
-      const warm = parts.direct && new WarmLane(single, parts.direct, front);
+      const face = skills ? new SkillsLegacyFace(parts.passthrough, skills) : parts.passthrough;
+      // A virtual server's calls take the whole pipeline, where its view is applied.
+      const warm = !view && parts.direct && new WarmLane(single, parts.direct, front);
       mounts.set(m.path, {
         path: m.path,
-        passthrough: skills ? new SkillsLegacyFace(face, skills) : face,
+        passthrough: view ? new ViewLegacyFace(face, view) : face,
         upstream: single,
         ...(front ? { front } : {}),
         ...(warm ? { warm } : {}),
+        ...(view ? { view } : {}),
       });
       continue;
     }
@@ -85,10 +92,17 @@ export function mountParts(
       metrics: mountMetrics,
       subscriptions,
       log: log.child({ stage: 'federation', mount: m.path }),
+      ...(view ? { view } : {}),
     });
     federations.push(federation);
     const passthrough = federatedFace(m.path, () => mount, ctx);
-    const mount: Mount = { path: m.path, passthrough, federation, ...(front ? { front } : {}) };
+    const mount: Mount = {
+      path: m.path,
+      passthrough,
+      federation,
+      ...(front ? { front } : {}),
+      ...(view ? { view } : {}),
+    };
     mounts.set(m.path, mount);
   }
   return { mounts, folders };

@@ -14,3 +14,4 @@ export {
 export { AutoLegacyFace, type AutoFaceOptions } from './auto-face.js';
 export { EraLegacyFace } from './era-face.js';
 export { relayModern, refusedAnswer, type ModernRelayDeps, type ModernRelayRequest, type Relayed } from './modern.js';
+export { ViewLegacyFace } from './view-face.js';

@@ -7,7 +7,7 @@ import { sendCausewayError, type HttpResponse, type SseStream } from '../egress/
 import { causewayError, toCausewayError } from '../errors.js';
 import { isNotification, isObject, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { Access } from '../auth/index.js';
+import type { ListLens } from '../view/index.js';
 
 /** A legacy POST's body: its bytes (passed on as they are), and what the front door parsed of them. */
 export interface LegacyBody {
@@ -27,8 +27,8 @@ export interface LegacyRequest {
   signal: AbortSignal;
   /** Routing headers (Mcp-Method, Mcp-Name) the byte passthrough adds upstream. */
   extraHeaders?: Record<string, string>;
-  /** The verified token's, when a resource server checked the request: its scopes filter lists. */
-  access?: Access;
+  /** What lists show: the verified token's scopes (auth.rules), the mount's view, or both. */
+  access?: ListLens;
   /** Who asks: the principal hash the front door worked out (auth/principal.ts); it owns the session. */
   principal: string;
 }

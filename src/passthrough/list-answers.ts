@@ -1,12 +1,12 @@
 // A legacy client's tools, prompts, resources and templates lists, as its token may see them: the
 // upstream's answer (JSON, or an SSE stream carrying the response among notifications) is read,
-// the response to the list request filtered by the request's Access, everything else passed on.
+// the response to the list request filtered by the request's lens (its grant, its mount's view), everything else passed on.
 // Only answers that could lose an item are read: one JSON body, or one SSE event at a time, each
 // held to the upstream's maxResponseBytes; past it the client gets upstream_bad_response, never
 // the unfiltered list.
 
 import type { ServerResponse } from 'node:http';
-import type { Access } from '../auth/index.js';
+import type { ListLens } from '../view/index.js';
 import { errorBody, sendCausewayError, sendJson, type HttpResponse } from '../egress/index.js';
 import { causewayError, toCausewayError } from '../errors.js';
 import { isObject, isRequest, type RequestId } from '../jsonrpc.js';
@@ -17,7 +17,7 @@ import type { ResponseBody, SseEvent } from '../upstream/index.js';
 export type ListRequests = ReadonlyMap<RequestId, string>;
 
 /** The list requests of a body (one message, or a 2025-03-26 batch) to filter; undefined when none. */
-export function listRequests(access: Access | undefined, body: unknown): ListRequests | undefined {
+export function listRequests(access: ListLens | undefined, body: unknown): ListRequests | undefined {
   if (access === undefined) return undefined;
   const out = new Map<RequestId, string>();
   for (const m of Array.isArray(body) ? body : [body])
@@ -26,7 +26,7 @@ export function listRequests(access: Access | undefined, body: unknown): ListReq
 }
 
 /** A message or batch with the responses to `lists` filtered; `answered` learns their ids. */
-function filtered(value: unknown, lists: ListRequests, access: Access, answered: Set<RequestId>): unknown {
+function filtered(value: unknown, lists: ListRequests, access: ListLens, answered: Set<RequestId>): unknown {
   if (Array.isArray(value)) return value.map((m) => filtered(m, lists, access, answered));
   if (!isObject(value) || (typeof value.id !== 'string' && typeof value.id !== 'number')) return value;
   const method = lists.get(value.id);
@@ -57,7 +57,7 @@ export interface ListAnswer {
   headers: Record<string, string>;
   res: HttpResponse;
   lists: ListRequests;
-  access: Access;
+  access: ListLens;
   /** The most read of the JSON body, or of one SSE event. */
   maxBytes: number;
 }

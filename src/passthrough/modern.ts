@@ -10,7 +10,7 @@
 import { errorBody, sendCausewayError, sendJson, SseStream, type HttpResponse } from '../egress/index.js';
 import { causewayError, toCausewayError } from '../errors.js';
 import { isObject, type JsonObject, type JsonRpcResponse, type RequestId } from '../jsonrpc.js';
-import type { Access } from '../auth/index.js';
+import type { ListLens } from '../view/index.js';
 import { isCacheable, type UpstreamCache } from '../cache/index.js';
 import {
   abandon,
@@ -36,7 +36,7 @@ export interface ModernRelayRequest {
   headers: Readonly<Record<string, string | undefined>>;
   res: HttpResponse;
   signal: AbortSignal;
-  access: Access | undefined;
+  access: ListLens | undefined;
   /** Whose upstream credential the request carries. */
   principal: string;
   /** The request's params, as the front door read them: what the gateway cache keys on. */

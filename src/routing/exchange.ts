@@ -20,7 +20,7 @@ import type {
 import type { BridgeDeps } from '../mrtr/index.js';
 import type { UpstreamMetrics } from '../metrics/index.js';
 import type { Subscriptions } from '../subscriptions/index.js';
-import type { Access } from '../auth/index.js';
+import type { ListLens } from '../view/index.js';
 import type { UpstreamCache } from '../cache/index.js';
 import type { Span } from '../tracing/index.js';
 import type { TaskBridge } from '../tasks/index.js';
@@ -86,14 +86,16 @@ export interface ModernExchange {
   /** Aborted when the client goes away before the answer. */
   signal: AbortSignal;
   log: Logger;
-  /** The verified token's identity and scopes, when a resource server checked the request. */
-  access?: Access;
+  /** What lists show this request: its token's grant (auth.rules), its mount's view, or both; none: everything. */
+  access?: ListLens;
   /** Who asks: the principal hash (auth/principal.ts), worked out once at the front door. */
   principal: string;
   /** The request's server span, when tracing records it. */
   span?: Span;
   /** Filled for the access log, when the front door keeps one. */
   notes?: AccessNotes;
+  /** The name the client used, when the mount's view renamed or hid it: what the metrics label it. */
+  shownName?: string;
   /** The body as the client sent it: relayed as it is to a modern upstream. */
   body?: Uint8Array;
 }

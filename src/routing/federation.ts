@@ -16,6 +16,7 @@ import { ANONYMOUS } from '../auth/index.js';
 import { Router, type Routed } from './router.js';
 import type { CompiledRule } from './rules.js';
 import { BoundedMap } from '../bounded.js';
+import type { ViewFilter } from '../view/index.js';
 
 export type { Conflict, Member } from './merge.js';
 export type { Routed } from './router.js';
@@ -32,6 +33,8 @@ export interface FederationOptions {
   /** The replica's listen streams, one of which follows every member. */
   subscriptions: Subscriptions;
   log: Logger;
+  /** The mount's view: conflicts on names it hides are not reported. */
+  view?: ViewFilter;
 }
 
 /** URIs of one listen request whose owner is looked up. */

@@ -114,6 +114,8 @@ export interface MergeOptions {
   /** serverInfo of the merged server/discover and lists. */
   serverInfo: JsonObject;
   log: Logger;
+  /** The mount's view: a conflict on a name it hides concerns none of its clients. */
+  view?: { hides(kind: ListKind, name: string): boolean };
 }
 
 export class Merger {
@@ -354,7 +356,7 @@ export class Merger {
     });
     const conflicts: Conflict[] = [];
     for (const [key, e] of byKey) {
-      if (e.all.length < 2) continue;
+      if (e.all.length < 2 || this.opts.view?.hides(shape.kind, key)) continue;
       const upstreams = [e.member, ...e.all.filter((m) => m !== e.member)].map((m) => this.opts.members[m]!.name);
       const conflict = { kind: shape.kind, name: key, upstreams };
       conflicts.push(conflict);

@@ -4,6 +4,7 @@
 
 import type { ModernDeps, ModernExchange } from './exchange.js';
 import type { Federation } from './federation.js';
+import type { ViewFilter } from '../view/index.js';
 
 /**
  * What a mount serves in front of its upstream or federation (its skills folder): it answers a
@@ -15,6 +16,8 @@ export interface MountFront {
   serves(method: string): boolean;
 }
 
-export type ModernMount =
+/** What serves a mount's modern requests; `view`, when the mount has one, is what its clients see of it. */
+export type ModernMount = (
   | { readonly upstream: ModernDeps; readonly federation?: undefined; readonly front?: MountFront }
-  | { readonly federation: Federation; readonly upstream?: undefined; readonly front?: MountFront };
+  | { readonly federation: Federation; readonly upstream?: undefined; readonly front?: MountFront }
+) & { readonly view?: ViewFilter };

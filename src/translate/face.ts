@@ -28,7 +28,7 @@ import {
   type RequestId,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { Access } from '../auth/index.js';
+import type { ListLens } from '../view/index.js';
 import { isCacheable, type UpstreamCache } from '../cache/index.js';
 import { declaresTasks } from '../dialect/index.js';
 import type { ForwardPolicy, ModernClient } from '../upstream/index.js';
@@ -201,7 +201,7 @@ export class TranslatedFace implements LegacyFace {
     hb: HeaderBag,
     res: HttpResponse,
     signal: AbortSignal,
-    access: Access | undefined,
+    access: ListLens | undefined,
   ): Promise<void> {
     const params = isObject(msg.params) ? msg.params : {};
     switch (msg.method) {
@@ -272,7 +272,7 @@ export class TranslatedFace implements LegacyFace {
     msg: JsonRpcRequest,
     params: JsonObject,
     result: JsonObject,
-    access: Access | undefined,
+    access: ListLens | undefined,
   ): JsonRpcResponse {
     let answer = legacyResponse({ jsonrpc: '2.0', id: msg.id, result }, msg.id, msg.method, params);
     if (msg.method === 'tools/list' && 'result' in answer)
@@ -294,7 +294,7 @@ export class TranslatedFace implements LegacyFace {
     headers: HeaderBag,
     out: CallStream,
     signal: AbortSignal,
-    access: Access | undefined,
+    access: ListLens | undefined,
     keep?: (result: JsonObject) => void,
   ): Promise<void> {
     const params = isObject(msg.params) ? msg.params : {};
