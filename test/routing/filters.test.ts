@@ -11,11 +11,13 @@ import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.j
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { loadConfig } from '../../src/config/load.js';
 import { startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
+import { startModernServer } from '../fixtures/modern-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
 
 const a = await startLegacyServer({ label: 'a' });
 const b = await startLegacyServer({ label: 'b' });
+const c = await startModernServer({ label: 'c' });
 const CURATED = {
   upstreams: ['a'],
   tools: {
@@ -25,9 +27,10 @@ const CURATED = {
   },
 };
 const causeway = await startCauseway({
-  upstreams: JSON.stringify({ a: { url: a.url }, b: { url: b.url } }),
+  upstreams: JSON.stringify({ a: { url: a.url }, b: { url: b.url }, c: { url: c.url } }),
   mounts: JSON.stringify({
     '/curated': CURATED,
+    '/modern-view': { ...CURATED, upstreams: ['c'] },
     '/full': { upstreams: ['a'] },
     // Two members with the same names, no prefix: every name is a conflict, unless the view hides it.
     '/flat': { upstreams: ['a', 'b'], prefix: '' },
@@ -45,6 +48,7 @@ t.teardown(async () => {
   await causeway.close();
   await a.close();
   await b.close();
+  await c.close();
 });
 const origin = causeway.app.origin!;
 const url = (path: string) => new URL(path, origin).href;
@@ -179,6 +183,29 @@ t.test('Mcp-Name, Mcp-Param-* and the metrics see the renamed tool', async (t) =
   t.ok(series('regional').length > 0, 'and regional');
   t.ok(series('test_simple_text').length > 0, 'calls on /full keep the upstream name');
   t.same(series('test_image_content'), [], 'the hidden tool labels nothing: it is _other');
+});
+
+t.test('over a 2026 upstream: relayed for the 2.4.0 client, translated for the SDK 1.32.2 client', async (t) => {
+  const modern = await modernClient('/modern-view');
+  const legacy = await legacyClient('/modern-view');
+  const seen = {
+    modern: (await modern.listTools()).tools.map((x) => x.name).sort(),
+    legacy: (await legacy.listTools()).tools.map((x) => x.name).sort(),
+  };
+  t.same(seen.legacy, seen.modern, 'one view for both eras');
+  t.ok(seen.modern.includes('say_hello'), 'renamed');
+  t.notOk(
+    seen.modern.includes('test_image_content') || seen.modern.includes('test_simple_text'),
+    'hidden, renamed away',
+  );
+  const sent = Object.values(c.stats().requestsByMethod).reduce((x, y) => x + y, 0);
+  await t.rejects(modern.callTool({ name: 'test_image_content', arguments: {} }), { code: -32602 });
+  await t.rejects(legacy.callTool({ name: 'test_image_content', arguments: {} }), { code: -32602 });
+  t.equal(Object.values(c.stats().requestsByMethod).reduce((x, y) => x + y, 0) - sent, 0, '0 upstream requests');
+  const text = [{ type: 'text', text: 'This is a simple text response for testing.' }];
+  t.same((await modern.callTool({ name: 'say_hello', arguments: {} })).content, text);
+  t.same((await legacy.callTool({ name: 'say_hello', arguments: {} })).content, text);
+  t.equal(c.stats().toolCalls.test_simple_text, 2, 'both called the upstream tool by its own name');
 });
 
 t.test("a federation's view: its lists, legacy face and conflicts", async (t) => {
