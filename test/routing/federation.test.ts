@@ -4,11 +4,11 @@
 // and name patterns.
 
 import t from 'tap';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
+import { connectModern } from '../helpers/clients.js';
 import { freePort } from '../helpers/redis.js';
 import { until } from '../helpers/until.js';
 import { modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
@@ -38,15 +38,7 @@ t.teardown(async () => {
 const origin = causeway.app.origin!;
 const url = (path: string) => new URL(path, origin).href;
 
-async function modernClient(path: string): Promise<Client> {
-  const client = new Client(
-    { name: 'federation', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
-  );
-  await client.connect(new StreamableHTTPClientTransport(new URL(path, origin)));
-  t.teardown(() => client.close());
-  return client;
-}
+const modernClient = (path: string) => connectModern(t, new URL(path, origin), 'federation');
 
 /** The tool names fixture `a` lists, straight from it (no Causeway). */
 async function directToolNames(): Promise<string[]> {

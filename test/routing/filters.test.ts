@@ -6,13 +6,11 @@
 // conflicts on names its view hides are none; mistakes in a view are refused at start-up.
 
 import t from 'tap';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { loadConfig } from '../../src/config/load.js';
 import { startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
 import { startModernServer } from '../fixtures/modern-server.js';
 import { startCauseway } from '../helpers/causeway.js';
+import { connectLegacy, connectModern } from '../helpers/clients.js';
 import { modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
 
 const a = await startLegacyServer({ label: 'a' });
@@ -55,22 +53,8 @@ const url = (path: string) => new URL(path, origin).href;
 /** Every request the upstream got, by method: counted by the fixture itself. */
 const requests = (s: LegacyServerHandle) => Object.values(s.stats().requestsByMethod).reduce((x, y) => x + y, 0);
 
-async function modernClient(path: string): Promise<Client> {
-  const client = new Client(
-    { name: 'filters', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
-  );
-  await client.connect(new StreamableHTTPClientTransport(new URL(path, origin)));
-  t.teardown(() => client.close());
-  return client;
-}
-
-async function legacyClient(path: string): Promise<LegacyClient> {
-  const client = new LegacyClient({ name: 'filters-legacy', version: '1.0.0' });
-  await client.connect(new LegacyTransport(new URL(path, origin)));
-  t.teardown(() => client.close());
-  return client;
-}
+const modernClient = (path: string) => connectModern(t, new URL(path, origin), 'filters');
+const legacyClient = (path: string) => connectLegacy(t, new URL(path, origin), 'filters-legacy');
 
 async function listed(path: string): Promise<Array<{ name: string; description?: string }>> {
   const r = await post(url(path), modernBody('tools/list'), modernHeaders('tools/list'));

@@ -3,12 +3,12 @@
 
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { startCauseway } from '../helpers/causeway.js';
+import { connectModern } from '../helpers/clients.js';
 import { modernBody, modernHeaders, post } from '../e2e/wire.js';
 
 const a = await startLegacyServer({ label: 'a' });
@@ -32,15 +32,7 @@ t.teardown(async () => {
 });
 const origin = causeway.app.origin!;
 
-async function modernClient(path: string): Promise<Client> {
-  const client = new Client(
-    { name: 'mounts', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
-  );
-  await client.connect(new StreamableHTTPClientTransport(new URL(path, origin)));
-  t.teardown(() => client.close());
-  return client;
-}
+const modernClient = (path: string) => connectModern(t, new URL(path, origin), 'mounts');
 
 t.test('each mount reaches its own upstream', async (t) => {
   const alpha = await modernClient('/alpha/mcp');
