@@ -77,12 +77,15 @@ function globs(where: string, raw: unknown, problems: string[]): string[] {
   return out;
 }
 
+/** name -> text; a name is one name, not a pattern. */
 function texts(where: string, raw: unknown, problems: string[]): Record<string, string> {
   if (raw === undefined) return {};
   if (!isRaw(raw) || !Object.values(raw).every((v) => typeof v === 'string')) {
     problems.push(`${where}: expected an object of name -> text`);
     return {};
   }
+  for (const name of Object.keys(raw))
+    if (name.includes('*')) problems.push(`${where}.${name}: names one name, not a pattern`);
   return { ...(raw as Record<string, string>) };
 }
 

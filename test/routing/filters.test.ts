@@ -230,7 +230,7 @@ t.test('mistakes in a view are refused at start-up, all at once', async (t) => {
           allow: ['ok_*', 'plain'],
           deny: [''],
           rename: { x: 'same', y: 'same', hidden: 'fine', ok_z: 'plain', ok_w: 'not valid' },
-          describe: { gone: 'no' },
+          describe: { gone: 'no', 'ok_*': 'a pattern' },
           bogus: 1,
         },
         resources: { rename: {} },
@@ -240,6 +240,7 @@ t.test('mistakes in a view are refused at start-up, all at once', async (t) => {
     [
       'mounts./m.tools: unknown setting bogus',
       'mounts./m.tools.deny[0]: "" is not a name pattern',
+      'mounts./m.tools.describe.ok_*: names one name, not a pattern',
       'mounts./m.tools.rename.x: renames a name the view hides',
       'mounts./m.tools.rename: x and y are both renamed same',
       'mounts./m.tools.rename.y: renames a name the view hides',
