@@ -1,9 +1,10 @@
 // A mount's view applied (a virtual server): on the way in, a call's name as its client sees it
 // is mapped back to the one the mount serves, or refused as the upstream refuses an unknown one
-// (-32602) before anything is sent; on the way out, a list loses what the view hides and shows
-// the new names and descriptions. It is a ListLens, as a token's grant is (auth/grant.ts): every
-// stage that writes a list answer already looks through the request's lens, after the cache and
-// after a federation's merge, so two mounts over one upstream share what is kept underneath.
+// (-32602) before anything is sent (a listen only loses the hidden URIs); on the way out, a list
+// loses what the view hides and shows the new names and descriptions. It is a ListLens, as a
+// token's grant is (auth/grant.ts): every stage that writes a list answer already looks through
+// the request's lens, after the cache and after a federation's merge, so two mounts over one
+// upstream share what is kept underneath.
 
 import { causewayError } from '../errors.js';
 import { isObject, type JsonObject } from '../jsonrpc.js';
@@ -114,6 +115,7 @@ export class ViewFilter implements ListLens {
   inbound(method: string, params: JsonObject): JsonObject {
     const named = NAMED[method];
     if (named !== undefined) return this.mapped(params, named.kind, named.key);
+    if (method === 'subscriptions/listen') return this.listened(params);
     const ref = params.ref;
     if (method !== 'completion/complete' || !isObject(ref)) return params;
     const mapped =
@@ -123,6 +125,17 @@ export class ViewFilter implements ListLens {
           ? this.mapped(ref, 'resources', 'uri')
           : ref;
     return mapped === ref ? params : { ...params, ref: mapped };
+  }
+
+  /** A listen's resource subscriptions without the URIs the view hides: its acknowledgment leaves them out. */
+  private listened(params: JsonObject): JsonObject {
+    const view = this.kinds.get('resources');
+    const n = params.notifications;
+    const uris = isObject(n) ? n.resourceSubscriptions : undefined;
+    if (view === undefined || !Array.isArray(uris)) return params;
+    const kept = uris.filter((u) => typeof u !== 'string' || view.source(u) !== undefined);
+    if (kept.length === uris.length) return params;
+    return { ...params, notifications: { ...(n as JsonObject), resourceSubscriptions: kept } };
   }
 
   private mapped(holder: JsonObject, kind: ViewKind, key: string): JsonObject {

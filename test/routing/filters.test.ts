@@ -7,6 +7,8 @@
 
 import t from 'tap';
 import { loadConfig } from '../../src/config/load.js';
+import type { JsonObject } from '../../src/jsonrpc.js';
+import { throughView, ViewFilter } from '../../src/view/index.js';
 import { startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
 import { startModernServer } from '../fixtures/modern-server.js';
 import { startCauseway } from '../helpers/causeway.js';
@@ -252,4 +254,39 @@ t.test('mistakes in a view are refused at start-up, all at once', async (t) => {
       'mounts./m.resources: unknown setting rename',
     ],
   );
+});
+
+t.test('the view on its own: completion refs, listen subscriptions, templates, composition with a grant', async (t) => {
+  const view = new ViewFilter({
+    prompts: { deny: ['secret_*'], rename: { p: 'q' }, describe: {} },
+    resources: { allow: ['test://open/*'], deny: [], rename: {}, describe: {} },
+  });
+  const ref = (r: Record<string, string>) => view.inbound('completion/complete', { ref: r, argument: {} });
+  t.same(ref({ type: 'ref/prompt', name: 'q' }), { ref: { type: 'ref/prompt', name: 'p' }, argument: {} });
+  t.throws(() => ref({ type: 'ref/prompt', name: 'secret_x' }), { code: -32602, message: 'Unknown prompt: secret_x' });
+  t.throws(() => ref({ type: 'ref/prompt', name: 'p' }), { code: -32602 }, 'a renamed-away name is unknown');
+  t.throws(() => ref({ type: 'ref/resource', uri: 'test://closed/1' }), {
+    code: -32602,
+    data: { uri: 'test://closed/1' },
+  });
+  t.throws(() => view.inbound('resources/subscribe', { uri: 'test://closed/1' }), { code: -32602 });
+  const listen = { notifications: { resourceSubscriptions: ['test://open/1', 'test://closed/1'] } };
+  t.same(view.inbound('subscriptions/listen', listen), { notifications: { resourceSubscriptions: ['test://open/1'] } });
+  t.same(
+    view.inbound('tools/call', { name: 'anything' }),
+    { name: 'anything' },
+    'a kind the view does not name is whole',
+  );
+  t.notOk(view.mayHide('tools/list'));
+  const templates = { resourceTemplates: [{ uriTemplate: 'test://open/{id}' }, { uriTemplate: 'test://closed/{id}' }] };
+  t.same(view.filterList('resources/templates/list', templates), {
+    resourceTemplates: [templates.resourceTemplates[0]],
+  });
+  // The grant's rules speak of the names the client sees: they get the list after the view.
+  const seen: unknown[] = [];
+  const grant = { mayHide: () => false, filterList: (_m: string, r: JsonObject) => (seen.push(r), r) };
+  const both = throughView(view, grant);
+  t.ok(both.mayHide('prompts/list'));
+  both.filterList('prompts/list', { prompts: [{ name: 'p' }, { name: 'secret_1' }] });
+  t.same(seen, [{ prompts: [{ name: 'q' }] }]);
 });
