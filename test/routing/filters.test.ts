@@ -171,6 +171,38 @@ t.test('Mcp-Name, Mcp-Param-* and the metrics see the renamed tool', async (t) =
   t.same(series('test_image_content'), [], 'the hidden tool labels nothing: it is _other');
 });
 
+t.test('a 2025-03-26 batch naming a hidden tool is sent nowhere; each of its requests gets -32602', async (t) => {
+  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const init = await post(
+    url('/curated'),
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'batch', version: '1.0.0' } },
+    },
+    headers,
+  );
+  const session = init.headers['mcp-session-id'] as string;
+  t.ok(session, 'a legacy session');
+  const sent = requests(a);
+  const call = (id: number, name: string) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name } });
+  const r = await post(url('/curated'), [call(2, 'test_image_content'), call(3, 'say_hello')], {
+    ...headers,
+    'mcp-session-id': session,
+    'mcp-protocol-version': '2025-03-26',
+  });
+  t.equal(r.status, 200);
+  t.same(
+    (r.json as Array<{ id: number; error: { code: number } }>).map((m) => [m.id, m.error.code]),
+    [
+      [2, -32602],
+      [3, -32602],
+    ],
+  );
+  t.equal(requests(a) - sent, 0, 'the upstream got none of it');
+});
+
 t.test('over a 2026 upstream: relayed for the 2.4.0 client, translated for the SDK 1.32.2 client', async (t) => {
   const modern = await modernClient('/modern-view');
   const legacy = await legacyClient('/modern-view');
