@@ -1,9 +1,9 @@
 // A legacy client's tools, prompts, resources and templates lists, as its token may see them: the
 // upstream's answer (JSON, or an SSE stream carrying the response among notifications) is read,
-// the response to the list request filtered by the request's lens (its grant, its mount's view), everything else passed on.
-// Only answers that could lose an item are read: one JSON body, or one SSE event at a time, each
-// held to the upstream's maxResponseBytes; past it the client gets upstream_bad_response, never
-// the unfiltered list.
+// the response to the list request filtered by the request's lens (its token's grant, its
+// mount's view), everything else passed on. Only answers that could lose an item are read: one
+// JSON body, or one SSE event at a time, each held to the upstream's maxResponseBytes; past it
+// the client gets upstream_bad_response, never the unfiltered list.
 
 import type { ServerResponse } from 'node:http';
 import type { ListLens } from '../view/index.js';
