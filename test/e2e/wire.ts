@@ -47,6 +47,19 @@ export function modernHeaders(method: string, name?: string): Record<string, str
   return h;
 }
 
+/** A legacy client's initialize (no capabilities), and the headers a legacy POST carries [L-TR]. */
+export function legacyInitialize(protocolVersion: string): { body: JsonObject; headers: Record<string, string> } {
+  return {
+    body: {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion, capabilities: {}, clientInfo: { name: 'causeway-e2e', version: '1.0.0' } },
+    },
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+  };
+}
+
 /** Body plus headers for a modern tools/call. */
 export function toolCall(name: string, args: JsonObject, id: string | number = 1, meta: JsonObject = {}) {
   return {

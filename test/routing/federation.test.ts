@@ -11,7 +11,7 @@ import { startCauseway } from '../helpers/causeway.js';
 import { connectModern } from '../helpers/clients.js';
 import { freePort } from '../helpers/redis.js';
 import { until } from '../helpers/until.js';
-import { modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
+import { legacyInitialize, modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
 
 const PAGE = 7;
 const a = await startLegacyServer({ label: 'a' });
@@ -262,16 +262,8 @@ t.test('route rules pin methods and name patterns to one member', async (t) => {
 });
 
 t.test('a legacy client opens a session of the translated face over the merged view', async (t) => {
-  const legacy = await post(
-    url('/all'),
-    {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
-    },
-    { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-  );
+  const init = legacyInitialize('2025-11-25');
+  const legacy = await post(url('/all'), init.body, init.headers);
   t.equal(legacy.status, 200);
   t.match(legacy.headers['mcp-session-id'], /^[A-Za-z0-9_-]{22}$/, 'a session of Causeway’s own');
   t.equal(legacy.json.result.protocolVersion, '2025-11-25');

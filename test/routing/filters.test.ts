@@ -13,7 +13,7 @@ import { startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-s
 import { startModernServer } from '../fixtures/modern-server.js';
 import { startCauseway } from '../helpers/causeway.js';
 import { connectLegacy, connectModern } from '../helpers/clients.js';
-import { modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
+import { legacyInitialize, modernBody, modernHeaders, post, toolCall } from '../e2e/wire.js';
 
 const a = await startLegacyServer({ label: 'a' });
 const b = await startLegacyServer({ label: 'b' });
@@ -172,17 +172,8 @@ t.test('Mcp-Name, Mcp-Param-* and the metrics see the renamed tool', async (t) =
 });
 
 t.test('a 2025-03-26 batch naming a hidden tool is sent nowhere; each of its requests gets -32602', async (t) => {
-  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-  const init = await post(
-    url('/curated'),
-    {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'batch', version: '1.0.0' } },
-    },
-    headers,
-  );
+  const { body, headers } = legacyInitialize('2025-03-26');
+  const init = await post(url('/curated'), body, headers);
   const session = init.headers['mcp-session-id'] as string;
   t.ok(session, 'a legacy session');
   const sent = requests(a);
