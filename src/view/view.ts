@@ -73,7 +73,7 @@ class KindView {
     return {
       ...(item as JsonObject),
       ...(to === undefined ? {} : { [key]: to }),
-      ...(description ? { description } : {}),
+      ...(description === undefined ? {} : { description }),
     };
   }
 }
