@@ -149,7 +149,7 @@ async function legacyOverLimits(v: Visit, rate: RateLimiter | undefined, quotas:
   for (const { method, id, message } of requestsIn(v.json)) {
     const error =
       (await rate?.refuseMethod(v.principal, method)) ??
-      (quotas?.methods.has(method)
+      (quotas?.methods.has(method) && v.mount.view?.shows(method, legacyName(message)) !== false
         ? await quotas.refuse({ tenant: tenantOf(v), mount: v.mount.path, method, name: legacyName(message) })
         : undefined);
     if (error) return refuse(v, error, id);
@@ -161,7 +161,9 @@ export function modernLimits(v: Visit): boolean | Promise<boolean> {
   const { rate, quotas } = v.deps;
   const { verdict } = v;
   if (verdict.era !== 'modern') return NEXT;
-  const counted = quotas?.methods.has(verdict.request.method) === true;
+  const { method, name } = verdict.request;
+  // A name the mount's view hides is refused later as unknown: it spends no quota.
+  const counted = quotas?.methods.has(method) === true && v.mount.view?.shows(method, name) !== false;
   return rate === undefined && !counted ? NEXT : modernOverLimits(v, rate, counted ? quotas : undefined, verdict);
 }
 

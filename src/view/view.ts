@@ -107,6 +107,13 @@ export class ViewFilter implements ListLens {
     return this.kinds.get(kind === 'resourceTemplates' ? 'resources' : kind)?.hides(name) === true;
   }
 
+  /** Whether a request of `method` naming `name` reaches what the view shows (true when it names nothing). */
+  shows(method: string, name: string | undefined): boolean {
+    const named = NAMED[method];
+    const view = named === undefined ? undefined : this.kinds.get(named.kind);
+    return view === undefined || name === undefined || view.source(name) !== undefined;
+  }
+
   /**
    * A request's params as the mount serves them: the name a client sent mapped back to the one
    * the mount serves. Throws unknown_name (-32602, as an upstream answers an unknown tool) for a

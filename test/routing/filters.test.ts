@@ -301,6 +301,12 @@ t.test('the view on its own: completion refs, listen subscriptions, templates, c
     'a kind the view does not name is whole',
   );
   t.notOk(view.mayHide('tools/list'));
+  // What quotas ask before counting a call: a hidden or renamed-away name spends nothing.
+  t.ok(view.shows('prompts/get', 'q'));
+  t.notOk(view.shows('prompts/get', 'secret_x'));
+  t.notOk(view.shows('prompts/get', 'p'));
+  t.ok(view.shows('tools/call', 'anything'), 'a kind the view does not name');
+  t.ok(view.shows('ping', undefined));
   const templates = { resourceTemplates: [{ uriTemplate: 'test://open/{id}' }, { uriTemplate: 'test://closed/{id}' }] };
   t.same(view.filterList('resources/templates/list', templates), {
     resourceTemplates: [templates.resourceTemplates[0]],
