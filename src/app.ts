@@ -9,6 +9,7 @@ import { drain } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { createMetrics } from './metrics/index.js';
 import { createStore, type SessionStore } from './pool/index.js';
+import { Traffic, trafficEra } from './status/index.js';
 import { IdMinter } from './upstream/index.js';
 import { VERSION } from './version.js';
 import * as P from './parts/index.js';
@@ -37,6 +38,9 @@ export function createApp(config: Config, log: Logger, given?: SessionStore): Ap
   if (problems.length > 0) throw new ConfigError([...problems]);
   const parts: P.AppParts = new P.Parts(P.ORDER, log.child({ stage: 'parts' }));
   const ground: P.Ground = { parts, config, topology, replicaId: randomUUID(), inFlight: { count: 0 }, log };
+  const started = new Date();
+  // The status page's counts; an upstream's era is read when a request is counted.
+  const traffic = new Traffic((name) => trafficEra(upstreams.parts, name));
   // The levels are read at scrape time, when every part below exists.
   const metrics = createMetrics(
     P.probesOf(topology, () => ({
@@ -48,6 +52,7 @@ export function createApp(config: Config, log: Logger, given?: SessionStore): Ap
       pool,
       cache,
       inFlight: ground.inFlight,
+      traffic,
     })),
     { version: VERSION },
   );
@@ -71,7 +76,7 @@ export function createApp(config: Config, log: Logger, given?: SessionStore): Ap
   const tasks = P.tasksPart(ground, store, { pool, upstreams: upstreams.parts, ids, subscriptions });
   const modern = P.modernDeps(upstreams.parts, { pool, ids, bridge, subscriptions, tasks });
   // Each mount: its upstream, or the federation of its upstreams, and its skills folder in front.
-  const { mounts, federations } = P.mountsPart(ground, {
+  const { mounts, federations, folders } = P.mountsPart(ground, {
     modern,
     partsOf: (name) => upstreams.parts.get(name)!,
     metrics,
@@ -88,9 +93,11 @@ export function createApp(config: Config, log: Logger, given?: SessionStore): Ap
   const readiness: P.Readiness = { draining: false, closing: false };
   const listening: P.Listening = {};
   const front = { store, metrics, readiness, listening };
-  const admin = P.adminPart(ground, front);
-  const ingress = P.ingressPart(ground, { ...front, mounts, subjects: upstreams.subjects, signIn: upstreams.signIn });
-
+  const sources = { version: VERSION, started, upstreams: upstreams.parts, pool, held: bridge.held, subscriptions };
+  const status = { sources: { ...sources, tasks, cache, skills: folders, traffic }, crossReplica };
+  const admin = P.adminPart(ground, front, status);
+  const inbound = { mounts, subjects: upstreams.subjects, signIn: upstreams.signIn, traffic };
+  const ingress = P.ingressPart(ground, { ...front, ...inbound });
   return {
     get url() {
       return listening.url;

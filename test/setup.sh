@@ -2,6 +2,7 @@
 # First step of `npm test`: the programs the suite runs besides Node. What is missing is installed
 # with apt-get when run as root; otherwise the script stops at once, naming the one command that
 # installs it. REDIS_SERVER, REDIS_CLI and NGINX, when set, stand for the programs of those names.
+# Chromium is looked for at /usr/bin/chromium, where Debian's package puts it.
 set -euo pipefail
 
 # bash's command -v also prints a file on PATH that cannot be run, hence the -x.
@@ -11,6 +12,8 @@ missing=()
 { has "${REDIS_SERVER:-redis-server}" && has "${REDIS_CLI:-redis-cli}"; } || missing+=(redis-server)
 # Debian puts nginx in /usr/sbin, which is not on a user's PATH; test/helpers/nginx.ts looks there too.
 has "${NGINX:-nginx}" || [ -x /usr/sbin/nginx ] || [ -x /usr/local/sbin/nginx ] || missing+=(nginx)
+# test/e2e/status-page.test.ts drives Debian's chromium (through playwright-core) at this path.
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 has curl || missing+=(curl)
 has openssl || missing+=(openssl)
 

@@ -30,10 +30,13 @@ const FRONT_DOOR = 'ingress/front-door.ts';
  * resources as its clients see them), which the settings check and every stage looks through. The
  * audit record sits just under the front door, the one stage that knows a request whole when it
  * ends. On top, beside the composition root, `causeway doctor`, which only main.ts runs: it checks
- * a server with the upstream clients, the envelope's and dialect's readings and the settings.
+ * a server with the upstream clients, the envelope's and dialect's readings and the settings. Just
+ * under the composition root, the status page, which reads the parts it is given (their types
+ * only) and the liveness beat of the bus.
  */
 const FLOORS = [
   'parts',
+  'status',
   'doctor',
   'ingress',
   'quotas',

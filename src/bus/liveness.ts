@@ -21,7 +21,8 @@ import type { Cluster, Redis } from 'ioredis';
 export const FORGET_MS = 48 * 3600_000;
 
 // KEYS replicas; ARGV replica id, ttl (0: lapse now), forget. Returns {added (Redis had forgotten
-// the caller), lapsed ids...}, the lapsed read before the caller's own renewal.
+// the caller), how many lapsed, lapsed ids..., live ids...}, the lapsed read before the caller's own
+// renewal, the live after it (the caller among them unless it lapses now).
 const BEAT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -30,11 +31,14 @@ local lapsed = redis.call('ZRANGEBYSCORE', KEYS[1], ms(now - tonumber(ARGV[3])),
 local ttl = tonumber(ARGV[2])
 local added = redis.call('ZADD', KEYS[1], ttl > 0 and ms(now + ttl) or ms(now - 1), ARGV[1])
 if added == 1 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ms(now - tonumber(ARGV[3]))) end
-table.insert(lapsed, 1, added)
-return lapsed`;
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], ms(now), '+inf')
+local reply = {added, #lapsed}
+for _, r in ipairs(lapsed) do table.insert(reply, r) end
+for _, r in ipairs(live) do table.insert(reply, r) end
+return reply`;
 
 interface BeatScript {
-  cwReplicaBeat(key: string, replica: string, ttl: number, forget: number): Promise<[number, ...string[]]>;
+  cwReplicaBeat(key: string, replica: string, ttl: number, forget: number): Promise<[number, number, ...string[]]>;
 }
 
 export interface LivenessListener {
@@ -42,6 +46,8 @@ export interface LivenessListener {
   lapsed?(replicas: readonly string[]): void;
   /** This replica's own liveness lapsed, or Redis forgot it: others may have taken over what it held. */
   resumed?(): void;
+  /** Each beat Redis answered: this replica is stated alive until ttlMs from now (the status page's part). */
+  beat?(): void;
 }
 
 export interface LivenessOptions {
@@ -58,6 +64,7 @@ export class ReplicaLiveness {
   private readonly script: BeatScript;
   private readonly listeners = new Set<LivenessListener>();
   private lapsedNow = new Set<string>();
+  private liveNow: string[] = [];
   private timer: NodeJS.Timeout | undefined;
   private beaten = false;
   private beating = false;
@@ -79,6 +86,11 @@ export class ReplicaLiveness {
   /** Replicas lapsed as last read (never this one). */
   lapsed(): string[] {
     return [...this.lapsedNow];
+  }
+
+  /** Replicas live as last read, this one among them once it has beaten. */
+  live(): string[] {
+    return this.liveNow;
   }
 
   isLapsed(replica: string): boolean {
@@ -107,7 +119,7 @@ export class ReplicaLiveness {
   private async beat(): Promise<void> {
     if (this.beating) return;
     this.beating = true;
-    let reply: [number, ...string[]];
+    let reply: [number, number, ...string[]];
     try {
       reply = await this.script.cwReplicaBeat(this.opts.key, this.opts.replicaId, this.opts.ttlMs, FORGET_MS);
     } catch (err) {
@@ -120,7 +132,9 @@ export class ReplicaLiveness {
     }
     if (this.failing) this.log.info('replica liveness in Redis answers again');
     this.failing = false;
-    const [added, ...lapsed] = reply;
+    const [added, count, ...ids] = reply;
+    const lapsed = ids.slice(0, count);
+    this.liveNow = ids.slice(count);
     const me = this.opts.replicaId;
     const selfLapsed = lapsed.includes(me) || (this.beaten && added === 1);
     const now = new Set(lapsed.filter((r) => r !== me));
@@ -133,6 +147,7 @@ export class ReplicaLiveness {
     for (const l of this.listeners) {
       if (fresh.length > 0) l.lapsed?.(fresh);
       if (selfLapsed) l.resumed?.();
+      l.beat?.();
     }
     if (selfLapsed) this.log.warn('this replica was taken for lapsed; claiming again what it held');
   }

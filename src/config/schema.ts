@@ -48,6 +48,12 @@ const TABLE = {
     port: port(9464, 'Admin port, plain HTTP/1.1: /metrics, /healthz, /readyz. 0 picks a free port; -1 disables it.', {
       min: -1,
     }),
+    token: text(
+      '',
+      'Bearer token /status, /status.json and /metrics on the admin port ask for (401 without it; ' +
+        'Basic with it as password too); /healthz and /readyz stay open. Empty: none asked.',
+      { secret: true },
+    ),
   },
   limits: {
     maxBodyBytes: num(1_048_576, 'Largest request body accepted (413 above).'),

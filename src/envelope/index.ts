@@ -23,6 +23,7 @@ export {
   capabilitiesText,
   levelAtLeast,
   LOG_LEVELS,
+  META_CLIENT_INFO,
   META_VERSION,
   META_SERVER_INFO,
   META_SUBSCRIPTION_ID,

@@ -1,4 +1,4 @@
-export { createAdmin } from './admin.js';
+export { createAdmin, type AdminStatus } from './admin.js';
 export { drain } from './drain.js';
 export { frontDoor } from './front-door.js';
 export type { Mount } from './mount.js';

@@ -10,6 +10,7 @@ import { sendStatus } from '../egress/index.js';
 import {
   classifyPost,
   LEGACY_METHODS,
+  META_CLIENT_INFO,
   META_VERSION,
   revisionLabel,
   type Classified,
@@ -20,14 +21,25 @@ import { isObject, type JsonObject, type RequestId } from '../jsonrpc.js';
 import { legacyName } from '../passthrough/index.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { Quotas } from '../quotas/index.js';
-import { ANSWERED, NEXT, refuse, type Visit } from './visit.js';
+import { ANSWERED, NEXT, refuse, type ClientInfo, type Visit } from './visit.js';
 
 type ModernVerdict = Extract<Classified, { era: 'modern' }>;
 
 export function classify(v: Visit): boolean {
   v.verdict = classifyPost({ headers: v.headers, body: v.json, parseError: v.parseError });
   v.tag.revision = clientRevision(v.headers, v.json);
+  if (v.deps.count) v.tag.client = clientInfoOf(v.json);
   return NEXT;
+}
+
+/** The clientInfo a message names: a modern request's `_meta`, or a legacy initialize's params. */
+function clientInfoOf(body: unknown): ClientInfo | undefined {
+  if (!isObject(body) || !isObject(body.params)) return undefined;
+  const { params } = body;
+  const info = isObject(params._meta) ? params._meta[META_CLIENT_INFO] : undefined;
+  const named = isObject(info) ? info : body.method === 'initialize' ? params.clientInfo : undefined;
+  if (!isObject(named) || typeof named.name !== 'string') return undefined;
+  return { name: named.name, version: typeof named.version === 'string' ? named.version : '' };
 }
 
 /**

@@ -206,6 +206,9 @@ function closed(v: Visit): void {
   if (!res.writableFinished) v.leave();
   const seconds = (performance.now() - v.started) / 1000;
   deps.observe(tag, res.statusCode, seconds);
+  if (deps.count && tag.era !== 'rejected') {
+    deps.count(tag.revision, tag.notes.upstream ?? v.mount.upstream?.upstreamName ?? v.mount.path, tag.client);
+  }
   if (deps.accessSample > 0 && (deps.accessSample >= 1 || Math.random() < deps.accessSample)) {
     v.log.info(
       {

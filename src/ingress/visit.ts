@@ -44,6 +44,11 @@ export interface FrontDoorDeps {
   closing(): boolean;
   /** Called once per MCP request when its response ends. */
   observe(tag: Tag, status: number, seconds: number): void;
+  /**
+   * Called once per MCP request of either era when its response ends (not for one the classifier
+   * rejected): the status page's traffic. `upstream` is the upstream it went to, or a federated mount's path.
+   */
+  count?(revision: string, upstream: string, client: ClientInfo | undefined): void;
   /** Share of MCP requests given an access log line (log.accessSample). */
   accessSample: number;
   /** log.audit: every tools/call, prompts/get and resources/read gets its audit line, sampled never. */
@@ -75,7 +80,18 @@ export interface RequestSample {
  * `name`: the tool, prompt or resource a modern request names; `notes`: what the later stages
  * add. Both for the access log only (not metric labels); the name is cut to 256 characters there.
  */
-export type Tag = Pick<RequestSample, 'era' | 'method' | 'revision'> & { name?: string; notes: AccessNotes };
+export type Tag = Pick<RequestSample, 'era' | 'method' | 'revision'> & {
+  name?: string;
+  notes: AccessNotes;
+  /** The clientInfo the message carries (a modern request's _meta, a legacy initialize), for the status page. */
+  client?: ClientInfo;
+};
+
+/** What a client says it is: clientInfo's name and version, both strings. */
+export interface ClientInfo {
+  name: string;
+  version: string;
+}
 
 /**
  * One request at the front door: made as it arrives, filled in by the steps in turn. Every field

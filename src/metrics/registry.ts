@@ -24,6 +24,8 @@ export interface Probes {
   storeUp(): boolean;
   /** Bytes the gateway cache holds on this replica, by method and scope. */
   cacheBytes(): Array<[string, string, number]>;
+  /** Requests by clientInfo name, version and revision: the busiest 50, the rest as `_other` (status/traffic.ts). */
+  clients?(): Array<[string, string, string, number]>;
 }
 
 /** What build is running, for the causeway_build_info series. */
@@ -97,6 +99,19 @@ function servingMetrics(registry: Registry, probes: Probes) {
       labelNames: ['era', 'method'] as const,
       buckets: LATENCY_BUCKETS,
       registers: [registry],
+    }),
+    clientRequests: new Counter({
+      name: 'causeway_client_requests_total',
+      help:
+        'MCP requests by the clientInfo name and version the client gave (every modern request, a legacy ' +
+        'initialize) and the revision it spoke: the 50 busiest on this replica, the rest as client _other.',
+      labelNames: ['client', 'version', 'revision'] as const,
+      registers: [registry],
+      collect() {
+        if (!probes.clients) return;
+        this.reset();
+        for (const [client, version, revision, n] of probes.clients()) this.labels(client, version, revision).inc(n);
+      },
     }),
     clientRevisions: new Counter({
       name: 'causeway_client_revision_requests_total',

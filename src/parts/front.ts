@@ -1,7 +1,8 @@
 // The two ports, each registering its own start: the data port (the front door in front of the
-// mounts, with the resource server, the rate limits and the sign-in callback) and the admin port
-// (/metrics, /healthz, /readyz). The admin port opens first and is closed if the data port cannot
-// be; the drain (ingress/drain.ts) closes it last, so the drain itself can be scraped.
+// mounts, with the resource server, the rate limits and the sign-in callback, counting each
+// request for the status page) and the admin port (/metrics, /healthz, /readyz, the status page).
+// The admin port opens first and is closed if the data port cannot be; the drain
+// (ingress/drain.ts) closes it last, so the drain itself can be scraped.
 
 import type { AddressInfo } from 'node:net';
 import { replayCacheFor, ResourceServer, type SubjectTokens } from '../auth/index.js';
@@ -9,6 +10,16 @@ import { originPolicy } from '../envelope/index.js';
 import { createAdmin, createIngress, frontDoor, RateLimiter, type Mount } from '../ingress/index.js';
 import { CountsBy, RequestMetrics, type AuthFailure, type Metrics } from '../metrics/index.js';
 import type { SessionStore } from '../pool/index.js';
+import {
+  ClusterStatus,
+  PAGE_POLICY,
+  renderPage,
+  replicaPart,
+  type PartSources,
+  type PartStore,
+  type Traffic,
+} from '../status/index.js';
+import type { CrossReplicaListen } from '../subscriptions/index.js';
 import type { SignInCallback } from '../upstream/index.js';
 import type { Ground } from './order.js';
 import { MemoryCounters, Quotas, RedisCounters } from '../quotas/index.js';
@@ -38,6 +49,8 @@ interface FrontDeps {
   listening: Listening;
   subjects: SubjectTokens | undefined;
   signIn: SignInCallback | undefined;
+  /** The status page's counts of the requests answered. */
+  traffic: Traffic;
 }
 
 /** A replica that never reached its shared store shares nothing: not ready, so a Redis URL typo shows. */
@@ -48,7 +61,7 @@ const hostOf = (a: AddressInfo) => (a.family === 'IPv6' ? `[${a.address}]` : a.a
 
 export function ingressPart(ground: Ground, deps: FrontDeps) {
   const { parts, config, topology, inFlight, log } = ground;
-  const { mounts, store, metrics, readiness, listening, subjects, signIn } = deps;
+  const { mounts, store, metrics, readiness, listening, subjects, signIn, traffic } = deps;
   const { limits } = config;
   const requestMetrics = new RequestMetrics(metrics);
   const authFailures = new CountsBy<AuthFailure>(metrics.authFailures);
@@ -90,6 +103,7 @@ export function ingressPart(ground: Ground, deps: FrontDeps) {
       notReady: notReadyOf(store, readiness),
       closing: () => readiness.closing,
       observe: (tag, status, seconds) => requestMetrics.request(tag.era, tag.method, status, tag.revision, seconds),
+      count: (revision, upstream, client) => traffic.record(revision, upstream, client),
       accessSample: config.log.accessSample,
       audit: config.log.audit,
       inFlight,
@@ -144,17 +158,31 @@ function burstOf(ratePerSecond: number, burst: number | undefined): number {
   return burst || Math.max(1, Math.ceil(ratePerSecond));
 }
 
+/** What the status page reads besides the ports' own: the parts of the replica, and its liveness among the others. */
+export interface StatusDeps {
+  sources: Omit<PartSources, 'replicaId' | 'draining' | 'metrics' | 'inFlight'>;
+  crossReplica: CrossReplicaListen | undefined;
+}
+
 export function adminPart(
-  { parts, config, log }: Ground,
+  ground: Ground,
   deps: Pick<FrontDeps, 'store' | 'metrics' | 'readiness' | 'listening'>,
+  statusDeps: StatusDeps,
 ) {
+  const { parts, config, log } = ground;
   if (config.admin.port < 0) return undefined;
   const { store, metrics, readiness, listening } = deps;
+  const status = clusterStatus(ground, deps, statusDeps);
   const admin = createAdmin(
-    { host: config.admin.host, port: config.admin.port },
+    { host: config.admin.host, port: config.admin.port, token: config.admin.token },
     {
       notReady: notReadyOf(store, readiness),
       metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+      status: {
+        json: () => status.view(),
+        html: async () => renderPage(await status.view()),
+        policy: PAGE_POLICY,
+      },
       log: log.child({ stage: 'admin' }),
     },
   );
@@ -167,4 +195,26 @@ export function adminPart(
     () => admin.close(),
   );
   return admin;
+}
+
+/** This replica's part of the status page, published on its liveness beat when the store is shared. */
+function clusterStatus(
+  { config, replicaId, inFlight, log }: Ground,
+  { store, metrics, readiness }: Pick<FrontDeps, 'store' | 'metrics' | 'readiness'>,
+  { sources, crossReplica }: StatusDeps,
+): ClusterStatus {
+  const all: PartSources = { ...sources, replicaId, inFlight, metrics, draining: () => readiness.draining };
+  const client = store.shared?.client;
+  const shared =
+    client && crossReplica
+      ? {
+          store: client as unknown as PartStore,
+          keyPrefix: config.store.keyPrefix,
+          liveness: crossReplica.liveness,
+          ttlMs: config.subscriptions.takeoverMs,
+        }
+      : undefined;
+  const status = new ClusterStatus(() => replicaPart(all), shared, log.child({ stage: 'status' }));
+  status.start();
+  return status;
 }

@@ -41,14 +41,14 @@ export interface MountContext {
 export function mountParts(
   specs: readonly MountSpec[],
   ctx: MountContext,
-): { mounts: Map<string, Mount>; folders: SkillFolder[] } {
+): { mounts: Map<string, Mount>; folders: Map<string, SkillFolder> } {
   const mounts = new Map<string, Mount>();
-  const folders: SkillFolder[] = [];
+  const folders = new Map<string, SkillFolder>();
   const { modern, partsOf, metrics, subscriptions, federations, log } = ctx;
   for (const m of specs) {
     const folder =
       m.skills.length === 0 ? undefined : new SkillFolder(m.skills, log.child({ stage: 'skills', mount: m.path }));
-    if (folder) folders.push(folder);
+    if (folder) folders.set(m.path, folder);
     const single = m.upstreams.length === 1 ? modern.get(m.upstreams[0]!)! : undefined;
     const view = m.view && new ViewFilter(m.view);
     // A federation's merged answers are counted by its mount path.
@@ -115,11 +115,11 @@ export function mountParts(
 export function mountsPart(
   { parts, topology }: Ground,
   ctx: Omit<MountContext, 'federations'>,
-): { mounts: Map<string, Mount>; federations: readonly Federation[] } {
+): { mounts: Map<string, Mount>; federations: readonly Federation[]; folders: ReadonlyMap<string, SkillFolder> } {
   const federations: Federation[] = [];
   const { mounts, folders } = mountParts(topology.mounts, { ...ctx, federations });
-  if (folders.length > 0) {
-    parts.onStart('skills', () => Promise.all(folders.map((f) => f.start())));
+  if (folders.size > 0) {
+    parts.onStart('skills', () => Promise.all([...folders.values()].map((f) => f.start())));
     parts.onClose('skills', () => folders.forEach((f) => f.close()));
   }
   if (federations.length > 0) {
@@ -128,7 +128,7 @@ export function mountsPart(
       for (const m of mounts.values()) if (m.federation) m.passthrough.endStreams?.();
     });
   }
-  return { mounts, federations };
+  return { mounts, federations, folders };
 }
 
 /** The translated legacy face over a federated mount's modern face (its skills front included). */

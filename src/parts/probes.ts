@@ -9,6 +9,7 @@ import type { SessionPool } from '../pool/index.js';
 import type { Federation } from '../routing/index.js';
 import type { Subscriptions } from '../subscriptions/index.js';
 import type { TaskBridge } from '../tasks/index.js';
+import type { Traffic } from '../status/index.js';
 
 export interface Probed {
   held: HeldCalls;
@@ -20,6 +21,8 @@ export interface Probed {
   inFlight: { readonly count: number };
   pool: SessionPool;
   cache: GatewayCache | undefined;
+  /** The status page's counts, whose clients the client metric reads. */
+  traffic: Traffic;
 }
 
 export function probesOf(topology: Topology, of: () => Probed): Probes {
@@ -36,5 +39,9 @@ export function probesOf(topology: Topology, of: () => Probed): Probes {
     },
     storeUp: () => of().pool.storeUp,
     cacheBytes: () => of().cache?.bytesBy() ?? [],
+    clients: () =>
+      of()
+        .traffic.clientRows()
+        .map((c): [string, string, string, number] => [c.name, c.version, c.revision, c.requests]),
   };
 }

@@ -162,7 +162,7 @@ export function streamableClient({
   replicaAsks,
   targets,
   http,
-}: HttpContext): { client: UpstreamSessionClient; direct: UpstreamClient } {
+}: HttpContext): { client: UpstreamSessionClient; direct: UpstreamClient; standing?: StandingStreams } {
   const client = new UpstreamClient(
     {
       name: spec.name,
@@ -186,16 +186,14 @@ export function streamableClient({
   );
   // Across replicas the session's one GET stream is held by one of them (subscriptions/standing.ts).
   if (config.store.kind !== 'memory' || config.store.maxSessions <= 0) return { client, direct: client };
-  return {
-    client: new StandingStreams(client, {
-      upstream: spec.name,
-      max: config.store.maxSessions,
-      policy: spec.standingStream,
-      waitMs: spec.connectTimeoutMs,
-      log,
-    }),
-    direct: client,
-  };
+  const standing = new StandingStreams(client, {
+    upstream: spec.name,
+    max: config.store.maxSessions,
+    policy: spec.standingStream,
+    waitMs: spec.connectTimeoutMs,
+    log,
+  });
+  return { client: standing, direct: client, standing };
 }
 
 export function legacyPassthrough({ spec, rootLog, forward, binding, targets, http }: HttpContext): LegacyFace {

@@ -46,6 +46,12 @@ export interface UpstreamParts {
   cache?: UpstreamCache;
   /** A Streamable HTTP upstream's own session client, for the calls the warm lane sends through it. */
   direct?: UpstreamClient;
+  /** An HTTP upstream's URLs and their health (the status page). */
+  targets?: TargetSet;
+  /** The GET streams held with nobody listening, with the memory store (the status page). */
+  standing?: { readonly size: number };
+  /** An auto upstream's transport, once found. */
+  found?(): string | undefined;
 }
 
 /** What the app shares among its upstreams. */

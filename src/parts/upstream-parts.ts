@@ -176,13 +176,18 @@ export function upstreamParts(
         log.child({ stage: 'passthrough', upstream: spec.name }),
       );
       const eras = httpEras(hc, passthrough);
-      return assemble(client, eras.passthrough, hc.http, eras.modern);
+      return {
+        ...assemble(client, eras.passthrough, hc.http, eras.modern),
+        targets: hc.targets,
+        found: () => client.transport,
+      };
     }
     case 'streamable-http': {
       const hc = httpContext(ctx);
       const eras = httpEras(hc, legacyPassthrough(hc));
-      const { client, direct } = streamableClient(hc);
-      return { ...assemble(client, eras.passthrough, hc.http, eras.modern), direct };
+      const { client, direct, standing } = streamableClient(hc);
+      const parts = assemble(client, eras.passthrough, hc.http, eras.modern);
+      return { ...parts, direct, targets: hc.targets, ...(standing ? { standing } : {}) };
     }
   }
 }

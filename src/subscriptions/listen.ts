@@ -159,6 +159,11 @@ export class Subscriptions {
     return this.count;
   }
 
+  /** Sessions' GET streams this replica stands by for (held whether or not anybody listens), across replicas. */
+  get standingSize(): number {
+    return this.standing?.size ?? 0;
+  }
+
   /** The channel of a session key, if it has listeners here or stands by for its stream (for tests and diagnostics). */
   channel(keyId: string): SessionChannel | undefined {
     return this.channels.get(keyId);

@@ -69,6 +69,7 @@ export {
   type Era,
   type EraMemo,
   type EraSetting,
+  type EraSource,
   type ProbeAnswer,
 } from './modern/index.js';
 export { httpWire, type ModernAnswer, type ModernCallOptions, type ModernWire } from './modern/index.js';

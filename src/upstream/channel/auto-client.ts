@@ -53,6 +53,11 @@ export class AutoClient implements UpstreamSessionClient {
 
   constructor(private readonly opts: AutoClientOptions) {}
 
+  /** The transport found, once it is. */
+  get transport(): FoundTransport['transport'] | undefined {
+    return this.found?.transport;
+  }
+
   /** The transport and its client, probing first when not known yet. */
   async use(signal?: AbortSignal): Promise<FoundTransport> {
     if (this.found) return this.found;

@@ -115,6 +115,16 @@ export class TargetSet {
     }
   }
 
+  /** Each URL's passive health as this replica sees it: failures in a row, and until when it is ejected (0: not). */
+  health(): Array<{ url: string; failures: number; ejectedUntil: number }> {
+    const now = this.now();
+    return this.targets.map((t) => ({
+      url: t.url,
+      failures: t.failures,
+      ejectedUntil: t.ejectedUntil > now ? t.ejectedUntil : 0,
+    }));
+  }
+
   /** Position of a URL in the configured list, or -1. */
   indexOf(url: string | undefined): number {
     return this.targets.findIndex((t) => t.url === url);

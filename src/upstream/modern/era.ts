@@ -110,8 +110,12 @@ export interface EraOptions {
  * is served as the last era known, and as legacy when none ever was (what Causeway did before it
  * knew eras); the probe is tried again after retryMs.
  */
+/** How the era in use was found: the setting, a probe of this replica, or the store (another replica's probe). */
+export type EraSource = 'setting' | 'probe' | 'store';
+
 export class UpstreamEra {
   private known: Era | undefined;
+  private how: EraSource | undefined;
   /** The era before it was refused: served while no probe shows the new one. */
   private last: Era | undefined;
   private pending: Promise<Era> | undefined;
@@ -122,6 +126,7 @@ export class UpstreamEra {
   constructor(private readonly opts: EraOptions) {
     if (opts.setting !== 'auto') {
       this.known = opts.setting;
+      this.how = 'setting';
       opts.onEra?.(opts.setting);
     }
   }
@@ -129,6 +134,11 @@ export class UpstreamEra {
   /** The era when known without asking anyone: the setting, or what was found. */
   get current(): Era | undefined {
     return this.known;
+  }
+
+  /** How the era known now was found; undefined while none is. */
+  get source(): EraSource | undefined {
+    return this.known === undefined ? undefined : this.how;
   }
 
   /** The era, found now if need be; several callers share one probe. */
@@ -195,6 +205,7 @@ export class UpstreamEra {
       this.opts.onEra?.(era);
     }
     this.known = era;
+    this.how = probed ? 'probe' : 'store';
     return era;
   }
 }

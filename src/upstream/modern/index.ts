@@ -14,6 +14,7 @@ export {
   type Era,
   type EraMemo,
   type EraSetting,
+  type EraSource,
   type ProbeAnswer,
 } from './era.js';
 export {
