@@ -44,10 +44,14 @@ const TABLE = {
     tlsKeyFile: text('', 'PEM private key for listen.tlsCertFile.'),
   },
   admin: {
-    host: text('127.0.0.1', 'Address the admin port (/metrics, /healthz, /readyz) binds to.'),
-    port: port(9464, 'Admin port, plain HTTP/1.1: /metrics, /healthz, /readyz. 0 picks a free port; -1 disables it.', {
-      min: -1,
-    }),
+    host: text('127.0.0.1', 'Address the admin port (/metrics, /healthz, /readyz, /status) binds to.'),
+    port: port(
+      9464,
+      'Admin port, plain HTTP/1.1: /metrics, /healthz, /readyz, /status. 0 picks a free port; -1 disables it.',
+      {
+        min: -1,
+      },
+    ),
     token: text(
       '',
       'Bearer token /status, /status.json and /metrics on the admin port ask for (401 without it; ' +

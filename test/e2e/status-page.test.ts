@@ -11,7 +11,7 @@
 
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -21,7 +21,7 @@ import { chromium } from 'playwright-core';
 import { LEGACY_VERSIONS } from '../../src/envelope/index.js';
 import type { StatusView } from '../../src/status/index.js';
 import { startLegacyServer } from '../fixtures/legacy-server.js';
-import { spawnCauseway } from '../helpers/causeway.js';
+import { spawnCauseway, startCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
 import { until } from '../helpers/until.js';
 
@@ -145,6 +145,17 @@ t.test('the admin token: asked of the page, the JSON and the metrics; never of t
   for (const path of ['/healthz', '/readyz']) t.equal((await fetch(`${a.adminUrl}${path}`)).status, 200, path);
 });
 
+t.test('the memory store: the one replica, and no token asked when admin.token is empty', async (t) => {
+  const one = await startCauseway({ 'upstream.url': upstream.url });
+  t.teardown(() => one.close());
+  const res = await fetch(`${one.adminUrl}/status.json`);
+  t.equal(res.status, 200, 'open without admin.token');
+  const view = (await res.json()) as StatusView;
+  t.match(view, { store: 'memory', partial: false, replicas: [{ self: true, draining: false }] });
+  t.equal(view.replicas.length, 1);
+  t.match(view.upstreams, [{ name: 'default', era: /^(legacy|unknown)$/ }]);
+});
+
 t.test('the data port has no status page', async (t) => {
   const origin = new URL(a.url).origin;
   for (const path of ['/status', '/status.json']) {
@@ -172,7 +183,11 @@ t.test('the page in Chromium reads right, stays on loopback, and fits a phone', 
     extraHTTPHeaders: bearer,
     viewport: { width: 1100, height: 900 },
   });
-  t.teardown(() => context.close());
+  // The profile goes with the browser; the screenshots stay.
+  t.teardown(async () => {
+    await context.close();
+    rmSync(join(dir, 'profile'), { recursive: true, force: true });
+  });
   const requests: string[] = [];
   const errors: string[] = [];
   context.on('request', (r) => requests.push(r.url()));
