@@ -25,6 +25,7 @@ h1{font-size:1.3rem;margin:0}
 h2{font-size:1.05rem;margin:24px 0 8px}
 .mute{color:var(--mute);font-size:.85rem}
 code{font:13px/1.3 ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
+code.nw{white-space:nowrap;word-break:normal}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(140px,1fr));gap:8px;margin-top:12px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:8px 10px}
 .card b{display:block;font-size:1.35rem}
@@ -148,6 +149,8 @@ const when = (iso: string) => iso.replace('T', ' ').replace(/(\.\d+)?Z$/, ' UTC'
 const card = ([k, n]: [string, number | string]) =>
   `<div class="card"><span class="mute">${esc(k)}</span><b>${esc(n)}</b></div>`;
 const code = (v: unknown) => `<code>${esc(v)}</code>`;
+/** A short value that must not break (a revision). */
+const word = (v: unknown) => `<code class="nw">${esc(v)}</code>`;
 const num = (n: number) => ({ n: esc(n) });
 const pill = (v: string) => `<span class="pill ${esc(v)}">${esc(v)}</span>`;
 
@@ -167,11 +170,11 @@ function table(heads: readonly string[], rows: ReadonlyArray<readonly Cell[]>, e
 }
 
 function trafficRow(r: TrafficRow): Cell[] {
-  return [code(r.clientRevision), esc(r.upstream), pill(r.upstreamEra), num(r.lastMinute), num(r.requests)];
+  return [word(r.clientRevision), esc(r.upstream), pill(r.upstreamEra), num(r.lastMinute), num(r.requests)];
 }
 
 function clientRow(c: ClientRow): Cell[] {
-  return [esc(c.name), esc(c.version), code(c.revision), num(c.requests)];
+  return [esc(c.name), esc(c.version), word(c.revision), num(c.requests)];
 }
 
 function upstreamRow(u: UpstreamRow): Cell[] {
