@@ -170,9 +170,10 @@ export function adminPart(
   statusDeps: StatusDeps,
 ) {
   const { parts, config, log } = ground;
+  // Published even without an admin port of its own: the other replicas' pages show this one.
+  const status = clusterStatus(ground, deps, statusDeps);
   if (config.admin.port < 0) return undefined;
   const { store, metrics, readiness, listening } = deps;
-  const status = clusterStatus(ground, deps, statusDeps);
   const admin = createAdmin(
     { host: config.admin.host, port: config.admin.port, token: config.admin.token },
     {
