@@ -1,7 +1,8 @@
 // Replica liveness on a private Redis: one beat per replica, whatever it holds. A replica that
 // stops beating lapses after its TTL and the others hear of it once; one that closes lapses at
 // once; one whose own liveness lapsed (it beat too late) is told so, to claim back what it held;
-// a Redis restart that forgot every replica tells each of them the same.
+// a Redis restart that forgot every replica tells each of them the same; each beat reads the
+// replicas live, for the status page.
 
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
@@ -98,4 +99,17 @@ t.test('a Redis that forgot the replicas tells each of them', async (t) => {
   await redis.admin.del('t4:replicas');
   await until(() => a.resumed > 0, { what: 'the replica to be told' });
   t.pass('told after the key was lost');
+});
+
+t.test('each beat reads the replicas live (the status page reads their parts) and tells its listeners', async (t) => {
+  const a = await replica('t5:replicas', 60_000, 50);
+  let beats = 0;
+  a.liveness.on({ beat: () => (beats += 1) });
+  const b = await replica('t5:replicas', 60_000, 50);
+  const both = [a.liveness.replicaId, b.liveness.replicaId].sort();
+  await until(() => [...a.liveness.live()].sort().join() === both.join(), { what: 'a to read both live' });
+  t.ok(beats > 0, 'the beat listener hears each beat');
+  await b.liveness.close();
+  await until(() => a.liveness.live().join() === a.liveness.replicaId, { what: 'a to read b gone at once' });
+  t.pass('a closed replica is no longer live');
 });
