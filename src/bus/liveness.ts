@@ -13,6 +13,13 @@
 // ttlMs) or that Redis forgot (a restarted Redis) may have lost what it held to another: it is
 // told (`resumed`) so it can claim again what is still its own. A Redis that does not answer
 // changes nothing: the lapsed set stays as last read, and no replica is taken for dead.
+//
+// Settling: while Redis is away, and for ttlMs after it answers again or forgets this replica,
+// what it holds may lack claims that their holders have not yet restated (a Redis restarted
+// empty has no leases at all, though every replica still holds its streams). Holders restate at
+// once (the connection's ready beats at once, and a forgotten replica is told `resumed`); the
+// others leave what they find free alone until the window ends (`settled`), as they would a
+// replica not heard of for ttlMs. One timer per replica, whatever the number of sessions.
 
 import type { Logger } from '../log.js';
 import type { Cluster, Redis } from 'ioredis';
@@ -48,6 +55,8 @@ export interface LivenessListener {
   resumed?(): void;
   /** Each beat Redis answered: this replica is stated alive until ttlMs from now (the status page's part). */
   beat?(): void;
+  /** A settling window ended (`settling`): whatever nobody claimed again by now is free to take. */
+  settled?(): void;
 }
 
 export interface LivenessOptions {
@@ -69,6 +78,11 @@ export class ReplicaLiveness {
   private beaten = false;
   private beating = false;
   private failing = false;
+  /** The connection to Redis dropped after the first beat, and is not ready again yet. */
+  private away = false;
+  /** Until when (local clock) claims found missing may still be restated by their holders. */
+  private settleUntil = 0;
+  private settleTimer: NodeJS.Timeout | undefined;
 
   constructor(
     client: Redis | Cluster,
@@ -77,6 +91,24 @@ export class ReplicaLiveness {
   ) {
     client.defineCommand('cwReplicaBeat', { numberOfKeys: 1, lua: BEAT });
     this.script = client as unknown as BeatScript;
+    client.on('close', () => {
+      if (this.beaten && this.timer !== undefined) this.away = true;
+    });
+    // Back: beat at once, so that a Redis that forgot this replica hears its claims before the others take them.
+    client.on('ready', () => {
+      if (!this.away) return;
+      this.away = false;
+      this.settle();
+      void this.beat();
+    });
+  }
+
+  /**
+   * Redis is away, or came back (or forgot this replica) less than ttlMs ago: a claim found
+   * missing (a GET-stream lease) may be one its holder has not yet restated; leave it until `settled`.
+   */
+  get settling(): boolean {
+    return this.away || Date.now() < this.settleUntil;
   }
 
   get replicaId(): string {
@@ -113,6 +145,7 @@ export class ReplicaLiveness {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    clearTimeout(this.settleTimer);
     await this.script.cwReplicaBeat(this.opts.key, this.opts.replicaId, 0, FORGET_MS).catch(() => undefined);
   }
 
@@ -144,11 +177,24 @@ export class ReplicaLiveness {
     this.beaten = true;
     if (fresh.length > 0 && !first)
       this.log.info({ replicas: fresh.length }, 'replicas lapsed; taking over what they held');
+    if (selfLapsed) this.settle();
     for (const l of this.listeners) {
       if (fresh.length > 0) l.lapsed?.(fresh);
       if (selfLapsed) l.resumed?.();
       l.beat?.();
     }
     if (selfLapsed) this.log.warn('this replica was taken for lapsed; claiming again what it held');
+  }
+
+  /** Opens (or extends) a settling window of ttlMs from now; its end is told once (`settled`). */
+  private settle(): void {
+    this.settleUntil = Date.now() + this.opts.ttlMs;
+    clearTimeout(this.settleTimer);
+    this.settleTimer = setTimeout(() => {
+      this.settleTimer = undefined;
+      if (this.away || this.timer === undefined) return;
+      for (const l of this.listeners) l.settled?.();
+    }, this.opts.ttlMs);
+    this.settleTimer.unref();
   }
 }

@@ -190,6 +190,15 @@ export class SessionChannel {
   }
 
   /**
+   * The coordination store settled after coming back (bus/liveness.ts `settling`): a stream whose
+   * lease nobody stated again meanwhile has no holder left, and is taken here.
+   */
+  settled(): void {
+    if (this.members.size === 0 || this.ended || this.broken || this.lease.holding) return;
+    this.queue(() => this.lease.renew());
+  }
+
+  /**
    * The key's stream was said free (RELEASED_KEY): take it, if anyone here waits on it. A holder
    * states its lease again: a replica that failed to take the stream from it let the lease go.
    */

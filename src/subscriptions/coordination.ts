@@ -45,6 +45,11 @@ export interface ChannelCoordination {
   /** A write of this channel's did not reach the store (it was away): its counts are to be stated again. */
   readonly behind: boolean;
   /**
+   * The store is away or came back moments ago (bus/liveness.ts `settling`), perhaps empty: a lease found free may be
+   * one whose holder still keeps its stream and has yet to state it again. Only a holder asks for the lease meanwhile.
+   */
+  readonly settling: boolean;
+  /**
    * States this channel's URI counts (absolute) and whether it listens (rather than only standing by); returns the
    * transitions this caused.
    */
@@ -68,8 +73,8 @@ export interface ListenCoordinator {
   join(keyId: string): ChannelCoordination;
   /**
    * Across replicas: `listener` hears of replicas that lapsed (what they held is free: their
-   * leases to take over, their counts to drop) and of this replica's own lapse. Unset: one
-   * replica, nothing to watch.
+   * leases to take over, their counts to drop), of this replica's own lapse, and of the end of
+   * a settling window (leases nobody stated again since are free). Unset: one replica, nothing to watch.
    */
   watch?(listener: LivenessListener): () => void;
 }
@@ -115,6 +120,7 @@ export function transitions(before: ReadonlyMap<string, number>, after: Readonly
 class LocalChannel implements ChannelCoordination {
   private counts = new Map<string, number>();
   readonly behind = false;
+  readonly settling = false;
 
   hold(): Promise<HoldResult> {
     return Promise.resolve('acquired');

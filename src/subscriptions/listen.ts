@@ -132,6 +132,9 @@ export class Subscriptions {
       resumed: () => {
         for (const c of this.channels.values()) c.resumed();
       },
+      settled: () => {
+        for (const c of this.channels.values()) c.settled();
+      },
     });
     if (deps.coordinator !== undefined) {
       this.standing = new StandingBy({

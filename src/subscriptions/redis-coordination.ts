@@ -251,6 +251,10 @@ class RedisChannel implements ChannelCoordination {
     return this.parent.scripts;
   }
 
+  get settling(): boolean {
+    return this.parent.liveness.settling;
+  }
+
   async hold(fresh = false): Promise<HoldResult> {
     try {
       const r = await this.scripts.cwListenHold(

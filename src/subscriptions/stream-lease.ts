@@ -23,6 +23,11 @@ type StreamHandlers = Parameters<UpstreamSessionClient['openStream']>[1];
  */
 const OPEN_ATTEMPTS = 4;
 const OPEN_BACKOFF_MS = 100;
+/**
+ * A take-over the upstream refuses is given back at once (its holder still streams), and asked for again after a
+ * back-off that doubles from OPEN_BACKOFF_MS up to this.
+ */
+const RETAKE_MAX_MS = 5_000;
 
 /**
  * Sent by a channel that gives the GET-stream lease up, under RELEASED_KEY with the session key
@@ -64,6 +69,9 @@ export class StreamLease {
   private heldAt = 0;
   /** A take-over failed and the stream was said free: until the next check, this channel leaves it to others. */
   private yielded = false;
+  /** Take-overs refused in a row, and the timer that asks again after the last one. */
+  private refusals = 0;
+  private retake: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly keyId: string,
@@ -108,8 +116,18 @@ export class StreamLease {
     if (others && !resumed) await this.announceGap();
   }
 
-  /** Asks the coordination again and acts on the answer: let the stream go, or take it over. */
+  /**
+   * Asks the coordination again and acts on the answer: let the stream go, or take it over. Not
+   * while the coordination settles (its store came back moments ago, perhaps empty): a lease found
+   * free then may be one whose holder still streams and has yet to state it again, and taking it
+   * would only get the GET refused (409) and the holder told to let go. A holder states its lease
+   * at once; the others ask again when the window ends (`SessionChannel.settled`) or on the tick.
+   */
   async renew(): Promise<void> {
+    if (!this.held && this.coordination.settling) {
+      this.unsure = true;
+      return;
+    }
     await this.actOn(await this.hold());
   }
 
@@ -132,6 +150,7 @@ export class StreamLease {
   stop(): void {
     this.holder?.abort();
     this.holder = undefined;
+    clearTimeout(this.retake);
   }
 
   /**
@@ -185,7 +204,10 @@ export class StreamLease {
     this.deps.log.info('taking over the GET stream of a listened session');
     let resumed: boolean;
     try {
-      resumed = await this.startStream(await this.sharedCursor());
+      // One GET: a refusal most likely means the old holder still streams, and asking again at once would not change
+      // it.
+      resumed = await this.startStream(await this.sharedCursor(), false, 1);
+      this.refusals = 0;
     } catch (err) {
       if (err instanceof SessionExpiredError) {
         await this.host.replace(true);
@@ -194,7 +216,8 @@ export class StreamLease {
       // The stream may still be held by its last holder, which stops only once it hears the lease
       // was taken (its next beat): it must not then find nobody holding it. Said free, so that
       // holder states its lease again (or, having stopped, takes it back); this channel asks
-      // again on the tick, in case nobody answers.
+      // again after a back-off, in case nobody answers (a graceful holder's stream the upstream
+      // has not yet seen close).
       this.deps.log.warn({ err }, 'could not take the GET stream over; handing it back');
       this.held = false;
       this.stop();
@@ -202,10 +225,20 @@ export class StreamLease {
       this.unsure = true;
       this.yielded = true;
       await this.sayReleased();
+      this.askAgainLater();
       return;
     }
     // Resumed: the upstream replays what the old holder had not handed on; nothing to make up for.
     if (!resumed) await this.announceGap();
+  }
+
+  /** After a refused take-over: asks for the lease again once a back-off passed, doubling with each refusal. */
+  private askAgainLater(): void {
+    const delayMs = Math.min(RETAKE_MAX_MS, OPEN_BACKOFF_MS * 2 ** this.refusals);
+    this.refusals += 1;
+    clearTimeout(this.retake);
+    this.retake = setTimeout(() => this.host.queue(() => (this.held ? Promise.resolve() : this.renew())), delayMs);
+    this.retake.unref();
   }
 
   /** The event id the key's holder last shared, if it was read on the channel's current session. */
@@ -224,7 +257,7 @@ export class StreamLease {
    * upstream keeps refusing falls back to a fresh stream. Event ids read on the stream are shared
    * as the key's cursor once the change they carried is published.
    */
-  private async startStream(resumeFrom?: string, forgotten = false): Promise<boolean> {
+  private async startStream(resumeFrom?: string, forgotten = false, attempts = OPEN_ATTEMPTS): Promise<boolean> {
     this.holder?.abort();
     const holder = new AbortController();
     this.holder = holder;
@@ -257,7 +290,7 @@ export class StreamLease {
       } catch (err) {
         if (holder.signal.aborted) return false;
         if (err instanceof SessionExpiredError) throw err;
-        if (attempt >= OPEN_ATTEMPTS) {
+        if (attempt >= attempts) {
           if (from === undefined) throw err;
           this.deps.log.info(
             { err },
