@@ -193,6 +193,7 @@ export class ReplicaLiveness {
     this.settleTimer = setTimeout(() => {
       this.settleTimer = undefined;
       if (this.away || this.timer === undefined) return;
+      this.settleUntil = 0;
       for (const l of this.listeners) l.settled?.();
     }, this.opts.ttlMs);
     this.settleTimer.unref();

@@ -2,7 +2,8 @@
 // stops beating lapses after its TTL and the others hear of it once; one that closes lapses at
 // once; one whose own liveness lapsed (it beat too late) is told so, to claim back what it held;
 // a Redis restart that forgot every replica tells each of them the same; each beat reads the
-// replicas live, for the status page.
+// replicas live, for the status page. A replica settles while Redis is away and for its TTL after
+// Redis is back, and is told once the window ended.
 
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
@@ -20,6 +21,9 @@ interface Beating {
   liveness: ReplicaLiveness;
   lapsed: string[];
   resumed: number;
+  /** Whether it was settling each time it was told `resumed`. */
+  settlingOnResume: boolean[];
+  settled: number;
   client: Redis;
 }
 
@@ -28,8 +32,15 @@ async function replica(key: string, ttlMs: number, beatMs: number): Promise<Beat
   client.on('error', () => undefined);
   await new Promise((r) => client.once('ready', r));
   const liveness = new ReplicaLiveness(client, { key, replicaId: randomUUID(), ttlMs, beatMs }, log);
-  const b: Beating = { liveness, lapsed: [], resumed: 0, client };
-  liveness.on({ lapsed: (r) => b.lapsed.push(...r), resumed: () => (b.resumed += 1) });
+  const b: Beating = { liveness, lapsed: [], resumed: 0, settlingOnResume: [], settled: 0, client };
+  liveness.on({
+    lapsed: (r) => b.lapsed.push(...r),
+    resumed: () => {
+      b.resumed += 1;
+      b.settlingOnResume.push(liveness.settling);
+    },
+    settled: () => (b.settled += 1),
+  });
   t.teardown(async () => {
     await liveness.close();
     client.disconnect();
@@ -112,4 +123,16 @@ t.test('each beat reads the replicas live (the status page reads their parts) an
   await b.liveness.close();
   await until(() => a.liveness.live().join() === a.liveness.replicaId, { what: 'a to read b gone at once' });
   t.pass('a closed replica is no longer live');
+});
+
+t.test('a Redis restarted empty: the replica settles until its TTL passed after Redis is back', async (t) => {
+  // Beats far apart: being told at once shows the connection's ready beat, not the timer's.
+  const a = await replica('t6:settling', 1000, 60_000);
+  t.notOk(a.liveness.settling, 'not settling while Redis answers');
+  await redis.restart();
+  await until(() => a.resumed > 0, { what: 'the replica to be told Redis forgot it' });
+  t.same(a.settlingOnResume, [true], 'settling when told: its claims are being stated again');
+  await until(() => a.settled > 0, { what: 'the settling window to end' });
+  t.notOk(a.liveness.settling, 'settled');
+  t.equal(a.settled, 1, 'told once');
 });
