@@ -60,7 +60,7 @@ export class Traffic {
 
   /** One request answered: `revision` is bounded already, `upstream` a configured name or a federated mount. */
   record(revision: string, upstream: string, client: ClientInfo | undefined): void {
-    const key = [revision, upstream, this.eraOf(upstream)].join(SEP);
+    const key = `${revision}${SEP}${upstream}${SEP}${this.eraOf(upstream)}`;
     this.total.set(key, (this.total.get(key) ?? 0) + 1);
     const second = Math.floor(this.now() / 1000);
     const slot = this.slots[second % WINDOW_SECONDS]!;
@@ -75,7 +75,7 @@ export class Traffic {
   private client(info: ClientInfo, revision: string): void {
     const name = info.name.slice(0, MAX_CHARS);
     const version = info.version.slice(0, MAX_CHARS);
-    const key = [name, version, revision].join(SEP);
+    const key = `${name}${SEP}${version}${SEP}${revision}`;
     let row = this.clients.get(key);
     if (row === undefined && this.clients.size < MAX_CLIENTS) {
       row = { name, version, revision, requests: 0 };
