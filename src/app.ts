@@ -1,10 +1,10 @@
 // Composition root: builds each part once from the Config, in an order where each finds what it
 // uses already made. Each part registers its own start-up and drain steps (parts/); the order
-// those run in is data (parts/order.ts), read back as App.shutdownOrder. No logic here.
+// those run in is data (parts/registry.ts), read back as App.shutdownOrder. No logic here.
 
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { ConfigError, resolveTopology, type Config } from './config/index.js';
+import { ConfigError, configHash, resolveTopology, type Config } from './config/index.js';
 import { drain } from './ingress/index.js';
 import type { Logger } from './log.js';
 import { createMetrics } from './metrics/index.js';
@@ -27,34 +27,38 @@ export interface App {
   readonly origin: string | undefined;
   /** Origin of the admin port (/metrics, /healthz, /readyz) once listening; undefined when disabled. */
   readonly adminUrl: string | undefined;
-  /** Mount path -> the upstreams it serves. */
+  /** Mount path -> the upstreams it serves (as the last reload left them). */
   readonly mounts: Readonly<Record<string, string[]>>;
-  /** The drain's close steps, in the order it runs them (parts/order.ts), for this config. */
+  /** Reads the configuration again and applies what may change live (parts/reload.ts). */
+  reload(reason: string): Promise<P.ReloadResult>;
+  /** The drain's close steps, in the order it runs them (parts/registry.ts), for this config. */
   readonly shutdownOrder: readonly string[];
 }
 
-export function createApp(config: Config, log: Logger, given?: SessionStore): App {
+export function createApp(config: Config, log: Logger, given?: SessionStore, source?: P.ConfigSource): App {
   const { topology, problems } = resolveTopology(config);
   if (problems.length > 0) throw new ConfigError([...problems]);
   const parts: P.AppParts = new P.Parts(P.ORDER, log.child({ stage: 'parts' }));
   const ground: P.Ground = { parts, config, topology, replicaId: randomUUID(), inFlight: { count: 0 }, log };
-  const started = new Date();
   // The status page's counts; an upstream's era is read when a request is counted.
   const traffic = new Traffic((name) => trafficEra(upstreams.parts, name));
   // The levels are read at scrape time, when every part below exists.
   const metrics = createMetrics(
-    P.probesOf(topology, () => ({
-      held: bridge.held,
-      subscriptions,
-      tasks,
-      federations,
-      ingress,
-      pool,
-      cache,
-      inFlight: ground.inFlight,
-      traffic,
-    })),
-    { version: VERSION },
+    P.probesOf(
+      () => reloader.topology,
+      () => ({
+        held: bridge.held,
+        subscriptions,
+        tasks,
+        federations,
+        ingress,
+        pool,
+        cache,
+        inFlight: ground.inFlight,
+        traffic,
+      }),
+    ),
+    { version: VERSION, config: configHash(config) },
   );
   const store = P.storePart(ground, given ?? createStore(config, log.child({ stage: 'store' })));
   const { crossReplica, events } = P.crossReplicaPart(ground, (keyId, method) => P.staleFacts(pool, keyId, method));
@@ -64,7 +68,7 @@ export function createApp(config: Config, log: Logger, given?: SessionStore): Ap
   const cache = P.cachePart(ground, store, metrics, crossReplica);
   const upstreams = P.upstreamsPart(ground, store, metrics, { reachable, replicaAsks, rounds, cache });
   const pool = P.poolPart(ground, store, upstreams.parts, metrics, { adopted: (s) => subscriptions.stand(s), cache });
-  P.catalogPart(ground, store, crossReplica, upstreams.parts);
+  const catalog = P.catalogPart(ground, store, crossReplica, upstreams.parts);
   const ids = new IdMinter();
   const bridge = P.heldPart(ground, { ids, sealer: upstreams.sealer });
   const subscriptions = P.subscriptionsPart(
@@ -74,30 +78,31 @@ export function createApp(config: Config, log: Logger, given?: SessionStore): Ap
     cache,
   );
   const tasks = P.tasksPart(ground, store, { pool, upstreams: upstreams.parts, ids, subscriptions });
-  const modern = P.modernDeps(upstreams.parts, { pool, ids, bridge, subscriptions, tasks });
+  const modernOf = { pool, ids, bridge, subscriptions, tasks };
+  const modern = P.modernDeps(upstreams.parts, modernOf);
   // Each mount: its upstream, or the federation of its upstreams, and its skills folder in front.
-  const { mounts, federations, folders } = P.mountsPart(ground, {
-    modern,
+  const { mounts, federations, folders, context } = P.mountsPart(ground, {
+    ...{ modern, metrics, subscriptions, facts: upstreams.faceFacts, rounds },
     partsOf: (name) => upstreams.parts.get(name)!,
-    metrics,
-    subscriptions,
-    cache: config.cache,
-    face: {
-      facts: upstreams.faceFacts,
-      rounds,
-      keepAliveMs: config.subscriptions.keepAliveMs,
-      maxResponseBytes: Math.max(...topology.upstreams.map((u) => u.maxResponseBytes)),
-    },
-    log,
   });
   const readiness: P.Readiness = { draining: false, closing: false };
   const listening: P.Listening = {};
   const front = { store, metrics, readiness, listening };
-  const sources = { version: VERSION, started, upstreams: upstreams.parts, pool, held: bridge.held, subscriptions };
-  const status = { sources: { ...sources, tasks, cache, skills: folders, traffic }, crossReplica };
+  const sources = { version: VERSION, upstreams: upstreams.parts, pool, held: bridge.held, subscriptions };
+  const status = { sources: { ...sources, started: new Date(), tasks, cache, skills: folders, traffic }, crossReplica };
   const admin = P.adminPart(ground, front, status);
   const inbound = { mounts, subjects: upstreams.subjects, signIn: upstreams.signIn, traffic };
-  const ingress = P.ingressPart(ground, { ...front, ...inbound });
+  const { ingress, replace: door } = P.ingressPart(ground, { ...front, ...inbound });
+  const reloader = P.reloadPart(
+    ground,
+    {
+      ...{ upstreams, pool, modern, mounts, federations, folders, mountContext: context, door, metrics },
+      modernOf: (name, u) => P.modernDepsOf(name, u, modernOf),
+      adopt: (name, u) => catalog && P.adoptInCatalog(catalog, name, u, log),
+      draining: () => readiness.draining,
+    },
+    source,
+  );
   return {
     get url() {
       return listening.url;
@@ -108,7 +113,10 @@ export function createApp(config: Config, log: Logger, given?: SessionStore): Ap
     get adminUrl() {
       return listening.adminUrl;
     },
-    mounts: Object.fromEntries(topology.mounts.map((m) => [m.path, m.upstreams])),
+    get mounts() {
+      return Object.fromEntries(reloader.topology.mounts.map((m) => [m.path, m.upstreams]));
+    },
+    reload: (reason) => reloader.reload(reason),
     shutdownOrder: parts.shutdownOrder,
     async listen() {
       await parts.start();

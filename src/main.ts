@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// bin `causeway`: load the config, start serving, drain gracefully on SIGTERM / SIGINT.
+// bin `causeway`: load the config, start serving, reload it on SIGHUP, drain gracefully on SIGTERM / SIGINT.
 
 import { constants } from 'node:os';
 import { createApp } from './app.js';
 import { runDoctor } from './doctor/index.js';
-import { ConfigError, helpText, loadConfig } from './config/index.js';
+import { ConfigError, configFile, helpText, loadConfig } from './config/index.js';
 import { StartupError } from './errors.js';
 import { createLogger } from './log.js';
 import { createStore, storeReady } from './pool/index.js';
@@ -55,7 +55,10 @@ async function main(): Promise<void> {
   // A shared store gets a moment to connect; without it Causeway still starts, with replica-local sessions.
   if (!(await storeReady(store, 2_000)))
     log.warn({ store: store.kind }, 'session store not reachable at start; serving with replica-local sessions');
-  const app = createApp(config, log, store);
+  // A reload reads the file again, under the same environment and flags.
+  const env = { ...process.env };
+  const source = { file: configFile(argv, env), load: (text: string | undefined) => loadConfig(argv, env, text) };
+  const app = createApp(config, log, store, source);
   const addr = await app.listen();
   log.info({ url: app.url, mounts: app.mounts, port: addr.port, adminUrl: app.adminUrl }, 'causeway listening');
   let stopping = false;
@@ -79,6 +82,7 @@ async function main(): Promise<void> {
         },
       );
   };
+  process.on('SIGHUP', () => void app.reload('SIGHUP'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }

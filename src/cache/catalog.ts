@@ -68,6 +68,11 @@ export class NameCatalog {
     );
   }
 
+  /** An upstream a reload added: what the other replicas learned of it is read. */
+  adopt(upstream: string): Promise<void> {
+    return this.load([upstream]);
+  }
+
   async close(): Promise<void> {
     const off = this.off;
     this.off = undefined;

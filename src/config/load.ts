@@ -1,10 +1,10 @@
 // Builds the one immutable Config: defaults, then a JSON file (--config or CAUSEWAY_CONFIG),
 // then CAUSEWAY_* environment variables, then --flags. Every problem found is reported at
-// once; nothing reads process.env after start-up.
+// once; nothing reads process.env after start-up (a reload is given the start-up's own).
 
 import { readFileSync } from 'node:fs';
 import { authProblems } from './auth.js';
-import { deepFreeze } from './freeze.js';
+import { deepFreeze, getPath, setPath } from './live.js';
 import { placeholderProblems } from './secrets.js';
 import { QUOTA_WINDOWS, SETTINGS, type Config } from './schema.js';
 import { holds, type NamedSetting, type Setting } from './setting.js';
@@ -29,26 +29,6 @@ export function envName(path: string): string {
 
 export function flagName(path: string): string {
   return '--' + path;
-}
-
-function getPath(obj: Record<string, unknown>, path: string): unknown {
-  let cur: unknown = obj;
-  for (const part of path.split('.')) {
-    if (typeof cur !== 'object' || cur === null) return undefined;
-    cur = (cur as Record<string, unknown>)[part];
-  }
-  return cur;
-}
-
-function setPath(obj: Record<string, unknown>, path: string, value: unknown): void {
-  const parts = path.split('.');
-  let cur = obj;
-  for (const part of parts.slice(0, -1)) {
-    const next = cur[part];
-    if (typeof next !== 'object' || next === null) cur[part] = {};
-    cur = cur[part] as Record<string, unknown>;
-  }
-  cur[parts[parts.length - 1]!] = value;
 }
 
 const NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/i;
@@ -153,11 +133,11 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * (`{"upstream.url": …}` is `{"upstream": {"url": …}}`); one given both ways, or any key that is no
  * setting, is a problem.
  */
-function readFile(file: string, problems: string[]): Map<string, unknown> {
+function readFile(file: string, problems: string[], text?: string): Map<string, unknown> {
   const out = new Map<string, unknown>();
   let fromFile: unknown;
   try {
-    fromFile = JSON.parse(readFileSync(file, 'utf8'));
+    fromFile = JSON.parse(text ?? readFileSync(file, 'utf8'));
   } catch (err) {
     problems.push(`cannot read config file ${file}: ${(err as Error).message}`);
     return out;
@@ -185,14 +165,23 @@ function readFile(file: string, problems: string[]): Map<string, unknown> {
   return out;
 }
 
-export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Config {
+/** The config file the flags or the environment name, if any. */
+export function configFile(argv: readonly string[], env: NodeJS.ProcessEnv): string | undefined {
+  return parseFlags(argv).flags.get('config') ?? env.CAUSEWAY_CONFIG;
+}
+
+/**
+ * The Config the defaults, the file, the environment and the flags make. `fileText`: the file's
+ * text already read (a reload reads it without blocking); else it is read here, at start-up.
+ */
+export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv, fileText?: string): Config {
   const { flags, problems } = parseFlags(argv);
   const cfg: Record<string, unknown> = {};
   for (const s of SETTINGS) setPath(cfg, s.path, structuredClone(s.default));
 
   const file = flags.get('config') ?? env.CAUSEWAY_CONFIG;
   flags.delete('config');
-  if (file) for (const [path, value] of readFile(file, problems)) setPath(cfg, path, value);
+  if (file) for (const [path, value] of readFile(file, problems, fileText)) setPath(cfg, path, value);
   // A value that is not text of its kind keeps the one before it, and is not checked again.
   const unreadable = new Set<string>();
   for (const s of SETTINGS) {

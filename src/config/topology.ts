@@ -2,7 +2,7 @@
 // no `upstreams` has one, built from the `upstream.*` settings and served at `listen.path`; with
 // `upstreams`, those settings are the defaults of each entry and `mounts` say what is served where.
 
-import { deepFreeze } from './freeze.js';
+import { deepFreeze } from './live.js';
 import { UPSTREAM_SETTINGS, type CacheScope, type Config } from './schema.js';
 import { holds, type SectionValues, type Setting } from './setting.js';
 import { credentialSpec, type CredentialSpec } from './credentials.js';

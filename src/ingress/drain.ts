@@ -12,7 +12,7 @@
 //    are waited for again; then everything left is cut, and held multi-round calls are let go
 //    (shared store: another replica resumes them) or cancelled (memory store).
 // 4. Release what the replica holds (handoff bus, pool, store, upstream clients), one step after
-//    the other in the order the composition root gives (parts/order.ts); close the admin port
+//    the other in the order the composition root gives (parts/registry.ts); close the admin port
 //    last, so the drain itself can be scraped.
 
 import type { Ingress } from './server.js';

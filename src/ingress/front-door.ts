@@ -88,14 +88,33 @@ const STEPS: readonly Step[] = [
 /** How many refused Hosts and Origins a replica remembers having logged. */
 const REFUSALS_REMEMBERED = 256;
 
-export function frontDoor(given: Omit<FrontDoorDeps, 'refusedOnce'>): IngressHandler {
-  const deps: FrontDoorDeps = { ...given, refusedOnce: new OnceEach(REFUSALS_REMEMBERED) };
-  return (req, res) => {
+/** What the front door is given; it adds what it keeps itself. */
+export type FrontDoorGiven = Omit<FrontDoorDeps, 'refusedOnce' | 'served'>;
+
+/** The ingress's handler, whose deps a reload replaces. */
+export interface FrontDoor extends IngressHandler {
+  /**
+   * Requests from now on are served with `given`; those under way finish with what they began
+   * with. Returns the count of those, which falls to 0 as they end.
+   */
+  replace(given: FrontDoorGiven): { readonly count: number };
+}
+
+export function frontDoor(given: FrontDoorGiven): FrontDoor {
+  const refusedOnce = new OnceEach(REFUSALS_REMEMBERED);
+  let deps: FrontDoorDeps = { ...given, refusedOnce, served: { count: 0 } };
+  const door: IngressHandler = (req, res) => {
     const reqId =
       typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : randomUUID();
     tagResponse(res, reqId);
     walkFrom(new Visit(req, res, deps, reqId), 0);
   };
+  const replace = (next: FrontDoorGiven) => {
+    const { served } = deps;
+    deps = { ...next, refusedOnce, served: { count: 0 } };
+    return served;
+  };
+  return Object.assign(door, { replace });
 }
 
 /**

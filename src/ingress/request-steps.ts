@@ -185,6 +185,7 @@ export function admit(v: Visit): boolean {
   const { deps, res } = v;
   if (deps.inFlight.count >= deps.maxInFlight) return refuseUnread(v, causewayError('overloaded'));
   deps.inFlight.count++;
+  deps.served.count++;
   v.started = performance.now();
   v.tag = {
     era: 'rejected',
@@ -203,6 +204,7 @@ export function admit(v: Visit): boolean {
 function closed(v: Visit): void {
   const { res, deps, tag } = v;
   deps.inFlight.count--;
+  deps.served.count--;
   if (!res.writableFinished) v.leave();
   const seconds = (performance.now() - v.started) / 1000;
   deps.observe(tag, res.statusCode, seconds);

@@ -54,6 +54,8 @@ export interface FrontDoorDeps {
   /** log.audit: every tools/call, prompts/get and resources/read gets its audit line, sampled never. */
   audit: boolean;
   inFlight: { count: number };
+  /** The requests served with these deps still under way: a reload lets go of what it replaced once none is. */
+  served: { count: number };
   /** The Hosts and Origins refused and logged already (frontDoor makes it). */
   refusedOnce: OnceEach;
 }

@@ -31,6 +31,8 @@ export interface Probes {
 /** What build is running, for the causeway_build_info series. */
 export interface BuildInfo {
   version: string;
+  /** The hash of the configuration it starts with. */
+  config?: string;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -40,15 +42,32 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
   collectDefaultMetrics({ register: registry });
   const buildInfo = new Gauge({
     name: 'causeway_build_info',
-    help: 'Always 1; its labels name the running version and Node.js.',
-    labelNames: ['version', 'node'] as const,
+    help: "Always 1; its labels name the running version, Node.js and the configuration's hash (a reload changes it).",
+    labelNames: ['version', 'node', 'config'] as const,
     registers: [registry],
   });
-  buildInfo.labels(build.version, process.version).set(1);
+  let running = build.config ?? '';
+  buildInfo.labels(build.version, process.version, running).set(1);
+  /** The configuration a reload applied: the series names its hash. */
+  const configApplied = (hash: string) => {
+    buildInfo.remove(build.version, process.version, running);
+    running = hash;
+    buildInfo.labels(build.version, process.version, hash).set(1);
+  };
+  const configReloads = new Counter({
+    name: 'causeway_config_reloads_total',
+    help:
+      'Reloads of the configuration (SIGHUP or a change of the ' +
+      '--config file), by result: applied, unchanged or invalid.',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
   // Declared area by area, in the order /metrics lists them.
   return {
     registry,
     buildInfo,
+    configApplied,
+    configReloads,
     ...servingMetrics(registry, probes),
     ...modernMetrics(registry, probes),
     ...sessionMetrics(registry, probes),

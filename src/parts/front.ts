@@ -5,9 +5,17 @@
 // (ingress/drain.ts) closes it last, so the drain itself can be scraped.
 
 import type { AddressInfo } from 'node:net';
-import { replayCacheFor, ResourceServer, type SubjectTokens } from '../auth/index.js';
+import { replayCacheFor, ResourceServer, type ReplayCache, type SubjectTokens } from '../auth/index.js';
+import type { Config, Topology } from '../config/index.js';
 import { originPolicy } from '../envelope/index.js';
-import { createAdmin, createIngress, frontDoor, RateLimiter, type Mount } from '../ingress/index.js';
+import {
+  createAdmin,
+  createIngress,
+  frontDoor,
+  RateLimiter,
+  type FrontDoorGiven,
+  type Mount,
+} from '../ingress/index.js';
 import { CountsBy, RequestMetrics, type AuthFailure, type Metrics } from '../metrics/index.js';
 import type { SessionStore } from '../pool/index.js';
 import {
@@ -21,8 +29,8 @@ import {
 } from '../status/index.js';
 import type { CrossReplicaListen } from '../subscriptions/index.js';
 import type { SignInCallback } from '../upstream/index.js';
-import type { Ground } from './order.js';
-import { MemoryCounters, Quotas, RedisCounters } from '../quotas/index.js';
+import type { Ground } from './registry.js';
+import { MemoryCounters, Quotas, RedisCounters, type Counters as QuotaCounters } from '../quotas/index.js';
 
 /** Where the replica is in its life, as the ports tell it. */
 export interface Readiness {
@@ -59,12 +67,29 @@ const notReadyOf = (store: SessionStore, readiness: Readiness) => () =>
 
 const hostOf = (a: AddressInfo) => (a.family === 'IPv6' ? `[${a.address}]` : a.address);
 
-export function ingressPart(ground: Ground, deps: FrontDeps) {
-  const { parts, config, topology, inFlight, log } = ground;
-  const { mounts, store, metrics, readiness, listening, subjects, signIn, traffic } = deps;
+/** What the front door's policy is built from: the config and topology now running, and what outlives a reload. */
+export interface DoorPolicy {
+  config: Config;
+  topology: Topology;
+  store: SessionStore;
+  metrics: Metrics;
+  /** Kept across reloads: the DPoP proofs seen, the calls counted against quotas, the auth failures' counter. */
+  replays: ReplayCache;
+  counters: QuotaCounters;
+  authFailures: CountsBy<AuthFailure>;
+  subjects: SubjectTokens | undefined;
+}
+
+/** The front door's deps no reload changes. */
+type DoorFixed = Pick<
+  FrontDoorGiven,
+  'mounts' | 'signIn' | 'log' | 'notReady' | 'closing' | 'observe' | 'count' | 'inFlight'
+>;
+
+/** The front door's deps a config gives: its resource server, rates, quotas, limits and origin policy. */
+export function doorDeps(ground: Ground, policy: DoorPolicy, fixed: DoorFixed): FrontDoorGiven {
+  const { config, topology, store, metrics, replays, authFailures, subjects } = policy;
   const { limits } = config;
-  const requestMetrics = new RequestMetrics(metrics);
-  const authFailures = new CountsBy<AuthFailure>(metrics.authFailures);
   const auth =
     config.auth.mode === 'none'
       ? undefined
@@ -72,9 +97,51 @@ export function ingressPart(ground: Ground, deps: FrontDeps) {
           config.auth,
           topology.mounts.map((m) => m.path),
           (reason) => authFailures.count(reason),
-          replayCacheFor(store),
+          replays,
           { subjects, principal: config.principal, tenantClaim: config.quotas.tenantClaim },
         );
+  return {
+    ...fixed,
+    maxHeaderBytes: limits.maxHeaderBytes,
+    maxInFlight: limits.maxInFlight,
+    body: { maxBytes: limits.maxBodyBytes, timeoutMs: limits.bodyTimeoutMs },
+    json: { maxDepth: limits.maxJsonDepth, maxItems: limits.maxJsonItems },
+    origin: originPolicy(config.listen.host, config.security.allowedHosts, config.security.allowedOrigins),
+    auth,
+    principal: config.principal,
+    rate: rateLimiter({ ...ground, config }, store),
+    quotas: quotas({ ...ground, config }, policy.counters, metrics),
+    accessSample: config.log.accessSample,
+    audit: config.log.audit,
+  };
+}
+
+export function ingressPart(ground: Ground, deps: FrontDeps) {
+  const { parts, config, topology, inFlight, log } = ground;
+  const { mounts, store, metrics, readiness, listening, subjects, signIn, traffic } = deps;
+  const { limits } = config;
+  const requestMetrics = new RequestMetrics(metrics);
+  const policy: DoorPolicy = {
+    config,
+    topology,
+    store,
+    metrics,
+    replays: replayCacheFor(store),
+    counters: store.shared ? new RedisCounters(store.shared.client) : new MemoryCounters(),
+    authFailures: new CountsBy<AuthFailure>(metrics.authFailures),
+    subjects,
+  };
+  const fixed: DoorFixed = {
+    mounts,
+    signIn,
+    log,
+    notReady: notReadyOf(store, readiness),
+    closing: () => readiness.closing,
+    observe: (tag, status, seconds) => requestMetrics.request(tag.era, tag.method, status, tag.revision, seconds),
+    count: (revision, upstream, client) => traffic.record(revision, upstream, client),
+    inFlight,
+  };
+  const door = frontDoor(doorDeps(ground, policy, fixed));
   const ingress = createIngress(
     {
       host: config.listen.host,
@@ -87,27 +154,7 @@ export function ingressPart(ground: Ground, deps: FrontDeps) {
       idleTimeoutMs: limits.idleTimeoutMs,
       maxConnections: limits.maxConnections,
     },
-    frontDoor({
-      mounts,
-      maxHeaderBytes: limits.maxHeaderBytes,
-      maxInFlight: limits.maxInFlight,
-      body: { maxBytes: limits.maxBodyBytes, timeoutMs: limits.bodyTimeoutMs },
-      json: { maxDepth: limits.maxJsonDepth, maxItems: limits.maxJsonItems },
-      origin: originPolicy(config.listen.host, config.security.allowedHosts, config.security.allowedOrigins),
-      auth,
-      signIn,
-      principal: config.principal,
-      rate: rateLimiter(ground, store),
-      quotas: quotas(ground, store, metrics),
-      log,
-      notReady: notReadyOf(store, readiness),
-      closing: () => readiness.closing,
-      observe: (tag, status, seconds) => requestMetrics.request(tag.era, tag.method, status, tag.revision, seconds),
-      count: (revision, upstream, client) => traffic.record(revision, upstream, client),
-      accessSample: config.log.accessSample,
-      audit: config.log.audit,
-      inFlight,
-    }),
+    door,
     (reason) => metrics.connectionsClosed.labels(reason).inc(),
   );
   parts.onStart('ingress', async () => {
@@ -116,7 +163,10 @@ export function ingressPart(ground: Ground, deps: FrontDeps) {
     listening.origin = `${ingress.protocol}://${hostOf(addr)}:${addr.port}`;
     listening.url = `${listening.origin}${topology.mounts[0]!.path}`;
   });
-  return ingress;
+  /** A reload's new policy: requests from now on meet it; the count of those still under the old one. */
+  const replace = (config: Config, topology: Topology) =>
+    door.replace(doorDeps(ground, { ...policy, config, topology }, fixed));
+  return { ingress, replace };
 }
 
 /** The limits on requests per second, when any is set. */
@@ -137,13 +187,12 @@ function rateLimiter({ config, log }: Ground, store: SessionStore): RateLimiter 
 }
 
 /** The quotas per tenant, when any is set: counted in Redis with the Redis store. */
-function quotas({ config, log }: Ground, store: SessionStore, metrics: Metrics): Quotas | undefined {
+function quotas({ config, log }: Ground, counters: QuotaCounters, metrics: Metrics): Quotas | undefined {
   const { rules } = config.quotas;
   if (Object.keys(rules).length === 0) return undefined;
-  const { shared } = store;
   return new Quotas(
     rules,
-    shared ? new RedisCounters(shared.client) : new MemoryCounters(),
+    counters,
     config.store.keyPrefix,
     {
       counted: (quota) => metrics.quotaCalls.labels(quota).inc(),

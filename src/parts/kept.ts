@@ -6,7 +6,8 @@ import { GatewayCache, NameCatalog, RedisTier } from '../cache/index.js';
 import { CacheMetrics, type Metrics } from '../metrics/index.js';
 import type { SessionStore } from '../pool/index.js';
 import type { CrossReplicaListen } from '../subscriptions/index.js';
-import type { Ground } from './order.js';
+import type { Logger } from '../log.js';
+import type { Ground } from './registry.js';
 import type { UpstreamParts } from './upstream-context.js';
 
 export function storePart({ parts }: Ground, store: SessionStore): SessionStore {
@@ -56,10 +57,19 @@ export function catalogPart(
     offer: (upstream, method, items) => upstreams.get(upstream)?.metrics.names.offer(method, items) ?? [],
     log: log.child({ stage: 'cache' }),
   });
-  for (const [name, u] of upstreams) u.metrics.onLearned = (method, items) => catalog.learned(name, method, items);
+  for (const [name, u] of upstreams) u.metrics.onLearned = learnedBy(catalog, name);
   const names = topology.upstreams.map((u) => u.name);
   const warning = 'cannot read the names other replicas learned yet';
   parts.onStart('replica-news', () => catalog.start(names).catch((err: unknown) => log.warn({ err }, warning)));
   parts.onClose('catalog', () => catalog.close());
   return catalog;
+}
+
+const learnedBy = (catalog: NameCatalog, name: string) => (method: string, items: readonly string[]) =>
+  catalog.learned(name, method, items);
+
+/** An upstream a reload added: the names its lists teach go to the catalog, and the others' are read. */
+export function adoptInCatalog(catalog: NameCatalog, name: string, u: UpstreamParts, log: Logger): void {
+  u.metrics.onLearned = learnedBy(catalog, name);
+  catalog.adopt(name).catch((err: unknown) => log.warn({ err }, 'cannot read the names other replicas learned yet'));
 }

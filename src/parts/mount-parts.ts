@@ -21,7 +21,7 @@ import type { Subscriptions } from '../subscriptions/index.js';
 import { cacheHintOf, MAX_ROUNDS, type UpstreamParts } from './upstream-context.js';
 import { VERSION } from '../version.js';
 import { WarmLane } from '../warm/index.js';
-import type { Ground } from './order.js';
+import type { Ground } from './registry.js';
 
 export interface MountContext {
   /** The pipeline's view of each upstream. */
@@ -113,22 +113,42 @@ export function mountParts(
  * the federations' name conflicts are checked at start-up, their legacy listen streams end in the drain.
  */
 export function mountsPart(
-  { parts, topology }: Ground,
-  ctx: Omit<MountContext, 'federations'>,
-): { mounts: Map<string, Mount>; federations: readonly Federation[]; folders: ReadonlyMap<string, SkillFolder> } {
+  { parts, config, topology, log }: Ground,
+  given: Pick<MountContext, 'modern' | 'partsOf' | 'metrics' | 'subscriptions'> &
+    Pick<MountContext['face'], 'facts' | 'rounds'>,
+): {
+  mounts: Map<string, Mount>;
+  federations: Federation[];
+  folders: Map<string, SkillFolder>;
+  /** What a reload makes its mounts with, beside the upstreams. */
+  context: Omit<MountContext, 'federations' | 'modern' | 'partsOf'>;
+} {
+  const { modern, partsOf, metrics, subscriptions, facts, rounds } = given;
+  const context = {
+    metrics,
+    subscriptions,
+    cache: config.cache,
+    face: {
+      facts,
+      rounds,
+      keepAliveMs: config.subscriptions.keepAliveMs,
+      maxResponseBytes: Math.max(...topology.upstreams.map((u) => u.maxResponseBytes)),
+    },
+    log,
+  };
   const federations: Federation[] = [];
-  const { mounts, folders } = mountParts(topology.mounts, { ...ctx, federations });
-  if (folders.size > 0) {
-    parts.onStart('skills', () => Promise.all([...folders.values()].map((f) => f.start())));
-    parts.onClose('skills', () => folders.forEach((f) => f.close()));
-  }
-  if (federations.length > 0) {
-    parts.onStart('federations', () => Promise.all(federations.map((f) => f.check())));
-    parts.onEndStreams('mounts', () => {
-      for (const m of mounts.values()) if (m.federation) m.passthrough.endStreams?.();
-    });
-  }
-  return { mounts, federations, folders };
+  const { mounts, folders } = mountParts(topology.mounts, { ...context, modern, partsOf, federations });
+  // A reload changes the three in place: the drain closes what is there then.
+  parts.onStart('skills', () => Promise.all([...folders.values()].map((f) => f.start())));
+  parts.onClose('skills', () => folders.forEach((f) => f.close()));
+  parts.onStart('federations', () => Promise.all(federations.map((f) => f.check())));
+  parts.onEndStreams('mounts', () => mounts.forEach(endFederatedStreams));
+  return { mounts, federations, folders, context };
+}
+
+/** A federated mount's legacy listen streams end with the closing result. */
+export function endFederatedStreams(m: Mount): void {
+  if (m.federation) m.passthrough.endStreams?.();
 }
 
 /** The translated legacy face over a federated mount's modern face (its skills front included). */

@@ -25,7 +25,7 @@ export interface Probed {
   traffic: Traffic;
 }
 
-export function probesOf(topology: Topology, of: () => Probed): Probes {
+export function probesOf(topology: () => Topology, of: () => Probed): Probes {
   return {
     pendingCalls: () => of().held.size,
     listenStreams: () => of().subscriptions.size,
@@ -35,7 +35,7 @@ export function probesOf(topology: Topology, of: () => Probed): Probes {
     inFlight: () => of().inFlight.count,
     pooledSessions: () => {
       const counts = of().pool.sizeByUpstream();
-      return topology.upstreams.map((u): [string, number] => [u.name, counts.get(u.name) ?? 0]);
+      return topology().upstreams.map((u): [string, number] => [u.name, counts.get(u.name) ?? 0]);
     },
     storeUp: () => of().pool.storeUp,
     cacheBytes: () => of().cache?.bytesBy() ?? [],

@@ -11,7 +11,7 @@ import { crossReplicaListen, InProcessSessionEventBus, type CrossReplicaListen }
 import type { SessionEventBus } from '../subscriptions/index.js';
 import { AskRounds } from '../translate/index.js';
 import { ReplicaAsks, ReplicaRelay, type UpstreamSessionClient } from '../upstream/index.js';
-import type { Ground } from './order.js';
+import type { Ground } from './registry.js';
 
 /**
  * With a shared store, listen works across replicas: change notifications travel over Redis

@@ -12,7 +12,7 @@ import { Subscriptions, tapped, type CrossReplicaListen, type SessionEventBus } 
 import { MemoryTaskStore, RedisTaskStore, TaskBridge } from '../tasks/index.js';
 import type { IdMinter, UpstreamSessionClient } from '../upstream/index.js';
 import { VERSION } from '../version.js';
-import type { Ground } from './order.js';
+import type { Ground } from './registry.js';
 import { cacheHintOf, type UpstreamParts } from './upstream-context.js';
 
 type UpstreamMap = ReadonlyMap<string, UpstreamParts>;
@@ -119,36 +119,42 @@ export function tasksPart(
   return tasks;
 }
 
+type ModernContext = {
+  pool: SessionPool;
+  ids: IdMinter;
+  bridge: ReplicaBridge;
+  subscriptions: Subscriptions;
+  tasks: TaskBridge;
+};
+
 /** The pipeline's view of each upstream. */
-export function modernDeps(
-  upstreams: UpstreamMap,
-  deps: { pool: SessionPool; ids: IdMinter; bridge: ReplicaBridge; subscriptions: Subscriptions; tasks: TaskBridge },
-): Map<string, ModernDeps> {
+export function modernDeps(upstreams: UpstreamMap, deps: ModernContext): Map<string, ModernDeps> {
+  return new Map([...upstreams].map(([name, u]) => [name, modernDepsOf(name, u, deps)]));
+}
+
+/** The pipeline's view of one upstream (a reload makes one for each upstream it adds). */
+export function modernDepsOf(name: string, u: UpstreamParts, deps: ModernContext): ModernDeps {
   const { pool, ids, subscriptions, tasks } = deps;
-  const modern = new Map<string, ModernDeps>();
-  for (const [name, u] of upstreams) {
-    const bridge: BridgeDeps = {
-      ...deps.bridge,
-      client: u.client,
-      upstreamTimeoutMs: u.spec.requestTimeoutMs,
-      onRetry: (method, via) => u.metrics.retry(method, via),
-    };
-    modern.set(name, {
-      upstreamName: name,
-      client: u.client,
-      pool,
-      ids,
-      forward: u.forward,
-      cacheHint: cacheHintOf(u.spec.cache),
-      bridge,
-      subscriptions,
-      metrics: u.metrics,
-      tasks,
-      taskTools: u.spec.taskTools.map(globToRegExp),
-      taskSupport: u.spec.taskSupport,
-      ...(u.modern ? { modern: u.modern } : {}),
-      ...(u.cache ? { cache: u.cache } : {}),
-    });
-  }
-  return modern;
+  const bridge: BridgeDeps = {
+    ...deps.bridge,
+    client: u.client,
+    upstreamTimeoutMs: u.spec.requestTimeoutMs,
+    onRetry: (method, via) => u.metrics.retry(method, via),
+  };
+  return {
+    upstreamName: name,
+    client: u.client,
+    pool,
+    ids,
+    forward: u.forward,
+    cacheHint: cacheHintOf(u.spec.cache),
+    bridge,
+    subscriptions,
+    metrics: u.metrics,
+    tasks,
+    taskTools: u.spec.taskTools.map(globToRegExp),
+    taskSupport: u.spec.taskSupport,
+    ...(u.modern ? { modern: u.modern } : {}),
+    ...(u.cache ? { cache: u.cache } : {}),
+  };
 }

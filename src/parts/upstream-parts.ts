@@ -29,7 +29,7 @@ import {
   type ProbeAnswer,
   type UpstreamSessionClient,
 } from '../upstream/index.js';
-import type { Ground } from './order.js';
+import type { Ground } from './registry.js';
 import type { Shared, UpstreamContext, UpstreamParts } from './upstream-context.js';
 import {
   bothEras,
@@ -194,7 +194,10 @@ export function upstreamParts(
 
 /** Every upstream's parts, each registering its own stream ends and close, and what they share. */
 export interface Upstreams {
-  parts: ReadonlyMap<string, UpstreamParts>;
+  /** By name; a reload changes it in place. */
+  parts: Map<string, UpstreamParts>;
+  /** An upstream's parts, made as at start-up: what a reload adds. */
+  build(spec: UpstreamSpec, config: Config): UpstreamParts;
   /** Seals requestState, and the users' sign-in states and upstream tokens. */
   sealer: StateSealer;
   /** The clients' own tokens, kept for the upstreams that exchange them for theirs. */
@@ -229,20 +232,22 @@ export function upstreamsPart(
     eras: redis ? new RedisEraMemo(redis, keyPrefix) : new MemoryEraMemo(),
     faceFacts: redis ? new RedisFacts(redis, keyPrefix, idleTtlMs) : new MemoryFacts(idleTtlMs),
   };
-  const upstreams = new Map<string, UpstreamParts>();
-  for (const spec of topology.upstreams) {
-    const u = upstreamParts(spec, config, metrics, log, shared);
-    upstreams.set(spec.name, u);
-    // Listen streams never finish on their own: end them with the closing result [SUBS].
-    parts.onEndStreams('upstreams', () => {
-      u.passthrough.endStreams?.();
-      u.modern?.listens.endAll();
-    });
-    // One upstream that fails to close holds up neither the others nor the rest of the drain.
-    parts.onClose('upstreams', () => u.close().catch(() => undefined));
-  }
+  const build = (spec: UpstreamSpec, config: Config) => upstreamParts(spec, config, metrics, log, shared);
+  // A reload adds, replaces and removes entries: the drain ends and closes those there then.
+  const upstreams = new Map(topology.upstreams.map((spec) => [spec.name, build(spec, config)]));
+  parts.onEndStreams('upstreams', () => upstreams.forEach(endStreams));
+  parts.onClose('upstreams', () => Promise.all([...upstreams.values()].map(closeUpstream)));
   const signIns = new Map([...upstreams].flatMap(([name, u]) => (u.signIn ? [[name, u.signIn] as const] : [])));
   const { callbackUrl, clientMetadataUrl } = config.auth;
   const signIn = signIns.size > 0 ? new SignInCallback(callbackUrl, clientMetadataUrl, sealer, signIns) : undefined;
-  return { parts: upstreams, sealer, subjects, signIn, faceFacts: shared.faceFacts };
+  return { parts: upstreams, build, sealer, subjects, signIn, faceFacts: shared.faceFacts };
 }
+
+/** Listen streams never finish on their own: they end with the closing result [SUBS]. */
+export function endStreams(u: UpstreamParts): void {
+  u.passthrough.endStreams?.();
+  u.modern?.listens.endAll();
+}
+
+/** One upstream that fails to close holds up neither the others nor the rest of the drain. */
+export const closeUpstream = (u: UpstreamParts): Promise<void> => u.close().catch(() => undefined);

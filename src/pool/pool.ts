@@ -86,7 +86,7 @@ export class SessionPool {
 
   constructor(
     private readonly store: SessionStore,
-    private readonly upstreams: ReadonlyMap<string, PoolUpstream>,
+    private readonly upstreams: Map<string, PoolUpstream>,
     private readonly opts: PoolOptions,
     private readonly log: Logger,
     private readonly events: PoolEvents = {},
@@ -270,6 +270,34 @@ export class SessionPool {
     if (session.localOnly || (await this.store.remove(session.key.id, session.record.generation))) {
       await this.terminate(session.record);
     }
+  }
+
+  /**
+   * A reload added, replaced or removed an upstream: its new sessions are opened with `next`. This
+   * replica's sessions of the one replaced are forgotten here and in the store at once; the
+   * function returned ends them upstream, once the calls running on them are done.
+   */
+  swapUpstream(name: string, next: PoolUpstream | undefined): () => Promise<void> {
+    const before = this.upstreams.get(name);
+    const gone = [...this.local.values()].filter((s) => s.key.upstream === name);
+    for (const s of gone) this.local.delete(s.key.id);
+    if (next) this.upstreams.set(name, next);
+    else this.upstreams.delete(name);
+    const forgotten = Promise.allSettled(
+      gone.map((s) =>
+        s.localOnly ? true : this.health.run('remove', () => this.store.remove(s.key.id, s.record.generation)),
+      ),
+    );
+    return async () => {
+      await forgotten;
+      await Promise.allSettled(
+        gone.map((s) =>
+          before?.client
+            .terminate(sessionRef(s))
+            .catch((err: unknown) => this.log.debug({ err }, 'ending an upstream session failed')),
+        ),
+      );
+    };
   }
 
   async close(): Promise<void> {

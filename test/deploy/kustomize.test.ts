@@ -576,6 +576,31 @@ interface Case {
   breaks: (objs: K8s[], overlay: Overlay) => void;
 }
 
+/**
+ * An edited config reaches the running pods and is reloaded there (README, Reloading): `--config`
+ * names a file in a folder mounted whole from the ConfigMap (a subPath mount is never updated),
+ * and the ConfigMap keeps its name (a name hash would make each edit a new ConfigMap and a rollout).
+ */
+const reloadProblems: Check = (objs) => {
+  const problems: string[] = [];
+  for (const { where, spec, c } of causeways(objs)) {
+    const args: string[] = c.args ?? [];
+    const file = args[args.indexOf('--config') + 1];
+    if (!args.includes('--config') || file === undefined) {
+      problems.push(`${where}: no --config`);
+      continue;
+    }
+    const mount = (c.volumeMounts ?? []).find((m: K8s) => m.mountPath === dirname(file));
+    if (!mount || mount.subPath !== undefined)
+      problems.push(`${where}: ${dirname(file)} is not a folder mounted whole`);
+    const name = spec.volumes?.find((v: K8s) => v.name === mount?.name)?.configMap?.name;
+    if (typeof name !== 'string' || !name.endsWith('causeway-config')) {
+      problems.push(`${where}: the config's ConfigMap ${name} is not causeway-config by its own name`);
+    } else if (!named(objs, 'ConfigMap', name)) problems.push(`${where}: no ConfigMap ${name}`);
+  }
+  return problems;
+};
+
 const CASES: Case[] = [
   {
     name: 'every object validates against its OpenAPI schema',
@@ -657,6 +682,16 @@ const CASES: Case[] = [
     check: (overlay) => configProblems(EXPECTED[overlay]),
     breaks: (objs) => {
       causewayOf(objs).livenessProbe.httpGet.port = 'mcp';
+    },
+  },
+  {
+    name: 'an edited config reaches the running pods: its ConfigMap keeps its name, mounted as a folder',
+    check: () => reloadProblems,
+    breaks: (objs) => {
+      // As a generator without disableNameSuffixHash names it.
+      const volume = firstPod(objs).volumes.find((v: K8s) => v.configMap?.name?.endsWith('causeway-config'));
+      const map = named(objs, 'ConfigMap', volume.configMap.name);
+      volume.configMap.name = map.metadata.name = `${map.metadata.name}-5g7h8k9m2t`;
     },
   },
   {

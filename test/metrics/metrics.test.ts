@@ -73,11 +73,15 @@ t.test('a scripted run gives exact counts', async (t) => {
   t.equal(value(held, 'causeway_pooled_sessions{upstream="default"}'), 2, 'two capability sets, two pooled sessions');
   t.match(held, /^causeway_requests_in_flight 0$/m, 'nothing in flight between rounds (the scrape is no MCP request)');
   t.equal(value(held, 'causeway_session_store_up'), 1, 'the memory store always answers');
-  t.equal(
-    value(held, `causeway_build_info{version="${VERSION}",node="${process.version}"}`),
-    1,
-    'build info names the running version',
+  t.match(
+    held,
+    new RegExp(
+      `^causeway_build_info\\{version="${VERSION}",node="${process.version}",config="[\\da-f]{12}"\\} 1$`,
+      'm',
+    ),
+    'build info names the running version and configuration',
   );
+
   const key = Object.keys(first.body.result.inputRequests)[0]!;
   const second = await call('tools/call', {
     name: ELICIT,
