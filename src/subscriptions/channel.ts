@@ -65,6 +65,8 @@ export class SessionChannel {
   private published: Promise<void> = Promise.resolve();
   /** This channel is in the key's shared state (it listened, or counted a URI): its leaving must be stated. */
   private stated = false;
+  /** The member whose attach is under way (not yet among the members). */
+  private joining: ChannelMember | undefined;
 
   constructor(
     readonly key: SessionKey,
@@ -96,8 +98,9 @@ export class SessionChannel {
     return this.lease.holding;
   }
 
-  /** Some member listens (rather than only standing by for the stream, standing.ts). */
+  /** Some member listens (rather than only standing by for the stream, standing.ts), or is joining to listen. */
   private get listened(): boolean {
+    if (this.joining !== undefined && this.joining.standing !== true) return true;
     for (const m of this.members.keys()) if (m.standing !== true) return true;
     return false;
   }
@@ -110,6 +113,7 @@ export class SessionChannel {
       try {
         // Listeners hear the key's changes; a member that only stands by hears nothing, and costs no subscription.
         if (member.standing !== true) await this.hear();
+        this.joining = member;
         await this.open();
         for (const u of uris) this.count(u, 1);
         const listening = this.listened || member.standing !== true;
@@ -126,6 +130,8 @@ export class SessionChannel {
       } catch (err) {
         if (this.members.size === 0 && this.waiting === 0) await this.end();
         throw err;
+      } finally {
+        this.joining = undefined;
       }
     });
   }
@@ -263,8 +269,21 @@ export class SessionChannel {
     if (gap) await this.lease.announceGap();
   }
 
-  /** The upstream forgot the session: the pool replaces it (once, whoever asks) and the channel follows. */
+  /**
+   * The upstream forgot the session: the pool replaces it (once, whoever asks) and the channel
+   * follows. A stream only stood by for (nobody listens) is no reason to open an upstream session:
+   * the channel follows one the pool has already, else breaks, and standing.ts stands by again
+   * once a request opens one.
+   */
   private async followReplacement(gap: boolean): Promise<void> {
+    if (!this.listened) {
+      const current = this.deps.pool.peek(this.key.id);
+      if (current === undefined || sameRecord(current.record, this.session.record)) {
+        throw causewayError('upstream_unavailable', 'The upstream forgot a session nobody listens on');
+      }
+      await this.switchTo(current, gap);
+      return;
+    }
     await this.switchTo(await this.deps.pool.replace(this.session), gap);
   }
 
@@ -367,7 +386,9 @@ export class SessionChannel {
       err,
     );
     this.lease.abort();
-    this.deps.log.warn({ err }, 'a listen channel lost its upstream session; ending its listen streams');
+    if (this.listened)
+      this.deps.log.warn({ err }, 'a listen channel lost its upstream session; ending its listen streams');
+    else this.deps.log.debug({ err }, 'the upstream session a stream was stood by for is gone');
     for (const m of [...this.members.keys()]) m.lost(this.broken);
   }
 

@@ -106,6 +106,9 @@ class FakePool {
   async acquire(): Promise<PooledSession> {
     return this.current;
   }
+  peek(): PooledSession | undefined {
+    return this.current;
+  }
   async replace(): Promise<PooledSession> {
     this.replaced += 1;
     this.current = pooled(`s${this.replaced + 1}`);
@@ -262,6 +265,28 @@ t.test('the first GET finds the session gone: a replacement is opened before the
     ['s2'],
   );
   await channel.detach(a);
+});
+
+t.test('a stream only stood by for, whose session the upstream forgot, opens no new session', async (t) => {
+  const { client, pool, channel } = setup();
+  const standing = { ...member(), standing: true };
+  await channel.attach(standing, []);
+  t.equal(client.open.length, 1, 'the stream is held');
+  client.opens = [new SessionExpiredError('up')];
+  client.streams[0]!.fail(new SessionExpiredError('up'));
+  await until(() => standing.lostErrors.length === 1, { what: 'the standing member to hear the loss' });
+  t.equal(pool.replaced, 0, 'no replacement opened: nobody listens');
+  t.equal(client.open.length, 0);
+  // Once a request has opened another session, the channel follows it rather than breaking.
+  const second = setup();
+  const other = { ...member(), standing: true };
+  await second.channel.attach(other, []);
+  second.pool.current = pooled('s9');
+  second.client.streams[0]!.fail(new SessionExpiredError('up'));
+  await until(() => second.client.open.some((s) => s.ref.sessionId === 's9'), { what: 'the stream on the new one' });
+  t.equal(second.pool.replaced, 0, 'followed, not opened');
+  t.same(other.lostErrors, []);
+  await second.channel.detach(other);
 });
 
 t.test('a stream that cannot be re-opened ends the members (they re-listen); nothing more goes upstream', async (t) => {
