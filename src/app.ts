@@ -81,7 +81,7 @@ export function createApp(config: Config, log: Logger, given?: SessionStore, sou
   const modernOf = { pool, ids, bridge, subscriptions, tasks };
   const modern = P.modernDeps(upstreams.parts, modernOf);
   // Each mount: its upstream, or the federation of its upstreams, and its skills folder in front.
-  const { mounts, federations, folders, context } = P.mountsPart(ground, {
+  const { mounts, federations, folders, mountContext } = P.mountsPart(ground, {
     ...{ modern, metrics, subscriptions, facts: upstreams.faceFacts, rounds },
     partsOf: (name) => upstreams.parts.get(name)!,
   });
@@ -93,16 +93,8 @@ export function createApp(config: Config, log: Logger, given?: SessionStore, sou
   const admin = P.adminPart(ground, front, status);
   const inbound = { mounts, subjects: upstreams.subjects, signIn: upstreams.signIn, traffic };
   const { ingress, replace: door } = P.ingressPart(ground, { ...front, ...inbound });
-  const reloader = P.reloadPart(
-    ground,
-    {
-      ...{ upstreams, pool, modern, mounts, federations, folders, mountContext: context, door, metrics },
-      modernOf: (name, u) => P.modernDepsOf(name, u, modernOf),
-      adopt: (name, u) => catalog && P.adoptInCatalog(catalog, name, u, log),
-      draining: () => readiness.draining,
-    },
-    source,
-  );
+  const inPlace = { upstreams, pool, modern, mounts, federations, folders, mountContext, door, metrics };
+  const reloader = P.reloadPart(ground, { ...inPlace, catalog, cache, modernOf, readiness }, source);
   return {
     get url() {
       return listening.url;

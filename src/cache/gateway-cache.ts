@@ -21,6 +21,14 @@ import { MemoryTier, sizeOf, type Entry } from './memory-tier.js';
 import type { CacheRecorder, CacheScope } from '../metrics/index.js';
 import type { RedisTier } from './redis-tier.js';
 
+/** The notifications that, between them, drop every kind of entry an upstream has. */
+const LIST_CHANGES = [
+  'notifications/tools/list_changed',
+  'notifications/prompts/list_changed',
+  'notifications/resources/list_changed',
+  'notifications/resources/updated',
+];
+
 export interface GatewayCacheOptions {
   maxBytes: number;
   replicaId: string;
@@ -186,6 +194,11 @@ export class GatewayCache {
     void this.dropShared(upstream, methods, uri).then(() =>
       this.tell({ o: this.opts.replicaId, u: upstream, m: n.method, ...(uri !== undefined ? { uri } : {}) }),
     );
+  }
+
+  /** A reload replaced or removed the upstream: whatever was kept of it goes, here and on every replica. */
+  forget(upstream: string): void {
+    for (const method of LIST_CHANGES) this.changed(upstream, { jsonrpc: '2.0', method });
   }
 
   /**

@@ -1,5 +1,5 @@
 export { ORDER, Parts, type AppParts, type Ground } from './registry.js';
-export { adoptInCatalog, cachePart, catalogPart, storePart } from './kept.js';
+export { cachePart, catalogPart, storePart } from './kept.js';
 export { crossReplicaPart, heldPart, relayPart, replicaAsksPart, roundsPart } from './replica.js';
 export { upstreamsPart } from './upstream-parts.js';
 export { modernDeps, modernDepsOf, poolPart, staleFacts, subscriptionsPart, tasksPart } from './sessions.js';

@@ -121,7 +121,7 @@ export function mountsPart(
   federations: Federation[];
   folders: Map<string, SkillFolder>;
   /** What a reload makes its mounts with, beside the upstreams. */
-  context: Omit<MountContext, 'federations' | 'modern' | 'partsOf'>;
+  mountContext: Omit<MountContext, 'federations' | 'modern' | 'partsOf'>;
 } {
   const { modern, partsOf, metrics, subscriptions, facts, rounds } = given;
   const context = {
@@ -143,7 +143,7 @@ export function mountsPart(
   parts.onClose('skills', () => folders.forEach((f) => f.close()));
   parts.onStart('federations', () => Promise.all(federations.map((f) => f.check())));
   parts.onEndStreams('mounts', () => mounts.forEach(endFederatedStreams));
-  return { mounts, federations, folders, context };
+  return { mounts, federations, folders, mountContext: context };
 }
 
 /** A federated mount's legacy listen streams end with the closing result. */

@@ -26,6 +26,10 @@ import type { AppParts, Ground } from './registry.js';
 import { mountParts, endFederatedStreams, type MountContext } from './mount-parts.js';
 import { closeUpstream, endStreams, type Upstreams } from './upstream-parts.js';
 import type { UpstreamParts } from './upstream-context.js';
+import { adoptInCatalog } from './kept.js';
+import { modernDepsOf, type ModernContext } from './sessions.js';
+import type { Readiness } from './front.js';
+import type { GatewayCache, NameCatalog } from '../cache/index.js';
 
 /** Where a reload reads the configuration: the file (if any), then the start-up's environment and flags over it. */
 export interface ConfigSource {
@@ -39,19 +43,21 @@ export type ReloadResult = 'applied' | 'unchanged' | 'invalid';
 export interface Reloadable {
   upstreams: Upstreams;
   pool: SessionPool;
-  /** The pipeline's view of each upstream, and how one is made. */
+  /** The pipeline's view of each upstream, and what one is made with. */
   modern: Map<string, ModernDeps>;
-  modernOf(name: string, u: UpstreamParts): ModernDeps;
+  modernOf: ModernContext;
   mounts: Map<string, Mount>;
   federations: Federation[];
   folders: Map<string, SkillFolder>;
   mountContext: Omit<MountContext, 'federations' | 'modern' | 'partsOf'>;
   /** The front door's policy for a config: returns the count of requests still under the old one. */
   door(config: Config, topology: Topology): { readonly count: number };
-  /** An upstream added: what the replica-wide parts hook on it (the name catalog). */
-  adopt(name: string, u: UpstreamParts): void;
+  /** The names the replicas' lists taught them, which an upstream added joins. */
+  catalog: NameCatalog | undefined;
+  /** The gateway cache, which forgets what it kept of an upstream changed or removed. */
+  cache: GatewayCache | undefined;
   metrics: Metrics;
-  draining(): boolean;
+  readiness: Readiness;
 }
 
 /** How often a reload looks whether the requests of the old configuration are done. */
@@ -117,7 +123,7 @@ export class Reloader {
   private async readAndApply(reason: string): Promise<ReloadResult> {
     const { log } = this.ground;
     const started = performance.now();
-    if (this.live.draining()) return 'unchanged';
+    if (this.live.readiness.draining) return 'unchanged';
     const file = this.source?.file;
     let next: Config;
     let text: string | undefined;
@@ -190,7 +196,10 @@ export class Reloader {
     const made = new Map([...added, ...changed].map((spec) => [spec.name, live.upstreams.build(spec, config)]));
     const parts = new Map([...before].filter(([name]) => specs.has(name) && !made.has(name)).concat([...made]));
     const modern = new Map(
-      [...parts].map(([name, u]) => [name, made.has(name) ? live.modernOf(name, u) : live.modern.get(name)!]),
+      [...parts].map(([name, u]) => [
+        name,
+        made.has(name) ? modernDepsOf(name, u, live.modernOf) : live.modern.get(name)!,
+      ]),
     );
     const federations: Federation[] = [];
     const next = mountParts(topology.mounts, {
@@ -218,7 +227,9 @@ export class Reloader {
     replaceAll(live.mounts, next.mounts);
     replaceAll(live.folders, next.folders);
     live.federations.splice(0, live.federations.length, ...federations);
-    for (const [name, u] of made) live.adopt(name, u);
+    const { catalog } = live;
+    if (catalog) for (const [name, u] of made) adoptInCatalog(catalog, name, u, this.ground.log);
+    for (const name of [...removed, ...changed.map((u) => u.name)]) live.cache?.forget(name);
     this.running = { config, topology };
     const old = live.door(config, topology);
     for (const f of federations) void f.check();

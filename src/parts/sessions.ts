@@ -119,7 +119,7 @@ export function tasksPart(
   return tasks;
 }
 
-type ModernContext = {
+export type ModernContext = {
   pool: SessionPool;
   ids: IdMinter;
   bridge: ReplicaBridge;
