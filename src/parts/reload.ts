@@ -202,16 +202,17 @@ export class Reloader {
       ]),
     );
     const federations: Federation[] = [];
-    const next = mountParts(topology.mounts, {
-      ...live.mountContext,
-      modern,
-      partsOf: (name) => parts.get(name)!,
-      federations,
-    });
+    let next: ReturnType<typeof mountParts> | undefined;
     try {
+      next = mountParts(topology.mounts, {
+        ...live.mountContext,
+        modern,
+        partsOf: (name) => parts.get(name)!,
+        federations,
+      });
       await Promise.all([...next.folders.values()].map((f) => f.start()));
     } catch (err) {
-      next.folders.forEach((f) => f.close());
+      next?.folders.forEach((f) => f.close());
       await Promise.all([...made.values()].map(closeUpstream));
       throw err;
     }
@@ -235,7 +236,9 @@ export class Reloader {
     for (const f of federations) void f.check();
     replacedFolders.forEach((f) => f.close());
     const gone = [...removed, ...changed.map((u) => u.name)].map((name) => before.get(name)!);
-    void this.letGo(old, gone, ends, replacedMounts);
+    this.letGo(old, gone, ends, replacedMounts).catch((err: unknown) =>
+      this.ground.log.warn({ err }, 'letting go of what a reload replaced failed'),
+    );
     return {
       added: added.map((u) => u.name),
       changed: changed.map((u) => u.name),
