@@ -67,6 +67,8 @@ export function createMetrics(probes: Probes, build: BuildInfo = { version: 'unk
     registry,
     buildInfo,
     configApplied,
+    /** The hash of the configuration running now. */
+    runningConfig: () => running,
     configReloads,
     ...servingMetrics(registry, probes),
     ...modernMetrics(registry, probes),

@@ -195,7 +195,7 @@ function replicaRow(r: ReplicaRow & { self: boolean }): Cell[] {
   const state = r.draining ? '<span class="pill warn">draining</span>' : '<span class="pill ok">serving</span>';
   return [
     `${code(r.id)}${r.self ? ' <span class="mute">(this one)</span>' : ''}`,
-    esc(r.version),
+    `${esc(r.version)} <span class="mute">config ${code(r.config)}</span>`,
     esc(when(r.started)),
     state,
     num(r.pooledSessions),

@@ -10,6 +10,8 @@ import type { ClientRow, Traffic, TrafficEra, TrafficRow } from './traffic.js';
 export interface ReplicaRow {
   id: string;
   version: string;
+  /** The hash of the configuration it runs (a reload changes it). */
+  config: string;
   /** ISO time it started. */
   started: string;
   draining: boolean;
@@ -73,7 +75,7 @@ export interface PartSources {
   tasks: { readonly followedCount: number };
   inFlight: { readonly count: number };
   cache: { bytesBy(): Array<[string, string, number]> } | undefined;
-  metrics: Pick<Metrics, 'cacheHits' | 'cacheMisses'>;
+  metrics: Pick<Metrics, 'cacheHits' | 'cacheMisses' | 'runningConfig'>;
   skills: ReadonlyMap<string, { readonly current: { skills: { size: number }; problems: readonly string[] } }>;
   traffic: Traffic;
 }
@@ -86,6 +88,7 @@ export async function replicaPart(s: PartSources): Promise<ReplicaPart> {
   const replica: ReplicaRow = {
     id: s.replicaId,
     version: s.version,
+    config: s.metrics.runningConfig(),
     started: s.started.toISOString(),
     draining: s.draining(),
     inFlight: s.inFlight.count,

@@ -17,7 +17,7 @@ export interface StatusView {
   upstreams: UpstreamRow[];
   traffic: TrafficRow[];
   clients: ClientRow[];
-  totals: Omit<ReplicaRow, 'id' | 'version' | 'started' | 'draining'>;
+  totals: Omit<ReplicaRow, 'id' | 'version' | 'config' | 'started' | 'draining'>;
   skills: SkillsRow[];
 }
 

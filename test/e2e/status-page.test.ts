@@ -90,6 +90,9 @@ t.test("A's /status.json: both replicas, the era, the revisions summed across re
     replicas.map(async (r) => (await status(r.adminUrl!)).replicas.find((x) => x.self)!.id),
   );
   t.not(ids[0], ids[1], 'two replicas');
+  const configs = (await status(a.adminUrl!)).replicas.map((x) => x.config);
+  t.same(configs, [configs[0], configs[0]], 'both run the same configuration');
+  t.match(configs[0], /^[\da-f]{12}$/, "named by its hash, as causeway_build_info's config label");
   const byRevision = (v: StatusView, rev: string) =>
     v.traffic.filter((r) => r.clientRevision === rev && r.upstream === 'default').reduce((n, r) => n + r.requests, 0);
   // Each replica's metrics say what it counted (a request is counted once its response has closed);

@@ -51,6 +51,7 @@ function part(id: string, requests: number, state: 'up' | 'ejected', era = 'lega
     replica: {
       id,
       version: '0',
+      config: '0123456789ab',
       started: '2026-01-01T00:00:00.000Z',
       draining: false,
       ...zero,
