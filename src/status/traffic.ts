@@ -39,17 +39,50 @@ export interface ClientInfo {
   version: string;
 }
 
-interface Slot {
-  second: number;
-  counts: Map<string, number>;
+/**
+ * One revision, upstream and era's requests: since start, and per second over the last minute
+ * (slot `second % WINDOW_SECONDS` counts the second it is stamped with; a stale one starts again).
+ */
+class Counted {
+  requests = 0;
+  private readonly seconds = new Float64Array(WINDOW_SECONDS).fill(-1);
+  private readonly counts = new Float64Array(WINDOW_SECONDS);
+
+  constructor(
+    readonly clientRevision: string,
+    readonly upstream: string,
+    readonly upstreamEra: TrafficEra,
+  ) {}
+
+  add(second: number): void {
+    this.requests += 1;
+    const i = second % WINDOW_SECONDS;
+    if (this.seconds[i] === second) this.counts[i]! += 1;
+    else {
+      this.seconds[i] = second;
+      this.counts[i] = 1;
+    }
+  }
+
+  /** The requests counted in the seconds after `from`. */
+  since(from: number): number {
+    let n = 0;
+    for (let i = 0; i < WINDOW_SECONDS; i++) if (this.seconds[i]! > from) n += this.counts[i]!;
+    return n;
+  }
 }
 
-const SEP = '\n';
-
+/**
+ * Counted in place: a request finds its rows by the strings it came with, through maps keyed by
+ * each (no key made per request), and adds to them.
+ */
 export class Traffic {
-  private readonly total = new Map<string, number>();
-  private readonly slots: Slot[] = Array.from({ length: WINDOW_SECONDS }, () => ({ second: -1, counts: new Map() }));
-  private readonly clients = new Map<string, ClientRow>();
+  /** revision -> upstream -> one row per era seen; and every row, in the order first counted. */
+  private readonly counted = new Map<string, Map<string, Counted[]>>();
+  private readonly all: Counted[] = [];
+  /** name -> version -> revision -> row, at most MAX_CLIENTS rows; the rest by revision. */
+  private readonly clients = new Map<string, Map<string, Map<string, ClientRow>>>();
+  private readonly named: ClientRow[] = [];
   private readonly other = new Map<string, ClientRow>();
 
   /** `eraOf` names an upstream's era when a request is counted (read then, as it may be found late). */
@@ -60,26 +93,34 @@ export class Traffic {
 
   /** One request answered: `revision` is bounded already, `upstream` a configured name or a federated mount. */
   record(revision: string, upstream: string, client: ClientInfo | undefined): void {
-    const key = `${revision}${SEP}${upstream}${SEP}${this.eraOf(upstream)}`;
-    this.total.set(key, (this.total.get(key) ?? 0) + 1);
-    const second = Math.floor(this.now() / 1000);
-    const slot = this.slots[second % WINDOW_SECONDS]!;
-    if (slot.second !== second) {
-      slot.second = second;
-      slot.counts.clear();
-    }
-    slot.counts.set(key, (slot.counts.get(key) ?? 0) + 1);
+    this.row(revision, upstream, this.eraOf(upstream)).add(Math.floor(this.now() / 1000));
     if (client) this.client(client, revision);
+  }
+
+  private row(revision: string, upstream: string, era: TrafficEra): Counted {
+    let byUpstream = this.counted.get(revision);
+    if (byUpstream === undefined) this.counted.set(revision, (byUpstream = new Map()));
+    let rows = byUpstream.get(upstream);
+    if (rows === undefined) byUpstream.set(upstream, (rows = []));
+    for (const r of rows) if (r.upstreamEra === era) return r;
+    const r = new Counted(revision, upstream, era);
+    rows.push(r);
+    this.all.push(r);
+    return r;
   }
 
   private client(info: ClientInfo, revision: string): void {
     const name = info.name.slice(0, MAX_CHARS);
     const version = info.version.slice(0, MAX_CHARS);
-    const key = `${name}${SEP}${version}${SEP}${revision}`;
-    let row = this.clients.get(key);
-    if (row === undefined && this.clients.size < MAX_CLIENTS) {
+    let versions = this.clients.get(name);
+    let revisions = versions?.get(version);
+    let row = revisions?.get(revision);
+    if (row === undefined && this.named.length < MAX_CLIENTS) {
+      if (versions === undefined) this.clients.set(name, (versions = new Map()));
+      if (revisions === undefined) versions.set(version, (revisions = new Map()));
       row = { name, version, revision, requests: 0 };
-      this.clients.set(key, row);
+      revisions.set(revision, row);
+      this.named.push(row);
     }
     if (row === undefined) {
       row = this.other.get(revision) ?? { name: OTHER, version: OTHER, revision, requests: 0 };
@@ -91,20 +132,18 @@ export class Traffic {
   /** Requests by revision, upstream and era, since start and over the last minute. */
   rows(): TrafficRow[] {
     const from = Math.floor(this.now() / 1000) - WINDOW_SECONDS;
-    const minute = new Map<string, number>();
-    for (const slot of this.slots) {
-      if (slot.second <= from) continue;
-      for (const [key, n] of slot.counts) minute.set(key, (minute.get(key) ?? 0) + n);
-    }
-    return [...this.total].map(([key, requests]) => {
-      const [clientRevision, upstream, upstreamEra] = key.split(SEP) as [string, string, TrafficEra];
-      return { clientRevision, upstream, upstreamEra, lastMinute: minute.get(key) ?? 0, requests };
-    });
+    return this.all.map((r) => ({
+      clientRevision: r.clientRevision,
+      upstream: r.upstream,
+      upstreamEra: r.upstreamEra,
+      lastMinute: r.since(from),
+      requests: r.requests,
+    }));
   }
 
   /** The busiest TOP_CLIENTS clients by name, version and revision, the rest summed as `_other` by revision. */
   clientRows(): ClientRow[] {
-    return busiest([...this.clients.values(), ...this.other.values()]);
+    return busiest([...this.named, ...this.other.values()]);
   }
 }
 
