@@ -33,17 +33,36 @@ let lastCaps: JsonObject | undefined;
 let lastText = '';
 
 /**
- * A request's clientCapabilities as JSON text, made once per request: the envelope bounds its
- * size and the pool keys sessions by it. Safe to stringify: the front door bounded its depth.
- * Remembered for the one object last asked about (a WeakMap entry per request cost more than the
- * text it saved).
+ * A request's clientCapabilities as JSON text: the envelope bounds its size and the pool keys
+ * sessions by it. Safe to stringify: the front door bounded its depth. Remembered for the one
+ * object last asked about (a WeakMap entry per request cost more than the text it saved), and
+ * given again for the next request's when it holds the same members (a client sends the same
+ * capabilities each time): its length and its sessions are the same, and no text is made.
  */
 export function capabilitiesText(caps: JsonObject): string {
   if (caps !== lastCaps) {
-    lastText = JSON.stringify(caps);
+    if (lastCaps === undefined || !sameJson(caps, lastCaps)) lastText = JSON.stringify(caps);
     lastCaps = caps;
   }
   return lastText;
+}
+
+/** Whether two JSON values hold the same: equal members (in any order) and items, all the way down. */
+function sameJson(a: JsonValue | undefined, b: JsonValue | undefined): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  let members = 0;
+  for (const k in a) {
+    if (!Object.hasOwn(b, k) || !sameJson(a[k], b[k])) return false;
+    members++;
+  }
+  for (const _ in b) members--;
+  return members === 0;
 }
 
 /**
@@ -59,14 +78,6 @@ export const MAX_CAPABILITIES_BYTES = 8192;
 export function capabilitiesProblem(caps: JsonObject): string | undefined {
   if (capabilitiesText(caps).length > MAX_CAPABILITIES_BYTES)
     return `longer than ${MAX_CAPABILITIES_BYTES} characters as JSON`;
-  const objectOf = (key: string, v: JsonValue | undefined, members?: readonly string[]): string | undefined => {
-    if (v === undefined) return undefined;
-    if (!isObject(v)) return `${key} must be an object`;
-    for (const k in v) {
-      if ((members === undefined || members.includes(k)) && !isObject(v[k])) return `${key}.${k} must be an object`;
-    }
-    return undefined;
-  };
   return (
     objectOf('experimental', caps.experimental) ??
     objectOf('roots', caps.roots, []) ??
@@ -74,6 +85,16 @@ export function capabilitiesProblem(caps: JsonObject): string | undefined {
     objectOf('elicitation', caps.elicitation, ['form', 'url']) ??
     objectOf('extensions', caps.extensions)
   );
+}
+
+/** `v` (caps[key]) when an object, and each of its `members` (all when undefined) an object too. */
+function objectOf(key: string, v: JsonValue | undefined, members?: readonly string[]): string | undefined {
+  if (v === undefined) return undefined;
+  if (!isObject(v)) return `${key} must be an object`;
+  for (const k in v) {
+    if ((members === undefined || members.includes(k)) && !isObject(v[k])) return `${key}.${k} must be an object`;
+  }
+  return undefined;
 }
 
 export function readMeta(params: JsonObject | undefined): MetaOutcome {
