@@ -4,7 +4,7 @@
 // on (front-door.ts hands it): a legacy message's scopes and method rates, a modern request's
 // Accept, scopes and method rate.
 
-import { AnswerTap, AUDITED } from '../audit/index.js';
+import { AnswerTap, AUDITED, type AuditedCall } from '../audit/index.js';
 import type { ResourceServer } from '../auth/index.js';
 import { sendStatus } from '../egress/index.js';
 import {
@@ -103,7 +103,8 @@ export function eraTags(v: Visit): boolean {
  */
 export function auditCalls(v: Visit): boolean {
   if (!v.deps.audit) return NEXT;
-  const { verdict, audited } = v;
+  const { verdict } = v;
+  const audited: AuditedCall[] = [];
   if (verdict.era === 'modern' && AUDITED.has(verdict.request.method)) {
     const { method, name, id } = verdict.request;
     audited.push({ method, name, id });
@@ -112,7 +113,9 @@ export function auditCalls(v: Visit): boolean {
       if (AUDITED.has(method)) audited.push({ method, name: legacyName(message), id });
     }
   }
-  if (audited.length > 0) v.tap = new AnswerTap(v.res);
+  if (audited.length === 0) return NEXT;
+  v.audited = audited;
+  v.tap = new AnswerTap(v.res);
   return NEXT;
 }
 

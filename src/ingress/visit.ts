@@ -99,6 +99,9 @@ export interface ClientInfo {
  * One request at the front door: made as it arrives, filled in by the steps in turn. Every field
  * is there from the start, so every visit has one shape; each is set by the step named.
  */
+/** No call audited: every request's until auditCalls finds one (no array per request). */
+const NO_CALLS: readonly AuditedCall[] = Object.freeze([]);
+
 export class Visit {
   readonly path: string;
   readonly method: string;
@@ -130,7 +133,7 @@ export class Visit {
   /** classify */
   verdict!: Classified;
   /** auditCalls: the requests the audit record is written for, and the tap on their answer (log.audit). */
-  audited: AuditedCall[] = [];
+  audited: readonly AuditedCall[] = NO_CALLS;
   tap: AnswerTap | undefined = undefined;
   /** refuse, refuseUnread: the front door's own refusal, for the audit record's outcome. */
   refused: CausewayError | undefined = undefined;
