@@ -192,6 +192,9 @@ export function admit(v: Visit): boolean {
     method: 'none',
     revision: revisionLabel(v.headers['mcp-protocol-version']?.trim()),
     notes: {},
+    // Set by later steps: named here, so the object is made with room for them.
+    name: undefined,
+    client: undefined,
   };
   res.on('close', () => closed(v));
   return NEXT;
