@@ -9,7 +9,7 @@
 // rounds and deadlines rule; a stream that ends before the answer is followed with GET +
 // Last-Event-ID as the session client follows any; an upstream that lost the session (404),
 // could not be reached, or refuses the era hands the request back to the pipeline, nothing having
-// been done upstream. The call's deadline is the upstream's request timeout, one timer.
+// been done upstream. The call's deadline is the upstream's request timeout, in the lane's one list (deadlines.ts).
 
 import { causewayError, CausewayError } from '../errors.js';
 import { isErrorResponse } from '../jsonrpc.js';
@@ -36,13 +36,14 @@ import {
   type SessionRef,
   type StreamHandlers,
 } from '../upstream/index.js';
+import type { Due } from '../deadlines.js';
 import { WarmAnswer } from './answer.js';
 import type { Fallback, WarmExchange, WarmUpstream } from './exchange.js';
 
 type Controller = Parameters<NonNullable<DirectCall['onRequestStart']>>[0];
 type Seen = { previous: string | undefined; last: string | undefined; unnamed: boolean; count: number };
 
-export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements DirectCall, StreamHandlers {
+export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements DirectCall, StreamHandlers, Due {
   readonly session: SessionRef;
   readonly handlers: StreamHandlers = this;
   asked = false;
@@ -51,7 +52,12 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
   protected readonly ctx = this;
   protected readonly io = this;
   protected readonly limits: AnswerLimits;
-  private timer: NodeJS.Timeout;
+  /** Its place in the lane's deadlines (the upstream's request timeout), until it is over or held. */
+  dueAt: number | undefined = undefined;
+  dueBefore: Due | undefined = undefined;
+  dueAfter: Due | undefined = undefined;
+  /** A held call's own deadline, once the bridge holds it. */
+  private timer: NodeJS.Timeout | undefined = undefined;
   /** The ids of the events read: the last two, and whether one had none. */
   private readonly seen: Seen = { previous: undefined, last: undefined, unnamed: false, count: 0 };
   /** Why the request was stopped before undici started it; it is aborted as it starts. */
@@ -72,7 +78,7 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
     this.session = sessionRef(pooled);
     this.limits = lane.client;
     this.id = lane.deps.ids.requestId();
-    this.timer = setTimeout(expire, lane.deps.bridge.upstreamTimeoutMs, this);
+    lane.deadlines.add(this);
   }
 
   send(): void {
@@ -218,6 +224,7 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
   /** The upstream request is over: its deadline, its count and its metric (none when it was never run: `ran` false). */
   private end(result: RequestResult, ran = true): void {
     this.over = true;
+    this.lane.deadlines.remove(this);
     clearTimeout(this.timer);
     if (this.ex.goneTo === this) this.ex.goneTo = undefined;
     const seconds = ran ? (performance.now() - this.started) / 1000 : undefined;
@@ -280,7 +287,7 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
     });
     this.held = held;
     // From here the bridge's rounds rule: the call lives as long as a held call may.
-    clearTimeout(this.timer);
+    this.lane.deadlines.remove(this);
     this.timer = setTimeout(expire, heldCallTimeoutMs(deps.bridge), this);
     if (this.ex.goneTo === this) this.ex.goneTo = undefined;
     nextRound(held.pending, deps.bridge, listenerFor(ex), ex.signal)

@@ -2,6 +2,7 @@
 // pipeline, and the upstream it sends to.
 
 import type { Access } from '../auth/index.js';
+import type { Deadlines } from '../deadlines.js';
 import type { HttpResponse } from '../egress/index.js';
 import type { HeaderBag } from '../envelope/index.js';
 import type { Logger } from '../log.js';
@@ -32,4 +33,6 @@ export type Fallback<X> = (ex: X) => Promise<void>;
 export interface WarmUpstream {
   readonly deps: ModernDeps;
   readonly client: UpstreamClient;
+  /** Its calls' deadlines: each the upstream's request timeout after it is sent. */
+  readonly deadlines: Deadlines;
 }

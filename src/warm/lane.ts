@@ -6,6 +6,7 @@
 // a tool whose headers or task support are not known yet, tracing on, an upstream that may speak
 // 2026-07-28) is left to the pipeline, untouched.
 
+import { Deadlines } from '../deadlines.js';
 import { checkParamHeaders, mayNeedParamHeaders, type ModernRequest } from '../envelope/index.js';
 import { isObject } from '../jsonrpc.js';
 import type { PooledSession } from '../pool/index.js';
@@ -17,12 +18,19 @@ import { WarmCall } from './call.js';
 import type { Fallback, WarmExchange, WarmUpstream } from './exchange.js';
 
 export class WarmLane implements WarmUpstream {
+  private due: Deadlines | undefined = undefined;
+
   constructor(
     readonly deps: ModernDeps,
     readonly client: UpstreamClient,
     /** The mount's skills folder: a method it serves is never the lane's. */
     private readonly front?: MountFront,
   ) {}
+
+  /** One list and one timer for the deadlines of all its calls, made with the first. */
+  get deadlines(): Deadlines {
+    return (this.due ??= new Deadlines(this.deps.bridge.upstreamTimeoutMs));
+  }
 
   /** Serves `request` when it is a warm call, and says so; false, having done nothing, when not. */
   take<X extends WarmExchange>(ex: X, request: ModernRequest, fallback: Fallback<X>): boolean {
