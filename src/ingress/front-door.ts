@@ -42,6 +42,7 @@ import {
   signInPages,
 } from './request-steps.js';
 import { OnceEach } from '../bounded.js';
+import { Deadlines } from '../deadlines.js';
 import type { IngressHandler } from './server.js';
 import { ANSWERED, NEXT, PAUSED, Visit, type FrontDoorDeps, type Step } from './visit.js';
 
@@ -89,7 +90,7 @@ const STEPS: readonly Step[] = [
 const REFUSALS_REMEMBERED = 256;
 
 /** What the front door is given; it adds what it keeps itself. */
-export type FrontDoorGiven = Omit<FrontDoorDeps, 'refusedOnce' | 'served'>;
+export type FrontDoorGiven = Omit<FrontDoorDeps, 'refusedOnce' | 'served' | 'bodyDeadlines'>;
 
 /** The ingress's handler, whose deps a reload replaces. */
 export interface FrontDoor extends IngressHandler {
@@ -102,7 +103,14 @@ export interface FrontDoor extends IngressHandler {
 
 export function frontDoor(given: FrontDoorGiven): FrontDoor {
   const refusedOnce = new OnceEach(REFUSALS_REMEMBERED);
-  let deps: FrontDoorDeps = { ...given, refusedOnce, served: { count: 0 } };
+  const made = (next: FrontDoorGiven, bodyDeadlines?: Deadlines): FrontDoorDeps => ({
+    ...next,
+    refusedOnce,
+    served: { count: 0 },
+    // Bodies under way keep their deadlines; a new timeout starts a new list.
+    bodyDeadlines: bodyDeadlines?.ms === next.body.timeoutMs ? bodyDeadlines : new Deadlines(next.body.timeoutMs),
+  });
+  let deps = made(given);
   const door: IngressHandler = (req, res) => {
     const reqId =
       typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : randomUUID();
@@ -110,8 +118,8 @@ export function frontDoor(given: FrontDoorGiven): FrontDoor {
     walkFrom(new Visit(req, res, deps, reqId), 0);
   };
   const replace = (next: FrontDoorGiven) => {
-    const { served } = deps;
-    deps = { ...next, refusedOnce, served: { count: 0 } };
+    const { served, bodyDeadlines } = deps;
+    deps = made(next, bodyDeadlines);
     return served;
   };
   return Object.assign(door, { replace });

@@ -3,6 +3,8 @@
 // is reported, not thrown, so the front door decides (a legacy session may still want bad JSON
 // forwarded; JSON over the limits is refused on either path).
 
+import type { EventEmitter } from 'node:events';
+import type { Deadlines, Due } from '../deadlines.js';
 import { causewayError } from '../errors.js';
 import { isObject, isRequestId, type RequestId } from '../jsonrpc.js';
 import { exceededLimit, type JsonLimitExceeded, type JsonLimits } from './json-limits.js';
@@ -19,44 +21,75 @@ export interface BodyReader {
   failed(err: Error): void;
 }
 
-/** Reads the body, then tells `to` once. No promise: the front door's walk goes on from `read`. */
-export function readBody(req: IngressRequest, limits: BodyLimits, to: BodyReader): void {
+/**
+ * Reads the body, then tells `to` once. No promise: the front door's walk goes on from `read`.
+ * Its deadline (limits.timeoutMs) is kept in `deadlines`, the front door's one list for them all.
+ */
+export function readBody(req: IngressRequest, limits: BodyLimits, to: BodyReader, deadlines: Deadlines): void {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limits.maxBytes) {
     req.resume();
     to.failed(causewayError('body_too_large'));
     return;
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let done = false;
-  const finish = (err?: Error) => {
-    if (done) return;
-    done = true;
-    clearTimeout(timer);
-    req.off('data', onData);
-    req.off('end', onEnd);
-    req.off('error', onError);
-    req.off('aborted', onAborted);
+  new BodyRead(req, limits.maxBytes, to, deadlines).start();
+}
+
+/** One body being read: its chunks, its listeners on the request, and its place in the deadlines. */
+class BodyRead implements Due {
+  dueAt: number | undefined = undefined;
+  dueBefore: Due | undefined = undefined;
+  dueAfter: Due | undefined = undefined;
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private done = false;
+  private readonly onData = (chunk: Buffer): void => {
+    this.size += chunk.length;
+    if (this.size > this.maxBytes) this.finish(causewayError('body_too_large'));
+    else this.chunks.push(chunk);
+  };
+  private readonly onEnd = (): void => this.finish();
+  private readonly onError = (err: Error): void => this.finish(err);
+  private readonly onAborted = (): void => this.finish(new Error('client aborted the request'));
+
+  constructor(
+    private readonly req: IngressRequest,
+    private readonly maxBytes: number,
+    private readonly to: BodyReader,
+    private readonly deadlines: Deadlines,
+  ) {}
+
+  start(): void {
+    this.deadlines.add(this);
+    this.listen('on');
+  }
+
+  /** Too slow: 408. */
+  deadline(): void {
+    this.finish(causewayError('request_timeout'));
+  }
+
+  private finish(err?: Error): void {
+    if (this.done) return;
+    this.done = true;
+    const { req } = this;
+    this.deadlines.remove(this);
+    this.listen('off');
     if (err) {
       // Keep draining quietly so the connection can still carry the error reply.
       req.resume();
-      to.failed(err);
-    } else to.read(Buffer.concat(chunks, size));
-  };
-  const onData = (chunk: Buffer) => {
-    size += chunk.length;
-    if (size > limits.maxBytes) finish(causewayError('body_too_large'));
-    else chunks.push(chunk);
-  };
-  const onEnd = () => finish();
-  const onError = (err: Error) => finish(err);
-  const onAborted = () => finish(new Error('client aborted the request'));
-  const timer = setTimeout(() => finish(causewayError('request_timeout')), limits.timeoutMs);
-  req.on('data', onData);
-  req.on('end', onEnd);
-  req.on('error', onError);
-  req.on('aborted', onAborted);
+      this.to.failed(err);
+    } else this.to.read(Buffer.concat(this.chunks, this.size));
+  }
+
+  /** Its listeners on the request, added or taken off. */
+  private listen(how: 'on' | 'off'): void {
+    const req: EventEmitter = this.req;
+    req[how]('data', this.onData);
+    req[how]('end', this.onEnd);
+    req[how]('error', this.onError);
+    req[how]('aborted', this.onAborted);
+  }
 }
 
 export type ParsedBody =

@@ -346,7 +346,7 @@ export function contentType(v: Visit): boolean {
 }
 
 export function readJson(v: Visit): typeof PAUSED {
-  readBody(v.req, v.deps.body, new JsonBody(v));
+  readBody(v.req, v.deps.body, new JsonBody(v), v.deps.bodyDeadlines);
   return PAUSED;
 }
 

@@ -13,6 +13,7 @@ import { requestLogger, type Logger } from '../log.js';
 import type { AccessNotes } from '../routing/index.js';
 import type { Mount } from './mount.js';
 import type { OnceEach } from '../bounded.js';
+import type { Deadlines } from '../deadlines.js';
 import type { JsonLimits } from './json-limits.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { Quotas } from '../quotas/index.js';
@@ -58,6 +59,8 @@ export interface FrontDoorDeps {
   served: { count: number };
   /** The Hosts and Origins refused and logged already (frontDoor makes it). */
   refusedOnce: OnceEach;
+  /** The deadlines of the bodies being read, each body.timeoutMs (frontDoor makes it). */
+  bodyDeadlines: Deadlines;
 }
 
 export interface SignInEndpoint {
