@@ -9,4 +9,4 @@ export {
   type HttpResponse,
 } from './reply.js';
 export { SseStream } from './stream.js';
-export { H1Response, H2Response, tagResponse } from './request-id.js';
+export { H1Response, H2Response, newRequestId, tagResponse } from './request-id.js';

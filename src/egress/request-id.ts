@@ -3,8 +3,9 @@
 // object as it is. Set progressively (setHeader) on every request, the id made Node keep a header
 // table per response and merge each writer's headers into it one setHeader at a time. A head
 // written with no headers (an implicit one, a bare status) or with an array of them gets the id
-// through setHeader, as before.
+// through setHeader, as before. A request that brings no id is given a random UUID made here.
 
+import { randomFillSync } from 'node:crypto';
 import http, { type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
 import http2 from 'node:http2';
 
@@ -58,4 +59,35 @@ export function tagResponse(
 ): void {
   if (res instanceof H1Response || res instanceof H2Response) res.requestId = requestId;
   else res.setHeader(NAME, requestId);
+}
+
+/** Random bytes for the ids made here, UUID_BATCH ids' worth at a time (as Node's randomUUID keeps them). */
+const UUID_BATCH = 128;
+const random = Buffer.alloc(16 * UUID_BATCH);
+let used = UUID_BATCH;
+/** Where an id is written before it is read out as one string. */
+const text = Buffer.alloc(36);
+const HEX = Buffer.from('0123456789abcdef', 'latin1');
+
+/**
+ * A request id for a request that brings none: a random (version 4) UUID, as crypto.randomUUID
+ * makes, written out into one string (randomUUID joins some twenty strings to make it).
+ */
+export function newRequestId(): string {
+  if (used === UUID_BATCH) {
+    randomFillSync(random);
+    used = 0;
+  }
+  const at = 16 * used++;
+  random[at + 6] = (random[at + 6]! & 0x0f) | 0x40;
+  random[at + 8] = (random[at + 8]! & 0x3f) | 0x80;
+  let o = 0;
+  for (let i = 0; i < 16; i++) {
+    // xxxxxxxx-xxxx-4xxx-Nxxx-xxxxxxxxxxxx
+    if (i === 4 || i === 6 || i === 8 || i === 10) text[o++] = 0x2d;
+    const b = random[at + i]!;
+    text[o++] = HEX[b >> 4]!;
+    text[o++] = HEX[b & 0x0f]!;
+  }
+  return text.toString('latin1', 0, 36);
 }

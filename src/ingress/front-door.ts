@@ -5,8 +5,7 @@
 // message-steps.ts; the two that hand a request on are here. Nothing thrown here reaches the
 // client as a stack trace.
 
-import { randomUUID } from 'node:crypto';
-import { tagResponse } from '../egress/index.js';
+import { newRequestId, tagResponse } from '../egress/index.js';
 import { inRequestLog } from '../log.js';
 import { routingHeaders } from '../passthrough/index.js';
 import { serveModern } from '../pipeline.js';
@@ -113,7 +112,7 @@ export function frontDoor(given: FrontDoorGiven): FrontDoor {
   let deps = made(given);
   const door: IngressHandler = (req, res) => {
     const reqId =
-      typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : randomUUID();
+      typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 128) : newRequestId();
     tagResponse(res, reqId);
     walkFrom(new Visit(req, res, deps, reqId), 0);
   };

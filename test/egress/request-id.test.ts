@@ -1,13 +1,14 @@
 // The response classes the front door's servers make carry the request id into every head,
 // however a writer writes it: one header object (copied, never changed: it may be a shared
 // constant), a status message with headers, an array of headers, no headers at all (an implicit
-// head from end()), over HTTP/1.1 and HTTP/2; a response of another class gets it at once.
+// head from end()), over HTTP/1.1 and HTTP/2; a response of another class gets it at once. A
+// request that brings no id gets a random version 4 UUID, a new one each time.
 
 import http, { type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { H1Response, H2Response, tagResponse } from '../../src/egress/index.js';
+import { H1Response, H2Response, newRequestId, tagResponse } from '../../src/egress/index.js';
 
 const SHARED = Object.freeze({ 'content-type': 'text/plain', 'x-writer': 'shared' });
 
@@ -96,4 +97,14 @@ t.test('a response of another class gets the id set at once', async (t) => {
   t.teardown(() => server.close());
   const h = await h1Get(await listen(server), '/');
   t.equal(h['x-request-id'], 'plain');
+});
+
+t.test('an id made here is a random version 4 UUID, a new one each time', async (t) => {
+  const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  const ids = Array.from({ length: 1000 }, () => newRequestId());
+  t.same(
+    ids.filter((id) => !UUID_V4.test(id)),
+    [],
+  );
+  t.equal(new Set(ids).size, ids.length, 'no id twice, past a refill of the random bytes');
 });
