@@ -79,7 +79,11 @@ class BodyRead implements Due {
       // Keep draining quietly so the connection can still carry the error reply.
       req.resume();
       this.to.failed(err);
-    } else this.to.read(Buffer.concat(this.chunks, this.size));
+    } else {
+      // A body in one chunk (the most) is that chunk: Node's parser gave it a buffer of its own.
+      const { chunks } = this;
+      this.to.read(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.size));
+    }
   }
 
   /** Its listeners on the request, added or taken off. */
