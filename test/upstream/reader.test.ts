@@ -85,6 +85,23 @@ t.test('a JSON answer: its notifications routed, the response to the call read',
   t.equal(r.failure, undefined);
 });
 
+t.test('a JSON answer in one chunk, and one whose character is split between two, read whole', async (t) => {
+  const response = { jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: 'h\u00e9 \u20ac' }] } };
+  const bytes = Buffer.from(JSON.stringify(response));
+  const one = new Reader();
+  feed(one, 200, 'application/json', bytes.toString());
+  t.same(one.answer, response);
+  const split = new Reader();
+  const controller = { abort: () => undefined } as unknown as Controller;
+  split.onRequestStart(controller);
+  split.onResponseStart(controller, 200, { 'content-type': 'application/json' });
+  const cut = bytes.indexOf(0xe2) + 1;
+  split.onResponseData(controller, bytes.subarray(0, cut));
+  split.onResponseData(controller, bytes.subarray(cut));
+  split.onResponseEnd(controller, {});
+  t.same(split.answer, response, 'the euro sign cut after its first byte');
+});
+
 t.test('an SSE answer: event by event, pings answered, asks handed on, the cursor kept', async (t) => {
   const r = new Reader();
   const ask = { jsonrpc: '2.0', id: 'a1', method: 'elicitation/create', params: {} };

@@ -41,7 +41,15 @@ export async function readText(body: ResponseBody, max: number): Promise<string>
     }
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return textOf(chunks);
+}
+
+/** The UTF-8 text of a body read in `chunks`: a lone chunk decoded as it is, more joined first. */
+export function textOf(chunks: readonly Uint8Array[]): string {
+  const one = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  return Buffer.isBuffer(one)
+    ? one.toString('utf8')
+    : Buffer.from(one.buffer, one.byteOffset, one.byteLength).toString('utf8');
 }
 
 /** A refusal's body as text, or undefined when it holds more than `max` bytes or breaks off (then destroyed). */
