@@ -151,7 +151,7 @@ function walk(v: Visit, from: number): typeof ANSWERED | typeof PAUSED | Promise
 
 /** The walk from step `from`, as part of its request at debug: a request's first, or a paused walk going on. */
 function walkFrom(v: Visit, from: number): void {
-  const walked = inRequestLog(v.deps.log, v.reqId, () => walk(v, from));
+  const walked = inRequestLog(v.deps.log, v.reqId, walk, v, from);
   if (typeof walked === 'object') walked.catch((err: unknown) => v.unhandled(err));
 }
 
