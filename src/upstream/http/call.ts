@@ -66,12 +66,18 @@ const MODERN_META_PREFIX = 'io.modelcontextprotocol/';
 
 export function legacyParams(params: JsonObject, upstreamToken: string | undefined): JsonObject {
   const out = copyObject(params, modernParam);
-  const meta = isObject(params._meta) ? copyObject(params._meta, modernMeta) : {};
-  if (upstreamToken !== undefined) meta.progressToken = upstreamToken;
-  for (const _ in meta) {
-    out._meta = meta;
-    break;
+  // Copied only when it holds a key the legacy call keeps (a 2026 request's is most often all 2026 keys).
+  let meta: JsonObject | undefined;
+  const given = params._meta;
+  if (isObject(given)) {
+    for (const k in given) {
+      if (modernMeta(k)) continue;
+      meta = copyObject(given, modernMeta);
+      break;
+    }
   }
+  if (upstreamToken !== undefined) (meta ??= {}).progressToken = upstreamToken;
+  if (meta !== undefined) out._meta = meta;
   return out;
 }
 
