@@ -58,8 +58,10 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
   dueAfter: Due | undefined = undefined;
   /** A held call's own deadline, once the bridge holds it. */
   private timer: NodeJS.Timeout | undefined = undefined;
-  /** The ids of the events read: the last two, and whether one had none. */
-  private readonly seen: Seen = { previous: undefined, last: undefined, unnamed: false, count: 0 };
+  /**
+   * The ids of the events read: the last two, and whether one had none (made with the first: a JSON answer has none).
+   */
+  private seen: Seen | undefined = undefined;
   /** Why the request was stopped before undici started it; it is aborted as it starts. */
   private stopped: Error | undefined;
   /** Once the upstream asked the client something: the bridge's PendingCall, and the observer feeding it. */
@@ -116,7 +118,7 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
 
   beforeEvent(id: string | undefined): void {
     if (this.held) return this.held.observer.onEvent?.(id);
-    const e = this.seen;
+    const e = (this.seen ??= noEvents());
     if (id === undefined) e.unnamed = true;
     e.previous = e.last;
     e.last = id;
@@ -283,7 +285,7 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
         cancel: () => this.stop(causewayError('upstream_timeout', 'The call was cancelled'), true),
         detach: () => this.stop(causewayError('upstream_timeout', 'The call was let go'), false),
       },
-      events: this.seen,
+      events: this.seen ?? noEvents(),
     });
     this.held = held;
     // From here the bridge's rounds rule: the call lives as long as a held call may.
@@ -298,6 +300,10 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
       );
     return held;
   }
+}
+
+function noEvents(): Seen {
+  return { previous: undefined, last: undefined, unnamed: false, count: 0 };
 }
 
 /** A call's deadline, as a timer calls it (no closure per call). */
