@@ -5,6 +5,7 @@ import type { ServerResponse } from 'node:http';
 import type { Http2ServerResponse } from 'node:http2';
 import type { CausewayError } from '../errors.js';
 import type { JsonObject, JsonRpcErrorObject, RequestId } from '../jsonrpc.js';
+import { requestIdOf } from './request-id.js';
 
 export type HttpResponse = ServerResponse | Http2ServerResponse;
 
@@ -20,10 +21,14 @@ export function sendJson(
 ): void {
   if (!writable(res)) return;
   const text = JSON.stringify(body);
-  const all: Record<string, string> = {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(text)),
-  };
+  const length = String(Buffer.byteLength(text));
+  const id = headers === undefined ? requestIdOf(res) : undefined;
+  // With no headers of the caller's, the request id (x-request-id) goes in at once, last as the response would
+  // add it: the response sends this head as it is, instead of a copy with the id.
+  const all: Record<string, string> =
+    id === undefined
+      ? { 'content-type': 'application/json', 'content-length': length }
+      : { 'content-type': 'application/json', 'content-length': length, 'x-request-id': id };
   // Member by member: V8 builds `{ ...literal, ...headers }` on a slow path, even for no headers.
   if (headers !== undefined) for (const name in headers) all[name] = headers[name]!;
   res.writeHead(status, all);

@@ -26,6 +26,8 @@ function withId(res: Tagged, head: Head): Head {
     res.setHeader(NAME, id);
     return head;
   }
+  // A head that holds it already was made for this response alone (requestIdOf): sent as it is.
+  if (head[NAME] === id) return head;
   const all: OutgoingHttpHeaders = {};
   for (const name in head) all[name] = head[name];
   all[NAME] = id;
@@ -59,6 +61,11 @@ export function tagResponse(
 ): void {
   if (res instanceof H1Response || res instanceof H2Response) res.requestId = requestId;
   else res.setHeader(NAME, requestId);
+}
+
+/** The id `res` puts in its head, for a writer that makes a head for it alone with the id in it already (no copy). */
+export function requestIdOf(res: object): string | undefined {
+  return res instanceof H1Response || res instanceof H2Response ? res.requestId : undefined;
 }
 
 /** Random bytes for the ids made here, UUID_BATCH ids' worth at a time (as Node's randomUUID keeps them). */

@@ -2,13 +2,14 @@
 // however a writer writes it: one header object (copied, never changed: it may be a shared
 // constant), a status message with headers, an array of headers, no headers at all (an implicit
 // head from end()), over HTTP/1.1 and HTTP/2; a response of another class gets it at once. A
-// request that brings no id gets a random version 4 UUID, a new one each time.
+// request that brings no id gets a random version 4 UUID, a new one each time. A head the JSON
+// writer made with the id in it already is sent as it is, the id once.
 
 import http, { type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { H1Response, H2Response, newRequestId, tagResponse } from '../../src/egress/index.js';
+import { H1Response, H2Response, newRequestId, sendJson, tagResponse } from '../../src/egress/index.js';
 
 const SHARED = Object.freeze({ 'content-type': 'text/plain', 'x-writer': 'shared' });
 
@@ -30,6 +31,8 @@ const WRITERS: Record<string, (res: ServerResponse | http2.Http2ServerResponse) 
     res.setHeader('x-writer', 'implicit');
     res.end('implicit');
   },
+  // A head made for this response alone, the id in it already: sent once, as it is.
+  '/json': (res) => sendJson(res, 200, { writer: 'json' }),
 };
 
 function handler(req: { url?: string }, res: ServerResponse | http2.Http2ServerResponse): void {
@@ -62,6 +65,7 @@ t.test(
     for (const path of Object.keys(WRITERS)) {
       const h = await h1Get(port, path);
       t.equal(h['x-request-id'], `id${path}`, `${path}: the id`);
+      if (path === '/json') continue;
       t.equal(h['x-writer'], path === '/object' ? 'shared' : path.slice(1), `${path}: the writer's own header`);
     }
     t.same(Object.keys(SHARED), ['content-type', 'x-writer'], 'the frozen header object was copied, not changed');
@@ -74,7 +78,7 @@ t.test('HTTP/2: the same', async (t) => {
   const port = await listen(server);
   const session = http2.connect(`http://127.0.0.1:${port}`);
   t.teardown(() => session.close());
-  for (const path of ['/object', '/message', '/implicit']) {
+  for (const path of ['/object', '/message', '/implicit', '/json']) {
     const h = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
       const stream = session.request({ ':path': path });
       let head: http2.IncomingHttpHeaders = {};
