@@ -167,6 +167,24 @@ export interface CallStop {
   detach(): void;
 }
 
+/** The ids of the events a call read before it was held: the last two, and whether one had none. */
+export interface EventIds {
+  previous: string | undefined;
+  last: string | undefined;
+  unnamed: boolean;
+  count: number;
+}
+
+/** `seen` with one more event read; made with the first (a JSON answer has none). */
+export function eventRead(seen: EventIds | undefined, id: string | undefined): EventIds {
+  const e = seen ?? { previous: undefined, last: undefined, unnamed: false, count: 0 };
+  if (id === undefined) e.unnamed = true;
+  e.previous = e.last;
+  e.last = id;
+  e.count += 1;
+  return e;
+}
+
 /**
  * A call sent and read by its owner (the warm lane) until the upstream asked the client
  * something: held from here on as a call start() sent. `events` are the ids of the events read
@@ -180,15 +198,16 @@ export function adopt(
   sent: {
     id: RequestId;
     stop: CallStop;
-    events: { previous: string | undefined; last: string | undefined; unnamed: boolean; count: number };
+    /** Undefined: none read. */
+    events: EventIds | undefined;
   },
 ): { pending: PendingCall; observer: CallObserver } {
   let digest: string | undefined;
   const watched = watch(ex, session, deps, () => (digest ??= paramsDigest(ex.request.params)), sent.stop);
   const { events } = sent;
-  if (events.unnamed) watched.pending.event(undefined);
-  if (events.count > 1) watched.pending.event(events.previous);
-  if (events.count > 0) watched.pending.event(events.last);
+  if (events?.unnamed) watched.pending.event(undefined);
+  if (events && events.count > 1) watched.pending.event(events.previous);
+  if (events && events.count > 0) watched.pending.event(events.last);
   watched.observer.onIds?.(sent.id, undefined);
   return watched;
 }

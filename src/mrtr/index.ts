@@ -1,11 +1,13 @@
 export { runRound } from './bridge.js';
 export {
   adopt,
+  eventRead,
   heldCallTimeoutMs,
   listenerFor,
   nextRound,
   type BridgeDeps,
   type CallStop,
+  type EventIds,
   type RoundExchange,
   type RoundResult,
   type ReplicaBridge,

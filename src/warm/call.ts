@@ -12,11 +12,11 @@
 // been done upstream. The call's deadline is the upstream's request timeout, in the lane's one list (deadlines.ts).
 
 import { causewayError, CausewayError } from '../errors.js';
-import { isErrorResponse } from '../jsonrpc.js';
-import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from '../jsonrpc.js';
+import { isErrorResponse, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.js';
+import type { RequestId } from '../jsonrpc.js';
 import type { ModernRequest } from '../envelope/index.js';
-import { adopt, heldCallTimeoutMs, listenerFor, nextRound, urlElicitationRound } from '../mrtr/index.js';
-import type { PendingCall, RoundResult } from '../mrtr/index.js';
+import { adopt, eventRead, heldCallTimeoutMs, listenerFor, nextRound, urlElicitationRound } from '../mrtr/index.js';
+import type { EventIds, PendingCall, RoundResult } from '../mrtr/index.js';
 import { sessionRef, type PooledSession } from '../pool/index.js';
 import {
   badResponse,
@@ -41,7 +41,6 @@ import { WarmAnswer } from './answer.js';
 import type { Fallback, WarmExchange, WarmUpstream } from './exchange.js';
 
 type Controller = Parameters<NonNullable<DirectCall['onRequestStart']>>[0];
-type Seen = { previous: string | undefined; last: string | undefined; unnamed: boolean; count: number };
 
 export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements DirectCall, StreamHandlers, Due {
   readonly session: SessionRef;
@@ -58,10 +57,8 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
   dueAfter: Due | undefined = undefined;
   /** A held call's own deadline, once the bridge holds it. */
   private timer: NodeJS.Timeout | undefined = undefined;
-  /**
-   * The ids of the events read: the last two, and whether one had none (made with the first: a JSON answer has none).
-   */
-  private seen: Seen | undefined = undefined;
+  /** The ids of the events read (mrtr's EventIds). */
+  private seen: EventIds | undefined = undefined;
   /** Why the request was stopped before undici started it; it is aborted as it starts. */
   private stopped: Error | undefined;
   /** Once the upstream asked the client something: the bridge's PendingCall, and the observer feeding it. */
@@ -113,16 +110,11 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
     this.stop(new CausewayError('upstream_unavailable', 'Upstream client was shut down'), false, 'failed');
   }
 
-  // What the stream carries (also a followed stream's, and the session's outside asks), routed to
-  // it by the reader (and its pings answered with reply()).
+  // What the stream carries (a followed stream's, the session's outside asks), routed by the reader; pings: reply().
 
   beforeEvent(id: string | undefined): void {
     if (this.held) return this.held.observer.onEvent?.(id);
-    const e = (this.seen ??= noEvents());
-    if (id === undefined) e.unnamed = true;
-    e.previous = e.last;
-    e.last = id;
-    e.count += 1;
+    this.seen = eventRead(this.seen, id);
   }
 
   onNotification(n: JsonRpcNotification): void {
@@ -285,7 +277,7 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
         cancel: () => this.stop(causewayError('upstream_timeout', 'The call was cancelled'), true),
         detach: () => this.stop(causewayError('upstream_timeout', 'The call was let go'), false),
       },
-      events: this.seen ?? noEvents(),
+      events: this.seen,
     });
     this.held = held;
     // From here the bridge's rounds rule: the call lives as long as a held call may.
@@ -300,10 +292,6 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
       );
     return held;
   }
-}
-
-function noEvents(): Seen {
-  return { previous: undefined, last: undefined, unnamed: false, count: 0 };
 }
 
 /** A call's deadline, as a timer calls it (no closure per call). */
