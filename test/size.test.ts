@@ -94,3 +94,13 @@ t.test(`no folder in src/ over ${MAX_ENTRIES} entries; src/ itself over ${MAX_EN
   }
   t.same(over, []);
 });
+
+/** Two files held tighter: the composition root lists the parts, and the warm call is one call's own work. */
+const HELD: Record<string, number> = { 'app.ts': 200, 'warm/call.ts': 300 };
+
+t.test('the composition root and the warm call within their own sizes', async (t) => {
+  for (const [file, max] of Object.entries(HELD)) {
+    const lines = readFileSync(join(SRC, file), 'utf8').split('\n').length - 1;
+    t.ok(lines <= max, `${file}: ${lines} lines, at most ${max}`);
+  }
+});
