@@ -102,6 +102,23 @@ t.test('a JSON answer in one chunk, and one whose character is split between two
   t.same(split.answer, response, 'the euro sign cut after its first byte');
 });
 
+t.test('a JSON answer in chunks that split a character: decoded chunk by chunk, not first joined', async (t) => {
+  const r = new Reader();
+  const response = { jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: 'caf\u00e9 \u{1f600}' }] } };
+  const bytes = Buffer.from(JSON.stringify(response));
+  // Inside the two bytes of the e-acute, and inside the four of the emoji.
+  const [one, two] = [bytes.indexOf(0xc3) + 1, bytes.indexOf(0xf0) + 2];
+  let aborted: unknown;
+  const controller = { abort: (reason: unknown) => void (aborted = reason) } as unknown as Controller;
+  r.onRequestStart(controller);
+  r.onResponseStart(controller, 200, { 'content-type': 'application/json' });
+  for (const chunk of [bytes.subarray(0, one), bytes.subarray(one, two), bytes.subarray(two)])
+    r.onResponseData(controller, chunk);
+  r.onResponseEnd(controller, {});
+  t.equal(aborted, undefined);
+  t.same(r.answer, response);
+});
+
 t.test('an SSE answer: event by event, pings answered, asks handed on, the cursor kept', async (t) => {
   const r = new Reader();
   const ask = { jsonrpc: '2.0', id: 'a1', method: 'elicitation/create', params: {} };

@@ -13,7 +13,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import { CausewayError, refusesEra } from '../../errors.js';
 import type { JsonRpcResponse } from '../../jsonrpc.js';
-import { abandon, finish, mediaType, textOf, tooLarge, type ResponseBody } from './body.js';
+import { abandon, finish, mediaType, tooLarge, utf8Text, type ResponseBody } from './body.js';
 import { isConnectionDrop, losesSession, REFUSAL_BODY_LIMIT, SessionExpiredError } from '../core/index.js';
 import type { Controller, Handler } from './compose/index.js';
 import { errorBodyOf, httpRefusal, type SentTo } from './dispatcher.js';
@@ -366,7 +366,7 @@ export abstract class AnswerReader implements Handler, Cursor {
     try {
       switch (this.reading) {
         case Reading.Json: {
-          const text = textOf(this.chunks!);
+          const text = utf8Text(this.chunks!);
           const answer = route(this.io, this.ctx, decodeMessages(text));
           if (this.over) return;
           return this.onAnswer(answer ?? throwNoResponse());
@@ -408,7 +408,7 @@ export abstract class AnswerReader implements Handler, Cursor {
   private refused(broken = false): void {
     const { status, ctx } = this;
     const readable = !broken && this.bytes <= REFUSAL_BODY_LIMIT;
-    const text = readable ? textOf(this.chunks!) : undefined;
+    const text = readable ? utf8Text(this.chunks!) : undefined;
     const by = this.refusedBy();
     // The session is gone: nothing ran, so the request may go on a new one.
     if (ctx.session.sessionId !== undefined && losesSession(status, text, ctx.id)) {
