@@ -16,18 +16,18 @@ import type { MessageBus } from '../bus/index.js';
 import { readMessage } from '../bus/index.js';
 import { isObject, type JsonObject, type JsonRpcNotification, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { CACHEABLE_METHODS, groupOf, methodsChangedBy, privateKey, publicKey, type CacheQuery } from './keys.js';
+import {
+  CACHEABLE_METHODS,
+  CHANGE_NOTIFICATIONS,
+  groupOf,
+  methodsChangedBy,
+  privateKey,
+  publicKey,
+  type CacheQuery,
+} from './keys.js';
 import { MemoryTier, sizeOf, type Entry } from './memory-tier.js';
 import type { CacheRecorder, CacheScope } from '../metrics/index.js';
 import type { RedisTier } from './redis-tier.js';
-
-/** The notifications that, between them, drop every kind of entry an upstream has. */
-const LIST_CHANGES = [
-  'notifications/tools/list_changed',
-  'notifications/prompts/list_changed',
-  'notifications/resources/list_changed',
-  'notifications/resources/updated',
-];
 
 export interface GatewayCacheOptions {
   maxBytes: number;
@@ -198,7 +198,7 @@ export class GatewayCache {
 
   /** A reload replaced or removed the upstream: whatever was kept of it goes, here and on every replica. */
   forget(upstream: string): void {
-    for (const method of LIST_CHANGES) this.changed(upstream, { jsonrpc: '2.0', method });
+    for (const method of CHANGE_NOTIFICATIONS) this.changed(upstream, { jsonrpc: '2.0', method });
   }
 
   /**

@@ -98,6 +98,14 @@ function stable(v: JsonValue): string {
     .join(',')}}`;
 }
 
+/** The change notifications methodsChangedBy knows: between them, they make every kind of entry stale. */
+export const CHANGE_NOTIFICATIONS = [
+  'notifications/tools/list_changed',
+  'notifications/prompts/list_changed',
+  'notifications/resources/list_changed',
+  'notifications/resources/updated',
+] as const;
+
 /** The methods whose entries a change notification makes stale [CACHE][SUBS]. */
 export function methodsChangedBy(notification: string): readonly string[] {
   switch (notification) {

@@ -164,10 +164,11 @@ export function legacyLimits(v: Visit): boolean | Promise<boolean> {
 /** The first request of a legacy POST over its method's rate (limits.rateMethods) or its tenant's quota. */
 async function legacyOverLimits(v: Visit, rate: RateLimiter | undefined, quotas: Quotas | undefined): Promise<boolean> {
   for (const { method, id, message } of requestsIn(v.json)) {
+    const name = legacyName(message);
     const error =
       (await rate?.refuseMethod(v.principal, method)) ??
-      (quotas?.methods.has(method) && v.mount.view?.shows(method, legacyName(message)) !== false
-        ? await quotas.refuse({ tenant: tenantOf(v), mount: v.mount.path, method, name: legacyName(message) })
+      (quotas?.methods.has(method) && v.mount.view?.shows(method, name) !== false
+        ? await quotas.refuse({ tenant: tenantOf(v), mount: v.mount.path, method, name })
         : undefined);
     if (error) return refuse(v, error, id);
   }
