@@ -63,17 +63,18 @@ export function createApp(config: Config, log: Logger, given?: SessionStore, sou
   const store = P.storePart(ground, given ?? createStore(config, log.child({ stage: 'store' })));
   const { crossReplica, events } = P.crossReplicaPart(ground, (keyId, method) => P.staleFacts(pool, keyId, method));
   const replicaAsks = P.replicaAsksPart(ground, crossReplica);
+  const askers = P.askersPart(ground, store, crossReplica);
   const rounds = P.roundsPart(ground, crossReplica);
   const reachable = P.relayPart(ground);
   const cache = P.cachePart(ground, store, metrics, crossReplica);
-  const upstreams = P.upstreamsPart(ground, store, metrics, { reachable, replicaAsks, rounds, cache });
+  const upstreams = P.upstreamsPart(ground, store, metrics, { reachable, replicaAsks, rounds, cache, askers });
   const pool = P.poolPart(ground, store, upstreams.parts, metrics, { adopted: (s) => subscriptions.stand(s), cache });
   const catalog = P.catalogPart(ground, store, crossReplica, upstreams.parts);
   const ids = new IdMinter();
   const bridge = P.heldPart(ground, { ids, sealer: upstreams.sealer });
   const subscriptions = P.subscriptionsPart(
     ground,
-    { pool, upstreams: upstreams.parts, ids, events },
+    { pool, upstreams: upstreams.parts, ids, events, askers },
     crossReplica,
     cache,
   );

@@ -199,7 +199,7 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
       return answerOn(ex, deps, key, (session, result) =>
         cache.keepLegacy(q, fill, result, hint, {
           capabilities: session.record.initializeResult.capabilities,
-          streamHeld: deps.subscriptions.holdsStream(session),
+          streamHeld: deps.subscriptions.holdsStream(session, hint.cacheScope),
           id: session.key.id,
         }),
       );

@@ -173,11 +173,15 @@ const TABLE = {
     standingStream: oneOf(
       ['auto', 'always', 'never'],
       'auto',
-      'When a pooled session’s GET stream is held while nobody listens, so the upstream ' +
-        'can ask outside a call (Streamable HTTP only; a subscriptions/listen always holds ' +
-        'it): auto, for sessions whose clients declared roots, sampling or elicitation; ' +
-        'always; never (such asks are then lost). Each held stream costs one upstream ' +
-        'connection and about 20 KB on one replica. See Sharing sessions through Redis.',
+      'When a pooled session’s GET stream is held while nobody listens, so the upstream can ' +
+        'ask outside a call and tell of changes (Streamable HTTP only; a subscriptions/listen ' +
+        'always holds it). auto: one scout session per upstream holds one, once a client that ' +
+        'can be asked comes or the gateway cache keeps a public list; a session holds its own ' +
+        'once its upstream was seen asking outside a call (learned on any replica, kept in ' +
+        'Redis) and its client declared roots, sampling or elicitation, or where the cache keeps ' +
+        'a private list on a change’s word. always: every session’s. never: none (such asks are ' +
+        'then lost). Each held stream costs one upstream connection and about 20 KB on one ' +
+        'replica. See Standing streams.',
     ),
     era: oneOf(
       ['auto', 'legacy', 'modern'],

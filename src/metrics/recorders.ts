@@ -66,6 +66,7 @@ export class UpstreamMetrics {
   private readonly eras: { legacy: { set(n: number): void }; modern: { set(n: number): void } };
   private readonly processCount: { set(n: number): void };
   private readonly restarts: CounterChild;
+  private readonly asking: { set(n: number): void };
   private readonly drops: CounterChild;
   private readonly notificationDrops: Children<CounterChild>;
 
@@ -87,6 +88,7 @@ export class UpstreamMetrics {
     this.eras = { legacy: m.upstreamEra.labels(upstream, 'legacy'), modern: m.upstreamEra.labels(upstream, 'modern') };
     this.processCount = m.upstreamProcesses.labels(upstream);
     this.restarts = m.processRestarts.labels(upstream);
+    this.asking = m.asksOutside.labels(upstream);
     this.drops = m.streamDrops.labels(upstream);
     this.notificationDrops = new Children((v) => m.notificationDrops.labels(upstream, ...v));
   }
@@ -131,6 +133,11 @@ export class UpstreamMetrics {
 
   outsideAsk(outcome: OutsideAskOutcome): void {
     this.outside.get(outcome).inc();
+  }
+
+  /** The upstream was seen asking outside a call, here or on another replica. */
+  asksOutside(): void {
+    this.asking.set(1);
   }
 
   /** An upstream initialize handshake; `reason` and `op` below are the pool's own fixed words. */

@@ -332,6 +332,14 @@ function connectionMetrics(registry: Registry, probes: Probes) {
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    asksOutside: new Gauge({
+      name: 'causeway_upstream_asks_outside_calls',
+      help:
+        'Whether each upstream was seen asking outside a call (1, learned on any replica): under ' +
+        'upstream.standingStream=auto the GET streams of its sessions whose clients can be asked are held.',
+      labelNames: ['upstream'] as const,
+      registers: [registry],
+    }),
     upstreamEra: new Gauge({
       name: 'causeway_upstream_era',
       help:

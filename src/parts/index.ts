@@ -1,6 +1,6 @@
 export { ORDER, Parts, type AppParts, type Ground } from './registry.js';
 export { cachePart, catalogPart, storePart } from './kept.js';
-export { crossReplicaPart, heldPart, relayPart, replicaAsksPart, roundsPart } from './replica.js';
+export { askersPart, crossReplicaPart, heldPart, relayPart, replicaAsksPart, roundsPart } from './replica.js';
 export { upstreamsPart } from './upstream-parts.js';
 export { modernDeps, modernDepsOf, poolPart, staleFacts, subscriptionsPart, tasksPart } from './sessions.js';
 export { mountsPart } from './mount-parts.js';

@@ -10,7 +10,8 @@ import { createRedisClient, redisConnection } from '../pool/index.js';
 import { crossReplicaListen, InProcessSessionEventBus, type CrossReplicaListen } from '../subscriptions/index.js';
 import type { SessionEventBus } from '../subscriptions/index.js';
 import { AskRounds } from '../translate/index.js';
-import { ReplicaAsks, ReplicaRelay, type UpstreamSessionClient } from '../upstream/index.js';
+import { OutsideAskers, ReplicaAsks, ReplicaRelay, type UpstreamSessionClient } from '../upstream/index.js';
+import type { SessionStore } from '../pool/index.js';
 import type { Ground } from './registry.js';
 
 /**
@@ -68,6 +69,25 @@ export function replicaAsksPart(ground: Ground, bus: Bus): ReplicaAsks | undefin
   const asks = new ReplicaAsks(replicaId, config.store.keyPrefix, 1_000, log.child({ stage: 'asks' }));
   const warning = "cannot ask the other replicas for the calls of outside asks; they go to this replica's calls only";
   return onBus(ground, 'replica-asks', asks, bus, warning);
+}
+
+/**
+ * Which upstreams ask outside a call: learned on any replica, kept in Redis and told to the others
+ * (upstream/replicas/outside-askers.ts); with a memory store, this replica's own knowledge.
+ */
+export function askersPart(ground: Ground, store: SessionStore, bus: Bus): OutsideAskers {
+  const { parts, config, topology, replicaId, log } = ground;
+  const redis = store.shared?.client;
+  const asksLog = log.child({ stage: 'asks' });
+  const shared =
+    bus && redis ? { redis, bus: bus.messages, keyPrefix: config.store.keyPrefix, replicaId, log: asksLog } : undefined;
+  const askers = new OutsideAskers(shared);
+  askers.onLearned((upstream) => asksLog.info({ upstream }, 'the upstream asks outside a call'));
+  const names = topology.upstreams.map((u) => u.name);
+  const warning = 'cannot read which upstreams the other replicas saw asking outside a call yet';
+  parts.onStart('replica-news', () => askers.start(names).catch((err: unknown) => log.warn({ err }, warning)));
+  parts.onClose('catalog', () => askers.close());
+  return askers;
 }
 
 /** Legacy clients of modern upstreams: their asks' answers, from any replica once heard over the bus. */

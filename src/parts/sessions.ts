@@ -10,7 +10,7 @@ import { SessionPool, upstreamOf, type SessionStore } from '../pool/index.js';
 import type { ModernDeps } from '../routing/index.js';
 import { Subscriptions, tapped, type CrossReplicaListen, type SessionEventBus } from '../subscriptions/index.js';
 import { MemoryTaskStore, RedisTaskStore, TaskBridge } from '../tasks/index.js';
-import type { IdMinter, UpstreamSessionClient } from '../upstream/index.js';
+import type { IdMinter, OutsideAskers, UpstreamSessionClient } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import type { Ground } from './registry.js';
 import { cacheHintOf, type UpstreamParts } from './upstream-context.js';
@@ -61,11 +61,11 @@ export function staleFacts(pool: SessionPool, keyId: string | undefined, method:
 
 export function subscriptionsPart(
   { parts, config, topology, log }: Ground,
-  deps: { pool: SessionPool; upstreams: UpstreamMap; ids: IdMinter; events: SessionEventBus },
+  deps: { pool: SessionPool; upstreams: UpstreamMap; ids: IdMinter; events: SessionEventBus; askers: OutsideAskers },
   crossReplica: CrossReplicaListen | undefined,
   cache: GatewayCache | undefined,
 ): Subscriptions {
-  const { pool, upstreams, ids, events } = deps;
+  const { pool, upstreams, ids, events, askers } = deps;
   // Every change an upstream session tells of, on whichever stream, drops what the gateway cache kept of it.
   const heard = cache ? tapped(events, (keyId, n) => upstreams.get(upstreamOf(keyId))?.cache?.changed(n)) : events;
   const subscriptions = new Subscriptions(
@@ -73,6 +73,13 @@ export function subscriptionsPart(
       pool,
       clientOf: (upstream) => partsOf(upstreams, upstream).client,
       standingOf: (upstream) => partsOf(upstreams, upstream).spec.standingStream,
+      asksOutside: (upstream) => askers.has(upstream),
+      // A token exchange or a user's sign-in needs a principal of the client's own.
+      scoutable: (upstream) => {
+        const grant = partsOf(upstreams, upstream).spec.credentials?.grant;
+        return grant === undefined || grant === 'client_credentials';
+      },
+      listsKept: (upstream) => listsKept(partsOf(upstreams, upstream), config.cache.keepMs),
       ids,
       bus: heard,
       coordinator: crossReplica?.coordinator,
@@ -86,10 +93,28 @@ export function subscriptionsPart(
       standWaitMs: Math.max(...topology.upstreams.map((u) => u.connectTimeoutMs)),
     },
   );
+  askers.onLearned((upstream) => {
+    upstreams.get(upstream)?.metrics.asksOutside();
+    subscriptions.asksLearned();
+  });
   // Listen streams never finish on their own: end them with the closing result [SUBS].
   parts.onEndStreams('subscriptions', (timeoutMs) => subscriptions.close(timeoutMs));
   return subscriptions;
 }
+
+/** The lists the gateway cache keeps of `u` past their ttlMs on a change's word (upstream-cache.ts), by scope. */
+function listsKept(u: UpstreamParts, keepMs: number): { public: boolean; private: boolean } {
+  const kept = { public: false, private: false };
+  if (u.cache === undefined) return kept;
+  const hint = cacheHintOf(u.spec.cache);
+  for (const method of LIST_METHODS) {
+    const { ttlMs, cacheScope } = hint(method);
+    if (ttlMs > 0 && keepMs > ttlMs) kept[cacheScope] = true;
+  }
+  return kept;
+}
+
+const LIST_METHODS = ['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list'] as const;
 
 /** Tasks live in the store beside the sessions, so any replica answers for a task. */
 export function tasksPart(

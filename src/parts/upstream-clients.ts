@@ -11,7 +11,6 @@ import {
   ChannelClient,
   OutsideAsks,
   SseChannelOpener,
-  StandingStreams,
   StdioOpener,
   TargetSet,
   UpstreamClient,
@@ -150,19 +149,19 @@ function targetSet({ spec, metrics, log }: UpstreamContext): TargetSet {
 }
 
 /**
- * The session client of a Streamable HTTP upstream (`direct`), and what the pool calls through:
- * it, or the standing streams around it.
+ * The session client of a Streamable HTTP upstream: what the pool calls through (`client`) and the
+ * client itself (`direct`), the same here.
  */
 export function streamableClient({
   spec,
-  config,
   metrics,
   log,
   credentials,
   replicaAsks,
+  shared,
   targets,
   http,
-}: HttpContext): { client: UpstreamSessionClient; direct: UpstreamClient; standing?: StandingStreams } {
+}: HttpContext): { client: UpstreamSessionClient; direct: UpstreamClient } {
   const client = new UpstreamClient(
     {
       name: spec.name,
@@ -181,19 +180,11 @@ export function streamableClient({
         upstream: spec.name,
         replicas: replicaAsks,
         onOutcome: (outcome) => metrics.outsideAsk(outcome),
+        onAsk: () => shared.askers.learn(spec.name),
       }),
     },
   );
-  // Across replicas the session's one GET stream is held by one of them (subscriptions/standing.ts).
-  if (config.store.kind !== 'memory' || config.store.maxSessions <= 0) return { client, direct: client };
-  const standing = new StandingStreams(client, {
-    upstream: spec.name,
-    max: config.store.maxSessions,
-    policy: spec.standingStream,
-    waitMs: spec.connectTimeoutMs,
-    log,
-  });
-  return { client: standing, direct: client, standing };
+  return { client, direct: client };
 }
 
 export function legacyPassthrough({ spec, rootLog, forward, binding, targets, http }: HttpContext): LegacyFace {

@@ -14,6 +14,7 @@ import type {
   EraMemo,
   ForwardPolicy,
   GrantStore,
+  OutsideAskers,
   ReplicaAsks,
   Sealer,
   SubjectSource,
@@ -48,8 +49,6 @@ export interface UpstreamParts {
   direct?: UpstreamClient;
   /** An HTTP upstream's URLs and their health (the status page). */
   targets?: TargetSet;
-  /** The GET streams held with nobody listening, with the memory store (the status page). */
-  standing?: { readonly size: number };
   /** An auto upstream's transport, once found. */
   found?(): string | undefined;
 }
@@ -66,6 +65,8 @@ export interface Shared {
   grants: GrantStore;
   /** With replicas sharing sessions: asks on a GET stream held here, for calls on other replicas. */
   replicaAsks: ReplicaAsks | undefined;
+  /** Which upstreams were seen asking outside a call. */
+  askers: OutsideAskers;
   /** The eras found, shared by the replicas. */
   eras: EraMemo;
   /** The legacy sessions Causeway keeps for legacy clients of modern upstreams, and the asks of their calls. */

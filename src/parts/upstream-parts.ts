@@ -185,9 +185,9 @@ export function upstreamParts(
     case 'streamable-http': {
       const hc = httpContext(ctx);
       const eras = httpEras(hc, legacyPassthrough(hc));
-      const { client, direct, standing } = streamableClient(hc);
+      const { client, direct } = streamableClient(hc);
       const parts = assemble(client, eras.passthrough, hc.http, eras.modern);
-      return { ...parts, direct, targets: hc.targets, ...(standing ? { standing } : {}) };
+      return { ...parts, direct, targets: hc.targets };
     }
   }
 }
@@ -212,7 +212,7 @@ export function upstreamsPart(
   ground: Ground,
   store: SessionStore,
   metrics: Metrics,
-  bridges: Pick<Shared, 'reachable' | 'replicaAsks' | 'rounds' | 'cache'>,
+  bridges: Pick<Shared, 'reachable' | 'replicaAsks' | 'rounds' | 'cache' | 'askers'>,
 ): Upstreams {
   const { parts, config, topology, log } = ground;
   const subjects = topology.upstreams.some((u) => u.credentials?.grant === 'token_exchange')

@@ -276,7 +276,7 @@ export class Merger {
       (fill) =>
         this.walkAll(read, (session, items) => {
           const legacy = { capabilities: session.record.initializeResult.capabilities, id: session.key.id };
-          const streamHeld = m.deps.subscriptions.holdsStream(session);
+          const streamHeld = m.deps.subscriptions.holdsStream(session, hint.cacheScope);
           cache.keepLegacy(q, fill, { [shape.kind]: items }, hint, { ...legacy, streamHeld });
         }),
     );

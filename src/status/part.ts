@@ -59,7 +59,6 @@ export interface UpstreamSource {
   spec: { name: string; transport: string; era: string };
   modern?: { era: { readonly current: string | undefined; readonly source: string | undefined } };
   targets?: { health(): Array<{ url: string; failures: number; ejectedUntil: number }> };
-  standing?: { readonly size: number };
   found?(): string | undefined;
 }
 
@@ -83,8 +82,6 @@ export interface PartSources {
 export async function replicaPart(s: PartSources): Promise<ReplicaPart> {
   const pooled = s.pool.sizeByUpstream();
   const upstreams = [...s.upstreams.values()].map((u) => upstreamRow(u, pooled.get(u.spec.name) ?? 0));
-  let standing = s.subscriptions.standingSize;
-  for (const u of s.upstreams.values()) standing += u.standing?.size ?? 0;
   const replica: ReplicaRow = {
     id: s.replicaId,
     version: s.version,
@@ -93,7 +90,7 @@ export async function replicaPart(s: PartSources): Promise<ReplicaPart> {
     draining: s.draining(),
     inFlight: s.inFlight.count,
     pooledSessions: [...pooled.values()].reduce((a, b) => a + b, 0),
-    standingStreams: standing,
+    standingStreams: s.subscriptions.standingSize,
     heldCalls: s.held.size,
     listens: s.subscriptions.size,
     tasks: s.tasks.followedCount,

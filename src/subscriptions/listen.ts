@@ -12,10 +12,10 @@ import { isObject, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { PooledSession, SessionKey } from '../pool/index.js';
 import type { StandingStream } from '../config/index.js';
-import { wantsStandingStream, type UpstreamSessionClient } from '../upstream/index.js';
+import type { UpstreamSessionClient } from '../upstream/index.js';
 import type { Span } from '../tracing/index.js';
 import { HOLDER_RELEASED, RELEASED_KEY, SessionChannel, type ChannelDeps, type ChannelMember } from './channel.js';
-import { StandingBy } from './standing.js';
+import { askable, StandingBy, wantsStandingStream } from './standing.js';
 import { listenTickMs } from './coordination.js';
 import { declaresTasks, TASKS_REQUIRED } from '../dialect/index.js';
 import {
@@ -55,6 +55,12 @@ export type SubscriptionDeps = Omit<ChannelDeps, 'client'> & {
    * Default auto.
    */
   standingOf?(upstream: string): StandingStream;
+  /** Whether the upstream was seen asking outside a call (upstream/replicas/outside-askers.ts); default never. */
+  asksOutside?(upstream: string): boolean;
+  /** Whether the upstream can have a scout session: its credentials are not per principal. Default yes. */
+  scoutable?(upstream: string): boolean;
+  /** The lists of the upstream the gateway cache keeps past their ttlMs on a change's word, by scope. */
+  listsKept?(upstream: string): { public: boolean; private: boolean };
 };
 
 /**
@@ -116,8 +122,8 @@ export class Subscriptions {
   private releases: Promise<(() => Promise<void>) | undefined> | undefined;
   private closing = false;
 
-  /** Across replicas: the stands by every pooled session's GET stream. */
-  private readonly standing: StandingBy | undefined;
+  /** The stands by the GET streams held whether or not anybody listens (standing.ts). */
+  private readonly standing: StandingBy;
 
   constructor(
     private readonly deps: SubscriptionDeps,
@@ -136,25 +142,36 @@ export class Subscriptions {
         for (const c of this.channels.values()) c.settled();
       },
     });
-    if (deps.coordinator !== undefined) {
-      this.standing = new StandingBy({
-        pool: deps.pool,
-        channelFor: (key, session) => this.channelFor(key, session),
-        wants: (session) => this.holdsStream(session),
-        log: deps.log,
-        waitMs: limits.standWaitMs ?? 10_000,
-      });
-    }
+    this.standing = new StandingBy({
+      pool: deps.pool,
+      channelFor: (key, session) => this.channelFor(key, session),
+      wants: (session) => this.standsFor(session),
+      scouts: (session) => this.scouts(session),
+      log: deps.log,
+      waitMs: limits.standWaitMs ?? 10_000,
+    });
   }
 
   /**
-   * A session new to this replica's pool: across replicas, the key's channel stands by for its
-   * GET stream (standing.ts). Resolves once the stream is up if this replica holds it, bounded.
+   * A session new to this replica's pool: the key's channel stands by for its GET stream where
+   * something waits on it, and its upstream gets its scout (standing.ts). Resolves once the stream
+   * is up if this replica holds it, bounded.
    */
   stand(session: PooledSession): Promise<void> {
-    if (this.standing === undefined || this.closing) return Promise.resolve();
-    this.startTicker();
-    return this.standing.stand(session);
+    if (this.closing || this.deps.clientOf(session.key.upstream).hasStandaloneStream?.() !== true)
+      return Promise.resolve();
+    const standing = this.standing.stand(session);
+    if (this.standing.size > 0) this.startTicker();
+    return standing;
+  }
+
+  /**
+   * An upstream was seen asking outside a call: the sessions it may ask get their streams now, not on the next tick.
+   */
+  asksLearned(): void {
+    if (this.closing) return;
+    this.standing.sweep();
+    if (this.standing.size > 0) this.startTicker();
   }
 
   /** Listen streams on this replica, counting those not yet acknowledged. */
@@ -162,9 +179,9 @@ export class Subscriptions {
     return this.count;
   }
 
-  /** Sessions' GET streams this replica stands by for (held whether or not anybody listens), across replicas. */
+  /** Sessions' GET streams this replica stands by for (held whether or not anybody listens), scouts included. */
   get standingSize(): number {
-    return this.standing?.size ?? 0;
+    return this.standing.size;
   }
 
   /** The channel of a session key, if it has listeners here or stands by for its stream (for tests and diagnostics). */
@@ -173,14 +190,31 @@ export class Subscriptions {
   }
 
   /**
-   * Whether the session's GET stream is held whether or not anybody listens (upstream.standingStream),
-   * so that what the upstream sends outside a call (list changes among it) reaches Causeway.
+   * Whether a change the upstream tells of what was read on `session` (with `scope`, as the
+   * gateway cache keeps it) reaches Causeway whether or not anybody listens: the session's own
+   * GET stream is held, or the answer is public and the upstream's scout is up (standing.ts).
    */
-  holdsStream(session: PooledSession): boolean {
-    return (
-      this.deps.clientOf(session.key.upstream).hasStandaloneStream?.() === true &&
-      wantsStandingStream(this.deps.standingOf?.(session.key.upstream) ?? 'auto', session.key.legacyCapabilities)
-    );
+  holdsStream(session: PooledSession, scope?: 'public' | 'private'): boolean {
+    if (this.standsFor(session)) return true;
+    return scope === 'public' && this.standing.scoutUp(session.key.upstream);
+  }
+
+  /** Whether the session's own GET stream is held though nobody listens (standing.ts, upstream.standingStream). */
+  private standsFor(session: PooledSession): boolean {
+    const { upstream, legacyCapabilities } = session.key;
+    if (this.deps.clientOf(upstream).hasStandaloneStream?.() !== true) return false;
+    const policy = this.deps.standingOf?.(upstream) ?? 'auto';
+    if (policy === 'auto' && this.deps.listsKept?.(upstream).private === true) return true;
+    return wantsStandingStream(policy, legacyCapabilities, this.deps.asksOutside?.(upstream) === true);
+  }
+
+  /** Whether `session`'s upstream should have a scout: something would hear through it (standing.ts). */
+  private scouts(session: PooledSession): boolean {
+    const upstream = session.key.upstream;
+    if ((this.deps.standingOf?.(upstream) ?? 'auto') !== 'auto' || this.deps.scoutable?.(upstream) === false)
+      return false;
+    if (this.deps.listsKept?.(upstream).public === true) return true;
+    return this.deps.asksOutside?.(upstream) !== true && askable(session.key.legacyCapabilities);
   }
 
   /** Serves one subscriptions/listen. Throws (nothing written yet) when it cannot be acknowledged. */
@@ -219,7 +253,7 @@ export class Subscriptions {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([waited, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
     clearTimeout(timer);
-    const left = this.standing?.close();
+    const left = this.standing.close();
     await Promise.race([left, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
     clearTimeout(timer);
     this.stopTicker();
@@ -328,7 +362,7 @@ export class Subscriptions {
       await hearTasks?.();
       for (const r of remotes) r.close();
       for (const j of joined) await j.channel.detach(j.member);
-      if (this.open.size === 0 && !this.standing?.size) this.stopTicker();
+      if (this.open.size === 0 && this.standing.size === 0) this.stopTicker();
     }
   }
 
@@ -398,7 +432,7 @@ export class Subscriptions {
     const comments = this.limits.keepAliveMs > 0;
     this.ticker = setInterval(() => {
       if (comments) for (const l of this.open) l.stream.comment();
-      this.standing?.sweep();
+      this.standing.sweep();
       for (const c of this.channels.values()) c.touch();
     }, listenTickMs(this.limits.keepAliveMs));
     this.ticker.unref();

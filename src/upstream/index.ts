@@ -53,7 +53,7 @@ export { AutoClient, type AutoClientOptions, type FoundTransport } from './chann
 export type { ChannelOpener, MessageChannel } from './channel/index.js';
 export { ReplicaRelay, type RelayOptions, ReplicaAsks } from './replicas/index.js';
 export { OutsideAsks } from './core/index.js';
-export { StandingStreams, wantsStandingStream } from './replicas/index.js';
+export { OutsideAskers, type SharedAskers } from './replicas/index.js';
 export { UpstreamCredentials, type SubjectSource, type UpstreamAuthorization } from './credentials/index.js';
 export { SignInCallback, UpstreamSignIn, type Sealer, MemoryGrants, type GrantStore } from './credentials/index.js';
 export {

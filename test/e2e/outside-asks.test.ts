@@ -1,6 +1,7 @@
 // Server->client requests the upstream sends outside a call's own stream: on a Streamable HTTP
 // upstream they come on the session's standalone GET stream, which Causeway holds from initialize
-// on though nobody listens; on stdio and HTTP+SSE upstreams every message comes on the session's
+// on though nobody listens (upstream.standingStream=always here: how auto learns to hold it is
+// streams-per-upstream.test.ts's); on stdio and HTTP+SSE upstreams every message comes on the session's
 // one channel. With one multi-round call in flight the ask becomes a round of that call; with none
 // it is refused at once, which the legacy fixture records. The upstream's request timeout is huge,
 // so a hang would show as this test's own timeout, never as a quick error. Across two replicas
@@ -39,7 +40,7 @@ async function streamable(t: Test): Promise<Upstream> {
   const upstream = await startLegacyServer();
   t.teardown(() => upstream.close());
   return {
-    settings: { 'upstream.url': upstream.url },
+    settings: { 'upstream.url': upstream.url, 'upstream.standingStream': 'always' },
     stats: async () => upstream.stats(),
     // Nobody listens: the GET stream is Causeway's own.
     ready: async () => {
@@ -171,6 +172,7 @@ async function redisAndUpstream(t: Test) {
   t.teardown(() => upstream.close());
   const shared: Settings = {
     'upstream.url': upstream.url,
+    'upstream.standingStream': 'always',
     'store.kind': 'redis',
     'store.redisUrl': redis.url,
     'mrtr.stateKeys': randomBytes(32).toString('base64'),

@@ -36,6 +36,8 @@ export interface AskRouting {
   /** With replicas sharing sessions: the call may run on another replica. */
   replicas?: AskRelay;
   onOutcome?(outcome: OutsideAskOutcome): void;
+  /** An ask came outside a call's own stream: the upstream is one that asks so (replicas/outside-askers.ts). */
+  onAsk?(): void;
 }
 
 /** Where a call is counted on its session, from add() to remove(). */
@@ -93,6 +95,7 @@ export class OutsideAsks implements LocalAsks {
    * there is none.
    */
   route(sessionId: string | undefined, r: JsonRpcRequest, refuse: () => void): void {
+    this.routing?.onAsk?.();
     const settle = (outcome: OutsideAskOutcome): void => {
       if (outcome === 'refused') refuse();
       this.routing?.onOutcome?.(outcome);

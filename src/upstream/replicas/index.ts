@@ -1,7 +1,7 @@
 // Across replicas: a session held on another replica (replica-relay.ts), asks that arrive outside
-// a call and find their call on any replica (replica-asks.ts, for core/asking-calls.ts), and the standing
-// streams that carry them (standing-streams.ts).
+// a call and find their call on any replica (replica-asks.ts, for core/asking-calls.ts), and which
+// upstreams ask so (outside-askers.ts).
 
 export { ReplicaAsks } from './replica-asks.js';
 export { type RelayOptions, ReplicaRelay } from './replica-relay.js';
-export { StandingStreams, wantsStandingStream } from './standing-streams.js';
+export { OutsideAskers, type SharedAskers } from './outside-askers.js';

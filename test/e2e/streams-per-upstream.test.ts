@@ -1,0 +1,146 @@
+// Standing GET streams per upstream, not per session (upstream.standingStream=auto, the default),
+// all real processes: a non-persistent Redis, the legacy fixture (SDK 1.32.2 Streamable HTTP),
+// Causeway replicas sharing the Redis, header principals.
+// - An upstream that asks outside a call is learned from the one stream held anyway (its scout
+//   session's), on every replica; from then on the sessions of clients that can be asked hold
+//   their streams, on replicas started later too, and an ask on one reaches its call on the
+//   other replica. A client that cannot be asked holds none.
+// - A public list kept by the gateway cache is dropped on every replica when the upstream tells
+//   its sessions of a change, though no client session's stream is held: the scout hears it.
+
+import t, { type Test } from 'tap';
+import { randomBytes } from 'node:crypto';
+import { startLegacyServer, type LegacyServerOptions } from '../fixtures/legacy-server.js';
+import { spawnCauseway, type Settings } from '../helpers/causeway.js';
+import { startRedis } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
+import { callTool, rpc, textOf, type CallOptions } from '../mrtr/wire.js';
+
+const PRINCIPAL = 'x-causeway-principal';
+const ROOTS = { roots: {} };
+
+/** The value of a series on a replica's /metrics (0 when absent): every given label must match. */
+async function series(adminUrl: string | undefined, name: string, labels: Record<string, string>): Promise<number> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`)))
+      total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
+
+const as = (principal: string, caps: Record<string, unknown>): CallOptions => ({
+  caps,
+  headers: { [PRINCIPAL]: principal },
+});
+
+async function shared(t: Test, fixture: LegacyServerOptions) {
+  const redis = await startRedis(t);
+  t.teardown(() => redis.stop());
+  const upstream = await startLegacyServer(fixture);
+  t.teardown(() => upstream.close());
+  const settings: Settings = {
+    'upstream.name': 'fixture',
+    'upstream.url': upstream.url,
+    'upstream.requestTimeoutMs': 3_600_000,
+    'store.kind': 'redis',
+    'store.redisUrl': redis.url,
+    'mrtr.stateKeys': randomBytes(32).toString('base64'),
+    'principal.mode': 'header',
+    'principal.hashSecret': randomBytes(32).toString('base64'),
+    'subscriptions.keepAliveMs': 500,
+  };
+  return { upstream, settings };
+}
+
+t.test('streams_per_upstream-an_upstream_that_asks_outside_a_call_is_learned_on_every_replica', async (t) => {
+  const { upstream, settings } = await shared(t, { asksWhenStreamOpens: true });
+  const [a, b] = await Promise.all([spawnCauseway(settings, { t }), spawnCauseway(settings, { t })]);
+  const learned = (adminUrl: string | undefined) =>
+    series(adminUrl, 'causeway_upstream_asks_outside_calls', { upstream: 'fixture' });
+  const open = () => upstream.stats().getStreamsOpen;
+
+  t.equal(await learned(a.adminUrl), 0, 'nothing learned before any session');
+  const first = await callTool(a.url, 'echo', { arguments: { text: 'one' } }, as('p1', ROOTS));
+  t.equal(textOf(first), 'one');
+  // The first session whose client can be asked brings the upstream's scout, whose stream the
+  // server asks on as soon as it opens: Causeway refuses that ask (nobody calls on the scout) and learns.
+  await until(async () => (await learned(a.adminUrl)) === 1 && (await learned(b.adminUrl)) === 1, {
+    what: 'both replicas to learn that the upstream asks outside a call',
+  });
+  t.match(upstream.stats().outsideAnswers[0], { error: { code: -32601 } }, "the scout's ask was refused at once");
+  await until(() => open() === 2, { what: "p1's own stream beside the scout's" });
+
+  await t.test('a session opened after learning holds its stream from its first call', async (t) => {
+    const r = await callTool(b.url, 'echo', { arguments: { text: 'two' } }, as('p2', ROOTS));
+    t.equal(textOf(r), 'two');
+    await until(() => open() === 3, { what: "p2's stream" });
+  });
+
+  await t.test('a client that cannot be asked holds none', async (t) => {
+    const opened = upstream.stats().getStreamsOpened;
+    const r = await callTool(a.url, 'echo', { arguments: { text: 'three' } }, as('p3', {}));
+    t.equal(textOf(r), 'three');
+    // A stream wanted for a session this replica opened is up before its first answer goes out.
+    t.equal(upstream.stats().getStreamsOpened, opened, 'no GET stream opened for p3');
+    t.equal(open(), 3);
+  });
+
+  await t.test("an ask on p2's stream (held by B) reaches p2's call on A", async (t) => {
+    const r1 = await callTool(a.url, 'roots_outside', {}, as('p2', ROOTS));
+    t.equal(r1.body.result?.resultType, 'input_required', 'the ask came back as a round of the call');
+    const keys = Object.keys(r1.body.result?.inputRequests ?? {});
+    t.same(r1.body.result?.inputRequests?.[keys[0]!], { method: 'roots/list', params: {} });
+    const answer = { [keys[0]!]: { roots: [{ uri: 'file:///work', name: 'work' }] } };
+    const done = await callTool(
+      b.url,
+      'roots_outside',
+      { inputResponses: answer, requestState: r1.body.result.requestState },
+      as('p2', ROOTS),
+    );
+    t.equal(done.body.result?.resultType, 'complete');
+    t.equal(textOf(done), 'roots=1; first=file:///work', "the tool got the client's answer");
+  });
+
+  await t.test('a replica started later knows it from Redis', async (t) => {
+    const c = await spawnCauseway(settings, { t });
+    await until(async () => (await learned(c.adminUrl)) === 1, { what: 'C to read what A learned' });
+    const r = await callTool(c.url, 'echo', { arguments: { text: 'four' } }, as('p4', ROOTS));
+    t.equal(textOf(r), 'four');
+    await until(() => open() === 4, { what: "p4's stream, held from its first call" });
+  });
+});
+
+t.test('streams_per_upstream-a_public_list_change_is_heard_on_the_scout_by_every_replica', async (t) => {
+  const { upstream, settings } = await shared(t, {});
+  const cached: Settings = {
+    ...settings,
+    'cache.store': 'redis',
+    'cache.methods': JSON.stringify({ 'tools/list': { ttlMs: 60_000, scope: 'public' } }),
+  };
+  const [a, b] = await Promise.all([spawnCauseway(cached, { t }), spawnCauseway(cached, { t })]);
+  const lists = () => upstream.stats().requestsByMethod['tools/list'] ?? 0;
+  const names = async (url: string, principal: string): Promise<string[]> => {
+    const r = await rpc(url, 'tools/list', {}, as(principal, {}));
+    return ((r.body?.result?.tools ?? []) as Array<{ name: string }>).map((x) => x.name);
+  };
+
+  const before = await names(a.url, 'p1');
+  t.notOk(before.includes('test_dynamic_tool'));
+  await until(() => upstream.stats().getStreamsOpen === 1, { what: "the upstream's scout stream" });
+  const listed = lists();
+  t.same(await names(b.url, 'p2'), before, "B serves the list A kept, to another principal's session");
+  t.equal(lists(), listed, 'without asking the upstream');
+
+  // The fixture tells every session of the change; no client session's stream is held.
+  t.equal(textOf(await callTool(a.url, 'test_trigger_tool_change', {}, as('p1', {}))), 'Mutation triggered');
+  await until(async () => (await names(b.url, 'p2')).includes('test_dynamic_tool'), {
+    what: 'B to serve the changed list',
+  });
+  t.ok((await names(a.url, 'p1')).includes('test_dynamic_tool'), 'A serves the changed list');
+  t.ok(lists() > listed, 'the changed list was read from the upstream');
+  t.equal(upstream.stats().getStreamsOpen, 1, "only the scout's stream was ever held");
+  t.equal(upstream.stats().getStreamsOpened, 1);
+});
