@@ -399,7 +399,7 @@ async function checkToolHeaders(ex: ModernExchange, deps: ModernDeps, session: P
   const name = ex.request.name!;
   const { facts } = session;
   const args = isObject(ex.request.params.arguments) ? ex.request.params.arguments : undefined;
-  if (facts.toolHeaders(name) === undefined && mayNeedParamHeaders(ex.headers, args))
+  if (facts.toolHeaders(name) === undefined && !facts.knows(name) && mayNeedParamHeaders(ex.headers, args))
     await learnTools(ex, deps, session);
   const params = facts.toolHeaders(name);
   if (!params) return;

@@ -173,15 +173,11 @@ const TABLE = {
     standingStream: oneOf(
       ['auto', 'always', 'never'],
       'auto',
-      'When a pooled session’s GET stream is held while nobody listens, so the upstream can ' +
-        'ask outside a call and tell of changes (Streamable HTTP only; a subscriptions/listen ' +
-        'always holds it). auto: one scout session per upstream holds one, once a client that ' +
-        'can be asked comes or the gateway cache keeps a public list; a session holds its own ' +
-        'once its upstream was seen asking outside a call (learned on any replica, kept in ' +
-        'Redis) and its client declared roots, sampling or elicitation, or where the cache keeps ' +
-        'a private list on a change’s word. always: every session’s. never: none (such asks are ' +
-        'then lost). Each held stream costs one upstream connection and about 20 KB on one ' +
-        'replica. See Standing streams.',
+      'When a pooled session’s GET stream is held while nobody listens (Streamable HTTP; a ' +
+        'listen always holds it). auto: one scout session per upstream holds one; a session ' +
+        'holds its own once its upstream was seen asking outside a call and its client can be ' +
+        'asked, or where the cache keeps a private list on a change’s word. always: every ' +
+        'session’s. never: none (asks outside a call are then lost). See Standing streams.',
     ),
     era: oneOf(
       ['auto', 'legacy', 'modern'],

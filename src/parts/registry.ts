@@ -133,6 +133,8 @@ export const ORDER = {
     // Meanwhile asks go to this replica's calls only.
     { name: 'replica-asks', waitMs: 0 },
     { name: 'rounds', waitMs: 0 },
+    // Each auto upstream's era is found (or read from the store) now, rather than by the first request.
+    { name: 'eras', waitMs: 0 },
     {
       name: 'replica-requests',
       waitMs: SUBSCRIBE_WAIT_MS,

@@ -85,8 +85,10 @@ export function askersPart(ground: Ground, store: SessionStore, bus: Bus): Outsi
   askers.onLearned((upstream) => asksLog.info({ upstream }, 'the upstream asks outside a call'));
   const names = topology.upstreams.map((u) => u.name);
   const warning = 'cannot read which upstreams the other replicas saw asking outside a call yet';
-  parts.onStart('replica-news', () => askers.start(names).catch((err: unknown) => log.warn({ err }, warning)));
-  parts.onClose('catalog', () => askers.close());
+  if (shared) {
+    parts.onStart('replica-news', () => askers.start(names).catch((err: unknown) => log.warn({ err }, warning)));
+    parts.onClose('catalog', () => askers.close());
+  }
   return askers;
 }
 

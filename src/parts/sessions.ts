@@ -6,11 +6,19 @@ import type { GatewayCache } from '../cache/index.js';
 import { globToRegExp } from '../glob.js';
 import { CountsBy, type Metrics } from '../metrics/index.js';
 import type { BridgeDeps, ReplicaBridge } from '../mrtr/index.js';
-import { SessionPool, upstreamOf, type SessionStore } from '../pool/index.js';
+import { SessionPool, sessionRef, upstreamOf, type PooledSession, type SessionStore } from '../pool/index.js';
+import { toolFacts } from '../dialect/index.js';
+import { isObject } from '../jsonrpc.js';
 import type { ModernDeps } from '../routing/index.js';
-import { Subscriptions, tapped, type CrossReplicaListen, type SessionEventBus } from '../subscriptions/index.js';
+import {
+  Subscriptions,
+  tapped,
+  type CrossReplicaListen,
+  type SessionEventBus,
+  type StandingPolicy,
+} from '../subscriptions/index.js';
 import { MemoryTaskStore, RedisTaskStore, TaskBridge } from '../tasks/index.js';
-import type { IdMinter, OutsideAskers, UpstreamSessionClient } from '../upstream/index.js';
+import { walkList, type IdMinter, type OutsideAskers, type UpstreamSessionClient } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import type { Ground } from './registry.js';
 import { cacheHintOf, type UpstreamParts } from './upstream-context.js';
@@ -72,14 +80,7 @@ export function subscriptionsPart(
     {
       pool,
       clientOf: (upstream) => partsOf(upstreams, upstream).client,
-      standingOf: (upstream) => partsOf(upstreams, upstream).spec.standingStream,
-      asksOutside: (upstream) => askers.has(upstream),
-      // A token exchange or a user's sign-in needs a principal of the client's own.
-      scoutable: (upstream) => {
-        const grant = partsOf(upstreams, upstream).spec.credentials?.grant;
-        return grant === undefined || grant === 'client_credentials';
-      },
-      listsKept: (upstream) => listsKept(partsOf(upstreams, upstream), config.cache.keepMs),
+      standing: standingPolicy(upstreams, askers, ids, config.cache.keepMs),
       ids,
       bus: heard,
       coordinator: crossReplica?.coordinator,
@@ -101,6 +102,35 @@ export function subscriptionsPart(
   parts.onEndStreams('subscriptions', (timeoutMs) => subscriptions.close(timeoutMs));
   return subscriptions;
 }
+
+/** Which GET streams are held with nobody listening, by upstream (subscriptions/standing.ts). */
+function standingPolicy(upstreams: UpstreamMap, askers: OutsideAskers, ids: IdMinter, keepMs: number): StandingPolicy {
+  return {
+    standingOf: (upstream) => partsOf(upstreams, upstream).spec.standingStream,
+    asksOutside: (upstream) => askers.has(upstream),
+    // A token exchange or a user's sign-in needs a principal of the client's own.
+    scoutable: (upstream) => {
+      const grant = partsOf(upstreams, upstream).spec.credentials?.grant;
+      return grant === undefined || grant === 'client_credentials';
+    },
+    listsKept: (upstream) => listsKept(partsOf(upstreams, upstream), keepMs),
+    learnScout: (scout) => learnScoutTools(partsOf(upstreams, scout.key.upstream), ids, scout),
+  };
+}
+
+/** Every page of the scout's tools/list into its facts, where the upstream has tools (pool/session-facts.ts). */
+async function learnScoutTools(u: UpstreamParts, ids: IdMinter, scout: PooledSession): Promise<void> {
+  const caps = scout.record.initializeResult.capabilities;
+  if (!isObject(caps) || !isObject(caps.tools)) return;
+  const { facts } = scout;
+  const own = { client: u.client, ids, metrics: u.metrics };
+  const walk = await walkList(own, sessionRef(scout), 'tools/list', (page) => facts.learnTools(toolFacts(page)), {
+    maxPages: MAX_SCOUT_PAGES,
+  });
+  if (walk.complete) facts.toolsComplete = true;
+}
+
+const MAX_SCOUT_PAGES = 20;
 
 /** The lists the gateway cache keeps of `u` past their ttlMs on a change's word (upstream-cache.ts), by scope. */
 function listsKept(u: UpstreamParts, keepMs: number): { public: boolean; private: boolean } {

@@ -235,6 +235,8 @@ export function upstreamsPart(
   const build = (spec: UpstreamSpec, config: Config) => upstreamParts(spec, config, metrics, log, shared);
   // A reload adds, replaces and removes entries: the drain ends and closes those there then.
   const upstreams = new Map(topology.upstreams.map((spec) => [spec.name, build(spec, config)]));
+  // A probe that says nothing is tried again by the first request that needs the era.
+  parts.onStart('eras', () => Promise.allSettled([...upstreams.values()].map((u) => u.modern?.era.era())));
   parts.onEndStreams('upstreams', () => upstreams.forEach(endStreams));
   parts.onClose('upstreams', () => Promise.all([...upstreams.values()].map(closeUpstream)));
   const signIns = new Map([...upstreams].flatMap(([name, u]) => (u.signIn ? [[name, u.signIn] as const] : [])));

@@ -14,5 +14,12 @@ export {
   type SessionRecord,
   type SessionStore,
 } from './store/index.js';
-export { sessionKey, upstreamOf, type DeclaredCapabilities, type SessionKey } from './session-key.js';
+export {
+  SCOUT_PRINCIPAL,
+  scoutKey,
+  sessionKey,
+  upstreamOf,
+  type DeclaredCapabilities,
+  type SessionKey,
+} from './session-key.js';
 export { SessionFacts, type PooledSession } from './session-facts.js';

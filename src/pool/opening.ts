@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { UpstreamSessionClient } from '../upstream/index.js';
-import { upstreamOf, type SessionKey } from './session-key.js';
+import { SCOUT_PRINCIPAL, scoutKey, upstreamOf, type SessionKey } from './session-key.js';
 import { sameRecord, SharedResults, type SessionRecord, type SessionStore } from './store/index.js';
 import { StoreUnavailable, type StoreHealth } from './store-health.js';
 import { inStepSpan } from '../tracing/index.js';
@@ -26,9 +26,12 @@ export interface PoolUpstream {
 /** Why a session was opened: none yet, the upstream forgot it (404), its URL was ejected, or unreachable. */
 export type OpenReason = 'new' | 'expired' | 'ejected' | 'unreachable';
 
+/** What an initialize is counted as: its reason, or `scout` for an upstream's scout session (session-key.ts). */
+export type InitializeReason = OpenReason | 'scout';
+
 /** What opening a session tells (PoolEvents has them). */
 export interface OpenEvents {
-  onInitialize?(upstream: string, durationMs: number, reason: OpenReason): void;
+  onInitialize?(upstream: string, durationMs: number, reason: InitializeReason): void;
   /** A session was opened replica-local because the store failed. */
   onLocalSession?(upstream: string): void;
 }
@@ -83,6 +86,8 @@ export class SessionOpener {
   private readonly results = new SharedResults();
   /** Upstreams the last open could not reach, by name. */
   private readonly down = new Map<string, Down>();
+  /** Per upstream: its scout's facts on this replica, which a new session's facts fall back on. */
+  private readonly scouts = new Map<string, () => SessionFacts | undefined>();
 
   constructor(
     private readonly host: OpenerHost,
@@ -182,11 +187,17 @@ export class SessionOpener {
     return this.adopt(key, record, true, true);
   }
 
-  private async initialize(key: SessionKey, reason: OpenReason, generation: number): Promise<SessionRecord> {
+  private async initialize(key: SessionKey, opening: OpenReason, generation: number): Promise<SessionRecord> {
     const upstream = this.upstream(key.upstream);
+    const scout = key.principalHash === SCOUT_PRINCIPAL;
+    const reason: InitializeReason = scout ? 'scout' : opening;
     const started = performance.now();
     const { protocolVersion } = upstream;
-    const params = { protocolVersion, capabilities: key.legacyCapabilities, clientInfo: this.opts.clientInfo };
+    // A scout says so in its name: the server's logs tell Causeway's own session from its clients'.
+    const clientInfo = scout
+      ? { ...this.opts.clientInfo, name: `${String(this.opts.clientInfo.name)} scout` }
+      : this.opts.clientInfo;
+    const params = { protocolVersion, capabilities: key.legacyCapabilities, clientInfo };
     const span = { 'mcp.method.name': 'initialize', 'causeway.upstream': key.upstream, 'causeway.pool.reason': reason };
     const hs = await inStepSpan('initialize', 'client', span, () =>
       this.gated(key.upstream, () => upstream.client.initialize(params, undefined, key.principalHash)),
@@ -279,6 +290,15 @@ export class SessionOpener {
     if (failures === 1) this.host.log.warn({ upstream, err }, 'upstream unreachable: its opens take turns');
   }
 
+  private scoutFacts(upstream: string): () => SessionFacts | undefined {
+    let facts = this.scouts.get(upstream);
+    if (facts === undefined) {
+      const id = scoutKey(upstream).id;
+      this.scouts.set(upstream, (facts = () => this.host.local.get(id)?.facts));
+    }
+    return facts;
+  }
+
   /** Into this replica's pool: the session it has for this record already, or a new one. */
   adopt(key: SessionKey, record: SessionRecord, localOnly = false, openedHere = false): PooledSession {
     const existing = this.host.local.get(key.id);
@@ -290,7 +310,10 @@ export class SessionOpener {
     const session: PooledSession = {
       key,
       record,
-      facts: new SessionFacts(),
+      facts:
+        key.principalHash === SCOUT_PRINCIPAL
+          ? SessionFacts.forScout()
+          : new SessionFacts(this.scoutFacts(key.upstream)),
       lastUsedAt: Date.now(),
       localOnly,
       openedHere,

@@ -14,7 +14,7 @@ import { causewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { SessionExpiredError, TargetUnreachableError, type SessionRef } from '../upstream/index.js';
-import { principalOf, upstreamOf, type SessionKey } from './session-key.js';
+import { principalOf, SCOUT_PRINCIPAL, upstreamOf, type SessionKey } from './session-key.js';
 import { Housekeeping } from './housekeeping.js';
 import { SessionOpener, type OpenEvents, type OpenReason, type PoolUpstream } from './opening.js';
 import type { PooledSession } from './session-facts.js';
@@ -142,7 +142,9 @@ export class SessionPool {
   /** Sessions in this replica's pool per upstream (read at scrape time). */
   sizeByUpstream(): Map<string, number> {
     const counts = new Map<string, number>();
-    for (const s of this.local.values()) counts.set(s.key.upstream, (counts.get(s.key.upstream) ?? 0) + 1);
+    // An upstream's scout session is Causeway's own, not a client's (session-key.ts): the standing streams count it.
+    for (const s of this.local.values())
+      if (s.key.principalHash !== SCOUT_PRINCIPAL) counts.set(s.key.upstream, (counts.get(s.key.upstream) ?? 0) + 1);
     return counts;
   }
 

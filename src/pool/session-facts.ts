@@ -39,6 +39,22 @@ export interface PooledSession {
 const STALES_FACTS: ReadonlySet<string> = new Set(['notifications/tools/list_changed']);
 
 export class SessionFacts {
+  /**
+   * `base`: the facts of the upstream's scout session on this replica (subscriptions/standing.ts),
+   * Causeway's own: what they say of a tool stands until this session's own tools were read, so a
+   * new session need not read them for a tool the scout listed.
+   */
+  constructor(private readonly base?: () => SessionFacts | undefined) {}
+
+  /** The scout's own: every tool name it listed, so that it answers for those only. */
+  static forScout(): SessionFacts {
+    const facts = new SessionFacts();
+    facts.listed = new Set();
+    return facts;
+  }
+
+  private listed: Set<string> | undefined;
+
   /** Made when a tool has something to keep: most sessions' tools have no annotation and run no task. */
   private tools: Map<string, ParamHeader[]> | undefined;
   private taskTools: Map<string, TaskSupport> | undefined;
@@ -60,15 +76,16 @@ export class SessionFacts {
   /** Learns from one tools/list page, as dialect's toolFacts read it. */
   learnTools(tools: Iterable<ToolFacts>): void {
     for (const { name, headers, support } of tools) {
+      this.listed?.add(name);
       // Only tools with annotations are kept: most have none, and a pooled session keeps its facts for life.
       if (headers && headers.length > 0) (this.tools ??= new Map()).set(name, headers);
       if (support !== 'forbidden') (this.taskTools ??= new Map()).set(name, support);
     }
   }
 
-  /** A tool's Mcp-Param-* annotations; undefined when it has none or is not known (yet). */
+  /** A tool's Mcp-Param-* annotations; undefined when it has none or is not known (yet: see knows). */
   toolHeaders(name: string): ParamHeader[] | undefined {
-    return this.tools?.get(name);
+    return this.tools?.get(name) ?? (this.toolsComplete ? undefined : this.scout(name)?.toolHeaders(name));
   }
 
   /**
@@ -76,7 +93,18 @@ export class SessionFacts {
    * learned.
    */
   taskSupport(name: string): TaskSupport | undefined {
-    return this.taskTools?.get(name) ?? (this.toolsComplete ? 'forbidden' : undefined);
+    return this.taskTools?.get(name) ?? (this.toolsComplete ? 'forbidden' : this.scout(name)?.taskSupport(name));
+  }
+
+  /** Whether what is known of tool `name` is all there is: this session's tools, or the scout's, were read. */
+  knows(name: string): boolean {
+    return this.toolsComplete || this.scout(name) !== undefined;
+  }
+
+  /** The scout's facts, when it read every page of its tools and `name` was among them. */
+  private scout(name: string): SessionFacts | undefined {
+    const facts = this.base?.();
+    return facts?.toolsComplete === true && facts.listed?.has(name) === true ? facts : undefined;
   }
 
   /** Some tool learned so far runs as a task (taskSupport optional or required). */
@@ -87,6 +115,7 @@ export class SessionFacts {
   /** Forgets what `method` (a change notification) made stale. */
   invalidate(method: string): void {
     if (method === 'notifications/tools/list_changed') {
+      this.listed?.clear();
       this.tools = undefined;
       this.taskTools = undefined;
       this.toolsComplete = false;

@@ -40,3 +40,26 @@ export function upstreamOf(keyId: string): string {
 export function principalOf(keyId: string): string | undefined {
   return keyId.split('|')[1];
 }
+
+/** The principal of every upstream's scout session: a principal hash (base64url) never holds a `~`. */
+export const SCOUT_PRINCIPAL = '~scout';
+
+/** What a scout declares at initialize: everything a server may ask of a client. */
+const SCOUT_CAPABILITIES: JsonObject = Object.freeze({
+  roots: { listChanged: true },
+  sampling: {},
+  elicitation: { form: {}, url: {} },
+});
+
+/**
+ * An upstream's scout session (subscriptions/standing.ts): Causeway's own, one key for every replica,
+ * never a client's.
+ */
+export function scoutKey(upstream: string): SessionKey {
+  return {
+    id: `${upstream}|${SCOUT_PRINCIPAL}|scout`,
+    upstream,
+    principalHash: SCOUT_PRINCIPAL,
+    legacyCapabilities: SCOUT_CAPABILITIES,
+  };
+}

@@ -14,5 +14,6 @@ export {
   type SessionEventHandler,
 } from './bus.js';
 export { type ListenFilter } from './filter.js';
+export { type StandingPolicy } from './standing.js';
 export { LocalCoordinator, listenTickMs, type ListenCoordinator } from './coordination.js';
 export { crossReplicaListen, type CrossReplicaListen, type CrossReplicaOptions } from './cross-replica.js';

@@ -11,11 +11,10 @@ import { causewayError } from '../errors.js';
 import { isObject, type JsonRpcNotification } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { PooledSession, SessionKey } from '../pool/index.js';
-import type { StandingStream } from '../config/index.js';
 import type { UpstreamSessionClient } from '../upstream/index.js';
 import type { Span } from '../tracing/index.js';
 import { HOLDER_RELEASED, RELEASED_KEY, SessionChannel, type ChannelDeps, type ChannelMember } from './channel.js';
-import { askable, StandingBy, wantsStandingStream } from './standing.js';
+import { StandingBy, type StandingPolicy } from './standing.js';
 import { listenTickMs } from './coordination.js';
 import { declaresTasks, TASKS_REQUIRED } from '../dialect/index.js';
 import {
@@ -50,17 +49,8 @@ export interface SubscriptionLimits {
 /** What channels need, with the upstream client of each channel's key. */
 export type SubscriptionDeps = Omit<ChannelDeps, 'client'> & {
   clientOf(upstream: string): UpstreamSessionClient;
-  /**
-   * upstream.standingStream of each upstream: which pooled sessions' GET streams are held with nobody listening.
-   * Default auto.
-   */
-  standingOf?(upstream: string): StandingStream;
-  /** Whether the upstream was seen asking outside a call (upstream/replicas/outside-askers.ts); default never. */
-  asksOutside?(upstream: string): boolean;
-  /** Whether the upstream can have a scout session: its credentials are not per principal. Default yes. */
-  scoutable?(upstream: string): boolean;
-  /** The lists of the upstream the gateway cache keeps past their ttlMs on a change's word, by scope. */
-  listsKept?(upstream: string): { public: boolean; private: boolean };
+  /** Which GET streams are held with nobody listening, by upstream (standing.ts); default: auto, nothing learned. */
+  standing?: StandingPolicy;
 };
 
 /**
@@ -145,8 +135,8 @@ export class Subscriptions {
     this.standing = new StandingBy({
       pool: deps.pool,
       channelFor: (key, session) => this.channelFor(key, session),
-      wants: (session) => this.standsFor(session),
-      scouts: (session) => this.scouts(session),
+      hasStream: (upstream) => deps.clientOf(upstream).hasStandaloneStream?.() === true,
+      policy: deps.standing ?? {},
       log: deps.log,
       waitMs: limits.standWaitMs ?? 10_000,
     });
@@ -158,8 +148,7 @@ export class Subscriptions {
    * is up if this replica holds it, bounded.
    */
   stand(session: PooledSession): Promise<void> {
-    if (this.closing || this.deps.clientOf(session.key.upstream).hasStandaloneStream?.() !== true)
-      return Promise.resolve();
+    if (this.closing) return Promise.resolve();
     const standing = this.standing.stand(session);
     if (this.standing.size > 0) this.startTicker();
     return standing;
@@ -195,26 +184,7 @@ export class Subscriptions {
    * GET stream is held, or the answer is public and the upstream's scout is up (standing.ts).
    */
   holdsStream(session: PooledSession, scope?: 'public' | 'private'): boolean {
-    if (this.standsFor(session)) return true;
-    return scope === 'public' && this.standing.scoutUp(session.key.upstream);
-  }
-
-  /** Whether the session's own GET stream is held though nobody listens (standing.ts, upstream.standingStream). */
-  private standsFor(session: PooledSession): boolean {
-    const { upstream, legacyCapabilities } = session.key;
-    if (this.deps.clientOf(upstream).hasStandaloneStream?.() !== true) return false;
-    const policy = this.deps.standingOf?.(upstream) ?? 'auto';
-    if (policy === 'auto' && this.deps.listsKept?.(upstream).private === true) return true;
-    return wantsStandingStream(policy, legacyCapabilities, this.deps.asksOutside?.(upstream) === true);
-  }
-
-  /** Whether `session`'s upstream should have a scout: something would hear through it (standing.ts). */
-  private scouts(session: PooledSession): boolean {
-    const upstream = session.key.upstream;
-    if ((this.deps.standingOf?.(upstream) ?? 'auto') !== 'auto' || this.deps.scoutable?.(upstream) === false)
-      return false;
-    if (this.deps.listsKept?.(upstream).public === true) return true;
-    return this.deps.asksOutside?.(upstream) !== true && askable(session.key.legacyCapabilities);
+    return this.standing.hears(session, scope);
   }
 
   /** Serves one subscriptions/listen. Throws (nothing written yet) when it cannot be acknowledged. */

@@ -26,31 +26,11 @@
 import type { StandingStream } from '../config/index.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { PooledSession, SessionKey, SessionPool } from '../pool/index.js';
+import { SCOUT_PRINCIPAL, scoutKey, type PooledSession, type SessionKey, type SessionPool } from '../pool/index.js';
 import type { ChannelMember, SessionChannel } from './channel.js';
 
 /** What a server may ask a client outside a call: a session whose client declared none has nothing to hear there. */
 const ASKABLE = ['roots', 'sampling', 'elicitation'] as const;
-
-/** The principal of every upstream's scout session: a principal hash (base64url) never holds a `~`. */
-export const SCOUT_PRINCIPAL = '~scout';
-
-/** What a scout declares at initialize: everything a server may ask of a client. */
-const SCOUT_CAPABILITIES: JsonObject = Object.freeze({
-  roots: { listChanged: true },
-  sampling: {},
-  elicitation: { form: {}, url: {} },
-});
-
-/** An upstream's scout session: one key for every replica. */
-export function scoutKey(upstream: string): SessionKey {
-  return {
-    id: `${upstream}|${SCOUT_PRINCIPAL}|scout`,
-    upstream,
-    principalHash: SCOUT_PRINCIPAL,
-    legacyCapabilities: SCOUT_CAPABILITIES,
-  };
-}
 
 /** Whether the client that declared `declared` can be asked outside a call. */
 export function askable(declared: JsonObject): boolean {
@@ -79,13 +59,26 @@ interface Stand {
   member: ChannelMember;
 }
 
+/** What decides, per upstream, which streams are held with nobody listening. */
+export interface StandingPolicy {
+  /** upstream.standingStream; default auto. */
+  standingOf?(upstream: string): StandingStream;
+  /** Whether the upstream was seen asking outside a call (upstream/replicas/outside-askers.ts); default never. */
+  asksOutside?(upstream: string): boolean;
+  /** Whether the upstream can have a scout session: its credentials are not per principal. Default yes. */
+  scoutable?(upstream: string): boolean;
+  /** The lists of the upstream the gateway cache keeps past their ttlMs on a change's word, by scope. */
+  listsKept?(upstream: string): { public: boolean; private: boolean };
+  /** Reads the scout session's tools into its facts, which new sessions of its upstream fall back on. */
+  learnScout?(scout: PooledSession): Promise<void>;
+}
+
 export interface StandingDeps {
   pool: SessionPool;
   channelFor(key: SessionKey, session: PooledSession): SessionChannel;
-  /** Whether this session has a standalone stream worth holding (its upstream has one, and may ask on it). */
-  wants(session: PooledSession): boolean;
-  /** Whether the upstream of `session`, new to this replica, should have its scout. */
-  scouts(session: PooledSession): boolean;
+  /** Whether the upstream's sessions have a standalone GET stream (Streamable HTTP). */
+  hasStream(upstream: string): boolean;
+  policy: StandingPolicy;
   log: Logger;
   /** Longest a request that brought a new session waits for the stream to be up. */
   waitMs: number;
@@ -97,12 +90,43 @@ export class StandingBy {
   private readonly scouting = new Map<string, Scout>();
   /** When an upstream whose scout could not be opened may be tried again. */
   private readonly retryAt = new Map<string, number>();
+  /** Upstreams whose scout is reading its tools. */
+  private readonly learning = new Set<string>();
   private closed = false;
 
   constructor(private readonly deps: StandingDeps) {}
 
   get size(): number {
     return this.stands.size + this.scouting.size;
+  }
+
+  /**
+   * Whether a change the upstream tells of what was read on `session` (with `scope`, as the
+   * gateway cache keeps it) reaches Causeway whether or not anybody listens: the session's own
+   * GET stream is held, or the answer is public and the upstream's scout is up.
+   */
+  hears(session: PooledSession, scope?: 'public' | 'private'): boolean {
+    return this.wants(session) || (scope === 'public' && this.scoutUp(session.key.upstream));
+  }
+
+  /** Whether the session's own GET stream is held though nobody listens (upstream.standingStream). */
+  private wants(session: PooledSession): boolean {
+    const { upstream, legacyCapabilities } = session.key;
+    const { standingOf, asksOutside, listsKept } = this.deps.policy;
+    if (!this.deps.hasStream(upstream)) return false;
+    const policy = standingOf?.(upstream) ?? 'auto';
+    if (policy === 'auto' && listsKept?.(upstream).private === true) return true;
+    return wantsStandingStream(policy, legacyCapabilities, asksOutside?.(upstream) === true);
+  }
+
+  /** Whether `session`'s upstream should have a scout: something would hear through it. */
+  private scouts(session: PooledSession): boolean {
+    const upstream = session.key.upstream;
+    const { standingOf, asksOutside, listsKept, scoutable } = this.deps.policy;
+    if ((standingOf?.(upstream) ?? 'auto') !== 'auto' || scoutable?.(upstream) === false) return false;
+    if (!this.deps.hasStream(upstream)) return false;
+    if (listsKept?.(upstream).public === true) return true;
+    return asksOutside?.(upstream) !== true && askable(session.key.legacyCapabilities);
   }
 
   /** Whether `upstream`'s scout is up: the changes it tells all its sessions reach Causeway. */
@@ -120,8 +144,10 @@ export class StandingBy {
     // A session-less upstream has no stream of a session to hold, nor answers to take.
     if (this.closed || session.record.sessionId === undefined || session.key.principalHash === SCOUT_PRINCIPAL)
       return Promise.resolve();
-    if (!this.scouting.has(session.key.upstream) && this.deps.scouts(session)) void this.scout(session.key.upstream);
-    if (this.stands.has(id) || !this.deps.wants(session)) return Promise.resolve();
+    const upstream = session.key.upstream;
+    if (!this.scouting.has(upstream) && this.scouts(session)) void this.scout(upstream);
+    else this.learnTools(upstream);
+    if (this.stands.has(id) || !this.wants(session)) return Promise.resolve();
     const channel = this.deps.channelFor(session.key, session);
     const stand: Stand = {
       channel,
@@ -185,7 +211,10 @@ export class StandingBy {
       const channel = this.deps.channelFor(key, await this.deps.pool.acquire(key));
       await channel.attach(scout.member, []);
       if (this.scouting.get(upstream) !== scout) await channel.detach(scout.member);
-      else scout.channel = channel;
+      else {
+        scout.channel = channel;
+        this.learnTools(upstream);
+      }
     } catch (err) {
       if (this.scouting.get(upstream) === scout) this.scouting.delete(upstream);
       const again = this.retryAt.has(upstream);
@@ -195,6 +224,18 @@ export class StandingBy {
       if (again) this.deps.log.debug({ err, upstream }, what);
       else this.deps.log.info({ err, upstream }, what);
     }
+  }
+
+  /** The scout reads its tools, once up and until it has them all (again, after a change made them stale). */
+  private learnTools(upstream: string): void {
+    const learn = this.deps.policy.learnScout;
+    if (learn === undefined || this.learning.has(upstream) || !this.scoutUp(upstream)) return;
+    const session = this.deps.pool.peek(scoutKey(upstream).id);
+    if (session === undefined || session.facts.toolsComplete) return;
+    this.learning.add(upstream);
+    void learn(session)
+      .catch((err: unknown) => this.deps.log.debug({ err, upstream }, "the scout could not read the upstream's tools"))
+      .finally(() => this.learning.delete(upstream));
   }
 
   private leave(id: string, stand: Stand): Promise<void> {

@@ -72,7 +72,7 @@ export class WarmLane implements WarmUpstream {
     // Not known to have annotations: checked once the session's tools were read, or needing none.
     if (
       params === undefined
-        ? !facts.toolsComplete && mayNeedParamHeaders(ex.headers, args)
+        ? !facts.knows(request.name!) && mayNeedParamHeaders(ex.headers, args)
         : !checkParamHeaders(ex.headers, params, args).ok
     )
       return false;

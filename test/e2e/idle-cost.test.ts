@@ -3,7 +3,8 @@
 // stream). A new session costs at most 4 commands, its first use on another replica at most 2,
 // and idle sessions cost nothing per session: over a window, Redis hears each replica's liveness
 // beat (its script, and the SET of its status page part) and nothing else, with sessions that hold their GET stream
-// (clients that declared roots) as with sessions that do not, and the same with twice as many of them.
+// (clients that declared roots, once the upstream was seen asking outside a call: it asks its
+// scout as soon as it can) as with sessions that do not, and the same with twice as many of them.
 
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
@@ -12,6 +13,7 @@ import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
 import { rpc, sleep } from '../mrtr/wire.js';
+import { until } from '../helpers/until.js';
 
 const PREFIX = 'idle:';
 const TAKEOVER_MS = 3_000;
@@ -21,7 +23,7 @@ const BEAT_MS = TAKEOVER_MS / 3;
 const PER_BEAT = 2;
 
 const redis = await startRedis(t);
-const upstream = await startLegacyServer();
+const upstream = await startLegacyServer({ asksWhenStreamOpens: 'first' });
 t.teardown(() => upstream.close());
 
 /** Commands clients send (not those a script runs), as MONITOR shows them, by replica connection. */
@@ -82,10 +84,17 @@ const replicas = await Promise.all(
   ),
 );
 
+/** A series' value on a replica's /metrics (0 when absent). */
+async function metric(adminUrl: string | undefined, name: string): Promise<number> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  return Number(new RegExp(`^${name}\\{[^}]*\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+}
+
 const NO_ASKS = { elicitation: undefined } as Record<string, unknown>;
 let principals = 0;
 /**
- * Sessions opened for clients that declared roots: under upstream.standingStream=auto, theirs are the GET streams held.
+ * Sessions opened for clients that declared roots: under upstream.standingStream=auto, once the upstream was seen
+ * asking outside a call, theirs are the GET streams held (beside the upstream's scout's).
  */
 let asking = 0;
 /** One call on replica `r` for a principal new to every replica. */
@@ -126,6 +135,16 @@ t.test('a new session costs at most 4 Redis commands; its first use on another r
   // Once per replica, not per session: its first scripts are loaded, its first subscriptions made.
   for (const r of [0, 1, 2])
     for (const caps of [NO_ASKS, { roots: {} }]) await call((r + 1) % 3, await newSession(r, caps), caps);
+  // Once per upstream: its scout's stream, asked on at once, teaches every replica to hold the asked sessions'.
+  await until(
+    async () => {
+      const learned = await Promise.all(
+        replicas.map((r) => metric(r.adminUrl, 'causeway_upstream_asks_outside_calls')),
+      );
+      return learned.every((n) => n === 1);
+    },
+    { what: 'every replica to learn that the upstream asks outside a call' },
+  );
   for (const [caps, what] of [
     [NO_ASKS, 'a client that declared nothing to ask'],
     [{ roots: {} }, 'a client that declared roots (its GET stream is held)'],
@@ -181,10 +200,11 @@ t.test('idle sessions cost Redis the replicas’ beats and nothing else, however
     t.ok(lastUses.filter((c) => c.name === 'pexpire').length <= 30, 'at most one last use per session used');
     t.ok(w.beats <= 3 * (6 + 2) * PER_BEAT, `${w.beats} beats from 3 replicas in 6 beat periods`);
   }
+  await until(() => upstream.stats().getStreamsOpen === asking + 1, { what: 'the asked sessions’ streams' });
   t.equal(
     upstream.stats().getStreamsOpen,
-    asking,
+    asking + 1,
     `one GET stream for each of the ${asking} sessions whose clients ` +
-      `declared roots, none for the ${principals - asking} others`,
+      `declared roots, and the scout's; none for the ${principals - asking} others`,
   );
 });

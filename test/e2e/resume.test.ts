@@ -157,7 +157,8 @@ t.test('modern_client-to-legacy_upstream-holder-killed-and-upstream-session-gone
   const s = await setup(t);
   const state = await firstRound(t, s);
   await stopProcess(s.a.child, { signal: 'SIGKILL' });
-  t.equal(await s.fixture.expireSessions(), 1, 'the upstream forgot the session');
+  // The call's session, and the upstream's scout once up (its client can be asked: subscriptions/standing.ts).
+  t.ok((await s.fixture.expireSessions()) >= 1, 'the upstream forgot the session');
   t.equal(await finishOnB(t, s, state), 'name=Ann; color=red; side effects=1', 'replayed on a new session, it answers');
   t.equal((await s.fixture.stats()).sideEffects, 2, 'the replay repeated the side effect');
   t.equal(await retries(s.b, 'resume'), 0, 'the stream could not be resumed');

@@ -8,7 +8,10 @@
 // tool that runs only as a 2025-11-25 task, run as a task of the tasks extension, its clarifying
 // question answered through tasks/update. The 2.4.0 client sends no tasks/* at 2026-07-28, so the task is driven raw.
 // Behind two replicas sharing Redis, get-roots-list called on the replica that does not hold the
-// session's GET stream still gets its roots/list answered.
+// session's GET stream still gets its roots/list answered. On Streamable HTTP a session's GET
+// stream is held once the server was seen asking outside a call (upstream.standingStream=auto):
+// server-everything asks the roots of every client that declared them, Causeway's scout session
+// among them, as soon as it is initialized; each get-roots-list waits for that first.
 
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
@@ -113,6 +116,15 @@ const rootsClient = () =>
     { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { roots: {} } },
   );
 
+/** Resolves once every replica learned that the upstream asks outside a call (a scout came with an asking client). */
+async function learned(adminUrls: Array<string | undefined>): Promise<void> {
+  const one = async (adminUrl: string | undefined) =>
+    /^causeway_upstream_asks_outside_calls\{[^}]*\} 1$/m.test(await (await fetch(`${adminUrl}/metrics`)).text());
+  await until(async () => (await Promise.all(adminUrls.map(one))).every(Boolean), {
+    what: 'the replicas to learn that server-everything asks outside a call',
+  });
+}
+
 /** Its roots/list is a round of the call (a hang would be this test's timeout: requestTimeoutMs is huge). */
 async function rootsList(t: Test, url: string): Promise<void> {
   const client = rootsClient();
@@ -212,7 +224,10 @@ for (const [mode, settings] of Object.entries(MODES)) {
     await t.test(`modern_client-to-server_everything_${mode}-echo-sampling-elicitation`, (t) =>
       echoSamplingElicitation(t, causeway.url),
     );
-    await t.test(`modern_client-to-server_everything_${mode}-get_roots_list`, (t) => rootsList(t, causeway.url));
+    await t.test(`modern_client-to-server_everything_${mode}-get_roots_list`, async (t) => {
+      if (mode === 'streamableHttp') await learned([causeway.adminUrl]);
+      await rootsList(t, causeway.url);
+    });
     await t.test(`modern_client-to-server_everything_${mode}-listen-hears-a-resource-list-change`, (t) =>
       listenHearsResourceListChange(t, causeway.url),
     );
@@ -246,6 +261,7 @@ t.test('server-everything in its streamableHttp mode, behind two replicas sharin
   await opener.connect(new StreamableHTTPClientTransport(new URL(a.url)));
   t.teardown(() => opener.close());
   await opener.listTools();
+  await learned([a.adminUrl, b.adminUrl]);
   await t.test('modern_client-to-server_everything_streamableHttp-get_roots_list-on-the-other-replica', (t) =>
     rootsList(t, b.url),
   );

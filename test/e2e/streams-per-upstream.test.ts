@@ -56,7 +56,7 @@ async function shared(t: Test, fixture: LegacyServerOptions) {
 }
 
 t.test('streams_per_upstream-an_upstream_that_asks_outside_a_call_is_learned_on_every_replica', async (t) => {
-  const { upstream, settings } = await shared(t, { asksWhenStreamOpens: true });
+  const { upstream, settings } = await shared(t, { asksWhenStreamOpens: 'every' });
   const [a, b] = await Promise.all([spawnCauseway(settings, { t }), spawnCauseway(settings, { t })]);
   const learned = (adminUrl: string | undefined) =>
     series(adminUrl, 'causeway_upstream_asks_outside_calls', { upstream: 'fixture' });

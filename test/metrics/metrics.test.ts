@@ -150,12 +150,14 @@ t.test('a scripted run gives exact counts', async (t) => {
     1,
     'the unlisted tool',
   );
-  t.equal(
-    value(m, 'causeway_upstream_request_duration_seconds_count{upstream="default",method="tools/list",result="ok"}'),
-    2,
-    "tools/list, and the first session's schema fetch (the other " +
-      "session's call has no argument an annotation could name)",
+  // The first session's call has an argument an annotation could name: its tools are read, by the
+  // upstream's scout (subscriptions/standing.ts; the first client can be asked) or, when its call
+  // comes before the scout read them, by the session itself. The other session's call has none.
+  const lists = value(
+    m,
+    'causeway_upstream_request_duration_seconds_count{upstream="default",method="tools/list",result="ok"}',
   );
+  t.ok(lists === 2 || lists === 3, `tools/list, the scout's, and perhaps the first session's schema fetch: ${lists}`);
   t.equal(
     value(
       m,
