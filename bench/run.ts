@@ -53,6 +53,7 @@ import {
   type Upstream,
   type UpstreamKind,
 } from './services.js';
+import { FIRST_CALL } from './types.js';
 import type { BenchResults, ColdCall, MemoryResult, PairedRow, PathName, RunRecord, SettleRecord } from './types.js';
 
 const RUN_MS = Number(process.env.BENCH_RUN_MS ?? 800);
@@ -535,7 +536,9 @@ async function runUpstream(
 /**
  * What a cold call (a principal with no pooled session yet) costs upstream, counted by the raw
  * upstream itself: a call with no argument value, one with an argument (its tool's Mcp-Param
- * annotations must be known first: one tools/list per session), and that call again.
+ * annotations must be known first: the upstream's scout read them), and that call again. The
+ * process's first call comes before them and is counted apart: it brings what an upstream needs
+ * once (its scout session, for a client that can be asked), which later principals share.
  */
 async function coldRun(upstream: Upstream, logDir: string, results: BenchResults): Promise<void> {
   say('cold call: upstream exchanges per first call of a new principal');
@@ -550,6 +553,7 @@ async function coldRun(upstream: Upstream, logDir: string, results: BenchResults
     command: cw.svc.command.replace(process.execPath, 'node').replace(DIST, 'dist/'),
   });
   const calls: Array<[string, string, Record<string, unknown>]> = [
+    [FIRST_CALL, 'cold-first', {}],
     ['cold call, no argument value (new principal)', 'cold-a', {}],
     ['cold call with an argument value (new principal)', 'cold-b', { text: 'hello' }],
     ['the same call again (warm session)', 'cold-b', { text: 'hello' }],
@@ -569,9 +573,8 @@ async function coldRun(upstream: Upstream, logDir: string, results: BenchResults
         }),
       });
       await res.text();
-      // The initialized notification and any background work land within a moment of the answer.
-      await sleep(300);
-      const after = (await upstream.stats()).exchanges ?? {};
+      // The initialized notification and any background work (the scout's) land after the answer.
+      const after = await settled(upstream);
       const byKind: Record<string, number> = {};
       for (const [k, n] of Object.entries(after)) if (n - (before[k] ?? 0) > 0) byKind[k] = n - (before[k] ?? 0);
       out.push({ what, exchanges: Object.values(byKind).reduce((a, b) => a + b, 0), byKind, status: res.status });
@@ -589,6 +592,17 @@ async function coldRun(upstream: Upstream, logDir: string, results: BenchResults
     say(`  cold-call run failed: ${(err as Error).message}`);
   } finally {
     await cw.svc.stop('SIGKILL');
+  }
+}
+
+/** The raw upstream's exchanges once no new one came for 300 ms. */
+async function settled(upstream: Upstream): Promise<Record<string, number>> {
+  let last = JSON.stringify((await upstream.stats()).exchanges ?? {});
+  for (;;) {
+    await sleep(300);
+    const now = (await upstream.stats()).exchanges ?? {};
+    if (JSON.stringify(now) === last) return now;
+    last = JSON.stringify(now);
   }
 }
 

@@ -90,6 +90,9 @@ export interface MemoryResult {
 }
 
 /** Upstream HTTP exchanges one modern tools/call caused (raw upstream's own count, by kind). */
+/** The cold-call phase's first call: the process's, which brings what an upstream needs once. */
+export const FIRST_CALL = "the process's first call (a new principal; the upstream's scout comes with it)";
+
 export interface ColdCall {
   what: string;
   exchanges: number;

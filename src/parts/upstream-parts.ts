@@ -235,8 +235,13 @@ export function upstreamsPart(
   const build = (spec: UpstreamSpec, config: Config) => upstreamParts(spec, config, metrics, log, shared);
   // A reload adds, replaces and removes entries: the drain ends and closes those there then.
   const upstreams = new Map(topology.upstreams.map((spec) => [spec.name, build(spec, config)]));
-  // A probe that says nothing is tried again by the first request that needs the era.
-  parts.onStart('eras', () => Promise.allSettled([...upstreams.values()].map((u) => u.modern?.era.era())));
+  // An HTTP upstream's era costs one request: found at start-up, not by the first client's. A
+  // stdio upstream's costs a child, and one with credentials a token: those wait for the first
+  // request that needs the era. A probe that says nothing is tried again by that request too.
+  const cheap = (u: UpstreamParts) => u.spec.transport === 'streamable-http' && u.spec.credentials === undefined;
+  parts.onStart('eras', () =>
+    Promise.allSettled([...upstreams.values()].filter(cheap).map((u) => u.modern?.era.era())),
+  );
   parts.onEndStreams('upstreams', () => upstreams.forEach(endStreams));
   parts.onClose('upstreams', () => Promise.all([...upstreams.values()].map(closeUpstream)));
   const signIns = new Map([...upstreams].flatMap(([name, u]) => (u.signIn ? [[name, u.signIn] as const] : [])));
