@@ -372,8 +372,8 @@ function scaleTargets(res: BenchResults): TargetRow[] {
     });
     if (r.sessions === 1000) {
       rows.push({
-        name: `Idle Redis commands sent per second, in all (${scaleWhere(r)})`,
-        target: '<= 30',
+        name: `Idle Redis commands per second, in all, scripts' inner commands counted (${scaleWhere(r)})`,
+        target: '<= 30 executed',
         value:
           `${r.idle.perSecond.toFixed(1)} ` +
           `(${
@@ -383,7 +383,16 @@ function scaleTargets(res: BenchResults): TargetRow[] {
               .join(', ') || 'none'
           })` +
           `; executed ${r.idle.executedPerSecond.toFixed(1)}`,
-        met: r.idle.perSecond <= 30,
+        met: r.idle.executedPerSecond <= 30,
+      });
+      const streams = r.upstream.getStreamsOpen;
+      rows.push({
+        name:
+          `Upstream GET streams open once idle (${scaleWhere(r)}, ` +
+          `client capabilities ${JSON.stringify(r.clientCapabilities)})`,
+        target: '<= 100',
+        value: streams === undefined ? 'not read' : `${int(streams)} for ${int(r.sessions)} principals`,
+        met: streams === undefined ? null : streams <= 100,
       });
     }
     const kb = worstRssKb(r);
