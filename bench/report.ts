@@ -54,7 +54,7 @@ const ms = (v: number | undefined) =>
 const us = (v: number | undefined) => (v === undefined || !Number.isFinite(v) ? 'n/a' : v.toFixed(0));
 const int = (v: number) => Math.round(v).toLocaleString('en-US');
 
-function median(values: number[]): number {
+export function median(values: number[]): number {
   const v = values.filter(Number.isFinite).sort((a, b) => a - b);
   if (v.length === 0) return NaN;
   const mid = v.length >> 1;
@@ -229,6 +229,25 @@ export function evaluateTargets(res: BenchResults): TargetRow[] {
         `(${int(cw.opsPerSecond)} vs ${int(d.opsPerSecond)} req/s)`,
       met: cw.opsPerSecond >= 0.9 * d.opsPerSecond,
     });
+  }
+  for (const l of res.inspectorLoad ?? []) {
+    const upstream = l.upstream === 'sdk' ? 'SDK 1.32.2 upstream (SSE answers)' : 'raw upstream';
+    for (const [when, w, target] of [
+      ['after a warm-up', l.warm, 1.0],
+      [`in the first ${l.startWindowMs / 1000} s after start`, l.start, 0.9],
+    ] as const) {
+      const [c, tr, d] = [median(w.causeway), median(w.translator), median(w.direct)];
+      rows.push({
+        name:
+          `MCP Inspector CLI load (c=${l.concurrency}) through ` +
+          `Causeway / the minimal translator, ${when}, ${upstream}`,
+        target: `>= ${target.toFixed(1)}x`,
+        value:
+          `${(c / tr).toFixed(2)}x (${c.toFixed(0)}/s vs ${tr.toFixed(0)}/s, medians of ${w.causeway.length} ` +
+          `windows; direct ${d.toFixed(0)}/s)`,
+        met: c >= target * tr,
+      });
+    }
   }
   const cold = res.cold;
   if (cold && !('error' in cold)) {
@@ -690,6 +709,29 @@ function generated(res: BenchResults, jsonPath: string): string {
           `${r.calls} (${r.warmCalls})`,
           `${(r.perCall / 1000).toFixed(1)}k`,
           r === i.causeway ? `${(i.causeway.perCall / i.translator.perCall).toFixed(2)}x` : '1',
+        ]),
+      ),
+    );
+  }
+  for (const l of res.inspectorLoad ?? []) {
+    const list = (v: number[]) => v.map((x) => x.toFixed(0)).join(', ');
+    out.push('');
+    out.push(
+      `The MCP Inspector CLI's load (c=${l.concurrency}, ${l.upstream} upstream): each "first ` +
+        `${l.startWindowMs / 1000} s" window is a process just started, its first ${l.startWindowMs} ms ` +
+        `(direct: the warm upstream in the same round); the warm windows come in rounds after an untimed warm-up. ` +
+        'Requests per second:',
+    );
+    out.push('');
+    out.push(
+      table(
+        ['path', `first ${l.startWindowMs / 1000} s windows`, 'median', 'warm windows', 'median'],
+        (['causeway', 'translator', 'direct'] as const).map((p) => [
+          p === 'causeway' ? 'Causeway' : p === 'translator' ? 'minimal Node translator' : 'direct',
+          list(l.start[p]),
+          median(l.start[p]).toFixed(0),
+          list(l.warm[p]),
+          median(l.warm[p]).toFixed(0),
         ]),
       ),
     );

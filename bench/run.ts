@@ -9,11 +9,12 @@
 // BENCH_PAIR_ROUNDS (5; alternating Causeway / translator windows per concurrency, raw phase),
 // BENCH_PAIR_PROCESSES (3; fresh Causeway / translator pairs the paired run draws its windows from),
 // BENCH_FULL=1 (every workload x concurrency on the SDK upstream too, ~1 minute more),
-// BENCH_NO_DOC=1 (write the JSON only), BENCH_ONLY=raw,cold,memory,profile,cache,instructions,sdk,scale,scale-cluster
-// (some phases; no doc; scale-cluster runs only when named), BENCH_PROFILE_CONCURRENCY (16) and
-// BENCH_PROFILE_MS (3000) for the profiled run, BENCH_INSTR_WARM_CALLS (12000) and BENCH_INSTR_MS
-// (20000) for the callgrind count (bench/instructions.ts); the scale phases' own knobs are in bench/scale.ts.
-// OTEL_* variables are passed on to Causeway (tracing on when they ask for it; see README, Traces).
+// BENCH_NO_DOC=1 (write the JSON only),
+// BENCH_ONLY=raw,cold,memory,profile,cache,instructions,sdk,inspector,scale,scale-cluster (some phases; no doc;
+// scale-cluster runs only when named), BENCH_PROFILE_CONCURRENCY (16) and BENCH_PROFILE_MS (3000) for the profiled run,
+// BENCH_INSTR_WARM_CALLS (12000) and BENCH_INSTR_MS (20000) for the callgrind count (bench/instructions.ts); the scale
+// phases' own knobs are in bench/scale.ts. OTEL_* variables are passed on to Causeway (tracing on when they ask for it;
+// see README, Traces).
 
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -36,7 +37,7 @@ import { gcMark, gcSince } from './gc.js';
 import { scaleRun } from './scale.js';
 import { instructionsRun } from './instructions.js';
 import { findBinary, peakRssMb, procCpuUs, resetPeakRss, rssMb, sleep } from './procs.js';
-import { CONCURRENCY, headline, renderDoc, evaluateTargets } from './report.js';
+import { CONCURRENCY, headline, median, renderDoc, evaluateTargets } from './report.js';
 import {
   DIST,
   metricsOf,
@@ -533,6 +534,74 @@ async function runUpstream(
   return upstream;
 }
 
+/** How long each window of the Inspector load right after a process's start lasts. */
+const START_WINDOW_MS = 5_000;
+/** Processes started per path for those windows. */
+const START_ROUNDS = Number(process.env.BENCH_START_ROUNDS ?? 3);
+
+/**
+ * The MCP Inspector CLI's load (c=10, small tools/calls) through Causeway, through the minimal
+ * translator and direct, on `upstream`: first the first 5 s of processes just started (a fresh
+ * Causeway and a fresh translator each round, in alternating order, with a direct window beside
+ * them), then, on a Causeway and a translator warmed up untimed, windows in rounds.
+ */
+async function inspectorLoadRun(ctx: Ctx, logDir: string, results: BenchResults): Promise<void> {
+  const kind = ctx.upstream.kind;
+  say(`inspector load: c=10 on the ${kind} upstream, the first 5 s after start and after a warm-up`);
+  const direct: Target = { era: 'legacy', url: ctx.upstream.url, ...(await openLegacySession(ctx.upstream.url)) };
+  const window = async (target: Target, ms: number) =>
+    (await ctx.worker.run<CannonResult>(loadJob(target, 'call', 10, ms))).perSecond;
+  const fresh = (path: 'causeway' | 'translator', n: number) =>
+    path === 'causeway'
+      ? startCauseway(`causeway-start-${kind}-${n}`, ctx.upstream.url, {}, logDir)
+      : startNodeReference('node-translator', ctx.upstream, logDir);
+  const run = {
+    upstream: kind,
+    concurrency: 10,
+    startWindowMs: START_WINDOW_MS,
+    start: { direct: [] as number[], causeway: [] as number[], translator: [] as number[] },
+    warm: { direct: [] as number[], causeway: [] as number[], translator: [] as number[] },
+  };
+  for (let round = 0; round < START_ROUNDS; round++) {
+    const order = round % 2 === 0 ? (['causeway', 'translator'] as const) : (['translator', 'causeway'] as const);
+    for (const path of order) {
+      const p = await fresh(path, round);
+      try {
+        run.start[path].push(await window({ era: 'modern', url: p.url }, START_WINDOW_MS));
+      } finally {
+        await p.stop();
+      }
+    }
+    run.start.direct.push(await window(direct, START_WINDOW_MS));
+  }
+  const started: Proxy[] = [];
+  try {
+    const cw = await fresh('causeway', START_ROUNDS);
+    started.push(cw);
+    const tr = await fresh('translator', START_ROUNDS);
+    started.push(tr);
+    const sides = [
+      { windows: run.warm.direct, target: direct, proxy: undefined, path: 'direct' as const },
+      { windows: run.warm.causeway, target: modernAt(cw), proxy: cw, path: 'causeway-memory' as const },
+      { windows: run.warm.translator, target: modernAt(tr), proxy: tr, path: 'node-translator' as const },
+    ];
+    for (const side of sides) await warmUp(ctx, side.path, side.target, side.proxy, false);
+    for (let round = 0; round < PAIR_ROUNDS; round++)
+      for (const side of sides) side.windows.push(await window(side.target, RUN_MS));
+  } finally {
+    for (const p of started.reverse()) await p.stop();
+  }
+  (results.inspectorLoad ??= []).push(run);
+  const med = (v: number[]) => median(v).toFixed(0);
+  say(
+    `  ${kind}: first 5 s, Causeway ${med(run.start.causeway)}/s, translator ${med(run.start.translator)}/s, ` +
+      `direct ${med(run.start.direct)}/s; warm, Causeway ${med(run.warm.causeway)}/s, translator ` +
+      `${med(run.warm.translator)}/s, direct ${med(run.warm.direct)}/s`,
+  );
+}
+
+const modernAt = (p: Proxy): Target => ({ era: 'modern', url: p.url });
+
 /**
  * What a cold call (a principal with no pooled session yet) costs upstream, counted by the raw
  * upstream itself: a call with no argument value, one with an argument (its tool's Mcp-Param
@@ -832,7 +901,9 @@ async function main(): Promise<void> {
   });
 
   const phases = new Set(
-    (process.env.BENCH_ONLY ?? 'raw,cold,memory,profile,cache,instructions,sdk,scale,scale-cluster').split(','),
+    (process.env.BENCH_ONLY ?? 'raw,cold,memory,profile,cache,instructions,sdk,inspector,scale,scale-cluster').split(
+      ',',
+    ),
   );
   // The shared redis-server and nginx serve the upstream sweeps only (the scale phases start their own Redis).
   const sweeps = phases.has('raw') || phases.has('sdk');
@@ -882,6 +953,15 @@ async function main(): Promise<void> {
   if (phases.has('sdk')) {
     const sdk = await runUpstream('sdk', ctx, logDir, results, nginx);
     await sdk.svc.stop();
+  }
+  // The Inspector load on each upstream, each started for it.
+  for (const kind of phases.has('inspector') ? (['sdk', 'raw'] as const) : []) {
+    const upstream = await startUpstream(kind, logDir);
+    try {
+      await inspectorLoadRun({ ...ctx, upstream }, logDir, results);
+    } finally {
+      await upstream.svc.stop();
+    }
   }
   await redis?.stop();
   // Each scale run starts its own Redis, upstream and replicas, and stops them whatever happens.

@@ -257,6 +257,19 @@ export interface BenchResults {
     pipe?: number[];
     nginx?: number[];
   };
+  /**
+   * The MCP Inspector CLI's load (c=10, one small tools/call after another) through a Causeway and
+   * a minimal translator of their own and direct, on each upstream: requests per second of each
+   * window. `start`: each window the first START_WINDOW_MS of a process just started (a new one
+   * per window; direct's upstream is warm); `warm`: windows in rounds after an untimed warm-up.
+   */
+  inspectorLoad?: Array<{
+    upstream: UpstreamKind;
+    concurrency: number;
+    startWindowMs: number;
+    start: { direct: number[]; causeway: number[]; translator: number[] };
+    warm: { direct: number[]; causeway: number[]; translator: number[] };
+  }>;
   memory?: MemoryResult | { error: string };
   cold?: ColdCall[] | { error: string };
   /** A repeated tools/list of 1,000 tools through the gateway cache, against the cache off (c=16). */

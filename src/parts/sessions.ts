@@ -132,15 +132,22 @@ async function learnScoutTools(u: UpstreamParts, ids: IdMinter, scout: PooledSes
 
 const MAX_SCOUT_PAGES = 20;
 
+type ListsKept = { public: boolean; private: boolean };
+
+/** Read once per upstream's parts (a reload builds new ones): the sweep asks for every pooled session. */
+const keptOf = new WeakMap<UpstreamParts, ListsKept>();
+
 /** The lists the gateway cache keeps of `u` past their ttlMs on a change's word (upstream-cache.ts), by scope. */
-function listsKept(u: UpstreamParts, keepMs: number): { public: boolean; private: boolean } {
-  const kept = { public: false, private: false };
-  if (u.cache === undefined) return kept;
+function listsKept(u: UpstreamParts, keepMs: number): ListsKept {
+  let kept = keptOf.get(u);
+  if (kept !== undefined) return kept;
+  kept = { public: false, private: false };
   const hint = cacheHintOf(u.spec.cache);
   for (const method of LIST_METHODS) {
     const { ttlMs, cacheScope } = hint(method);
-    if (ttlMs > 0 && keepMs > ttlMs) kept[cacheScope] = true;
+    if (u.cache !== undefined && ttlMs > 0 && keepMs > ttlMs) kept[cacheScope] = true;
   }
+  keptOf.set(u, kept);
   return kept;
 }
 

@@ -30,6 +30,9 @@ export const DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024;
 
 const LF = 10;
 
+/** What a feed that completed no event returns: never written to. */
+const NO_EVENTS: SseEvent[] = [];
+
 export class SseParser {
   private readonly maxEventBytes: number;
   // Not TextDecoder: each one makes an ICU converter, which cost a parser per SSE answer ~3 us.
@@ -40,7 +43,13 @@ export class SseParser {
   private skipLF = false;
   private started = false;
   private eventSize = 0;
-  private fields: { id?: string; event?: string; data?: string[]; retry?: number } = {};
+  // The event being read, field by field: reset in place, so an event costs its own object and
+  // data string, no more (a second data line is the only one to make an array).
+  private id: string | undefined = undefined;
+  private name: string | undefined = undefined;
+  private data: string | undefined = undefined;
+  private moreData: string[] | undefined = undefined;
+  private retry: number | undefined = undefined;
   private hasField = false;
 
   constructor(options: SseParserOptions = {}) {
@@ -57,14 +66,12 @@ export class SseParser {
     const out = this.feed(this.decoder.end());
     this.buf = '';
     this.scanFrom = 0;
-    this.fields = {};
-    this.hasField = false;
-    this.eventSize = 0;
+    this.reset();
     return out;
   }
 
   private feed(input: string): SseEvent[] {
-    const out: SseEvent[] = [];
+    let out: SseEvent[] | undefined;
     let text = input;
     if (!this.started && text.length > 0) {
       this.started = true;
@@ -74,10 +81,9 @@ export class SseParser {
       this.skipLF = false;
       if (text.charCodeAt(0) === LF) text = text.slice(1);
     }
-    if (text.length === 0) return out;
+    if (text.length === 0) return NO_EVENTS;
 
-    this.buf += text;
-    const buf = this.buf;
+    const buf = this.buf.length === 0 ? text : this.buf + text;
     let start = 0;
     let from = this.scanFrom;
     // The next CR and LF at or after `from`, each searched again only once passed (-1: none left).
@@ -93,66 +99,74 @@ export class SseParser {
         if (next === buf.length) this.skipLF = true;
         else if (buf.charCodeAt(next) === LF) next++;
       }
-      this.line(buf.slice(start, end), out);
+      if (start === end) {
+        const ev = this.dispatch();
+        if (ev !== undefined) (out ??= []).push(ev);
+      } else this.line(buf, start, end);
       start = from = next;
     }
-    this.buf = buf.slice(start);
+    this.buf = start === 0 ? buf : buf.slice(start);
     this.scanFrom = this.buf.length;
     if (this.eventSize + this.buf.length > this.maxEventBytes) this.tooLarge();
-    return out;
+    return out ?? NO_EVENTS;
   }
 
-  private line(line: string, out: SseEvent[]): void {
-    if (line.length === 0) {
-      this.dispatch(out);
-      return;
-    }
-    if (line.charCodeAt(0) === 0x3a) return;
+  /** The line buf[start, end), not empty: a field of the event being read, or a comment. */
+  private line(buf: string, start: number, end: number): void {
+    if (buf.charCodeAt(start) === 0x3a) return;
 
-    this.eventSize += line.length + 1;
+    this.eventSize += end - start + 1;
     if (this.eventSize > this.maxEventBytes) this.tooLarge();
 
-    const colon = line.indexOf(':');
-    const name = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.charCodeAt(0) === 0x20) value = value.slice(1);
+    let colon = buf.indexOf(':', start);
+    if (colon === -1 || colon > end) colon = end;
+    let at = colon < end ? colon + 1 : end;
+    if (at < end && buf.charCodeAt(at) === 0x20) at++;
+    const n = colon - start;
 
-    switch (name) {
-      case 'data':
-        (this.fields.data ??= []).push(value);
+    if (n === 4 && buf.startsWith('data', start)) {
+      const value = buf.slice(at, end);
+      if (this.data === undefined) this.data = value;
+      else (this.moreData ??= [this.data]).push(value);
+      this.hasField = true;
+    } else if (n === 5 && buf.startsWith('event', start)) {
+      this.name = buf.slice(at, end);
+      this.hasField = true;
+    } else if (n === 2 && buf.startsWith('id', start)) {
+      const value = buf.slice(at, end);
+      if (!value.includes('\0')) {
+        this.id = value;
         this.hasField = true;
-        break;
-      case 'event':
-        this.fields.event = value;
+      }
+    } else if (n === 5 && buf.startsWith('retry', start)) {
+      const value = buf.slice(at, end);
+      if (/^\d+$/.test(value)) {
+        this.retry = Number(value);
         this.hasField = true;
-        break;
-      case 'id':
-        if (!value.includes('\0')) {
-          this.fields.id = value;
-          this.hasField = true;
-        }
-        break;
-      case 'retry':
-        if (/^\d+$/.test(value)) {
-          this.fields.retry = Number(value);
-          this.hasField = true;
-        }
-        break;
-      default:
-        break;
+      }
     }
   }
 
-  private dispatch(out: SseEvent[]): void {
+  /** A blank line: the event read so far, if it had a field. */
+  private dispatch(): SseEvent | undefined {
+    let ev: SseEvent | undefined;
     if (this.hasField) {
-      const { id, event, data, retry } = this.fields;
-      const ev: SseEvent = { data: data === undefined ? '' : data.length === 1 ? data[0]! : data.join('\n') };
-      if (id !== undefined) ev.id = id;
-      if (event !== undefined && event !== '') ev.event = event;
-      if (retry !== undefined) ev.retry = retry;
-      out.push(ev);
+      const data = this.moreData !== undefined ? this.moreData.join('\n') : (this.data ?? '');
+      ev = { data };
+      if (this.id !== undefined) ev.id = this.id;
+      if (this.name !== undefined && this.name !== '') ev.event = this.name;
+      if (this.retry !== undefined) ev.retry = this.retry;
     }
-    this.fields = {};
+    this.reset();
+    return ev;
+  }
+
+  private reset(): void {
+    this.id = undefined;
+    this.name = undefined;
+    this.data = undefined;
+    this.moreData = undefined;
+    this.retry = undefined;
     this.hasField = false;
     this.eventSize = 0;
   }
