@@ -95,7 +95,7 @@ export function createApp(config: Config, log: Logger, given?: SessionStore, sou
   const inbound = { mounts, subjects: upstreams.subjects, signIn: upstreams.signIn, traffic };
   const { ingress, replace: door } = P.ingressPart(ground, { ...front, ...inbound });
   const inPlace = { upstreams, pool, modern, mounts, federations, folders, mountContext, door, metrics };
-  const reloader = P.reloadPart(ground, { ...inPlace, catalog, cache, modernOf, readiness }, source);
+  const reloader = P.reloadPart(ground, { ...inPlace, catalog, askers, cache, modernOf, readiness }, source);
   return {
     get url() {
       return listening.url;

@@ -30,6 +30,7 @@ import { adoptInCatalog } from './kept.js';
 import { modernDepsOf, type ModernContext } from './sessions.js';
 import type { Readiness } from './front.js';
 import type { GatewayCache, NameCatalog } from '../cache/index.js';
+import type { OutsideAskers } from '../upstream/index.js';
 
 /** Where a reload reads the configuration: the file (if any), then the start-up's environment and flags over it. */
 export interface ConfigSource {
@@ -54,6 +55,8 @@ export interface Reloadable {
   door(config: Config, topology: Topology): { readonly count: number };
   /** The names the replicas' lists taught them, which an upstream added joins. */
   catalog: NameCatalog | undefined;
+  /** Which upstreams ask outside a call: what the other replicas learned of an upstream added is read. */
+  askers: OutsideAskers;
   /** The gateway cache, which forgets what it kept of an upstream changed or removed. */
   cache: GatewayCache | undefined;
   metrics: Metrics;
@@ -230,6 +233,12 @@ export class Reloader {
     live.federations.splice(0, live.federations.length, ...federations);
     const { catalog } = live;
     if (catalog) for (const [name, u] of made) adoptInCatalog(catalog, name, u, this.ground.log);
+    for (const name of made.keys())
+      live.askers
+        .adopt(name)
+        .catch((err: unknown) =>
+          this.ground.log.warn({ err }, 'cannot read what the replicas learned of an upstream yet'),
+        );
     for (const name of [...removed, ...changed.map((u) => u.name)]) live.cache?.forget(name);
     this.running = { config, topology };
     const old = live.door(config, topology);

@@ -6,10 +6,9 @@ import type { GatewayCache } from '../cache/index.js';
 import { globToRegExp } from '../glob.js';
 import { CountsBy, type Metrics } from '../metrics/index.js';
 import type { BridgeDeps, ReplicaBridge } from '../mrtr/index.js';
-import { SessionPool, sessionRef, upstreamOf, type PooledSession, type SessionStore } from '../pool/index.js';
-import { toolFacts } from '../dialect/index.js';
+import { SessionPool, upstreamOf, type PooledSession, type SessionStore } from '../pool/index.js';
 import { isObject } from '../jsonrpc.js';
-import type { ModernDeps } from '../routing/index.js';
+import { readTools, type ModernDeps } from '../routing/index.js';
 import {
   Subscriptions,
   tapped,
@@ -18,7 +17,7 @@ import {
   type StandingPolicy,
 } from '../subscriptions/index.js';
 import { MemoryTaskStore, RedisTaskStore, TaskBridge } from '../tasks/index.js';
-import { walkList, type IdMinter, type OutsideAskers, type UpstreamSessionClient } from '../upstream/index.js';
+import type { IdMinter, OutsideAskers, UpstreamSessionClient } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import type { Ground } from './registry.js';
 import { cacheHintOf, type UpstreamParts } from './upstream-context.js';
@@ -118,19 +117,11 @@ function standingPolicy(upstreams: UpstreamMap, askers: OutsideAskers, ids: IdMi
   };
 }
 
-/** Every page of the scout's tools/list into its facts, where the upstream has tools (pool/session-facts.ts). */
+/** The scout's tools into its facts, where the upstream has tools (pool/session-facts.ts). */
 async function learnScoutTools(u: UpstreamParts, ids: IdMinter, scout: PooledSession): Promise<void> {
   const caps = scout.record.initializeResult.capabilities;
-  if (!isObject(caps) || !isObject(caps.tools)) return;
-  const { facts } = scout;
-  const own = { client: u.client, ids, metrics: u.metrics };
-  const walk = await walkList(own, sessionRef(scout), 'tools/list', (page) => facts.learnTools(toolFacts(page)), {
-    maxPages: MAX_SCOUT_PAGES,
-  });
-  if (walk.complete) facts.toolsComplete = true;
+  if (isObject(caps) && isObject(caps.tools)) await readTools({ client: u.client, ids, metrics: u.metrics }, scout);
 }
-
-const MAX_SCOUT_PAGES = 20;
 
 type ListsKept = { public: boolean; private: boolean };
 

@@ -7,7 +7,7 @@ import { toolFacts } from '../dialect/index.js';
 import type { HeaderBag } from '../envelope/index.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { sessionRef, type PooledSession } from '../pool/index.js';
-import { walkList } from '../upstream/index.js';
+import { walkList, type OwnCallDeps } from '../upstream/index.js';
 import type { ModernDeps } from './exchange.js';
 
 /** Pages of tools/list read at most to learn a session's tools. */
@@ -29,9 +29,19 @@ export async function learnTools(
     facts.toolsComplete = true;
     return;
   }
-  const walk = await walkList(deps, sessionRef(session), 'tools/list', (page) => facts.learnTools(toolFacts(page)), {
+  await readTools(deps, session, ex.signal);
+}
+
+/**
+ * Every page of the session's tools/list, from the upstream, into its facts, complete once the last
+ * page was read: what learnTools does past the cache, and how an upstream's scout reads its tools
+ * (subscriptions/standing.ts).
+ */
+export async function readTools(own: OwnCallDeps, session: PooledSession, signal?: AbortSignal): Promise<void> {
+  const { facts } = session;
+  const walk = await walkList(own, sessionRef(session), 'tools/list', (page) => facts.learnTools(toolFacts(page)), {
     maxPages: MAX_TOOL_PAGES,
-    signal: ex.signal,
+    ...(signal ? { signal } : {}),
   });
   if (walk.complete) facts.toolsComplete = true;
 }

@@ -14,7 +14,7 @@ export { losesSession, REFUSAL_BODY_LIMIT } from './core/index.js';
 export { ResumeRefusedError, SessionExpiredError, TargetUnreachableError, toUpstreamError } from './core/index.js';
 export type { SessionRef, StreamHandlers, UpstreamSessionClient } from './core/index.js';
 export { ForwardPolicy, DEFAULT_CREDENTIAL_HEADERS, HOP_BY_HOP } from './forward-headers.js';
-export { enableLogging, refuseAsk, walkList } from './own-calls.js';
+export { enableLogging, refuseAsk, walkList, type OwnCallDeps } from './own-calls.js';
 export {
   UpstreamClient,
   lendSignal,

@@ -13,6 +13,7 @@ import { startLegacyServer } from '../fixtures/legacy-server.js';
 import { spawnCauseway } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
 import { rpc, sleep } from '../mrtr/wire.js';
+import { metricValue } from '../helpers/metrics.js';
 import { until } from '../helpers/until.js';
 
 const PREFIX = 'idle:';
@@ -84,12 +85,6 @@ const replicas = await Promise.all(
   ),
 );
 
-/** A series' value on a replica's /metrics (0 when absent). */
-async function metric(adminUrl: string | undefined, name: string): Promise<number> {
-  const text = await (await fetch(`${adminUrl}/metrics`)).text();
-  return Number(new RegExp(`^${name}\\{[^}]*\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
-}
-
 const NO_ASKS = { elicitation: undefined } as Record<string, unknown>;
 let principals = 0;
 /**
@@ -150,7 +145,7 @@ t.test('a new session costs at most 4 Redis commands; its first use on another r
   await until(
     async () => {
       const learned = await Promise.all(
-        replicas.map((r) => metric(r.adminUrl, 'causeway_upstream_asks_outside_calls')),
+        replicas.map((r) => metricValue(r.adminUrl, 'causeway_upstream_asks_outside_calls')),
       );
       return learned.every((n) => n === 1);
     },

@@ -22,6 +22,7 @@ import { startCauseway, type Settings } from '../helpers/causeway.js';
 import { rawListen } from '../helpers/listen.js';
 import { spawnOwned } from '../helpers/processes.js';
 import { freePort, startRedis } from '../helpers/redis.js';
+import { metricValue } from '../helpers/metrics.js';
 import { until } from '../helpers/until.js';
 import { META_CAPABILITIES, modernBody, modernHeaders, post, toolCall, type JsonObject } from './wire.js';
 
@@ -119,7 +120,7 @@ const rootsClient = () =>
 /** Resolves once every replica learned that the upstream asks outside a call (a scout came with an asking client). */
 async function learned(adminUrls: Array<string | undefined>): Promise<void> {
   const one = async (adminUrl: string | undefined) =>
-    /^causeway_upstream_asks_outside_calls\{[^}]*\} 1$/m.test(await (await fetch(`${adminUrl}/metrics`)).text());
+    (await metricValue(adminUrl, 'causeway_upstream_asks_outside_calls')) === 1;
   await until(async () => (await Promise.all(adminUrls.map(one))).every(Boolean), {
     what: 'the replicas to learn that server-everything asks outside a call',
   });

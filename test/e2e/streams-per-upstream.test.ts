@@ -7,29 +7,20 @@
 //   other replica. A client that cannot be asked holds none.
 // - A public list kept by the gateway cache is dropped on every replica when the upstream tells
 //   its sessions of a change, though no client session's stream is held: the scout hears it.
+// - A private list kept past its ttlMs on a change's word holds its session's own stream, from the
+//   session's first request, and the change heard there drops it.
 
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { startLegacyServer, type LegacyServerOptions } from '../fixtures/legacy-server.js';
 import { spawnCauseway, type Settings } from '../helpers/causeway.js';
 import { startRedis } from '../helpers/redis.js';
+import { metricValue } from '../helpers/metrics.js';
 import { until } from '../helpers/until.js';
 import { callTool, rpc, textOf, type CallOptions } from '../mrtr/wire.js';
 
 const PRINCIPAL = 'x-causeway-principal';
 const ROOTS = { roots: {} };
-
-/** The value of a series on a replica's /metrics (0 when absent): every given label must match. */
-async function series(adminUrl: string | undefined, name: string, labels: Record<string, string>): Promise<number> {
-  const text = await (await fetch(`${adminUrl}/metrics`)).text();
-  let total = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`)))
-      total += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return total;
-}
 
 const as = (principal: string, caps: Record<string, unknown>): CallOptions => ({
   caps,
@@ -59,7 +50,7 @@ t.test('streams_per_upstream-an_upstream_that_asks_outside_a_call_is_learned_on_
   const { upstream, settings } = await shared(t, { asksWhenStreamOpens: 'every' });
   const [a, b] = await Promise.all([spawnCauseway(settings, { t }), spawnCauseway(settings, { t })]);
   const learned = (adminUrl: string | undefined) =>
-    series(adminUrl, 'causeway_upstream_asks_outside_calls', { upstream: 'fixture' });
+    metricValue(adminUrl, 'causeway_upstream_asks_outside_calls', { upstream: 'fixture' });
   const open = () => upstream.stats().getStreamsOpen;
 
   t.equal(await learned(a.adminUrl), 0, 'nothing learned before any session');
@@ -128,7 +119,7 @@ t.test('streams_per_upstream-a_public_list_change_is_heard_on_the_scout_by_every
   };
 
   const hits = (adminUrl: string | undefined) =>
-    series(adminUrl, 'causeway_cache_hits_total', { method: 'tools/list', scope: 'public' });
+    metricValue(adminUrl, 'causeway_cache_hits_total', { method: 'tools/list', scope: 'public' });
   const before = await names(a.url, 'p1');
   t.notOk(before.includes('test_dynamic_tool'));
   await until(() => upstream.stats().getStreamsOpen === 1, { what: "the upstream's scout stream" });
@@ -147,4 +138,39 @@ t.test('streams_per_upstream-a_public_list_change_is_heard_on_the_scout_by_every
   t.ok(lists() > listed, 'the changed list was read from the upstream');
   t.equal(upstream.stats().getStreamsOpen, 1, "only the scout's stream was ever held");
   t.equal(upstream.stats().getStreamsOpened, 1);
+});
+
+t.test('streams_per_upstream-a_private_list_kept_on_a_changes_word_holds_its_sessions_streams', async (t) => {
+  // One replica, memory store: a client that cannot be asked, whose prompts/list the cache keeps
+  // privately past its ttlMs only because its session's own stream tells of a change.
+  const upstream = await startLegacyServer();
+  t.teardown(() => upstream.close());
+  const causeway = await spawnCauseway(
+    {
+      'upstream.url': upstream.url,
+      'principal.mode': 'header',
+      'principal.hashSecret': randomBytes(32).toString('base64'),
+      'cache.methods': JSON.stringify({ 'prompts/list': { ttlMs: 60_000, scope: 'private' } }),
+    },
+    { t },
+  );
+  const prompts = async () => {
+    const r = await rpc(causeway.url, 'prompts/list', {}, as('p1', {}));
+    return ((r.body?.result?.prompts ?? []) as Array<{ name: string }>).map((x) => x.name);
+  };
+  const listed = () => upstream.stats().requestsByMethod['prompts/list'] ?? 0;
+
+  t.notOk((await prompts()).includes('test_dynamic_prompt'));
+  // Held from the session's first request, though nothing was learned and its client cannot be asked.
+  t.equal(upstream.stats().getStreamsOpen, 1, "the session's own stream");
+  t.equal(upstream.stats().scoutInitializeCount, 0, 'no scout: no public list kept, no client that can be asked');
+  const read = listed();
+  t.notOk((await prompts()).includes('test_dynamic_prompt'), 'kept');
+  t.equal(listed(), read, 'served from the cache');
+
+  t.equal(textOf(await callTool(causeway.url, 'test_trigger_prompt_change', {}, as('p1', {}))), 'Mutation triggered');
+  await until(async () => (await prompts()).includes('test_dynamic_prompt'), {
+    what: 'the change heard on the session stream to drop the kept list',
+  });
+  t.ok(listed() > read, 'read again from the upstream');
 });

@@ -1,7 +1,7 @@
 // Which upstreams ask outside a call, learned by one replica and known to all (a real
 // redis-server, each "replica" an OutsideAskers with its own connection and RedisBus): the others
-// hear it at once, a replica that starts later reads it from Redis, and what a replica knows is
-// written back when Redis came back empty. Without Redis the knowledge is the replica's own.
+// hear it at once, a replica that starts later (or a reload that adds the upstream) reads it from Redis, and what a
+// replica knows is written back when Redis came back empty. Without Redis the knowledge is the replica's own.
 
 import t, { type Test } from 'tap';
 import type { Redis } from 'ioredis';
@@ -50,6 +50,13 @@ t.test('learned on one replica: the others hear it at once, a later one reads it
   const c = await replica(t, redis, 'c');
   t.ok(c.askers.has('up'), 'a replica started later knows it from its start');
   t.same(c.heard, ['up']);
+
+  // An upstream this replica did not start with (a reload adds it) is read when it is adopted.
+  const d = await replica(t, redis, 'd', ['other']);
+  t.notOk(d.askers.has('up'), 'not read at start: not one of its upstreams');
+  await d.askers.adopt('up');
+  t.ok(d.askers.has('up'), 'read once adopted');
+  t.same(d.heard, ['up']);
 });
 
 t.test('Redis restarted empty: a replica that knows writes it back', async (t) => {
