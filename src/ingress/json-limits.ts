@@ -40,12 +40,25 @@ function stringEnd(text: string, from: number): number {
 }
 
 /**
+ * Whether the text holds at most `n` opening brackets, in strings or not: then no nesting in it
+ * is deeper than `n`. Most requests are small and shallow, and two indexOf walks cost far less
+ * than the scan below. (Nor can a text hold more items than characters.)
+ */
+function bracketsAtMost(text: string, n: number): boolean {
+  let count = 0;
+  for (let i = text.indexOf('{'); i >= 0; i = text.indexOf('{', i + 1)) if (++count > n) return false;
+  for (let i = text.indexOf('['); i >= 0; i = text.indexOf('[', i + 1)) if (++count > n) return false;
+  return true;
+}
+
+/**
  * The first limit the text exceeds, or undefined. Malformed text is not diagnosed here (the
  * parser does that); it is only measured. Read as the parser reads it, decoded: a character
  * outside ASCII is never a quote, a bracket or a comma, so nothing the decoding made of bytes
  * that are not UTF-8 changes the count.
  */
 export function exceededLimit(text: string, limits: JsonLimits): JsonLimitExceeded | undefined {
+  if (text.length <= limits.maxItems && bracketsAtMost(text, limits.maxDepth)) return undefined;
   let depth = 0;
   let items = 0;
   // Just after an opening bracket: the next value, if any, is the container's first item.

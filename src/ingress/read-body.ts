@@ -74,15 +74,19 @@ class BodyRead implements Due {
     this.done = true;
     const { req } = this;
     this.deadlines.remove(this);
-    this.listen('off');
     if (err) {
+      this.listen('off');
       // Keep draining quietly so the connection can still carry the error reply.
       req.resume();
       this.to.failed(err);
     } else {
-      // A body in one chunk (the most) is that chunk: Node's parser gave it a buffer of its own.
+      // A body read whole keeps its listeners: they do nothing once done, and taking four off
+      // costs more than the request they would outlive. The chunks go now, though.
       const { chunks } = this;
-      this.to.read(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.size));
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.size);
+      chunks.length = 0;
+      // A body in one chunk (the most) is that chunk: Node's parser gave it a buffer of its own.
+      this.to.read(body);
     }
   }
 
