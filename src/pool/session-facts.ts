@@ -107,9 +107,20 @@ export class SessionFacts {
     return facts?.toolsComplete === true && facts.listed?.has(name) === true ? facts : undefined;
   }
 
-  /** Some tool learned so far runs as a task (taskSupport optional or required). */
+  /**
+   * Some tool runs as a task (taskSupport optional or required): of those learned so far, or, until
+   * this session's own tools were read, of those the scout listed once it read them all.
+   */
   get hasTaskTools(): boolean {
-    return this.taskTools !== undefined && this.taskTools.size > 0;
+    if (this.taskTools !== undefined && this.taskTools.size > 0) return true;
+    if (this.toolsComplete) return false;
+    const scout = this.base?.();
+    return scout?.toolsComplete === true && scout.hasTaskTools;
+  }
+
+  /** Whether every tool is known: this session's own were read, or the scout read all of its own (see knows). */
+  get knowsAll(): boolean {
+    return this.toolsComplete || this.base?.()?.toolsComplete === true;
   }
 
   /** Forgets what `method` (a change notification) made stale. */

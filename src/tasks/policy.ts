@@ -144,7 +144,8 @@ export async function holdsTasks<X, D extends TaskDeps>(
   if (deps.taskTools.length > 0) return true;
   const caps = session.record.initializeResult.capabilities;
   if (!deps.taskSupport || upstreamRunsTasks(caps) || !(isObject(caps) && isObject(caps.tools))) return false;
-  await learnTools(ex, deps, session);
+  // A new session relies on what the upstream's scout listed until its own tools are read, as a call does.
+  if (!session.facts.knowsAll) await learnTools(ex, deps, session);
   return session.facts.hasTaskTools;
 }
 

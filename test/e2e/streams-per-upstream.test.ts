@@ -9,6 +9,7 @@
 //   its sessions of a change, though no client session's stream is held: the scout hears it.
 // - A private list kept past its ttlMs on a change's word holds its session's own stream, from the
 //   session's first request, and the change heard there drops it.
+// - A new principal's server/discover relies on the tools the scout read, as its calls do.
 
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
@@ -173,4 +174,38 @@ t.test('streams_per_upstream-a_private_list_kept_on_a_changes_word_holds_its_ses
     what: 'the change heard on the session stream to drop the kept list',
   });
   t.ok(listed() > read, 'read again from the upstream');
+});
+
+t.test('streams_per_upstream-new_principals_discover_on_the_scouts_tools', async (t) => {
+  // Tools that say they are tasks on an upstream that runs none itself: whether server/discover
+  // advertises the tasks extension hangs on the tools. Once the scout read them, a new principal's
+  // discover relies on what it listed, as a call does, and reads no tools/list of its own.
+  const upstream = await startLegacyServer({ plainTasks: true });
+  t.teardown(() => upstream.close());
+  const causeway = await spawnCauseway(
+    {
+      'upstream.url': upstream.url,
+      'principal.mode': 'header',
+      'principal.hashSecret': randomBytes(32).toString('base64'),
+    },
+    { t },
+  );
+  const lists = () => upstream.stats().requestsByMethod['tools/list'] ?? 0;
+  let n = 0;
+  const discover = async () => {
+    const r = await rpc(causeway.url, 'server/discover', {}, as(`d${n++}`, ROOTS));
+    return r.body?.result?.capabilities?.extensions?.['io.modelcontextprotocol/tasks'] !== undefined;
+  };
+  await until(
+    async () => {
+      const before = lists();
+      return (await discover()) && lists() === before;
+    },
+    { what: "a new principal's discover to advertise tasks on the scout's tools alone" },
+  );
+  const read = lists();
+  const opened = upstream.stats().initializeCount;
+  for (let i = 0; i < 5; i++) t.ok(await discover(), 'the tasks extension advertised');
+  t.equal(upstream.stats().initializeCount, opened + 5, 'five new sessions');
+  t.equal(lists(), read, 'and no tools/list read for them');
 });

@@ -57,3 +57,21 @@ t.test('the scout lends nothing to itself, and a session without one knows only 
   t.ok(alone.knows('anything'), 'its own complete list says all there is');
   t.equal(alone.taskSupport('anything'), 'forbidden');
 });
+
+t.test("whether some tool runs as a task: the scout's answer until the session read its own", async (t) => {
+  const scout = SessionFacts.forScout();
+  const session = new SessionFacts(() => scout);
+  scout.learnTools(listed);
+  t.notOk(session.knowsAll, 'not before the scout read every page');
+  t.notOk(session.hasTaskTools);
+  scout.toolsComplete = true;
+  t.ok(session.knowsAll);
+  t.ok(session.hasTaskTools, "the scout listed 'long', required");
+  session.learnTools([{ name: 'plain', headers: undefined, support: 'forbidden' }]);
+  session.toolsComplete = true;
+  t.notOk(session.hasTaskTools, 'its own complete list has none');
+  const fresh = new SessionFacts(() => scout);
+  scout.invalidate('notifications/tools/list_changed');
+  t.notOk(fresh.knowsAll, 'stale facts are not lent');
+  t.notOk(fresh.hasTaskTools);
+});
