@@ -3,7 +3,6 @@
 // principal and its rate, the HTTP method (a legacy GET or DELETE is forwarded here), the
 // content type and the body itself. Listed, in order, in front-door.ts.
 
-import type { IncomingHttpHeaders } from 'node:http';
 import { sendJson, sendStatus } from '../egress/index.js';
 import { sendReadiness } from './admin.js';
 import {
@@ -150,7 +149,7 @@ function authorityOf(req: IngressRequest): string | undefined {
 
 /** Where the headers are first read whole, for this step and every later one. */
 export function origin(v: Visit): boolean {
-  v.headers = headerBag(v.req.headers);
+  v.headers = headerBag(v.req);
   const checked = checkOrigin(v.deps.origin, v.host, v.headers.origin);
   return checked.ok ? NEXT : refuseUnread(v, notAllowed(v, checked.reason));
 }
@@ -172,7 +171,11 @@ function notAllowed(v: Visit, reason: ErrorReason): CausewayError {
   return causewayError(reason, `${what} ${shown} not allowed: add it to ${setting}`);
 }
 
-function headerBag(headers: IncomingHttpHeaders): HeaderBag {
+function headerBag(req: IngressRequest): HeaderBag {
+  const { headers } = req;
+  // HTTP/1.1: node joined repeated headers into one string each, but for set-cookie, and there are
+  // no pseudo-headers: the object is a bag as it is, and copying it cost more than anything read from it.
+  if (req.httpVersionMajor < 2 && headers['set-cookie'] === undefined) return headers as HeaderBag;
   const bag: Record<string, string> = {};
   for (const k in headers) {
     const v = headers[k];
