@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { CannonJob, CannonResult } from './load-worker.js';
 import { probe, requestFor } from './mcp.js';
+import { functionsByName } from './callgrind-names.js';
 import { findBinary, sleep } from './procs.js';
 import { startCauseway, startNodeReference, type Proxy, type Upstream } from './services.js';
 import type { InstructionCount, InstructionsResult } from './types.js';
@@ -25,6 +26,8 @@ const exec = promisify(execFile);
 const WARM_CALLS = Number(process.env.BENCH_INSTR_WARM_CALLS ?? 12_000);
 const COUNT_MS = Number(process.env.BENCH_INSTR_MS ?? 20_000);
 const CONCURRENCY = 16;
+/** Functions named in the results, by their own instructions per call. */
+const TOP_FUNCTIONS = 40;
 /** Node under valgrind starts in seconds, not milliseconds. */
 const START_TIMEOUT_MS = 120_000;
 
@@ -69,10 +72,13 @@ async function count(
     `--callgrind-out-file=${out}`,
   ];
   const launch = { via, startTimeoutMs: START_TIMEOUT_MS };
+  // The JavaScript V8 compiles is named in /tmp/perf-<pid>.map (bench/callgrind-names.ts).
+  // V8 then writes a log of its heap too, by default in the working directory: the log folder's.
+  const named = ['--perf-basic-prof', `--logfile=${join(deps.logDir, `v8-${path}.log`)}`, '--no-logfile-per-isolate'];
   const proxy: Proxy =
     path === 'causeway-memory'
-      ? await startCauseway('causeway-callgrind', deps.upstream.url, { 'drain.delayMs': 0 }, deps.logDir, [], launch)
-      : await startNodeReference('node-translator', deps.upstream, deps.logDir, launch);
+      ? await startCauseway('causeway-callgrind', deps.upstream.url, { 'drain.delayMs': 0 }, deps.logDir, named, launch)
+      : await startNodeReference('node-translator', deps.upstream, deps.logDir, launch, named);
   try {
     const target = { era: 'modern' as const, url: proxy.url };
     await probe(target, 'call');
@@ -90,10 +96,15 @@ async function count(
     const r = await deps.run(job(COUNT_MS));
     await exec(control, ['--instr=off', pid]);
     await exec(control, ['--dump', pid]);
-    const main = await mainThreadTotal(out);
+    const { total: main, file } = await mainThreadTotal(out);
     if (r.count === 0 || r.errors + r.non2xx > 0)
       throw new Error(`${path}: ${r.count} calls, ${r.errors + r.non2xx} failed, in the counted window`);
     const rec: InstructionCount = { path, warmCalls, calls: r.count, mainThread: main, perCall: main / r.count };
+    try {
+      rec.functions = await functionsByName(file, `/tmp/perf-${pid}.map`, r.count, TOP_FUNCTIONS);
+    } catch (err) {
+      deps.say(`  ${path}: no function names (${(err as Error).message.split('\n')[0]})`);
+    }
     deps.say(
       `  ${path}: ${(rec.perCall / 1000).toFixed(1)}k instructions per ` +
         `call (${r.count} calls counted after ${warmCalls} warm ones)`,
@@ -104,14 +115,14 @@ async function count(
   }
 }
 
-/** The main thread's total from the dump (`<out>.<dump>-01`), once it is written whole. */
-async function mainThreadTotal(out: string): Promise<number> {
+/** The main thread's total and its dump (`<out>.<dump>-01`), once it is written whole. */
+async function mainThreadTotal(out: string): Promise<{ total: number; file: string }> {
   const dir = join(out, '..');
   const base = out.slice(dir.length + 1);
   for (let tries = 0; tries < 100; tries++) {
     const file = readdirSync(dir).find((f) => f.startsWith(`${base}.`) && f.endsWith('-01'));
     const m = file === undefined ? null : /^totals: (\d+)$/m.exec(readFileSync(join(dir, file), 'utf8'));
-    if (m) return Number(m[1]);
+    if (m) return { total: Number(m[1]), file: join(dir, file!) };
     await sleep(100);
   }
   throw new Error(`callgrind wrote no main-thread totals to ${out}.*-01`);

@@ -7,6 +7,7 @@ import {
   FIRST_CALL,
   PATH_LABEL,
   type BenchResults,
+  type FunctionCount,
   type PairedWindow,
   type PathName,
   type RunRecord,
@@ -712,6 +713,7 @@ function generated(res: BenchResults, jsonPath: string): string {
         ]),
       ),
     );
+    out.push(...functionRows(i.causeway.functions, i.translator.functions));
   }
   for (const l of res.inspectorLoad ?? []) {
     const list = (v: number[]) => v.map((x) => x.toFixed(0)).join(', ');
@@ -992,4 +994,35 @@ export function headline(res: BenchResults): string[] {
   const ins = instructionLine(res);
   if (ins) out.push(ins);
   return out;
+}
+
+/**
+ * Where the counted instructions went, by function: each one's own instructions per call in
+ * Causeway and in the translator, those Causeway spends most over the translator first (a
+ * function outside one side's top list counts 0 there, and is marked so).
+ */
+function functionRows(causeway?: FunctionCount[], translator?: FunctionCount[]): string[] {
+  if (!causeway || !translator) return [];
+  const theirs = new Map(translator.map((f) => [f.name, f.perCall]));
+  const ours = new Map(causeway.map((f) => [f.name, f.perCall]));
+  const names = [...new Set([...ours.keys(), ...theirs.keys()])];
+  const over = (n: string) => (ours.get(n) ?? 0) - (theirs.get(n) ?? 0);
+  const k = (v: number | undefined) => (v === undefined ? '< listed' : `${(v / 1000).toFixed(1)}k`);
+  const rows = names
+    .sort((a, b) => over(b) - over(a))
+    .slice(0, 20)
+    .map((n) => [
+      `\`${n}\``,
+      k(ours.get(n)),
+      k(theirs.get(n)),
+      `${over(n) >= 0 ? '+' : ''}${(over(n) / 1000).toFixed(1)}k`,
+    ]);
+  return [
+    '',
+    `Where Causeway's count goes over the translator's, by function (its own instructions per call, not ` +
+      `those of what it calls; JavaScript named from V8's --perf-basic-prof map; "< listed": not among that ` +
+      `side's top ${Math.min(causeway.length, translator.length)}, counted as 0):`,
+    '',
+    table(['function', 'Causeway', 'translator', 'difference'], rows),
+  ];
 }

@@ -174,11 +174,16 @@ export async function startNodeReference(
   upstream: Upstream,
   logDir: string,
   launch: Launch = {},
+  nodeArgs: string[] = [],
 ): Promise<Proxy> {
   const port = await freePort();
   const script = join(DIST, `bench/${kind}.js`);
   const log = join(logDir, `${kind}.log`);
-  const svc = launched(launch, [GC_TRACE, script, '--port', String(port), '--upstream', upstream.url], log);
+  const svc = launched(
+    launch,
+    [GC_TRACE, ...nodeArgs, script, '--port', String(port), '--upstream', upstream.url],
+    log,
+  );
   const origin = `http://127.0.0.1:${port}`;
   await waitFor(
     kind,

@@ -289,6 +289,13 @@ export interface InstructionCount {
   calls: number;
   mainThread: number;
   perCall: number;
+  /** The main thread's functions by their own instructions per call, most first (bench/callgrind-names.ts). */
+  functions?: FunctionCount[];
+}
+
+export interface FunctionCount {
+  name: string;
+  perCall: number;
 }
 
 export interface InstructionsResult {
