@@ -189,6 +189,6 @@ export function mirroredParamHeaders(
 export function encodeHeaderValue(v: string): string {
   // As is when decoding gives it back: not empty, no space to trim at either end, visible ASCII, not the sentinel's
   // shape.
-  const asIs = v !== '' && v.trim() === v && isVisibleAscii(v) && !SENTINEL.test(v);
+  const asIs = v !== '' && v.trim() === v && isVisibleAscii(v) && !(v.startsWith('=?') && SENTINEL.test(v));
   return asIs ? v : `=?base64?${Buffer.from(v, 'utf8').toString('base64')}?=`;
 }

@@ -74,8 +74,18 @@ export function checkOrigin(
 const REG_NAME = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
 const PORT = /^[0-9]{0,5}$/;
 
+/** The last value found valid: most requests of a replica name the same authority. */
+let lastValid = '';
+
 /** Whether a Host / :authority value is `host [ ":" port ]` as RFC 3986 §3.2.2-3 defines them. */
 export function isValidAuthority(value: string): boolean {
+  if (value === lastValid && value !== '') return true;
+  if (!validAuthority(value)) return false;
+  lastValid = value;
+  return true;
+}
+
+function validAuthority(value: string): boolean {
   let rest: string;
   if (value.startsWith('[')) {
     const end = value.indexOf(']');

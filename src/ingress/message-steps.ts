@@ -222,7 +222,12 @@ function requestsIn(body: unknown): Array<{ method: string; id: RequestId | null
 export function acceptable(v: Visit): boolean {
   const { verdict } = v;
   const accept = v.headers.accept;
-  if (verdict.era !== 'modern' || accept === undefined || /application\/json|text\/event-stream|\*\/\*/i.test(accept))
+  if (
+    verdict.era !== 'modern' ||
+    accept === undefined ||
+    accept.includes('application/json') ||
+    /application\/json|text\/event-stream|\*\/\*/i.test(accept)
+  )
     return NEXT;
   return refuse(v, causewayError('not_acceptable'), verdict.request.id);
 }

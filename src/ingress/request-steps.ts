@@ -343,7 +343,7 @@ export function postOnly(v: Visit): boolean {
 
 export function contentType(v: Visit): boolean {
   const type = v.headers['content-type'];
-  if (type === undefined || /^application\/json\b/i.test(type.trim())) return NEXT;
+  if (type === undefined || type === 'application/json' || /^application\/json\b/i.test(type.trim())) return NEXT;
   v.req.resume();
   return refuseUnread(v, causewayError('unsupported_media_type'));
 }
