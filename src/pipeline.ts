@@ -83,7 +83,7 @@ async function byEra(ex: ModernExchange, deps: ModernDeps, modern: ModernSide, a
     try {
       return await answer(ex, deps);
     } catch (err) {
-      if (again && isEraRefusal(err) && modern.era.refused()) return byEra(ex, deps, modern, false);
+      if (again && isEraRefusal(err) && modern.era.refused(err)) return byEra(ex, deps, modern, false);
       throw err;
     }
   }
@@ -154,7 +154,7 @@ async function measured(
     } catch (err) {
       // An upstream known as legacy refused the era (upgraded in place): found again, and served once more.
       const modern = eraOf?.modern;
-      if (modern === undefined || !isEraRefusal(err) || !modern.era.refused()) throw err;
+      if (modern === undefined || !isEraRefusal(err) || !modern.era.refused(err)) throw err;
       answered = await byEra(ex, eraOf!, modern, false);
     }
     resultType = answered === 'upstream_error' ? 'error' : answered;

@@ -30,7 +30,7 @@ export type UrlState = 'up' | 'failing' | 'ejected';
 export interface UpstreamRow {
   name: string;
   era: string;
-  /** How the era was found: setting, probe, store (another replica's probe), or none yet. */
+  /** How the era was found: setting, probe, store (another replica's probe), refusal, or none yet. */
   eraFound: string;
   transport: string;
   urls: Array<{ url: string; state: UrlState; ejectedOn: number }>;

@@ -167,3 +167,36 @@ t.test('a child killed is restarted at the next request', async (t) => {
   );
   t.equal(spawned().length, 2, 'one new child');
 });
+
+t.test('a 2026 child slower to start than the probe waits is found modern by its refusal of initialize', async (t) => {
+  // The shell holds the child back 2 s before node starts it; the probe waits 300 ms, so it hears
+  // nothing and the era is taken as legacy. The legacy child then refuses Causeway's initialize
+  // with -32022 naming 2026-07-28, which is answer enough: the request is served as modern.
+  const slowPids = join(dir, 'slow-pids');
+  const slow = await startCauseway(
+    settings({
+      'upstream.command': '/bin/sh',
+      'upstream.args': `-c,sleep 2; exec "$0" "$@",${process.execPath},${FIXTURE},--stdio,--pid-file,${slowPids}`,
+      'upstream.connectTimeoutMs': 300,
+    }),
+  );
+  t.teardown(async () => {
+    await slow.close();
+    const pids = readFileSync(slowPids, 'utf8').split('\n').filter(Boolean).map(Number);
+    for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  });
+  const client = new Client(
+    { name: 'modern-stdio-slow', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(slow.url!), { requestInit: { headers: { 'x-user': 'slow' } } }),
+  );
+  t.teardown(() => client.close());
+  const result = await client.callTool({ name: 'test_simple_text', arguments: {} });
+  t.match(result.content, [{ type: 'text' }], 'the tool answered');
+  const metrics = await (await fetch(`${slow.adminUrl}/metrics`)).text();
+  t.match(metrics, /causeway_upstream_era\{upstream="modern-stdio",era="modern"\} 1/, 'modern');
+  const view = (await (await fetch(`${slow.adminUrl}/status.json`)).json()) as { upstreams: unknown };
+  t.match(view.upstreams, [{ name: 'modern-stdio', era: 'modern', eraFound: 'refusal' }], 'found by the refusal');
+});

@@ -111,7 +111,7 @@ export interface EraOptions {
  * knew eras); the probe is tried again after retryMs.
  */
 /** How the era in use was found: the setting, a probe of this replica, or the store (another replica's probe). */
-export type EraSource = 'setting' | 'probe' | 'store';
+export type EraSource = 'setting' | 'probe' | 'store' | 'refusal';
 
 export class UpstreamEra {
   private known: Era | undefined;
@@ -150,10 +150,23 @@ export class UpstreamEra {
 
   /**
    * The upstream refused the era in use: with `auto`, the era is forgotten here and in the
-   * store, and found again at the next request. Returns true when it may have changed.
+   * store, and found again at the next request. Returns true when it may have changed. A refusal
+   * of Causeway's legacy `initialize` that names 2026-07-28 among the versions the upstream supports
+   * (`refusal`, the error it came as) is what a probe looks for: the era is modern at once. That is
+   * how a 2026 child too slow to answer the stdio probe in time, and so taken as legacy, is found.
    */
-  refused(): boolean {
+  refused(refusal?: unknown): boolean {
     if (this.opts.setting !== 'auto' || this.known === undefined) return false;
+    const cause = refusal instanceof CausewayError ? refusal.cause : undefined;
+    if (this.known === 'legacy' && eraOf({ status: 200, message: { error: cause } }) === 'modern') {
+      this.last = this.known;
+      void this.opts.memo
+        .set(this.opts.upstream, 'modern')
+        .catch((err: unknown) => this.opts.log.warn({ err }, 'the era found could not be stored'));
+      this.learn('modern', false);
+      this.how = 'refusal';
+      return true;
+    }
     this.opts.log.info({ era: this.known }, 'the upstream refused its era: probing it again');
     this.last = this.known;
     this.known = undefined;
