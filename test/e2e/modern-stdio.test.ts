@@ -56,13 +56,13 @@ async function metricsText(): Promise<string> {
   return (await fetch(`${causeway.adminUrl}/metrics`)).text();
 }
 
-async function modernClient(user: string): Promise<Client> {
+async function modernClient(user: string, url = causeway.url!): Promise<Client> {
   const client = new Client(
     { name: 'modern-stdio-e2e', version: '1.0.0' },
     { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
   );
   await client.connect(
-    new StreamableHTTPClientTransport(new URL(causeway.url!), { requestInit: { headers: { 'x-user': user } } }),
+    new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { 'x-user': user } } }),
   );
   return client;
 }
@@ -185,13 +185,7 @@ t.test('a 2026 child slower to start than the probe waits is found modern by its
     const pids = readFileSync(slowPids, 'utf8').split('\n').filter(Boolean).map(Number);
     for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
   });
-  const client = new Client(
-    { name: 'modern-stdio-slow', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: {} },
-  );
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(slow.url!), { requestInit: { headers: { 'x-user': 'slow' } } }),
-  );
+  const client = await modernClient('slow', slow.url!);
   t.teardown(() => client.close());
   const result = await client.callTool({ name: 'test_simple_text', arguments: {} });
   t.match(result.content, [{ type: 'text' }], 'the tool answered');
