@@ -157,8 +157,7 @@ export class UpstreamEra {
    */
   refused(refusal?: unknown): boolean {
     if (this.opts.setting !== 'auto' || this.known === undefined) return false;
-    const cause = refusal instanceof CausewayError ? refusal.cause : undefined;
-    if (this.known === 'legacy' && eraOf({ status: 200, message: { error: cause } }) === 'modern') {
+    if (this.known === 'legacy' && handshakeNamesModern(refusal)) {
       this.last = this.known;
       void this.opts.memo
         .set(this.opts.upstream, 'modern')
@@ -221,6 +220,17 @@ export class UpstreamEra {
     this.how = probed ? 'probe' : 'store';
     return era;
   }
+}
+
+/**
+ * Whether `refusal` is the upstream's refusal of Causeway's legacy `initialize` (refusedInitialize's
+ * error, which names the version offered) with 2026-07-28 among the versions it supports. A call
+ * refused so is left to a probe: a session's server may say one thing and the upstream another.
+ */
+function handshakeNamesModern(refusal: unknown): boolean {
+  if (!(refusal instanceof CausewayError) || !isObject(refusal.data) || refusal.data.offered === undefined)
+    return false;
+  return eraOf({ status: 200, message: { error: refusal.cause } }) === 'modern';
 }
 
 /** An upstream's refusal of the era it was spoken to in: a -32022 answer (handshake, or an HTTP refusal). */
