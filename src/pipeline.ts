@@ -177,6 +177,9 @@ async function answer(ex: ModernExchange, deps: ModernDeps): Promise<Answered> {
   // The policy says who may share the answer: a private one is keyed by the session's key (the
   // principal and the capabilities it was opened with) and the request's token.
   const hint = deps.cacheHint(request.method);
+  // A private discover is made here from the session's own record: an entry per session would
+  // hold a copy of it to save a lookup of that session, which a pooled one answers from memory.
+  if (hint.cacheScope === 'private' && request.method === 'server/discover') return answerOn(ex, deps, key, undefined);
   const q = cache.query(
     request.method,
     request.params,
