@@ -213,20 +213,26 @@ export function adopt(
 }
 
 /** The call's upstream id and token, and its session's digest, worked out only when a round is sealed. */
-function upstreamOf(
-  session: SessionRef,
-  id: RequestId,
-  token: string | undefined,
-): NonNullable<PendingCall['upstream']> {
-  const sessionId = session.sessionId;
-  let digest: string | undefined;
-  return {
-    id,
-    token,
-    get session() {
-      return sessionId === undefined ? undefined : (digest ??= sessionDigest(sessionId));
-    },
-  };
+function upstreamOf(session: SessionRef, id: RequestId, token: string | undefined): UpstreamCall {
+  return new UpstreamCall(id, token, session.sessionId);
+}
+
+/**
+ * PendingCall's `upstream`: a class, so that its getter is its prototype's (an object literal with
+ * one is made a dictionary of its own, with a closure, for every call held).
+ */
+class UpstreamCall {
+  private digest: string | undefined = undefined;
+
+  constructor(
+    readonly id: RequestId,
+    readonly token: string | undefined,
+    private readonly sessionId: string | undefined,
+  ) {}
+
+  get session(): string | undefined {
+    return this.sessionId === undefined ? undefined : (this.digest ??= sessionDigest(this.sessionId));
+  }
 }
 
 /** The PendingCall of a call, and the observer of its stream that feeds it. */

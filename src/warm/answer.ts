@@ -18,7 +18,8 @@ export abstract class WarmAnswer<X extends WarmExchange> extends AnswerReader {
 
   constructor(
     protected readonly lane: WarmUpstream,
-    protected readonly ex: X,
+    /** The request as the front door holds it: a held call lets it go once the client has its first round (call.ts). */
+    protected ex: X,
     readonly request: ModernRequest,
     protected readonly pooled: PooledSession,
   ) {

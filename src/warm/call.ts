@@ -289,8 +289,19 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
       .then(
         (r) => this.answer(r),
         (err: unknown) => this.failed(err),
-      );
+      )
+      .then(() => this.letGo());
     return held;
+  }
+
+  /**
+   * The client has the held call's first answer: the front door's request (its Visit, with the
+   * request and response it read and wrote) is let go, which would otherwise live as long as the
+   * call is held. From here the call reads only its log (reply) and clears nothing on it (end).
+   */
+  private letGo(): void {
+    const answered: Partial<WarmExchange> = { log: this.ex.log, goneTo: undefined };
+    this.ex = answered as X;
   }
 }
 
