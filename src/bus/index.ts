@@ -1,4 +1,5 @@
 export { readMessage, RedisBus, type MessageBus } from './message-bus.js';
+export { ioredis } from './ioredis.js';
 export { FORGET_MS, ReplicaLiveness, type LivenessListener, type LivenessOptions } from './liveness.js';
 export {
   COMPARE_AND_DELETE,

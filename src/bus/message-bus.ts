@@ -13,7 +13,8 @@
 // A held message whose first PUBLISH timed out may arrive twice: receivers of requests dedupe.
 
 import { EventEmitter } from 'node:events';
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import { ioredis } from './ioredis.js';
 
 export interface MessageBus {
   /**
@@ -126,7 +127,7 @@ export class RedisBus implements MessageBus {
     // A failed publish is held or rejects its own promise; the connection's errors need no other listener.
     pub.on('error', () => undefined);
     pub.on('ready', () => void this.flush());
-    this.link = pub instanceof Cluster ? new ClusterLink(pub) : new NodeLink(pub);
+    this.link = pub instanceof ioredis().Cluster ? new ClusterLink(pub) : new NodeLink(pub);
     this.link.on('message', (channel: string, message: string) => {
       for (const h of this.subs.get(channel)?.handlers ?? []) h(message);
     });
@@ -196,7 +197,7 @@ export class RedisBus implements MessageBus {
    * through random nodes, as ioredis sends a command without a key, they overtake each other.
    */
   private send(channel: string, message: string): Promise<number> {
-    if (this.pub instanceof Cluster) {
+    if (this.pub instanceof ioredis().Cluster) {
       const primaries = this.pub.nodes('master');
       if (primaries.length > 0) return primaries[hashOf(channel) % primaries.length]!.publish(channel, message);
     }
@@ -212,7 +213,7 @@ export class RedisBus implements MessageBus {
   }
 
   private heard(n: number): number | undefined {
-    return this.pub instanceof Cluster ? undefined : n;
+    return this.pub instanceof ioredis().Cluster ? undefined : n;
   }
 
   async subscribe(
@@ -385,7 +386,7 @@ class ClusterLink extends EventEmitter implements SubscriberLink {
       retryStrategy: () => null,
       maxRetriesPerRequest: 0,
     };
-    const conn = new Redis(options);
+    const conn = new (ioredis().Redis)(options);
     this.conn = conn;
     conn.on('error', () => undefined);
     conn.on('message', (c: string, m: string) => this.emit('message', c, m));

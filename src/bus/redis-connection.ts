@@ -3,7 +3,8 @@
 // queueing, so that a Redis away costs a request its fallback, never a wait.
 
 import { readFileSync } from 'node:fs';
-import { Redis, Cluster, type RedisOptions, type ClusterOptions } from 'ioredis';
+import type { Redis, Cluster, RedisOptions, ClusterOptions } from 'ioredis';
+import { ioredis } from './ioredis.js';
 
 export interface RedisConnectionOptions {
   /** redis://[user:password@]host:port[/db] or rediss:// (TLS). Host and port ignored with sentinels or cluster. */
@@ -93,7 +94,7 @@ export function createRedisClient(c: RedisConnectionOptions): RedisClient {
         ? { dnsLookup: (address: string, cb: (err: Error | null, address: string) => void) => cb(null, address) }
         : {}),
     };
-    return new Cluster(
+    return new (ioredis().Cluster)(
       c.cluster.map((n) => parseHostPort(n, 6379)),
       options,
     );
@@ -101,7 +102,7 @@ export function createRedisClient(c: RedisConnectionOptions): RedisClient {
   const retryStrategy = (times: number) => Math.min(times * 100, RETRY_CAP_MS);
   if (c.sentinels?.length) {
     return reconnectWhenEnded(
-      new Redis({
+      new (ioredis().Redis)({
         ...common,
         db,
         sentinels: c.sentinels.map((n) => parseHostPort(n, 26379)),
@@ -117,7 +118,7 @@ export function createRedisClient(c: RedisConnectionOptions): RedisClient {
       }),
     );
   }
-  return new Redis({
+  return new (ioredis().Redis)({
     ...common,
     db,
     host: u.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1',

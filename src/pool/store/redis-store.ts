@@ -23,10 +23,9 @@
 // Every command has a timeout and nothing is queued while Redis is away (enableOfflineQueue
 // false): a failing command rejects at once and the pool carries on with replica-local sessions.
 
-import { Cluster } from 'ioredis';
 import type { JsonObject } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import { COMPARE_AND_DELETE, type RedisClient } from '../../bus/index.js';
+import { COMPARE_AND_DELETE, ioredis, type RedisClient } from '../../bus/index.js';
 import type { Claim, SessionRecord, SessionStore, SharedParts } from './session-store.js';
 import { RedisBuckets, RedisGrants, tag } from './shared/index.js';
 
@@ -352,7 +351,7 @@ export class RedisSessionStore implements SessionStore {
       if (!scores) byShard.set(k, (scores = []));
       scores.push(e.lastUsedAt, e.key);
     }
-    if (this.client instanceof Cluster) {
+    if (this.client instanceof ioredis().Cluster) {
       // A Cluster pipeline must stay on one node; these commands are written back to back anyway.
       await Promise.all([
         ...[...byShard].map(([k, scores]) => this.client.zadd(k, 'XX', 'GT', ...scores)),
