@@ -110,7 +110,10 @@ export interface EraOptions {
  * is served as the last era known, and as legacy when none ever was (what Causeway did before it
  * knew eras); the probe is tried again after retryMs.
  */
-/** How the era in use was found: the setting, a probe of this replica, or the store (another replica's probe). */
+/**
+ * How the era in use was found: the setting, a probe of this replica, the store (another replica's probe), or the
+ * upstream's refusal of a legacy initialize.
+ */
 export type EraSource = 'setting' | 'probe' | 'store' | 'refusal';
 
 export class UpstreamEra {
