@@ -57,6 +57,16 @@ export abstract class WarmAnswer<X extends WarmExchange> extends AnswerReader {
     };
   }
 
+  /**
+   * A held call's client has its first answer: the front door's request (its Visit, with the
+   * request and response it read and wrote) is let go, which would otherwise live as long as the
+   * call is held. From here the call reads only its log (reply) and clears nothing on it (end).
+   */
+  protected letGo(): void {
+    const answered: Partial<WarmExchange> = { log: this.ex.log, goneTo: undefined };
+    this.ex = answered as X;
+  }
+
   protected answer(r: RoundResult): void {
     const { request } = this;
     let answered: Answered;

@@ -266,8 +266,7 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
     if (!this.over) this.end('failed', false);
   }
 
-  // The call held by the multi-round bridge, from its first ask.
-
+  /** The call held by the multi-round bridge, from its first ask. */
   private adopt(): { pending: PendingCall; observer: CallObserver } {
     const { deps } = this.lane;
     const ex = this.roundView();
@@ -292,16 +291,6 @@ export class WarmCall<X extends WarmExchange> extends WarmAnswer<X> implements D
       )
       .then(() => this.letGo());
     return held;
-  }
-
-  /**
-   * The client has the held call's first answer: the front door's request (its Visit, with the
-   * request and response it read and wrote) is let go, which would otherwise live as long as the
-   * call is held. From here the call reads only its log (reply) and clears nothing on it (end).
-   */
-  private letGo(): void {
-    const answered: Partial<WarmExchange> = { log: this.ex.log, goneTo: undefined };
-    this.ex = answered as X;
   }
 }
 
