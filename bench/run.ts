@@ -567,7 +567,7 @@ async function inspectorLoadRun(ctx: Ctx, logDir: string, results: BenchResults)
     for (const path of order) {
       const p = await fresh(path, round);
       try {
-        run.start[path].push(await window({ era: 'modern', url: p.url }, START_WINDOW_MS));
+        run.start[path].push(await window(modernAt(p), START_WINDOW_MS));
       } finally {
         await p.stop();
       }

@@ -189,6 +189,18 @@ export function refusedInitialize(
 }
 
 /**
+ * Whether `err` is refusedInitialize's (the upstream refused Causeway's `initialize`), and the
+ * versions the upstream said it supports, if it said.
+ */
+export function initializeRefusal(err: unknown): { supported: readonly string[] } | undefined {
+  if (!(err instanceof CausewayError) || err.reason !== 'upstream_unavailable') return undefined;
+  const data = err.data;
+  if (typeof data !== 'object' || data === null || Array.isArray(data) || data.offered === undefined) return undefined;
+  const supported = data.supported;
+  return { supported: Array.isArray(supported) ? supported.filter((v): v is string => typeof v === 'string') : [] };
+}
+
+/**
  * A call refused while `upstream` backs off after a failed open: says why the last open failed
  * (`why`, the upstream's own words) and when to come back (Retry-After, whole seconds, at least 1).
  */

@@ -9,22 +9,18 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
 import type { SkillRoot } from '../config/index.js';
 import { isObject, type JsonObject, type JsonValue } from '../jsonrpc.js';
+import { onFirstUse } from '../on-first-use.js';
 import { Catalog, type SkillEntry, type SkillFile } from './catalog.js';
 import { skillUri } from './uri.js';
 
 export const MAX_SKILL_FILES = 512;
 export const MAX_SKILL_BYTES = 16 * 1024 * 1024;
 const MAX_DEPTH = 32;
-const require = createRequire(import.meta.url);
-/**
- * yaml, loaded when a SKILL.md is first read: a replica without skills (skills.dir empty, the
- * default) never carries it. A CommonJS package, so it is required in step.
- */
-let yaml: typeof Yaml | undefined;
+/** yaml, loaded when a SKILL.md is first read: a replica without skills (the default) never carries it. */
+const yaml = onFirstUse<typeof Yaml>('yaml');
 /** Agent Skills: 1-64 lowercase letters, digits and single hyphens. */
 const SKILL_NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
@@ -128,10 +124,10 @@ export function readFrontmatter(bytes: Buffer): JsonObject {
   if (!text.startsWith('---\n')) throw new Broken('SKILL.md does not open with YAML frontmatter (a --- line)');
   const close = /^---[ \t]*$/m.exec(text.slice(4));
   if (!close) throw new Broken('the frontmatter has no closing --- line');
+  const { parse } = yaml();
   let value: unknown;
   try {
-    yaml ??= require('yaml') as typeof Yaml;
-    value = yaml.parse(text.slice(4, 4 + close.index), { schema: 'core', uniqueKeys: true, maxAliasCount: 0 });
+    value = parse(text.slice(4, 4 + close.index), { schema: 'core', uniqueKeys: true, maxAliasCount: 0 });
   } catch (err) {
     throw new Broken(`the frontmatter is not YAML: ${(err as Error).message.split('\n')[0]}`);
   }

@@ -6,6 +6,7 @@
 import t from 'tap';
 import { eraOf, MemoryEraMemo, UpstreamEra, type ProbeAnswer } from '../../src/upstream/index.js';
 import { createLogger } from '../../src/log.js';
+import { CausewayError, refusedInitialize } from '../../src/errors.js';
 
 const log = createLogger('silent');
 const discover = {
@@ -123,4 +124,39 @@ t.test('each URL is asked in turn until one shows an era; none showing one is tr
   t.equal(await none.era(), 'legacy', 'no URL showed one: served as legacy');
   t.same(asked, ['a', 'b', 'c'], 'every URL was asked once');
   t.equal(none.current, undefined, 'and nothing remembered');
+});
+
+t.test("a refused legacy initialize naming 2026-07-28 is the era's answer; a refused call is probed", async (t) => {
+  let probes = 0;
+  const memo = new MemoryEraMemo();
+  // Each probe hears nothing of 2026 (as from a child too slow to answer).
+  const probed = (upstream: string) =>
+    new UpstreamEra({
+      upstream,
+      setting: 'auto',
+      probe: async () => (probes++, { status: 404, message: undefined }),
+      memo,
+      log,
+    });
+  const era = probed('u');
+  t.equal(await era.era(), 'legacy', 'the probe heard nothing of 2026');
+  t.equal(probes, 1);
+  const refusalOf = (supported: string[]) => unsupported(supported).error;
+  t.ok(era.refused(refusedInitialize('u', '2025-11-25', refusalOf(['2026-07-28']))));
+  t.equal(era.current, 'modern', 'modern at once');
+  t.equal(era.source, 'refusal');
+  t.equal(await memo.get('u'), 'modern', 'stored for the other replicas');
+  t.equal(probes, 1, 'without a probe');
+
+  const again = probed('v');
+  await again.era();
+  const onlyLegacy = refusedInitialize('v', '2025-11-25', refusalOf(['2025-06-18']));
+  t.ok(again.refused(onlyLegacy), 'a refusal naming only legacy versions');
+  t.equal(again.current, undefined, 'is found again by a probe');
+  const call = new CausewayError('unsupported_protocol_version', 'refused', undefined, {
+    cause: refusalOf(['2026-07-28']),
+  });
+  await again.era();
+  t.ok(again.refused(call), "a call's refusal, though it names 2026-07-28");
+  t.equal(again.current, undefined, 'is found again by a probe too');
 });

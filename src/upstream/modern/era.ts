@@ -8,7 +8,7 @@
 // refuses the era in use (a server upgraded or rolled back in place).
 
 import type { Logger } from '../../log.js';
-import { CausewayError, refusesEra } from '../../errors.js';
+import { CausewayError, initializeRefusal, refusesEra } from '../../errors.js';
 import { isObject, type JsonRpcRequest } from '../../jsonrpc.js';
 import { MODERN_VERSION } from '../../version.js';
 
@@ -231,9 +231,7 @@ export class UpstreamEra {
  * refused so is left to a probe: a session's server may say one thing and the upstream another.
  */
 function handshakeNamesModern(refusal: unknown): boolean {
-  if (!(refusal instanceof CausewayError) || !isObject(refusal.data) || refusal.data.offered === undefined)
-    return false;
-  return eraOf({ status: 200, message: { error: refusal.cause } }) === 'modern';
+  return refusesEra(refusal) && initializeRefusal(refusal)?.supported.includes(MODERN_VERSION) === true;
 }
 
 /** An upstream's refusal of the era it was spoken to in: a -32022 answer (handshake, or an HTTP refusal). */
