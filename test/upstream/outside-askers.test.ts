@@ -21,13 +21,14 @@ async function replica(t: Test, redis: RunningRedis, id: string, upstreams = ['u
   const askers = new OutsideAskers({ redis: client, bus, keyPrefix: PREFIX, replicaId: id, log });
   const heard: string[] = [];
   askers.onLearned((u) => heard.push(u));
-  await askers.start(upstreams);
   t.teardown(async () => {
     await askers.close();
     await bus.close();
     client.disconnect();
   });
-  return { askers, heard };
+  // Started at once, its connection perhaps not up yet, as the app starts it: the read waits for it.
+  await askers.start(upstreams);
+  return { askers, heard, client };
 }
 
 t.test('learned on one replica: the others hear it at once, a later one reads it', async (t) => {
@@ -48,12 +49,13 @@ t.test('learned on one replica: the others hear it at once, a later one reads it
   t.ok((await redis.admin.ttl(`${PREFIX}asks-outside:{up}`)) > 24 * 3600, 'kept for days');
 
   const c = await replica(t, redis, 'c');
-  t.ok(c.askers.has('up'), 'a replica started later knows it from its start');
+  await until(() => c.askers.has('up'), { what: 'a replica started later to read it at its start' });
   t.same(c.heard, ['up']);
 
   // An upstream this replica did not start with (a reload adds it) is read when it is adopted.
   const d = await replica(t, redis, 'd', ['other']);
   t.notOk(d.askers.has('up'), 'not read at start: not one of its upstreams');
+  await until(() => d.client.status === 'ready', { what: "D's connection" });
   await d.askers.adopt('up');
   t.ok(d.askers.has('up'), 'read once adopted');
   t.same(d.heard, ['up']);
@@ -72,7 +74,7 @@ t.test('Redis restarted empty: a replica that knows writes it back', async (t) =
     what: 'the knowledge written back',
   });
   const later = await replica(t, redis, 'later');
-  t.ok(later.askers.has('up'));
+  await until(() => later.askers.has('up'), { what: 'a replica started after it to read it' });
 });
 
 t.test('without Redis: this replica alone', async (t) => {

@@ -62,16 +62,29 @@ export class OutsideAskers {
       );
   }
 
-  /** Hears the other replicas, then reads what they learned before this one started. */
+  /**
+   * Hears the other replicas, then reads what they learned before this one started; again after the
+   * bus lost Redis, writing back what this replica knows. Nothing waits for the store's connection
+   * first, and a command sent while it is down is refused at once (no offline queue): a read wanted
+   * then is made once the connection is up.
+   */
   async start(upstreams: readonly string[]): Promise<void> {
     if (this.shared === undefined) return;
-    const { bus, log } = this.shared;
-    const reload = (): void =>
+    const { bus, redis, log } = this.shared;
+    let waiting = false;
+    const reload = (): void => {
+      if (redis.status !== 'ready') {
+        if (!waiting) redis.once('ready', () => ((waiting = false), reload()));
+        waiting = true;
+        return;
+      }
       void this.load(upstreams).catch((err: unknown) =>
         log.warn({ err }, 'cannot read which upstreams the other replicas saw asking outside a call'),
       );
+    };
     this.off ??= await bus.subscribe(this.channel(), (text) => this.heard(text), reload);
-    await this.load(upstreams);
+    if (redis.status === 'ready') await this.load(upstreams);
+    else reload();
   }
 
   /** An upstream a reload added: what the other replicas learned of it is read. */
